@@ -1,0 +1,44 @@
+# mcpframe developer tasks. `make help` lists them.
+.DEFAULT_GOAL := help
+VENV ?= .venv
+PY := $(if $(wildcard $(VENV)/bin/python),$(VENV)/bin/python,python3)
+PYTEST := $(PY) -m pytest
+
+.PHONY: help build-dev build-release lint format test test-native test-python test-rust bench clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  %-14s %s\n", $$1, $$2}'
+
+build-dev: ## build the native extension into the venv (release profile: benchmarks need it)
+	$(PY) -m maturin develop --release --quiet
+
+lint: ## ruff, ruff format --check, mypy --strict, stubtest, cargo fmt --check, cargo clippy -D warnings
+	$(PY) -m ruff check python tests benches examples
+	$(PY) -m ruff format --check python tests benches examples
+	$(PY) -m mypy
+	$(PY) -m mypy.stubtest mcpframe._core --allowlist .stubtest-allowlist
+	cargo fmt --check
+	cargo clippy --all-targets -- -D warnings
+	cargo clippy --all-targets --features python -- -D warnings
+
+format: ## apply ruff format and cargo fmt
+	$(PY) -m ruff format python tests benches examples
+	$(PY) -m ruff check --fix python tests benches examples
+	cargo fmt
+
+test: test-rust test-native test-python ## the whole suite: cargo test, then pytest on both backends
+
+test-rust: ## pure Rust unit tests (no Python needed)
+	cargo test --quiet
+
+test-native: ## pytest with MCPFRAME_BACKEND=native
+	MCPFRAME_BACKEND=native $(PYTEST) -q
+
+test-python: ## pytest with MCPFRAME_BACKEND=python
+	MCPFRAME_BACKEND=python $(PYTEST) -q
+
+bench: ## pytest-benchmark suites, side by side
+	$(PYTEST) benches --benchmark-enable --benchmark-only --benchmark-columns=mean,median,ops --benchmark-sort=name
+
+clean: ## remove build artefacts
+	rm -rf target .pytest_cache .mypy_cache .ruff_cache .benchmarks

@@ -1,0 +1,9 @@
+"""mcpframe: a fast, correct MCP wire layer for Python with a Rust core."""
+
+from __future__ import annotations
+
+from mcpframe import core, errors, jsonrpc
+
+__all__ = ["__version__", "core", "errors", "jsonrpc"]
+
+__version__ = "0.1.0"

@@ -1,0 +1,35 @@
+"""JSON-RPC 2.0 and MCP error codes and method names, as named constants."""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = [
+    "CONNECTION_CLOSED",
+    "HEADER_MISMATCH",
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
+    "METHOD_NOT_FOUND",
+    "PARSE_ERROR",
+    "REQUEST_TIMEOUT",
+    "RESOURCE_NOT_FOUND",
+    "UNSUPPORTED_PROTOCOL_VERSION",
+    "URL_ELICITATION_REQUIRED",
+]
+
+# JSON-RPC 2.0
+PARSE_ERROR: Final = -32700
+INVALID_REQUEST: Final = -32600
+METHOD_NOT_FOUND: Final = -32601
+INVALID_PARAMS: Final = -32602
+INTERNAL_ERROR: Final = -32603
+
+# MCP (implementation-defined range)
+RESOURCE_NOT_FOUND: Final = -32002
+URL_ELICITATION_REQUIRED: Final = -32042
+CONNECTION_CLOSED: Final = -32000
+REQUEST_TIMEOUT: Final = -32001
+# 2026-07-28 revision: -32020..-32099 belong to MCP
+HEADER_MISMATCH: Final = -32021
+UNSUPPORTED_PROTOCOL_VERSION: Final = -32022

@@ -1,0 +1,18 @@
+//! PyO3 bindings: the `mcpframe._core` module. Each submodule wraps one pure Rust module and
+//! registers its classes and functions here.
+
+use pyo3::prelude::*;
+
+mod correlator;
+mod decoder;
+mod encoder;
+mod errors;
+
+/// The native backend of `mcpframe.core` (see `docs/core-contract.md`).
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    decoder::register(m)?;
+    encoder::register(m)?;
+    correlator::register(m)?;
+    Ok(())
+}
