@@ -12,6 +12,7 @@ import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
+from typing import IO, Any
 
 import anyio
 from anyio.abc import Process
@@ -110,7 +111,7 @@ async def spawn(
     *,
     env: Mapping[str, str] | None = None,
     cwd: str | os.PathLike[str] | None = None,
-    stderr: int | None = None,
+    stderr: int | IO[Any] | None = None,
     grace: float = 2.0,
 ) -> ProcessTransport:
     """Start ``command args...`` in its own process group and return a transport on its stdio.
