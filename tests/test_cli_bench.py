@@ -24,6 +24,7 @@ import mcpframe
 from mcpframe import cli
 from mcpframe.bench import corpus
 from mcpframe.bench.contenders import decoders, encoders
+from mcpframe.bench.runner import FrameRow, Row, judge, judge_frames
 
 DECODE_KEYS = {"native-eager", "native-lazy", "python-eager", "orjson", "msgspec-raw", "mcp-sdk"}
 ENCODE_KEYS = {"native-encode", "python-encode", "orjson"}
@@ -213,3 +214,33 @@ def test_contender_checks_catch_wrong_output() -> None:
     orjson_encoder = next(c for c in encoders() if c.key == "orjson")
     assert orjson_encoder.check(small, [orjson.dumps(m) + b"\n" for m in small.messages]) is None
     assert orjson_encoder.check(small, [orjson.dumps(m) for m in small.messages]) is not None
+
+
+def _row(corpus_name: str, key: str, best: float | None) -> Row:
+    status = "ok" if best else "unavailable"
+    return Row("decode", corpus_name, key, key, status, None, 10, 1000, best_s=best)
+
+
+def test_targets_are_judged_on_time_ratios() -> None:
+    times = {"native-eager": 0.7, "native-lazy": 0.25, "python-eager": 2.0, "orjson": 1.0, "msgspec-raw": 0.5}
+    rows = [_row("small", key, best) for key, best in times.items()] + [_row("small", "mcp-sdk", None)]
+    got = {t.name: (t.value, t.met) for t in judge(rows)}
+    assert got["native eager time / orjson"] == (pytest.approx(0.7), True)
+    assert got["native lazy time / orjson"] == (pytest.approx(0.25), True)
+    assert got["msgspec Raw time / native lazy"] == (pytest.approx(2.0), False)
+    assert got["python backend time / native"] == (pytest.approx(2.0 / 0.7), False)
+    assert got["mcp SDK time / native"] == (None, None)
+
+
+def test_frame_flatness_is_largest_over_smallest() -> None:
+    mib = 1024 * 1024
+    frames = [
+        FrameRow("native-eager", "n", 1 * mib, "ok", None, 0.001),
+        FrameRow("native-eager", "n", 32 * mib, "ok", None, 0.040),
+        FrameRow("native-lazy", "n", 1 * mib, "ok", None, 0.001),
+        FrameRow("native-lazy", "n", 32 * mib, "ok", None, 0.064),
+    ]
+    got = {t.name.split()[0]: (t.value, t.met) for t in judge_frames(frames)}
+    assert got["native-eager"] == (pytest.approx(1.25), True)
+    assert got["native-lazy"] == (pytest.approx(2.0), False)
+    assert judge_frames(frames[:1]) == []

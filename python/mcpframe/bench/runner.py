@@ -19,7 +19,7 @@ import orjson
 from mcpframe.bench.contenders import Contender, Timed, decoders, encoders
 from mcpframe.bench.corpus import Corpus, CorpusName, big_frame, build
 
-__all__ = ["FrameRow", "Results", "Row", "Settings", "Target", "run"]
+__all__ = ["FrameRow", "Results", "Row", "Settings", "Target", "judge", "judge_frames", "run"]
 
 Status = Literal["ok", "unavailable", "failed"]
 Progress = Callable[[str], None]
@@ -220,7 +220,7 @@ def run(settings: Settings, say: Progress) -> Results:
         results.rows += _corpus_rows(corpus, decode, settings, say)
         results.rows += _corpus_rows(corpus, encode, settings, say)
     results.frames = _frame_rows(settings, say)
-    results.targets = judge(results.rows)
+    results.targets = judge(results.rows) + judge_frames(results.frames)
     return results
 
 
@@ -257,4 +257,19 @@ def judge(rows: list[Row]) -> list[Target]:
             ),
             _target("mcp SDK time / native", corpus, _ratio(t, "mcp-sdk", "native-eager"), 30.0, False),
         ]
+    return targets
+
+
+def judge_frames(frames: list[FrameRow]) -> list[Target]:
+    """Flatness of the native decoders: ns per byte at the largest frame over the smallest (<= 1.5x)."""
+    targets: list[Target] = []
+    sizes = sorted({f.size for f in frames})
+    if len(sizes) < 2:
+        return targets
+    for key in ("native-eager", "native-lazy"):
+        per_byte = {f.size: f.ns_per_byte for f in frames if f.key == key}
+        small, big = per_byte.get(sizes[0]), per_byte.get(sizes[-1])
+        value = big / small if big and small else None
+        name = f"{key} ns/byte {sizes[-1] // MIB} MiB / {sizes[0] // MIB} MiB"
+        targets.append(_target(name, "frames", value, 1.5, True))
     return targets
