@@ -95,6 +95,11 @@ def _targets_text(targets: list[Target]) -> list[str]:
         mine = [t for t in targets if t.name == name]
         goal = f"{name} {mine[0].compare} {mine[0].threshold:g}x"
         lines.append(f"  {goal:<44} " + " | ".join(_verdict(t) for t in mine))
+    met = sum(t.met is True for t in targets)
+    unknown = sum(t.met is None for t in targets)
+    lines.append(
+        f"  {met} of {len(targets)} met, {len(targets) - met - unknown} missed, {unknown} not measurable"
+    )
     return lines
 
 
