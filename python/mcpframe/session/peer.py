@@ -49,6 +49,11 @@ def _error_frame(rid: Id, exc: JSONRPCError) -> bytes:
     return frame
 
 
+def only(group: BaseExceptionGroup[Any], exc: BaseException | None) -> bool:
+    """Whether ``group`` wraps nothing but ``exc`` (what a task group makes of its body's exception)."""
+    return exc is not None and len(group.exceptions) == 1 and group.exceptions[0] is exc
+
+
 def _is_id(value: object) -> bool:
     return isinstance(value, int | str) and not isinstance(value, bool)
 
@@ -120,10 +125,15 @@ class Session:
         self._outer.start_soon(self.run)
         return self
 
-    async def __aexit__(self, *exc_info: object) -> bool | None:
+    async def __aexit__(self, *exc_info: Any) -> bool | None:
         await self.aclose()
         assert self._outer is not None
-        return await self._outer.__aexit__(*exc_info)  # type: ignore[arg-type]
+        try:
+            return await self._outer.__aexit__(*exc_info)
+        except BaseExceptionGroup as group:
+            if only(group, exc_info[1]):
+                return False  # the block's own exception: let it propagate unwrapped
+            raise
 
     async def run(self) -> None:
         """Read and dispatch until EOF or ``aclose()``; then clean everything up and close the transport."""
