@@ -156,9 +156,12 @@ class Session:
 
     async def aclose(self) -> None:
         """Stop now: cancel handlers, fail pending requests, close the transport. Idempotent."""
-        self.closed = True
-        if self._tg is not None:
+        if self._tg is not None and not self.closed:
+            self.closed = True
+            with anyio.move_on_after(self.drain_timeout):
+                await self._flush()  # what was already sent is delivered, not dropped
             self._tg.cancel_scope.cancel()
+        self.closed = True
         if self._done is not None:
             await self._done.wait()
         else:
