@@ -26,7 +26,7 @@ def echo(text: str) -> str:
     return text
 
 
-@server.tool()
+@server.tool(structured_output=False)
 def blob(size: int) -> str:
     """Return a string of ``size`` ASCII characters."""
     return "x" * size
