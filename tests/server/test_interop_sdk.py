@@ -83,3 +83,45 @@ async def test_official_client_over_stdio() -> None:
             assert done.completion.values == ["test", "testValue1", "testing"]
             await client.send_ping()
     assert len(logs) == 3
+
+
+async def test_official_client_modern_era_over_stdio() -> None:
+    logs: list[Any] = []
+
+    async def on_log(params: types.LoggingMessageNotificationParams) -> None:
+        logs.append(params.data)
+
+    async def on_sample(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        raise AssertionError("2026-07-28 servers ask through input_required, never a request")
+
+    with anyio.fail_after(60):
+        async with (
+            stdio_client(_params()) as (read, write),
+            ClientSession(
+                read, write, logging_callback=on_log, sampling_callback=on_sample, log_level="debug"
+            ) as client,
+        ):
+            discovered = await client.discover()
+            assert discovered.supported_versions[0] == "2026-07-28"
+            assert client.protocol_version == "2026-07-28"
+            assert len((await client.list_tools()).tools) == 14
+            first = await client.call_tool("test_sampling", {"prompt": "hi"}, allow_input_required=True)
+            assert isinstance(first, types.InputRequiredResult)
+            assert first.input_requests is not None
+            (key,) = first.input_requests
+            answer = types.CreateMessageResult(
+                role="assistant", content=types.TextContent(type="text", text="sampled!"), model="sdk"
+            )
+            final = await client.call_tool(
+                "test_sampling",
+                {"prompt": "hi"},
+                input_responses={key: answer},
+                request_state=first.request_state,
+            )
+            assert final.content[0].text == "LLM response: sampled!"  # type: ignore[union-attr]
+            await client.call_tool("test_tool_with_logging", {})
+            read_text = await client.read_resource("test://static-text")
+            assert read_text.contents[0].text.startswith("This is the content")  # type: ignore[union-attr]
+            prompt = await client.get_prompt("test_simple_prompt")
+            assert prompt.messages[0].role == "user"
+    assert len(logs) == 3

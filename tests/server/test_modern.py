@@ -66,6 +66,8 @@ async def test_discover_needs_no_initialize() -> None:
         },
         "instructions": "Hi.",
         "resultType": "complete",
+        "ttlMs": 0,
+        "cacheScope": "private",
         "_meta": {SERVER_INFO_KEY: INFO},
     }
 
@@ -87,6 +89,10 @@ async def test_every_result_has_result_type() -> None:
     for result in (tools, call, read, prompt):
         assert result["resultType"] == "complete"
         assert result["_meta"][SERVER_INFO_KEY] == INFO
+    for cacheable in (tools, read):
+        assert (cacheable["ttlMs"], cacheable["cacheScope"]) == (0, "private")
+    assert "ttlMs" not in call
+    assert "ttlMs" not in prompt
     assert call["content"] == [{"type": "text", "text": "3"}]
 
 

@@ -6,7 +6,7 @@ import inspect
 import logging
 import secrets
 from collections.abc import Callable
-from typing import Any, TypeVar, overload
+from typing import Any, Literal, TypeVar, overload
 
 import anyio
 
@@ -52,6 +52,8 @@ class Server:
         instructions: str | None = None,
         title: str | None = None,
         page_size: int | None = 100,
+        cache_ttl_ms: int = 0,
+        cache_scope: Literal["public", "private"] = "private",
         logger: logging.Logger | None = None,
     ) -> None:
         if page_size is not None and page_size < 1:
@@ -60,6 +62,9 @@ class Server:
         self.version = version
         self.instructions = instructions
         self.page_size = page_size
+        # 2026-07-28 caching hints on lists, reads and discover; 0 = always re-fetch (lists can change).
+        self.cache_ttl_ms = max(0, cache_ttl_ms)
+        self.cache_scope = cache_scope
         self.logger = logger or logging.getLogger("mcpframe.server")
         self.info: dict[str, Any] = {"name": name, "version": version}
         if title is not None:

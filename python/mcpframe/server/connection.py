@@ -55,6 +55,17 @@ _CAPABILITY = {
 _LEGACY_ONLY = frozenset({"logging/setLevel", "resources/subscribe", "resources/unsubscribe"})
 # Methods that may answer `input_required` (multi round-trip), and the param naming their target.
 _ROUND_TRIP = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+# Results that carry caching hints (ttlMs, cacheScope) in 2026-07-28.
+_CACHEABLE = frozenset(
+    {
+        "server/discover",
+        "tools/list",
+        "prompts/list",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+    }
+)
 _LIST_FLAGS = {
     "tools": "toolsListChanged",
     "prompts": "promptsListChanged",
@@ -183,7 +194,7 @@ class ServerConnection:
             raise invalid("params must be an object")
         version = modern_version(request.meta)
         if version is not None:
-            return self._finish(await self._modern(request, version, params))
+            return self._finish(request.method, await self._modern(request, version, params))
         return await self._legacy(request, params)
 
     def _handler(self, method: str) -> Handler:
@@ -266,8 +277,11 @@ class ServerConnection:
             sealed = self.server.request_state.seal(request.method, target, call.responses)
             return {"resultType": "input_required", "inputRequests": need.requests, "requestState": sealed}
 
-    def _finish(self, result: dict[str, Any]) -> dict[str, Any]:
-        result.setdefault("resultType", "complete")
+    def _finish(self, method: str, result: dict[str, Any]) -> dict[str, Any]:
+        kind = result.setdefault("resultType", "complete")
+        if kind == "complete" and method in _CACHEABLE:
+            result.setdefault("ttlMs", self.server.cache_ttl_ms)
+            result.setdefault("cacheScope", self.server.cache_scope)
         meta = result.get("_meta")
         result["_meta"] = {**(meta if isinstance(meta, dict) else {}), SERVER_INFO_KEY: self.server.info}
         return result
