@@ -246,3 +246,34 @@ async def test_errors_in_the_block_propagate_unwrapped() -> None:
 async def test_client_needs_a_server_or_a_transport() -> None:
     with pytest.raises(TypeError):
         Client()
+
+
+async def test_failed_handshake_raises_plainly_and_cleans_up() -> None:
+    async def refuse(req: Request) -> Any:
+        raise JSONRPCError(jsonrpc.INVALID_REQUEST, "no thanks")
+
+    server = ScriptedServer({"initialize": refuse})
+    server.handle = _initialize_via_methods(server)  # type: ignore[method-assign]
+    with anyio.fail_after(10), pytest.raises(JSONRPCError) as info:
+        async with Client(server):
+            pass
+    assert info.value.message == "no thanks"
+
+
+def _initialize_via_methods(server: ScriptedServer) -> Callable[[Request], Awaitable[Any]]:
+    original = server.handle
+
+    async def handle(req: Request) -> Any:
+        if req.method == "initialize":
+            return await server.methods["initialize"](req)
+        return await original(req)
+
+    return handle
+
+
+async def test_modern_only_mode_raises_when_discover_fails() -> None:
+    server = ScriptedServer({})
+    with anyio.fail_after(10), pytest.raises(JSONRPCError) as info:
+        async with Client(server, mode="modern"):
+            pass
+    assert info.value.code == jsonrpc.METHOD_NOT_FOUND

@@ -210,10 +210,13 @@ async def test_in_flight_limit_answers_at_once_with_a_clear_error() -> None:
         await peer.request(1, "slow")
         await peer.request(2, "slow")
         await handlers.started_event(2).wait()
-        await peer.request(3, "ping")
+        await peer.request(3, "echo")
         reply, _ = await peer.until(3)
         assert reply.error["code"] == jsonrpc.INTERNAL_ERROR
         assert "too many requests in flight (limit 2)" in reply.error["message"]
+        await peer.request("p", "ping")  # ping still gets through: it is cheap and proves liveness
+        reply, _ = await peer.until("p")
+        assert reply.result == {}
         handlers.release.set()
         await peer.until(1)
         await peer.until(2)

@@ -166,8 +166,12 @@ class Client(Methods):
             self._session = await stack.enter_async_context(session)
             await self._negotiate()
         except BaseException as exc:
-            await stack.__aexit__(type(exc), exc, exc.__traceback__)
             self._session = None
+            try:
+                await stack.__aexit__(type(exc), exc, exc.__traceback__)
+            except BaseExceptionGroup as group:
+                if not only(group, exc):
+                    raise
             raise
         self._stack = stack
         return self

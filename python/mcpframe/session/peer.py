@@ -93,6 +93,7 @@ class Session:
         self._idle: anyio.Event | None = None
         self._handlers_idle: anyio.Event | None = None
         self._done: anyio.Event | None = None
+        self._jobs_done: anyio.Event | None = None
         self._tg: anyio.abc.TaskGroup | None = None
         self._outer: anyio.abc.TaskGroup | None = None
         self._jobs_in: MemoryObjectSendStream[_Job]
@@ -141,6 +142,7 @@ class Session:
             raise RuntimeError("Session.run() can only be called once")
         self._done = anyio.Event()
         self._wake = anyio.Event()
+        self._jobs_done = anyio.Event()
         try:
             if self.closed:
                 return
@@ -176,6 +178,8 @@ class Session:
             if self._incoming:
                 self._handlers_idle = anyio.Event()
                 await self._handlers_idle.wait()
+            assert self._jobs_done is not None
+            await self._jobs_done.wait()  # queued notifications are still delivered
             await self._flush()
 
     async def _cleanup(self) -> None:
@@ -307,7 +311,9 @@ class Session:
             return JSONRPCError(
                 jsonrpc.INVALID_REQUEST, f"Invalid Request: request id {message.id!r} is already in flight"
             )
-        if len(self._incoming) >= self.max_in_flight or self._eof:
+        # ping is cheap and says the peer is alive: it gets room past the limit (up to twice it)
+        limit = self.max_in_flight * 2 if message.method == "ping" else self.max_in_flight
+        if len(self._incoming) >= limit or self._eof:
             return JSONRPCError(
                 jsonrpc.INTERNAL_ERROR,
                 f"Server busy: too many requests in flight (limit {self.max_in_flight}); retry later",
@@ -401,13 +407,17 @@ class Session:
 
     async def _job_worker(self) -> None:
         """Notification handlers and progress callbacks, one at a time, in arrival order."""
-        async for func, args in self._jobs_out:
-            try:
-                outcome = func(*args)
-                if inspect.isawaitable(outcome):
-                    await outcome
-            except Exception:
-                logger.exception("notification handler failed")
+        try:
+            async for func, args in self._jobs_out:
+                try:
+                    outcome = func(*args)
+                    if inspect.isawaitable(outcome):
+                        await outcome
+                except Exception:
+                    logger.exception("notification handler failed")
+        finally:
+            assert self._jobs_done is not None
+            self._jobs_done.set()
 
     # ------------------------------------------------------------------ sending
 
