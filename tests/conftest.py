@@ -45,9 +45,14 @@ def selected_backends() -> list[str]:
 
 
 def _import_error_reason(name: str, exc: BaseException) -> str:
+    why = (
+        "CI or MCPFRAME_REQUIRE_NATIVE is set"
+        if native_required()
+        else "set MCPFRAME_REQUIRE_NATIVE=1 to fail"
+    )
     return (
         f"the {name} core backend does not import ({type(exc).__name__}: {exc}); "
-        "build it with `make build-dev` (set MCPFRAME_REQUIRE_NATIVE=1 to make this a failure)"
+        f"build it with `make build-dev` ({why})"
     )
 
 

@@ -104,7 +104,7 @@ def outcome(call: Callable[[], Any]) -> tuple[Any, ...]:
         result = call()
     except Exception as exc:  # the class and message are what both backends must agree on
         return ("raised", type(exc), str(exc))
-    if isinstance(result, list):
+    if isinstance(result, list) and all(is_message(i) or hasattr(i, "preview") for i in result):
         return ("returned", canon_all(result))
     return ("returned", result)
 
