@@ -253,3 +253,37 @@ async def test_is_cancelled_in_a_sync_tool() -> None:
                 tg.cancel_scope.cancel()
             await anyio.to_thread.run_sync(noticed.wait)
     assert noticed.is_set()
+
+
+@pytest.mark.parametrize(
+    ("version", "fields"),
+    [
+        ("2024-11-05", {"name", "description", "inputSchema"}),
+        ("2025-06-18", {"name", "description", "inputSchema", "title", "outputSchema"}),
+        ("2025-11-25", {"name", "description", "inputSchema", "title", "outputSchema", "icons"}),
+    ],
+)
+async def test_listings_only_carry_fields_the_revision_knows(version: str, fields: set[str]) -> None:
+    server = Server("fields")
+
+    @server.tool(title="Shiny", icons=[{"src": "https://example.com/i.png"}])
+    def shiny() -> Sum:
+        """Shiny."""
+        return Sum(1)
+
+    async with legacy(server, version) as client:
+        (tool,) = (await client.request("tools/list"))["tools"]
+    assert set(tool) == fields
+
+
+async def test_plain_dicts_are_json_not_content() -> None:
+    server = Server("dicts")
+
+    @server.tool(output_schema=False)
+    def data() -> dict[str, Any]:
+        """A dict that merely has a type key."""
+        return {"type": "fruit", "name": "apple"}
+
+    async with legacy(server) as client:
+        result = await client.request("tools/call", {"name": "data"})
+    assert result == {"content": [{"type": "text", "text": '{"type":"fruit","name":"apple"}'}]}

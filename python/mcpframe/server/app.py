@@ -73,6 +73,7 @@ class Server:
         self.registry.listen(self._changed)
         self.request_state = RequestState(secrets.token_bytes(32))
         self._connections: set[ServerConnection] = set()
+        self._capabilities: dict[str, Any] | None = None
 
     # ------------------------------------------------------------ registration
 
@@ -90,6 +91,7 @@ class Server:
         input_schema: dict[str, Any] | None = None,
         output_schema: dict[str, Any] | bool | None = None,
         annotations: dict[str, Any] | None = None,
+        icons: list[dict[str, Any]] | None = None,
         meta: dict[str, Any] | None = None,
     ) -> Callable[[F], F]: ...
     def tool(self, fn: F | None = None, /, **options: Any) -> F | Callable[[F], F]:
@@ -117,6 +119,7 @@ class Server:
         description: str | None = None,
         mime_type: str | None = None,
         annotations: dict[str, Any] | None = None,
+        icons: list[dict[str, Any]] | None = None,
         size: int | None = None,
     ) -> Callable[[F], F]:
         """Register a resource (`@server.resource("test://x")`) or a template (`"file:///{+path}"`).
@@ -135,6 +138,7 @@ class Server:
                 description=description,
                 mime_type=mime_type,
                 annotations=annotations,
+                icons=icons,
                 size=size,
             )
             if isinstance(entry, Resource):
@@ -156,6 +160,7 @@ class Server:
         name: str | None = None,
         title: str | None = None,
         description: str | None = None,
+        icons: list[dict[str, Any]] | None = None,
     ) -> Callable[[F], F]: ...
     def prompt(self, fn: F | None = None, /, **options: Any) -> F | Callable[[F], F]:
         """Register a prompt (`@server.prompt` or `@server.prompt(name=...)`); parameters are its arguments.
@@ -184,6 +189,7 @@ class Server:
 
         def register(func: F) -> F:
             self.registry.completers[(key[0], str(key[1]), argument)] = _completer(func)
+            self._capabilities = None
             return func
 
         return register
@@ -203,7 +209,12 @@ class Server:
     # ---------------------------------------------------------- notifications
 
     def capabilities(self) -> dict[str, Any]:
-        """The server capabilities, from what is registered right now."""
+        """The server capabilities, from what is registered right now (treat the dict as read-only)."""
+        if self._capabilities is None:
+            self._capabilities = self._compute_capabilities()
+        return self._capabilities
+
+    def _compute_capabilities(self) -> dict[str, Any]:
         registry = self.registry
         caps: dict[str, Any] = {"logging": {}}
         if registry.completers:
@@ -217,6 +228,7 @@ class Server:
         return caps
 
     def _changed(self, kind: ListKind) -> None:
+        self._capabilities = None
         for connection in list(self._connections):
             connection.post("list", kind)
 

@@ -44,6 +44,7 @@ def make_tool(
     input_schema: dict[str, Any] | None = None,
     output_schema: dict[str, Any] | bool | None = None,
     annotations: dict[str, Any] | None = None,
+    icons: list[dict[str, Any]] | None = None,
     meta: dict[str, Any] | None = None,
 ) -> Tool:
     """A Tool for `fn`: input schema from its hints (or verbatim), output schema for structured returns."""
@@ -56,6 +57,7 @@ def make_tool(
         inputSchema=input_schema if input_schema is not None else signature.schema,
         outputSchema=schema_out,
         annotations=annotations,
+        icons=icons,
         _meta=meta,
     )
     return Tool(wire["name"], fn, signature, wire, schema_out, wrap)
@@ -70,6 +72,7 @@ def make_resource(
     description: str | None = None,
     mime_type: str | None = None,
     annotations: dict[str, Any] | None = None,
+    icons: list[dict[str, Any]] | None = None,
     size: int | None = None,
 ) -> Resource | ResourceTemplate:
     """A Resource for a fixed URI, or a ResourceTemplate when `uri` has `{variables}`."""
@@ -81,6 +84,7 @@ def make_resource(
         "description": _doc(fn, description),
         "mimeType": mime_type,
         "annotations": annotations,
+        "icons": icons,
     }
     if not variables:
         if signature.params:
@@ -100,6 +104,7 @@ def make_prompt(
     name: str | None = None,
     title: str | None = None,
     description: str | None = None,
+    icons: list[dict[str, Any]] | None = None,
 ) -> Prompt:
     """A Prompt for `fn`; its parameters are the prompt's (string) arguments."""
     signature = analyze(fn, context_type=Context, strict=False)

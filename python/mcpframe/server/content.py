@@ -145,9 +145,12 @@ def to_builtins(value: Any) -> Any:
     return msgspec.to_builtins(value)
 
 
+_CONTENT_TYPES = frozenset({"text", "image", "audio", "resource", "resource_link"})
+
+
 def _block(item: Any) -> dict[str, Any]:
     if isinstance(item, dict):
-        return item if "type" in item else text(to_json_text(item))
+        return item if item.get("type") in _CONTENT_TYPES else text(to_json_text(item))
     if isinstance(item, str):
         return text(item)
     return text(to_json_text(item))
@@ -156,8 +159,8 @@ def _block(item: Any) -> dict[str, Any]:
 def to_content(value: Any) -> list[dict[str, Any]]:
     """The content blocks for a tool's return value.
 
-    `None` gives no blocks; a string one text block; a `Content` (or any dict with a `type`) itself; a list or
-    tuple each of its items; anything else its JSON text.
+    `None` gives no blocks; a string one text block; a `Content` (or a dict whose `type` is a content type)
+    itself; a list or tuple each of its items; anything else its JSON text.
     """
     if value is None:
         return []

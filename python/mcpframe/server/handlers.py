@@ -29,7 +29,8 @@ __all__ = ["HANDLERS", "Handler"]
 
 Handler = Callable[["ServerConnection", Request, CallInfo, dict[str, Any]], Awaitable[dict[str, Any]]]
 
-_NEW_FIELDS = ("title", "outputSchema", "icons")
+# Listing fields newer than some revisions: (field, first revision that knows it).
+_NEW_FIELDS = (("title", "2025-06-18"), ("outputSchema", "2025-06-18"), ("icons", "2025-11-25"))
 
 
 def invalid(message: str) -> JSONRPCError:
@@ -38,10 +39,11 @@ def invalid(message: str) -> JSONRPCError:
 
 
 def _for_version(wire: dict[str, Any], call: CallInfo) -> dict[str, Any]:
-    """A listing entry as `call`'s revision knows it (titles and output schemas arrived in 2025-06-18)."""
-    if call.modern or at_least(call.version, "2025-06-18"):
+    """A listing entry as `call`'s revision knows it (no fields it has never heard of)."""
+    if call.modern or at_least(call.version, "2025-11-25"):
         return wire
-    return {key: value for key, value in wire.items() if key not in _NEW_FIELDS}
+    unknown = {key for key, since in _NEW_FIELDS if not at_least(call.version, since)}
+    return {key: value for key, value in wire.items() if key not in unknown}
 
 
 def _page(
