@@ -56,12 +56,19 @@ def _import_error_reason(name: str, exc: BaseException) -> str:
     )
 
 
+_UNIMPORTABLE: str | None = None
 try:
     import mcpframe.core as _core_selector
 except ImportError as _exc:  # MCPFRAME_BACKEND=native without the extension breaks `import mcpframe`
     if native_required():
         raise
-    pytest.skip(_import_error_reason("selected", _exc), allow_module_level=True)
+    _UNIMPORTABLE = _import_error_reason("native", _exc)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Without an importable package nothing can be collected: end the run cleanly, saying why."""
+    if _UNIMPORTABLE is not None:
+        pytest.exit(f"skipped the whole run: {_UNIMPORTABLE}", returncode=0)
 
 
 def load(name: str) -> ModuleType:
