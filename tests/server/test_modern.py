@@ -221,3 +221,60 @@ async def test_both_eras_on_one_connection() -> None:
     assert "resultType" not in legacy
     assert modern["tools"] == legacy["tools"]
     assert again["resultType"] == "complete"
+
+
+async def test_prompts_and_resources_may_ask_for_input_too() -> None:
+    server = Server("mrtr")
+
+    @server.prompt
+    async def personal(ctx: Context) -> str:
+        """Asks for the user's roots first."""
+        roots = await ctx.list_roots()
+        return f"roots: {roots[0]['uri']}"
+
+    @server.resource("x://secret")
+    async def secret(ctx: Context) -> str:
+        answer = await ctx.elicit("password?", {"type": "object", "properties": {"p": {"type": "string"}}})
+        return "open" if answer.get("content", {}).get("p") == "sesame" else "closed"
+
+    caps = {"roots": {}, "elicitation": {}}
+    async with connect(server) as client:
+        ask = await client.modern("prompts/get", {"name": "personal"}, capabilities=caps)
+        assert ask["inputRequests"] == {"roots-0": {"method": "roots/list"}}
+        assert "ttlMs" not in ask
+        answers = {"roots-0": {"roots": [{"uri": "file:///home"}]}}
+        prompt = await client.modern(
+            "prompts/get", {"name": "personal", "inputResponses": answers}, capabilities=caps
+        )
+        ask = await client.modern("resources/read", {"uri": "x://secret"}, capabilities=caps)
+        reply = {"elicitation-0": {"action": "accept", "content": {"p": "sesame"}}}
+        retry = {"uri": "x://secret", "inputResponses": reply, "requestState": ask["requestState"]}
+        read = await client.modern("resources/read", retry, capabilities=caps)
+    assert prompt["messages"][0]["content"]["text"] == "roots: file:///home"
+    assert read["contents"][0]["text"] == "open"
+    assert read["ttlMs"] == 0
+
+
+async def test_a_slow_tool_does_not_block_other_requests() -> None:
+    server = Server("slow")
+    release = anyio.Event()
+
+    @server.tool
+    async def wait() -> str:
+        """Waits for the test."""
+        await release.wait()
+        return "released"
+
+    async with connect(server) as client:
+        await client.initialize()
+        async with anyio.create_task_group() as tg:
+            results: list[Any] = []
+
+            async def call() -> None:
+                results.append(await client.request("tools/call", {"name": "wait"}))
+
+            tg.start_soon(call)
+            assert await client.request("ping") == {}
+            assert (await client.modern("tools/list"))["tools"][0]["name"] == "wait"
+            release.set()
+    assert results[0]["content"][0]["text"] == "released"

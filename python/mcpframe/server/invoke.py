@@ -14,12 +14,7 @@ from mcpframe.session import Request
 from .context import CallInfo, Context
 from .schema import Signature
 
-__all__ = ["invoke", "is_async"]
-
-
-def is_async(fn: Callable[..., Any]) -> bool:
-    """True for `async def` functions (and callables whose `__call__` is one)."""
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))  # noqa: B004
+__all__ = ["invoke"]
 
 
 async def invoke(
@@ -38,7 +33,7 @@ async def invoke(
     """
     if signature.context_param is not None:
         kwargs[signature.context_param] = Context(request, call, connection)
-    if is_async(fn):
+    if signature.is_async:
         return await fn(**kwargs)
     result = await anyio.to_thread.run_sync(functools.partial(fn, **kwargs), abandon_on_cancel=True)
     if inspect.isawaitable(result):

@@ -53,6 +53,7 @@ class Signature:
     struct: type[msgspec.Struct] | None
     strict: bool
     var_keyword: bool = False
+    is_async: bool = False
 
     def bind(self, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
         """Validate `arguments` and return the keyword arguments to call the handler with."""
@@ -68,6 +69,12 @@ class Signature:
         except msgspec.ValidationError as exc:
             raise ArgumentError(f"Invalid arguments: {exc}") from None
         return {**extra, **{name: getattr(value, name) for name in self.params}}
+
+
+def _is_async(fn: Callable[..., Any]) -> bool:
+    """True for `async def` functions (and objects whose `__call__` is one)."""
+    call = getattr(fn, "__call__", None)  # noqa: B004 - looking for an async __call__, not callability
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(call)
 
 
 def _hints(fn: Callable[..., Any]) -> dict[str, Any]:
@@ -109,12 +116,12 @@ def analyze(
         fields.append(field if param.default is _EMPTY else (*field, param.default))
     if not fields:
         empty = {"type": "object", "properties": {}}
-        return Signature((), context_param, empty, None, strict, has_var_keyword)
+        return Signature((), context_param, empty, None, strict, has_var_keyword, _is_async(fn))
     name = f"{fn.__name__}_arguments"
     struct = msgspec.defstruct(name, fields, kw_only=True, forbid_unknown_fields=False)
     _, components = msgspec.json.schema_components([struct], ref_template="#/$defs/{name}")
     schema = _inline(dict(components), name)
-    return Signature(tuple(names), context_param, schema, struct, strict, has_var_keyword)
+    return Signature(tuple(names), context_param, schema, struct, strict, has_var_keyword, _is_async(fn))
 
 
 _STRUCTURED_ORIGINS = (dict, Mapping)
