@@ -286,6 +286,14 @@ def test_cr_at_max_plus_one_waits_for_next_byte(backend: ModuleType) -> None:
     assert [view(item) for item in decoder.feed(b"\n")] == [msg(frame_of(MAX), 0)]
 
 
+def test_cr_ending_the_stream_is_a_terminator(backend: ModuleType) -> None:
+    # close() decodes an unterminated final frame "as if terminated": a trailing CR then belongs to the
+    # CRLF terminator, as it would if the LF arrived.
+    assert [view(item) for item in stream(backend, A + b"\r")] == [msg(A, 0)]
+    (error,) = stream(backend, b"x" * MAX + b"\r", max_frame=MAX)
+    assert view(error) == err(INVALID_JSON, 0, b"x" * 64)
+
+
 def test_small_max_frame_preview_is_what_was_kept(backend: ModuleType) -> None:
     # With max_frame + 1 < PREVIEW_BYTES the error is due before PREVIEW_BYTES bytes exist.
     (error,) = stream(backend, b"abcdefghij" * 10 + b"\n", max_frame=5)
@@ -321,6 +329,19 @@ def test_decode_blank_body(backend: ModuleType, body: bytes) -> None:
 def test_decode_drops_leading_bom(backend: ModuleType) -> None:
     (message,) = backend.decode(BOM + PRETTY)
     assert (message.kind, message.raw) == ("request", PRETTY)
+
+
+def test_decode_offsets_count_the_bom(backend: ModuleType) -> None:
+    # As with Decoder: the BOM is dropped but still counted, so the frame starts at offset 3.
+    (message,) = backend.decode(BOM + B)
+    assert (message.raw, message.offset) == (B, 3)
+
+
+def test_decode_body_keeps_its_newlines(backend: ModuleType) -> None:
+    # The whole body is the frame: a trailing newline is content (JSON whitespace), not a terminator.
+    body = PRETTY + b"\r\n"
+    (message,) = backend.decode(body)
+    assert (message.kind, message.raw, message.offset) == ("request", body, 0)
 
 
 def test_decode_two_lines_is_one_invalid_frame(backend: ModuleType) -> None:
