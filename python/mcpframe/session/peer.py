@@ -457,8 +457,8 @@ class Session:
             frame = core.encode_request(rid, method, params)
             waiter.arm(max_timeout)
             started = anyio.current_time()
-            await self._send(frame)
-            with waiter.scope:
+            with waiter.scope:  # the deadline covers waiting for the writer too: max_timeout holds
+                await self._send(frame)
                 await waiter.event.wait()
             if not waiter.event.is_set():
                 self._cancel_remote(rid, "timeout")
