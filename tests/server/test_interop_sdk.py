@@ -27,6 +27,7 @@ def _params() -> StdioServerParameters:
     return StdioServerParameters(command=sys.executable, args=args, env=env, cwd=str(ROOT))
 
 
+@pytest.mark.filterwarnings("ignore:The logging capability is deprecated")
 async def test_official_client_over_stdio() -> None:
     logs: list[Any] = []
     progress: list[float] = []

@@ -129,7 +129,7 @@ class ServerConnection:
         """Forget this connection: no more notifications, open listens end."""
         self.server._connections.discard(self)
         self._token = None
-        for listener in self._listeners.values():
+        for listener in list(self._listeners.values()):
             listener.closed.set()
 
     def post(self, kind: str, value: str) -> None:

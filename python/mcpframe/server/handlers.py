@@ -59,7 +59,7 @@ def _page(
 async def tools_list(
     conn: ServerConnection, request: Request, call: CallInfo, params: dict[str, Any]
 ) -> dict[str, Any]:
-    tools = [_for_version(tool.wire, call) for tool in conn.server.registry.tools.values()]
+    tools = [_for_version(tool.wire, call) for tool in list(conn.server.registry.tools.values())]
     return _page(conn, "tools", tools, params)
 
 
@@ -123,14 +123,14 @@ async def tools_call(
 async def resources_list(
     conn: ServerConnection, request: Request, call: CallInfo, params: dict[str, Any]
 ) -> dict[str, Any]:
-    items = [_for_version(res.wire, call) for res in conn.server.registry.resources.values()]
+    items = [_for_version(res.wire, call) for res in list(conn.server.registry.resources.values())]
     return _page(conn, "resources", items, params)
 
 
 async def templates_list(
     conn: ServerConnection, request: Request, call: CallInfo, params: dict[str, Any]
 ) -> dict[str, Any]:
-    items = [_for_version(tpl.wire, call) for tpl in conn.server.registry.templates.values()]
+    items = [_for_version(tpl.wire, call) for tpl in list(conn.server.registry.templates.values())]
     return _page(conn, "resourceTemplates", items, params)
 
 
@@ -200,7 +200,7 @@ async def unsubscribe(
 async def prompts_list(
     conn: ServerConnection, request: Request, call: CallInfo, params: dict[str, Any]
 ) -> dict[str, Any]:
-    items = [_for_version(prompt.wire, call) for prompt in conn.server.registry.prompts.values()]
+    items = [_for_version(prompt.wire, call) for prompt in list(conn.server.registry.prompts.values())]
     return _page(conn, "prompts", items, params)
 
 

@@ -196,7 +196,7 @@ class Registry:
         exact = self.resources.get(uri)
         if exact is not None:
             return exact, {}
-        for template in self.templates.values():
+        for template in list(self.templates.values()):  # registration may run on another thread
             found = template.match(uri)
             if found is not None:
                 return template, found
