@@ -5,14 +5,22 @@ from __future__ import annotations
 from typing import Any
 
 from mcpframe._pycore import scan
-from mcpframe._pycore.message import FrameError, Message, make_message
-from mcpframe._pycore.parse import InvalidFrame, parse
+from mcpframe._pycore.depth import MAX_DEPTH, too_deep
+from mcpframe._pycore.message import FrameError, Message, MessageBuilder
+from mcpframe._pycore.parse import DEPTH_ERROR, InvalidFrame, fast_decode, parse_reference
 
 __all__ = ["INVALID_REQUEST", "PARSE_ERROR", "PREVIEW_BYTES", "decode_frame", "make_error"]
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 PREVIEW_BYTES = 64
+
+_KINDS = frozenset(("request", "notification", "result", "error"))
+_CALLS = frozenset(("request", "notification"))
+_ID_TYPES = frozenset((int, str))
+_PARAMS_TYPES = frozenset((dict, list))
+_DEEP_VALID = 2 * MAX_DEPTH + 1
+_fast_decode = fast_decode
 
 
 NOT_AN_OBJECT = "Invalid Request: expected a JSON object"
@@ -59,10 +67,17 @@ def make_error(
 def decode_frame(raw: bytes, offset: int, batches: bool, lazy: bool, out: list[Message | FrameError]) -> None:
     """Validate the frame ``raw`` (non-blank, size already checked) and append what it yields to ``out``."""
     try:
-        value = parse(raw)
-    except InvalidFrame as exc:
-        out.append(make_error(PARSE_ERROR, exc.args[0], raw, offset))
-        return
+        value = _fast_decode(raw)
+        # Valid JSON nested deeper than MAX_DEPTH needs an opening and a closing bracket per level.
+        if len(raw) > _DEEP_VALID and too_deep(raw):
+            raise InvalidFrame(DEPTH_ERROR)
+    except Exception:
+        # Anything unusual (invalid, too deep, 1e400, ...): the reference parser has the last word.
+        try:
+            value = parse_reference(raw)
+        except InvalidFrame as exc:
+            out.append(make_error(PARSE_ERROR, exc.args[0], raw, offset))
+            return
     if type(value) is dict:
         out.append(classify(value, raw, offset, None, lazy))
     elif type(value) is not list:
@@ -89,75 +104,54 @@ def classify(
 ) -> Message | FrameError:
     """The ``Message`` for the envelope ``obj`` (parsed from ``raw``), or the ``FrameError`` of step 5."""
     kind = _check(obj)
-    if kind == "request":
-        return make_message(
-            "request",
-            obj["id"],
-            obj["method"],
-            params=obj.get("params"),
-            raw=raw,
-            offset=offset,
+    get = obj.get
+    if kind not in _KINDS:
+        ident = get("id")
+        return make_error(
+            INVALID_REQUEST,
+            kind,
+            raw,
+            offset,
+            id=ident if type(ident) in _ID_TYPES else None,
             batch=batch,
-            lazy=lazy,
+            notification="method" in obj and "id" not in obj,
         )
-    if kind == "notification":
-        return make_message(
-            "notification",
-            None,
-            obj["method"],
-            params=obj.get("params"),
-            raw=raw,
-            offset=offset,
-            batch=batch,
-            lazy=lazy,
-        )
-    if kind == "result":
-        return make_message(
-            "result", obj["id"], None, result=obj["result"], raw=raw, offset=offset, batch=batch, lazy=lazy
-        )
-    if kind == "error":
-        return make_message(
-            "error", obj["id"], None, error=obj["error"], raw=raw, offset=offset, batch=batch, lazy=lazy
-        )
-    ident = obj.get("id")
-    return make_error(
-        INVALID_REQUEST,
-        kind,
-        raw,
-        offset,
-        id=ident if _valid_id(ident) else None,
-        batch=batch,
-        notification="method" in obj and "id" not in obj,
-    )
-
-
-def _valid_id(value: object) -> bool:
-    kind = type(value)
-    return kind is int or kind is str
+    # A valid envelope has no "method" unless it is a call, and no "result"/"error" unless it is that
+    # kind of response, so plain lookups give the right None for the other attributes.
+    m = MessageBuilder()
+    m.kind = kind  # type: ignore[assignment]
+    m.id = get("id")
+    m.method = get("method")
+    m.params = get("params") if kind in _CALLS else None
+    m.result = get("result")
+    m.error = get("error")
+    m.raw = raw
+    m.offset = offset
+    m.batch = batch
+    m.lazy = lazy
+    m._spans = None
+    m.__class__ = Message  # type: ignore[assignment]
+    return m  # type: ignore[return-value]
 
 
 def _check(obj: dict[str, Any]) -> str:
     """The message kind, or the message of the first failing step-5 rule."""
-    if "jsonrpc" not in obj:
-        return _MISSING_JSONRPC
-    if obj["jsonrpc"] != "2.0":
-        return _BAD_JSONRPC
-    if "method" in obj:
-        return _check_request(obj)
-    return _check_response(obj)
+    if obj.get("jsonrpc") != "2.0":
+        return _BAD_JSONRPC if "jsonrpc" in obj else _MISSING_JSONRPC
+    return _check_call(obj) if "method" in obj else _check_response(obj)
 
 
-def _check_request(obj: dict[str, Any]) -> str:
+def _check_call(obj: dict[str, Any]) -> str:
     if type(obj["method"]) is not str:
         return _BAD_METHOD
     if "result" in obj or "error" in obj:
         return _REQUEST_WITH_RESULT
-    if "params" in obj and type(obj["params"]) not in (dict, list):
+    if "params" in obj and type(obj["params"]) not in _PARAMS_TYPES:
         return _BAD_PARAMS
     if "id" not in obj:
         return "notification"
     ident = obj["id"]
-    if _valid_id(ident):
+    if type(ident) in _ID_TYPES:
         return "request"
     return _NULL_REQUEST_ID if ident is None else _BAD_ID
 
@@ -172,7 +166,7 @@ def _check_response(obj: dict[str, Any]) -> str:
     if "id" not in obj:
         return _RESPONSE_WITHOUT_ID
     ident = obj["id"]
-    if ident is not None and not _valid_id(ident):
+    if ident is not None and type(ident) not in _ID_TYPES:
         return _BAD_ID
     if has_result:
         return "result" if ident is not None else _NULL_RESULT_ID

@@ -167,11 +167,7 @@ class Decoder:
                 self._frame(frame, self._frame_start, out)
             else:
                 self._frame(first, pos, out)
-            pos += len(first) + 1
-            frame_fn = self._frame
-            for piece in pieces[1:]:
-                frame_fn(piece, pos, out)
-                pos += len(piece) + 1
+            pos = self._frames(pieces, pos + len(first) + 1, out)
         if tail and not self._discarding:
             self._hold(tail, pos, out)
 
@@ -189,6 +185,23 @@ class Decoder:
             self._pending = []
             self._pending_len = 0
             self._discarding = True
+
+    def _frames(self, pieces: list[bytes], pos: int, out: list[Item]) -> int:
+        """``_frame`` for each of ``pieces[1:]`` (inlined: this is the per-frame hot loop)."""
+        max_frame = self._max_frame
+        batches = self._batches
+        lazy = self._lazy
+        for index in range(1, len(pieces)):
+            raw = pieces[index]
+            offset = pos
+            pos += len(raw) + 1
+            if raw.endswith(b"\r"):
+                raw = raw[:-1]
+            if len(raw) > max_frame:
+                out.append(_oversize(max_frame, offset, raw))
+            elif raw.strip(_BLANK):
+                decode_frame(raw, offset, batches, lazy, out)
+        return pos
 
     def _frame(self, raw: bytes, offset: int, out: list[Item]) -> None:
         if raw[-1:] == b"\r":

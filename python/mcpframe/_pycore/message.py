@@ -1,22 +1,19 @@
 """``Message`` and ``FrameError``: the two values a decoder produces (see ``docs/core-contract.md``).
 
-``Message`` is immutable and not constructible from Python. Instances are built by :func:`make_message`
-on a mutable twin class that shares the slot layout, then switched to ``Message``: plain slot stores
-are several times cheaper than ``object.__setattr__`` on a frozen class, and the hot path builds one
-``Message`` per frame.
+``Message`` is immutable and not constructible from Python. Instances are built (in ``envelope``) on
+``MessageBuilder``, a mutable twin class with the same slot layout, then switched to ``Message``:
+plain slot stores are several times cheaper than ``object.__setattr__`` on a frozen class, and the
+hot path builds one ``Message`` per frame.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal, NoReturn
+from typing import Any, Literal, NoReturn
 
 from mcpframe._pycore import scan
 from mcpframe._pycore.encode import encode_error, encode_id
 
-if TYPE_CHECKING:
-    from collections.abc import Callable
-
-__all__ = ["FrameError", "Message", "make_message"]
+__all__ = ["FrameError", "Message", "MessageBuilder"]
 
 Kind = Literal["request", "notification", "result", "error"]
 Id = int | str
@@ -53,7 +50,9 @@ class _MessageSlots:
     _spans: dict[str, tuple[int, int]] | None
 
 
-class _MessageBuilder(_MessageSlots):
+class MessageBuilder(_MessageSlots):
+    """The mutable twin of ``Message`` (same slots): fill it, then set ``__class__ = Message``."""
+
     __slots__ = ()
 
 
@@ -135,39 +134,6 @@ class Message(_MessageSlots):
 def _same(a: object, b: object) -> bool:
     # 1 == True in Python; ids are never bools, but keep int and str ids apart explicitly.
     return type(a) is type(b) and a == b
-
-
-def make_message(
-    kind: Kind,
-    id: Id | None,
-    method: str | None,
-    *,
-    params: Any = None,
-    result: Any = None,
-    error: dict[str, Any] | None = None,
-    raw: bytes,
-    offset: int,
-    batch: int | None,
-    lazy: bool,
-) -> Message:
-    """Build a ``Message`` (internal: the decoder is the only producer)."""
-    m = _new(_MessageBuilder)
-    m.kind = kind
-    m.id = id
-    m.method = method
-    m.params = params
-    m.result = result
-    m.error = error
-    m.raw = raw
-    m.offset = offset
-    m.batch = batch
-    m.lazy = lazy
-    m._spans = None
-    m.__class__ = Message  # type: ignore[assignment]
-    return m  # type: ignore[return-value]
-
-
-_new: Callable[[type[_MessageBuilder]], _MessageBuilder] = object.__new__
 
 
 class FrameError:

@@ -10,18 +10,30 @@ range read as ``inf`` (``1e400``) and a check for lone surrogates, which ``json`
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, NoReturn
 
 import msgspec
 
 from mcpframe._pycore.depth import MAX_DEPTH, too_deep
 
-__all__ = ["DEPTH_ERROR", "INVALID_JSON", "InvalidFrame", "int_from_text", "int_to_text", "parse"]
+__all__ = [
+    "DEPTH_ERROR",
+    "INVALID_JSON",
+    "InvalidFrame",
+    "fast_decode",
+    "int_from_text",
+    "int_to_text",
+    "parse",
+    "parse_reference",
+]
 
 INVALID_JSON = "Parse error: invalid JSON"
 DEPTH_ERROR = f"Parse error: nesting deeper than {MAX_DEPTH} levels"
 
-_fast_decode = msgspec.json.Decoder().decode
+fast_decode = msgspec.json.Decoder().decode
+_ESCAPE = re.compile(rb"\\(?:u([0-9a-fA-F]{4})|.)", re.DOTALL)
+_HIGH, _LOW, _LOW_END = 0xD800, 0xDC00, 0xDFFF
 
 # int(str) and str(int) refuse more than sys.get_int_max_str_digits() digits (4300 by default).
 _DIGITS_PER_STEP = 4000
@@ -43,15 +55,16 @@ def parse(raw: bytes) -> Any:
     {'n': 123456789012345678901234567890, 'f': inf}
     """
     try:
-        value = _fast_decode(raw)
+        value = fast_decode(raw)
     except Exception:
-        return _parse_reference(raw)
+        return parse_reference(raw)
     if too_deep(raw):
         raise InvalidFrame(DEPTH_ERROR)
     return value
 
 
-def _parse_reference(raw: bytes) -> Any:
+def parse_reference(raw: bytes) -> Any:
+    """The definition of steps 1-3 (slow; ``parse`` tries ``msgspec`` first)."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -62,7 +75,7 @@ def _parse_reference(raw: bytes) -> Any:
         value = json.loads(text, parse_constant=_reject_constant, parse_int=int_from_text)
     except ValueError:
         raise InvalidFrame(INVALID_JSON) from None
-    if b"\\u" in raw and _has_lone_surrogate(value):
+    if b"\\u" in raw and _has_lone_surrogate(raw):
         raise InvalidFrame(INVALID_JSON)
     return value
 
@@ -71,13 +84,25 @@ def _reject_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not JSON")
 
 
-def _has_lone_surrogate(value: Any) -> bool:
-    # json.loads joins valid surrogate pairs, so any surrogate left in a key or string is a lone one.
-    try:
-        json.dumps(value, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
+def _has_lone_surrogate(raw: bytes) -> bool:
+    """Whether valid JSON text ``raw`` has a ``\\u`` escape of a lone surrogate (in any string or key).
+
+    Checked on the text, not on the values: a duplicate key may have dropped the string.
+    Every backslash of valid JSON starts an escape inside a string.
+    """
+    high_end = -1  # where a high surrogate escape ended, waiting for its low half
+    for match in _ESCAPE.finditer(raw):
+        digits = match.group(1)
+        unit = int(digits, 16) if digits else -1
+        if high_end >= 0:
+            if match.start() != high_end or not _LOW <= unit <= _LOW_END:
+                return True
+            high_end = -1
+        elif _HIGH <= unit < _LOW:
+            high_end = match.end()
+        elif _LOW <= unit <= _LOW_END:
+            return True
+    return high_end >= 0
 
 
 def int_from_text(text: str) -> int:
