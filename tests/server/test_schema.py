@@ -220,3 +220,22 @@ def test_bad_cursors_are_invalid_params(cursor: Any) -> None:
     with pytest.raises(JSONRPCError) as info:
         paginate([1, 2], cursor, 1)
     assert info.value.code == -32602
+
+
+class Field:
+    """Stands in for pydantic's FieldInfo: anything with a string `description`."""
+
+    def __init__(self, description: str) -> None:
+        self.description = description
+
+
+def test_field_like_objects_describe_parameters() -> None:
+    server = Server("t")
+
+    @server.tool
+    def tagged(a: Annotated[int, Field("from a Field")], b: Annotated[int, object()] = 0) -> None:
+        """T."""
+
+    props = _tool(server, "tagged")["inputSchema"]["properties"]
+    assert props["a"] == {"type": "integer", "description": "from a Field"}
+    assert props["b"] == {"type": "integer", "default": 0}

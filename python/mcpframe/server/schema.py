@@ -24,13 +24,22 @@ class ArgumentError(ValueError):
     """Arguments that do not match a handler's signature; the message says which one and why."""
 
 
+def _as_meta(extra: Any) -> msgspec.Meta | None:
+    """A description given as a string, a `msgspec.Meta`, or any Field-like object with `.description`."""
+    if isinstance(extra, msgspec.Meta):
+        return extra
+    if isinstance(extra, str):
+        return msgspec.Meta(description=extra)
+    description = getattr(extra, "description", None)
+    return msgspec.Meta(description=description) if isinstance(description, str) else None
+
+
 def _describe(annotation: Any) -> Any:
-    """Turn `Annotated[T, "text"]` into `Annotated[T, msgspec.Meta(description="text")]`."""
+    """Turn `Annotated[T, "text"]` (or a Field-like object) into `Annotated[T, msgspec.Meta(...)]`."""
     if get_origin(annotation) is not Annotated:
         return annotation
     base, *extra = get_args(annotation)
-    meta = [msgspec.Meta(description=x) if isinstance(x, str) else x for x in extra]
-    meta = [m for m in meta if isinstance(m, msgspec.Meta)]
+    meta = [m for m in map(_as_meta, extra) if m is not None]
     return Annotated[(base, *meta)] if meta else base
 
 
