@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Annotated, Any
 
 import anyio
@@ -268,3 +269,13 @@ async def test_every_list_paginates(method: str) -> None:
     assert "nextCursor" not in second or key == "resources"
     assert second[key] != first[key]
     assert info.value.code == jsonrpc.INVALID_PARAMS
+
+
+async def test_updates_from_a_foreign_thread() -> None:
+    server = _server()
+    async with legacy(server) as client:
+        await client.request("resources/subscribe", {"uri": "x://text"})
+        thread = threading.Thread(target=server.notify_resource_updated, args=("x://text",))
+        thread.start()
+        await anyio.to_thread.run_sync(thread.join)
+        assert await client.wait_for("notifications/resources/updated") == [{"uri": "x://text"}]
