@@ -26,9 +26,17 @@ from mcpframe.bench import corpus
 from mcpframe.bench.contenders import decoders, encoders
 from mcpframe.bench.runner import FrameRow, Row, judge, judge_frames
 
-DECODE_KEYS = {"native-eager", "native-lazy", "python-eager", "orjson", "msgspec-raw", "mcp-sdk"}
+DECODE_KEYS = {
+    "native-eager",
+    "native-lazy",
+    "python-eager",
+    "orjson",
+    "msgspec-raw",
+    "msgspec-raw-line",
+    "mcp-sdk",
+}
 ENCODE_KEYS = {"native-encode", "python-encode", "orjson"}
-TARGETS = 5
+TARGETS = 6
 
 
 Run = tuple[dict[str, Any], str, Path]
@@ -223,11 +231,13 @@ def _row(corpus_name: str, key: str, best: float | None) -> Row:
 
 def test_targets_are_judged_on_time_ratios() -> None:
     times = {"native-eager": 0.7, "native-lazy": 0.25, "python-eager": 2.0, "orjson": 1.0, "msgspec-raw": 0.5}
+    times["msgspec-raw-line"] = 0.75
     rows = [_row("small", key, best) for key, best in times.items()] + [_row("small", "mcp-sdk", None)]
     got = {t.name: (t.value, t.met) for t in judge(rows)}
     assert got["native eager time / orjson"] == (pytest.approx(0.7), True)
     assert got["native lazy time / orjson"] == (pytest.approx(0.25), True)
     assert got["msgspec Raw time / native lazy"] == (pytest.approx(2.0), False)
+    assert got["msgspec Raw per-line time / native lazy"] == (pytest.approx(3.0), True)
     assert got["python backend time / native"] == (pytest.approx(2.0 / 0.7), False)
     assert got["mcp SDK time / native"] == (None, None)
 

@@ -153,18 +153,22 @@ def _envelope_ref(env: _Envelope) -> Ref:
     return ("error" if len(env.error) else "result", ident)
 
 
-def _msgspec_decoder() -> Contender:
+def _msgspec_decoder(per_line: bool) -> Contender:
     decoder = msgspec.json.Decoder(_Envelope)
 
     def make(corpus: Corpus, chunk: int) -> Timed:
         data = corpus.data
+        if per_line:
+            decode = decoder.decode
+            return lambda: [decode(line) for line in data.split(b"\n") if line]
         return lambda: decoder.decode_lines(data)
 
     def check(corpus: Corpus, output: list[_Envelope]) -> str | None:
         return _first_mismatch([_envelope_ref(env) for env in output], corpus.reference)
 
-    label = "msgspec Struct + Raw (decode_lines)"
-    return Contender("msgspec-raw", label, "decode", make, check)
+    if per_line:
+        return Contender("msgspec-raw-line", "msgspec Struct + Raw per line", "decode", make, check)
+    return Contender("msgspec-raw", "msgspec Struct + Raw (decode_lines)", "decode", make, check)
 
 
 def _sdk_decoder() -> Contender:
@@ -201,7 +205,8 @@ def decoders() -> list[Contender]:
         _mcpframe_decoder("native", True),
         _mcpframe_decoder("python", False),
         _orjson_decoder(),
-        _msgspec_decoder(),
+        _msgspec_decoder(per_line=False),
+        _msgspec_decoder(per_line=True),
         _sdk_decoder(),
     ]
 

@@ -233,7 +233,15 @@ def _target(name: str, corpus: str, value: float | None, threshold: float, at_mo
     return Target(name, corpus, value, threshold, "<=" if at_most else ">=", met)
 
 
-_KEYS = ("native-eager", "native-lazy", "python-eager", "orjson", "msgspec-raw", "mcp-sdk")
+_KEYS = (
+    "native-eager",
+    "native-lazy",
+    "python-eager",
+    "orjson",
+    "msgspec-raw",
+    "msgspec-raw-line",
+    "mcp-sdk",
+)
 
 
 def _ratio(t: dict[str, float | None], a: str, b: str) -> float | None:
@@ -251,6 +259,13 @@ def judge(rows: list[Row]) -> list[Target]:
             _target("native lazy time / orjson", corpus, _ratio(t, "native-lazy", "orjson"), 0.3, True),
             _target(
                 "msgspec Raw time / native lazy", corpus, _ratio(t, "msgspec-raw", "native-lazy"), 2.5, False
+            ),
+            _target(
+                "msgspec Raw per-line time / native lazy",
+                corpus,
+                _ratio(t, "msgspec-raw-line", "native-lazy"),
+                2.5,
+                False,
             ),
             _target(
                 "python backend time / native", corpus, _ratio(t, "python-eager", "native-eager"), 3.0, False
