@@ -125,6 +125,8 @@ def streams(draw: st.DrawFn, max_frames: int = 4) -> bytes:
         parts.append(draw(TERMINATORS))
     if parts and draw(st.booleans()):
         parts.pop()  # the final frame stays unterminated: close() decodes it
+        if draw(st.integers(0, 3)) == 0:
+            parts.append(b"\r")  # ... possibly ending in half a CRLF
     return b"".join(parts)
 
 
