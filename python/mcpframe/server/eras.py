@@ -47,8 +47,7 @@ LOG_LEVEL_KEY: Final = "io.modelcontextprotocol/logLevel"
 SERVER_INFO_KEY: Final = "io.modelcontextprotocol/serverInfo"
 SUBSCRIPTION_ID_KEY: Final = "io.modelcontextprotocol/subscriptionId"
 
-# The spec's table (2026-07-28): -32021 is MissingRequiredClientCapability.
-MISSING_REQUIRED_CLIENT_CAPABILITY: Final = -32021
+MISSING_REQUIRED_CLIENT_CAPABILITY: Final = jsonrpc.MISSING_REQUIRED_CLIENT_CAPABILITY
 
 LOG_LEVELS: Final = {
     name: rank
