@@ -25,6 +25,7 @@ from mcp_types import (
 from pydantic import AnyUrl, BaseModel, ValidationError
 
 from mcpframe import core
+from mcpframe.compat import _messages
 from mcpframe.compat._messages import InvalidFrameError, encode_message, encode_messages, to_session_item
 
 VALID = [
@@ -99,6 +100,15 @@ def sdk_dump(model: BaseModel) -> bytes:
     return model.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
 
 
+@pytest.fixture(params=["slots", "model_construct"])
+def constructor(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both ways of building the models: the fast one must be chosen and agree with pydantic's own."""
+    assert _messages._construct is _messages._slot_construct
+    if request.param == "model_construct":
+        monkeypatch.setattr(_messages, "_construct", _messages._model_construct)
+
+
+@pytest.mark.usefixtures("constructor")
 @pytest.mark.parametrize("frame", VALID)
 def test_valid_frames_become_the_sdk_objects(frame: bytes) -> None:
     ours = decode_one(frame)
