@@ -9,6 +9,7 @@ either writes it exactly or raises the contract's ``EncodeError``.
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 from collections.abc import Iterable
@@ -32,7 +33,14 @@ __all__ = [
 # Containers nested inside one encoded value (orjson's own limit: 254 passes, 255 fails).
 MAX_ENCODE_DEPTH: Final = 254
 
+# Integers that ``b"%d"`` writes without reaching the int-to-str digit limit.
+_SMALL_INT_MAX = 10**18
+_SMALL_INT_MIN = -_SMALL_INT_MAX
+
 _SCALARS = frozenset((str, int, float, bool, type(None)))
+_PLAIN_TYPES = _SCALARS | {dict, list, tuple}
+_ID_TYPES = frozenset((int, str))
+_referents = gc.get_referents
 _orjson_dumps = orjson.dumps
 _JSONEncodeError = orjson.JSONEncodeError
 _NEWLINE = orjson.OPT_APPEND_NEWLINE
@@ -49,25 +57,27 @@ class _Missing:
 MISSING: Final = _Missing()
 
 
-def _plain(value: Any, depth: int = 0) -> bool:
-    """True when ``value`` is built only of exact dict/list/tuple/str/int/float/bool/None."""
-    kind = type(value)
-    if kind is dict:
-        items: Iterable[Any] = value.values()
-    elif kind is list or kind is tuple:
-        items = value
-    else:
-        return kind in _SCALARS
-    if depth >= MAX_ENCODE_DEPTH:
-        return False  # the reference encoder raises the recursion error (and stops on cycles)
-    if _SCALARS.issuperset(map(type, items)):
-        return True
-    return all(_plain(item, depth + 1) for item in items)
+def _plain(value: Any) -> bool:
+    """True when ``value`` is built only of exact dict/list/tuple/str/int/float/bool/None.
+
+    Level by level: ``gc.get_referents`` gives the keys and values of exact dicts and the items of
+    exact lists and tuples (scalars have none), so each level is checked by C loops. More than
+    ``MAX_ENCODE_DEPTH`` levels of containers (or a cycle) is not plain either: the reference encoder
+    then raises the recursion error.
+    """
+    level = [value]
+    for _ in range(MAX_ENCODE_DEPTH + 1):
+        if not _PLAIN_TYPES.issuperset(map(type, level)):
+            return False
+        level = _referents(*level)
+        if not level:
+            return True
+    return False
 
 
 def dumps(value: Any, option: int = 0) -> bytes:
     """The compact JSON bytes of ``value`` (``EncodeError`` when it cannot be encoded)."""
-    if _plain(value):
+    if type(value) in _SCALARS or _plain(value):
         try:
             return _orjson_dumps(value, option=option)
         except _JSONEncodeError:
@@ -139,6 +149,8 @@ def _encode_list(value: list[Any] | tuple[Any, ...], depth: int, out: list[bytes
 
 def encode_id(value: object) -> bytes:
     """The JSON text of a request id (``TypeError`` unless it is an int or a str; bools are refused)."""
+    if type(value) is int and _SMALL_INT_MIN < value < _SMALL_INT_MAX:
+        return b"%d" % value
     if isinstance(value, str):
         return dumps(value)
     if isinstance(value, int) and not isinstance(value, bool):
@@ -151,8 +163,24 @@ def _check_str(name: str, value: object) -> None:
         raise TypeError(f"{name} must be a str, not {type(value).__name__}")
 
 
+def _whole(envelope: dict[str, Any]) -> bytes | None:
+    """``orjson`` on a whole envelope whose parts are checked plain; ``None`` if it refuses (too deep,
+    integers beyond 64 bits, surrogates): then the envelope is written piece by piece."""
+    try:
+        return _orjson_dumps(envelope, option=_NEWLINE)
+    except _JSONEncodeError:
+        return None
+
+
 def encode_request(id: int | str, method: str, params: Any = None, /) -> bytes:
     """``{"jsonrpc":"2.0","id":...,"method":...,"params":...}`` + LF (``params`` omitted when None)."""
+    if type(id) in _ID_TYPES and type(method) is str and _plain(params):
+        envelope = {"jsonrpc": "2.0", "id": id, "method": method}
+        if params is not None:
+            envelope["params"] = params
+        line = _whole(envelope)
+        if line is not None:
+            return line
     head = encode_id(id)
     _check_str("method", method)
     if params is None:
@@ -162,6 +190,13 @@ def encode_request(id: int | str, method: str, params: Any = None, /) -> bytes:
 
 def encode_notification(method: str, params: Any = None, /) -> bytes:
     """``{"jsonrpc":"2.0","method":...,"params":...}`` + LF (``params`` omitted when None)."""
+    if type(method) is str and _plain(params):
+        envelope = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            envelope["params"] = params
+        line = _whole(envelope)
+        if line is not None:
+            return line
     _check_str("method", method)
     if params is None:
         return b'{"jsonrpc":"2.0","method":%b}\n' % dumps(method)
@@ -170,19 +205,31 @@ def encode_notification(method: str, params: Any = None, /) -> bytes:
 
 def encode_result(id: int | str, result: Any, /) -> bytes:
     """``{"jsonrpc":"2.0","id":...,"result":...}`` + LF."""
+    if type(id) in _ID_TYPES and _plain(result):
+        line = _whole({"jsonrpc": "2.0", "id": id, "result": result})
+        if line is not None:
+            return line
     return b'{"jsonrpc":"2.0","id":%b,"result":%b}\n' % (encode_id(id), dumps(result))
 
 
 def encode_error(id: int | str | None, code: int, message: str, /, data: Any = MISSING) -> bytes:
     """``{"jsonrpc":"2.0","id":...,"error":{"code":...,"message":...,"data":...}}`` + LF."""
+    if (id is None or type(id) in _ID_TYPES) and type(code) is int and type(message) is str:
+        error = {"code": code, "message": message}
+        if data is MISSING or _plain(data):
+            if data is not MISSING:
+                error["data"] = data
+            line = _whole({"jsonrpc": "2.0", "id": id, "error": error})
+            if line is not None:
+                return line
     head = b"null" if id is None else encode_id(id)
     if not isinstance(code, int) or isinstance(code, bool):
         raise TypeError(f"code must be an int, not {type(code).__name__}")
     _check_str("message", message)
-    error = b'{"code":%b,"message":%b' % (int_to_text(code).encode(), dumps(message))
+    error_text = b'{"code":%b,"message":%b' % (int_to_text(code).encode(), dumps(message))
     if data is not MISSING:
-        error += b',"data":%b' % dumps(data)
-    return b'{"jsonrpc":"2.0","id":%b,"error":%b}}\n' % (head, error)
+        error_text += b',"data":%b' % dumps(data)
+    return b'{"jsonrpc":"2.0","id":%b,"error":%b}}\n' % (head, error_text)
 
 
 def encode(message: Any, /) -> bytes:
