@@ -124,3 +124,49 @@ async def test_client_coalesces_ready_messages_into_one_write() -> None:
                     tg.start_soon(write.send, emit_request(i, line))
             ids = sorted([(await read.receive()).message.id for _ in range(count)])  # type: ignore[union-attr]
     assert ids == list(range(count))
+
+
+def is_gone(pid: int) -> bool:
+    """The process no longer runs (absent, or a zombie waiting for its parent)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+async def test_client_exit_ends_the_whole_process_tree() -> None:
+    params = StdioServerParameters(command=sys.executable, args=[WIRE_PEER, "stubborn"], env=child_env())
+    with anyio.fail_after(30):
+        async with mcp_sdk.stdio_client(params) as (read, _write):
+            note = await read.receive()
+            assert isinstance(note, SessionMessage)
+            pids = note.message.params  # type: ignore[union-attr]
+            assert pids is not None
+            assert not is_gone(pids["child"])
+            assert not is_gone(pids["grandchild"])
+    assert is_gone(pids["child"])
+    assert is_gone(pids["grandchild"])
+
+
+async def test_non_utf8_encoding_is_served_by_the_sdk_transport(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+    original = mcp_sdk.SDK_STDIO_CLIENT
+
+    def spy(server: StdioServerParameters, errlog: Any) -> Any:
+        calls.append(server.encoding)
+        return original(server, errlog)
+
+    monkeypatch.setattr(mcp_sdk, "SDK_STDIO_CLIENT", spy)
+    env = child_env()
+    params = StdioServerParameters(
+        command=sys.executable, args=[WIRE_PEER, "emit"], env=env, encoding="latin-1"
+    )
+    with anyio.fail_after(30):
+        async with mcp_sdk.stdio_client(params) as (read, write):
+            await write.send(emit_request(1, '{"jsonrpc":"2.0","id":1,"result":{"t":"\xe9"}}\n'))
+            item = await read.receive()
+    assert calls == ["latin-1"]
+    assert isinstance(item, SessionMessage)
+    assert item.message == JSONRPCResponse(jsonrpc="2.0", id=1, result={"t": "\xe9"})

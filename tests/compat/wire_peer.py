@@ -1,16 +1,21 @@
 """Transport-level peers for the compat tests (run as a subprocess).
 
-``reflect``: serves the drop-in ``stdio_server()`` (limit ``MCPFRAME_COMPAT_MAX_FRAME``) and answers every
-item its read stream yields with a ``test/item`` notification describing it, printing to stdout on the way
-(stdout protection must keep that off the wire). ``emit``: a raw peer that, for each request line it reads,
-writes the request's ``params.data`` string to stdout as latin-1 (one byte per character).
+- ``reflect``: serves the drop-in ``stdio_server()`` (limit ``MCPFRAME_COMPAT_MAX_FRAME``) and answers
+  every item its read stream yields with a ``test/item`` notification describing it, printing to stdout
+  on the way (stdout protection must keep that off the wire).
+- ``emit``: a raw peer that, for each request line it reads, writes the request's ``params.data`` string
+  to stdout as latin-1 (one byte per character).
+- ``stubborn``: starts a grandchild (``sleep``), announces both pids in a ``test/pids`` notification,
+  then ignores the end of its stdin.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
+import time
 from typing import Any
 
 import anyio
@@ -38,13 +43,24 @@ async def reflect() -> None:
 
 def emit() -> None:
     for line in sys.stdin.buffer:
-        data = json.loads(line)["params"]["data"]
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError:
+            text = line.decode("latin-1")  # a client told to speak latin-1
+        data = json.loads(text)["params"]["data"]
         sys.stdout.buffer.write(data.encode("latin-1"))
         sys.stdout.buffer.flush()
 
 
+def stubborn() -> None:
+    grandchild = subprocess.Popen(["sleep", "300"])
+    pids = {"child": os.getpid(), "grandchild": grandchild.pid}
+    note = {"jsonrpc": "2.0", "method": "test/pids", "params": pids}
+    sys.stdout.write(json.dumps(note) + "\n")
+    sys.stdout.flush()
+    sys.stdin.read()
+    time.sleep(300)
+
+
 if __name__ == "__main__":
-    if sys.argv[1] == "reflect":
-        anyio.run(reflect)
-    else:
-        emit()
+    {"reflect": lambda: anyio.run(reflect), "emit": emit, "stubborn": stubborn}[sys.argv[1]]()
