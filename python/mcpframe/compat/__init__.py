@@ -70,12 +70,18 @@ def _swap(replacements: dict[int, Any]) -> int:
     return count
 
 
-def install() -> int:
+def install(*, max_frame: int | None = None) -> int:
     """Make the SDK use mcpframe's stdio transports; return how many module bindings were replaced.
 
-    Idempotent. Raises ``RuntimeError`` for an unsupported ``mcp`` version (see the module doc).
+    ``max_frame`` sets the frame size limit of every drop-in opened without its own (default 64 MiB; a
+    longer frame is delivered in-band as an error, the connection goes on). Idempotent. Raises
+    ``RuntimeError`` for an unsupported ``mcp`` version (see the module doc).
     """
     _check_mcp_version()
+    if max_frame is not None:
+        if max_frame < 1:
+            raise ValueError("max_frame must be at least 1")
+        importlib.import_module(_DROP_INS).limits.max_frame = max_frame
     return _swap({id(sdk): ours for sdk, ours in _pairs()})
 
 
