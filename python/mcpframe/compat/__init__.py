@@ -10,8 +10,9 @@ took those names with ``from ... import`` (``mcp``, ``mcp.server.mcpserver.serve
 ``MCPServer.run("stdio")``, ``mcp.client.client``, FastMCP's transport modules, your own modules); modules
 imported later pick up the drop-ins by themselves. ``uninstall()`` puts the SDK's functions back.
 
-Only mcp 2.x is supported: ``install()`` raises ``RuntimeError`` on any other major version (mcp 1.x has
-a different message model), and ``ImportError`` when ``mcp`` is not installed.
+Only mcp 2.x is supported: with any other major version installed (mcp 1.x has a different message
+model and no ``mcp_types``), importing ``mcpframe.compat`` raises ``RuntimeError`` naming the version;
+``install()`` raises ``ImportError`` when ``mcp`` is not installed at all.
 """
 
 from __future__ import annotations
@@ -30,10 +31,12 @@ _NAMES = ("stdio_server", "stdio_client")
 _DROP_INS = "mcpframe.compat.mcp_sdk"
 
 
-def _check_mcp_version() -> None:
+def _check_mcp_version(*, missing_ok: bool = False) -> None:
     try:
         version = metadata.version("mcp")
     except metadata.PackageNotFoundError:
+        if missing_ok:
+            return
         raise ImportError(
             "mcpframe.compat needs the official MCP SDK: pip install 'mcpframe[sdk]'", name="mcp"
         ) from None
@@ -44,6 +47,11 @@ def _check_mcp_version() -> None:
             "another message model: upgrade to mcp 2 (pip install 'mcpframe[sdk]') or leave the SDK's "
             "transports in place."
         )
+
+
+# Refuse another major version as soon as anything here is imported (``mcp_sdk`` included), before an
+# obscure ImportError from inside the SDK could.
+_check_mcp_version(missing_ok=True)
 
 
 def _pairs() -> list[tuple[Any, Any]]:
