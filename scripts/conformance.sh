@@ -49,7 +49,8 @@ case "${1:-}" in
     server)
         shift
         install
-        exec "$ROOT/.venv/bin/python" -m tests.conformance.run_server "$@"
+        PY="$ROOT/.venv/bin/python"; [[ -x "$PY" ]] || PY=python3
+        exec "$PY" "$ROOT/tests/conformance/run_server.py" "$@"
         ;;
     *) sed -n '2,10p' "$0"; exit 2 ;;
 esac
