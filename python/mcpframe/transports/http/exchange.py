@@ -89,8 +89,16 @@ class Router:
         """Forget an ended exchange and the ids it still held."""
         self.exchanges.pop(exchange.number, None)
         self.ids.drop_connection(exchange.number)
-        for rid in [rid for rid, owner in self.owners.items() if owner is exchange]:
-            del self.owners[rid]
+        self.release(exchange)
+
+    def release(self, exchange: Exchange, rid: Id | None = None) -> None:
+        """The client may reuse `rid` (or every id of the exchange): its answer has been sent."""
+        if rid is not None:
+            if self.owners.get(rid) is exchange:
+                del self.owners[rid]
+            return
+        for done in [key for key, owner in self.owners.items() if owner is exchange]:
+            del self.owners[done]
 
     def busy(self, rid: Id) -> bool:
         """Whether a client request with this id is still being answered."""
@@ -147,9 +155,8 @@ class Exchange:
             return self._batch_answered
         return not self._expected
 
-    async def run(self, body: bytes) -> None:
-        """Feed the body and run the Session until every request is answered; then clean up."""
-        self.transport.feed(body)
+    async def run(self) -> None:
+        """Run the Session until every request is answered (feed it the body first); then clean up."""
         try:
             await self.session.run()
         finally:
@@ -174,6 +181,7 @@ class Exchange:
             self._batch_answered = True
             if self.extra:
                 frame = b"[" + b",".join(self.extra) + b"," + frame[1:]
+            self.router.release(self)
             await self.stream.emit(frame, response=True)
             return
         message: Any = core.decode(frame, lazy=True)[0]
@@ -184,6 +192,7 @@ class Exchange:
         elif kind in ("result", "error"):
             if self._expected is not None:
                 self._expected.discard(message.id)
+                self.router.release(self, message.id)
             await self.stream.emit(frame, response=True)
         else:
             await self.stream.emit(frame, response=False)
@@ -193,7 +202,7 @@ class Exchange:
         self.transport.feed(frame)
         if self._expected is not None:
             self._expected.discard(rid)
-            self.router.owners.pop(rid, None)
+            self.router.release(self, rid)
             if self.complete:
                 self.stream.finish()
                 self.transport.end()

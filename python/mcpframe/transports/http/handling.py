@@ -154,14 +154,15 @@ class PostHandler:
         stream = exchange.stream
         await stream.open()
         spawn = self.http.sessions.spawn
+        exchange.transport.feed(body.session_input())  # before anything routed to it can arrive
         if runner is None:
-            spawn(exchange.run, body.session_input())
+            spawn(exchange.run)
         else:
-            spawn(self._run_with, exchange, runner, body.session_input())
+            spawn(self._run_with, exchange, runner)
         priming = self.http.priming(session)
         if not (accepts.sse and self._prefer_sse(priming)):
             with anyio.move_on_after(self._json_wait(accepts)):
-                await stream.wake.wait()
+                await (stream.wake if accepts.sse else stream.finished).wait()
             if stream.finished.is_set() and (not stream.saw_other or not accepts.sse):
                 frames = stream.response_frames()
                 if not frames:
@@ -192,8 +193,7 @@ class PostHandler:
             wait = min(wait, self.http.options.close_idle_streams)
         return wait
 
-    async def _run_with(self, exchange: Exchange, runner: Any, data: bytes) -> None:
-        exchange.transport.feed(data)
+    async def _run_with(self, exchange: Exchange, runner: Any) -> None:
         try:
             await runner(exchange.session)
         finally:

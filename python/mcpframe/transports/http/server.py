@@ -116,6 +116,10 @@ class StreamableHTTPServer:
         self._tg.cancel_scope.cancel()
         try:
             return await self._tg.__aexit__(*exc_info)
+        except BaseExceptionGroup as group:
+            if len(group.exceptions) == 1 and group.exceptions[0] is exc_info[1]:
+                return False  # the block's own exception: let it propagate unwrapped
+            raise
         finally:
             self._tg = None
 
@@ -162,7 +166,7 @@ class StreamableHTTPServer:
             return error_response(
                 401, "Unauthorized: a valid bearer token is required", headers={"WWW-Authenticate": challenge}
             )
-        missing = set(auth.scopes) - token.scopes
+        missing = auth.missing_scopes(token)
         if missing:
             lacking = "the token lacks " + " ".join(sorted(missing))
             challenge = auth.challenge(url, "insufficient_scope", lacking)
