@@ -274,3 +274,18 @@ async def test_modern_name_header_in_base64_for_non_ascii() -> None:
         assert good.json()["result"]["content"][0]["text"] == "ok"
         broken = await client.post("/mcp", json=body, headers=modern_headers(name="=?base64?***?="))
         assert broken.status_code == 400
+
+
+async def test_finished_streams_are_forgotten() -> None:
+    async with asgi_client(response_mode="auto") as (client, http):
+        headers = session_headers(await initialize(client))
+        session = next(iter(http.sessions.sessions.values()))
+        for rid in range(20):
+            await client.post("/mcp", json={**PING, "id": rid}, headers=headers)
+            await client.post("/mcp", json=call("chatty", rid=100 + rid), headers=headers)
+        with anyio.fail_after(5):
+            while len(session.streams) > 1:  # exchanges finish their bookkeeping after the answer
+                await anyio.sleep(0)
+        assert list(session.streams.values()) == [session.get_stream]
+        assert session.router.exchanges == {}
+        assert session.router.owners == {}

@@ -80,3 +80,15 @@ def test_sse_framing_and_one_line() -> None:
     assert format_event(b'{"a":1}\n', "s.1") == b'id: s.1\nevent: message\ndata: {"a":1}\n\n'
     assert format_event(b"x\ny") == b"event: message\ndata: x\ndata: y\n\n"
     assert one_line(b'{\r\n  "a": "b"\n}\n') == b'{    "a": "b" }\n'
+
+
+async def test_memory_event_store_keeps_the_latest_streams() -> None:
+    store = MemoryEventStore(max_streams_per_session=2)
+    first = await store.store("s", "A", None)
+    await store.store("s", "A", b"a")
+    second = await store.store("s", "B", None)
+    await store.store("s", "C", None)
+    assert await store.replay("s", first) is None  # A was evicted
+    assert await store.replay("s", second) is not None
+    with pytest.raises(ValueError, match="at least 1"):
+        MemoryEventStore(max_streams_per_session=0)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -146,6 +146,7 @@ class Exchange:
         self._expected: set[Id] | None = None if request_ids is None else set(request_ids)
         self._batch_answered = False
         self.extra: list[bytes] = []  # answers to invalid batch elements, joined into the batch's answer
+        self.on_done: Callable[[], None] | None = None
         router.add(self, request_ids or [])
 
     @property
@@ -155,13 +156,19 @@ class Exchange:
             return self._batch_answered
         return not self._expected
 
-    async def run(self) -> None:
-        """Run the Session until every request is answered (feed it the body first); then clean up."""
+    async def run(self, runner: Callable[[Session], Awaitable[None]] | None = None) -> None:
+        """Run the Session (with `runner`, default `Session.run`) until every request is answered.
+
+        Feed it the body first. Afterwards the exchange's ids are released, its stream ends, and
+        `on_done` (if set) is called.
+        """
         try:
-            await self.session.run()
+            await (self.session.run() if runner is None else runner(self.session))
         finally:
             self.router.remove(self)
             self.stream.finish()
+            if self.on_done is not None:
+                self.on_done()
 
     async def abort(self) -> None:
         """Stop now: cancel running handlers (nobody can receive their answers any more)."""

@@ -155,16 +155,17 @@ class PostHandler:
         await stream.open()
         spawn = self.http.sessions.spawn
         exchange.transport.feed(body.session_input())  # before anything routed to it can arrive
-        if runner is None:
-            spawn(exchange.run)
-        else:
-            spawn(self._run_with, exchange, runner)
+        if session is not None:
+            exchange.on_done = lambda: session.stream_ended(stream)
+        spawn(exchange.run, runner)
         priming = self.http.priming(session)
         if not (accepts.sse and self._prefer_sse(priming)):
             with anyio.move_on_after(self._json_wait(accepts)):
                 await (stream.wake if accepts.sse else stream.finished).wait()
             if stream.finished.is_set() and (not stream.saw_other or not accepts.sse):
                 frames = stream.response_frames()
+                if session is not None:
+                    session.stream_ended(stream)  # answered in full: nothing to resume
                 if not frames:
                     return Response(status_code=202, headers=headers)
                 joined = frames[0] if len(frames) == 1 else b"[" + b",".join(frames) + b"]"
@@ -192,13 +193,6 @@ class PostHandler:
         if self.http.options.close_idle_streams is not None:
             wait = min(wait, self.http.options.close_idle_streams)
         return wait
-
-    async def _run_with(self, exchange: Exchange, runner: Any) -> None:
-        try:
-            await runner(exchange.session)
-        finally:
-            exchange.router.remove(exchange)
-            exchange.stream.finish()
 
 
 def _refusal(request: Request, accepts: Accepts) -> Response | None:
