@@ -405,13 +405,13 @@ class StreamableHTTPTransport:
         found = await self._read_sse(resp, stream, rid, intercept)
         misses = 0
         while found is False and not self._closed and misses <= self.max_reconnects:
-            if stream.last_event_id is None and rid is not None:
+            if not stream.last_event_id and rid is not None:
                 break  # nothing to resume from: the answer is lost
             await anyio.sleep(self._retry_delay(stream))
             before = stream.last_event_id
             headers = self._session_headers()
             headers["accept"] = "text/event-stream"
-            if stream.last_event_id is not None:
+            if stream.last_event_id:
                 headers["last-event-id"] = stream.last_event_id
             try:
                 async with self._http.stream("GET", self.url, headers=headers) as again:

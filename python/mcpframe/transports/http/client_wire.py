@@ -47,8 +47,8 @@ class SSEParser:
     """Turns the bytes of an SSE stream into events, following the HTML Living Standard's parsing rules.
 
     `last_event_id` and `retry` (milliseconds) are updated by every `id:` / `retry:` field, also by events
-    that carry no data (a server's priming event) and are therefore never dispatched. Work is linear in the
-    bytes fed, however the stream is chunked.
+    without a `data` field, which are never dispatched (a priming event's empty `data:` is dispatched, with
+    empty data). Work is linear in the bytes fed, however the stream is chunked.
     """
 
     def __init__(self) -> None:
