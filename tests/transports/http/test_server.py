@@ -289,3 +289,18 @@ async def test_finished_streams_are_forgotten() -> None:
         assert list(session.streams.values()) == [session.get_stream]
         assert session.router.exchanges == {}
         assert session.router.owners == {}
+
+
+async def test_modern_requests_ignore_session_ids_and_notifications_get_202() -> None:
+    async with asgi_client() as (client, _):
+        body = call("echo", {"text": "s"}, **modern_meta())
+        headers = {**modern_headers(), "mcp-session-id": "stale"}
+        assert (
+            answer(await client.post("/mcp", json=body, headers=headers))["result"]["content"][0]["text"]
+            == "s"
+        )
+        note = {"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}
+        response = await client.post(
+            "/mcp", json=note, headers=modern_headers("notifications/roots/list_changed")
+        )
+        assert response.status_code == 202

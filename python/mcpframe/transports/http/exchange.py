@@ -28,6 +28,7 @@ __all__ = ["Exchange", "ExchangeTransport", "Router"]
 logger = logging.getLogger("mcpframe.http")
 
 Id = int | str
+_NOTIFICATION = b'{"jsonrpc":"2.0","method":'
 
 
 class ExchangeTransport:
@@ -190,6 +191,9 @@ class Exchange:
                 frame = b"[" + b",".join(self.extra) + b"," + frame[1:]
             self.router.release(self)
             await self.stream.emit(frame, response=True)
+            return
+        if frame.startswith(_NOTIFICATION):  # the core encoders' key order: no need to decode it
+            await self.stream.emit(frame, response=False)
             return
         message: Any = core.decode(frame, lazy=True)[0]
         kind = getattr(message, "kind", None)

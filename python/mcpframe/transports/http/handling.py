@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["PostHandler"]
 
 _BATCH_VERSION = "2025-03-26"  # the one revision with JSON-RPC batches
+_FIRST_MODERN = "2026-07-28"  # revisions from this one on are stateless
 
 
 class PostHandler:
@@ -38,39 +39,44 @@ class PostHandler:
     async def handle(self, request: Request, owner: str | None) -> Response:
         """Check the headers and the body, then answer with 202, JSON or SSE."""
         accepts = Accepts.parse(request.headers.get("accept"))
-        refusal = _refusal(request, accepts)
-        if refusal is not None:
-            return refusal
-        data = await self._read(request)
-        if data is None:
-            limit = self.http.options.max_body
-            return error_response(413, f"Payload Too Large: the body exceeds {limit} bytes")
-        session: HttpSession | None = None
-        if "mcp-session-id" in request.headers:
-            found = self.http.find_session(request, owner)
-            if isinstance(found, Response):
-                return found
-            session = found
-        batches = session is not None and session.version == _BATCH_VERSION
+        data = await self._read(request, accepts)
+        if isinstance(data, Response):
+            return data
+        modern = request.headers.get("mcp-protocol-version", "") >= _FIRST_MODERN
+        found = self._session(request, owner) if not modern else None  # 2026-07-28 has no sessions
+        if isinstance(found, Response):
+            return found
+        batches = found is not None and found.version == _BATCH_VERSION
         body = Body.decode(data, max_frame=self.http.options.max_body, batches=batches)
         if not body.batch and body.errors:
             error = body.errors[0]
             return error_response(400, error.message, code=error.code, rid=error.id)
         if body.modern:
             return await self._modern(request, body, accepts)
-        return await self._legacy(request, body, session, accepts, owner)
+        if modern and not body.requests:
+            return Response(status_code=202)  # a stateless client's notification: nothing to route it to
+        return await self._legacy(request, body, found, accepts, owner)
 
-    async def _read(self, request: Request) -> bytes | None:
+    def _session(self, request: Request, owner: str | None) -> HttpSession | Response | None:
+        if "mcp-session-id" not in request.headers:
+            return None
+        return self.http.find_session(request, owner)
+
+    async def _read(self, request: Request, accepts: Accepts) -> bytes | Response:
+        """The body, or the refusal of a request with the wrong media types or too big a body."""
+        refusal = _refusal(request, accepts)
+        if refusal is not None:
+            return refusal
         limit = self.http.options.max_body
         length = request.headers.get("content-length")
         if length is not None and length.isdigit() and int(length) > limit:
-            return None
+            return _too_big(limit)
         chunks: list[bytes] = []
         size = 0
         async for chunk in request.stream():
             size += len(chunk)
             if size > limit:
-                return None
+                return _too_big(limit)
             chunks.append(chunk)
         return b"".join(chunks)
 
@@ -102,7 +108,7 @@ class PostHandler:
             session.router,
             session.new_stream(),
             None if body.batch else [r.id for r in body.requests if r.id is not None],
-            lambda t: self._session(t, conn, batches=body.batch),
+            lambda t: self._make_session(t, conn, batches=body.batch),
         )
         exchange.extra = body.error_frames()
         headers = {"Mcp-Session-Id": session.id}
@@ -112,7 +118,9 @@ class PostHandler:
             del response.headers["mcp-session-id"]
         return response
 
-    def _session(self, transport: ExchangeTransport, conn: ServerConnection, *, batches: bool) -> Session:
+    def _make_session(
+        self, transport: ExchangeTransport, conn: ServerConnection, *, batches: bool
+    ) -> Session:
         options: dict[str, Any] = {"max_frame": self.http.options.max_body}
         options.update(self.http.options.session_options)
         return Session(transport, request_handler=conn.handle_request, batches=batches, **options)
@@ -136,7 +144,7 @@ class PostHandler:
             Router(),
             Stream(None, None),
             [message.id] if message.id is not None else [],
-            lambda t: self._session(t, conn, batches=False),
+            lambda t: self._make_session(t, conn, batches=False),
         )
         return await self._answer(exchange, body, None, accepts, headers={}, runner=conn.run)
 
@@ -201,3 +209,7 @@ def _refusal(request: Request, accepts: Accepts) -> Response | None:
     if not (accepts.json or accepts.sse):
         return error_response(406, "Not Acceptable: accept application/json or text/event-stream")
     return None
+
+
+def _too_big(limit: int) -> Response:
+    return error_response(413, f"Payload Too Large: the body exceeds {limit} bytes")
