@@ -19,7 +19,6 @@ _KINDS = frozenset(("request", "notification", "result", "error"))
 _CALLS = frozenset(("request", "notification"))
 _ID_TYPES = frozenset((int, str))
 _PARAMS_TYPES = frozenset((dict, list))
-_fast_decode = fast_decode
 
 
 NOT_AN_OBJECT = "Invalid Request: expected a JSON object"
@@ -66,7 +65,7 @@ def make_error(
 def decode_frame(raw: bytes, offset: int, batches: bool, lazy: bool, out: list[Message | FrameError]) -> None:
     """Validate the frame ``raw`` (non-blank, size already checked) and append what it yields to ``out``."""
     try:
-        value = _fast_decode(raw)
+        value = fast_decode(raw)
         if too_deep_json(raw):
             raise InvalidFrame(DEPTH_ERROR)
     except Exception:
