@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from mcpframe._pycore import scan
-from mcpframe._pycore.depth import too_deep_json
+from mcpframe._pycore.depth import MAX_DEPTH, too_deep_json
 from mcpframe._pycore.message import FrameError, Message, MessageBuilder
 from mcpframe._pycore.parse import DEPTH_ERROR, InvalidFrame, fast_decode, parse_reference
 
@@ -19,6 +19,8 @@ _KINDS = frozenset(("request", "notification", "result", "error"))
 _CALLS = frozenset(("request", "notification"))
 _ID_TYPES = frozenset((int, str))
 _PARAMS_TYPES = frozenset((dict, list))
+# Shorter valid JSON cannot nest deeper than MAX_DEPTH (a level takes two brackets).
+_DEEP_VALID_MIN = 2 * MAX_DEPTH + 1
 
 
 NOT_AN_OBJECT = "Invalid Request: expected a JSON object"
@@ -66,7 +68,7 @@ def decode_frame(raw: bytes, offset: int, batches: bool, lazy: bool, out: list[M
     """Validate the frame ``raw`` (non-blank, size already checked) and append what it yields to ``out``."""
     try:
         value = fast_decode(raw)
-        if too_deep_json(raw):
+        if len(raw) > _DEEP_VALID_MIN and too_deep_json(raw):
             raise InvalidFrame(DEPTH_ERROR)
     except Exception:
         # Anything unusual (invalid, too deep, 1e400, ...): the reference parser has the last word.
