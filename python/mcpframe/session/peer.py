@@ -37,7 +37,7 @@ _Job = tuple[Callable[..., Any], tuple[Any, ...]]
 Id = int | str
 
 _HIGH_WATER = 1024  # queued frames past which async senders wait for the writer
-_SEND_ERRORS = (TransportClosedError, OSError, anyio.BrokenResourceError, anyio.ClosedResourceError)
+_IO_ERRORS = (TransportClosedError, OSError, anyio.BrokenResourceError, anyio.ClosedResourceError)
 
 
 def _error_frame(rid: Id, exc: JSONRPCError) -> bytes:
@@ -239,7 +239,7 @@ class Session:
             self._sending = True
             try:
                 await self.transport.send(frames[0] if len(frames) == 1 else b"".join(frames))
-            except _SEND_ERRORS as exc:
+            except _IO_ERRORS as exc:
                 logger.debug("transport send failed, the connection is lost: %s", exc)
                 self._connection_lost()
                 return
@@ -259,7 +259,11 @@ class Session:
     async def _read_loop(self) -> None:
         decoder = self._decoder
         while True:
-            data = await self.transport.receive()
+            try:
+                data = await self.transport.receive()
+            except _IO_ERRORS as exc:  # a broken connection reads as its end
+                logger.debug("transport receive failed, treating it as EOF: %s", exc)
+                data = b""
             if not data:
                 break
             self._dispatch(decoder.feed(data))
