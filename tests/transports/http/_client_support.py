@@ -130,7 +130,7 @@ class Scripted:
 @contextlib.asynccontextmanager
 async def serve_asgi(app: Any, path: str = "/mcp") -> AsyncIterator[str]:
     """Run `app` on uvicorn at 127.0.0.1 (random port) in this event loop; yield the endpoint URL."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # TCP_NODELAY
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     sock.listen(128)

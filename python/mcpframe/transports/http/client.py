@@ -24,8 +24,10 @@ that version in `MCP-Protocol-Version` and without a session id; every request a
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Iterable, Mapping
+import ssl
+from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import Final
@@ -51,6 +53,14 @@ logger = logging.getLogger("mcpframe.transports.http.client")
 Id = int | str
 _ACCEPT: Final = "application/json, text/event-stream"
 _ERROR_BODY_LIMIT: Final = 64 * 1024
+_DRAIN_SECONDS: Final = 0.5
+_DRAIN_CHUNKS: Final = 8
+
+
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    """One verifying TLS context for every transport (loading the CA bundle costs ~30 ms per client)."""
+    return httpx.create_ssl_context()
 
 
 def _rid(message: MessageLike) -> Id:
@@ -62,6 +72,17 @@ def _rid(message: MessageLike) -> Id:
 def _content_type(response: httpx.Response) -> str:
     value: str = response.headers.get("content-type", "")
     return value.partition(";")[0].strip().lower()
+
+
+async def _drain(chunks: AsyncIterator[bytes]) -> None:
+    """Read what is left of a stream whose answer arrived (the server ends it next), so that the connection
+    goes back to the pool instead of being dropped; give up after a moment or a few chunks."""
+    with anyio.move_on_after(_DRAIN_SECONDS):
+        count = 0
+        async for _ in chunks:
+            count += 1
+            if count > _DRAIN_CHUNKS:
+                break
 
 
 def _frame(message: MessageLike) -> bytes:
@@ -108,7 +129,7 @@ class StreamableHTTPTransport:
         self.headers = dict(headers or {})
         self._own_http = http_client is None
         self._http = http_client or httpx.AsyncClient(
-            timeout=httpx.Timeout(timeout, read=None), follow_redirects=False
+            timeout=httpx.Timeout(timeout, read=None), follow_redirects=False, verify=_ssl_context()
         )
         self.reconnect_delay = reconnect_delay
         self.max_reconnects = max_reconnects
@@ -383,8 +404,9 @@ class StreamableHTTPTransport:
         """Forward the events of one SSE response until it ends or carries the answer to `rid`."""
         parser = SSEParser()
         parser.last_event_id = stream.last_event_id
+        chunks = resp.aiter_bytes()
         try:
-            async for chunk in resp.aiter_bytes():
+            async for chunk in chunks:
                 events = parser.feed(chunk)
                 stream.last_event_id, stream.retry_ms = parser.last_event_id, parser.retry or stream.retry_ms
                 for event in events:
@@ -392,6 +414,7 @@ class StreamableHTTPTransport:
                         continue
                     found = await self._deliver(core.decode(event.data, lazy=True), rid, intercept)
                     if found is not False:
+                        await _drain(chunks)
                         return found
         except httpx.TransportError as exc:  # a dropped connection ends the stream like a close
             logger.debug("SSE stream interrupted: %r", exc)
