@@ -13,7 +13,6 @@ to stdout cannot corrupt the wire. Everything is restored on exit.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import stat
 import sys
@@ -27,6 +26,9 @@ import anyio.lowlevel
 import anyio.to_thread
 
 from mcpframe.transports.base import RECEIVE_CHUNK, TransportClosedError
+
+if sys.platform != "win32":  # _pollable() is False on Windows, so fcntl is only used on POSIX
+    import fcntl
 from mcpframe.transports.process import ProcessTransport, spawn
 
 __all__ = ["FdTransport", "ProcessTransport", "spawn", "stdio_server"]
@@ -84,6 +86,8 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def _pollable(fd: int) -> bool:
+    if sys.platform == "win32":
+        return False
     mode = os.fstat(fd).st_mode
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
