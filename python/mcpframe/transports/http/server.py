@@ -295,7 +295,10 @@ async def serve_http(
     opts = options or HttpOptions()
     http = StreamableHTTPServer(server, opts)
     family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # proto must be IPPROTO_TCP: asyncio sets TCP_NODELAY only on such sockets, and without it every answer
+    # written in two parts waits for the peer's delayed ACK (~40 ms per request on a kept-alive connection)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host.strip("[]"), port))
     sock.listen(128)
@@ -307,6 +310,27 @@ async def serve_http(
     if ready is not None:
         ready(f"http://{shown}:{bound}{opts.path}")
     try:
-        await uv.serve(sockets=[sock])
+        await _serve_until_cancelled(uv, sock)
     finally:
         sock.close()
+
+
+async def _serve_until_cancelled(uv: uvicorn.Server, sock: socket.socket) -> None:
+    """Run uvicorn; when cancelled, ask it to shut down (lifespan included) instead of tearing it apart."""
+    done = anyio.Event()
+
+    async def serve() -> None:
+        try:
+            with anyio.CancelScope(shield=True):
+                await uv.serve(sockets=[sock])
+        finally:
+            done.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(serve)
+        try:
+            await done.wait()
+        finally:
+            uv.should_exit = True
+            with anyio.CancelScope(shield=True):
+                await done.wait()
