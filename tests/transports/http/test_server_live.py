@@ -171,3 +171,33 @@ async def test_modern_stream_abandoned_cancels_the_handler() -> None:
                 await server.started.wait()  # type: ignore[attr-defined]
             await server.ended.wait()  # type: ignore[attr-defined]  # cancelled: nobody can get the answer
         assert not server.gate.is_set()  # type: ignore[attr-defined]
+
+
+async def test_get_stream_resumes_what_it_missed() -> None:
+    async with live_server() as (url, server), httpx.AsyncClient() as client:
+        headers = {**await start_session(client, url), "accept": "text/event-stream"}
+        with anyio.fail_after(10):
+            async with client.stream("GET", url, headers=headers) as response:
+                priming = (await read_events(response, 1))[0]
+
+            @server.tool
+            def later() -> str:
+                """Added while the GET stream was away."""
+                return "later"
+
+            async with client.stream("GET", url, headers={**headers, **_last(priming)}) as response:
+                missed = await read_events(response, 1)
+        assert data(missed[0])["method"] == "notifications/tools/list_changed"
+
+
+async def test_delete_cancels_running_requests() -> None:
+    async with live_server(stream_after=0.0) as (url, server), httpx.AsyncClient() as client:
+        headers = await start_session(client, url)
+        with anyio.fail_after(10):
+            async with client.stream("POST", url, json=call("wait", rid=9), headers=headers) as response:
+                reader = EventReader(response)
+                await server.started.wait()  # type: ignore[attr-defined]
+                assert (await client.delete(url, headers=headers)).status_code == 200
+                await server.ended.wait()  # type: ignore[attr-defined]
+                rest = await reader.read(10)  # the stream ends without an answer
+        assert all(e.get("data") == "" for e in rest)
