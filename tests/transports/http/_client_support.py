@@ -92,6 +92,7 @@ class Scripted:
     def __init__(self, handler: Handler) -> None:
         self.handler = handler
         self.seen: list[Seen] = []
+        self.disconnected = anyio.Event()  # set when a client goes away during a streamed body
 
     def by_method(self, method: str) -> list[Seen]:
         """The POSTs whose body has that JSON-RPC method."""
@@ -122,9 +123,20 @@ class Scripted:
         if isinstance(reply.body, bytes):
             await send({"type": "http.response.body", "body": reply.body})
             return
-        async for chunk in reply.body:
-            await send({"type": "http.response.body", "body": chunk, "more_body": True})
-        await send({"type": "http.response.body", "body": b""})
+        body = reply.body
+        async with anyio.create_task_group() as tg:
+
+            async def watch() -> None:
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+                self.disconnected.set()
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(watch)
+            async for chunk in body:
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b""})
+            tg.cancel_scope.cancel()
 
 
 @contextlib.asynccontextmanager

@@ -26,7 +26,7 @@ from tests.transports.http._client_support import (
 
 from mcpframe import jsonrpc
 from mcpframe.client import Client
-from mcpframe.session import JSONRPCError, Session
+from mcpframe.session import JSONRPCError, RequestTimeout, Session
 from mcpframe.transports.http.client import StreamableHTTPTransport
 
 pytestmark = pytest.mark.anyio
@@ -106,6 +106,7 @@ async def test_expired_session_is_reinitialized_and_the_message_resent() -> None
         assert await client.list_tools() == [{"name": "s-2"}]  # 404, re-initialized, sent again
     first, again = app.by_method("initialize")
     assert "mcp-session-id" not in again.headers
+    assert "mcp-protocol-version" not in again.headers
     assert again.body["params"] == first.body["params"]
     assert again.body["id"] != first.body["id"]
     listings = app.by_method("tools/list")
@@ -271,3 +272,29 @@ async def test_server_requests_on_the_post_stream_and_notifications_on_the_get_s
     assert json.loads(json.dumps(app.by_method("initialize")[0].body))["params"]["capabilities"][
         "elicitation"
     ]
+
+
+async def _never_answers() -> AsyncIterator[bytes]:
+    yield event(id="n-0", retry=10)
+    await anyio.sleep_forever()
+
+
+async def test_a_cancelled_request_stops_its_exchange_and_closes_the_stream() -> None:
+    async def handler(seen: Seen) -> Reply:
+        if seen.method == "tools/call":
+            return sse_reply(_never_answers())
+        return await legacy(seen) or json_reply({})
+
+    app = Scripted(handler)
+    async with serve_asgi(app) as url, Client.http(url, mode="legacy") as client:
+        transport = client.session.transport
+        assert isinstance(transport, StreamableHTTPTransport)
+        with pytest.raises(RequestTimeout):
+            await client.call_tool("hang", {}, timeout=0.2)
+        with anyio.fail_after(10):
+            await app.disconnected.wait()  # the client closed the stream of the request it gave up on
+            while transport.in_flight:  # and forgets it (right after closing)
+                await anyio.sleep(0.01)
+    (cancel,) = app.by_method("notifications/cancelled")
+    assert cancel.body["params"]["requestId"] == app.by_method("tools/call")[0].body["id"]
+    assert cancel.headers["mcp-session-id"] == "s-1"

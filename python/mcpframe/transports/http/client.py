@@ -30,7 +30,7 @@ import ssl
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import AsyncExitStack
 from types import TracebackType
-from typing import Final
+from typing import Any, Final
 
 import anyio
 import anyio.abc
@@ -139,6 +139,7 @@ class StreamableHTTPTransport:
         self.protocol_version: str | None = None
         self._initialize: MessageLike | None = None
         self._reinit_count = 0
+        self._exchanges: dict[Id, anyio.CancelScope] = {}
         self._reinit_lock = anyio.Lock()
         self._get_running = False
         self._tg: anyio.abc.TaskGroup | None = None
@@ -197,6 +198,11 @@ class StreamableHTTPTransport:
         """Whether `aclose` was called."""
         return self._closed
 
+    @property
+    def in_flight(self) -> int:
+        """How many requests are still being posted or waiting for their answer stream."""
+        return len(self._exchanges)
+
     # ------------------------------------------------------------------ the Transport interface
 
     async def receive(self) -> bytes:
@@ -223,6 +229,16 @@ class StreamableHTTPTransport:
                 tg.start_soon(self._post_request, item)
             else:
                 await self._post_other(item)
+                if item.method == "notifications/cancelled":
+                    self._abandon(item.params)
+
+    def _abandon(self, params: Any) -> None:
+        """The caller gave up on a request: stop waiting for its answer and close its stream (in 2026-07-28
+        closing the stream is itself the cancellation)."""
+        rid = params.get("requestId") if isinstance(params, dict) else None
+        scope = self._exchanges.get(rid) if isinstance(rid, int | str) else None
+        if scope is not None:
+            scope.cancel()
 
     # ------------------------------------------------------------------ headers
 
@@ -237,7 +253,9 @@ class StreamableHTTPTransport:
     def _post_headers(self, message: MessageLike) -> dict[str, str]:
         params = message.params if message.method is not None else None
         version = modern_version(params)
-        if version is None:
+        if message.method == "initialize":
+            headers = dict(self.headers)  # a new session: no session id, no version yet
+        elif version is None:
             headers = self._session_headers()
         else:
             headers = dict(self.headers)
@@ -255,15 +273,33 @@ class StreamableHTTPTransport:
 
     async def _post_request(self, message: MessageLike) -> None:
         rid = _rid(message)
+        scope = self._exchanges[rid] = anyio.CancelScope()
+        try:
+            with scope:
+                failure = await self._exchange_or_failure(message)
+                if failure is not None:
+                    await self._push([failure])
+        except _Undeliverable:
+            pass
+        finally:
+            if self._exchanges.get(rid) is scope:
+                del self._exchanges[rid]
+
+    async def _exchange_or_failure(self, message: MessageLike) -> MessageLike | None:
+        """Run the exchange; what went wrong becomes an error response for the request."""
+        rid = _rid(message)
         try:
             await self._exchange(message)
         except _Undeliverable:
-            pass
+            raise
         except httpx.HTTPError as exc:
-            await self._fail(rid, jsonrpc.CONNECTION_CLOSED, f"HTTP request failed: {exc!r}")
+            return self._synthesized(rid, jsonrpc.CONNECTION_CLOSED, f"HTTP request failed: {exc!r}")
         except Exception as exc:  # a bug must not take the whole client down: fail this request only
             logger.exception("posting request %r failed", rid)
-            await self._fail(rid, jsonrpc.INTERNAL_ERROR, f"HTTP transport error ({type(exc).__name__})")
+            return self._synthesized(
+                rid, jsonrpc.INTERNAL_ERROR, f"HTTP transport error ({type(exc).__name__})"
+            )
+        return None
 
     async def _post_other(self, message: MessageLike) -> None:
         """Notifications and responses: the server answers 202; any body is ignored (it answers nothing)."""
@@ -351,9 +387,6 @@ class StreamableHTTPTransport:
         item = core.decode(core.encode_error(rid, code, text))[0]
         assert not isinstance(item, core.FrameError)
         return item
-
-    async def _fail(self, rid: Id, code: int, text: str) -> None:
-        await self._push([self._synthesized(rid, code, text)])
 
     # ------------------------------------------------------------------ delivery
 
