@@ -304,3 +304,21 @@ async def test_modern_requests_ignore_session_ids_and_notifications_get_202() ->
             "/mcp", json=note, headers=modern_headers("notifications/roots/list_changed")
         )
         assert response.status_code == 202
+
+
+async def test_batch_requests_can_be_cancelled() -> None:
+    async with asgi_client(response_mode="auto", stream_after=60.0) as (client, http):
+        headers = session_headers(await initialize(client, "2025-03-26"), "2025-03-26")
+        results: list[object] = []
+
+        async def batch_call() -> None:
+            response = await client.post("/mcp", json=[call("wait", rid=50), PING], headers=headers)
+            results.append(response.json())
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(batch_call)
+            with anyio.fail_after(5):
+                await http.server.started.wait()  # type: ignore[attr-defined]
+            cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 50}}
+            assert (await client.post("/mcp", json=cancel, headers=headers)).status_code == 202
+        assert results == [[{"jsonrpc": "2.0", "id": 7, "result": {}}]]

@@ -104,7 +104,8 @@ async def test_sampling_round_trip_on_the_calls_own_stream() -> None:
                             "model": "m",
                         }
                         reply = {"jsonrpc": "2.0", "id": event["id"], "result": result}
-                        assert (await client.post(url, json=reply, headers=headers)).status_code == 202
+                        pretty = json.dumps(reply, indent=rid % 3)  # pretty-printed bodies are fine too
+                        assert (await client.post(url, content=pretty, headers=headers)).status_code == 202
                     elif event.get("id") == rid:
                         return str(event["result"]["content"][0]["text"])
             raise AssertionError("no response")

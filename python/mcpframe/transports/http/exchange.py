@@ -21,6 +21,7 @@ from mcpframe._api import MessageLike
 from mcpframe.errors import MCPFrameError
 from mcpframe.session import Session
 
+from .post import one_line
 from .streams import Stream
 
 __all__ = ["Exchange", "ExchangeTransport", "Router"]
@@ -117,7 +118,7 @@ class Router:
             return
         exchange = self.exchanges.get(number)
         if exchange is not None:
-            exchange.transport.feed(message.with_id(original) + b"\n")
+            exchange.transport.feed(one_line(message.with_id(original)))
 
     def cancelled(self, message: MessageLike) -> None:
         """`notifications/cancelled` from the client: deliver it to the exchange running that request."""
@@ -126,7 +127,7 @@ class Router:
         exchange = self.owners.get(rid) if isinstance(rid, int | str) else None
         if exchange is not None:
             assert isinstance(rid, int | str)
-            exchange.cancelled(rid, message.raw + b"\n")
+            exchange.cancelled(rid, one_line(message.raw))
 
 
 class Exchange:
@@ -136,19 +137,22 @@ class Exchange:
         self,
         router: Router,
         stream: Stream,
-        request_ids: list[Id] | None,
+        request_ids: list[Id],
         make_session: Callable[[ExchangeTransport], Session],
+        *,
+        batch: bool = False,
     ) -> None:
         self.router = router
         self.number = router.number()
         self.stream = stream
         self.transport = ExchangeTransport(self)
         self.session = make_session(self.transport)
-        self._expected: set[Id] | None = None if request_ids is None else set(request_ids)
+        # a batch is answered by one array (its end), single requests one by one
+        self._expected: set[Id] | None = None if batch else set(request_ids)
         self._batch_answered = False
         self.extra: list[bytes] = []  # answers to invalid batch elements, joined into the batch's answer
         self.on_done: Callable[[], None] | None = None
-        router.add(self, request_ids or [])
+        router.add(self, request_ids)
 
     @property
     def complete(self) -> bool:

@@ -107,8 +107,9 @@ class PostHandler:
         exchange = Exchange(
             session.router,
             session.new_stream(),
-            None if body.batch else [r.id for r in body.requests if r.id is not None],
+            [r.id for r in body.requests if r.id is not None],
             lambda t: self._make_session(t, conn, batches=body.batch),
+            batch=body.batch,
         )
         exchange.extra = body.error_frames()
         headers = {"Mcp-Session-Id": session.id}
