@@ -11,11 +11,11 @@ responses are posted in order before `send` returns. Answers arrive as JSON bodi
 handed to `receive` as NDJSON frames, as are the server's own requests and notifications (also from the
 standalone GET stream opened after `notifications/initialized`).
 
-HTTP-level failures become JSON-RPC errors for the requests they concern, so a caller never waits forever:
-an error status, a body or stream without the answer, a connection failure. A session that the server no
-longer knows (404 while sending `Mcp-Session-Id`) is re-initialized with the original `initialize` params,
-transparently, and the message is sent again. An SSE stream that closes before its answers arrived is
-resumed with `GET` + `Last-Event-ID` after the server's `retry` delay.
+HTTP-level failures (an error status, a body or stream without the answer, a connection failure) become
+JSON-RPC errors for the requests they concern, so a caller never waits forever. A session the server no
+longer knows (404 for our `Mcp-Session-Id`) is re-initialized with the original `initialize` params and
+the message sent again. An SSE stream closed before its answer arrived is resumed with `GET` +
+`Last-Event-ID` after the server's `retry` delay. A request the caller cancels has its stream closed.
 
 A message carrying `_meta["io.modelcontextprotocol/protocolVersion"]` (2026-07-28, stateless) is sent with
 that version in `MCP-Protocol-Version` and without a session id; every request and notification carries
@@ -24,10 +24,8 @@ that version in `MCP-Protocol-Version` and without a session id; every request a
 
 from __future__ import annotations
 
-import functools
 import logging
-import ssl
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import Any, Final
@@ -41,9 +39,15 @@ from mcpframe._api import MessageLike
 from mcpframe.transports.base import TransportClosedError
 from mcpframe.transports.http.client_wire import (
     SSEParser,
+    content_type,
+    drain,
     encode_header_value,
     mcp_name,
     modern_version,
+    ndjson_frame,
+    request_id,
+    shared_ssl_context,
+    synthesized_error,
 )
 
 __all__ = ["StreamableHTTPTransport"]
@@ -53,50 +57,6 @@ logger = logging.getLogger("mcpframe.transports.http.client")
 Id = int | str
 _ACCEPT: Final = "application/json, text/event-stream"
 _ERROR_BODY_LIMIT: Final = 64 * 1024
-_DRAIN_SECONDS: Final = 0.5
-_DRAIN_CHUNKS: Final = 8
-
-
-@functools.cache
-def _ssl_context() -> ssl.SSLContext:
-    """One verifying TLS context for every transport (loading the CA bundle costs ~30 ms per client)."""
-    return httpx.create_ssl_context()
-
-
-def _rid(message: MessageLike) -> Id:
-    rid = message.id
-    assert rid is not None, "only requests are exchanged"
-    return rid
-
-
-def _content_type(response: httpx.Response) -> str:
-    value: str = response.headers.get("content-type", "")
-    return value.partition(";")[0].strip().lower()
-
-
-async def _drain(chunks: AsyncIterator[bytes]) -> None:
-    """Read what is left of a stream whose answer arrived (the server ends it next), so that the connection
-    goes back to the pool instead of being dropped; give up after a moment or a few chunks."""
-    with anyio.move_on_after(_DRAIN_SECONDS):
-        count = 0
-        async for _ in chunks:
-            count += 1
-            if count > _DRAIN_CHUNKS:
-                break
-
-
-def _frame(message: MessageLike) -> bytes:
-    """`message` as one NDJSON line: its raw bytes unless they hold a line break (pretty-printed JSON)."""
-    raw = message.raw
-    if b"\n" not in raw and b"\r" not in raw:
-        return raw + b"\n"
-    if message.kind == "result":
-        return core.encode_result(message.id, message.result)  # type: ignore[arg-type]
-    if message.kind == "error":
-        return core.encode({"jsonrpc": "2.0", "id": message.id, "error": message.error})
-    if message.kind == "request":
-        return core.encode_request(message.id, message.method or "", message.params)  # type: ignore[arg-type]
-    return core.encode_notification(message.method or "", message.params)
 
 
 class _Stream:
@@ -129,7 +89,7 @@ class StreamableHTTPTransport:
         self.headers = dict(headers or {})
         self._own_http = http_client is None
         self._http = http_client or httpx.AsyncClient(
-            timeout=httpx.Timeout(timeout, read=None), follow_redirects=False, verify=_ssl_context()
+            timeout=httpx.Timeout(timeout, read=None), follow_redirects=False, verify=shared_ssl_context()
         )
         self.reconnect_delay = reconnect_delay
         self.max_reconnects = max_reconnects
@@ -272,7 +232,7 @@ class StreamableHTTPTransport:
     # ------------------------------------------------------------------ posting
 
     async def _post_request(self, message: MessageLike) -> None:
-        rid = _rid(message)
+        rid = request_id(message)
         scope = self._exchanges[rid] = anyio.CancelScope()
         try:
             with scope:
@@ -287,16 +247,16 @@ class StreamableHTTPTransport:
 
     async def _exchange_or_failure(self, message: MessageLike) -> MessageLike | None:
         """Run the exchange; what went wrong becomes an error response for the request."""
-        rid = _rid(message)
+        rid = request_id(message)
         try:
             await self._exchange(message)
         except _Undeliverable:
             raise
         except httpx.HTTPError as exc:
-            return self._synthesized(rid, jsonrpc.CONNECTION_CLOSED, f"HTTP request failed: {exc!r}")
+            return synthesized_error(rid, jsonrpc.CONNECTION_CLOSED, f"HTTP request failed: {exc!r}")
         except Exception as exc:  # a bug must not take the whole client down: fail this request only
             logger.exception("posting request %r failed", rid)
-            return self._synthesized(
+            return synthesized_error(
                 rid, jsonrpc.INTERNAL_ERROR, f"HTTP transport error ({type(exc).__name__})"
             )
         return None
@@ -342,15 +302,15 @@ class StreamableHTTPTransport:
     ) -> MessageLike | None:
         """Read the POST's answer, forwarding everything the server sends; the request's own response is
         forwarded too, or returned when `intercept`. Missing answers become synthesized errors."""
-        rid = _rid(message)
+        rid = request_id(message)
         if message.method == "initialize" and resp.status_code < 300:
             self.session_id = resp.headers.get("mcp-session-id", self.session_id)
-        kind = _content_type(resp)
+        kind = content_type(resp)
         if resp.status_code >= 400:
             return await self._error_answer(rid, resp)
         if resp.status_code == 202 or kind not in ("application/json", "text/event-stream"):
             await resp.aclose()
-            return self._synthesized(
+            return synthesized_error(
                 rid,
                 jsonrpc.INTERNAL_ERROR,
                 f"the server answered HTTP {resp.status_code} ({kind or 'no body'})",
@@ -362,7 +322,7 @@ class StreamableHTTPTransport:
         if isinstance(found, bool):
             if found:
                 return None
-            return self._synthesized(rid, jsonrpc.CONNECTION_CLOSED, "the server's answer did not include it")
+            return synthesized_error(rid, jsonrpc.CONNECTION_CLOSED, "the server's answer did not include it")
         return found
 
     async def _error_answer(self, rid: Id, resp: httpx.Response) -> MessageLike:
@@ -376,17 +336,12 @@ class StreamableHTTPTransport:
             if isinstance(item, core.FrameError) or item.kind != "error":
                 continue
             error = item.error or {}
-            return self._synthesized(rid, error.get("code", jsonrpc.INTERNAL_ERROR), error.get("message", ""))
+            return synthesized_error(rid, error.get("code", jsonrpc.INTERNAL_ERROR), error.get("message", ""))
         text = body[:200].decode("utf-8", "replace").strip()
         detail = f": {text}" if text else ""
-        return self._synthesized(
+        return synthesized_error(
             rid, jsonrpc.INTERNAL_ERROR, f"HTTP {resp.status_code} from the server{detail}"
         )
-
-    def _synthesized(self, rid: Id, code: int, text: str) -> MessageLike:
-        item = core.decode(core.encode_error(rid, code, text))[0]
-        assert not isinstance(item, core.FrameError)
-        return item
 
     # ------------------------------------------------------------------ delivery
 
@@ -423,7 +378,7 @@ class StreamableHTTPTransport:
     async def _push(self, messages: list[MessageLike]) -> None:
         if not messages:
             return
-        data = b"".join(_frame(m) for m in messages)
+        data = b"".join(ndjson_frame(m) for m in messages)
         try:
             await self._in.send(data)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
@@ -441,13 +396,15 @@ class StreamableHTTPTransport:
         try:
             async for chunk in chunks:
                 events = parser.feed(chunk)
-                stream.last_event_id, stream.retry_ms = parser.last_event_id, parser.retry or stream.retry_ms
+                stream.last_event_id = parser.last_event_id
+                if parser.retry is not None:
+                    stream.retry_ms = parser.retry
                 for event in events:
                     if event.event != "message":
                         continue
                     found = await self._deliver(core.decode(event.data, lazy=True), rid, intercept)
                     if found is not False:
-                        await _drain(chunks)
+                        await drain(chunks)
                         return found
         except httpx.TransportError as exc:  # a dropped connection ends the stream like a close
             logger.debug("SSE stream interrupted: %r", exc)
@@ -471,7 +428,7 @@ class StreamableHTTPTransport:
                 headers["last-event-id"] = stream.last_event_id
             try:
                 async with self._http.stream("GET", self.url, headers=headers) as again:
-                    if again.status_code != 200 or _content_type(again) != "text/event-stream":
+                    if again.status_code != 200 or content_type(again) != "text/event-stream":
                         logger.debug("resuming the SSE stream: HTTP %d", again.status_code)
                         break
                     found = await self._read_sse(again, stream, rid, intercept)
@@ -494,7 +451,7 @@ class StreamableHTTPTransport:
             headers = self._session_headers()
             headers["accept"] = "text/event-stream"
             async with self._http.stream("GET", self.url, headers=headers) as resp:
-                if resp.status_code != 200 or _content_type(resp) != "text/event-stream":
+                if resp.status_code != 200 or content_type(resp) != "text/event-stream":
                     logger.debug("no standalone SSE stream: HTTP %d", resp.status_code)
                     return
                 await self._follow(resp, None, intercept=False)
@@ -532,17 +489,11 @@ class StreamableHTTPTransport:
             result = answer.result
             if isinstance(result, dict) and isinstance(result.get("protocolVersion"), str):
                 self.protocol_version = result["protocolVersion"]
-            initialized = core.encode_notification("notifications/initialized")
-            await self._http.post(self.url, content=initialized, headers=self._initialized_headers())
+            initialized = core.decode(core.encode_notification("notifications/initialized"))[0]
+            assert not isinstance(initialized, core.FrameError)
+            await self._http.post(self.url, content=initialized.raw, headers=self._post_headers(initialized))
         self._start_get_stream()
         return True
-
-    def _initialized_headers(self) -> dict[str, str]:
-        headers = self._session_headers()
-        headers.update(
-            {"accept": _ACCEPT, "content-type": "application/json", "mcp-method": "notifications/initialized"}
-        )
-        return headers
 
 
 class _Undeliverable(Exception):

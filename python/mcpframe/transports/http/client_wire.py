@@ -1,28 +1,46 @@
 """Wire details of the Streamable HTTP client: reading Server-Sent Events and building request headers.
 
-Kept apart from `client` so both can be tested without a network: `SSEParser` is an incremental parser of
-the `text/event-stream` format (any line terminator, any chunking); the other helpers derive the MCP headers
-of one outgoing JSON-RPC message.
+Kept apart from `client` so they can be tested without a network: `SSEParser` is an incremental parser of
+the `text/event-stream` format (any line terminator, any chunking); other helpers derive the MCP headers of
+one outgoing JSON-RPC message, turn what the server sent into NDJSON frames for the Session, and finish
+reading answered streams.
 """
 
 from __future__ import annotations
 
 import base64
 import dataclasses
+import functools
+import ssl
+from collections.abc import AsyncIterator
 from typing import Any, Final
+
+import anyio
+import httpx
+
+from mcpframe import core
+from mcpframe._api import MessageLike
 
 __all__ = [
     "MODERN_VERSION_KEY",
     "SSEEvent",
     "SSEParser",
+    "content_type",
+    "drain",
     "encode_header_value",
     "mcp_name",
     "modern_version",
+    "ndjson_frame",
+    "request_id",
+    "shared_ssl_context",
+    "synthesized_error",
 ]
 
 MODERN_VERSION_KEY: Final = "io.modelcontextprotocol/protocolVersion"
 """The `_meta` key that makes a message 2026-07-28 (stateless) rather than part of an initialized session."""
 
+DRAIN_SECONDS: Final = 0.5
+DRAIN_CHUNKS: Final = 8
 _BASE64_PREFIX: Final = "=?base64?"
 _BASE64_SUFFIX: Final = "?="
 _NAME_PARAM: Final = {
@@ -167,3 +185,54 @@ def mcp_name(method: str, params: Any) -> str | None:
         return None
     value = params.get(key)
     return value if isinstance(value, str) else None
+
+
+@functools.cache
+def shared_ssl_context() -> ssl.SSLContext:
+    """One verifying TLS context for every transport (loading the CA bundle costs ~30 ms per client)."""
+    return httpx.create_ssl_context()
+
+
+def request_id(message: MessageLike) -> int | str:
+    """The id of a request (never None for one)."""
+    rid = message.id
+    assert rid is not None, "only requests are exchanged"
+    return rid
+
+
+def content_type(response: httpx.Response) -> str:
+    """The media type of a response, lowercased, parameters dropped."""
+    value: str = response.headers.get("content-type", "")
+    return value.partition(";")[0].strip().lower()
+
+
+async def drain(chunks: AsyncIterator[bytes]) -> None:
+    """Read what is left of a stream whose answer arrived (the server ends it next), so that the connection
+    goes back to the pool instead of being dropped; give up after a moment or a few chunks."""
+    with anyio.move_on_after(DRAIN_SECONDS):
+        count = 0
+        async for _ in chunks:
+            count += 1
+            if count > DRAIN_CHUNKS:
+                break
+
+
+def ndjson_frame(message: MessageLike) -> bytes:
+    """`message` as one NDJSON line: its raw bytes unless they hold a line break (pretty-printed JSON)."""
+    raw = message.raw
+    if b"\n" not in raw and b"\r" not in raw:
+        return raw + b"\n"
+    if message.kind == "result":
+        return core.encode_result(message.id, message.result)  # type: ignore[arg-type]
+    if message.kind == "error":
+        return core.encode({"jsonrpc": "2.0", "id": message.id, "error": message.error})
+    if message.kind == "request":
+        return core.encode_request(message.id, message.method or "", message.params)  # type: ignore[arg-type]
+    return core.encode_notification(message.method or "", message.params)
+
+
+def synthesized_error(rid: int | str, code: int, text: str) -> MessageLike:
+    """An error response for `rid`, as a decoded message (what a server would have sent)."""
+    item = core.decode(core.encode_error(rid, code, text))[0]
+    assert not isinstance(item, core.FrameError)
+    return item
