@@ -9,6 +9,7 @@ with `scripts/conformance.sh install` (Node 22 + `@modelcontextprotocol/conforma
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import subprocess
@@ -50,9 +51,12 @@ def harness_command() -> list[str]:
 
 
 def python_env() -> dict[str, str]:
-    """The environment for a Python child that must import mcpframe and `examples` from this tree."""
+    """The environment for a Python child that imports the same mcpframe as this process, and `examples`."""
     env = dict(os.environ)
-    paths = [str(ROOT / "python"), str(ROOT)]
+    spec = importlib.util.find_spec("mcpframe")
+    origin = spec.origin if spec is not None else None
+    source = Path(origin).resolve().parents[1] if origin else ROOT / "python"
+    paths = [str(source), str(ROOT)]
     if env.get("PYTHONPATH"):
         paths.append(env["PYTHONPATH"])
     env["PYTHONPATH"] = os.pathsep.join(paths)
