@@ -322,3 +322,11 @@ async def test_batch_requests_can_be_cancelled() -> None:
             cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 50}}
             assert (await client.post("/mcp", json=cancel, headers=headers)).status_code == 202
         assert results == [[{"jsonrpc": "2.0", "id": 7, "result": {}}]]
+
+
+async def test_session_limit_is_503() -> None:
+    async with asgi_client(max_sessions=1) as (client, _):
+        await initialize(client)
+        response = await client.post("/mcp", json=init_body(), headers=JSON_AND_SSE)
+        assert response.status_code == 503
+        assert "mcp-session-id" not in response.headers

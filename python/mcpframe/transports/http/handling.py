@@ -6,7 +6,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from mcpframe import jsonrpc
@@ -73,11 +73,14 @@ class PostHandler:
             return _too_big(limit)
         chunks: list[bytes] = []
         size = 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > limit:
-                return _too_big(limit)
-            chunks.append(chunk)
+        try:
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limit:
+                    return _too_big(limit)
+                chunks.append(chunk)
+        except ClientDisconnect:
+            return Response(status_code=400)  # nobody is left to read it
         return b"".join(chunks)
 
     async def _legacy(
