@@ -46,7 +46,6 @@ __all__ = ["HttpOptions", "StreamableHTTPServer", "serve_http"]
 
 logger = logging.getLogger("mcpframe.http")
 
-SESSION_HEADER = "Mcp-Session-Id"
 SSE_HEADERS = {"Cache-Control": "no-cache, no-transform", "X-Accel-Buffering": "no"}
 
 
