@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 
+from mcpframe.server.cli import serve_main
 from mcpframe.transports.http.events import MemoryEventStore, split_event_id
 from mcpframe.transports.http.headers import Accepts, decode_header_value, is_json_content, mirror_mismatch
 from mcpframe.transports.http.post import one_line
@@ -92,3 +95,12 @@ async def test_memory_event_store_keeps_the_latest_streams() -> None:
     assert await store.replay("s", second) is not None
     with pytest.raises(ValueError, match="at least 1"):
         MemoryEventStore(max_streams_per_session=0)
+
+
+def test_serve_http_cli_reports_a_busy_port(capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        assert serve_main(["examples.everything:server", "--http", "--port", str(port)]) == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in capsys.readouterr().err
