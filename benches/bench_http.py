@@ -1,15 +1,17 @@
 """Streamable HTTP: mcpframe's server vs the official SDK's (mcp 2.3.0), under N concurrent clients.
 
 Each server runs in its own child process on 127.0.0.1 (random port) with one trivial tool, `add(a, b)`.
-N `Client.http` clients (mcpframe's HTTP client, the same for both servers) connect, check one answer each,
-then call `add` back to back, `calls` times each, all clients at once. Reported per server shape:
-requests/s over the whole run, p50 and p99 of the per-call latency.
+N clients connect, check one answer each, then call `add` back to back, `calls` times each, all clients at
+once. The clients are mcpframe's `Client.http` (the same for both servers, so the servers are compared) and,
+with `--clients-kind mcpframe,sdk`, also the SDK's `mcp.Client`. Reported per row: requests/s over the
+whole run, p50 and p99 of the per-call latency.
 
 Shapes: `sse` (2025-11-25 session, answers as SSE streams: both servers' default), `json` (2025-11-25
 session, JSON answers: mcpframe `response_mode="auto"`, SDK `json_response=True`), `modern` (2026-07-28,
 stateless, whatever each server answers by default).
 
     .venv/bin/python benches/bench_http.py [--clients 8] [--calls 100] [--shapes sse,json,modern]
+                                           [--clients-kind mcpframe,sdk]
 
 prints a table (bounded: `--max-seconds` per run, loopback only). Under pytest (`--benchmark-disable`, the
 default) `test_http_servers_answer` runs each configuration once with 2 clients x 3 calls, as a test.
@@ -25,8 +27,8 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import AsyncExitStack, contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +42,9 @@ from mcpframe import core  # noqa: E402
 from mcpframe.client import Client  # noqa: E402
 
 SERVERS = ("mcpframe", "sdk")
+CLIENTS = ("mcpframe", "sdk")
 SHAPES = ("sse", "json", "modern")
+Add = Callable[[int, int], Awaitable[Any]]
 
 
 # ---------------------------------------------------------------------------------------------- the servers
@@ -121,6 +125,7 @@ def server_process(name: str, shape: str) -> Iterator[str]:
 class Row:
     """One measured configuration."""
 
+    client: str
     server: str
     shape: str
     clients: int
@@ -146,52 +151,80 @@ def _value(result: dict[str, Any]) -> Any:
     return int(result["content"][0]["text"])
 
 
-async def _calls(client: Client, count: int, latencies: list[float]) -> None:
+@asynccontextmanager
+async def open_client(kind: str, url: str, shape: str) -> AsyncIterator[Add]:
+    """A connected client of `kind`; yields `add(a, b) -> the tool's answer`."""
+    modern = shape == "modern"
+    if kind == "mcpframe":
+        async with Client.http(url, mode="modern" if modern else "legacy") as client:
+
+            async def add(a: int, b: int) -> Any:
+                return _value(await client.call_tool("add", {"a": a, "b": b}))
+
+            yield add
+        return
+    from mcp import Client as SDKClient  # noqa: PLC0415
+
+    async with SDKClient(url, mode="2026-07-28" if modern else "legacy") as sdk:
+
+        async def sdk_add(a: int, b: int) -> Any:
+            result = await sdk.call_tool("add", {"a": a, "b": b})
+            structured = result.structured_content or {}
+            return structured["result"] if "result" in structured else int(result.content[0].text)
+
+        yield sdk_add
+
+
+async def _calls(add: Add, count: int, latencies: list[float]) -> None:
     for i in range(count):
         start = time.perf_counter()
-        result = await client.call_tool("add", {"a": i, "b": 1})
+        answer = await add(i, 1)
         latencies.append(time.perf_counter() - start)
-        if _value(result) != i + 1:
-            raise AssertionError(f"add({i}, 1) answered {result!r}")
+        if answer != i + 1:
+            raise AssertionError(f"add({i}, 1) answered {answer!r}")
 
 
-async def measure(url: str, server: str, shape: str, *, clients: int, calls: int, max_seconds: float) -> Row:
-    """Connect `clients` clients, check an answer on each, then time `calls` calls per client."""
-    mode = "modern" if shape == "modern" else "legacy"
-    latencies: list[float] = []
+async def measure(url: str, row: Row, *, calls: int, max_seconds: float) -> Row:
+    """Connect `row.clients` clients, check an answer on each, then time `calls` calls per client."""
     with anyio.fail_after(max_seconds):
         async with AsyncExitStack() as stack:
-            opened = [await stack.enter_async_context(Client.http(url, mode=mode)) for _ in range(clients)]
-            for client in opened:  # the output check, before anything is timed
-                assert _value(await client.call_tool("add", {"a": 2, "b": 3})) == 5
+            adds = [
+                await stack.enter_async_context(open_client(row.client, url, row.shape))
+                for _ in range(row.clients)
+            ]
+            for add in adds:  # the output check, before anything is timed
+                assert await add(2, 3) == 5
             start = time.perf_counter()
             async with anyio.create_task_group() as tg:
-                for client in opened:
-                    tg.start_soon(_calls, client, calls, latencies)
-            seconds = time.perf_counter() - start
-    return Row(server, shape, clients, clients * calls, seconds, latencies)
+                for add in adds:
+                    tg.start_soon(_calls, add, calls, row.latencies)
+            row.seconds = time.perf_counter() - start
+    row.calls = row.clients * calls
+    return row
 
 
-def run(shapes: list[str], clients: int, calls: int, max_seconds: float) -> list[Row]:
-    """Every server x shape, one after the other (one server process alive at a time)."""
+def run(shapes: list[str], kinds: list[str], clients: int, calls: int, max_seconds: float) -> list[Row]:
+    """Every shape x client x server, one after the other (one server process alive at a time)."""
     rows = []
     for shape in shapes:
-        for server in SERVERS:
-            with server_process(server, shape) as url:
-                limits = {"clients": clients, "calls": calls, "max_seconds": max_seconds}
-                rows.append(anyio.run(lambda: measure(url, server, shape, **limits)))  # noqa: B023
+        for kind in kinds:
+            for server in SERVERS:
+                with server_process(server, shape) as url:
+                    row = Row(kind, server, shape, clients, 0, 0.0, [])
+                    rows.append(anyio.run(lambda: measure(url, row, calls=calls, max_seconds=max_seconds)))  # noqa: B023
     return rows
 
 
 def table(rows: list[Row]) -> str:
     """The rows side by side, one line per server and shape."""
     lines = [
-        f"Streamable HTTP, tools/call add, client: mcpframe Client.http, core backend: {core.BACKEND}",
-        f"{'shape':<8} {'server':<10} {'clients':>7} {'calls':>6} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8}",
+        f"Streamable HTTP, tools/call add on 127.0.0.1, mcpframe core backend: {core.BACKEND}",
+        f"{'shape':<7} {'client':<9} {'server':<9} {'clients':>7} {'calls':>6} {'req/s':>8} "
+        f"{'p50 ms':>8} {'p99 ms':>8}",
     ]
     for r in rows:
         lines.append(
-            f"{r.shape:<8} {r.server:<10} {r.clients:>7} {r.calls:>6} {r.rps:>9.0f} "
+            f"{r.shape:<7} {r.client:<9} {r.server:<9} {r.clients:>7} {r.calls:>6} {r.rps:>8.0f} "
             f"{r.percentile(0.5):>8.2f} {r.percentile(0.99):>8.2f}"
         )
     return "\n".join(lines)
@@ -202,8 +235,9 @@ def table(rows: list[Row]) -> str:
 
 def test_http_servers_answer() -> None:
     """Each configuration once, small: the servers start, answer correctly, and the table renders."""
-    rows = run(list(SHAPES), clients=2, calls=3, max_seconds=60)
-    assert [(r.server, r.shape) for r in rows] == [(s, shape) for shape in SHAPES for s in SERVERS]
+    rows = run(list(SHAPES), list(CLIENTS), clients=2, calls=3, max_seconds=60)
+    expected = [(c, s, shape) for shape in SHAPES for c in CLIENTS for s in SERVERS]
+    assert [(r.client, r.server, r.shape) for r in rows] == expected
     assert all(len(r.latencies) == 6 for r in rows)
     assert "req/s" in table(rows)
 
@@ -216,6 +250,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--calls", type=int, default=100, help="calls per client")
     parser.add_argument("--shapes", default=",".join(SHAPES))
+    parser.add_argument("--clients-kind", default="mcpframe", help="mcpframe, sdk or both: mcpframe,sdk")
     parser.add_argument("--max-seconds", type=float, default=120.0)
     args = parser.parse_args(argv)
     if args.serve == "mcpframe":
@@ -225,9 +260,10 @@ def main(argv: list[str]) -> int:
         _serve_sdk(args.json)
         return 0
     shapes = [s for s in args.shapes.split(",") if s]
-    if not set(shapes) <= set(SHAPES) or args.clients < 1 or args.calls < 1:
-        parser.error(f"--shapes takes {','.join(SHAPES)}; --clients and --calls must be positive")
-    print(table(run(shapes, args.clients, args.calls, args.max_seconds)))
+    kinds = [k for k in args.clients_kind.split(",") if k]
+    if not set(shapes) <= set(SHAPES) or not set(kinds) <= set(CLIENTS) or min(args.clients, args.calls) < 1:
+        parser.error("--shapes: sse,json,modern; --clients-kind: mcpframe,sdk; --clients/--calls: positive")
+    print(table(run(shapes, kinds, args.clients, args.calls, args.max_seconds)))
     return 0
 
 
