@@ -137,7 +137,12 @@ class Client(Methods):
 
     @classmethod
     def http(
-        cls, url: str, *, headers: dict[str, str] | None = None, http_options: Any = None, **options: Any
+        cls,
+        url: str,
+        *,
+        headers: dict[str, str] | None = None,
+        http_options: dict[str, Any] | None = None,
+        **options: Any,
     ) -> Client:
         """A client for a Streamable HTTP endpoint (needs ``mcpframe[http]``); ``http_options`` are keyword
         arguments of ``StreamableHTTPTransport`` (``http_client=``, ``timeout=``, ``get_stream=``...)."""

@@ -298,3 +298,42 @@ async def test_a_cancelled_request_stops_its_exchange_and_closes_the_stream() ->
     (cancel,) = app.by_method("notifications/cancelled")
     assert cancel.body["params"]["requestId"] == app.by_method("tools/call")[0].body["id"]
     assert cancel.headers["mcp-session-id"] == "s-1"
+
+
+async def _primes_then_closes() -> AsyncIterator[bytes]:
+    yield event(id="g-0", retry=50)
+
+
+async def test_standalone_stream_is_reopened_with_last_event_id() -> None:
+    async def handler(seen: Seen) -> Reply:
+        if seen.verb == "GET":
+            first = len(app.verbs("GET")) == 1
+            return sse_reply(_primes_then_closes() if first else _notifies())
+        return await legacy(seen) or json_reply({})
+
+    got = anyio.Event()
+    app = Scripted(handler)
+    options: dict[str, Any] = {"mode": "legacy", "logging_handler": lambda params: got.set()}
+    async with serve_asgi(app) as url, Client.http(url, **options):
+        with anyio.fail_after(10):
+            await got.wait()
+    first, second = app.verbs("GET")
+    assert "last-event-id" not in first.headers
+    assert second.headers["last-event-id"] == "g-0"
+    assert second.at - first.at >= 0.045  # the server's retry: 50 ms
+
+
+async def test_auto_mode_falls_back_when_the_server_refuses_discover() -> None:
+    refused = {"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": "Server not initialized"}}
+
+    async def handler(seen: Seen) -> Reply:
+        if seen.method == "server/discover":
+            return json_reply(refused, 400)
+        reply = await legacy(seen)
+        return reply or json_reply(result(seen.body["id"], {"tools": [{"name": "t"}]}))
+
+    app = Scripted(handler)
+    async with serve_asgi(app) as url, Client.http(url) as client:
+        assert client.era == "legacy"
+        assert await client.list_tools() == [{"name": "t"}]
+    assert [s.method for s in app.seen[:3]] == ["server/discover", "initialize", "notifications/initialized"]
