@@ -425,13 +425,13 @@ class Session:
 
     # ------------------------------------------------------------------ sending
 
-    def _check_open(self) -> None:
-        if self.closed or self._eof or self._broken:
+    def _check_open(self, *, reading: bool = True) -> None:
+        if self.closed or self._broken or (reading and self._eof):
             raise ConnectionClosed("the session is closed")
 
     async def notify(self, method: str, params: Any = None) -> None:
-        """Send a notification."""
-        self._check_open()
+        """Send a notification (still possible after the peer's EOF, while handlers finish)."""
+        self._check_open(reading=False)
         await self._send(core.encode_notification(method, params))
 
     async def request(
