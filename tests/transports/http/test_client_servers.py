@@ -14,6 +14,7 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from tests.conformance.harness import serve_everything_http
 from tests.transports.http._client_support import sdk_server
 
 from mcpframe.client import Client
@@ -187,3 +188,47 @@ async def test_many_concurrent_calls_on_one_client(sdk_url: tuple[str, Sequence[
                 for i in range(40):
                     tg.start_soon(one, i)
     assert results == {i: i + 1 for i in range(40)}
+
+
+@pytest.fixture(scope="module")
+def everything_url() -> Any:
+    """`mcpframe serve examples.everything:server --http` (child; quiet streams closed after 50 ms)."""
+    with serve_everything_http() as url:
+        yield url
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_everything_example_over_http(everything_url: str, mode: str) -> None:
+    progress: list[float] = []
+    logs: list[Any] = []
+    handlers: dict[str, Any] = {"mode": mode, "logging_handler": logs.append, **HANDLERS}
+    async with Client.http(everything_url, **handlers) as client:
+        if mode == "legacy":
+            await client.set_logging_level("info")
+        with anyio.fail_after(20):
+            assert len(await client.list_tools()) >= 10
+            slow = await client.call_tool("test_reconnection", {})  # outlives the 50 ms quiet-stream close
+            counted = await client.call_tool(
+                "test_tool_with_progress", {}, progress=lambda p, t, m: progress.append(p)
+            )
+            logged = await client.call_tool("test_tool_with_logging", {})
+            sampled = await client.call_tool("test_sampling", {"prompt": "hi"})
+            elicited = await client.call_tool("test_elicitation", {"message": "who?"})
+            (text,) = await client.read_resource("test://static-text")
+            templated = await client.read_resource("test://template/7/data")
+            prompt = await client.get_prompt("test_prompt_with_arguments", {"arg1": "a", "arg2": "b"})
+    assert slow["content"][0]["text"] == "Reconnection test completed"
+    assert counted["content"][0]["text"] == "Progress test completed"
+    assert progress == [0, 50, 100]
+    assert logged["content"][0]["text"] == "Logging test completed"
+    assert sampled["content"][0]["text"] == "LLM response: HI"
+    assert "action=accept" in elicited["content"][0]["text"]
+    assert text["text"] == "This is the content of the static text resource."
+    assert '"id":"7"' in templated[0]["text"].replace(" ", "")
+    assert prompt["messages"]
+    if mode == "legacy":
+        assert [entry["data"] for entry in logs] == [
+            "Tool execution started",
+            "Tool processing data",
+            "Tool execution completed",
+        ]
