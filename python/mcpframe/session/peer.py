@@ -12,6 +12,7 @@ import inspect
 import logging
 import math
 from collections.abc import Awaitable, Callable
+from contextlib import nullcontext
 from typing import Any
 
 import anyio
@@ -461,7 +462,7 @@ class Session:
             frame = core.encode_request(rid, method, params)
             waiter.arm(max_timeout)
             started = anyio.current_time()
-            with waiter.scope:  # the deadline covers waiting for the writer too: max_timeout holds
+            with waiter.scope or nullcontext():  # the deadline covers the writer too: max_timeout holds
                 await self._send(frame)
                 await waiter.event.wait()
             if not waiter.event.is_set():
