@@ -13,6 +13,9 @@ imported later pick up the drop-ins by themselves. ``uninstall()`` puts the SDK'
 Only mcp 2.x is supported: with any other major version installed (mcp 1.x has a different message
 model and no ``mcp_types``), importing ``mcpframe.compat`` raises ``RuntimeError`` naming the version;
 ``install()`` raises ``ImportError`` when ``mcp`` is not installed at all.
+
+The engine drop-in goes further: ``mcpframe.compat.serve(app)`` serves an SDK ``MCPServer`` or FastMCP
+app's own handlers on mcpframe's Server/Session engine (``mcpframe.compat.engine``).
 """
 
 from __future__ import annotations
@@ -22,13 +25,22 @@ import sys
 from importlib import metadata
 from typing import Any
 
-__all__ = ["SUPPORTED_MCP", "install", "installed", "uninstall"]
+__all__ = [
+    "SUPPORTED_MCP",
+    "engine_server",
+    "install",
+    "installed",
+    "serve",
+    "serve_async",
+    "uninstall",
+]
 
 SUPPORTED_MCP = "mcp>=2,<3"
 """The SDK versions the drop-ins are built for."""
 
 _NAMES = ("stdio_server", "stdio_client")
 _DROP_INS = "mcpframe.compat.mcp_sdk"
+_ENGINE = "mcpframe.compat.engine"
 
 
 def _check_mcp_version(*, missing_ok: bool = False) -> None:
@@ -52,6 +64,24 @@ def _check_mcp_version(*, missing_ok: bool = False) -> None:
 # Refuse another major version as soon as anything here is imported (``mcp_sdk`` included), before an
 # obscure ImportError from inside the SDK could.
 _check_mcp_version(missing_ok=True)
+
+
+def serve(app: Any, transport: str = "stdio", **options: Any) -> None:
+    """Serve an SDK server (``MCPServer``, FastMCP, low-level ``Server``) on mcpframe's engine (blocking).
+
+    See ``mcpframe.compat.engine``: the app's handlers run unchanged; mcpframe does the wire.
+    """
+    importlib.import_module(_ENGINE).serve(app, transport, **options)
+
+
+async def serve_async(app: Any, transport: Any = "stdio", **options: Any) -> None:
+    """``serve`` for a running event loop (``transport``: "stdio", "http" or an mcpframe Transport)."""
+    await importlib.import_module(_ENGINE).serve_async(app, transport, **options)
+
+
+def engine_server(app: Any, **options: Any) -> Any:
+    """The mcpframe ``Server`` serving an SDK app's handlers (``mcpframe.compat.engine.engine_server``)."""
+    return importlib.import_module(_ENGINE).engine_server(app, **options)
 
 
 def _pairs() -> list[tuple[Any, Any]]:

@@ -74,6 +74,8 @@ class Server:
         # The method table a connection dispatches to; an adapter may replace or add entries. A handler
         # that replaces a built-in one owns its method entirely (2026-07-28 requestState included).
         self.handlers: dict[str, Handler] = dict(HANDLERS)
+        # Called for a method the table lacks (after initialize), instead of answering -32601 here.
+        self.fallback_handler: Handler | None = None
         self.registry.listen(self._changed)
         self.request_state = RequestState(secrets.token_bytes(32))
         self._connections: set[ServerConnection] = set()

@@ -200,6 +200,8 @@ class ServerConnection:
     def _handler(self, method: str) -> Handler:
         handler = self.server.handlers.get(method)
         if handler is None:
+            if self.server.fallback_handler is not None:
+                return self.server.fallback_handler
             raise _method_not_found(method)
         capability = _CAPABILITY.get(method)
         if capability is not None and capability not in self.server.capabilities():

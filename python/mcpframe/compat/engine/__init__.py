@@ -1,0 +1,135 @@
+"""Engine drop-in: serve an official-SDK server (``MCPServer``, FastMCP, low-level ``Server``) on mcpframe.
+
+```python
+from mcp.server.mcpserver import MCPServer
+import mcpframe.compat
+
+app = MCPServer("demo")
+
+@app.tool()
+def add(a: int, b: int) -> int:
+    return a + b
+
+mcpframe.compat.serve(app)                    # stdio, instead of app.run()
+mcpframe.compat.serve(app, "http", port=8000) # Streamable HTTP, instead of app.run("streamable-http")
+```
+
+The SDK server's own code runs unchanged: its tools, resources, templates, prompts, completions, custom
+methods, middleware, lifespan, ``Context`` (progress, logging, elicitation and sampling where the revision
+allows them, ``read_resource``), input validation and result shaping. mcpframe replaces what is under it:
+framing, JSON-RPC, the handshake and both protocol eras on one connection, cancellation, the transports.
+What cannot be carried over is listed at start-up (``StartupReport``): one warning naming every piece, or
+``UnsupportedFeatureError`` with ``strict=True``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import anyio
+
+from mcpframe.server.registry import ListKind
+from mcpframe.transports.base import Transport
+from mcpframe.transports.stdio import stdio_server
+
+from ._report import StartupReport, Unsupported, UnsupportedFeatureError, inspect_app
+from ._server import EngineConnection, EngineServer, lowlevel_of
+
+__all__ = [
+    "EngineConnection",
+    "EngineServer",
+    "StartupReport",
+    "Unsupported",
+    "UnsupportedFeatureError",
+    "engine_server",
+    "serve",
+    "serve_async",
+]
+
+TransportName = Literal["stdio", "http"]
+_LISTS: dict[str, ListKind] = {
+    "ToolsListChanged": "tools",
+    "PromptsListChanged": "prompts",
+    "ResourcesListChanged": "resources",
+}
+
+
+def _bridge_subscriptions(app: Any, server: EngineServer) -> None:
+    """Forward ``ctx.notify_*_changed()`` / ``notify_resource_updated()`` from the SDK's bus to clients."""
+    bus = getattr(app, "_subscriptions", None)
+    subscribe = getattr(bus, "subscribe", None)
+    if subscribe is None:
+        return
+
+    def forward(event: Any) -> None:
+        kind = _LISTS.get(type(event).__name__)
+        if kind is not None:
+            server.notify_list_changed(kind)
+        elif type(event).__name__ == "ResourceUpdated":
+            server.notify_resource_updated(str(event.uri))
+
+    subscribe(forward)
+
+
+def engine_server(app: Any, *, strict: bool = False, transport: str = "memory") -> EngineServer:
+    """An mcpframe ``Server`` that serves ``app``'s methods with ``app``'s own handlers.
+
+    Use it wherever an mcpframe ``Server`` goes: ``await server.serve(transport)``,
+    ``mcpframe.client.Client(server)`` in memory, ``StreamableHTTPServer(server)``. The start-up report
+    for ``transport`` is logged (one warning listing every piece not carried over) and kept as
+    ``server.report``; with ``strict=True`` any such piece raises ``UnsupportedFeatureError`` instead.
+    """
+    lowlevel = lowlevel_of(app)
+    report = inspect_app(app, lowlevel, transport)
+    if strict and report.warnings:
+        raise UnsupportedFeatureError(report)
+    report.log()
+    server = EngineServer(app)
+    server.report = report
+    _bridge_subscriptions(app, server)
+    return server
+
+
+async def serve_async(
+    app: Any,
+    transport: TransportName | Transport = "stdio",
+    *,
+    strict: bool = False,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    http_options: Any = None,
+    ready: Any = None,
+    **session_options: Any,
+) -> None:
+    """Serve ``app`` on mcpframe until the peer goes (stdio, a ``Transport``) or until cancelled (HTTP).
+
+    ``transport`` is ``"stdio"`` (this process's stdin/stdout, stdout protected from stray prints),
+    ``"http"`` (Streamable HTTP on ``host:port``, ``http_options`` an ``HttpOptions``, ``ready(url)``
+    called once listening) or any mcpframe ``Transport`` (one connection). ``session_options`` go to the
+    ``Session`` (``max_frame``, ``max_in_flight``, ...).
+    """
+    name = transport if isinstance(transport, str) else "transport"
+    server = engine_server(app, strict=strict, transport=name)
+    if transport == "stdio":
+        async with stdio_server() as stdio:
+            await server.serve(stdio, **session_options)
+    elif transport == "http":
+        from mcpframe.transports.http.server import (  # noqa: PLC0415 - the HTTP stack is optional
+            HttpOptions,
+            serve_http,
+        )
+
+        options = http_options if http_options is not None else HttpOptions()
+        if session_options:
+            options.session_options = {**options.session_options, **session_options}
+        async with server.lifespan():
+            await serve_http(server, host=host, port=port, options=options, ready=ready)
+    elif isinstance(transport, str):
+        raise ValueError(f"transport must be 'stdio', 'http' or a Transport, not {transport!r}")
+    else:
+        await server.serve(transport, **session_options)
+
+
+def serve(app: Any, transport: TransportName = "stdio", **options: Any) -> None:
+    """Blocking ``serve_async`` (the drop-in for ``app.run()`` / ``app.run("streamable-http")``)."""
+    anyio.run(lambda: serve_async(app, transport, **options))

@@ -1,0 +1,243 @@
+"""``EngineServer``: an mcpframe ``Server`` whose methods are an official-SDK server's own handlers.
+
+mcpframe does the wire and the lifecycle (framing, JSON-RPC, cancellation, ``initialize``, ``ping``,
+``server/discover``, ``subscriptions/listen``, both eras on one connection); every other method goes to the
+SDK's per-connection kernel (``mcp.server.runner.ServerRunner``) exactly as the SDK's own engine would
+call it: the SDK's middleware chain, its per-revision params validation, its handlers (tools, resources,
+templates, prompts, completions, custom methods) and its result shaping. Handlers see the SDK's own
+``Context``/``ServerSession``, whose outbound traffic the channels in ``_channels`` put on mcpframe's wire.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
+
+from mcp.server.connection import Connection
+from mcp.server.lowlevel.server import Server as LowLevelServer
+from mcp.server.runner import ServerRunner, aclose_shielded
+from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    CLIENT_CAPABILITIES_META_KEY,
+    CLIENT_INFO_META_KEY,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    InitializeRequestParams,
+    methods,
+)
+from mcp_types.version import LATEST_HANDSHAKE_VERSION
+from pydantic import ValidationError
+
+from mcpframe.server import Server, ServerConnection
+from mcpframe.server.context import CallInfo
+from mcpframe.session import JSONRPCError, Message, Request
+from mcpframe.transports.base import Transport
+
+from ._channels import ConnectionChannel, NotificationChannel, RequestChannel
+from ._report import StartupReport
+
+__all__ = ["OWNED_METHODS", "EngineConnection", "EngineServer", "lowlevel_of"]
+
+OWNED_METHODS = frozenset({"ping", "server/discover", "subscriptions/listen"})
+"""Methods mcpframe answers itself, whatever the SDK server registered for them."""
+
+
+def lowlevel_of(app: Any) -> LowLevelServer[Any]:
+    """The SDK low-level ``Server`` behind an ``MCPServer``, a FastMCP app, or a low-level server itself."""
+    if isinstance(app, LowLevelServer):
+        return app
+    for attribute in ("_lowlevel_server", "_mcp_server"):
+        inner = getattr(app, attribute, None)
+        if isinstance(inner, LowLevelServer):
+            return inner
+    raise TypeError(
+        f"expected an mcp MCPServer, a FastMCP app or an mcp low-level Server, not {type(app).__name__}"
+    )
+
+
+def _wire_error(exc: Exception, *, modern: bool) -> JSONRPCError:
+    """An SDK handler failure as the SDK words it on the wire.
+
+    ``MCPError`` carries its own error and a pydantic ``ValidationError`` is -32602 on both eras. Anything
+    else is what the SDK's engines make of it: its 2026-07-28 entry answers -32603 "Internal server error";
+    its handshake-era dispatcher answers code 0 with the exception's text, which SDK servers rely on to
+    word their own failures (``MCPServer.get_prompt`` raises ``ValueError("Missing required ...")``).
+    """
+    if isinstance(exc, MCPError):
+        return JSONRPCError(exc.code, exc.message, exc.data)
+    if isinstance(exc, ValidationError):
+        return JSONRPCError(INVALID_PARAMS, "Invalid request parameters", "")
+    if modern:
+        return JSONRPCError(INTERNAL_ERROR, "Internal server error")
+    return JSONRPCError(0, str(exc))
+
+
+class EngineConnection(ServerConnection):
+    """One client connection: mcpframe's state plus the SDK ``Connection``/kernel of its legacy era."""
+
+    server: EngineServer
+
+    def __init__(self, server: EngineServer) -> None:
+        super().__init__(server)
+        self._runner: ServerRunner[Any] | None = None
+
+    def legacy_runner(self) -> ServerRunner[Any]:
+        """The SDK kernel for this connection's handshake era, built once ``initialize`` has been answered."""
+        if self._runner is None:
+            assert self.session is not None
+            assert self.version is not None
+            channel = ConnectionChannel(self.session, can_send_request=True)
+            connection = Connection(channel, protocol_version=self.version)
+            try:
+                connection.client_params = InitializeRequestParams.model_validate(
+                    {
+                        "protocolVersion": self.version,
+                        "capabilities": self.client_capabilities,
+                        "clientInfo": self.client_info,
+                    },
+                    by_name=False,
+                )
+            except ValidationError:  # mcpframe accepted a loose initialize the SDK would have refused
+                connection.client_params = None
+            connection.initialized.set()  # mcpframe has already opened the gate
+            self._runner = ServerRunner(self.server.lowlevel, connection, self.server.lifespan_state)
+        return self._runner
+
+    async def handle_notification(self, message: Message) -> None:
+        """mcpframe's own bookkeeping, then the SDK's notification handlers (legacy era only)."""
+        await super().handle_notification(message)
+        if self.version is None or self.session is None or message.method is None:
+            return
+        if message.method == "notifications/initialized":
+            return  # the SDK connection was opened at initialize
+        channel = NotificationChannel(self.session)
+        params = message.params if isinstance(message.params, dict) else None
+        await self.legacy_runner().on_notify(channel, message.method, params)
+
+    def close(self) -> None:
+        """Forget the SDK kernel with the connection."""
+        super().close()
+        self._runner = None
+
+
+async def _served(conn: ServerConnection, request: Request, call: CallInfo, params: dict[str, Any]) -> Any:
+    """The method handler mcpframe calls for every SDK-served method."""
+    assert isinstance(conn, EngineConnection)
+    server = conn.server
+    raw = request.params if isinstance(request.params, dict) else None
+    try:
+        if not call.modern:
+            channel = RequestChannel(request, can_send_request=True)
+            return await conn.legacy_runner().on_request(channel, request.method, raw)
+        return await server.serve_modern(conn, request, call, raw)
+    except Exception as exc:
+        if not isinstance(exc, MCPError | ValidationError):
+            server.logger.exception("handler for %r raised", request.method)
+        raise _wire_error(exc, modern=call.modern) from None
+
+
+class EngineServer(Server):
+    """An mcpframe ``Server`` serving an SDK server's methods; build it with ``engine_server(app)``."""
+
+    def __init__(self, app: Any) -> None:
+        lowlevel = lowlevel_of(app)
+        super().__init__(lowlevel.name, version=lowlevel.version, instructions=lowlevel.instructions)
+        self.app = app
+        self.lowlevel = lowlevel
+        self.info = dict(lowlevel.server_info_stamp)
+        self.lifespan_state: Any = None
+        self._lifespan_depth = 0
+        self._lifespan_stack: AsyncExitStack | None = None
+        self._sdk_capabilities: dict[str, Any] | None = None
+        self.report: StartupReport | None = None
+        for method in lowlevel._request_handlers:
+            if method not in OWNED_METHODS:
+                self.handlers[method] = _served
+        self.fallback_handler = _served  # unknown methods get the SDK's own -32601
+        for method in ("logging/setLevel", "resources/subscribe", "resources/unsubscribe"):
+            if method not in lowlevel._request_handlers:
+                self.handlers.pop(method, None)  # not offered by the SDK server: not offered here either
+
+    # ----------------------------------------------------------------- offers
+
+    def capabilities(self) -> dict[str, Any]:
+        """The capabilities the SDK server declares at ``initialize`` (computed once)."""
+        if self._sdk_capabilities is None:
+            options = self.lowlevel.create_initialization_options()
+            capabilities = options.capabilities.model_dump(by_alias=True, mode="json", exclude_none=True)
+            # What the SDK's result sieve leaves of them at the newest handshake revision (it drops
+            # fields that revision does not define, such as `extensions`).
+            shaped = methods.serialize_server_result(
+                "initialize",
+                LATEST_HANDSHAKE_VERSION,
+                {
+                    "protocolVersion": LATEST_HANDSHAKE_VERSION,
+                    "capabilities": capabilities,
+                    "serverInfo": self.info,
+                },
+            )
+            self._sdk_capabilities = shaped["capabilities"]
+        return self._sdk_capabilities
+
+    def refresh(self) -> None:
+        """Recompute the capabilities (after adding SDK request handlers at run time)."""
+        self._sdk_capabilities = None
+        for method in self.lowlevel._request_handlers:
+            if method not in OWNED_METHODS:
+                self.handlers[method] = _served
+
+    def connection(self) -> EngineConnection:
+        """Fresh per-connection state (an SDK kernel is attached once the client has initialized)."""
+        return EngineConnection(self)
+
+    # ----------------------------------------------------------------- serving
+
+    async def serve_modern(
+        self, conn: EngineConnection, request: Request, call: CallInfo, raw: dict[str, Any] | None
+    ) -> Any:
+        """One 2026-07-28 request on a born-ready SDK connection from its envelope (as the SDK does)."""
+        assert conn.session is not None
+        meta = request.meta
+        connection = Connection.from_envelope(
+            call.version,
+            meta.get(CLIENT_INFO_META_KEY),
+            meta.get(CLIENT_CAPABILITIES_META_KEY),
+            outbound=ConnectionChannel(conn.session, can_send_request=False),
+        )
+        runner = ServerRunner(self.lowlevel, connection, self.lifespan_state)
+        try:
+            return await runner.on_request(
+                RequestChannel(request, can_send_request=False), request.method, raw
+            )
+        finally:
+            await aclose_shielded(connection)
+
+    @asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[Any]:
+        """Run the SDK server's lifespan (entered once however many connections share it)."""
+        if self._lifespan_depth == 0:
+            stack = AsyncExitStack()
+            await stack.__aenter__()
+            try:
+                manager: Callable[[], Any] | None = getattr(self.app, "_lifespan_manager", None)
+                if manager is not None:  # FastMCP keeps its own lifespan state beside the SDK's
+                    await stack.enter_async_context(manager())
+                self.lifespan_state = await stack.enter_async_context(self.lowlevel.lifespan(self.lowlevel))
+            except BaseException:
+                await stack.__aexit__(None, None, None)
+                raise
+            self._lifespan_stack = stack
+        self._lifespan_depth += 1
+        try:
+            yield self.lifespan_state
+        finally:
+            self._lifespan_depth -= 1
+            if self._lifespan_depth == 0 and self._lifespan_stack is not None:
+                stack, self._lifespan_stack = self._lifespan_stack, None
+                await stack.aclose()
+
+    async def serve(self, transport: Transport, **session_options: Any) -> None:
+        """Serve one connection on ``transport`` inside the SDK server's lifespan."""
+        async with self.lifespan():
+            await super().serve(transport, **session_options)
