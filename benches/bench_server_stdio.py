@@ -24,13 +24,10 @@ import dataclasses
 import importlib
 import importlib.util
 import os
-import select
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext, suppress
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -38,25 +35,18 @@ ROOT = Path(__file__).resolve().parent
 if importlib.util.find_spec("mcpframe") is None:
     sys.path.insert(0, str(ROOT.parent / "python"))
 
-import mcpframe  # noqa: E402
 from mcpframe import core  # noqa: E402
+from servers.stdio_client import (  # noqa: E402
+    PROFILE,
+    Checker,
+    Child,
+    ServerKind,
+    pipelined,
+    running,
+    sequential,
+)
 
-SERVERS_DIR = ROOT / "servers"
-PROTOCOL = "2025-11-25"
-READ = 1 << 20
-PROFILE: dict[str, Path] = {}  # server key -> cProfile output of its child (`--profile DIR`)
 LONG = os.environ.get("MCPFRAME_BENCH_LONG", "").strip().lower() not in {"", "0", "false", "no", "off"}
-
-
-@dataclasses.dataclass(frozen=True)
-class ServerKind:
-    """One contender: which script runs, with which core backend, and whether its counts are capped."""
-
-    key: str
-    script: str
-    backend: str | None = None
-    capped: bool = False
-
 
 KINDS = {
     k.key: k
@@ -80,192 +70,21 @@ def unavailable(kind: ServerKind) -> str | None:
     return None
 
 
-class BenchError(AssertionError):
-    """A server answered wrongly, or died."""
-
-
-# ---------------------------------------------------------------------------------------------- the child
-
-
-class Child:
-    """A server child process on two pipes, with the client side's decoder."""
-
-    def __init__(self, kind: ServerKind) -> None:
-        env = {**os.environ, "PYTHONPATH": str(Path(mcpframe.__file__).resolve().parent.parent)}
-        env.pop("MCPFRAME_BACKEND", None)
-        if kind.backend is not None:
-            env["MCPFRAME_BACKEND"] = kind.backend
-        self.kind = kind
-        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (closed by close())
-        profile = ["-m", "cProfile", "-o", str(PROFILE[kind.key])] if kind.key in PROFILE else []
-        self.proc = subprocess.Popen(
-            [sys.executable, *profile, str(SERVERS_DIR / kind.script)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._stderr,
-            env=env,
-            bufsize=0,
-        )
-        assert self.proc.stdin is not None
-        assert self.proc.stdout is not None
-        self.wfd = self.proc.stdin.fileno()
-        self.rfd = self.proc.stdout.fileno()
-        self.decoder = core.Decoder()
-        self.next_id = 1
-
-    def rss_kib(self) -> int:
-        """The child's resident set size in KiB."""
-        with open(f"/proc/{self.proc.pid}/status", "rb") as status:
-            for line in status:
-                if line.startswith(b"VmRSS:"):
-                    return int(line.split()[1])
-        raise BenchError("no VmRSS in /proc status")
-
-    def died(self, what: str) -> BenchError:
-        self._stderr.seek(0)
-        tail = self._stderr.read()[-2000:].decode(errors="replace")
-        return BenchError(f"{self.kind.key}: {what} (exit {self.proc.poll()}); stderr tail:\n{tail}")
-
-    def read_messages(self) -> list[Any]:
-        """Block until at least one whole frame arrived; return what it decoded to."""
-        while True:
-            data = os.read(self.rfd, READ)
-            if not data:
-                raise self.died("stdout closed")
-            if out := self.decoder.feed(data):
-                return out
-
-    def call(self, method: str, params: dict[str, Any]) -> Any:
-        """One request, its answer's result (blocking; for the handshake)."""
-        rid = self.next_id
-        self.next_id += 1
-        os.write(self.wfd, core.encode_request(rid, method, params))
-        messages = self.read_messages()
-        if len(messages) != 1 or messages[0].kind != "result" or messages[0].id != rid:
-            raise self.died(f"{method}: unexpected answer {messages!r}")
-        return messages[0].result
-
-    def handshake(self) -> None:
-        """`initialize`, check it, `notifications/initialized`."""
-        params = {
-            "protocolVersion": PROTOCOL,
-            "capabilities": {},
-            "clientInfo": {"name": "bench-client", "version": "1.0.0"},
-        }
-        result = self.call("initialize", params)
-        if result.get("protocolVersion") != PROTOCOL or "tools" not in result.get("capabilities", {}):
-            raise self.died(f"initialize answered {result!r}")
-        os.write(self.wfd, core.encode_notification("notifications/initialized"))
-
-    def close(self) -> None:
-        with suppress(OSError):
-            os.close(self.wfd)
-        self.proc.stdin = None
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        assert self.proc.stdout is not None
-        self.proc.stdout.close()
-        self._stderr.close()
-
-
-@contextmanager
-def running(kind: ServerKind) -> Iterator[Child]:
-    """A started, initialized child of `kind`."""
-    child = Child(kind)
-    try:
-        child.handshake()
-        yield child
-    finally:
-        child.close()
-
-
-# ---------------------------------------------------------------------------------------------- the load
-
-
-def requests(first: int, count: int) -> list[bytes]:
-    """`count` encoded `tools/call echo` requests with ids `first`, `first + 1`, ..."""
-    return [
-        core.encode_request(i, "tools/call", {"name": "echo", "arguments": {"text": f"echo {i}"}})
-        for i in range(first, first + count)
-    ]
-
-
-class Checker:
-    """Checks answers against the ids `first .. first + count - 1`, each answered exactly once."""
-
-    def __init__(self, first: int, count: int) -> None:
-        self.first = first
-        self.seen = bytearray(count)
-        self.done = 0
-
-    def check(self, messages: list[Any]) -> None:
-        first, seen = self.first, self.seen
-        for m in messages:
-            index = m.id - first if type(m.id) is int else -1
-            if m.kind != "result" or not 0 <= index < len(seen) or seen[index]:
-                raise BenchError(f"unexpected answer: {m!r} {getattr(m, 'error', None)!r}")
-            seen[index] = 1
-            if m.result["content"][0]["text"] != f"echo {m.id}" or m.result.get("isError"):
-                raise BenchError(f"wrong echo for id {m.id}: {m.result!r}")
-        self.done += len(messages)
-
-
-def _fill(frames: list[bytes], sent: int, limit: int, batch: int) -> tuple[memoryview, int]:
-    end = min(limit, sent + batch)
-    return memoryview(b"".join(frames[sent:end])), end
-
-
-def pipelined(child: Child, count: int, window: int, samples: list[int] | None = None) -> float:
-    """Send `count` requests keeping at most `window` in flight; seconds until the last answer.
-
-    With `samples`, the child's RSS (KiB) is appended up to 20 times along the way."""
-    frames = requests(child.next_id, count)
-    checker = Checker(child.next_id, count)
-    child.next_id += count
-    window = window or count
-    every = max(1, count // 20)
-    next_sample = every
-    out, sent = memoryview(b""), 0
-    os.set_blocking(child.wfd, False)
-    start = time.perf_counter()
-    try:
-        while checker.done < count:
-            if not out and sent < count and sent - checker.done < window:
-                out, sent = _fill(frames, sent, min(count, checker.done + window), 256)
-            readable, writable, _ = select.select([child.rfd], [child.wfd] if out else [], [])
-            if writable:
-                with suppress(BlockingIOError):
-                    out = out[os.write(child.wfd, out) :]
-            if readable:
-                data = os.read(child.rfd, READ)
-                if not data:
-                    raise child.died("stdout closed")
-                checker.check(child.decoder.feed(data))
-                if samples is not None and checker.done >= next_sample:
-                    samples.append(child.rss_kib())
-                    next_sample = (checker.done // every + 1) * every
-        return time.perf_counter() - start
-    finally:
-        os.set_blocking(child.wfd, True)
-
-
-def sequential(child: Child, count: int) -> list[float]:
-    """`count` requests one at a time; each one's round trip in seconds."""
-    frames = requests(child.next_id, count)
-    checker = Checker(child.next_id, count)
-    child.next_id += count
-    latencies = []
-    clock = time.perf_counter
-    for frame in frames:
-        start = clock()
-        os.write(child.wfd, frame)
-        answer = child.read_messages()
-        latencies.append(clock() - start)
-        checker.check(answer)
-    return latencies
+def client_ceiling(count: int = 20_000) -> float:
+    """Answers/s this client decodes and checks with no server at all (canned answers in 1 MiB reads):
+    a server row near this figure is limited by the client, not by itself."""
+    answers = b"".join(
+        core.encode_result(i, {"content": [{"type": "text", "text": f"echo {i}"}], "isError": False})
+        for i in range(1, count + 1)
+    )
+    best = float("inf")
+    for _ in range(3):
+        decoder, checker = core.Decoder(), Checker(1, count)
+        start = time.perf_counter()
+        for at in range(0, len(answers), 1 << 20):
+            checker.check(decoder.feed(answers[at : at + (1 << 20)]))
+        best = min(best, time.perf_counter() - start)
+    return count / best
 
 
 # ---------------------------------------------------------------------------------------------- rows
@@ -355,7 +174,7 @@ def _ratio(a: float, b: float) -> str:
     return f"{a / b:.2f}" if a and b else "-"
 
 
-def table(rows: list[Row], counts: Counts) -> str:
+def table(rows: list[Row], counts: Counts, ceiling: float | None = None) -> str:
     """The servers side by side, then the targets of issue 3."""
     by_key = {r.kind.key: r for r in rows}
     sdk, floor = by_key.get("sdk"), by_key.get("floor")
@@ -364,7 +183,12 @@ def table(rows: list[Row], counts: Counts) -> str:
         f"{counts.sequential:,} sequential per server; memory run {counts.memory:,} pipelined.",
         f"SDK servers (sdk, fastmcp) capped at {counts.capped_pipelined:,} pipelined / "
         f"{counts.capped_sequential:,} sequential / {counts.capped_memory:,} memory (they are slow).",
-        f"client core backend: {core.BACKEND}; python {sys.version.split()[0]}; every answer checked.",
+        f"client: core backend {core.BACKEND}, python {sys.version.split()[0]}, every answer checked"
+        + (
+            f"; alone it decodes+checks {ceiling:,.0f} answers/s (rows near that are client-bound)"
+            if ceiling
+            else ""
+        ),
         "",
         f"{'server':<16} {'pipelined':>9} {'req/s':>9} {'x sdk':>7} {'x floor':>7} {'seq':>6} "
         f"{'p50 us':>8} {'p99 us':>8} {'mem reqs':>9} {'RSS MiB':>14} {'growth':>7}",
@@ -482,7 +306,7 @@ if "pytest" in sys.modules:
         for kind in KINDS.values():
             shared = None if unavailable(kind) else _child(children, kind)
             rows.append(measure(kind, counts, shared))
-        text = table(rows, counts)
+        text = table(rows, counts, client_ceiling(1000))
         assert all(key in text for key in KINDS)
         assert all(r.unavailable or (r.rps > 0 and len(r.latencies) == counts.of(r.kind)[1]) for r in rows)
         assert all(r.unavailable or r.kind.capped or len(r.rss) >= 2 for r in rows)
@@ -521,7 +345,7 @@ def main(argv: list[str]) -> int:
             print(f"[round {round_ + 1}] {key} ...", file=sys.stderr, flush=True)
             row = measure(KINDS[key], counts if round_ == 0 else dataclasses.replace(counts, memory=0))
             rows[key] = [best(rows[key], row)] if key in rows else [row]
-    print(table([r[0] for r in rows.values()], counts))
+    print(table([r[0] for r in rows.values()], counts, client_ceiling()))
     return 0
 
 
