@@ -337,3 +337,11 @@ async def test_auto_mode_falls_back_when_the_server_refuses_discover() -> None:
         assert client.era == "legacy"
         assert await client.list_tools() == [{"name": "t"}]
     assert [s.method for s in app.seen[:3]] == ["server/discover", "initialize", "notifications/initialized"]
+
+
+async def test_unreachable_server_fails_the_connect_quickly() -> None:
+    with anyio.fail_after(20), pytest.raises(JSONRPCError) as caught:
+        async with Client.http("http://127.0.0.1:9/mcp"):
+            pass
+    assert caught.value.code == jsonrpc.CONNECTION_CLOSED
+    assert "HTTP request failed" in caught.value.message
