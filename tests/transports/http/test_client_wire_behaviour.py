@@ -345,3 +345,36 @@ async def test_unreachable_server_fails_the_connect_quickly() -> None:
             pass
     assert caught.value.code == jsonrpc.CONNECTION_CLOSED
     assert "HTTP request failed" in caught.value.message
+
+
+async def _answers_later(pending: list[Any], ready: anyio.Event) -> AsyncIterator[bytes]:
+    yield event(id="g-0")
+    await ready.wait()
+    yield event(result(pending[0], {"content": [], "via": "GET"}), id="g-1")
+    await anyio.sleep_forever()
+
+
+async def test_answer_on_the_standalone_stream_ends_the_posts_exchange() -> None:
+    pending: list[Any] = []
+    called = anyio.Event()
+
+    async def handler(seen: Seen) -> Reply:
+        if seen.method == "tools/call":
+            pending.append(seen.body["id"])
+            called.set()
+            return sse_reply(_never_answers())
+        if seen.verb == "GET":
+            return sse_reply(_answers_later(pending, called))
+        return await legacy(seen) or json_reply({})
+
+    app = Scripted(handler)
+    async with serve_asgi(app) as url, Client.http(url, mode="legacy") as client:
+        transport = client.session.transport
+        assert isinstance(transport, StreamableHTTPTransport)
+        with anyio.fail_after(10):
+            answer = await client.call_tool("t", {})
+            await app.disconnected.wait()  # the POST stream, which would never have answered, was closed
+            while transport.in_flight:
+                await anyio.sleep(0.01)
+    assert answer["via"] == "GET"
+    assert not app.by_method("notifications/cancelled")  # answered, not cancelled

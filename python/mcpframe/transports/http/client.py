@@ -39,6 +39,7 @@ from mcpframe._api import MessageLike
 from mcpframe.transports.base import TransportClosedError
 from mcpframe.transports.http.client_wire import (
     SSEParser,
+    StreamState,
     content_type,
     drain,
     encode_header_value,
@@ -57,16 +58,6 @@ logger = logging.getLogger("mcpframe.transports.http.client")
 Id = int | str
 _ACCEPT: Final = "application/json, text/event-stream"
 _ERROR_BODY_LIMIT: Final = 64 * 1024
-
-
-class _Stream:
-    """Where one SSE stream stands: the last event id seen and the server's reconnection delay."""
-
-    __slots__ = ("last_event_id", "retry_ms")
-
-    def __init__(self) -> None:
-        self.last_event_id: str | None = None
-        self.retry_ms: int | None = None
 
 
 class StreamableHTTPTransport:
@@ -355,15 +346,25 @@ class StreamableHTTPTransport:
             if isinstance(item, core.FrameError):
                 logger.warning("dropping an invalid message from the server: %s", item.message)
                 continue
-            if rid is not None and item.kind in ("result", "error") and item.id == rid and found is False:
+            answer = item.kind in ("result", "error")
+            if answer and rid is not None and item.id == rid and found is False:
                 self._note_answer(item)
                 if intercept:
                     found = item
                     continue
                 found = True
+            elif answer:
+                self._answered_elsewhere(item.id)
             forward.append(item)
         await self._push(forward)
         return found
+
+    def _answered_elsewhere(self, rid: Id | None) -> None:
+        """A response arrived on another stream (a server may send it on a GET): that request's own
+        exchange has nothing left to wait for."""
+        scope = self._exchanges.get(rid) if rid is not None else None
+        if scope is not None:
+            scope.cancel()
 
     def _note_answer(self, answer: MessageLike) -> None:
         """Adopt the negotiated version from the answer to `initialize`."""
@@ -387,7 +388,7 @@ class StreamableHTTPTransport:
     # ------------------------------------------------------------------ SSE streams
 
     async def _read_sse(
-        self, resp: httpx.Response, stream: _Stream, rid: Id | None, intercept: bool
+        self, resp: httpx.Response, stream: StreamState, rid: Id | None, intercept: bool
     ) -> MessageLike | bool:
         """Forward the events of one SSE response until it ends or carries the answer to `rid`."""
         parser = SSEParser()
@@ -414,7 +415,7 @@ class StreamableHTTPTransport:
 
     async def _follow(self, resp: httpx.Response, rid: Id | None, intercept: bool) -> MessageLike | bool:
         """Read an SSE stream and, while its answer is missing, resume it with GET + Last-Event-ID."""
-        stream = _Stream()
+        stream = StreamState()
         found = await self._read_sse(resp, stream, rid, intercept)
         misses = 0
         while found is False and not self._closed and misses <= self.max_reconnects:
@@ -437,7 +438,7 @@ class StreamableHTTPTransport:
             misses = 0 if stream.last_event_id != before else misses + 1
         return found
 
-    def _retry_delay(self, stream: _Stream) -> float:
+    def _retry_delay(self, stream: StreamState) -> float:
         return stream.retry_ms / 1000 if stream.retry_ms is not None else self.reconnect_delay
 
     def _start_get_stream(self) -> None:

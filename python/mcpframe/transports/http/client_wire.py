@@ -25,6 +25,7 @@ __all__ = [
     "MODERN_VERSION_KEY",
     "SSEEvent",
     "SSEParser",
+    "StreamState",
     "content_type",
     "drain",
     "encode_header_value",
@@ -152,6 +153,16 @@ class SSEParser:
         self._data = []
         self._has_data = False
         self._event = ""
+
+
+class StreamState:
+    """Where one SSE stream stands: the last event id seen and the server's reconnection delay (ms)."""
+
+    __slots__ = ("last_event_id", "retry_ms")
+
+    def __init__(self) -> None:
+        self.last_event_id: str | None = None
+        self.retry_ms: int | None = None
 
 
 def encode_header_value(value: str) -> str:
