@@ -1,6 +1,8 @@
-"""SDK servers for the engine drop-in tests and benchmarks: ``python engine_apps.py sdk|engine [fastmcp]``.
+"""SDK servers for the engine drop-in tests and benchmarks: ``python engine_apps.py MODE [fastmcp]``.
 
-``sdk`` serves with the SDK's own engine (``app.run()``), ``engine`` with ``mcpframe.compat.serve(app)``;
+``sdk`` serves with the SDK's own engine (``app.run()``), ``dropin`` the same after
+``mcpframe.compat.install()`` (mcpframe's stdio transport under the SDK's engine), ``engine`` with
+``mcpframe.compat.serve(app)``;
 a third argument ``fastmcp`` serves the FastMCP app instead of the ``MCPServer`` one. The same code,
 unchanged, is what both engines run.
 """
@@ -186,7 +188,9 @@ BINARY_B64 = base64.b64encode(bytes(range(8))).decode()
 def main() -> None:
     mode = sys.argv[1] if len(sys.argv) > 1 else "sdk"
     which = fast_app() if sys.argv[2:] == ["fastmcp"] else app
-    if mode == "sdk":
+    if mode in ("sdk", "dropin"):
+        if mode == "dropin":  # the transport-level drop-in under the SDK's own engine
+            mcpframe.compat.install()
         which.run("stdio", **({"show_banner": False} if which is not app else {}))
         return
     limit = os.environ.get("MCPFRAME_ENGINE_MAX_FRAME")

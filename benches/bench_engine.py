@@ -1,0 +1,129 @@
+"""One SDK server's code on three stacks: the SDK's own stdio, the transport drop-in, the engine drop-in.
+
+``tests/compat/engine_apps.py`` (an ``MCPServer``) runs as a subprocess in three modes: ``sdk``
+(``app.run()``), ``dropin`` (``mcpframe.compat.install()`` then ``app.run()``: mcpframe's stdio transport
+under the SDK's engine) and ``engine`` (``mcpframe.compat.serve(app)``: the app's handlers on mcpframe's
+Server/Session). A minimal raw client (core encoder and decoder) drives ``tools/call`` on two tools, a
+sync one (``echo``: the SDK runs it on a worker thread) and an async one (``add``), sequentially and as
+a pipelined burst; requests/s, p50 and p99 go to ``extra_info``. Every response is checked before timing
+and while timing. Counts are fixed (200 sequential, 1000 pipelined) and rounds are 3.
+
+Run side by side: ``pytest benches/bench_engine.py --benchmark-enable`` (``MCPFRAME_BACKEND`` picks the
+core backend of the mcpframe stacks).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+
+pytest.importorskip("mcp")
+
+from bench_compat import RawClient, child_env, percentile
+from mcpframe import core
+
+APPS = Path(__file__).resolve().parent.parent / "tests" / "compat" / "engine_apps.py"
+SEQUENTIAL = 200
+PIPELINED = 1000
+MODES = ["sdk", "dropin", "engine"]
+CALLS = {
+    "echo": ({"name": "echo", "arguments": {"text": "ping"}}, "ping"),
+    "add": ({"name": "add", "arguments": {"a": 1, "b": 2}}, "3.0"),
+}
+
+
+class ToolClient(RawClient):
+    """``RawClient`` calling one tool and checking one answer text."""
+
+    def __init__(self, process: Any, call: dict[str, Any], expected: str) -> None:
+        super().__init__(process)
+        self.call = call
+        self.expected = expected
+
+    def requests(self, count: int) -> tuple[list[int], bytes]:
+        ids = list(range(self.next_id, self.next_id + count))
+        self.next_id += count
+        return ids, b"".join(core.encode_request(i, "tools/call", self.call) for i in ids)
+
+    async def sequential(self, count: int) -> list[float]:
+        latencies = []
+        for request_id in self.requests(count)[0]:
+            start = time.perf_counter()
+            await self.stdin.send(core.encode_request(request_id, "tools/call", self.call))
+            async for message in self.responses(1):
+                assert message.id == request_id
+                assert message.result["content"][0]["text"] == self.expected, message.result
+            latencies.append(time.perf_counter() - start)
+        return latencies
+
+    async def pipelined(self, count: int) -> list[float]:
+        ids, data = self.requests(count)
+        start = time.perf_counter()
+        latencies: dict[int | str | None, float] = {}
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self.stdin.send, data)
+            async for message in self.responses(count):
+                assert message.result["content"][0]["text"] == self.expected, message.result
+                latencies[message.id] = time.perf_counter() - start
+        assert sorted(latencies) == ids  # type: ignore[type-var]
+        return list(latencies.values())
+
+
+@asynccontextmanager
+async def stack(mode: str, tool: str) -> AsyncIterator[ToolClient]:
+    command = [sys.executable, str(APPS), mode]
+    async with await anyio.open_process(command, env=child_env(), stderr=subprocess.DEVNULL) as process:
+        client = ToolClient(process, *CALLS[tool])
+        with anyio.fail_after(60):
+            await client.initialize()
+        yield client
+        await client.stdin.aclose()
+        with anyio.fail_after(10):
+            await process.wait()
+
+
+@pytest.fixture(scope="module")
+def portal() -> Iterator[BlockingPortal]:
+    with start_blocking_portal() as blocking_portal:
+        yield blocking_portal
+
+
+SHAPES = {"sequential": SEQUENTIAL, "pipelined": PIPELINED}
+
+
+@pytest.mark.parametrize("tool", list(CALLS))
+@pytest.mark.parametrize("kind", list(SHAPES))
+@pytest.mark.parametrize("mode", MODES)
+def test_engine_tools_call(benchmark: Any, portal: BlockingPortal, mode: str, kind: str, tool: str) -> None:
+    count = SHAPES[kind]
+    benchmark.group = f"engine-{tool}-{kind}-{count}"
+    with portal.wrap_async_context_manager(stack(mode, tool)) as client:
+        method = client.sequential if kind == "sequential" else client.pipelined
+        assert len(portal.call(method, 5)) == 5  # checked before timing (each response is asserted)
+        latencies: list[list[float]] = []
+        wall: list[float] = []
+
+        def timed() -> None:
+            start = time.perf_counter()
+            latencies.append(portal.call(method, count))
+            wall.append(time.perf_counter() - start)
+
+        benchmark.pedantic(timed, rounds=3, iterations=1)
+    flat = [value for run in latencies for value in run]
+    benchmark.extra_info.update(
+        stack=mode,
+        backend=core.BACKEND,
+        requests=count,
+        requests_per_s=round(count / min(wall)),
+        p50_ms=round(percentile(flat, 0.50) * 1000, 3),
+        p99_ms=round(percentile(flat, 0.99) * 1000, 3),
+    )
