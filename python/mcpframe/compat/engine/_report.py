@@ -97,7 +97,8 @@ def _routes(app: Any, transport: str) -> list[Unsupported]:
 
 
 def _middleware(lowlevel: LowLevelServer[Any]) -> list[Unsupported]:
-    extra = [type(mw).__name__ for mw in lowlevel.middleware if type(mw).__name__ not in _KNOWN_MIDDLEWARE]
+    names = [getattr(mw, "__name__", None) or type(mw).__name__ for mw in lowlevel.middleware]
+    extra = [name for name in names if name not in _KNOWN_MIDDLEWARE]
     if not extra:
         return []
     detail = (

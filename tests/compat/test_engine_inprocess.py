@@ -1,0 +1,179 @@
+"""The engine drop-in in one process: the start-up report, lifespan and notifications in memory, HTTP."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import pytest
+
+pytest.importorskip("mcp")
+
+from mcp import Client as SDKClient
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.mcpserver import Context, MCPServer
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse
+
+import mcpframe.compat
+from mcpframe.client import Client
+from mcpframe.compat.engine import EngineServer, UnsupportedFeatureError, engine_server
+
+from .engine_apps import app as test_app
+
+pytestmark = pytest.mark.anyio
+
+
+class Verifier:
+    async def verify_token(self, token: str) -> AccessToken | None:
+        return None
+
+
+def awkward_app() -> MCPServer:
+    """An app with every piece the engine cannot carry over as it is."""
+    auth = AuthSettings(issuer_url="https://auth.example", resource_server_url="http://127.0.0.1:9/mcp")
+    app = MCPServer("awkward", auth=auth, token_verifier=Verifier())
+
+    @app.custom_route("/health", methods=["GET"])
+    async def health(request: Request) -> PlainTextResponse:
+        return PlainTextResponse("ok")
+
+    async def audit(ctx: Any, call_next: Any) -> Any:
+        return await call_next(ctx)
+
+    app.middleware.append(audit)
+
+    async def my_ping(ctx: Any, params: Any) -> dict[str, Any]:
+        return {}
+
+    app._lowlevel_server.add_request_handler("ping", type(None), my_ping)  # type: ignore[arg-type]
+    return app
+
+
+def test_startup_report_lists_every_piece_not_carried_over(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO, logger="mcpframe.compat.engine"):
+        server = engine_server(awkward_app(), transport="http")
+    assert server.report is not None
+    pieces = [item.piece for item in server.report.items]
+    assert pieces == [
+        "auth",
+        "custom HTTP routes",
+        "server middleware",
+        "ping handler",
+        "HTTP request details",
+    ]
+    assert [item.piece for item in server.report.warnings] == pieces[:-1]
+    warnings = [record for record in caplog.records if record.levelno == logging.WARNING]
+    assert len(warnings) == 1  # one warning naming every piece
+    text = warnings[0].getMessage()
+    for piece in pieces:
+        assert piece in text
+    assert "/health" in text
+    assert "audit" in text
+
+
+def test_strict_refuses_what_cannot_be_carried_over() -> None:
+    with pytest.raises(UnsupportedFeatureError) as raised:
+        engine_server(awkward_app(), strict=True, transport="stdio")
+    pieces = [item.piece for item in raised.value.report.items]
+    assert "auth" in pieces
+    assert "custom HTTP routes" not in pieces  # routes only matter over HTTP
+    assert "auth" in str(raised.value)
+
+
+def test_a_plain_app_is_carried_over_whole(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO, logger="mcpframe.compat.engine"):
+        server = engine_server(test_app, strict=True)
+    assert isinstance(server, EngineServer)
+    assert server.report is not None
+    assert server.report.items == ()
+    assert not caplog.records
+    assert server.capabilities()["tools"] == {"listChanged": False}
+
+
+def lifespan_app(events: list[str]) -> MCPServer:
+    @asynccontextmanager
+    async def lifespan(app: MCPServer) -> AsyncIterator[dict[str, str]]:
+        events.append("start")
+        yield {"db": "connected"}
+        events.append("stop")
+
+    app = MCPServer("life", lifespan=lifespan)
+
+    @app.tool()
+    async def state(ctx: Context) -> str:
+        """What the lifespan yielded."""
+        await ctx.report_progress(1, 2, "half")
+        return str(ctx.request_context.lifespan_context["db"])
+
+    @app.tool()
+    async def announce(ctx: Context) -> str:
+        """Tell listening clients the tool list changed."""
+        await ctx.notify_tools_changed()
+        return "sent"
+
+    return app
+
+
+@pytest.mark.parametrize(("mode", "era"), [("auto", "modern"), ("legacy", "legacy")])
+async def test_lifespan_context_and_progress_in_memory(mode: Any, era: str) -> None:
+    events: list[str] = []
+    progress: list[tuple[float, float | None, str | None]] = []
+    server = engine_server(lifespan_app(events))
+    with anyio.fail_after(10):
+        async with Client(server, mode=mode) as client:
+            assert client.era == era
+            result = await client.call_tool("state", {}, progress=lambda p, t, m: progress.append((p, t, m)))
+            assert result["content"] == [{"type": "text", "text": "connected"}]
+            assert result["structuredContent"] == {"result": "connected"}
+            assert progress == [(1, 2, "half")]
+            assert events == ["start"]
+    assert events == ["start", "stop"]
+
+
+async def test_sdk_bus_notifications_reach_listening_clients() -> None:
+    server = engine_server(lifespan_app([]))
+    changed = anyio.Event()
+
+    def on_note(method: str, params: Any) -> None:
+        if method == "notifications/tools/list_changed":
+            changed.set()
+
+    with anyio.fail_after(10):
+        async with Client(server, notification_handler=on_note) as client:
+            assert client.era == "modern"
+            async with client.listen(tools=True):
+                result = await client.call_tool("announce", {})
+                assert result["content"][0]["text"] == "sent"
+                await changed.wait()
+
+
+async def test_streamable_http_with_the_sdk_client() -> None:
+    urls: list[str] = []
+    ready = anyio.Event()
+
+    def on_ready(url: str) -> None:
+        urls.append(url)
+        ready.set()
+
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: mcpframe.compat.serve_async(test_app, "http", port=0, ready=on_ready))
+            await ready.wait()
+            for mode in ("auto", "legacy"):
+                async with SDKClient(urls[0], mode=mode) as client:
+                    expected = "2026-07-28" if mode == "auto" else "2025-11-25"
+                    assert client.protocol_version == expected
+                    echoed = await client.call_tool("echo", {"text": "over http"})
+                    assert echoed.content[0].text == "over http"  # type: ignore[union-attr]
+                    point = await client.call_tool("point", {"x": 3})
+                    assert point.structured_content == {"x": 3, "y": 2}
+                    item = await client.read_resource("res://items/q")
+                    assert item.contents[0].text == "item q"  # type: ignore[union-attr]
+                    prompt = await client.get_prompt("greet", {"name": "Ada"})
+                    assert prompt.messages[0].content.text == "Hello, Ada! (plain)"  # type: ignore[union-attr]
+            tg.cancel_scope.cancel()
