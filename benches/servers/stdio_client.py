@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import mcpframe
 from mcpframe import core
@@ -78,6 +78,14 @@ class Child:
                 if line.startswith(b"VmRSS:"):
                     return int(line.split()[1])
         raise BenchError("no VmRSS in /proc status")
+
+    def cpu_seconds(self) -> float:
+        """CPU time the child's live threads have used so far (scheduler nanoseconds, all threads)."""
+        total = 0
+        for task in os.listdir(f"/proc/{self.proc.pid}/task"):
+            with suppress(OSError), open(f"/proc/{self.proc.pid}/task/{task}/schedstat", "rb") as stat:
+                total += int(stat.read().split()[0])
+        return total / 1e9
 
     def died(self, what: str) -> BenchError:
         self._stderr.seek(0)
@@ -176,10 +184,18 @@ def _fill(frames: list[bytes], sent: int, limit: int, batch: int) -> tuple[memor
     return memoryview(b"".join(frames[sent:end])), end
 
 
-def pipelined(child: Child, count: int, window: int, samples: list[int] | None = None) -> float:
-    """Send `count` requests keeping at most `window` in flight; seconds until the last answer.
+class Timing(NamedTuple):
+    """A timed run: wall seconds until the last answer, and the CPU seconds the server spent meanwhile."""
 
-    With `samples`, the child's RSS (KiB) is appended up to 20 times along the way."""
+    seconds: float
+    cpu: float
+
+
+def pipelined(child: Child, count: int, window: int, samples: list[int] | None = None) -> Timing:
+    """Send `count` requests keeping at most `window` in flight; time until the last answer.
+
+    The server's CPU time is steadier than wall time on a shared machine. With `samples`, the child's RSS
+    (KiB) is appended up to 20 times along the way."""
     frames = requests(child.next_id, count)
     checker = Checker(child.next_id, count)
     child.next_id += count
@@ -188,6 +204,7 @@ def pipelined(child: Child, count: int, window: int, samples: list[int] | None =
     next_sample = every
     out, sent = memoryview(b""), 0
     os.set_blocking(child.wfd, False)
+    cpu = child.cpu_seconds()
     start = time.perf_counter()
     try:
         while checker.done < count:
@@ -205,7 +222,8 @@ def pipelined(child: Child, count: int, window: int, samples: list[int] | None =
                 if samples is not None and checker.done >= next_sample:
                     samples.append(child.rss_kib())
                     next_sample = (checker.done // every + 1) * every
-        return time.perf_counter() - start
+        seconds = time.perf_counter() - start
+        return Timing(seconds, child.cpu_seconds() - cpu)
     finally:
         os.set_blocking(child.wfd, True)
 
