@@ -19,6 +19,7 @@ from tests.transports.http._client_support import sdk_server
 
 from mcpframe.client import Client
 from mcpframe.server import Context, Server
+from mcpframe.transports.http.client import StreamableHTTPTransport
 from mcpframe.transports.http.server import HttpOptions, serve_http
 
 pytestmark = pytest.mark.anyio
@@ -59,7 +60,7 @@ def make_server() -> Server:
 
 
 @contextlib.asynccontextmanager
-async def mcpframe_server(**options: Any) -> AsyncIterator[str]:
+async def mcpframe_server(server: Server | None = None, **options: Any) -> AsyncIterator[str]:
     """mcpframe's HTTP server in this event loop; yields its URL."""
     ready = anyio.Event()
     urls: list[str] = []
@@ -70,7 +71,8 @@ async def mcpframe_server(**options: Any) -> AsyncIterator[str]:
 
     async with anyio.create_task_group() as tg:
         opts = HttpOptions(**options)
-        tg.start_soon(lambda: serve_http(make_server(), port=0, options=opts, ready=on_ready))
+        served = server or make_server()
+        tg.start_soon(lambda: serve_http(served, port=0, options=opts, ready=on_ready))
         with anyio.fail_after(10):
             await ready.wait()
         yield urls[0]
@@ -126,6 +128,37 @@ async def test_mcpframe_server_closes_quiet_streams_and_the_client_resumes() -> 
     assert answer["content"][0]["text"] == "slow done"
     assert resumed, "the POST stream was closed early, so the answer must have come on a resumed GET"
     assert all(r.headers["mcp-session-id"] for r in resumed)
+
+
+async def test_subscriptions_listen_over_http() -> None:
+    server = make_server()
+    changed = anyio.Event()
+
+    def on_notification(method: str, params: Any) -> None:
+        if method == "notifications/tools/list_changed":
+            changed.set()
+
+    async with (
+        mcpframe_server(server) as url,
+        Client.http(url, notification_handler=on_notification) as client,
+    ):
+        transport = client.session.transport
+        assert isinstance(transport, StreamableHTTPTransport)
+        assert client.era == "modern"
+        with anyio.fail_after(10):
+            async with client.listen(tools=True) as accepted:
+                assert accepted.get("toolsListChanged") is True
+                assert transport.in_flight == 1  # the listen request's stream stays open
+
+                @server.tool
+                def late() -> str:
+                    """Registered while a client listens."""
+                    return "late"
+
+                await changed.wait()
+            while transport.in_flight:  # leaving the block cancelled the request and closed its stream
+                await anyio.sleep(0.01)
+            assert "late" in {t["name"] for t in await client.list_tools()}
 
 
 SDK_SHAPES = [
