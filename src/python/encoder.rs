@@ -1,3 +1,227 @@
-//! (to be written)
+//! Python bindings of the encoder: `encode_request`, `encode_notification`, `encode_result`,
+//! `encode_error`, `encode` and `encode_many`. Each builds one NDJSON line per message in a reused
+//! per-thread buffer (the walker in `encoder/walk.rs` writes the values) and returns it as `bytes`.
+
+use std::cell::RefCell;
+
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-pub(crate) fn register(_m: &Bound<'_, PyModule>) -> PyResult<()> { Ok(()) }
+use pyo3::types::{PyBool, PyBytes, PyInt, PyString};
+
+use super::errors::new_error;
+use crate::encode as json;
+
+mod walk;
+
+use walk::{Failure, Walker};
+
+/// Capacity kept in the per-thread buffer between calls; a larger one is released after use.
+const KEPT_CAPACITY: usize = 1 << 20;
+
+thread_local! {
+    static BUFFER: RefCell<Vec<u8>> = RefCell::new(Vec::with_capacity(4096));
+}
+
+/// Run `build` on an empty reusable buffer and return what it wrote as `bytes`.
+fn with_buffer<'py>(
+    py: Python<'py>,
+    build: impl FnOnce(&mut Walker<'_, 'py>) -> Result<(), Failure>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let run = |out: &mut Vec<u8>| {
+        let mut walker = Walker::new(py, out);
+        build(&mut walker).map_err(|failure| to_pyerr(py, failure))?;
+        Ok(PyBytes::new(py, walker.out()))
+    };
+    BUFFER.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut out) => {
+            out.clear();
+            let result = run(&mut out);
+            if out.capacity() > KEPT_CAPACITY {
+                *out = Vec::with_capacity(4096);
+            }
+            result
+        }
+        // Only reachable if building the bytes re-entered the encoder; use a fresh buffer.
+        Err(_) => run(&mut Vec::new()),
+    })
+}
+
+#[cold]
+fn to_pyerr(py: Python<'_>, failure: Failure) -> PyErr {
+    match (failure.message(), failure) {
+        (Some(message), _) => new_error(py, "EncodeError", message),
+        (None, Failure::Python(err)) => err,
+        (None, _) => unreachable!("every other failure has a message"),
+    }
+}
+
+/// An id argument: `int` or `str`; `bool` and anything else raise `TypeError`.
+fn check_id(id: &Bound<'_, PyAny>, allow_none: bool) -> PyResult<()> {
+    let ok = if id.is_instance_of::<PyBool>() {
+        false
+    } else {
+        id.is_instance_of::<PyInt>()
+            || id.is_instance_of::<PyString>()
+            || (allow_none && id.is_none())
+    };
+    if ok {
+        return Ok(());
+    }
+    let expected = if allow_none {
+        "an int, a str or None"
+    } else {
+        "an int or a str"
+    };
+    let name = id.get_type().name()?;
+    Err(PyTypeError::new_err(format!(
+        "id must be {expected}, not {name}"
+    )))
+}
+
+/// `{"jsonrpc":"2.0","id":<id>,"method":<method>[,"params":<params>]}` + LF; params omitted when None.
+#[pyfunction]
+#[pyo3(signature = (id, method, params = None))]
+fn encode_request<'py>(
+    py: Python<'py>,
+    id: &Bound<'py, PyAny>,
+    method: &Bound<'py, PyString>,
+    params: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    check_id(id, false)?;
+    with_buffer(py, |w| {
+        w.out().extend_from_slice(json::ENVELOPE_START);
+        w.out().extend_from_slice(json::KEY_ID);
+        w.value(id)?;
+        w.out().extend_from_slice(json::KEY_METHOD);
+        w.string(method.as_any())?;
+        if let Some(params) = params {
+            w.out().extend_from_slice(json::KEY_PARAMS);
+            w.value(params)?;
+        }
+        w.out().extend_from_slice(json::ENVELOPE_END);
+        Ok(())
+    })
+}
+
+/// `{"jsonrpc":"2.0","method":<method>[,"params":<params>]}` + LF; params omitted when None.
+#[pyfunction]
+#[pyo3(signature = (method, params = None))]
+fn encode_notification<'py>(
+    py: Python<'py>,
+    method: &Bound<'py, PyString>,
+    params: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    with_buffer(py, |w| {
+        w.out().extend_from_slice(json::ENVELOPE_START);
+        w.out().extend_from_slice(json::KEY_METHOD);
+        w.string(method.as_any())?;
+        if let Some(params) = params {
+            w.out().extend_from_slice(json::KEY_PARAMS);
+            w.value(params)?;
+        }
+        w.out().extend_from_slice(json::ENVELOPE_END);
+        Ok(())
+    })
+}
+
+/// `{"jsonrpc":"2.0","id":<id>,"result":<result>}` + LF.
+#[pyfunction]
+fn encode_result<'py>(
+    py: Python<'py>,
+    id: &Bound<'py, PyAny>,
+    result: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    check_id(id, false)?;
+    with_buffer(py, |w| {
+        w.out().extend_from_slice(json::ENVELOPE_START);
+        w.out().extend_from_slice(json::KEY_ID);
+        w.value(id)?;
+        w.out().extend_from_slice(json::KEY_RESULT);
+        w.value(result)?;
+        w.out().extend_from_slice(json::ENVELOPE_END);
+        Ok(())
+    })
+}
+
+/// The `data` argument of `encode_error`: absent (omitted from the output) or any value, `None`
+/// included (written as `null`).
+enum ErrorData<'py> {
+    Missing,
+    Given(Bound<'py, PyAny>),
+}
+
+impl<'a, 'py> FromPyObject<'a, 'py> for ErrorData<'py> {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        Ok(ErrorData::Given(obj.to_owned()))
+    }
+}
+
+/// `{"jsonrpc":"2.0","id":<id>,"error":{"code":<code>,"message":<message>[,"data":<data>]}}` + LF.
+#[pyfunction]
+#[pyo3(signature = (id, code, message, data = ErrorData::Missing))]
+fn encode_error<'py>(
+    py: Python<'py>,
+    id: &Bound<'py, PyAny>,
+    code: &Bound<'py, PyInt>,
+    message: &Bound<'py, PyString>,
+    data: ErrorData<'py>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    check_id(id, true)?;
+    if code.is_instance_of::<PyBool>() {
+        return Err(PyTypeError::new_err("code must be an int, not bool"));
+    }
+    with_buffer(py, |w| {
+        w.out().extend_from_slice(json::ENVELOPE_START);
+        w.out().extend_from_slice(json::KEY_ID);
+        w.value(id)?;
+        w.out().extend_from_slice(json::KEY_ERROR_CODE);
+        w.value(code.as_any())?;
+        w.out().extend_from_slice(json::KEY_MESSAGE);
+        w.string(message.as_any())?;
+        if let ErrorData::Given(data) = &data {
+            w.out().extend_from_slice(json::KEY_DATA);
+            w.value(data)?;
+        }
+        w.out().extend_from_slice(json::ERROR_END);
+        Ok(())
+    })
+}
+
+/// Any JSON value as one compact line + LF.
+#[pyfunction]
+fn encode<'py>(py: Python<'py>, message: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+    with_buffer(py, |w| {
+        w.value(message)?;
+        w.out().push(b'\n');
+        Ok(())
+    })
+}
+
+/// The concatenation of `encode(m)` for each `m` of `messages`.
+#[pyfunction]
+fn encode_many<'py>(
+    py: Python<'py>,
+    messages: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let iterator = messages.try_iter()?;
+    with_buffer(py, |w| {
+        for message in iterator {
+            w.value(&message.map_err(Failure::Python)?)?;
+            w.out().push(b'\n');
+        }
+        Ok(())
+    })
+}
+
+/// Add the encoding functions to the module.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(encode_request, m)?)?;
+    m.add_function(wrap_pyfunction!(encode_notification, m)?)?;
+    m.add_function(wrap_pyfunction!(encode_result, m)?)?;
+    m.add_function(wrap_pyfunction!(encode_error, m)?)?;
+    m.add_function(wrap_pyfunction!(encode, m)?)?;
+    m.add_function(wrap_pyfunction!(encode_many, m)?)?;
+    Ok(())
+}

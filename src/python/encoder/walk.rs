@@ -1,0 +1,261 @@
+//! The Python object walker of the encoder: turns `dict`/`list`/`tuple`/`str`/`int`/`float`/`bool`/
+//! `None` (and subclasses) into JSON text through the pure Rust writer in `crate::encode`.
+//!
+//! It works on borrowed object pointers (no reference counting per element) and never runs Python
+//! code, so the containers it walks cannot change under it while it holds the GIL.
+
+use std::ptr::addr_of_mut;
+
+use num_bigint::BigInt;
+use pyo3::exceptions::PyUnicodeEncodeError;
+use pyo3::ffi;
+use pyo3::prelude::*;
+
+use crate::encode::{self, MAX_CONTAINER_DEPTH};
+
+/// Why a value could not be encoded.
+pub(crate) enum Failure {
+    /// `Type is not JSON serializable: {name}`.
+    Type(String),
+    /// `Dict key must be str`.
+    DictKey,
+    /// `Recursion limit reached`.
+    Recursion,
+    /// `str is not valid UTF-8: surrogates not allowed`.
+    Surrogates,
+    /// A Python error raised underneath (e.g. `MemoryError`), passed on as is.
+    Python(PyErr),
+}
+
+impl Failure {
+    /// The contract's `EncodeError` message, or `None` for a Python error passed on.
+    pub(crate) fn message(&self) -> Option<String> {
+        match self {
+            Failure::Type(name) => Some(format!("Type is not JSON serializable: {name}")),
+            Failure::DictKey => Some("Dict key must be str".to_owned()),
+            Failure::Recursion => Some("Recursion limit reached".to_owned()),
+            Failure::Surrogates => {
+                Some("str is not valid UTF-8: surrogates not allowed".to_owned())
+            }
+            Failure::Python(_) => None,
+        }
+    }
+}
+
+type Walked = Result<(), Failure>;
+
+/// Appends JSON for Python values to `out`, counting nesting from zero.
+pub(crate) struct Walker<'a, 'py> {
+    py: Python<'py>,
+    out: &'a mut Vec<u8>,
+    depth: usize,
+}
+
+impl<'a, 'py> Walker<'a, 'py> {
+    /// A walker appending to `out`.
+    pub(crate) fn new(py: Python<'py>, out: &'a mut Vec<u8>) -> Self {
+        Walker { py, out, depth: 0 }
+    }
+
+    /// The buffer written so far.
+    pub(crate) fn out(&mut self) -> &mut Vec<u8> {
+        self.out
+    }
+
+    /// Append one value (the nesting count restarts at zero for each top-level value).
+    pub(crate) fn value(&mut self, obj: &Bound<'py, PyAny>) -> Walked {
+        self.depth = 0;
+        self.any(obj.as_ptr())
+    }
+
+    /// Append a str object (the caller checked the type).
+    pub(crate) fn string(&mut self, obj: &Bound<'py, PyAny>) -> Walked {
+        // SAFETY: `obj` is a live object owned by the caller for the duration of the call.
+        unsafe { self.str(obj.as_ptr()) }
+    }
+
+    fn any(&mut self, ptr: *mut ffi::PyObject) -> Walked {
+        // SAFETY: `ptr` is a live object: the top-level value is owned by the caller and every
+        // nested one is borrowed from a container that stays alive and unchanged (no Python code
+        // runs during the walk). The type objects compared against are CPython's static types.
+        unsafe {
+            let ty = ffi::Py_TYPE(ptr);
+            if ty == addr_of_mut!(ffi::PyUnicode_Type) {
+                self.str(ptr)
+            } else if ty == addr_of_mut!(ffi::PyLong_Type) {
+                self.int(ptr)
+            } else if ty == addr_of_mut!(ffi::PyDict_Type) {
+                self.dict(ptr)
+            } else if ty == addr_of_mut!(ffi::PyList_Type) {
+                self.list(ptr)
+            } else if ptr == ffi::Py_None() {
+                encode::write_null(self.out);
+                Ok(())
+            } else if ty == addr_of_mut!(ffi::PyBool_Type) {
+                encode::write_bool(self.out, ptr == ffi::Py_True());
+                Ok(())
+            } else if ty == addr_of_mut!(ffi::PyFloat_Type) {
+                encode::write_f64(self.out, ffi::PyFloat_AS_DOUBLE(ptr));
+                Ok(())
+            } else if ty == addr_of_mut!(ffi::PyTuple_Type) {
+                self.tuple(ptr)
+            } else {
+                self.subclass(ptr, ty)
+            }
+        }
+    }
+
+    /// Instances of subclasses of the supported types (bool cannot be subclassed).
+    unsafe fn subclass(&mut self, ptr: *mut ffi::PyObject, ty: *mut ffi::PyTypeObject) -> Walked {
+        // SAFETY: as in `any`: `ptr` is live and `ty` is its type.
+        unsafe {
+            let has = |flag| ffi::PyType_HasFeature(ty, flag) != 0;
+            if has(ffi::Py_TPFLAGS_UNICODE_SUBCLASS) {
+                self.str(ptr)
+            } else if has(ffi::Py_TPFLAGS_LONG_SUBCLASS) {
+                self.int(ptr)
+            } else if has(ffi::Py_TPFLAGS_DICT_SUBCLASS) {
+                self.dict(ptr)
+            } else if has(ffi::Py_TPFLAGS_LIST_SUBCLASS) {
+                self.list(ptr)
+            } else if has(ffi::Py_TPFLAGS_TUPLE_SUBCLASS) {
+                self.tuple(ptr)
+            } else if ffi::PyFloat_Check(ptr) != 0 {
+                encode::write_f64(self.out, ffi::PyFloat_AS_DOUBLE(ptr));
+                Ok(())
+            } else {
+                Err(self.type_failure(ptr))
+            }
+        }
+    }
+
+    #[cold]
+    fn type_failure(&self, ptr: *mut ffi::PyObject) -> Failure {
+        // SAFETY: `ptr` is a live object (see `any`).
+        let obj = unsafe { Borrowed::from_ptr(self.py, ptr) };
+        match obj.get_type().name() {
+            Ok(name) => Failure::Type(name.to_string()),
+            Err(err) => Failure::Python(err),
+        }
+    }
+
+    unsafe fn str(&mut self, ptr: *mut ffi::PyObject) -> Walked {
+        let mut size: ffi::Py_ssize_t = 0;
+        // SAFETY: `ptr` is a live str (or subclass) object; CPython returns its UTF-8 form (cached
+        // in the object, so valid while the object lives), or NULL with an exception set.
+        let data = unsafe { ffi::PyUnicode_AsUTF8AndSize(ptr, &mut size) };
+        if data.is_null() {
+            return Err(self.str_failure());
+        }
+        // SAFETY: CPython guarantees `size` valid UTF-8 bytes at `data`.
+        let text = unsafe {
+            let bytes = std::slice::from_raw_parts(data.cast::<u8>(), size as usize);
+            std::str::from_utf8_unchecked(bytes)
+        };
+        encode::write_str(self.out, text);
+        Ok(())
+    }
+
+    #[cold]
+    fn str_failure(&self) -> Failure {
+        let err = PyErr::fetch(self.py);
+        if err.is_instance_of::<PyUnicodeEncodeError>(self.py) {
+            Failure::Surrogates
+        } else {
+            Failure::Python(err)
+        }
+    }
+
+    unsafe fn int(&mut self, ptr: *mut ffi::PyObject) -> Walked {
+        let mut overflow = 0;
+        // SAFETY: `ptr` is a live int (or subclass): no `__index__` call, no Python code runs.
+        let value = unsafe { ffi::PyLong_AsLongLongAndOverflow(ptr, &mut overflow) };
+        if overflow == 0 {
+            if value == -1 && PyErr::occurred(self.py) {
+                return Err(Failure::Python(PyErr::fetch(self.py)));
+            }
+            encode::write_i64(self.out, value);
+            return Ok(());
+        }
+        // SAFETY: as above.
+        let obj = unsafe { Borrowed::from_ptr(self.py, ptr) };
+        match obj.extract::<BigInt>() {
+            Ok(big) => {
+                encode::write_bigint(self.out, &big);
+                Ok(())
+            }
+            Err(err) => Err(Failure::Python(err)),
+        }
+    }
+
+    fn enter(&mut self) -> Walked {
+        self.depth += 1;
+        if self.depth > MAX_CONTAINER_DEPTH {
+            return Err(Failure::Recursion);
+        }
+        Ok(())
+    }
+
+    unsafe fn dict(&mut self, ptr: *mut ffi::PyObject) -> Walked {
+        self.enter()?;
+        self.out.push(b'{');
+        let mut pos: ffi::Py_ssize_t = 0;
+        let mut key: *mut ffi::PyObject = std::ptr::null_mut();
+        let mut value: *mut ffi::PyObject = std::ptr::null_mut();
+        let mut first = true;
+        // SAFETY: `ptr` is a live dict (or subclass) that nothing mutates during the walk;
+        // `PyDict_Next` hands out borrowed references that live as long as the dict.
+        while unsafe { ffi::PyDict_Next(ptr, &mut pos, &mut key, &mut value) } != 0 {
+            if !first {
+                self.out.push(b',');
+            }
+            first = false;
+            // SAFETY: `key` is a live borrowed reference from the dict.
+            if unsafe { ffi::PyUnicode_Check(key) } == 0 {
+                return Err(Failure::DictKey);
+            }
+            // SAFETY: `key` is a live str.
+            unsafe { self.str(key)? };
+            self.out.push(b':');
+            self.any(value)?;
+        }
+        self.out.push(b'}');
+        self.depth -= 1;
+        Ok(())
+    }
+
+    unsafe fn list(&mut self, ptr: *mut ffi::PyObject) -> Walked {
+        self.enter()?;
+        self.out.push(b'[');
+        // SAFETY: `ptr` is a live list that nothing resizes during the walk, so every index
+        // below its size holds a live borrowed item.
+        unsafe {
+            for i in 0..ffi::PyList_GET_SIZE(ptr) {
+                if i > 0 {
+                    self.out.push(b',');
+                }
+                self.any(ffi::PyList_GET_ITEM(ptr, i))?;
+            }
+        }
+        self.out.push(b']');
+        self.depth -= 1;
+        Ok(())
+    }
+
+    unsafe fn tuple(&mut self, ptr: *mut ffi::PyObject) -> Walked {
+        self.enter()?;
+        self.out.push(b'[');
+        // SAFETY: `ptr` is a live tuple (immutable); every index below its size holds an item.
+        unsafe {
+            for i in 0..ffi::PyTuple_GET_SIZE(ptr) {
+                if i > 0 {
+                    self.out.push(b',');
+                }
+                self.any(ffi::PyTuple_GET_ITEM(ptr, i))?;
+            }
+        }
+        self.out.push(b']');
+        self.depth -= 1;
+        Ok(())
+    }
+}
