@@ -13,7 +13,7 @@ use crate::encode as json;
 
 mod walk;
 
-use walk::{Failure, Walker};
+use walk::{Failure, Walked, Walker};
 
 /// Capacity kept in the per-thread buffer between calls; a larger one is released after use.
 const KEPT_CAPACITY: usize = 1 << 20;
@@ -25,11 +25,13 @@ thread_local! {
 /// Run `build` on an empty reusable buffer and return what it wrote as `bytes`.
 fn with_buffer<'py>(
     py: Python<'py>,
-    build: impl FnOnce(&mut Walker<'_, 'py>) -> Result<(), Failure>,
+    build: impl FnOnce(&mut Walker<'_, 'py>) -> Walked,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let run = |out: &mut Vec<u8>| {
         let mut walker = Walker::new(py, out);
-        build(&mut walker).map_err(|failure| to_pyerr(py, failure))?;
+        if build(&mut walker).is_err() {
+            return Err(to_pyerr(py, walker.take_failure()));
+        }
         Ok(PyBytes::new(py, walker.out()))
     };
     BUFFER.with(|cell| match cell.try_borrow_mut() {
@@ -208,7 +210,10 @@ fn encode_many<'py>(
     let iterator = messages.try_iter()?;
     with_buffer(py, |w| {
         for message in iterator {
-            w.value(&message.map_err(Failure::Python)?)?;
+            match message {
+                Ok(message) => w.value(&message)?,
+                Err(err) => return w.fail(Failure::Python(err)),
+            }
             w.out().push(b'\n');
         }
         Ok(())

@@ -42,19 +42,44 @@ impl Failure {
     }
 }
 
-type Walked = Result<(), Failure>;
+/// The walk stopped; the reason is kept in the walker (a zero-sized error keeps the hot
+/// `Result`s in registers).
+pub(crate) struct Stop;
+
+/// The result of every walking step.
+pub(crate) type Walked = Result<(), Stop>;
 
 /// Appends JSON for Python values to `out`, counting nesting from zero.
 pub(crate) struct Walker<'a, 'py> {
     py: Python<'py>,
     out: &'a mut Vec<u8>,
     depth: usize,
+    failure: Option<Failure>,
 }
 
 impl<'a, 'py> Walker<'a, 'py> {
     /// A walker appending to `out`.
     pub(crate) fn new(py: Python<'py>, out: &'a mut Vec<u8>) -> Self {
-        Walker { py, out, depth: 0 }
+        Walker {
+            py,
+            out,
+            depth: 0,
+            failure: None,
+        }
+    }
+
+    /// Record why the walk stops.
+    #[cold]
+    pub(crate) fn fail(&mut self, failure: Failure) -> Walked {
+        self.failure = Some(failure);
+        Err(Stop)
+    }
+
+    /// Why the walk stopped (after an `Err(Stop)`).
+    pub(crate) fn take_failure(&mut self) -> Failure {
+        let missing =
+            || Failure::Python(pyo3::exceptions::PySystemError::new_err("encoder stopped"));
+        self.failure.take().unwrap_or_else(missing)
     }
 
     /// The buffer written so far.
@@ -124,32 +149,38 @@ impl<'a, 'py> Walker<'a, 'py> {
                 encode::write_f64(self.out, ffi::PyFloat_AS_DOUBLE(ptr));
                 Ok(())
             } else {
-                Err(self.type_failure(ptr))
+                self.type_failure(ptr)
             }
         }
     }
 
     #[cold]
-    fn type_failure(&self, ptr: *mut ffi::PyObject) -> Failure {
+    fn type_failure(&mut self, ptr: *mut ffi::PyObject) -> Walked {
         // SAFETY: `ptr` is a live object (see `any`).
         let obj = unsafe { Borrowed::from_ptr(self.py, ptr) };
-        match obj.get_type().name() {
+        let failure = match obj.get_type().name() {
             Ok(name) => Failure::Type(name.to_string()),
             Err(err) => Failure::Python(err),
-        }
+        };
+        self.fail(failure)
     }
 
     unsafe fn str(&mut self, ptr: *mut ffi::PyObject) -> Walked {
-        let mut size: ffi::Py_ssize_t = 0;
-        // SAFETY: `ptr` is a live str (or subclass) object; CPython returns its UTF-8 form (cached
-        // in the object, so valid while the object lives), or NULL with an exception set.
-        let data = unsafe { ffi::PyUnicode_AsUTF8AndSize(ptr, &mut size) };
-        if data.is_null() {
-            return Err(self.str_failure());
-        }
-        // SAFETY: CPython guarantees `size` valid UTF-8 bytes at `data`.
+        // SAFETY: `ptr` is a live str (or subclass) object. A compact ASCII string stores its
+        // `length` bytes (ASCII, hence UTF-8) inline; otherwise CPython returns the UTF-8 form
+        // (cached in the object, valid while it lives) or NULL with an exception set.
         let text = unsafe {
-            let bytes = std::slice::from_raw_parts(data.cast::<u8>(), size as usize);
+            let bytes = if ffi::PyUnicode_IS_COMPACT_ASCII(ptr) != 0 {
+                let data = ffi::PyUnicode_DATA(ptr).cast::<u8>();
+                std::slice::from_raw_parts(data, ffi::PyUnicode_GET_LENGTH(ptr) as usize)
+            } else {
+                let mut size: ffi::Py_ssize_t = 0;
+                let data = ffi::PyUnicode_AsUTF8AndSize(ptr, &mut size);
+                if data.is_null() {
+                    return self.str_failure();
+                }
+                std::slice::from_raw_parts(data.cast::<u8>(), size as usize)
+            };
             std::str::from_utf8_unchecked(bytes)
         };
         encode::write_str(self.out, text);
@@ -157,12 +188,12 @@ impl<'a, 'py> Walker<'a, 'py> {
     }
 
     #[cold]
-    fn str_failure(&self) -> Failure {
+    fn str_failure(&mut self) -> Walked {
         let err = PyErr::fetch(self.py);
         if err.is_instance_of::<PyUnicodeEncodeError>(self.py) {
-            Failure::Surrogates
+            self.fail(Failure::Surrogates)
         } else {
-            Failure::Python(err)
+            self.fail(Failure::Python(err))
         }
     }
 
@@ -172,7 +203,7 @@ impl<'a, 'py> Walker<'a, 'py> {
         let value = unsafe { ffi::PyLong_AsLongLongAndOverflow(ptr, &mut overflow) };
         if overflow == 0 {
             if value == -1 && PyErr::occurred(self.py) {
-                return Err(Failure::Python(PyErr::fetch(self.py)));
+                return self.fail(Failure::Python(PyErr::fetch(self.py)));
             }
             encode::write_i64(self.out, value);
             return Ok(());
@@ -184,14 +215,14 @@ impl<'a, 'py> Walker<'a, 'py> {
                 encode::write_bigint(self.out, &big);
                 Ok(())
             }
-            Err(err) => Err(Failure::Python(err)),
+            Err(err) => self.fail(Failure::Python(err)),
         }
     }
 
     fn enter(&mut self) -> Walked {
         self.depth += 1;
         if self.depth > MAX_CONTAINER_DEPTH {
-            return Err(Failure::Recursion);
+            return self.fail(Failure::Recursion);
         }
         Ok(())
     }
@@ -212,7 +243,7 @@ impl<'a, 'py> Walker<'a, 'py> {
             first = false;
             // SAFETY: `key` is a live borrowed reference from the dict.
             if unsafe { ffi::PyUnicode_Check(key) } == 0 {
-                return Err(Failure::DictKey);
+                return self.fail(Failure::DictKey);
             }
             // SAFETY: `key` is a live str.
             unsafe { self.str(key)? };
