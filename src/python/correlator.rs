@@ -13,9 +13,6 @@ use crate::correlation::{PendingError, PendingTable, RequestId};
 
 mod idmap;
 
-/// Default limit of entries in flight.
-const DEFAULT_MAX_PENDING: usize = 65536;
-
 /// The key for an id argument: `int` (any size) or `str`; `bool` and other types raise `TypeError`.
 fn request_id(id: &Bound<'_, PyAny>) -> PyResult<RequestId> {
     if let Ok(text) = id.cast::<PyString>() {
@@ -83,7 +80,7 @@ pub(crate) struct PyCorrelator {
 #[pymethods]
 impl PyCorrelator {
     #[new]
-    #[pyo3(signature = (*, max_pending = DEFAULT_MAX_PENDING, first_id = 1))]
+    #[pyo3(signature = (*, max_pending = 65536, first_id = 1))]
     fn new(max_pending: usize, first_id: i64) -> Self {
         PyCorrelator {
             table: PendingTable::new(max_pending, first_id),

@@ -5,7 +5,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use pyo3::{PyTraverseError, PyVisit};
 
-use super::{pending_error, request_id, DEFAULT_MAX_PENDING};
+use super::{pending_error, request_id};
 use crate::correlation::{IdRemap, PendingError, RequestId};
 
 /// (conn, downstream id) <-> upstream id, with a limit on live mappings.
@@ -35,7 +35,7 @@ impl PyIdMap {
 #[pymethods]
 impl PyIdMap {
     #[new]
-    #[pyo3(signature = (*, max_pending = DEFAULT_MAX_PENDING, first_id = 1))]
+    #[pyo3(signature = (*, max_pending = 65536, first_id = 1))]
     fn new(max_pending: usize, first_id: i64) -> Self {
         PyIdMap {
             map: IdRemap::new(max_pending, first_id),
