@@ -11,6 +11,7 @@ use pyo3::exceptions::PyUnicodeEncodeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 
+use super::dict_entries::Entries;
 use crate::encode::{self, MAX_CONTAINER_DEPTH};
 
 /// Why a value could not be encoded.
@@ -230,29 +231,48 @@ impl<'a, 'py> Walker<'a, 'py> {
     unsafe fn dict(&mut self, ptr: *mut ffi::PyObject) -> Walked {
         self.enter()?;
         self.out.push(b'{');
-        let mut pos: ffi::Py_ssize_t = 0;
-        let mut key: *mut ffi::PyObject = std::ptr::null_mut();
-        let mut value: *mut ffi::PyObject = std::ptr::null_mut();
-        let mut first = true;
-        // SAFETY: `ptr` is a live dict (or subclass) that nothing mutates during the walk;
-        // `PyDict_Next` hands out borrowed references that live as long as the dict.
-        while unsafe { ffi::PyDict_Next(ptr, &mut pos, &mut key, &mut value) } != 0 {
-            if !first {
-                self.out.push(b',');
+        // SAFETY: `ptr` is a live dict (or subclass) that nothing mutates during the walk; both
+        // iterations hand out borrowed references that live as long as the dict.
+        unsafe {
+            if let Some(entries) = Entries::of(ptr) {
+                for (i, (key, value)) in entries.enumerate() {
+                    self.entry(i == 0, key, value)?;
+                }
+            } else {
+                let mut pos: ffi::Py_ssize_t = 0;
+                let mut key: *mut ffi::PyObject = std::ptr::null_mut();
+                let mut value: *mut ffi::PyObject = std::ptr::null_mut();
+                let mut first = true;
+                while ffi::PyDict_Next(ptr, &mut pos, &mut key, &mut value) != 0 {
+                    self.entry(first, key, value)?;
+                    first = false;
+                }
             }
-            first = false;
-            // SAFETY: `key` is a live borrowed reference from the dict.
-            if unsafe { ffi::PyUnicode_Check(key) } == 0 {
-                return self.fail(Failure::DictKey);
-            }
-            // SAFETY: `key` is a live str.
-            unsafe { self.str(key)? };
-            self.out.push(b':');
-            self.any(value)?;
         }
         self.out.push(b'}');
         self.depth -= 1;
         Ok(())
+    }
+
+    /// One `"key":value` member of an object.
+    unsafe fn entry(
+        &mut self,
+        first: bool,
+        key: *mut ffi::PyObject,
+        value: *mut ffi::PyObject,
+    ) -> Walked {
+        if !first {
+            self.out.push(b',');
+        }
+        // SAFETY: `key` and `value` are live borrowed references from the dict being walked.
+        unsafe {
+            if ffi::PyUnicode_Check(key) == 0 {
+                return self.fail(Failure::DictKey);
+            }
+            self.str(key)?;
+        }
+        self.out.push(b':');
+        self.any(value)
     }
 
     unsafe fn list(&mut self, ptr: *mut ffi::PyObject) -> Walked {
