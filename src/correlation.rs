@@ -188,10 +188,14 @@ impl<D> IdRemap<D> {
         self.upstream.max_pending()
     }
 
-    /// Map `(conn, id)` to a fresh upstream id (consumed even when the limit then refuses it).
+    /// Map `(conn, id)` to a fresh upstream id; a duplicate is reported before the limit, and a
+    /// refused mapping consumes no id.
     pub fn outbound(&mut self, conn: i64, id: RequestId, data: D) -> Result<i64, PendingError> {
         if self.upstream(conn, &id).is_some() {
             return Err(PendingError::Duplicate);
+        }
+        if self.upstream.len() >= self.upstream.max_pending() {
+            return Err(PendingError::Limit(self.upstream.max_pending()));
         }
         let up = self.upstream.allocate((conn, id.clone(), data))?;
         self.by_conn.entry(conn).or_default().insert(id, up);
@@ -349,7 +353,7 @@ mod tests {
         assert_eq!(map.drop_connection(1), vec![1, 3]);
         assert_eq!(map.drop_connection(1), Vec::<i64>::new());
         assert_eq!(map.len(), 1);
-        assert_eq!(map.outbound(1, "x".into(), ()), Ok(5));
+        assert_eq!(map.outbound(1, "x".into(), ()), Ok(4));
         assert_eq!(map.data().count(), 2);
         map.clear();
         assert!(map.is_empty());

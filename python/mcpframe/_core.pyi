@@ -120,25 +120,25 @@ def decode(
 def splice_id(frame: bytes, new_id: _Id) -> bytes:
     """Rewrite the top-level id of a raw frame without re-encoding anything else."""
 
-def encode_request(id: _Id, method: str, params: Any = None) -> bytes:
+def encode_request(id: _Id, method: str, params: Any = None, /) -> bytes:
     """``{"jsonrpc":"2.0","id":…,"method":…,"params":…}`` + LF; ``params`` omitted when None."""
 
-def encode_notification(method: str, params: Any = None) -> bytes:
+def encode_notification(method: str, params: Any = None, /) -> bytes:
     """``{"jsonrpc":"2.0","method":…,"params":…}`` + LF; ``params`` omitted when None."""
 
-def encode_result(id: _Id, result: Any) -> bytes:
+def encode_result(id: _Id, result: Any, /) -> bytes:
     """``{"jsonrpc":"2.0","id":…,"result":…}`` + LF."""
 
-def encode_error(id: _Id | None, code: int, message: str, data: Any = ...) -> bytes:
+def encode_error(id: _Id | None, code: int, message: str, /, data: Any = ...) -> bytes:
     """``{"jsonrpc":"2.0","id":…,"error":{"code":…,"message":…,"data":…}}`` + LF.
 
     ``data`` is omitted when not passed; ``data=None`` is written as ``null``.
     """
 
-def encode(message: Any) -> bytes:
+def encode(message: Any, /) -> bytes:
     """Any JSON value as one compact line + LF."""
 
-def encode_many(messages: Iterable[Any]) -> bytes:
+def encode_many(messages: Iterable[Any], /) -> bytes:
     """The concatenation of ``encode(m)`` for each ``m``."""
 
 @final
@@ -150,15 +150,15 @@ class Correlator:
     def max_pending(self) -> int: ...
     def next_id(self) -> int:
         """The next integer id not in flight (monotonic, skips busy ids)."""
-    def allocate(self, waiter: object) -> int:
+    def allocate(self, waiter: object, /) -> int:
         """``next_id()`` and ``register()`` in one call."""
-    def register(self, id: _Id, waiter: object) -> None:
+    def register(self, id: _Id, waiter: object, /) -> None:
         """Add ``waiter`` under ``id``: ``DuplicateIdError``, ``PendingLimitError``."""
-    def resolve(self, id: _Id) -> object:
+    def resolve(self, id: _Id, /) -> object:
         """Remove and return the waiter; ``UnknownIdError`` if none."""
-    def pop(self, id: _Id, default: object = None) -> object:
+    def pop(self, id: _Id, default: object = None, /) -> object:
         """Remove and return the waiter, or ``default``."""
-    def get(self, id: _Id, default: object = None) -> object:
+    def get(self, id: _Id, default: object = None, /) -> object:
         """The waiter (left in place), or ``default``."""
     def drain(self) -> list[tuple[_Id, object]]:
         """Remove all entries, returned in registration order."""
@@ -172,14 +172,14 @@ class IdMap:
     def __new__(cls, *, max_pending: int = 65536, first_id: int = 1) -> Self: ...
     @property
     def max_pending(self) -> int: ...
-    def outbound(self, conn: int, id: _Id) -> int:
+    def outbound(self, conn: int, id: _Id, /) -> int:
         """Map ``(conn, id)`` to a fresh upstream id."""
-    def inbound(self, upstream_id: _Id) -> tuple[int, _Id]:
+    def inbound(self, upstream_id: _Id, /) -> tuple[int, _Id]:
         """Remove and return ``(conn, downstream id)``; ``UnknownIdError`` if unmapped."""
-    def discard(self, upstream_id: _Id) -> tuple[int, _Id] | None:
+    def discard(self, upstream_id: _Id, /) -> tuple[int, _Id] | None:
         """Remove and return ``(conn, downstream id)``, or ``None``."""
-    def upstream(self, conn: int, id: _Id) -> int | None:
+    def upstream(self, conn: int, id: _Id, /) -> int | None:
         """The upstream id of ``(conn, id)``, or ``None``."""
-    def drop_connection(self, conn: int) -> list[int]:
+    def drop_connection(self, conn: int, /) -> list[int]:
         """Forget all of ``conn``'s entries; return their upstream ids."""
     def __len__(self) -> int: ...

@@ -3,7 +3,7 @@
 //! exception messages (`DuplicateIdError`, `UnknownIdError`, `PendingLimitError`) follow the contract
 //! and use the Python `repr()` of the id the caller passed.
 
-use pyo3::exceptions::{PyOverflowError, PyTypeError};
+use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyInt, PyList, PyString, PyTuple};
 use pyo3::{PyTraverseError, PyVisit};
@@ -13,7 +13,8 @@ use crate::correlation::{PendingError, PendingTable, RequestId};
 
 mod idmap;
 
-/// The key for an id argument: `int` (any size) or `str`; `bool` and other types raise `TypeError`.
+/// The key for an id argument: `int` (any size) or `str`, subclasses included; `bool` and other
+/// types raise `TypeError`.
 fn request_id(id: &Bound<'_, PyAny>) -> PyResult<RequestId> {
     if let Ok(text) = id.cast::<PyString>() {
         return Ok(RequestId::Str(text.to_str()?.into()));
@@ -30,7 +31,52 @@ fn request_id(id: &Bound<'_, PyAny>) -> PyResult<RequestId> {
     )))
 }
 
-/// A Python object equal to the id behind `key`.
+/// An `int` argument (`bool` refused), as `i64`.
+fn int_arg(name: &str, value: &Bound<'_, PyAny>) -> PyResult<i64> {
+    if !value.is_instance_of::<PyInt>() || value.is_instance_of::<PyBool>() {
+        return Err(PyTypeError::new_err(format!("{name} must be an int")));
+    }
+    value.extract()
+}
+
+/// A keyword option of the constructors: its default, or the object given (checked by `value`).
+enum IntOption<'py> {
+    Default(i64),
+    Given(Bound<'py, PyAny>),
+}
+
+impl<'a, 'py> FromPyObject<'a, 'py> for IntOption<'py> {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        Ok(IntOption::Given(obj.to_owned()))
+    }
+}
+
+impl IntOption<'_> {
+    /// The option's value: an int (`bool` refused) of at least `minimum`.
+    fn value(&self, name: &str, minimum: Option<i64>) -> PyResult<i64> {
+        let value = match self {
+            IntOption::Default(value) => *value,
+            IntOption::Given(obj) => int_arg(name, obj)?,
+        };
+        match minimum {
+            Some(minimum) if value < minimum => Err(PyValueError::new_err(format!(
+                "{name} must be at least {minimum}, not {value}"
+            ))),
+            _ => Ok(value),
+        }
+    }
+}
+
+/// `(max_pending, first_id)` from the constructor options.
+fn table_options(max_pending: &IntOption<'_>, first_id: &IntOption<'_>) -> PyResult<(usize, i64)> {
+    let limit = max_pending.value("max_pending", Some(1))?;
+    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+    Ok((limit, first_id.value("first_id", None)?))
+}
+
+/// A plain `int` or `str` equal to the id behind `key`.
 fn id_object<'py>(py: Python<'py>, key: &RequestId) -> PyResult<Bound<'py, PyAny>> {
     Ok(match key {
         RequestId::Int(small) => small.into_pyobject(py)?.into_any(),
@@ -39,14 +85,15 @@ fn id_object<'py>(py: Python<'py>, key: &RequestId) -> PyResult<Bound<'py, PyAny
     })
 }
 
-/// The exception for a failed table operation on `id` (the id the caller passed).
+/// The exception for a failed table operation on `key`; messages use the `repr()` of the plain
+/// `int` or `str` id.
 #[cold]
-fn pending_error(id: Option<&Bound<'_, PyAny>>, error: PendingError, py: Python<'_>) -> PyErr {
-    let repr = || match id {
-        Some(id) => id.repr().map(|r| r.to_string()),
+fn pending_error(py: Python<'_>, key: Option<&RequestId>, error: PendingError) -> PyErr {
+    let repr = || match key {
+        Some(key) => Ok(id_object(py, key)?.repr()?.to_string()),
         None => Ok(String::new()),
     };
-    let result = match error {
+    let result: PyResult<PyErr> = match error {
         PendingError::Duplicate => repr().map(|r| {
             new_error(
                 py,
@@ -80,11 +127,15 @@ pub(crate) struct PyCorrelator {
 #[pymethods]
 impl PyCorrelator {
     #[new]
-    #[pyo3(signature = (*, max_pending = 65536, first_id = 1))]
-    fn new(max_pending: usize, first_id: i64) -> Self {
-        PyCorrelator {
-            table: PendingTable::new(max_pending, first_id),
-        }
+    #[pyo3(
+        signature = (*, max_pending = IntOption::Default(65536), first_id = IntOption::Default(1)),
+        text_signature = "(*, max_pending=65536, first_id=1)"
+    )]
+    fn new(max_pending: IntOption<'_>, first_id: IntOption<'_>) -> PyResult<Self> {
+        let (limit, first) = table_options(&max_pending, &first_id)?;
+        Ok(PyCorrelator {
+            table: PendingTable::new(limit, first),
+        })
     }
 
     /// The limit of requests in flight.
@@ -95,34 +146,37 @@ impl PyCorrelator {
 
     /// The next integer id not in flight (monotonic, skips busy ids).
     fn next_id(&mut self, py: Python<'_>) -> PyResult<i64> {
-        self.table.next_id().map_err(|e| pending_error(None, e, py))
+        self.table.next_id().map_err(|e| pending_error(py, None, e))
     }
 
     /// `next_id()` and `register()` in one call; returns the id.
+    #[pyo3(signature = (waiter, /))]
     fn allocate(&mut self, py: Python<'_>, waiter: Py<PyAny>) -> PyResult<i64> {
         self.table
             .allocate(waiter)
-            .map_err(|e| pending_error(None, e, py))
+            .map_err(|e| pending_error(py, None, e))
     }
 
     /// Add `waiter` under `id`.
+    #[pyo3(signature = (id, waiter, /))]
     fn register(&mut self, id: &Bound<'_, PyAny>, waiter: Py<PyAny>) -> PyResult<()> {
         let key = request_id(id)?;
-        self.table
-            .register(key, waiter)
-            .map_err(|e| pending_error(Some(id), e, id.py()))
+        match self.table.register(key, waiter) {
+            Ok(()) => Ok(()),
+            Err(e) => Err(pending_error(id.py(), Some(&request_id(id)?), e)),
+        }
     }
 
     /// Remove and return the waiter of `id`; `UnknownIdError` if none.
+    #[pyo3(signature = (id, /))]
     fn resolve(&mut self, id: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let key = request_id(id)?;
-        self.table
-            .remove(&key)
-            .ok_or_else(|| pending_error(Some(id), PendingError::Unknown, id.py()))
+        let found = self.table.remove(&key);
+        found.ok_or_else(|| pending_error(id.py(), Some(&key), PendingError::Unknown))
     }
 
     /// Remove and return the waiter of `id`, or `default`.
-    #[pyo3(signature = (id, default = None))]
+    #[pyo3(signature = (id, default = None, /))]
     fn pop(&mut self, id: &Bound<'_, PyAny>, default: Option<Py<PyAny>>) -> PyResult<Py<PyAny>> {
         let key = request_id(id)?;
         Ok(self
@@ -133,7 +187,7 @@ impl PyCorrelator {
     }
 
     /// The waiter of `id` (left in place), or `default`.
-    #[pyo3(signature = (id, default = None))]
+    #[pyo3(signature = (id, default = None, /))]
     fn get(&self, id: &Bound<'_, PyAny>, default: Option<Py<PyAny>>) -> PyResult<Py<PyAny>> {
         let key = request_id(id)?;
         let found = self.table.get(&key).map(|w| w.clone_ref(id.py()));
@@ -155,15 +209,8 @@ impl PyCorrelator {
         self.table.len()
     }
 
-    /// Whether `id` is in flight (`False` for anything that is not an int or a str; `TypeError` for
-    /// a bool, like every other method).
+    /// Whether `id` is in flight (`TypeError` for anything but an int or a str, bools included).
     fn __contains__(&self, id: &Bound<'_, PyAny>) -> PyResult<bool> {
-        if id.is_instance_of::<PyBool>() {
-            return Err(PyTypeError::new_err("id must be an int or a str, not bool"));
-        }
-        if !(id.is_instance_of::<PyInt>() || id.is_instance_of::<PyString>()) {
-            return Ok(false);
-        }
         Ok(self.table.contains(&request_id(id)?))
     }
 

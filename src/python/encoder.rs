@@ -58,7 +58,8 @@ fn to_pyerr(py: Python<'_>, failure: Failure) -> PyErr {
     }
 }
 
-/// An id argument: `int` or `str`; `bool` and anything else raise `TypeError`.
+/// An id argument: `int` or `str` (or `None` where allowed); `bool` and anything else raise
+/// `TypeError` (same text as the Python backend).
 fn check_id(id: &Bound<'_, PyAny>, allow_none: bool) -> PyResult<()> {
     let ok = if id.is_instance_of::<PyBool>() {
         false
@@ -70,33 +71,51 @@ fn check_id(id: &Bound<'_, PyAny>, allow_none: bool) -> PyResult<()> {
     if ok {
         return Ok(());
     }
-    let expected = if allow_none {
-        "an int, a str or None"
-    } else {
-        "an int or a str"
-    };
     let name = id.get_type().name()?;
     Err(PyTypeError::new_err(format!(
-        "id must be {expected}, not {name}"
+        "id must be an int or a str, not {name}"
+    )))
+}
+
+/// A `str` argument (subclasses included).
+fn check_str(what: &str, value: &Bound<'_, PyAny>) -> PyResult<()> {
+    if value.is_instance_of::<PyString>() {
+        return Ok(());
+    }
+    let name = value.get_type().name()?;
+    Err(PyTypeError::new_err(format!(
+        "{what} must be a str, not {name}"
+    )))
+}
+
+/// The `code` of an error: an `int`, not a `bool`.
+fn check_code(code: &Bound<'_, PyAny>) -> PyResult<()> {
+    if code.is_instance_of::<PyInt>() && !code.is_instance_of::<PyBool>() {
+        return Ok(());
+    }
+    let name = code.get_type().name()?;
+    Err(PyTypeError::new_err(format!(
+        "code must be an int, not {name}"
     )))
 }
 
 /// `{"jsonrpc":"2.0","id":<id>,"method":<method>[,"params":<params>]}` + LF; params omitted when None.
 #[pyfunction]
-#[pyo3(signature = (id, method, params = None))]
+#[pyo3(signature = (id, method, params = None, /))]
 fn encode_request<'py>(
     py: Python<'py>,
     id: &Bound<'py, PyAny>,
-    method: &Bound<'py, PyString>,
+    method: &Bound<'py, PyAny>,
     params: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyBytes>> {
     check_id(id, false)?;
+    check_str("method", method)?;
     with_buffer(py, |w| {
         w.out().extend_from_slice(json::ENVELOPE_START);
         w.out().extend_from_slice(json::KEY_ID);
         w.value(id)?;
         w.out().extend_from_slice(json::KEY_METHOD);
-        w.string(method.as_any())?;
+        w.string(method)?;
         if let Some(params) = params {
             w.out().extend_from_slice(json::KEY_PARAMS);
             w.value(params)?;
@@ -108,16 +127,17 @@ fn encode_request<'py>(
 
 /// `{"jsonrpc":"2.0","method":<method>[,"params":<params>]}` + LF; params omitted when None.
 #[pyfunction]
-#[pyo3(signature = (method, params = None))]
+#[pyo3(signature = (method, params = None, /))]
 fn encode_notification<'py>(
     py: Python<'py>,
-    method: &Bound<'py, PyString>,
+    method: &Bound<'py, PyAny>,
     params: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyBytes>> {
+    check_str("method", method)?;
     with_buffer(py, |w| {
         w.out().extend_from_slice(json::ENVELOPE_START);
         w.out().extend_from_slice(json::KEY_METHOD);
-        w.string(method.as_any())?;
+        w.string(method)?;
         if let Some(params) = params {
             w.out().extend_from_slice(json::KEY_PARAMS);
             w.value(params)?;
@@ -129,6 +149,7 @@ fn encode_notification<'py>(
 
 /// `{"jsonrpc":"2.0","id":<id>,"result":<result>}` + LF.
 #[pyfunction]
+#[pyo3(signature = (id, result, /))]
 fn encode_result<'py>(
     py: Python<'py>,
     id: &Bound<'py, PyAny>,
@@ -163,26 +184,25 @@ impl<'a, 'py> FromPyObject<'a, 'py> for ErrorData<'py> {
 
 /// `{"jsonrpc":"2.0","id":<id>,"error":{"code":<code>,"message":<message>[,"data":<data>]}}` + LF.
 #[pyfunction]
-#[pyo3(signature = (id, code, message, data = ErrorData::Missing))]
+#[pyo3(signature = (id, code, message, /, data = ErrorData::Missing))]
 fn encode_error<'py>(
     py: Python<'py>,
     id: &Bound<'py, PyAny>,
-    code: &Bound<'py, PyInt>,
-    message: &Bound<'py, PyString>,
+    code: &Bound<'py, PyAny>,
+    message: &Bound<'py, PyAny>,
     data: ErrorData<'py>,
 ) -> PyResult<Bound<'py, PyBytes>> {
     check_id(id, true)?;
-    if code.is_instance_of::<PyBool>() {
-        return Err(PyTypeError::new_err("code must be an int, not bool"));
-    }
+    check_code(code)?;
+    check_str("message", message)?;
     with_buffer(py, |w| {
         w.out().extend_from_slice(json::ENVELOPE_START);
         w.out().extend_from_slice(json::KEY_ID);
         w.value(id)?;
         w.out().extend_from_slice(json::KEY_ERROR_CODE);
-        w.value(code.as_any())?;
+        w.value(code)?;
         w.out().extend_from_slice(json::KEY_MESSAGE);
-        w.string(message.as_any())?;
+        w.string(message)?;
         if let ErrorData::Given(data) = &data {
             w.out().extend_from_slice(json::KEY_DATA);
             w.value(data)?;
@@ -194,6 +214,7 @@ fn encode_error<'py>(
 
 /// Any JSON value as one compact line + LF.
 #[pyfunction]
+#[pyo3(signature = (message, /))]
 fn encode<'py>(py: Python<'py>, message: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
     with_buffer(py, |w| {
         w.value(message)?;
@@ -204,6 +225,7 @@ fn encode<'py>(py: Python<'py>, message: &Bound<'py, PyAny>) -> PyResult<Bound<'
 
 /// The concatenation of `encode(m)` for each `m` of `messages`.
 #[pyfunction]
+#[pyo3(signature = (messages, /))]
 fn encode_many<'py>(
     py: Python<'py>,
     messages: &Bound<'py, PyAny>,
