@@ -52,25 +52,24 @@ const ESCAPE: [u8; 256] = {
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
-/// Bytes a block copy may write past the end of the text it copies (the output keeps this much
-/// spare capacity while a string is written).
+/// Bytes per SSE2 block.
 const BLOCK: usize = 16;
 
 /// Append `s` as a JSON string literal (quotes included).
 ///
-/// One pass: runs of bytes that need no escaping are copied a 16-byte block at a time straight
-/// into the spare capacity of `out`, which always holds the rest of the text plus `BLOCK` bytes.
+/// One pass: runs of bytes that need no escaping are copied a block at a time straight into
+/// the spare capacity of `out`, which always has room for the rest of the text.
 #[inline]
 pub fn write_str(out: &mut Vec<u8>, s: &str) {
     let src = s.as_bytes();
-    out.reserve(src.len() + 2 + BLOCK);
+    out.reserve(src.len() + 2);
     let mut len = out.len();
     let mut i = 0;
-    // SAFETY: invariant before each copy: `capacity - len >= (src.len() - i) + 1 + BLOCK`.
-    // It holds after the reserve above and the opening quote; `copy_plain` writes at most
-    // `src.len() - i + BLOCK` bytes and advances `len` and `i` equally; before an escape (up to
-    // 6 bytes for 1 byte of input) the capacity is topped up to keep it; the closing quote
-    // needs 1 byte. Every byte below `len` is written before `set_len`.
+    // SAFETY: invariant before each copy: `capacity - len >= (src.len() - i) + 1`. It holds
+    // after the reserve above and the opening quote; `copy_plain` writes at most `src.len() - i`
+    // bytes and advances `len` and `i` equally; before an escape (up to 6 bytes for 1 byte of
+    // input) the capacity is topped up to keep it; the closing quote needs 1 byte. Every byte
+    // below `len` is written before `set_len`.
     unsafe {
         *out.as_mut_ptr().add(len) = b'"';
         len += 1;
@@ -83,7 +82,7 @@ pub fn write_str(out: &mut Vec<u8>, s: &str) {
             }
             let byte = src[i];
             i += 1;
-            let needed = 6 + (src.len() - i) + 1 + BLOCK;
+            let needed = 6 + (src.len() - i) + 1;
             if out.capacity() - len < needed {
                 out.set_len(len);
                 out.reserve(needed);
@@ -123,18 +122,16 @@ unsafe fn write_escape(dst: *mut u8, byte: u8) -> usize {
     }
 }
 
-/// Copy the leading run of `src` that needs no escaping to `dst`; return its length.
+/// Copy the leading run of `src` that needs no escaping to `dst`; return its length. Whole
+/// blocks are stored before they are checked, so bytes past the run (up to the end of `src`)
+/// may be written too: the caller overwrites or ignores them.
 ///
 /// # Safety
-/// `dst` must be valid for writing `src.len() + BLOCK` bytes (block stores may write up to
-/// `BLOCK` bytes of scratch past the run; they are overwritten or ignored by the caller).
+/// `dst` must be valid for writing `src.len()` bytes.
 #[cfg(target_arch = "x86_64")]
 #[inline]
 unsafe fn copy_plain(src: &[u8], dst: *mut u8) -> usize {
-    use core::arch::x86_64::{
-        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128,
-        _mm_set1_epi8, _mm_storeu_si128,
-    };
+    use core::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_storeu_si128};
     let mut k = 0;
     if src.len() >= 4 * BLOCK && std::is_x86_feature_detected!("avx2") {
         // SAFETY: AVX2 is available (checked just above); same contract as this function.
@@ -148,16 +145,10 @@ unsafe fn copy_plain(src: &[u8], dst: *mut u8) -> usize {
     // blocks, and the last 16 bytes when `src` is longer than 16); stores write 16 bytes at
     // `dst + k` with `k + 16 <= src.len()`, which the caller guarantees to be writable.
     unsafe {
-        let escaped = |v: __m128i| {
-            let control = _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v);
-            let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
-            let backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
-            _mm_movemask_epi8(_mm_or_si128(control, _mm_or_si128(quote, backslash))) as u32
-        };
         while k + BLOCK <= src.len() {
             let v = _mm_loadu_si128(src.as_ptr().add(k).cast::<__m128i>());
             _mm_storeu_si128(dst.add(k).cast::<__m128i>(), v);
-            let mask = escaped(v);
+            let mask = sse2_mask(v);
             if mask != 0 {
                 return k + mask.trailing_zeros() as usize;
             }
@@ -175,12 +166,28 @@ unsafe fn copy_plain(src: &[u8], dst: *mut u8) -> usize {
         let last = src.len() - BLOCK;
         let v = _mm_loadu_si128(src.as_ptr().add(last).cast::<__m128i>());
         _mm_storeu_si128(dst.add(last).cast::<__m128i>(), v);
-        let mask = escaped(v) >> (BLOCK - rest);
+        let mask = sse2_mask(v) >> (BLOCK - rest);
         k + if mask != 0 {
             mask.trailing_zeros() as usize
         } else {
             rest
         }
+    }
+}
+
+/// Bit `i` set when byte `i` of `v` is `"`, `\\` or below 0x20.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn sse2_mask(v: core::arch::x86_64::__m128i) -> u32 {
+    use core::arch::x86_64::{
+        _mm_cmpeq_epi8, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
+    };
+    // SAFETY: SSE2 is part of the x86_64 baseline; these intrinsics only compute on registers.
+    unsafe {
+        let control = _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v);
+        let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
+        let backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
+        _mm_movemask_epi8(_mm_or_si128(control, _mm_or_si128(quote, backslash))) as u32
     }
 }
 
