@@ -11,7 +11,7 @@ use pyo3::types::{PyBool, PyBytes, PyInt, PyString};
 use super::errors::new_error;
 use crate::encode as json;
 
-mod dict_entries;
+mod cpython311;
 mod walk;
 
 use walk::{Failure, Walked, Walker};
@@ -245,7 +245,7 @@ fn encode_many<'py>(
 
 /// Add the encoding functions to the module.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    dict_entries::detect(m.py());
+    cpython311::detect(m.py());
     m.add_function(wrap_pyfunction!(encode_request, m)?)?;
     m.add_function(wrap_pyfunction!(encode_notification, m)?)?;
     m.add_function(wrap_pyfunction!(encode_result, m)?)?;

@@ -11,7 +11,7 @@ use pyo3::exceptions::PyUnicodeEncodeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 
-use super::dict_entries::Entries;
+use super::cpython311::{small_int, Entries};
 use crate::encode::{self, MAX_CONTAINER_DEPTH};
 
 /// Why a value could not be encoded.
@@ -100,6 +100,10 @@ impl<'a, 'py> Walker<'a, 'py> {
         unsafe { self.str(obj.as_ptr()) }
     }
 
+    /// One value. The scalar types are handled inline (this is inlined in the container loops,
+    /// so a list of strings or numbers makes no call per item); containers and everything else go
+    /// through `other`, which is never inlined (it recurses).
+    #[inline(always)]
     fn any(&mut self, ptr: *mut ffi::PyObject) -> Walked {
         // SAFETY: `ptr` is a live object: the top-level value is owned by the caller and every
         // nested one is borrowed from a container that stays alive and unchanged (no Python code
@@ -110,10 +114,6 @@ impl<'a, 'py> Walker<'a, 'py> {
                 self.str(ptr)
             } else if ty == addr_of_mut!(ffi::PyLong_Type) {
                 self.int(ptr)
-            } else if ty == addr_of_mut!(ffi::PyDict_Type) {
-                self.dict(ptr)
-            } else if ty == addr_of_mut!(ffi::PyList_Type) {
-                self.list(ptr)
             } else if ptr == ffi::Py_None() {
                 encode::write_null(self.out);
                 Ok(())
@@ -123,6 +123,21 @@ impl<'a, 'py> Walker<'a, 'py> {
             } else if ty == addr_of_mut!(ffi::PyFloat_Type) {
                 encode::write_f64(self.out, ffi::PyFloat_AS_DOUBLE(ptr));
                 Ok(())
+            } else {
+                self.other(ptr, ty)
+            }
+        }
+    }
+
+    /// Containers, and instances of subclasses of the supported types.
+    #[inline(never)]
+    fn other(&mut self, ptr: *mut ffi::PyObject, ty: *mut ffi::PyTypeObject) -> Walked {
+        // SAFETY: as in `any`: `ptr` is live and `ty` is its type.
+        unsafe {
+            if ty == addr_of_mut!(ffi::PyDict_Type) {
+                self.dict(ptr)
+            } else if ty == addr_of_mut!(ffi::PyList_Type) {
+                self.list(ptr)
             } else if ty == addr_of_mut!(ffi::PyTuple_Type) {
                 self.tuple(ptr)
             } else {
@@ -198,7 +213,21 @@ impl<'a, 'py> Walker<'a, 'py> {
         }
     }
 
+    #[inline]
     unsafe fn int(&mut self, ptr: *mut ffi::PyObject) -> Walked {
+        // SAFETY: `ptr` is a live int (or subclass).
+        match unsafe { small_int(ptr) } {
+            Some(value) => {
+                encode::write_i64(self.out, value);
+                Ok(())
+            }
+            None => self.int_slow(ptr),
+        }
+    }
+
+    /// `int` beyond the direct path: through the C API, any size.
+    #[inline(never)]
+    fn int_slow(&mut self, ptr: *mut ffi::PyObject) -> Walked {
         let mut overflow = 0;
         // SAFETY: `ptr` is a live int (or subclass): no `__index__` call, no Python code runs.
         let value = unsafe { ffi::PyLong_AsLongLongAndOverflow(ptr, &mut overflow) };
@@ -209,7 +238,12 @@ impl<'a, 'py> Walker<'a, 'py> {
             encode::write_i64(self.out, value);
             return Ok(());
         }
-        // SAFETY: as above.
+        self.bigint(ptr)
+    }
+
+    #[cold]
+    fn bigint(&mut self, ptr: *mut ffi::PyObject) -> Walked {
+        // SAFETY: `ptr` is a live int (or subclass).
         let obj = unsafe { Borrowed::from_ptr(self.py, ptr) };
         match obj.extract::<BigInt>() {
             Ok(big) => {
