@@ -2,7 +2,7 @@
 //! `encode_error`, `encode` and `encode_many`. Each builds one NDJSON line per message in a reused
 //! per-thread buffer (the walker in `encoder/walk.rs` writes the values) and returns it as `bytes`.
 
-use std::cell::RefCell;
+use std::cell::Cell;
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -20,33 +20,29 @@ use walk::{Failure, Walked, Walker};
 const KEPT_CAPACITY: usize = 1 << 20;
 
 thread_local! {
-    static BUFFER: RefCell<Vec<u8>> = RefCell::new(Vec::with_capacity(4096));
+    static BUFFER: Cell<Vec<u8>> = Cell::new(Vec::with_capacity(4096));
 }
 
 /// Run `build` on an empty reusable buffer and return what it wrote as `bytes`.
 fn with_buffer<'py>(
     py: Python<'py>,
-    build: impl FnOnce(&mut Walker<'_, 'py>) -> Walked,
+    build: impl FnOnce(&mut Walker<'py>) -> Walked,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let run = |out: &mut Vec<u8>| {
-        let mut walker = Walker::new(py, out);
-        if build(&mut walker).is_err() {
-            return Err(to_pyerr(py, walker.take_failure()));
-        }
-        Ok(PyBytes::new(py, walker.out()))
+    // Taken out of the cell for the call: a re-entrant call (only possible through Python code
+    // run by `encode_many`'s iterator) finds an empty buffer and works in a fresh one.
+    let mut out = BUFFER.take();
+    out.clear();
+    let mut walker = Walker::new(py, out);
+    let failure = build(&mut walker).is_err().then(|| walker.take_failure());
+    let out = walker.into_out();
+    let result = match failure {
+        None => Ok(PyBytes::new(py, &out)),
+        Some(failure) => Err(to_pyerr(py, failure)),
     };
-    BUFFER.with(|cell| match cell.try_borrow_mut() {
-        Ok(mut out) => {
-            out.clear();
-            let result = run(&mut out);
-            if out.capacity() > KEPT_CAPACITY {
-                *out = Vec::with_capacity(4096);
-            }
-            result
-        }
-        // Only reachable if building the bytes re-entered the encoder; use a fresh buffer.
-        Err(_) => run(&mut Vec::new()),
-    })
+    if out.capacity() <= KEPT_CAPACITY {
+        BUFFER.set(out);
+    }
+    result
 }
 
 #[cold]
