@@ -227,7 +227,8 @@ unsafe fn copy_plain_avx2(src: &[u8], dst: *mut u8) -> (usize, bool) {
 }
 
 /// `copy_plain` for texts shorter than one block: two overlapping 8- or 4-byte words checked
-/// together (no per-byte loop for the common short key or value), bytes otherwise.
+/// together in one SSE2 register (no per-byte loop for the common short key or value), bytes
+/// otherwise.
 ///
 /// # Safety
 /// `dst` must be valid for writing `src.len()` bytes.
@@ -242,7 +243,8 @@ unsafe fn copy_short(src: &[u8], dst: *mut u8) -> usize {
         if n >= 8 {
             let head = p.cast::<u64>().read_unaligned();
             let tail = p.add(n - 8).cast::<u64>().read_unaligned();
-            if swar_mask(head) | swar_mask(tail) == 0 {
+            let both = core::arch::x86_64::_mm_set_epi64x(tail as i64, head as i64);
+            if sse2_mask(both) == 0 {
                 dst.cast::<u64>().write_unaligned(head);
                 dst.add(n - 8).cast::<u64>().write_unaligned(tail);
                 return n;
@@ -250,7 +252,9 @@ unsafe fn copy_short(src: &[u8], dst: *mut u8) -> usize {
         } else if n >= 4 {
             let head = p.cast::<u32>().read_unaligned();
             let tail = p.add(n - 4).cast::<u32>().read_unaligned();
-            if swar_mask(u64::from(head) | u64::from(tail) << 32) == 0 {
+            let word = u64::from(tail) << 32 | u64::from(head);
+            // The upper 8 lanes are zero (which counts as a control byte): only the low 8 count.
+            if sse2_mask(core::arch::x86_64::_mm_cvtsi64_si128(word as i64)) & 0xff == 0 {
                 dst.cast::<u32>().write_unaligned(head);
                 dst.add(n - 4).cast::<u32>().write_unaligned(tail);
                 return n;
@@ -264,20 +268,6 @@ unsafe fn copy_short(src: &[u8], dst: *mut u8) -> usize {
         }
     }
     n
-}
-
-/// High bit set in the byte lanes of `word` holding `"`, `\` or a byte below 0x20 (exact for
-/// the lowest such lane, which is all the callers look at; lanes above it may be flagged too).
-#[cfg(target_arch = "x86_64")]
-#[inline]
-fn swar_mask(word: u64) -> u64 {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let zero_lanes = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
-    let below_space = word.wrapping_sub(ONES * 0x20) & !word & HIGH;
-    below_space
-        | zero_lanes(word ^ (ONES * u64::from(b'"')))
-        | zero_lanes(word ^ (ONES * u64::from(b'\\')))
 }
 
 /// Copy the leading run of `src` that needs no escaping to `dst`; return its length.
@@ -466,23 +456,6 @@ mod tests {
                     })
                     .collect();
                 assert_eq!(String::from_utf8(out).unwrap(), format!("x\"{expected}\""));
-            }
-        }
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[test]
-    fn swar_mask_flags_exactly_the_escaped_bytes() {
-        for byte in 0..=255u8 {
-            for lane in 0..8 {
-                let mut word = [b'a'; 8];
-                word[lane] = byte;
-                let mask = swar_mask(u64::from_le_bytes(word));
-                let escaped = ESCAPE[byte as usize] != 0;
-                assert_eq!(mask != 0, escaped, "byte {byte} lane {lane}");
-                if escaped {
-                    assert_eq!(mask.trailing_zeros() as usize / 8, lane);
-                }
             }
         }
     }
