@@ -7,6 +7,91 @@
 
 use num_bigint::BigInt;
 
+/// Where the writer appends: a growable byte buffer. `Vec<u8>` is one; the bindings have another
+/// that writes straight into a Python `bytes` object (no copy at the end).
+pub trait Output {
+    /// Bytes written so far.
+    fn len(&self) -> usize;
+    /// Bytes that fit without growing.
+    fn capacity(&self) -> usize;
+    /// Make room for at least `additional` more bytes (aborts when memory runs out, as `Vec`).
+    fn reserve(&mut self, additional: usize);
+    /// Start of the buffer (valid for `capacity()` bytes until the next `reserve`).
+    fn as_mut_ptr(&mut self) -> *mut u8;
+    /// Set the number of bytes written.
+    ///
+    /// # Safety
+    /// `len <= capacity()`, and the first `len` bytes must have been written.
+    unsafe fn set_len(&mut self, len: usize);
+
+    /// Whether nothing was written.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Append one byte.
+    #[inline]
+    fn push(&mut self, byte: u8) {
+        self.reserve(1);
+        let len = self.len();
+        // SAFETY: one byte of room was reserved at `len`.
+        unsafe {
+            *self.as_mut_ptr().add(len) = byte;
+            self.set_len(len + 1);
+        }
+    }
+
+    /// Append `bytes`.
+    #[inline]
+    fn extend_from_slice(&mut self, bytes: &[u8]) {
+        self.reserve(bytes.len());
+        let len = self.len();
+        // SAFETY: `bytes.len()` bytes of room were reserved at `len`; the regions are distinct.
+        unsafe {
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.as_mut_ptr().add(len), bytes.len());
+            self.set_len(len + bytes.len());
+        }
+    }
+}
+
+impl Output for Vec<u8> {
+    #[inline]
+    fn len(&self) -> usize {
+        Vec::len(self)
+    }
+
+    #[inline]
+    fn capacity(&self) -> usize {
+        Vec::capacity(self)
+    }
+
+    #[inline]
+    fn reserve(&mut self, additional: usize) {
+        Vec::reserve(self, additional);
+    }
+
+    #[inline]
+    fn as_mut_ptr(&mut self) -> *mut u8 {
+        Vec::as_mut_ptr(self)
+    }
+
+    #[inline]
+    unsafe fn set_len(&mut self, len: usize) {
+        // SAFETY: the caller's guarantee is `Vec::set_len`'s.
+        unsafe { Vec::set_len(self, len) }
+    }
+
+    #[inline]
+    fn push(&mut self, byte: u8) {
+        Vec::push(self, byte);
+    }
+
+    #[inline]
+    fn extend_from_slice(&mut self, bytes: &[u8]) {
+        Vec::extend_from_slice(self, bytes);
+    }
+}
+
 /// Containers (arrays and objects) allowed inside one encoded value, as with orjson: the 255th
 /// level of nesting fails with `"Recursion limit reached"`.
 pub const MAX_CONTAINER_DEPTH: usize = 254;
@@ -60,7 +145,7 @@ const BLOCK: usize = 16;
 /// One pass: runs of bytes that need no escaping are copied a block at a time straight into
 /// the spare capacity of `out`, which always has room for the rest of the text.
 #[inline]
-pub fn write_str(out: &mut Vec<u8>, s: &str) {
+pub fn write_str<O: Output>(out: &mut O, s: &str) {
     let src = s.as_bytes();
     out.reserve(src.len() + 2);
     let mut len = out.len();
@@ -301,14 +386,15 @@ const DIGIT_PAIRS: [u8; 200] = {
 /// Append an unsigned integer, formatted straight into the buffer two digits at a time (a
 /// formatter with its own buffer costs a copy that stalls on store forwarding).
 #[inline]
-pub fn write_u64(out: &mut Vec<u8>, value: u64) {
+pub fn write_u64<O: Output>(out: &mut O, value: u64) {
     let digits = value.checked_ilog10().unwrap_or(0) as usize + 1;
     out.reserve(digits);
     // SAFETY: `digits` bytes are reserved at `dst`; each write lands in `dst[0..digits]` (`end`
     // only decreases from `digits` and stays >= the bytes still to write, as `digits` is the
     // exact count), reads are inside `DIGIT_PAIRS`, and all `digits` bytes are written.
     unsafe {
-        let dst = out.as_mut_ptr().add(out.len());
+        let len = out.len();
+        let dst = out.as_mut_ptr().add(len);
         let pairs = DIGIT_PAIRS.as_ptr();
         let mut rest = value;
         let mut end = digits;
@@ -323,13 +409,13 @@ pub fn write_u64(out: &mut Vec<u8>, value: u64) {
         } else {
             *dst = b'0' + rest as u8;
         }
-        out.set_len(out.len() + digits);
+        out.set_len(len + digits);
     }
 }
 
 /// Append a signed integer.
 #[inline]
-pub fn write_i64(out: &mut Vec<u8>, value: i64) {
+pub fn write_i64<O: Output>(out: &mut O, value: i64) {
     if value < 0 {
         out.push(b'-');
     }
@@ -337,14 +423,14 @@ pub fn write_i64(out: &mut Vec<u8>, value: i64) {
 }
 
 /// Append an integer of any size.
-pub fn write_bigint(out: &mut Vec<u8>, value: &BigInt) {
+pub fn write_bigint<O: Output>(out: &mut O, value: &BigInt) {
     out.extend_from_slice(value.to_str_radix(10).as_bytes());
 }
 
 /// Append a float in its shortest round-trip form, spelled as orjson does (`1.0`, `0.1`, `1e+16`,
 /// `1e-7`), or `null` for NaN and the infinities.
 #[inline]
-pub fn write_f64(out: &mut Vec<u8>, value: f64) {
+pub fn write_f64<O: Output>(out: &mut O, value: f64) {
     if value.is_finite() {
         write_finite(out, value);
     } else {
@@ -360,7 +446,7 @@ const _: () = assert!(std::mem::align_of::<zmij::Buffer>() == 1 && FLOAT_ROOM <=
 /// writes with wide stores, and copying its text out of a separate buffer stalls on store
 /// forwarding (measured: a third of the time of a float-heavy message).
 #[inline]
-fn write_finite(out: &mut Vec<u8>, value: f64) {
+fn write_finite<O: Output>(out: &mut O, value: f64) {
     out.reserve(FLOAT_ROOM);
     let len = out.len();
     // SAFETY: `zmij::Buffer` is a byte buffer of uninitialised bytes (every bit pattern, and
@@ -382,13 +468,13 @@ fn write_finite(out: &mut Vec<u8>, value: f64) {
 
 /// Append `true` or `false`.
 #[inline]
-pub fn write_bool(out: &mut Vec<u8>, value: bool) {
+pub fn write_bool<O: Output>(out: &mut O, value: bool) {
     out.extend_from_slice(if value { b"true" } else { b"false" });
 }
 
 /// Append `null`.
 #[inline]
-pub fn write_null(out: &mut Vec<u8>) {
+pub fn write_null<O: Output>(out: &mut O) {
     out.extend_from_slice(b"null");
 }
 

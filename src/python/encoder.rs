@@ -9,40 +9,40 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyInt, PyString};
 
 use super::errors::new_error;
-use crate::encode as json;
+use crate::encode::{self as json, Output};
 
+mod bytes_out;
 mod cpython311;
 mod walk;
 
+use bytes_out::BytesOut;
 use walk::{Failure, Walked, Walker};
 
-/// Capacity kept in the per-thread buffer between calls; a larger one is released after use.
-const KEPT_CAPACITY: usize = 1 << 20;
+/// Largest size hint kept between calls: one huge message does not make every later buffer huge.
+const MAX_HINT: usize = 1 << 20;
 
 thread_local! {
-    static BUFFER: Cell<Vec<u8>> = Cell::new(Vec::with_capacity(4096));
+    /// Length of the last line encoded on this thread: the next buffer starts a little larger,
+    /// so that messages of a steady size are written without growing or shrinking by much.
+    static LAST_LEN: Cell<usize> = const { Cell::new(240) };
 }
 
-/// Run `build` on an empty reusable buffer and return what it wrote as `bytes`.
+/// Run `build` on a fresh `bytes` buffer and return what it wrote.
 fn with_buffer<'py>(
     py: Python<'py>,
     build: impl FnOnce(&mut Walker<'py>) -> Walked,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    // Taken out of the cell for the call: a re-entrant call (only possible through Python code
-    // run by `encode_many`'s iterator) finds an empty buffer and works in a fresh one.
-    let mut out = BUFFER.take();
-    out.clear();
-    let mut walker = Walker::new(py, out);
+    let hint = LAST_LEN.get();
+    let mut walker = Walker::new(py, BytesOut::with_capacity(py, hint + hint / 8 + 16));
     let failure = build(&mut walker).is_err().then(|| walker.take_failure());
     let out = walker.into_out();
-    let result = match failure {
-        None => Ok(PyBytes::new(py, &out)),
+    match failure {
+        None => {
+            LAST_LEN.set(out.len().min(MAX_HINT));
+            Ok(out.finish(py))
+        }
         Some(failure) => Err(to_pyerr(py, failure)),
-    };
-    if out.capacity() <= KEPT_CAPACITY {
-        BUFFER.set(out);
     }
-    result
 }
 
 #[cold]

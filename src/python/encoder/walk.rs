@@ -11,8 +11,9 @@ use pyo3::exceptions::PyUnicodeEncodeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 
+use super::bytes_out::BytesOut;
 use super::cpython311::{small_int, Entries};
-use crate::encode::{self, MAX_CONTAINER_DEPTH};
+use crate::encode::{self, Output, MAX_CONTAINER_DEPTH};
 
 /// Why a value could not be encoded.
 pub(crate) enum Failure {
@@ -50,18 +51,18 @@ pub(crate) struct Stop;
 /// The result of every walking step.
 pub(crate) type Walked = Result<(), Stop>;
 
-/// Appends JSON for Python values to the buffer it owns (owned rather than borrowed: one
+/// Appends JSON for Python values to the `bytes` buffer it owns (owned rather than borrowed: one
 /// indirection less on every write).
 pub(crate) struct Walker<'py> {
     py: Python<'py>,
-    out: Vec<u8>,
+    out: BytesOut,
     depth: usize,
     failure: Option<Failure>,
 }
 
 impl<'py> Walker<'py> {
     /// A walker appending to `out`.
-    pub(crate) fn new(py: Python<'py>, out: Vec<u8>) -> Self {
+    pub(crate) fn new(py: Python<'py>, out: BytesOut) -> Self {
         Walker {
             py,
             out,
@@ -85,12 +86,12 @@ impl<'py> Walker<'py> {
     }
 
     /// The buffer written so far.
-    pub(crate) fn out(&mut self) -> &mut Vec<u8> {
+    pub(crate) fn out(&mut self) -> &mut BytesOut {
         &mut self.out
     }
 
     /// The buffer, given back.
-    pub(crate) fn into_out(self) -> Vec<u8> {
+    pub(crate) fn into_out(self) -> BytesOut {
         self.out
     }
 
