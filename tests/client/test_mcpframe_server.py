@@ -37,3 +37,37 @@ async def test_in_memory_round_trip(mode: Any, era: str) -> None:
             assert result["content"] == [{"type": "text", "text": "3"}]
             await client.ping()
             assert client.session.pending == 0
+
+
+async def test_listen_delivers_list_changes_in_the_modern_era() -> None:
+    server = make_server()
+    changed = anyio.Event()
+    seen: list[str] = []
+
+    def on_note(method: str, params: Any) -> None:
+        seen.append(method)
+        if method == "notifications/tools/list_changed":
+            changed.set()
+
+    with anyio.fail_after(10):
+        async with Client(server, notification_handler=on_note) as client:
+            assert client.era == "modern"
+            async with client.listen(tools=True, prompts=True) as accepted:
+                assert accepted == {"toolsListChanged": True}  # this server has no prompts
+
+                @server.tool
+                def late() -> str:
+                    """Registered while a client listens."""
+                    return "late"
+
+                await changed.wait()
+                assert "late" in [tool["name"] for tool in await client.list_tools()]
+            assert client.session.pending == 0  # leaving the block cancelled the listen request
+
+
+async def test_listen_is_modern_only() -> None:
+    with anyio.fail_after(10):
+        async with Client(make_server(), mode="legacy") as client:
+            with pytest.raises(RuntimeError):
+                async with client.listen(tools=True):
+                    pass

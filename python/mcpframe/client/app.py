@@ -12,9 +12,10 @@ Connecting probes ``server/discover`` (2026-07-28: stateless, version and capabi
 
 from __future__ import annotations
 
+import math
 import os
-from collections.abc import Awaitable, Callable, Sequence
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import IO, Any, Final, Literal
 
 import anyio
@@ -113,6 +114,7 @@ class Client(Methods):
         self.server_info: dict[str, Any] | None = None
         self.instructions: str | None = None
         self.log_level: LogLevel | None = None
+        self._listen_lock = anyio.Lock()
 
     @classmethod
     def stdio(
@@ -133,6 +135,29 @@ class Client(Methods):
             return await spawn(command, args, env=env, cwd=cwd, stderr=stderr, grace=grace)
 
         client._open = open_process
+        return client
+
+    @classmethod
+    def http(
+        cls,
+        url: str,
+        *,
+        headers: dict[str, str] | None = None,
+        http_options: dict[str, Any] | None = None,
+        **options: Any,
+    ) -> Client:
+        """A client for a Streamable HTTP endpoint (needs ``mcpframe[http]``); ``http_options`` are keyword
+        arguments of ``StreamableHTTPTransport`` (``http_client=``, ``timeout=``, ``get_stream=``...)."""
+        from mcpframe.transports.http.client import StreamableHTTPTransport  # noqa: PLC0415 (optional: httpx)
+
+        client = cls(transport=_DeferredTransport(), **options)
+
+        async def open_http(tg: anyio.abc.TaskGroup) -> Transport:
+            transport = StreamableHTTPTransport(url, headers=headers, **(http_options or {}))
+            await tg.start(transport.run)
+            return transport
+
+        client._open = open_http
         return client
 
     # ------------------------------------------------------------------ lifecycle
@@ -314,6 +339,47 @@ class Client(Methods):
         self.log_level = level
         if self.era != "modern":
             await self.request("logging/setLevel", {"level": level})
+
+    @asynccontextmanager
+    async def listen(
+        self,
+        *,
+        tools: bool = False,
+        prompts: bool = False,
+        resources: bool = False,
+        resource_uris: Sequence[str] = (),
+    ) -> AsyncIterator[dict[str, Any]]:
+        """2026-07-28 ``subscriptions/listen``: while the block runs, the chosen notifications (list changes,
+        ``notifications/resources/updated`` for ``resource_uris``) reach ``notification_handler``.
+
+        Yields what the server accepted (e.g. ``{"toolsListChanged": True}``). Legacy servers push list
+        changes unasked and use ``subscribe()`` for resources.
+        """
+        if self.era != "modern":
+            raise RuntimeError("subscriptions/listen is part of 2026-07-28 only; use subscribe() here")
+        wanted: dict[str, Any] = {}
+        for flag, on in (("toolsListChanged", tools), ("promptsListChanged", prompts)):
+            if on:
+                wanted[flag] = True
+        if resources:
+            wanted["resourcesListChanged"] = True
+        if resource_uris:
+            wanted["resourceSubscriptions"] = list(resource_uris)
+        async with self._listen_lock, anyio.create_task_group() as tg:
+            acks_in, acks_out = anyio.create_memory_object_stream[dict[str, Any]](1)
+            self.inbound.acknowledged = acks_in  # one listen opens at a time: its ack is the next one
+            try:
+                tg.start_soon(self._listen, {"notifications": wanted})
+                accepted = await acks_out.receive()
+            finally:
+                self.inbound.acknowledged = None
+            try:
+                yield accepted
+            finally:
+                tg.cancel_scope.cancel()  # cancels the request: the server ends the stream
+
+    async def _listen(self, params: dict[str, Any]) -> None:
+        await self.request("subscriptions/listen", params, timeout=math.inf)
 
     async def notify_roots_changed(self) -> None:
         """Tell the server the roots changed."""

@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import suppress
 from typing import Any
+
+import anyio
+from anyio.streams.memory import MemoryObjectSendStream
 
 from mcpframe import jsonrpc
 from mcpframe.session import JSONRPCError, Message, Request
@@ -58,6 +62,7 @@ class Inbound:
         self.roots = roots
         self.logging = logging
         self.notifications = notifications
+        self.acknowledged: MemoryObjectSendStream[dict[str, Any]] | None = None
 
     def capabilities(self) -> dict[str, Any]:
         """The client capabilities these handlers provide."""
@@ -106,6 +111,11 @@ class Inbound:
         """The Session's notification handler."""
         method = message.method or ""
         params = message.params
+        if method == "notifications/subscriptions/acknowledged" and self.acknowledged is not None:
+            accepted = params.get("notifications") if isinstance(params, dict) else None
+            with suppress(anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                self.acknowledged.send_nowait(accepted if isinstance(accepted, dict) else {})
+            return
         if method == "notifications/message" and self.logging is not None and isinstance(params, dict):
             await _maybe_await(self.logging(params))
         if self.notifications is not None:

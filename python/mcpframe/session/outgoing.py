@@ -26,7 +26,7 @@ class Pending:
         self.timeout = timeout
         self.on_progress = on_progress
         self.event = anyio.Event()
-        self.scope = anyio.CancelScope()
+        self.scope: anyio.CancelScope | None = None  # only when there is a deadline
         self.message: MessageLike | None = None
         self.failure: BaseException | None = None
         self.hard_deadline = math.inf
@@ -37,11 +37,13 @@ class Pending:
         if max_timeout is not None:
             self.hard_deadline = now + max_timeout
         soft = now + self.timeout if self.timeout is not None else math.inf
-        self.scope.deadline = min(soft, self.hard_deadline)
+        deadline = min(soft, self.hard_deadline)
+        if deadline != math.inf:
+            self.scope = anyio.CancelScope(deadline=deadline)
 
     def extend(self) -> None:
         """Progress arrived: restart the soft timeout, capped by the hard deadline."""
-        if self.timeout is not None:
+        if self.timeout is not None and self.scope is not None:
             self.scope.deadline = min(anyio.current_time() + self.timeout, self.hard_deadline)
 
     def resolve(self, message: MessageLike) -> None:

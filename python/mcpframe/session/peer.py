@@ -12,6 +12,7 @@ import inspect
 import logging
 import math
 from collections.abc import Awaitable, Callable
+from contextlib import nullcontext
 from typing import Any
 
 import anyio
@@ -37,7 +38,7 @@ _Job = tuple[Callable[..., Any], tuple[Any, ...]]
 Id = int | str
 
 _HIGH_WATER = 1024  # queued frames past which async senders wait for the writer
-_SEND_ERRORS = (TransportClosedError, OSError, anyio.BrokenResourceError, anyio.ClosedResourceError)
+_IO_ERRORS = (TransportClosedError, OSError, anyio.BrokenResourceError, anyio.ClosedResourceError)
 
 
 def _error_frame(rid: Id, exc: JSONRPCError) -> bytes:
@@ -239,7 +240,7 @@ class Session:
             self._sending = True
             try:
                 await self.transport.send(frames[0] if len(frames) == 1 else b"".join(frames))
-            except _SEND_ERRORS as exc:
+            except _IO_ERRORS as exc:
                 logger.debug("transport send failed, the connection is lost: %s", exc)
                 self._connection_lost()
                 return
@@ -259,7 +260,11 @@ class Session:
     async def _read_loop(self) -> None:
         decoder = self._decoder
         while True:
-            data = await self.transport.receive()
+            try:
+                data = await self.transport.receive()
+            except _IO_ERRORS as exc:  # a broken connection reads as its end
+                logger.debug("transport receive failed, treating it as EOF: %s", exc)
+                data = b""
             if not data:
                 break
             self._dispatch(decoder.feed(data))
@@ -421,13 +426,13 @@ class Session:
 
     # ------------------------------------------------------------------ sending
 
-    def _check_open(self) -> None:
-        if self.closed or self._eof or self._broken:
+    def _check_open(self, *, reading: bool = True) -> None:
+        if self.closed or self._broken or (reading and self._eof):
             raise ConnectionClosed("the session is closed")
 
     async def notify(self, method: str, params: Any = None) -> None:
-        """Send a notification."""
-        self._check_open()
+        """Send a notification (still possible after the peer's EOF, while handlers finish)."""
+        self._check_open(reading=False)
         await self._send(core.encode_notification(method, params))
 
     async def request(
@@ -457,7 +462,7 @@ class Session:
             frame = core.encode_request(rid, method, params)
             waiter.arm(max_timeout)
             started = anyio.current_time()
-            with waiter.scope:  # the deadline covers waiting for the writer too: max_timeout holds
+            with waiter.scope or nullcontext():  # the deadline covers the writer too: max_timeout holds
                 await self._send(frame)
                 await waiter.event.wait()
             if not waiter.event.is_set():

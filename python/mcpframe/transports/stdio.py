@@ -1,9 +1,10 @@
 """stdio: a server on its own stdin/stdout (with stdout protection), and child processes (``spawn``).
 
-Reading: a daemon thread does blocking ``os.read`` of ``RECEIVE_CHUNK`` bytes on the input fd and hands each
-chunk to the event loop (one chunk buffered at most: backpressure). A daemon thread, because a read blocked on
-an idle stdin must never keep the process alive at exit. Writing: ``os.write`` in a worker thread, so a full
-pipe never stalls the event loop.
+Pipes and sockets (the normal case) are switched to non-blocking mode and polled by the event loop: no
+thread hop per message. Their flags are restored on close. Anything else (a regular file, a terminal) is
+read by a daemon thread doing blocking ``os.read`` of ``RECEIVE_CHUNK`` bytes, handing each chunk to the
+event loop (one chunk buffered at most: backpressure; a daemon, because a read blocked on an idle stdin must
+never keep the process alive at exit), and written with ``os.write`` in a worker thread.
 
 Stdout protection: while ``stdio_server()`` is open the protocol writes to a private duplicate of fd 1, and
 fd 1 itself (and ``sys.stdout``) point at stderr, so ``print()``, C extensions and child processes that write
@@ -13,6 +14,7 @@ to stdout cannot corrupt the wire. Everything is restored on exit.
 from __future__ import annotations
 
 import os
+import stat
 import sys
 import threading
 from collections.abc import AsyncIterator
@@ -24,6 +26,9 @@ import anyio.lowlevel
 import anyio.to_thread
 
 from mcpframe.transports.base import RECEIVE_CHUNK, TransportClosedError
+
+if sys.platform != "win32":  # _pollable() is False on Windows, so fcntl is only used on POSIX
+    import fcntl
 from mcpframe.transports.process import ProcessTransport, spawn
 
 __all__ = ["FdTransport", "ProcessTransport", "spawn", "stdio_server"]
@@ -80,20 +85,66 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
+def _pollable(fd: int) -> bool:
+    if sys.platform == "win32":
+        return False
+    mode = os.fstat(fd).st_mode
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+class _NonBlocking:
+    """A pipe or socket fd in non-blocking mode, polled by the event loop; ``restore`` undoes the mode."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self._flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+        fcntl.fcntl(fd, fcntl.F_SETFL, self._flags | os.O_NONBLOCK)
+
+    async def read(self, chunk: int) -> bytes:
+        while True:
+            try:
+                return os.read(self.fd, chunk)
+            except BlockingIOError:
+                await anyio.wait_readable(self.fd)
+
+    async def write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[os.write(self.fd, view) :]
+            except BlockingIOError:
+                await anyio.wait_writable(self.fd)
+
+    def restore(self) -> None:
+        with suppress(OSError):
+            fcntl.fcntl(self.fd, fcntl.F_SETFL, self._flags)
+
+
 class FdTransport:
     """A transport on two file descriptors (reading ``read_fd``, writing ``write_fd``); closes neither."""
 
     def __init__(self, read_fd: int, write_fd: int, *, chunk: int = RECEIVE_CHUNK) -> None:
+        self._chunk = chunk
         self._reader = _FdReader(read_fd, chunk)
+        self._polled_in = _NonBlocking(read_fd) if _pollable(read_fd) else None
+        self._polled_out = _NonBlocking(write_fd) if _pollable(write_fd) else None
         self._write_fd = write_fd
         self._write_lock = anyio.Lock()
         self._closed = False
+        self._eof = False
 
     async def receive(self) -> bytes:
         """The next chunk read from ``read_fd``; ``b""`` at EOF."""
-        if self._closed:
+        if self._closed or self._eof:
             return b""
-        return await self._reader.receive()
+        if self._polled_in is None:
+            return await self._reader.receive()
+        try:
+            data = await self._polled_in.read(self._chunk)
+        except OSError:
+            data = b""
+        self._eof = not data
+        return data
 
     async def send(self, data: bytes) -> None:
         """Write all of ``data`` to ``write_fd``."""
@@ -101,14 +152,22 @@ class FdTransport:
             raise TransportClosedError("transport is closed")
         async with self._write_lock:
             try:
-                await anyio.to_thread.run_sync(_write_all, self._write_fd, data)
+                if self._polled_out is not None:
+                    await self._polled_out.write(data)
+                else:
+                    await anyio.to_thread.run_sync(_write_all, self._write_fd, data)
             except OSError as exc:
                 raise TransportClosedError(f"write failed: {exc}") from exc
 
     async def aclose(self) -> None:
-        """Stop reading and writing (the descriptors are left open for their owner)."""
+        """Stop reading and writing; restore the descriptors' modes (they are left open for their owner)."""
+        if self._closed:
+            return
         self._closed = True
         self._reader.close()
+        for polled in (self._polled_in, self._polled_out):
+            if polled is not None:
+                polled.restore()
 
 
 @asynccontextmanager

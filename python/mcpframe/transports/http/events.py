@@ -51,12 +51,14 @@ class EventStore(Protocol):
 
 
 class MemoryEventStore:
-    """The default store: a bounded deque of events per stream, kept per session, in this process."""
+    """The default store, in this process: per session, the latest `max_streams_per_session` streams, each a
+    deque of its latest `max_events_per_stream` events."""
 
-    def __init__(self, *, max_events_per_stream: int = 1024) -> None:
-        if max_events_per_stream < 1:
-            raise ValueError("max_events_per_stream must be at least 1")
+    def __init__(self, *, max_events_per_stream: int = 1024, max_streams_per_session: int = 256) -> None:
+        if max_events_per_stream < 1 or max_streams_per_session < 1:
+            raise ValueError("max_events_per_stream and max_streams_per_session must be at least 1")
         self.max_events_per_stream = max_events_per_stream
+        self.max_streams_per_session = max_streams_per_session
         self._sessions: dict[str, dict[str, deque[tuple[int, bytes | None]]]] = {}
         self._next: dict[str, int] = {}
 
@@ -65,6 +67,10 @@ class MemoryEventStore:
         streams = self._sessions.setdefault(session_id, {})
         events = streams.get(stream_id)
         if events is None:
+            if len(streams) >= self.max_streams_per_session:  # the oldest stream goes (dicts keep order)
+                oldest = next(iter(streams))
+                del streams[oldest]
+                self._next.pop(oldest, None)
             events = streams[stream_id] = deque(maxlen=self.max_events_per_stream)
         seq = self._next.get(stream_id, 0)
         self._next[stream_id] = seq + 1

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -21,6 +21,7 @@ from mcpframe._api import MessageLike
 from mcpframe.errors import MCPFrameError
 from mcpframe.session import Session
 
+from .post import one_line
 from .streams import Stream
 
 __all__ = ["Exchange", "ExchangeTransport", "Router"]
@@ -28,6 +29,7 @@ __all__ = ["Exchange", "ExchangeTransport", "Router"]
 logger = logging.getLogger("mcpframe.http")
 
 Id = int | str
+_NOTIFICATION = b'{"jsonrpc":"2.0","method":'
 
 
 class ExchangeTransport:
@@ -89,8 +91,16 @@ class Router:
         """Forget an ended exchange and the ids it still held."""
         self.exchanges.pop(exchange.number, None)
         self.ids.drop_connection(exchange.number)
-        for rid in [rid for rid, owner in self.owners.items() if owner is exchange]:
-            del self.owners[rid]
+        self.release(exchange)
+
+    def release(self, exchange: Exchange, rid: Id | None = None) -> None:
+        """The client may reuse `rid` (or every id of the exchange): its answer has been sent."""
+        if rid is not None:
+            if self.owners.get(rid) is exchange:
+                del self.owners[rid]
+            return
+        for done in [key for key, owner in self.owners.items() if owner is exchange]:
+            del self.owners[done]
 
     def busy(self, rid: Id) -> bool:
         """Whether a client request with this id is still being answered."""
@@ -108,7 +118,7 @@ class Router:
             return
         exchange = self.exchanges.get(number)
         if exchange is not None:
-            exchange.transport.feed(message.with_id(original) + b"\n")
+            exchange.transport.feed(one_line(message.with_id(original)))
 
     def cancelled(self, message: MessageLike) -> None:
         """`notifications/cancelled` from the client: deliver it to the exchange running that request."""
@@ -117,7 +127,7 @@ class Router:
         exchange = self.owners.get(rid) if isinstance(rid, int | str) else None
         if exchange is not None:
             assert isinstance(rid, int | str)
-            exchange.cancelled(rid, message.raw + b"\n")
+            exchange.cancelled(rid, one_line(message.raw))
 
 
 class Exchange:
@@ -127,18 +137,22 @@ class Exchange:
         self,
         router: Router,
         stream: Stream,
-        request_ids: list[Id] | None,
+        request_ids: list[Id],
         make_session: Callable[[ExchangeTransport], Session],
+        *,
+        batch: bool = False,
     ) -> None:
         self.router = router
         self.number = router.number()
         self.stream = stream
         self.transport = ExchangeTransport(self)
         self.session = make_session(self.transport)
-        self._expected: set[Id] | None = None if request_ids is None else set(request_ids)
+        # a batch is answered by one array (its end), single requests one by one
+        self._expected: set[Id] | None = None if batch else set(request_ids)
         self._batch_answered = False
         self.extra: list[bytes] = []  # answers to invalid batch elements, joined into the batch's answer
-        router.add(self, request_ids or [])
+        self.on_done: Callable[[], None] | None = None
+        router.add(self, request_ids)
 
     @property
     def complete(self) -> bool:
@@ -147,14 +161,19 @@ class Exchange:
             return self._batch_answered
         return not self._expected
 
-    async def run(self, body: bytes) -> None:
-        """Feed the body and run the Session until every request is answered; then clean up."""
-        self.transport.feed(body)
+    async def run(self, runner: Callable[[Session], Awaitable[None]] | None = None) -> None:
+        """Run the Session (with `runner`, default `Session.run`) until every request is answered.
+
+        Feed it the body first. Afterwards the exchange's ids are released, its stream ends, and
+        `on_done` (if set) is called.
+        """
         try:
-            await self.session.run()
+            await (self.session.run() if runner is None else runner(self.session))
         finally:
             self.router.remove(self)
             self.stream.finish()
+            if self.on_done is not None:
+                self.on_done()
 
     async def abort(self) -> None:
         """Stop now: cancel running handlers (nobody can receive their answers any more)."""
@@ -174,7 +193,11 @@ class Exchange:
             self._batch_answered = True
             if self.extra:
                 frame = b"[" + b",".join(self.extra) + b"," + frame[1:]
+            self.router.release(self)
             await self.stream.emit(frame, response=True)
+            return
+        if frame.startswith(_NOTIFICATION):  # the core encoders' key order: no need to decode it
+            await self.stream.emit(frame, response=False)
             return
         message: Any = core.decode(frame, lazy=True)[0]
         kind = getattr(message, "kind", None)
@@ -184,6 +207,7 @@ class Exchange:
         elif kind in ("result", "error"):
             if self._expected is not None:
                 self._expected.discard(message.id)
+                self.router.release(self, message.id)
             await self.stream.emit(frame, response=True)
         else:
             await self.stream.emit(frame, response=False)
@@ -193,7 +217,7 @@ class Exchange:
         self.transport.feed(frame)
         if self._expected is not None:
             self._expected.discard(rid)
-            self.router.owners.pop(rid, None)
+            self.router.release(self, rid)
             if self.complete:
                 self.stream.finish()
                 self.transport.end()

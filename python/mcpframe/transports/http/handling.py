@@ -6,7 +6,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from mcpframe import jsonrpc
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["PostHandler"]
 
 _BATCH_VERSION = "2025-03-26"  # the one revision with JSON-RPC batches
+_FIRST_MODERN = "2026-07-28"  # revisions from this one on are stateless
 
 
 class PostHandler:
@@ -38,40 +39,48 @@ class PostHandler:
     async def handle(self, request: Request, owner: str | None) -> Response:
         """Check the headers and the body, then answer with 202, JSON or SSE."""
         accepts = Accepts.parse(request.headers.get("accept"))
-        refusal = _refusal(request, accepts)
-        if refusal is not None:
-            return refusal
-        data = await self._read(request)
-        if data is None:
-            limit = self.http.options.max_body
-            return error_response(413, f"Payload Too Large: the body exceeds {limit} bytes")
-        session: HttpSession | None = None
-        if "mcp-session-id" in request.headers:
-            found = self.http.find_session(request, owner)
-            if isinstance(found, Response):
-                return found
-            session = found
-        batches = session is not None and session.version == _BATCH_VERSION
+        data = await self._read(request, accepts)
+        if isinstance(data, Response):
+            return data
+        modern = request.headers.get("mcp-protocol-version", "") >= _FIRST_MODERN
+        found = self._session(request, owner) if not modern else None  # 2026-07-28 has no sessions
+        if isinstance(found, Response):
+            return found
+        batches = found is not None and found.version == _BATCH_VERSION
         body = Body.decode(data, max_frame=self.http.options.max_body, batches=batches)
         if not body.batch and body.errors:
             error = body.errors[0]
             return error_response(400, error.message, code=error.code, rid=error.id)
         if body.modern:
             return await self._modern(request, body, accepts)
-        return await self._legacy(request, body, session, accepts, owner)
+        if modern and not body.requests:
+            return Response(status_code=202)  # a stateless client's notification: nothing to route it to
+        return await self._legacy(request, body, found, accepts, owner)
 
-    async def _read(self, request: Request) -> bytes | None:
+    def _session(self, request: Request, owner: str | None) -> HttpSession | Response | None:
+        if "mcp-session-id" not in request.headers:
+            return None
+        return self.http.find_session(request, owner)
+
+    async def _read(self, request: Request, accepts: Accepts) -> bytes | Response:
+        """The body, or the refusal of a request with the wrong media types or too big a body."""
+        refusal = _refusal(request, accepts)
+        if refusal is not None:
+            return refusal
         limit = self.http.options.max_body
         length = request.headers.get("content-length")
         if length is not None and length.isdigit() and int(length) > limit:
-            return None
+            return _too_big(limit)
         chunks: list[bytes] = []
         size = 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > limit:
-                return None
-            chunks.append(chunk)
+        try:
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limit:
+                    return _too_big(limit)
+                chunks.append(chunk)
+        except ClientDisconnect:
+            return Response(status_code=400)  # nobody is left to read it
         return b"".join(chunks)
 
     async def _legacy(
@@ -101,8 +110,9 @@ class PostHandler:
         exchange = Exchange(
             session.router,
             session.new_stream(),
-            None if body.batch else [r.id for r in body.requests if r.id is not None],
-            lambda t: self._session(t, conn, batches=body.batch),
+            [r.id for r in body.requests if r.id is not None],
+            lambda t: self._make_session(t, conn, batches=body.batch),
+            batch=body.batch,
         )
         exchange.extra = body.error_frames()
         headers = {"Mcp-Session-Id": session.id}
@@ -112,7 +122,9 @@ class PostHandler:
             del response.headers["mcp-session-id"]
         return response
 
-    def _session(self, transport: ExchangeTransport, conn: ServerConnection, *, batches: bool) -> Session:
+    def _make_session(
+        self, transport: ExchangeTransport, conn: ServerConnection, *, batches: bool
+    ) -> Session:
         options: dict[str, Any] = {"max_frame": self.http.options.max_body}
         options.update(self.http.options.session_options)
         return Session(transport, request_handler=conn.handle_request, batches=batches, **options)
@@ -136,7 +148,7 @@ class PostHandler:
             Router(),
             Stream(None, None),
             [message.id] if message.id is not None else [],
-            lambda t: self._session(t, conn, batches=False),
+            lambda t: self._make_session(t, conn, batches=False),
         )
         return await self._answer(exchange, body, None, accepts, headers={}, runner=conn.run)
 
@@ -154,16 +166,18 @@ class PostHandler:
         stream = exchange.stream
         await stream.open()
         spawn = self.http.sessions.spawn
-        if runner is None:
-            spawn(exchange.run, body.session_input())
-        else:
-            spawn(self._run_with, exchange, runner, body.session_input())
+        exchange.transport.feed(body.session_input())  # before anything routed to it can arrive
+        if session is not None:
+            exchange.on_done = lambda: session.stream_ended(stream)
+        spawn(exchange.run, runner)
         priming = self.http.priming(session)
         if not (accepts.sse and self._prefer_sse(priming)):
             with anyio.move_on_after(self._json_wait(accepts)):
-                await stream.wake.wait()
+                await (stream.wake if accepts.sse else stream.finished).wait()
             if stream.finished.is_set() and (not stream.saw_other or not accepts.sse):
                 frames = stream.response_frames()
+                if session is not None:
+                    session.stream_ended(stream)  # answered in full: nothing to resume
                 if not frames:
                     return Response(status_code=202, headers=headers)
                 joined = frames[0] if len(frames) == 1 else b"[" + b",".join(frames) + b"]"
@@ -192,14 +206,6 @@ class PostHandler:
             wait = min(wait, self.http.options.close_idle_streams)
         return wait
 
-    async def _run_with(self, exchange: Exchange, runner: Any, data: bytes) -> None:
-        exchange.transport.feed(data)
-        try:
-            await runner(exchange.session)
-        finally:
-            exchange.router.remove(exchange)
-            exchange.stream.finish()
-
 
 def _refusal(request: Request, accepts: Accepts) -> Response | None:
     if not is_json_content(request.headers.get("content-type")):
@@ -207,3 +213,7 @@ def _refusal(request: Request, accepts: Accepts) -> Response | None:
     if not (accepts.json or accepts.sse):
         return error_response(406, "Not Acceptable: accept application/json or text/event-stream")
     return None
+
+
+def _too_big(limit: int) -> Response:
+    return error_response(413, f"Payload Too Large: the body exceeds {limit} bytes")

@@ -124,14 +124,18 @@ class BearerAuth:
         return "Bearer " + ", ".join(parts)
 
     async def authenticate(self, authorization: str | None) -> AccessToken | None:
-        """The token's facts for an `Authorization: Bearer ...` header, `None` when missing or invalid."""
+        """The token's facts for an `Authorization: Bearer ...` header, `None` when missing or invalid.
+
+        Scopes are not checked here: a valid token without the required scopes is a 403, not a 401.
+        """
         if authorization is None:
             return None
         scheme, _, token = authorization.strip().partition(" ")
         token = token.strip()
         if scheme.lower() != "bearer" or not token:
             return None
-        info = await self.verify(token)
-        if info is None or (self.scopes and not set(self.scopes) <= info.scopes):
-            return None
-        return info
+        return await self.verify(token)
+
+    def missing_scopes(self, token: AccessToken) -> set[str]:
+        """The required scopes the token lacks (a 403 `insufficient_scope` when not empty)."""
+        return set(self.scopes) - token.scopes

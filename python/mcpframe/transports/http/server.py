@@ -46,7 +46,6 @@ __all__ = ["HttpOptions", "StreamableHTTPServer", "serve_http"]
 
 logger = logging.getLogger("mcpframe.http")
 
-SESSION_HEADER = "Mcp-Session-Id"
 SSE_HEADERS = {"Cache-Control": "no-cache, no-transform", "X-Accel-Buffering": "no"}
 
 
@@ -116,6 +115,10 @@ class StreamableHTTPServer:
         self._tg.cancel_scope.cancel()
         try:
             return await self._tg.__aexit__(*exc_info)
+        except BaseExceptionGroup as group:
+            if len(group.exceptions) == 1 and group.exceptions[0] is exc_info[1]:
+                return False  # the block's own exception: let it propagate unwrapped
+            raise
         finally:
             self._tg = None
 
@@ -162,7 +165,7 @@ class StreamableHTTPServer:
             return error_response(
                 401, "Unauthorized: a valid bearer token is required", headers={"WWW-Authenticate": challenge}
             )
-        missing = set(auth.scopes) - token.scopes
+        missing = auth.missing_scopes(token)
         if missing:
             lacking = "the token lacks " + " ".join(sorted(missing))
             challenge = auth.challenge(url, "insufficient_scope", lacking)
@@ -291,7 +294,10 @@ async def serve_http(
     opts = options or HttpOptions()
     http = StreamableHTTPServer(server, opts)
     family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # proto must be IPPROTO_TCP: asyncio sets TCP_NODELAY only on such sockets, and without it every answer
+    # written in two parts waits for the peer's delayed ACK (~40 ms per request on a kept-alive connection)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host.strip("[]"), port))
     sock.listen(128)
@@ -303,6 +309,27 @@ async def serve_http(
     if ready is not None:
         ready(f"http://{shown}:{bound}{opts.path}")
     try:
-        await uv.serve(sockets=[sock])
+        await _serve_until_cancelled(uv, sock)
     finally:
         sock.close()
+
+
+async def _serve_until_cancelled(uv: uvicorn.Server, sock: socket.socket) -> None:
+    """Run uvicorn; when cancelled, ask it to shut down (lifespan included) instead of tearing it apart."""
+    done = anyio.Event()
+
+    async def serve() -> None:
+        try:
+            with anyio.CancelScope(shield=True):
+                await uv.serve(sockets=[sock])
+        finally:
+            done.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(serve)
+        try:
+            await done.wait()
+        finally:
+            uv.should_exit = True
+            with anyio.CancelScope(shield=True):
+                await done.wait()
