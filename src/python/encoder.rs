@@ -1,8 +1,6 @@
 //! Python bindings of the encoder: `encode_request`, `encode_notification`, `encode_result`,
-//! `encode_error`, `encode` and `encode_many`. Each builds one NDJSON line per message in a reused
-//! per-thread buffer (the walker in `encoder/walk.rs` writes the values) and returns it as `bytes`.
-
-use std::cell::Cell;
+//! `encode_error`, `encode` and `encode_many`. Each builds its NDJSON line(s) in a `BytesOut`
+//! (`encoder/bytes_out.rs`; the walker in `encoder/walk.rs` writes the values) and returns `bytes`.
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -18,29 +16,16 @@ mod walk;
 use bytes_out::BytesOut;
 use walk::{Failure, Walked, Walker};
 
-/// Largest size hint kept between calls: one huge message does not make every later buffer huge.
-const MAX_HINT: usize = 1 << 20;
-
-thread_local! {
-    /// Length of the last line encoded on this thread: the next buffer starts a little larger,
-    /// so that messages of a steady size are written without growing or shrinking by much.
-    static LAST_LEN: Cell<usize> = const { Cell::new(240) };
-}
-
-/// Run `build` on a fresh `bytes` buffer and return what it wrote.
+/// Run `build` on an empty output buffer and return what it wrote as `bytes`.
 fn with_buffer<'py>(
     py: Python<'py>,
     build: impl FnOnce(&mut Walker<'py>) -> Walked,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let hint = LAST_LEN.get();
-    let mut walker = Walker::new(py, BytesOut::with_capacity(py, hint + hint / 8 + 16));
+    let mut walker = Walker::new(py, BytesOut::new(py));
     let failure = build(&mut walker).is_err().then(|| walker.take_failure());
     let out = walker.into_out();
     match failure {
-        None => {
-            LAST_LEN.set(out.len().min(MAX_HINT));
-            Ok(out.finish(py))
-        }
+        None => Ok(out.finish(py)),
         Some(failure) => Err(to_pyerr(py, failure)),
     }
 }

@@ -1,11 +1,15 @@
-//! `BytesOut`: the encoder's output buffer, a Python `bytes` object written in place and shrunk
-//! to its final length at the end, so the result is handed to Python without a copy (a copy of
-//! the whole line cost up to a seventh of the time of a large message).
+//! `BytesOut`: the encoder's output buffer. A line is first written into a per-thread scratch
+//! buffer and copied into its `bytes` object at the end (cheap for the usual small line, and no
+//! allocator churn); a line that outgrows the scratch buffer moves, once, into a Python `bytes`
+//! object that is then written in place, grown with `_PyBytes_Resize` and shrunk to its length
+//! at the end, so a large line is never copied as a whole (that copy cost up to a seventh of the
+//! time of a large message).
 //!
-//! It relies on `_PyBytes_Resize`, which CPython exports for exactly this use (building a `bytes`
-//! object of unknown final size); the object is never visible to Python code before `finish`.
+//! `_PyBytes_Resize` is the function CPython exports for exactly this (building a `bytes` object
+//! of unknown final size); the object is never visible to Python code before `finish`.
 
 use std::alloc::{handle_alloc_error, Layout};
+use std::cell::Cell;
 use std::os::raw::c_int;
 use std::ptr::NonNull;
 
@@ -21,64 +25,101 @@ extern "C" {
     fn _PyBytes_Resize(bytes: *mut *mut ffi::PyObject, newsize: ffi::Py_ssize_t) -> c_int;
 }
 
-/// A `bytes` object under construction: `len` bytes written out of `capacity`, at `data`.
+/// Size of the per-thread scratch buffer: lines up to this size are copied once at the end.
+const SCRATCH_SIZE: usize = 16 * 1024;
+
+thread_local! {
+    /// The scratch buffer, taken by a `BytesOut` for its life (a re-entrant encoder call, only
+    /// possible through Python code run by `encode_many`'s iterator, makes its own).
+    static SCRATCH: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+}
+
+/// A line under construction: `len` bytes written out of `capacity`, at `data`, which points
+/// into `scratch` until the line outgrows it, then into `bytes`.
 pub(crate) struct BytesOut {
     data: *mut u8,
     len: usize,
     capacity: usize,
-    bytes: NonNull<ffi::PyObject>,
+    bytes: Option<NonNull<ffi::PyObject>>,
+    scratch: Vec<u8>,
 }
 
 impl BytesOut {
-    /// An empty buffer with room for `capacity` bytes (GIL held).
-    pub(crate) fn with_capacity(_py: Python<'_>, capacity: usize) -> Self {
-        // SAFETY: a NULL source asks CPython for an uninitialised `bytes` object of that size.
-        let raw = unsafe { ffi::PyBytes_FromStringAndSize(std::ptr::null(), size(capacity)) };
-        let bytes = NonNull::new(raw).unwrap_or_else(|| out_of_memory(capacity));
+    /// An empty buffer (GIL held).
+    pub(crate) fn new(_py: Python<'_>) -> Self {
+        let mut scratch = SCRATCH.take();
+        if scratch.capacity() < SCRATCH_SIZE {
+            scratch = Vec::with_capacity(SCRATCH_SIZE);
+        }
         BytesOut {
-            data: data_of(bytes),
+            data: scratch.as_mut_ptr(),
             len: 0,
-            capacity,
-            bytes,
+            capacity: scratch.capacity(),
+            bytes: None,
+            scratch,
         }
     }
 
-    /// Shrink the object to the bytes written and hand it over.
+    /// The line as a `bytes` object.
     pub(crate) fn finish(mut self, py: Python<'_>) -> Bound<'_, PyBytes> {
-        self.resize(self.len);
-        let bytes = self.bytes;
-        std::mem::forget(self);
-        // SAFETY: `bytes` is a `bytes` object we own one reference to; ownership moves out.
+        let Some(bytes) = self.bytes else {
+            // SAFETY: the first `len` bytes at `data` (in `scratch`) were written.
+            let line = unsafe { std::slice::from_raw_parts(self.data, self.len) };
+            return PyBytes::new(py, line);
+        };
+        self.resize(bytes, self.len);
+        let bytes = self.bytes.take().unwrap_or_else(|| out_of_memory(self.len));
+        // SAFETY: `bytes` is a `bytes` object we own the only reference to; it moves out.
         unsafe { Bound::from_owned_ptr(py, bytes.as_ptr()).cast_into_unchecked() }
     }
 
-    /// Resize the object to `capacity` bytes (it is never shared before `finish`).
+    /// Room for `additional` more bytes: at least double the capacity, and an eighth more than
+    /// asked for (a large string is followed by a few closing bytes, which must not cost a
+    /// second resize of the whole buffer).
     #[cold]
     #[inline(never)]
-    fn resize(&mut self, capacity: usize) {
-        let mut raw = self.bytes.as_ptr();
+    fn grow(&mut self, additional: usize) {
+        let needed = self.len.saturating_add(additional);
+        let roomy = needed.saturating_add(needed / 8).saturating_add(64);
+        let capacity = roomy.max(self.capacity.saturating_mul(2));
+        match self.bytes {
+            Some(bytes) => self.resize(bytes, capacity),
+            None => self.leave_scratch(capacity),
+        }
+    }
+
+    /// Move the line from the scratch buffer into a new `bytes` object of `capacity` bytes.
+    fn leave_scratch(&mut self, capacity: usize) {
+        // SAFETY: a NULL source asks CPython for an uninitialised `bytes` object of that size.
+        let raw = unsafe { ffi::PyBytes_FromStringAndSize(std::ptr::null(), size(capacity)) };
+        let bytes = NonNull::new(raw).unwrap_or_else(|| out_of_memory(capacity));
+        let data = data_of(bytes);
+        // SAFETY: `len <= capacity` bytes were written at `data` (scratch), the new object has
+        // room for `capacity` bytes, and the two buffers are distinct.
+        unsafe { std::ptr::copy_nonoverlapping(self.data, data, self.len) };
+        self.bytes = Some(bytes);
+        self.data = data;
+        self.capacity = capacity;
+    }
+
+    /// Resize the `bytes` object to `capacity` bytes (it is never shared before `finish`).
+    fn resize(&mut self, bytes: NonNull<ffi::PyObject>, capacity: usize) {
+        let mut raw = bytes.as_ptr();
         // SAFETY: the object is a `bytes` object with a reference count of 1 (created here and
         // never handed out), as `_PyBytes_Resize` requires; the GIL is held by the encoder.
         let status = unsafe { _PyBytes_Resize(&mut raw, size(capacity)) };
         match NonNull::new(raw) {
             Some(bytes) if status == 0 => {
-                self.bytes = bytes;
+                self.bytes = Some(bytes);
                 self.data = data_of(bytes);
                 self.capacity = capacity;
             }
-            // The object is gone (CPython released it): nothing left to drop, abort like `Vec`.
-            _ => out_of_memory(capacity),
+            // CPython released the object: nothing is left to drop; abort like `Vec` does.
+            _ => {
+                self.bytes = None;
+                out_of_memory(capacity)
+            }
         }
-    }
-}
-
-impl BytesOut {
-    /// Room for `additional` more bytes: at least double the capacity.
-    #[cold]
-    #[inline(never)]
-    fn grow(&mut self, additional: usize) {
-        let needed = self.len.saturating_add(additional);
-        self.resize(needed.max(self.capacity.saturating_mul(2)));
     }
 }
 
@@ -122,12 +163,7 @@ impl Output for BytesOut {
 
     #[inline]
     fn as_mut_ptr(&mut self) -> *mut u8 {
-        // SAFETY: the object is a live `bytes` object; its data holds `capacity` bytes.
-        unsafe {
-            ffi::PyBytes_AS_STRING(self.bytes.as_ptr())
-                .cast_mut()
-                .cast::<u8>()
-        }
+        self.data
     }
 
     #[inline]
@@ -138,8 +174,11 @@ impl Output for BytesOut {
 
 impl Drop for BytesOut {
     fn drop(&mut self) {
-        // SAFETY: we own one reference to the object; only dropped with the GIL held (the
-        // encoder never releases it while a buffer is alive).
-        unsafe { ffi::Py_DECREF(self.bytes.as_ptr()) };
+        if let Some(bytes) = self.bytes.take() {
+            // SAFETY: we own the only reference to the object; the GIL is held (a buffer only
+            // lives inside one encoder call, which never releases it).
+            unsafe { ffi::Py_DECREF(bytes.as_ptr()) };
+        }
+        SCRATCH.set(std::mem::take(&mut self.scratch));
     }
 }
