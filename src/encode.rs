@@ -1,9 +1,11 @@
 //! JSON text writer: the byte-level half of the encoder (no PyO3). It appends compact JSON
-//! fragments (strings with escaping, integers, floats, the JSON-RPC envelope pieces) to a `Vec<u8>`;
-//! the Python object walker in `python/encoder.rs` drives it. Output rules follow
-//! `docs/core-contract.md`: UTF-8 passes through unescaped, `"` `\` and U+0000..U+001F are escaped
-//! (`\n` `\r` `\t` `\b` `\f`, else `\u00XX`), floats use the shortest round-trip form with orjson's
-//! spelling (`1e+16`, `1e-7`), and non-finite floats become `null`.
+//! fragments (strings with escaping, integers, floats, the JSON-RPC envelope pieces) to an
+//! `Output` (a `Vec<u8>`, or the bindings' `bytes` buffer); the Python object walker in
+//! `python/encoder/walk.rs` drives it. Output rules follow `docs/core-contract.md`: UTF-8 passes
+//! through unescaped, `"` `\` and U+0000..U+001F are escaped (`\n` `\r` `\t` `\b` `\f`, else
+//! `\u00XX`), floats use the shortest round-trip form with orjson's spelling (`1e+16`, `1e-7`, from
+//! `zmij`), and non-finite floats become `null`. Strings are copied and scanned in one pass,
+//! 16 bytes at a time with SSE2 (32 with AVX2 when the CPU has it) on x86_64.
 
 use num_bigint::BigInt;
 
