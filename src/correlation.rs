@@ -1,1 +1,361 @@
-//! (to be written)
+//! Request-id correlation (no PyO3): the table of pending outgoing requests (`PendingTable`, behind
+//! `Correlator`) and the proxy's id remapping (`IdRemap`, behind `IdMap`). Both are generic over what
+//! they store for each id, so the Python bindings keep Python objects in them and the unit tests
+//! plain values. Ids are `RequestId`s, where the integer `1` and the string `"1"` are different.
+
+use std::collections::HashMap;
+
+use num_bigint::BigInt;
+
+/// A JSON-RPC request id: an integer (exact at any size) or a string.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum RequestId {
+    /// An integer that fits in an `i64`.
+    Int(i64),
+    /// An integer outside the `i64` range (never holds a value that fits in `Int`).
+    Big(BigInt),
+    /// A string id.
+    Str(Box<str>),
+}
+
+impl RequestId {
+    /// The id for an integer of any size, in its canonical variant.
+    pub fn from_bigint(value: BigInt) -> Self {
+        match i64::try_from(&value) {
+            Ok(small) => RequestId::Int(small),
+            Err(_) => RequestId::Big(value),
+        }
+    }
+}
+
+impl From<i64> for RequestId {
+    fn from(value: i64) -> Self {
+        RequestId::Int(value)
+    }
+}
+
+impl From<&str> for RequestId {
+    fn from(value: &str) -> Self {
+        RequestId::Str(value.into())
+    }
+}
+
+/// Why a table operation failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PendingError {
+    /// The id is already in flight.
+    Duplicate,
+    /// The table holds `max_pending` entries already.
+    Limit(usize),
+    /// No id is in flight under this key.
+    Unknown,
+    /// The integer id counter passed `i64::MAX`.
+    Exhausted,
+}
+
+struct Slot<W> {
+    seq: u64,
+    waiter: W,
+}
+
+/// Pending requests keyed by id, with monotonic integer id allocation and a size limit.
+pub struct PendingTable<W> {
+    slots: HashMap<RequestId, Slot<W>>,
+    max_pending: usize,
+    next: Option<i64>,
+    seq: u64,
+}
+
+impl<W> PendingTable<W> {
+    /// An empty table allowing `max_pending` entries, allocating ids from `first_id` upwards.
+    pub fn new(max_pending: usize, first_id: i64) -> Self {
+        PendingTable {
+            slots: HashMap::new(),
+            max_pending,
+            next: Some(first_id),
+            seq: 0,
+        }
+    }
+
+    /// Number of pending entries.
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Whether no entry is pending.
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// The configured limit.
+    pub fn max_pending(&self) -> usize {
+        self.max_pending
+    }
+
+    /// Whether `id` is in flight.
+    pub fn contains(&self, id: &RequestId) -> bool {
+        self.slots.contains_key(id)
+    }
+
+    /// The next integer id that is not in flight; every call returns a larger one than the last.
+    pub fn next_id(&mut self) -> Result<i64, PendingError> {
+        loop {
+            let candidate = self.next.ok_or(PendingError::Exhausted)?;
+            self.next = candidate.checked_add(1);
+            if !self.slots.contains_key(&RequestId::Int(candidate)) {
+                return Ok(candidate);
+            }
+        }
+    }
+
+    /// Add `waiter` under `id`; a duplicate is reported before the limit.
+    pub fn register(&mut self, id: RequestId, waiter: W) -> Result<(), PendingError> {
+        if self.slots.contains_key(&id) {
+            return Err(PendingError::Duplicate);
+        }
+        if self.slots.len() >= self.max_pending {
+            return Err(PendingError::Limit(self.max_pending));
+        }
+        let seq = self.seq;
+        self.seq += 1;
+        self.slots.insert(id, Slot { seq, waiter });
+        Ok(())
+    }
+
+    /// `next_id()` then `register()`: the id is consumed even when registration fails.
+    pub fn allocate(&mut self, waiter: W) -> Result<i64, PendingError> {
+        let id = self.next_id()?;
+        self.register(RequestId::Int(id), waiter)?;
+        Ok(id)
+    }
+
+    /// Remove and return the waiter for `id`.
+    pub fn remove(&mut self, id: &RequestId) -> Option<W> {
+        self.slots.remove(id).map(|slot| slot.waiter)
+    }
+
+    /// The waiter for `id`, left in place.
+    pub fn get(&self, id: &RequestId) -> Option<&W> {
+        self.slots.get(id).map(|slot| &slot.waiter)
+    }
+
+    /// Every waiter, in no particular order (for garbage-collector traversal).
+    pub fn waiters(&self) -> impl Iterator<Item = &W> {
+        self.slots.values().map(|slot| &slot.waiter)
+    }
+
+    /// Remove every entry and return them in registration order.
+    pub fn drain(&mut self) -> Vec<(RequestId, W)> {
+        let mut entries: Vec<(u64, RequestId, W)> = self
+            .slots
+            .drain()
+            .map(|(id, slot)| (slot.seq, id, slot.waiter))
+            .collect();
+        entries.sort_unstable_by_key(|entry| entry.0);
+        entries.into_iter().map(|(_, id, w)| (id, w)).collect()
+    }
+}
+
+/// A proxy's mapping from (connection, downstream id) to a fresh upstream integer id and back.
+/// `D` is what is stored beside each mapping and handed back by `inbound` (the bindings keep the
+/// original downstream id object there).
+pub struct IdRemap<D> {
+    upstream: PendingTable<(i64, RequestId, D)>,
+    by_conn: HashMap<i64, HashMap<RequestId, i64>>,
+}
+
+impl<D> IdRemap<D> {
+    /// An empty map allowing `max_pending` entries, allocating upstream ids from `first_id`.
+    pub fn new(max_pending: usize, first_id: i64) -> Self {
+        IdRemap {
+            upstream: PendingTable::new(max_pending, first_id),
+            by_conn: HashMap::new(),
+        }
+    }
+
+    /// Number of live mappings.
+    pub fn len(&self) -> usize {
+        self.upstream.len()
+    }
+
+    /// Whether there is no mapping.
+    pub fn is_empty(&self) -> bool {
+        self.upstream.is_empty()
+    }
+
+    /// The configured limit.
+    pub fn max_pending(&self) -> usize {
+        self.upstream.max_pending()
+    }
+
+    /// Map `(conn, id)` to a fresh upstream id; a duplicate is reported before the limit, and a
+    /// refused mapping consumes no id.
+    pub fn outbound(&mut self, conn: i64, id: RequestId, data: D) -> Result<i64, PendingError> {
+        if self.upstream(conn, &id).is_some() {
+            return Err(PendingError::Duplicate);
+        }
+        if self.upstream.len() >= self.upstream.max_pending() {
+            return Err(PendingError::Limit(self.upstream.max_pending()));
+        }
+        let up = self.upstream.allocate((conn, id.clone(), data))?;
+        self.by_conn.entry(conn).or_default().insert(id, up);
+        Ok(up)
+    }
+
+    /// The upstream id of `(conn, id)`, if mapped.
+    pub fn upstream(&self, conn: i64, id: &RequestId) -> Option<i64> {
+        self.by_conn.get(&conn)?.get(id).copied()
+    }
+
+    /// Remove the mapping of `upstream_id` and return `(conn, downstream id, data)`.
+    pub fn inbound(&mut self, upstream_id: &RequestId) -> Option<(i64, RequestId, D)> {
+        let (conn, id, data) = self.upstream.remove(upstream_id)?;
+        if let Some(ids) = self.by_conn.get_mut(&conn) {
+            ids.remove(&id);
+            if ids.is_empty() {
+                self.by_conn.remove(&conn);
+            }
+        }
+        Some((conn, id, data))
+    }
+
+    /// Forget every mapping of `conn`; return their upstream ids in allocation order.
+    pub fn drop_connection(&mut self, conn: i64) -> Vec<i64> {
+        let mut ups: Vec<i64> = match self.by_conn.remove(&conn) {
+            Some(ids) => ids.into_values().collect(),
+            None => return Vec::new(),
+        };
+        ups.sort_unstable();
+        for up in &ups {
+            self.upstream.remove(&RequestId::Int(*up));
+        }
+        ups
+    }
+
+    /// Every stored `data`, in no particular order (for garbage-collector traversal).
+    pub fn data(&self) -> impl Iterator<Item = &D> {
+        self.upstream.waiters().map(|(_, _, data)| data)
+    }
+
+    /// Remove every mapping.
+    pub fn clear(&mut self) {
+        self.upstream.drain();
+        self.by_conn.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn int_big_and_str_ids_are_distinct() {
+        let mut table = PendingTable::new(10, 1);
+        table.register(1.into(), "int").unwrap();
+        table.register("1".into(), "str").unwrap();
+        let big = RequestId::from_bigint(BigInt::from(1u8) << 70);
+        assert!(matches!(big, RequestId::Big(_)));
+        table.register(big.clone(), "big").unwrap();
+        assert_eq!(RequestId::from_bigint(BigInt::from(7)), RequestId::Int(7));
+        assert_eq!(table.remove(&"1".into()), Some("str"));
+        assert_eq!(table.remove(&big), Some("big"));
+        assert_eq!(table.remove(&1.into()), Some("int"));
+        assert!(table.is_empty());
+    }
+
+    #[test]
+    fn duplicate_then_limit() {
+        let mut table = PendingTable::new(2, 1);
+        table.register(5.into(), ()).unwrap();
+        assert_eq!(table.register(5.into(), ()), Err(PendingError::Duplicate));
+        table.register(6.into(), ()).unwrap();
+        assert_eq!(table.register(5.into(), ()), Err(PendingError::Duplicate));
+        assert_eq!(table.register(7.into(), ()), Err(PendingError::Limit(2)));
+        assert_eq!(table.len(), 2);
+    }
+
+    #[test]
+    fn allocation_is_monotonic_and_skips_busy_ids() {
+        let mut table = PendingTable::new(10, 1);
+        table.register(2.into(), 'x').unwrap();
+        table.register(3.into(), 'y').unwrap();
+        assert_eq!(table.allocate('a'), Ok(1));
+        assert_eq!(table.next_id(), Ok(4));
+        table.remove(&2.into());
+        assert_eq!(table.allocate('b'), Ok(5));
+        assert_eq!(table.get(&5.into()), Some(&'b'));
+    }
+
+    #[test]
+    fn failed_allocate_consumes_the_id() {
+        let mut table = PendingTable::new(1, 10);
+        assert_eq!(table.allocate(()), Ok(10));
+        assert_eq!(table.allocate(()), Err(PendingError::Limit(1)));
+        assert_eq!(table.next_id(), Ok(12));
+    }
+
+    #[test]
+    fn counter_exhaustion_is_reported() {
+        let mut table = PendingTable::new(10, i64::MAX);
+        assert_eq!(table.allocate(()), Ok(i64::MAX));
+        assert_eq!(table.next_id(), Err(PendingError::Exhausted));
+    }
+
+    #[test]
+    fn drain_returns_registration_order() {
+        let mut table = PendingTable::new(100, 1);
+        let ids: Vec<RequestId> = (0..50)
+            .map(|i| {
+                if i % 3 == 0 {
+                    format!("s{i}").as_str().into()
+                } else {
+                    (100 - i).into()
+                }
+            })
+            .collect();
+        for (i, id) in ids.iter().enumerate() {
+            table.register(id.clone(), i).unwrap();
+        }
+        table.remove(&ids[10]);
+        let drained = table.drain();
+        let expected: Vec<(RequestId, usize)> = ids
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| *i != 10)
+            .map(|(i, id)| (id, i))
+            .collect();
+        assert_eq!(drained, expected);
+        assert!(table.is_empty());
+    }
+
+    #[test]
+    fn remap_round_trip() {
+        let mut map = IdRemap::new(10, 1);
+        assert_eq!(map.outbound(7, 1.into(), "a"), Ok(1));
+        assert_eq!(map.outbound(8, 1.into(), "b"), Ok(2));
+        assert_eq!(map.outbound(7, "1".into(), "c"), Ok(3));
+        assert_eq!(map.outbound(7, 1.into(), "d"), Err(PendingError::Duplicate));
+        assert_eq!(map.upstream(8, &1.into()), Some(2));
+        assert_eq!(map.inbound(&2.into()), Some((8, 1.into(), "b")));
+        assert_eq!(map.inbound(&2.into()), None);
+        assert_eq!(map.upstream(8, &1.into()), None);
+        assert_eq!(map.inbound(&"1".into()), None);
+        assert_eq!(map.len(), 2);
+    }
+
+    #[test]
+    fn remap_limit_and_drop_connection() {
+        let mut map = IdRemap::new(3, 1);
+        map.outbound(1, "x".into(), ()).unwrap();
+        map.outbound(2, "x".into(), ()).unwrap();
+        map.outbound(1, "y".into(), ()).unwrap();
+        assert_eq!(map.outbound(3, "z".into(), ()), Err(PendingError::Limit(3)));
+        assert_eq!(map.drop_connection(1), vec![1, 3]);
+        assert_eq!(map.drop_connection(1), Vec::<i64>::new());
+        assert_eq!(map.len(), 1);
+        assert_eq!(map.outbound(1, "x".into(), ()), Ok(4));
+        assert_eq!(map.data().count(), 2);
+        map.clear();
+        assert!(map.is_empty());
+    }
+}

@@ -1,3 +1,242 @@
-//! (to be written)
+//! Python bindings of the correlation tables: `Correlator` (pending outgoing requests) here and
+//! `IdMap` (proxy id remapping) in `correlator/idmap.rs`, both over `crate::correlation`. The
+//! exception messages (`DuplicateIdError`, `UnknownIdError`, `PendingLimitError`) follow the contract
+//! and use the Python `repr()` of the id the caller passed.
+
+use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-pub(crate) fn register(_m: &Bound<'_, PyModule>) -> PyResult<()> { Ok(()) }
+use pyo3::types::{PyBool, PyInt, PyList, PyString, PyTuple};
+use pyo3::{PyTraverseError, PyVisit};
+
+use super::errors::new_error;
+use crate::correlation::{PendingError, PendingTable, RequestId};
+
+mod idmap;
+
+/// The key for an id argument: `int` (any size) or `str`, subclasses included; `bool` and other
+/// types raise `TypeError`.
+fn request_id(id: &Bound<'_, PyAny>) -> PyResult<RequestId> {
+    if let Ok(text) = id.cast::<PyString>() {
+        return Ok(RequestId::Str(text.to_str()?.into()));
+    }
+    if id.is_instance_of::<PyInt>() && !id.is_instance_of::<PyBool>() {
+        return match id.extract::<i64>() {
+            Ok(small) => Ok(RequestId::Int(small)),
+            Err(_) => Ok(RequestId::from_bigint(id.extract()?)),
+        };
+    }
+    let name = id.get_type().name()?;
+    Err(PyTypeError::new_err(format!(
+        "id must be an int or a str, not {name}"
+    )))
+}
+
+/// An `int` argument (`bool` refused), as `i64`.
+fn int_arg(name: &str, value: &Bound<'_, PyAny>) -> PyResult<i64> {
+    if !value.is_instance_of::<PyInt>() || value.is_instance_of::<PyBool>() {
+        return Err(PyTypeError::new_err(format!("{name} must be an int")));
+    }
+    value.extract()
+}
+
+/// A keyword option of the constructors: its default, or the object given (checked by `value`).
+enum IntOption<'py> {
+    Default(i64),
+    Given(Bound<'py, PyAny>),
+}
+
+impl<'a, 'py> FromPyObject<'a, 'py> for IntOption<'py> {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        Ok(IntOption::Given(obj.to_owned()))
+    }
+}
+
+impl IntOption<'_> {
+    /// The option's value: an int (`bool` refused) of at least `minimum`.
+    fn value(&self, name: &str, minimum: Option<i64>) -> PyResult<i64> {
+        let value = match self {
+            IntOption::Default(value) => *value,
+            IntOption::Given(obj) => int_arg(name, obj)?,
+        };
+        match minimum {
+            Some(minimum) if value < minimum => Err(PyValueError::new_err(format!(
+                "{name} must be at least {minimum}, not {value}"
+            ))),
+            _ => Ok(value),
+        }
+    }
+}
+
+/// `(max_pending, first_id)` from the constructor options.
+fn table_options(max_pending: &IntOption<'_>, first_id: &IntOption<'_>) -> PyResult<(usize, i64)> {
+    let limit = max_pending.value("max_pending", Some(1))?;
+    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+    Ok((limit, first_id.value("first_id", None)?))
+}
+
+/// A plain `int` or `str` equal to the id behind `key`.
+fn id_object<'py>(py: Python<'py>, key: &RequestId) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match key {
+        RequestId::Int(small) => small.into_pyobject(py)?.into_any(),
+        RequestId::Big(big) => big.into_pyobject(py)?.into_any(),
+        RequestId::Str(text) => PyString::new(py, text).into_any(),
+    })
+}
+
+/// The exception for a failed table operation on `key`; messages use the `repr()` of the plain
+/// `int` or `str` id.
+#[cold]
+fn pending_error(py: Python<'_>, key: Option<&RequestId>, error: PendingError) -> PyErr {
+    let repr = || match key {
+        Some(key) => Ok(id_object(py, key)?.repr()?.to_string()),
+        None => Ok(String::new()),
+    };
+    let result: PyResult<PyErr> = match error {
+        PendingError::Duplicate => repr().map(|r| {
+            new_error(
+                py,
+                "DuplicateIdError",
+                format!("request id {r} is already in flight"),
+            )
+        }),
+        PendingError::Unknown => repr().map(|r| {
+            new_error(
+                py,
+                "UnknownIdError",
+                format!("no request in flight with id {r}"),
+            )
+        }),
+        PendingError::Limit(limit) => Ok(new_error(
+            py,
+            "PendingLimitError",
+            format!("too many requests in flight (limit {limit})"),
+        )),
+        PendingError::Exhausted => Ok(PyOverflowError::new_err("request id counter exhausted")),
+    };
+    result.unwrap_or_else(|err| err)
+}
+
+/// Pending outgoing requests: id -> waiter, with monotonic id allocation and a limit.
+#[pyclass(module = "mcpframe._core", name = "Correlator")]
+pub(crate) struct PyCorrelator {
+    table: PendingTable<Py<PyAny>>,
+}
+
+#[pymethods]
+impl PyCorrelator {
+    #[new]
+    #[pyo3(
+        signature = (*, max_pending = IntOption::Default(65536), first_id = IntOption::Default(1)),
+        text_signature = "(*, max_pending=65536, first_id=1)"
+    )]
+    fn new(max_pending: IntOption<'_>, first_id: IntOption<'_>) -> PyResult<Self> {
+        let (limit, first) = table_options(&max_pending, &first_id)?;
+        Ok(PyCorrelator {
+            table: PendingTable::new(limit, first),
+        })
+    }
+
+    /// The limit of requests in flight.
+    #[getter]
+    fn max_pending(&self) -> usize {
+        self.table.max_pending()
+    }
+
+    /// The next integer id not in flight (monotonic, skips busy ids).
+    fn next_id(&mut self, py: Python<'_>) -> PyResult<i64> {
+        self.table.next_id().map_err(|e| pending_error(py, None, e))
+    }
+
+    /// `next_id()` and `register()` in one call; returns the id.
+    #[pyo3(signature = (waiter, /))]
+    fn allocate(&mut self, py: Python<'_>, waiter: Py<PyAny>) -> PyResult<i64> {
+        self.table
+            .allocate(waiter)
+            .map_err(|e| pending_error(py, None, e))
+    }
+
+    /// Add `waiter` under `id`.
+    #[pyo3(signature = (id, waiter, /))]
+    fn register(&mut self, id: &Bound<'_, PyAny>, waiter: Py<PyAny>) -> PyResult<()> {
+        let key = request_id(id)?;
+        match self.table.register(key, waiter) {
+            Ok(()) => Ok(()),
+            Err(e) => Err(pending_error(id.py(), Some(&request_id(id)?), e)),
+        }
+    }
+
+    /// Remove and return the waiter of `id`; `UnknownIdError` if none.
+    #[pyo3(signature = (id, /))]
+    fn resolve(&mut self, id: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let key = request_id(id)?;
+        let found = self.table.remove(&key);
+        found.ok_or_else(|| pending_error(id.py(), Some(&key), PendingError::Unknown))
+    }
+
+    /// Remove and return the waiter of `id`, or `default`.
+    #[pyo3(signature = (id, default = None, /))]
+    fn pop(&mut self, id: &Bound<'_, PyAny>, default: Option<Py<PyAny>>) -> PyResult<Py<PyAny>> {
+        let key = request_id(id)?;
+        Ok(self
+            .table
+            .remove(&key)
+            .or(default)
+            .unwrap_or_else(|| id.py().None()))
+    }
+
+    /// The waiter of `id` (left in place), or `default`.
+    #[pyo3(signature = (id, default = None, /))]
+    fn get(&self, id: &Bound<'_, PyAny>, default: Option<Py<PyAny>>) -> PyResult<Py<PyAny>> {
+        let key = request_id(id)?;
+        let found = self.table.get(&key).map(|w| w.clone_ref(id.py()));
+        Ok(found.or(default).unwrap_or_else(|| id.py().None()))
+    }
+
+    /// Remove every entry; return `(id, waiter)` pairs in registration order.
+    fn drain<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let pairs = self
+            .table
+            .drain()
+            .into_iter()
+            .map(|(key, waiter)| PyTuple::new(py, [id_object(py, &key)?, waiter.into_bound(py)]))
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, pairs)
+    }
+
+    fn __len__(&self) -> usize {
+        self.table.len()
+    }
+
+    /// Whether `id` is in flight (`TypeError` for anything but an int or a str, bools included).
+    fn __contains__(&self, id: &Bound<'_, PyAny>) -> PyResult<bool> {
+        Ok(self.table.contains(&request_id(id)?))
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Correlator(pending={}, max_pending={})",
+            self.table.len(),
+            self.table.max_pending()
+        )
+    }
+
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        for waiter in self.table.waiters() {
+            visit.call(waiter)?;
+        }
+        Ok(())
+    }
+
+    fn __clear__(&mut self) {
+        drop(self.table.drain());
+    }
+}
+
+/// Add `Correlator` and `IdMap` to the module.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyCorrelator>()?;
+    m.add_class::<idmap::PyIdMap>()?;
+    Ok(())
+}

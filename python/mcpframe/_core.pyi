@@ -1,0 +1,185 @@
+"""Stub of ``mcpframe._core``, the native backend of ``mcpframe.core`` (see ``docs/core-contract.md``)."""
+
+from collections.abc import Iterable
+from typing import Any, ClassVar, Final, Literal, Self, final
+
+__all__ = [
+    "DEFAULT_MAX_FRAME",
+    "MAX_DEPTH",
+    "PREVIEW_BYTES",
+    "Correlator",
+    "Decoder",
+    "FrameError",
+    "IdMap",
+    "Message",
+    "decode",
+    "encode",
+    "encode_error",
+    "encode_many",
+    "encode_notification",
+    "encode_request",
+    "encode_result",
+    "splice_id",
+]
+
+_Id = int | str
+_Buffer = bytes | bytearray | memoryview
+_Kind = Literal["request", "notification", "result", "error"]
+
+MAX_DEPTH: Final = 128
+DEFAULT_MAX_FRAME: Final = 67108864
+PREVIEW_BYTES: Final = 64
+
+@final
+class Message:
+    """One valid JSON-RPC message of a frame (or of a batch element); immutable."""
+
+    @property
+    def kind(self) -> _Kind: ...
+    @property
+    def id(self) -> _Id | None: ...
+    @property
+    def method(self) -> str | None: ...
+    @property
+    def params(self) -> Any: ...
+    @property
+    def result(self) -> Any: ...
+    @property
+    def error(self) -> dict[str, Any] | None: ...
+    @property
+    def raw(self) -> bytes: ...
+    @property
+    def raw_id(self) -> bytes | None: ...
+    @property
+    def raw_params(self) -> bytes | None: ...
+    @property
+    def raw_result(self) -> bytes | None: ...
+    @property
+    def raw_error(self) -> bytes | None: ...
+    @property
+    def offset(self) -> int: ...
+    @property
+    def batch(self) -> int | None: ...
+    @property
+    def lazy(self) -> bool: ...
+    def with_id(self, new_id: _Id) -> bytes:
+        """``raw`` with the top-level id replaced by ``new_id``; ``ValueError`` without an id."""
+    def __eq__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+@final
+class FrameError:
+    """A frame (or batch element) that is not a valid message; immutable."""
+
+    @property
+    def code(self) -> int: ...
+    @property
+    def message(self) -> str: ...
+    @property
+    def id(self) -> _Id | None: ...
+    @property
+    def offset(self) -> int: ...
+    @property
+    def preview(self) -> bytes: ...
+    @property
+    def batch(self) -> int | None: ...
+    @property
+    def notification(self) -> bool: ...
+    def to_response(self) -> bytes:
+        """The NDJSON error response for this error."""
+    def __eq__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+@final
+class Decoder:
+    """Incremental NDJSON decoder: bytes in, messages and frame errors out, in stream order."""
+
+    def __new__(cls, *, max_frame: int = 67108864, lazy: bool = False, batches: bool = True) -> Self: ...
+    def feed(self, data: _Buffer) -> list[Message | FrameError]:
+        """Everything the bytes complete, in stream order."""
+    def close(self) -> list[Message | FrameError]:
+        """End the stream; an unterminated final frame is decoded."""
+    @property
+    def max_frame(self) -> int: ...
+    @property
+    def lazy(self) -> bool: ...
+    @property
+    def batches(self) -> bool: ...
+    @property
+    def offset(self) -> int: ...
+    @property
+    def buffered(self) -> int: ...
+    @property
+    def closed(self) -> bool: ...
+
+def decode(
+    data: _Buffer, *, max_frame: int = 67108864, lazy: bool = False, batches: bool = True
+) -> list[Message | FrameError]:
+    """Decode a whole body (an HTTP POST body) as one frame."""
+
+def splice_id(frame: bytes, new_id: _Id) -> bytes:
+    """Rewrite the top-level id of a raw frame without re-encoding anything else."""
+
+def encode_request(id: _Id, method: str, params: Any = None, /) -> bytes:
+    """``{"jsonrpc":"2.0","id":…,"method":…,"params":…}`` + LF; ``params`` omitted when None."""
+
+def encode_notification(method: str, params: Any = None, /) -> bytes:
+    """``{"jsonrpc":"2.0","method":…,"params":…}`` + LF; ``params`` omitted when None."""
+
+def encode_result(id: _Id, result: Any, /) -> bytes:
+    """``{"jsonrpc":"2.0","id":…,"result":…}`` + LF."""
+
+def encode_error(id: _Id | None, code: int, message: str, /, data: Any = ...) -> bytes:
+    """``{"jsonrpc":"2.0","id":…,"error":{"code":…,"message":…,"data":…}}`` + LF.
+
+    ``data`` is omitted when not passed; ``data=None`` is written as ``null``.
+    """
+
+def encode(message: Any, /) -> bytes:
+    """Any JSON value as one compact line + LF."""
+
+def encode_many(messages: Iterable[Any], /) -> bytes:
+    """The concatenation of ``encode(m)`` for each ``m``."""
+
+@final
+class Correlator:
+    """Pending outgoing requests: id -> waiter, with monotonic id allocation and a limit."""
+
+    def __new__(cls, *, max_pending: int = 65536, first_id: int = 1) -> Self: ...
+    @property
+    def max_pending(self) -> int: ...
+    def next_id(self) -> int:
+        """The next integer id not in flight (monotonic, skips busy ids)."""
+    def allocate(self, waiter: object, /) -> int:
+        """``next_id()`` and ``register()`` in one call."""
+    def register(self, id: _Id, waiter: object, /) -> None:
+        """Add ``waiter`` under ``id``: ``DuplicateIdError``, ``PendingLimitError``."""
+    def resolve(self, id: _Id, /) -> object:
+        """Remove and return the waiter; ``UnknownIdError`` if none."""
+    def pop(self, id: _Id, default: object = None, /) -> object:
+        """Remove and return the waiter, or ``default``."""
+    def get(self, id: _Id, default: object = None, /) -> object:
+        """The waiter (left in place), or ``default``."""
+    def drain(self) -> list[tuple[_Id, object]]:
+        """Remove all entries, returned in registration order."""
+    def __len__(self) -> int: ...
+    def __contains__(self, id: object, /) -> bool: ...
+
+@final
+class IdMap:
+    """A proxy's (connection, downstream id) <-> upstream id mapping."""
+
+    def __new__(cls, *, max_pending: int = 65536, first_id: int = 1) -> Self: ...
+    @property
+    def max_pending(self) -> int: ...
+    def outbound(self, conn: int, id: _Id, /) -> int:
+        """Map ``(conn, id)`` to a fresh upstream id."""
+    def inbound(self, upstream_id: _Id, /) -> tuple[int, _Id]:
+        """Remove and return ``(conn, downstream id)``; ``UnknownIdError`` if unmapped."""
+    def discard(self, upstream_id: _Id, /) -> tuple[int, _Id] | None:
+        """Remove and return ``(conn, downstream id)``, or ``None``."""
+    def upstream(self, conn: int, id: _Id, /) -> int | None:
+        """The upstream id of ``(conn, id)``, or ``None``."""
+    def drop_connection(self, conn: int, /) -> list[int]:
+        """Forget all of ``conn``'s entries; return their upstream ids."""
+    def __len__(self) -> int: ...

@@ -1,0 +1,115 @@
+//! `IdMap`: the proxy's remapping of (connection, downstream id) to fresh upstream integer ids, over
+//! `crate::correlation::IdRemap`. Ids are handed back as plain `int`/`str` values equal to those
+//! given (subclass instances come back as their base type, as with the Python backend).
+
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+
+use super::{id_object, int_arg, pending_error, request_id, table_options, IntOption};
+use crate::correlation::{IdRemap, PendingError, RequestId};
+
+/// (conn, downstream id) <-> upstream id, with a limit on live mappings.
+#[pyclass(module = "mcpframe._core", name = "IdMap")]
+pub(crate) struct PyIdMap {
+    map: IdRemap<()>,
+}
+
+impl PyIdMap {
+    /// Remove the mapping of `upstream_id`, returning `(conn, downstream id)` if there was one.
+    fn take<'py>(
+        &mut self,
+        upstream_id: &Bound<'py, PyAny>,
+    ) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        let key = request_id(upstream_id)?;
+        if !matches!(key, RequestId::Int(_)) {
+            return Ok(None);
+        }
+        let py = upstream_id.py();
+        match self.map.inbound(&key) {
+            Some((conn, id, ())) => Ok(Some((conn, id_object(py, &id)?).into_pyobject(py)?)),
+            None => Ok(None),
+        }
+    }
+}
+
+#[pymethods]
+impl PyIdMap {
+    #[new]
+    #[pyo3(
+        signature = (*, max_pending = IntOption::Default(65536), first_id = IntOption::Default(1)),
+        text_signature = "(*, max_pending=65536, first_id=1)"
+    )]
+    fn new(max_pending: IntOption<'_>, first_id: IntOption<'_>) -> PyResult<Self> {
+        let (limit, first) = table_options(&max_pending, &first_id)?;
+        Ok(PyIdMap {
+            map: IdRemap::new(limit, first),
+        })
+    }
+
+    /// The limit of live mappings.
+    #[getter]
+    fn max_pending(&self) -> usize {
+        self.map.max_pending()
+    }
+
+    /// Map `(conn, id)` to a fresh upstream id and return it.
+    #[pyo3(signature = (conn, id, /))]
+    fn outbound(&mut self, conn: &Bound<'_, PyAny>, id: &Bound<'_, PyAny>) -> PyResult<i64> {
+        let conn = int_arg("conn", conn)?;
+        let key = request_id(id)?;
+        match self.map.outbound(conn, key, ()) {
+            Ok(up) => Ok(up),
+            Err(e) => Err(pending_error(id.py(), Some(&request_id(id)?), e)),
+        }
+    }
+
+    /// Remove and return `(conn, downstream id)` for `upstream_id`; `UnknownIdError` if unmapped.
+    #[pyo3(signature = (upstream_id, /))]
+    fn inbound<'py>(&mut self, upstream_id: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyTuple>> {
+        match self.take(upstream_id)? {
+            Some(found) => Ok(found),
+            None => {
+                let key = request_id(upstream_id)?;
+                Err(pending_error(
+                    upstream_id.py(),
+                    Some(&key),
+                    PendingError::Unknown,
+                ))
+            }
+        }
+    }
+
+    /// Remove and return `(conn, downstream id)` for `upstream_id`, or `None` if unmapped.
+    #[pyo3(signature = (upstream_id, /))]
+    fn discard<'py>(
+        &mut self,
+        upstream_id: &Bound<'py, PyAny>,
+    ) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        self.take(upstream_id)
+    }
+
+    /// The upstream id of `(conn, id)`, or `None`.
+    #[pyo3(signature = (conn, id, /))]
+    fn upstream(&self, conn: &Bound<'_, PyAny>, id: &Bound<'_, PyAny>) -> PyResult<Option<i64>> {
+        let conn = int_arg("conn", conn)?;
+        Ok(self.map.upstream(conn, &request_id(id)?))
+    }
+
+    /// Forget every mapping of `conn`; return their upstream ids in mapping order.
+    #[pyo3(signature = (conn, /))]
+    fn drop_connection(&mut self, conn: &Bound<'_, PyAny>) -> PyResult<Vec<i64>> {
+        Ok(self.map.drop_connection(int_arg("conn", conn)?))
+    }
+
+    fn __len__(&self) -> usize {
+        self.map.len()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "IdMap(pending={}, max_pending={})",
+            self.map.len(),
+            self.map.max_pending()
+        )
+    }
+}

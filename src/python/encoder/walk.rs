@@ -1,0 +1,353 @@
+//! The Python object walker of the encoder: turns `dict`/`list`/`tuple`/`str`/`int`/`float`/`bool`/
+//! `None` (and subclasses) into JSON text through the pure Rust writer in `crate::encode`.
+//!
+//! It works on borrowed object pointers (no reference counting per element) and never runs Python
+//! code, so the containers it walks cannot change under it while it holds the GIL.
+
+use std::ptr::addr_of_mut;
+
+use num_bigint::BigInt;
+use pyo3::exceptions::PyUnicodeEncodeError;
+use pyo3::ffi;
+use pyo3::prelude::*;
+
+use super::bytes_out::BytesOut;
+use super::cpython311::{small_int, Entries};
+use crate::encode::{self, Output, MAX_CONTAINER_DEPTH};
+
+/// Why a value could not be encoded.
+pub(crate) enum Failure {
+    /// `Type is not JSON serializable: {name}`.
+    Type(String),
+    /// `Dict key must be str`.
+    DictKey,
+    /// `Recursion limit reached`.
+    Recursion,
+    /// `str is not valid UTF-8: surrogates not allowed`.
+    Surrogates,
+    /// A Python error raised underneath (e.g. `MemoryError`), passed on as is.
+    Python(PyErr),
+}
+
+impl Failure {
+    /// The contract's `EncodeError` message, or `None` for a Python error passed on.
+    pub(crate) fn message(&self) -> Option<String> {
+        match self {
+            Failure::Type(name) => Some(format!("Type is not JSON serializable: {name}")),
+            Failure::DictKey => Some("Dict key must be str".to_owned()),
+            Failure::Recursion => Some("Recursion limit reached".to_owned()),
+            Failure::Surrogates => {
+                Some("str is not valid UTF-8: surrogates not allowed".to_owned())
+            }
+            Failure::Python(_) => None,
+        }
+    }
+}
+
+/// The walk stopped; the reason is kept in the walker (a zero-sized error keeps the hot
+/// `Result`s in registers).
+pub(crate) struct Stop;
+
+/// The result of every walking step.
+pub(crate) type Walked = Result<(), Stop>;
+
+/// Appends JSON for Python values to the `bytes` buffer it owns (owned rather than borrowed: one
+/// indirection less on every write).
+pub(crate) struct Walker<'py> {
+    py: Python<'py>,
+    out: BytesOut,
+    depth: usize,
+    failure: Option<Failure>,
+}
+
+impl<'py> Walker<'py> {
+    /// A walker appending to `out`.
+    pub(crate) fn new(py: Python<'py>, out: BytesOut) -> Self {
+        Walker {
+            py,
+            out,
+            depth: 0,
+            failure: None,
+        }
+    }
+
+    /// Record why the walk stops.
+    #[cold]
+    pub(crate) fn fail(&mut self, failure: Failure) -> Walked {
+        self.failure = Some(failure);
+        Err(Stop)
+    }
+
+    /// Why the walk stopped (after an `Err(Stop)`).
+    pub(crate) fn take_failure(&mut self) -> Failure {
+        let missing =
+            || Failure::Python(pyo3::exceptions::PySystemError::new_err("encoder stopped"));
+        self.failure.take().unwrap_or_else(missing)
+    }
+
+    /// The buffer written so far.
+    pub(crate) fn out(&mut self) -> &mut BytesOut {
+        &mut self.out
+    }
+
+    /// The buffer, given back.
+    pub(crate) fn into_out(self) -> BytesOut {
+        self.out
+    }
+
+    /// Append one value (the nesting count restarts at zero for each top-level value).
+    pub(crate) fn value(&mut self, obj: &Bound<'py, PyAny>) -> Walked {
+        self.depth = 0;
+        self.any(obj.as_ptr())
+    }
+
+    /// Append a str object (the caller checked the type).
+    pub(crate) fn string(&mut self, obj: &Bound<'py, PyAny>) -> Walked {
+        // SAFETY: `obj` is a live object owned by the caller for the duration of the call.
+        unsafe { self.str(obj.as_ptr()) }
+    }
+
+    /// One value. The scalar types are handled inline (this is inlined in the container loops,
+    /// so a list of strings or numbers makes no call per item); containers and everything else go
+    /// through `other`, which is never inlined (it recurses).
+    #[inline(always)]
+    fn any(&mut self, ptr: *mut ffi::PyObject) -> Walked {
+        // SAFETY: `ptr` is a live object: the top-level value is owned by the caller and every
+        // nested one is borrowed from a container that stays alive and unchanged (no Python code
+        // runs during the walk). The type objects compared against are CPython's static types.
+        unsafe {
+            let ty = ffi::Py_TYPE(ptr);
+            if ty == addr_of_mut!(ffi::PyUnicode_Type) {
+                self.str(ptr)
+            } else if ty == addr_of_mut!(ffi::PyLong_Type) {
+                self.int(ptr)
+            } else if ptr == ffi::Py_None() {
+                encode::write_null(&mut self.out);
+                Ok(())
+            } else if ty == addr_of_mut!(ffi::PyBool_Type) {
+                encode::write_bool(&mut self.out, ptr == ffi::Py_True());
+                Ok(())
+            } else if ty == addr_of_mut!(ffi::PyFloat_Type) {
+                encode::write_f64(&mut self.out, ffi::PyFloat_AS_DOUBLE(ptr));
+                Ok(())
+            } else {
+                self.other(ptr, ty)
+            }
+        }
+    }
+
+    /// Containers, and instances of subclasses of the supported types.
+    #[inline(never)]
+    fn other(&mut self, ptr: *mut ffi::PyObject, ty: *mut ffi::PyTypeObject) -> Walked {
+        // SAFETY: as in `any`: `ptr` is live and `ty` is its type.
+        unsafe {
+            if ty == addr_of_mut!(ffi::PyDict_Type) {
+                self.dict(ptr)
+            } else if ty == addr_of_mut!(ffi::PyList_Type) {
+                self.list(ptr)
+            } else if ty == addr_of_mut!(ffi::PyTuple_Type) {
+                self.tuple(ptr)
+            } else {
+                self.subclass(ptr, ty)
+            }
+        }
+    }
+
+    /// Instances of subclasses of the supported types (bool cannot be subclassed).
+    unsafe fn subclass(&mut self, ptr: *mut ffi::PyObject, ty: *mut ffi::PyTypeObject) -> Walked {
+        // SAFETY: as in `any`: `ptr` is live and `ty` is its type.
+        unsafe {
+            let has = |flag| ffi::PyType_HasFeature(ty, flag) != 0;
+            if has(ffi::Py_TPFLAGS_UNICODE_SUBCLASS) {
+                self.str(ptr)
+            } else if has(ffi::Py_TPFLAGS_LONG_SUBCLASS) {
+                self.int(ptr)
+            } else if has(ffi::Py_TPFLAGS_DICT_SUBCLASS) {
+                self.dict(ptr)
+            } else if has(ffi::Py_TPFLAGS_LIST_SUBCLASS) {
+                self.list(ptr)
+            } else if has(ffi::Py_TPFLAGS_TUPLE_SUBCLASS) {
+                self.tuple(ptr)
+            } else if ffi::PyFloat_Check(ptr) != 0 {
+                encode::write_f64(&mut self.out, ffi::PyFloat_AS_DOUBLE(ptr));
+                Ok(())
+            } else {
+                self.type_failure(ptr)
+            }
+        }
+    }
+
+    #[cold]
+    fn type_failure(&mut self, ptr: *mut ffi::PyObject) -> Walked {
+        // SAFETY: `ptr` is a live object (see `any`).
+        let obj = unsafe { Borrowed::from_ptr(self.py, ptr) };
+        let failure = match obj.get_type().name() {
+            Ok(name) => Failure::Type(name.to_string()),
+            Err(err) => Failure::Python(err),
+        };
+        self.fail(failure)
+    }
+
+    unsafe fn str(&mut self, ptr: *mut ffi::PyObject) -> Walked {
+        // SAFETY: `ptr` is a live str (or subclass) object. A compact ASCII string stores its
+        // `length` bytes (ASCII, hence UTF-8) inline; otherwise CPython returns the UTF-8 form
+        // (cached in the object, valid while it lives) or NULL with an exception set.
+        let text = unsafe {
+            let bytes = if ffi::PyUnicode_IS_COMPACT_ASCII(ptr) != 0 {
+                let data = ffi::PyUnicode_DATA(ptr).cast::<u8>();
+                std::slice::from_raw_parts(data, ffi::PyUnicode_GET_LENGTH(ptr) as usize)
+            } else {
+                let mut size: ffi::Py_ssize_t = 0;
+                let data = ffi::PyUnicode_AsUTF8AndSize(ptr, &mut size);
+                if data.is_null() {
+                    return self.str_failure();
+                }
+                std::slice::from_raw_parts(data.cast::<u8>(), size as usize)
+            };
+            std::str::from_utf8_unchecked(bytes)
+        };
+        encode::write_str(&mut self.out, text);
+        Ok(())
+    }
+
+    #[cold]
+    fn str_failure(&mut self) -> Walked {
+        let err = PyErr::fetch(self.py);
+        if err.is_instance_of::<PyUnicodeEncodeError>(self.py) {
+            self.fail(Failure::Surrogates)
+        } else {
+            self.fail(Failure::Python(err))
+        }
+    }
+
+    #[inline]
+    unsafe fn int(&mut self, ptr: *mut ffi::PyObject) -> Walked {
+        // SAFETY: `ptr` is a live int (or subclass).
+        match unsafe { small_int(ptr) } {
+            Some(value) => {
+                encode::write_i64(&mut self.out, value);
+                Ok(())
+            }
+            None => self.int_slow(ptr),
+        }
+    }
+
+    /// `int` beyond the direct path: through the C API, any size.
+    #[inline(never)]
+    fn int_slow(&mut self, ptr: *mut ffi::PyObject) -> Walked {
+        let mut overflow = 0;
+        // SAFETY: `ptr` is a live int (or subclass): no `__index__` call, no Python code runs.
+        let value = unsafe { ffi::PyLong_AsLongLongAndOverflow(ptr, &mut overflow) };
+        if overflow == 0 {
+            if value == -1 && PyErr::occurred(self.py) {
+                return self.fail(Failure::Python(PyErr::fetch(self.py)));
+            }
+            encode::write_i64(&mut self.out, value);
+            return Ok(());
+        }
+        self.bigint(ptr)
+    }
+
+    #[cold]
+    fn bigint(&mut self, ptr: *mut ffi::PyObject) -> Walked {
+        // SAFETY: `ptr` is a live int (or subclass).
+        let obj = unsafe { Borrowed::from_ptr(self.py, ptr) };
+        match obj.extract::<BigInt>() {
+            Ok(big) => {
+                encode::write_bigint(&mut self.out, &big);
+                Ok(())
+            }
+            Err(err) => self.fail(Failure::Python(err)),
+        }
+    }
+
+    fn enter(&mut self) -> Walked {
+        self.depth += 1;
+        if self.depth > MAX_CONTAINER_DEPTH {
+            return self.fail(Failure::Recursion);
+        }
+        Ok(())
+    }
+
+    unsafe fn dict(&mut self, ptr: *mut ffi::PyObject) -> Walked {
+        self.enter()?;
+        self.out.push(b'{');
+        // SAFETY: `ptr` is a live dict (or subclass) that nothing mutates during the walk; both
+        // iterations hand out borrowed references that live as long as the dict.
+        unsafe {
+            if let Some(entries) = Entries::of(ptr) {
+                for (i, (key, value)) in entries.enumerate() {
+                    self.entry(i == 0, key, value)?;
+                }
+            } else {
+                let mut pos: ffi::Py_ssize_t = 0;
+                let mut key: *mut ffi::PyObject = std::ptr::null_mut();
+                let mut value: *mut ffi::PyObject = std::ptr::null_mut();
+                let mut first = true;
+                while ffi::PyDict_Next(ptr, &mut pos, &mut key, &mut value) != 0 {
+                    self.entry(first, key, value)?;
+                    first = false;
+                }
+            }
+        }
+        self.out.push(b'}');
+        self.depth -= 1;
+        Ok(())
+    }
+
+    /// One `"key":value` member of an object.
+    unsafe fn entry(
+        &mut self,
+        first: bool,
+        key: *mut ffi::PyObject,
+        value: *mut ffi::PyObject,
+    ) -> Walked {
+        if !first {
+            self.out.push(b',');
+        }
+        // SAFETY: `key` and `value` are live borrowed references from the dict being walked.
+        unsafe {
+            if ffi::PyUnicode_Check(key) == 0 {
+                return self.fail(Failure::DictKey);
+            }
+            self.str(key)?;
+        }
+        self.out.push(b':');
+        self.any(value)
+    }
+
+    unsafe fn list(&mut self, ptr: *mut ffi::PyObject) -> Walked {
+        self.enter()?;
+        self.out.push(b'[');
+        // SAFETY: `ptr` is a live list that nothing resizes during the walk, so every index
+        // below its size holds a live borrowed item.
+        unsafe {
+            for i in 0..ffi::PyList_GET_SIZE(ptr) {
+                if i > 0 {
+                    self.out.push(b',');
+                }
+                self.any(ffi::PyList_GET_ITEM(ptr, i))?;
+            }
+        }
+        self.out.push(b']');
+        self.depth -= 1;
+        Ok(())
+    }
+
+    unsafe fn tuple(&mut self, ptr: *mut ffi::PyObject) -> Walked {
+        self.enter()?;
+        self.out.push(b'[');
+        // SAFETY: `ptr` is a live tuple (immutable); every index below its size holds an item.
+        unsafe {
+            for i in 0..ffi::PyTuple_GET_SIZE(ptr) {
+                if i > 0 {
+                    self.out.push(b',');
+                }
+                self.any(ffi::PyTuple_GET_ITEM(ptr, i))?;
+            }
+        }
+        self.out.push(b']');
+        self.depth -= 1;
+        Ok(())
+    }
+}
