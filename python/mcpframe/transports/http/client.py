@@ -1,10 +1,6 @@
 """The Streamable HTTP client, as a `Transport`: the Session above it keeps speaking NDJSON.
 
-```python
-async with StreamableHTTPTransport("http://127.0.0.1:8000/mcp") as transport:
-    async with Session(transport) as session: ...
-# or, through the MCP client:  async with Client.http("http://127.0.0.1:8000/mcp") as client: ...
-```
+`async with StreamableHTTPTransport(url) as t, Session(t) as session: ...`, or `Client.http(url)`.
 Each outgoing message becomes one POST (`Accept: application/json, text/event-stream`). Requests are posted
 from background tasks, so a call may wait for its answer while other messages go out; notifications and
 responses are posted in order before `send` returns. Answers arrive as JSON bodies or SSE streams and are
@@ -79,8 +75,12 @@ class StreamableHTTPTransport:
         self.url = url
         self.headers = dict(headers or {})
         self._own_http = http_client is None
+        # No read timeout (streams stay quiet while a tool works) and no pool timeout (past 100 open
+        # exchanges, requests queue for a connection): the Session's request timeouts govern waiting.
         self._http = http_client or httpx.AsyncClient(
-            timeout=httpx.Timeout(timeout, read=None), follow_redirects=False, verify=shared_ssl_context()
+            timeout=httpx.Timeout(timeout, read=None, pool=None),
+            follow_redirects=False,
+            verify=shared_ssl_context(),
         )
         self.reconnect_delay = reconnect_delay
         self.max_reconnects = max_reconnects
