@@ -66,13 +66,15 @@ def _plain(value: Any) -> bool:
     then raises the recursion error.
     """
     level = [value]
-    for _ in range(MAX_ENCODE_DEPTH + 1):
+    for _ in range(MAX_ENCODE_DEPTH):
         if not _PLAIN_TYPES.issuperset(map(type, level)):
             return False
         level = _referents(*level)
         if not level:
             return True
-    return False
+    # Whatever sits below the deepest allowed container must be a scalar: even an empty container
+    # there is one level too many (orjson would let an empty tuple through; the contract does not).
+    return _SCALARS.issuperset(map(type, level))
 
 
 def dumps(value: Any, option: int = 0) -> bytes:
@@ -126,7 +128,8 @@ def _encode_float(value: float) -> bytes:
 def _encode_dict(value: dict[Any, Any], depth: int, out: list[bytes]) -> None:
     out.append(b"{")
     first = True
-    for key, item in value.items():
+    # Storage order, as the native walker and orjson write it (a subclass's own items() is not called).
+    for key, item in dict.items(value):
         if not isinstance(key, str):
             raise EncodeError("Dict key must be str")
         if not first:
