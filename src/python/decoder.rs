@@ -1,3 +1,254 @@
-//! (to be written)
+//! Python bindings of the decode half of the core: `Decoder`, `decode`, `Message`, `FrameError`,
+//! `splice_id` and the constants. One call crosses into Rust per chunk; a large chunk is framed and
+//! validated without the GIL, then the Python objects are built in one go.
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-pub(crate) fn register(_m: &Bound<'_, PyModule>) -> PyResult<()> { Ok(()) }
+use pyo3::types::{PyBool, PyByteArray, PyBytes, PyInt, PyList, PyMemoryView, PyString};
+
+use crate::depth::MAX_DEPTH;
+use crate::framing::{Event, Framer, BOM, DEFAULT_MAX_FRAME, PREVIEW_BYTES};
+use crate::splice;
+
+use super::errors::new_error;
+
+mod build;
+mod frame_error;
+mod message;
+
+use build::{to_python, Collected, Collector};
+
+/// Chunks larger than this are framed and validated with the GIL released.
+const DETACH_AT: usize = 64 * 1024;
+
+/// The bytes of a `bytes`, `bytearray` or `memoryview` argument (borrowed when it is `bytes`).
+enum Input<'py> {
+    Bytes(Bound<'py, PyBytes>),
+    Owned(Vec<u8>),
+}
+
+impl<'py> Input<'py> {
+    fn new(data: &Bound<'py, PyAny>) -> PyResult<Self> {
+        if let Ok(b) = data.cast::<PyBytes>() {
+            Ok(Self::Bytes(b.clone()))
+        } else if let Ok(b) = data.cast::<PyByteArray>() {
+            Ok(Self::Owned(b.to_vec()))
+        } else if data.is_instance_of::<PyMemoryView>() {
+            Ok(Self::Bytes(
+                data.call_method0("tobytes")?.cast_into::<PyBytes>()?,
+            ))
+        } else {
+            let name = data.get_type().name()?;
+            Err(PyTypeError::new_err(format!(
+                "expected bytes, bytearray or memoryview, not {name}"
+            )))
+        }
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            Self::Bytes(b) => b.as_bytes(),
+            Self::Owned(v) => v,
+        }
+    }
+}
+
+/// Run `f` without the GIL when `len` is large enough for that to pay.
+fn maybe_detach<T: Send, F: Send + FnOnce() -> T>(py: Python<'_>, len: usize, f: F) -> T {
+    if len > DETACH_AT {
+        py.detach(f)
+    } else {
+        f()
+    }
+}
+
+/// The JSON text of a new id: an `int` (exact) or a `str`; `bool` and anything else is a TypeError.
+pub(crate) fn encode_id(py: Python<'_>, id: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    if id.is_instance_of::<PyBool>() {
+        return Err(PyTypeError::new_err("id must be an int or a str, not bool"));
+    }
+    if id.is_instance_of::<PyInt>() {
+        if let Ok(i) = id.extract::<i64>() {
+            return Ok(i.to_string().into_bytes());
+        }
+        // an exact int (not a subclass's __str__) at any size
+        let exact = py.get_type::<PyInt>().call1((id,))?;
+        return Ok(exact.repr()?.to_str()?.as_bytes().to_vec());
+    }
+    if let Ok(s) = id.cast::<PyString>() {
+        let Ok(text) = s.to_str() else {
+            return Err(new_error(
+                py,
+                "EncodeError",
+                "str is not valid UTF-8: surrogates not allowed",
+            ));
+        };
+        let mut out = Vec::with_capacity(text.len() + 2);
+        splice::write_json_string(&mut out, text);
+        return Ok(out);
+    }
+    let name = id.get_type().name()?;
+    Err(PyTypeError::new_err(format!(
+        "id must be an int or a str, not {name}"
+    )))
+}
+
+fn check_max_frame(max_frame: i64) -> PyResult<usize> {
+    if max_frame < 1 {
+        return Err(PyValueError::new_err("max_frame must be at least 1"));
+    }
+    usize::try_from(max_frame).map_err(|_| PyValueError::new_err("max_frame is too large"))
+}
+
+/// Incremental NDJSON decoder (see `docs/core-contract.md`).
+#[pyclass(module = "mcpframe._core", name = "Decoder")]
+struct Decoder {
+    framer: Framer,
+    lazy: bool,
+    batches: bool,
+}
+
+impl Decoder {
+    fn closed_error(py: Python<'_>) -> PyErr {
+        new_error(py, "DecoderClosedError", "decoder is closed")
+    }
+}
+
+#[pymethods]
+impl Decoder {
+    #[new]
+    #[pyo3(signature = (*, max_frame = DEFAULT_MAX_FRAME as i64, lazy = false, batches = true))]
+    fn new(max_frame: i64, lazy: bool, batches: bool) -> PyResult<Self> {
+        let framer = Framer::new(check_max_frame(max_frame)?);
+        Ok(Self {
+            framer,
+            lazy,
+            batches,
+        })
+    }
+
+    /// Decode the frames that `data` completes, in stream order.
+    #[pyo3(signature = (data, /))]
+    fn feed<'py>(
+        &mut self,
+        py: Python<'py>,
+        data: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        if self.framer.is_closed() {
+            return Err(Self::closed_error(py));
+        }
+        let input = Input::new(data)?;
+        let chunk = input.as_slice();
+        let (framer, batches) = (&mut self.framer, self.batches);
+        let collected = maybe_detach(py, chunk.len(), || {
+            let mut sink = Collector::new(batches, framer.max_frame());
+            // the decoder was checked open above
+            let _ = framer.feed(chunk, |e| sink.event(e));
+            sink.finish()
+        });
+        to_python(py, collected, self.lazy)
+    }
+
+    /// End the stream: decode an unterminated final frame; later calls raise DecoderClosedError.
+    fn close<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let mut sink = Collector::new(self.batches, self.framer.max_frame());
+        if self.framer.close(|e| sink.event(e)).is_err() {
+            return Err(Self::closed_error(py));
+        }
+        to_python(py, sink.finish(), self.lazy)
+    }
+
+    #[getter]
+    fn max_frame(&self) -> usize {
+        self.framer.max_frame()
+    }
+
+    #[getter]
+    fn lazy(&self) -> bool {
+        self.lazy
+    }
+
+    #[getter]
+    fn batches(&self) -> bool {
+        self.batches
+    }
+
+    #[getter]
+    fn offset(&self) -> u64 {
+        self.framer.offset()
+    }
+
+    #[getter]
+    fn buffered(&self) -> usize {
+        self.framer.buffered()
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.framer.is_closed()
+    }
+}
+
+/// Collect the results of a whole body taken as one frame.
+fn collect_body(body: &[u8], max_frame: usize, batches: bool) -> Collected {
+    let (bytes, offset) = match body.strip_prefix(&BOM[..]) {
+        Some(rest) => (rest, BOM.len() as u64),
+        None => (body, 0),
+    };
+    let mut sink = Collector::new(batches, max_frame);
+    if bytes.len() > max_frame {
+        let preview = &bytes[..PREVIEW_BYTES.min(max_frame + 1)];
+        sink.event(Event::Oversize { offset, preview });
+    } else if !bytes
+        .iter()
+        .all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
+    {
+        sink.frame(offset, bytes);
+    }
+    sink.finish()
+}
+
+/// Decode a whole body (an HTTP POST body) as one frame.
+#[pyfunction]
+#[pyo3(signature = (data, /, *, max_frame = DEFAULT_MAX_FRAME as i64, lazy = false, batches = true))]
+fn decode<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    max_frame: i64,
+    lazy: bool,
+    batches: bool,
+) -> PyResult<Bound<'py, PyList>> {
+    let max_frame = check_max_frame(max_frame)?;
+    let input = Input::new(data)?;
+    let body = input.as_slice();
+    let collected = maybe_detach(py, body.len(), || collect_body(body, max_frame, batches));
+    to_python(py, collected, lazy)
+}
+
+/// Rewrite the top-level id of a raw frame without re-encoding anything else.
+#[pyfunction]
+#[pyo3(signature = (frame, new_id, /))]
+fn splice_id<'py>(
+    py: Python<'py>,
+    frame: &Bound<'py, PyAny>,
+    new_id: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let input = Input::new(frame)?;
+    let (frame, id) =
+        splice::locate_id(input.as_slice()).map_err(|e| PyValueError::new_err(e.message()))?;
+    let encoded = encode_id(py, new_id)?;
+    Ok(PyBytes::new(py, &splice::replace(frame, id, &encoded)))
+}
+
+/// Register the decode half of `mcpframe._core`.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Decoder>()?;
+    m.add_class::<message::Message>()?;
+    m.add_class::<frame_error::FrameError>()?;
+    m.add_function(wrap_pyfunction!(decode, m)?)?;
+    m.add_function(wrap_pyfunction!(splice_id, m)?)?;
+    m.add("MAX_DEPTH", MAX_DEPTH)?;
+    m.add("DEFAULT_MAX_FRAME", DEFAULT_MAX_FRAME)?;
+    m.add("PREVIEW_BYTES", PREVIEW_BYTES)?;
+    Ok(())
+}

@@ -1,0 +1,201 @@
+//! `Message`: one valid JSON-RPC message. It shares the buffer of the chunk it came from, so `raw`
+//! and the `raw_*` members are cut out of that buffer only when asked for, and a lazy message
+//! builds `params`/`result` from their bytes on first access (then keeps them).
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use jiter::PythonParse;
+use pyo3::basic::CompareOp;
+use pyo3::exceptions::PyValueError;
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBytes, PyString};
+
+use crate::envelope::Kind;
+use crate::splice;
+
+use super::encode_id;
+
+/// Build the Python value of a JSON text already validated by the envelope scan.
+pub(crate) fn parse_json<'py>(py: Python<'py>, json: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+    PythonParse::default()
+        .python_parse(py, json)
+        .map_err(|e| PyValueError::new_err(e.description(json)))
+}
+
+/// A valid message (see `docs/core-contract.md`).
+#[pyclass(module = "mcpframe._core", name = "Message", frozen)]
+pub(crate) struct Message {
+    pub(crate) kind: Kind,
+    pub(crate) id: Option<Py<PyAny>>,
+    pub(crate) method: Option<Py<PyString>>,
+    pub(crate) buf: Arc<Vec<u8>>,
+    pub(crate) raw: Range<usize>,
+    pub(crate) raw_id: Option<Range<usize>>,
+    pub(crate) raw_params: Option<Range<usize>>,
+    pub(crate) raw_result: Option<Range<usize>>,
+    pub(crate) raw_error: Option<Range<usize>>,
+    pub(crate) offset: u64,
+    pub(crate) batch: Option<u32>,
+    pub(crate) lazy: bool,
+    pub(crate) params: PyOnceLock<Py<PyAny>>,
+    pub(crate) result: PyOnceLock<Py<PyAny>>,
+    pub(crate) error: PyOnceLock<Py<PyAny>>,
+    pub(crate) raw_bytes: PyOnceLock<Py<PyBytes>>,
+}
+
+impl Message {
+    fn bytes_of(&self, py: Python<'_>, span: &Option<Range<usize>>) -> Option<Py<PyBytes>> {
+        span.as_ref()
+            .map(|r| PyBytes::new(py, &self.buf[r.clone()]).unbind())
+    }
+
+    fn value_of(
+        &self,
+        py: Python<'_>,
+        cell: &PyOnceLock<Py<PyAny>>,
+        span: &Option<Range<usize>>,
+    ) -> PyResult<Py<PyAny>> {
+        match span {
+            None => Ok(py.None()),
+            Some(r) => cell
+                .get_or_try_init(py, || {
+                    parse_json(py, &self.buf[r.clone()]).map(Bound::unbind)
+                })
+                .map(|v| v.clone_ref(py)),
+        }
+    }
+
+    fn raw_slice(&self) -> &[u8] {
+        &self.buf[self.raw.clone()]
+    }
+}
+
+#[pymethods]
+impl Message {
+    #[getter]
+    fn kind<'py>(&self, py: Python<'py>) -> Bound<'py, PyString> {
+        match self.kind {
+            Kind::Request => intern!(py, "request").clone(),
+            Kind::Notification => intern!(py, "notification").clone(),
+            Kind::Result => intern!(py, "result").clone(),
+            Kind::Error => intern!(py, "error").clone(),
+        }
+    }
+
+    #[getter]
+    fn id(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.id.as_ref().map(|v| v.clone_ref(py))
+    }
+
+    #[getter]
+    fn method(&self, py: Python<'_>) -> Option<Py<PyString>> {
+        self.method.as_ref().map(|v| v.clone_ref(py))
+    }
+
+    #[getter]
+    fn params(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.value_of(py, &self.params, &self.raw_params)
+    }
+
+    #[getter]
+    fn result(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.value_of(py, &self.result, &self.raw_result)
+    }
+
+    #[getter]
+    fn error(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.value_of(py, &self.error, &self.raw_error)
+    }
+
+    #[getter]
+    fn raw(&self, py: Python<'_>) -> Py<PyBytes> {
+        self.raw_bytes
+            .get_or_init(py, || PyBytes::new(py, self.raw_slice()).unbind())
+            .clone_ref(py)
+    }
+
+    #[getter]
+    fn raw_id(&self, py: Python<'_>) -> Option<Py<PyBytes>> {
+        self.bytes_of(py, &self.raw_id)
+    }
+
+    #[getter]
+    fn raw_params(&self, py: Python<'_>) -> Option<Py<PyBytes>> {
+        self.bytes_of(py, &self.raw_params)
+    }
+
+    #[getter]
+    fn raw_result(&self, py: Python<'_>) -> Option<Py<PyBytes>> {
+        self.bytes_of(py, &self.raw_result)
+    }
+
+    #[getter]
+    fn raw_error(&self, py: Python<'_>) -> Option<Py<PyBytes>> {
+        self.bytes_of(py, &self.raw_error)
+    }
+
+    #[getter]
+    fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    #[getter]
+    fn batch(&self) -> Option<u32> {
+        self.batch
+    }
+
+    #[getter]
+    fn lazy(&self) -> bool {
+        self.lazy
+    }
+
+    /// `raw` with the top-level id value replaced by `new_id` (JSON-encoded).
+    fn with_id<'py>(
+        &self,
+        py: Python<'py>,
+        new_id: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let (Some(_), Some(span)) = (&self.id, &self.raw_id) else {
+            return Err(PyValueError::new_err("message has no id"));
+        };
+        let encoded = encode_id(py, new_id)?;
+        let id = span.start - self.raw.start..span.end - self.raw.start;
+        Ok(PyBytes::new(
+            py,
+            &splice::replace(self.raw_slice(), id, &encoded),
+        ))
+    }
+
+    fn __richcmp__(&self, other: &Bound<'_, PyAny>, op: CompareOp) -> PyResult<Py<PyAny>> {
+        let py = other.py();
+        let Ok(other) = other.cast::<Message>() else {
+            return Ok(py.NotImplemented());
+        };
+        let other = other.get();
+        // every attribute but `lazy` is a function of the raw bytes, the offset and the batch index
+        let equal = self.offset == other.offset
+            && self.batch == other.batch
+            && self.raw_slice() == other.raw_slice();
+        match op {
+            CompareOp::Eq => Ok(equal.into_pyobject(py)?.to_owned().into_any().unbind()),
+            CompareOp::Ne => Ok((!equal).into_pyobject(py)?.to_owned().into_any().unbind()),
+            _ => Ok(py.NotImplemented()),
+        }
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        let none = py.None();
+        let id = self.id.as_ref().unwrap_or(&none).bind(py).repr()?;
+        let method = match &self.method {
+            Some(m) => m.bind(py).repr()?.to_string(),
+            None => "None".to_owned(),
+        };
+        Ok(format!(
+            "Message(kind='{}', id={id}, method={method})",
+            self.kind.as_str()
+        ))
+    }
+}
