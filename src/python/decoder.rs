@@ -141,7 +141,9 @@ impl Decoder {
         let chunk = input.as_slice();
         let (framer, batches) = (&mut self.framer, self.batches);
         let collected = maybe_detach(py, chunk.len(), || {
-            let mut sink = Collector::new(batches, framer.max_frame());
+            let frames = memchr::memchr_iter(b'\n', chunk).count() + 1;
+            let bytes = chunk.len() + framer.buffered();
+            let mut sink = Collector::new(batches, framer.max_frame(), bytes, frames);
             // the decoder was checked open above
             let _ = framer.feed(chunk, |e| sink.event(e));
             sink.finish()
@@ -151,7 +153,8 @@ impl Decoder {
 
     /// End the stream: decode an unterminated final frame; later calls raise DecoderClosedError.
     fn close<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let mut sink = Collector::new(self.batches, self.framer.max_frame());
+        let buffered = self.framer.buffered();
+        let mut sink = Collector::new(self.batches, self.framer.max_frame(), buffered, 1);
         if self.framer.close(|e| sink.event(e)).is_err() {
             return Err(Self::closed_error(py));
         }
@@ -195,7 +198,7 @@ fn collect_body(body: &[u8], max_frame: usize, batches: bool) -> Collected {
         Some(rest) => (rest, BOM.len() as u64),
         None => (body, 0),
     };
-    let mut sink = Collector::new(batches, max_frame);
+    let mut sink = Collector::new(batches, max_frame, bytes.len(), 1);
     if bytes.len() > max_frame {
         let preview = &bytes[..PREVIEW_BYTES.min(max_frame + 1)];
         sink.event(Event::Oversize { offset, preview });

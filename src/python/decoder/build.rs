@@ -37,10 +37,12 @@ pub(crate) struct Collector {
 }
 
 impl Collector {
-    pub(crate) fn new(batches: bool, max_frame: usize) -> Self {
+    /// A collector sized for `bytes` more input bytes holding about `frames` frames, so that
+    /// neither the arena nor the results grow (and get copied) while a chunk is processed.
+    pub(crate) fn new(batches: bool, max_frame: usize, bytes: usize, frames: usize) -> Self {
         let out = Collected {
-            arena: Vec::new(),
-            recs: Vec::new(),
+            arena: Vec::with_capacity(bytes),
+            recs: Vec::with_capacity(frames),
         };
         Self {
             batches,
