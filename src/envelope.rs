@@ -217,6 +217,12 @@ pub fn validate(frame: &[u8], batches: bool, out: &mut Vec<Item>) {
         out.push(frame_failure(frame, PARSE_ERROR, message.into()));
         return;
     }
+    validate_utf8(frame, batches, out);
+}
+
+/// [`validate`] for a frame already known to be valid UTF-8 (the caller checked a whole chunk
+/// at once): steps 2 onwards.
+pub fn validate_utf8(frame: &[u8], batches: bool, out: &mut Vec<Item>) {
     if depth::exceeds(frame, MAX_DEPTH) {
         let message = format!("Parse error: nesting deeper than {MAX_DEPTH} levels");
         out.push(frame_failure(frame, PARSE_ERROR, message.into()));

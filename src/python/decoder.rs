@@ -2,6 +2,8 @@
 //! `splice_id` and the constants. One call crosses into Rust per chunk; a large chunk is framed and
 //! validated without the GIL, then the Python objects are built in one go.
 
+use std::sync::Arc;
+
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyByteArray, PyBytes, PyInt, PyList, PyMemoryView, PyString};
@@ -16,40 +18,26 @@ mod build;
 mod frame_error;
 mod message;
 
-use build::{to_python, Collected, Collector};
+use build::{to_python, Buffer, Collected, Collector};
 
 /// Chunks larger than this are framed and validated with the GIL released.
 const DETACH_AT: usize = 64 * 1024;
 
-/// The bytes of a `bytes`, `bytearray` or `memoryview` argument (borrowed when it is `bytes`).
-enum Input<'py> {
-    Bytes(Bound<'py, PyBytes>),
-    Owned(Vec<u8>),
-}
-
-impl<'py> Input<'py> {
-    fn new(data: &Bound<'py, PyAny>) -> PyResult<Self> {
-        if let Ok(b) = data.cast::<PyBytes>() {
-            Ok(Self::Bytes(b.clone()))
-        } else if let Ok(b) = data.cast::<PyByteArray>() {
-            Ok(Self::Owned(b.to_vec()))
-        } else if data.is_instance_of::<PyMemoryView>() {
-            Ok(Self::Bytes(
-                data.call_method0("tobytes")?.cast_into::<PyBytes>()?,
-            ))
-        } else {
-            let name = data.get_type().name()?;
-            Err(PyTypeError::new_err(format!(
-                "expected bytes, bytearray or memoryview, not {name}"
-            )))
-        }
-    }
-
-    fn as_slice(&self) -> &[u8] {
-        match self {
-            Self::Bytes(b) => b.as_bytes(),
-            Self::Owned(v) => v,
-        }
+/// The bytes of a `bytes`, `bytearray` or `memoryview` argument: the `bytes` object itself, or
+/// a copy of the others (which may change under us).
+fn input_buffer(data: &Bound<'_, PyAny>) -> PyResult<Buffer> {
+    if let Ok(b) = data.cast::<PyBytes>() {
+        Ok(Buffer::Bytes(b.clone().unbind()))
+    } else if let Ok(b) = data.cast::<PyByteArray>() {
+        Ok(Buffer::Shared(Arc::new(b.to_vec())))
+    } else if data.is_instance_of::<PyMemoryView>() {
+        let bytes = data.call_method0("tobytes")?.cast_into::<PyBytes>()?;
+        Ok(Buffer::Bytes(bytes.unbind()))
+    } else {
+        let name = data.get_type().name()?;
+        Err(PyTypeError::new_err(format!(
+            "expected bytes, bytearray or memoryview, not {name}"
+        )))
     }
 }
 
@@ -137,28 +125,27 @@ impl Decoder {
         if self.framer.is_closed() {
             return Err(Self::closed_error(py));
         }
-        let input = Input::new(data)?;
-        let chunk = input.as_slice();
+        let input = input_buffer(data)?;
+        let chunk = input.bytes(py);
         let (framer, batches) = (&mut self.framer, self.batches);
         let collected = maybe_detach(py, chunk.len(), || {
-            let frames = memchr::memchr_iter(b'\n', chunk).count() + 1;
-            let bytes = chunk.len() + framer.buffered();
-            let mut sink = Collector::new(batches, framer.max_frame(), bytes, frames);
+            let mut sink = Collector::new(batches, framer.max_frame(), chunk, framer.buffered());
             // the decoder was checked open above
             let _ = framer.feed(chunk, |e| sink.event(e));
             sink.finish()
         });
-        to_python(py, collected, self.lazy)
+        to_python(py, collected, &input, self.lazy)
     }
 
     /// End the stream: decode an unterminated final frame; later calls raise DecoderClosedError.
     fn close<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let buffered = self.framer.buffered();
-        let mut sink = Collector::new(self.batches, self.framer.max_frame(), buffered, 1);
+        let held = self.framer.buffered();
+        let mut sink = Collector::new(self.batches, self.framer.max_frame(), &[], held);
         if self.framer.close(|e| sink.event(e)).is_err() {
             return Err(Self::closed_error(py));
         }
-        to_python(py, sink.finish(), self.lazy)
+        let none = Buffer::Shared(Arc::default());
+        to_python(py, sink.finish(), &none, self.lazy)
     }
 
     #[getter]
@@ -198,7 +185,7 @@ fn collect_body(body: &[u8], max_frame: usize, batches: bool) -> Collected {
         Some(rest) => (rest, BOM.len() as u64),
         None => (body, 0),
     };
-    let mut sink = Collector::new(batches, max_frame, bytes.len(), 1);
+    let mut sink = Collector::new(batches, max_frame, body, 0);
     if bytes.len() > max_frame {
         let preview = &bytes[..PREVIEW_BYTES.min(max_frame + 1)];
         sink.event(Event::Oversize { offset, preview });
@@ -222,10 +209,10 @@ fn decode<'py>(
     batches: bool,
 ) -> PyResult<Bound<'py, PyList>> {
     let max_frame = check_max_frame(max_frame)?;
-    let input = Input::new(data)?;
-    let body = input.as_slice();
+    let input = input_buffer(data)?;
+    let body = input.bytes(py);
     let collected = maybe_detach(py, body.len(), || collect_body(body, max_frame, batches));
-    to_python(py, collected, lazy)
+    to_python(py, collected, &input, lazy)
 }
 
 /// Rewrite the top-level id of a raw frame without re-encoding anything else.
@@ -236,9 +223,9 @@ fn splice_id<'py>(
     frame: &Bound<'py, PyAny>,
     new_id: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let input = Input::new(frame)?;
+    let input = input_buffer(frame)?;
     let (frame, id) =
-        splice::locate_id(input.as_slice()).map_err(|e| PyValueError::new_err(e.message()))?;
+        splice::locate_id(input.bytes(py)).map_err(|e| PyValueError::new_err(e.message()))?;
     let encoded = encode_id(py, new_id)?;
     Ok(PyBytes::new(py, &splice::replace(frame, id, &encoded)))
 }

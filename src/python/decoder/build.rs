@@ -1,6 +1,8 @@
-//! From the pure Rust results of one chunk to Python objects. The framing and validation of a
-//! chunk (which may run without the GIL) collect the bytes of every frame that yields a message in
-//! one arena; the messages then share that arena, so `raw` is cut out of it only on access.
+//! From the pure Rust results of one chunk to Python objects. Framing and validation (which may
+//! run without the GIL) record, for every frame that yields a message, where its bytes live: in
+//! the input chunk itself (most frames: no copy at all) or, for a frame that began in an earlier
+//! chunk, in a small arena. The messages then share those buffers, so `raw` and the `raw_*`
+//! members are cut out only on access.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -15,53 +17,106 @@ use crate::framing::Event;
 use super::frame_error::FrameError;
 use super::message::{parse_json, Message};
 
-/// One result, with where its frame sits in the arena and in the stream.
-pub(crate) struct Rec {
-    base: usize,
+/// The bytes that message spans refer to.
+pub(crate) enum Buffer {
+    /// The caller's `bytes` object (immutable, so it can be shared as is).
+    Bytes(Py<PyBytes>),
+    /// A copy owned by the messages.
+    Shared(Arc<Vec<u8>>),
+}
+
+impl Buffer {
+    /// The whole buffer.
+    pub(crate) fn bytes<'a>(&'a self, py: Python<'_>) -> &'a [u8] {
+        match self {
+            Self::Bytes(b) => b.as_bytes(py),
+            Self::Shared(v) => v,
+        }
+    }
+
+    fn clone_ref(&self, py: Python<'_>) -> Self {
+        match self {
+            Self::Bytes(b) => Self::Bytes(b.clone_ref(py)),
+            Self::Shared(v) => Self::Shared(Arc::clone(v)),
+        }
+    }
+}
+
+/// The frame that the items `items[..end]` (from the previous frame's `end`) came from.
+struct FrameRec {
+    end: usize,
     offset: u64,
-    item: Item,
+    /// Where the frame starts in its buffer.
+    base: usize,
+    /// In the input chunk (else in the arena).
+    in_input: bool,
 }
 
 /// What one chunk (or one `decode` body) yields, before any Python object exists.
 pub(crate) struct Collected {
     arena: Vec<u8>,
-    recs: Vec<Rec>,
+    items: Vec<Item>,
+    frames: Vec<FrameRec>,
 }
 
-/// The framer's sink: validates each frame and keeps what the messages need.
+/// The framer's sink: validates each frame and notes where the messages' bytes are.
 pub(crate) struct Collector {
     batches: bool,
     max_frame: usize,
-    scratch: Vec<Item>,
+    /// Address and length of the input chunk, to tell its frames from reassembled ones.
+    input: (usize, usize),
+    /// Bytes of the input chunk known to be valid UTF-8 (from its start).
+    input_utf8: usize,
     out: Collected,
 }
 
 impl Collector {
-    /// A collector sized for `bytes` more input bytes holding about `frames` frames, so that
-    /// neither the arena nor the results grow (and get copied) while a chunk is processed.
-    pub(crate) fn new(batches: bool, max_frame: usize, bytes: usize, frames: usize) -> Self {
-        let out = Collected {
-            arena: Vec::with_capacity(bytes),
-            recs: Vec::with_capacity(frames),
+    /// A collector for frames of `input` (and at most `held` bytes held from earlier chunks),
+    /// sized so that nothing grows (and gets copied) while the chunk is processed.
+    pub(crate) fn new(batches: bool, max_frame: usize, input: &[u8], held: usize) -> Self {
+        let frames = memchr::memchr_iter(b'\n', input).count() + 1;
+        let input_utf8 = match std::str::from_utf8(input) {
+            Ok(_) => input.len(),
+            Err(e) => e.valid_up_to(),
         };
+        let out = Collected {
+            arena: Vec::with_capacity(held + 1),
+            items: Vec::with_capacity(frames),
+            frames: Vec::with_capacity(frames),
+        };
+        let input = (input.as_ptr() as usize, input.len());
         Self {
             batches,
             max_frame,
-            scratch: Vec::new(),
+            input,
+            input_utf8,
             out,
         }
     }
 
     /// Validate one complete frame starting at stream `offset`.
     pub(crate) fn frame(&mut self, offset: u64, bytes: &[u8]) {
-        envelope::validate(bytes, self.batches, &mut self.scratch);
-        let base = self.out.arena.len();
-        if self.scratch.iter().any(|i| matches!(i, Item::Message(_))) {
+        let at = (bytes.as_ptr() as usize).wrapping_sub(self.input.0);
+        let in_input = at <= self.input.1 && bytes.len() <= self.input.1 - at;
+        let items = &mut self.out.items;
+        let start = items.len();
+        if in_input && at + bytes.len() <= self.input_utf8 {
+            envelope::validate_utf8(bytes, self.batches, items);
+        } else {
+            envelope::validate(bytes, self.batches, items);
+        }
+        let mut base = at;
+        if !in_input && items[start..].iter().any(|i| matches!(i, Item::Message(_))) {
+            base = self.out.arena.len();
             self.out.arena.extend_from_slice(bytes);
         }
-        for item in self.scratch.drain(..) {
-            self.out.recs.push(Rec { base, offset, item });
-        }
+        let end = items.len();
+        self.out.frames.push(FrameRec {
+            end,
+            offset,
+            base,
+            in_input,
+        });
     }
 
     /// Report a frame longer than `max_frame`.
@@ -79,10 +134,13 @@ impl Collector {
             batch: None,
             notification: false,
         };
-        self.out.recs.push(Rec {
-            base: 0,
+        self.out.items.push(Item::Failure(failure));
+        let end = self.out.items.len();
+        self.out.frames.push(FrameRec {
+            end,
             offset,
-            item: Item::Failure(failure),
+            base: 0,
+            in_input: false,
         });
     }
 
@@ -99,19 +157,27 @@ impl Collector {
     }
 }
 
-/// The Python list of `Message`/`FrameError` for what was collected.
-pub(crate) fn to_python(
-    py: Python<'_>,
+/// The Python list of `Message`/`FrameError` for what was collected; `input` is the buffer of the
+/// input chunk the collector saw.
+pub(crate) fn to_python<'py>(
+    py: Python<'py>,
     collected: Collected,
+    input: &Buffer,
     lazy: bool,
-) -> PyResult<Bound<'_, PyList>> {
-    let buf = Arc::new(collected.arena);
-    let mut objects = Vec::with_capacity(collected.recs.len());
-    for rec in collected.recs {
-        objects.push(match rec.item {
-            Item::Message(e) => message(py, &buf, rec.base, rec.offset, e, lazy)?,
-            Item::Failure(f) => frame_error(py, rec.offset, f)?,
-        });
+) -> PyResult<Bound<'py, PyList>> {
+    let arena = Buffer::Shared(Arc::new(collected.arena));
+    let mut objects = Vec::with_capacity(collected.items.len());
+    let mut items = collected.items.into_iter();
+    let mut done = 0;
+    for frame in collected.frames {
+        let buf = if frame.in_input { input } else { &arena };
+        for item in items.by_ref().take(frame.end - done) {
+            objects.push(match item {
+                Item::Message(e) => message(py, buf, frame.base, frame.offset, e, lazy)?,
+                Item::Failure(f) => frame_error(py, frame.offset, f)?,
+            });
+        }
+        done = frame.end;
     }
     PyList::new(py, objects)
 }
@@ -138,13 +204,14 @@ fn owned_id_object(py: Python<'_>, id: OwnedId) -> PyResult<Bound<'_, PyAny>> {
 
 fn message<'py>(
     py: Python<'py>,
-    buf: &Arc<Vec<u8>>,
+    buf: &Buffer,
     base: usize,
     offset: u64,
     e: Envelope,
     lazy: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let frame = &buf[base..];
+    let bytes = buf.bytes(py);
+    let frame = &bytes[base..];
     let shift = |r: Range<usize>| base + r.start..base + r.end;
     let id = match e.id {
         Some(id) => Some(id_object(py, frame, id)?.unbind()),
@@ -157,7 +224,7 @@ fn message<'py>(
         kind: e.kind,
         id,
         method,
-        buf: Arc::clone(buf),
+        buf: buf.clone_ref(py),
         offset: offset + e.raw.start as u64,
         raw: shift(e.raw),
         raw_id: e.raw_id.map(shift),
@@ -179,7 +246,7 @@ fn message<'py>(
     for (span, cell, now) in payloads {
         if let (Some(r), true) = (span, now) {
             // the cell is new, so `set` cannot find it filled
-            let _ = cell.set(py, parse_json(py, &buf[r.clone()])?.unbind());
+            let _ = cell.set(py, parse_json(py, &bytes[r.clone()])?.unbind());
         }
     }
     Ok(Bound::new(py, m)?.into_any())

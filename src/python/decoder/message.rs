@@ -2,25 +2,28 @@
 //! and the `raw_*` members are cut out of that buffer only when asked for, and a lazy message
 //! builds `params`/`result` from their bytes on first access (then keeps them).
 
-use std::ops::Range;
-use std::sync::Arc;
-
-use jiter::PythonParse;
+use jiter::{PythonParse, StringCacheMode};
 use pyo3::basic::CompareOp;
 use pyo3::exceptions::PyValueError;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyString};
+use std::ops::Range;
 
 use crate::envelope::Kind;
 use crate::splice;
 
+use super::build::Buffer;
 use super::encode_id;
 
 /// Build the Python value of a JSON text already validated by the envelope scan.
 pub(crate) fn parse_json<'py>(py: Python<'py>, json: &[u8]) -> PyResult<Bound<'py, PyAny>> {
-    PythonParse::default()
+    let parser = PythonParse {
+        cache_mode: StringCacheMode::Keys,
+        ..PythonParse::default()
+    };
+    parser
         .python_parse(py, json)
         .map_err(|e| PyValueError::new_err(e.description(json)))
 }
@@ -31,7 +34,7 @@ pub(crate) struct Message {
     pub(crate) kind: Kind,
     pub(crate) id: Option<Py<PyAny>>,
     pub(crate) method: Option<Py<PyString>>,
-    pub(crate) buf: Arc<Vec<u8>>,
+    pub(crate) buf: Buffer,
     pub(crate) raw: Range<usize>,
     pub(crate) raw_id: Option<Range<usize>>,
     pub(crate) raw_params: Option<Range<usize>>,
@@ -49,7 +52,7 @@ pub(crate) struct Message {
 impl Message {
     fn bytes_of(&self, py: Python<'_>, span: &Option<Range<usize>>) -> Option<Py<PyBytes>> {
         span.as_ref()
-            .map(|r| PyBytes::new(py, &self.buf[r.clone()]).unbind())
+            .map(|r| PyBytes::new(py, &self.buf.bytes(py)[r.clone()]).unbind())
     }
 
     fn value_of(
@@ -62,14 +65,14 @@ impl Message {
             None => Ok(py.None()),
             Some(r) => cell
                 .get_or_try_init(py, || {
-                    parse_json(py, &self.buf[r.clone()]).map(Bound::unbind)
+                    parse_json(py, &self.buf.bytes(py)[r.clone()]).map(Bound::unbind)
                 })
                 .map(|v| v.clone_ref(py)),
         }
     }
 
-    fn raw_slice(&self) -> &[u8] {
-        &self.buf[self.raw.clone()]
+    fn raw_slice(&self, py: Python<'_>) -> &[u8] {
+        &self.buf.bytes(py)[self.raw.clone()]
     }
 }
 
@@ -113,7 +116,7 @@ impl Message {
     #[getter]
     fn raw(&self, py: Python<'_>) -> Py<PyBytes> {
         self.raw_bytes
-            .get_or_init(py, || PyBytes::new(py, self.raw_slice()).unbind())
+            .get_or_init(py, || PyBytes::new(py, self.raw_slice(py)).unbind())
             .clone_ref(py)
     }
 
@@ -165,7 +168,7 @@ impl Message {
         let id = span.start - self.raw.start..span.end - self.raw.start;
         Ok(PyBytes::new(
             py,
-            &splice::replace(self.raw_slice(), id, &encoded),
+            &splice::replace(self.raw_slice(py), id, &encoded),
         ))
     }
 
@@ -178,7 +181,7 @@ impl Message {
         // every attribute but `lazy` is a function of the raw bytes, the offset and the batch index
         let equal = self.offset == other.offset
             && self.batch == other.batch
-            && self.raw_slice() == other.raw_slice();
+            && self.raw_slice(py) == other.raw_slice(py);
         match op {
             CompareOp::Eq => Ok(equal.into_pyobject(py)?.to_owned().into_any().unbind()),
             CompareOp::Ne => Ok((!equal).into_pyobject(py)?.to_owned().into_any().unbind()),
