@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyInt, PyList, PyString};
 
-use crate::envelope::{self, Envelope, Failure, Id, Item, OwnedId, INVALID_REQUEST};
+use crate::envelope::{self, Envelope, Failure, Id, Item, Kind, OwnedId, INVALID_REQUEST};
 use crate::framing::Event;
 
 use super::frame_error::FrameError;
@@ -228,25 +228,15 @@ fn message<'py>(
         offset: offset + e.raw.start as u64,
         raw: shift(e.raw),
         raw_id: e.raw_id.map(shift),
-        raw_params: e.raw_params.map(shift),
-        raw_result: e.raw_result.map(shift),
-        raw_error: e.raw_error.map(shift),
+        raw_payload: e.raw_params.or(e.raw_result).or(e.raw_error).map(shift),
         batch: e.batch,
         lazy,
-        params: PyOnceLock::new(),
-        result: PyOnceLock::new(),
-        error: PyOnceLock::new(),
-        raw_bytes: PyOnceLock::new(),
+        payload: PyOnceLock::new(),
     };
-    let payloads = [
-        (&m.raw_params, &m.params, !lazy),
-        (&m.raw_result, &m.result, !lazy),
-        (&m.raw_error, &m.error, true),
-    ];
-    for (span, cell, now) in payloads {
-        if let (Some(r), true) = (span, now) {
+    if let Some(r) = &m.raw_payload {
+        if !lazy || m.kind == Kind::Error {
             // the cell is new, so `set` cannot find it filled
-            let _ = cell.set(py, parse_json(py, &bytes[r.clone()])?.unbind());
+            let _ = m.payload.set(py, parse_json(py, &bytes[r.clone()])?.unbind());
         }
     }
     Ok(Bound::new(py, m)?.into_any())

@@ -1,6 +1,7 @@
 //! `Message`: one valid JSON-RPC message. It shares the buffer of the chunk it came from, so `raw`
 //! and the `raw_*` members are cut out of that buffer only when asked for, and a lazy message
-//! builds `params`/`result` from their bytes on first access (then keeps them).
+//! builds its payload from its bytes on first access (then keeps it). A message has at most one
+//! payload, chosen by its kind: `params` (requests, notifications), `result` or `error`.
 
 use jiter::{PythonParse, StringCacheMode};
 use pyo3::basic::CompareOp;
@@ -37,16 +38,13 @@ pub(crate) struct Message {
     pub(crate) buf: Buffer,
     pub(crate) raw: Range<usize>,
     pub(crate) raw_id: Option<Range<usize>>,
-    pub(crate) raw_params: Option<Range<usize>>,
-    pub(crate) raw_result: Option<Range<usize>>,
-    pub(crate) raw_error: Option<Range<usize>>,
+    /// The bytes of `params`, `result` or `error`, whichever the kind has.
+    pub(crate) raw_payload: Option<Range<usize>>,
     pub(crate) offset: u64,
     pub(crate) batch: Option<u32>,
     pub(crate) lazy: bool,
-    pub(crate) params: PyOnceLock<Py<PyAny>>,
-    pub(crate) result: PyOnceLock<Py<PyAny>>,
-    pub(crate) error: PyOnceLock<Py<PyAny>>,
-    pub(crate) raw_bytes: PyOnceLock<Py<PyBytes>>,
+    /// The decoded payload, once built.
+    pub(crate) payload: PyOnceLock<Py<PyAny>>,
 }
 
 impl Message {
@@ -55,15 +53,20 @@ impl Message {
             .map(|r| PyBytes::new(py, &self.buf.bytes(py)[r.clone()]).unbind())
     }
 
-    fn value_of(
-        &self,
-        py: Python<'_>,
-        cell: &PyOnceLock<Py<PyAny>>,
-        span: &Option<Range<usize>>,
-    ) -> PyResult<Py<PyAny>> {
-        match span {
+    /// The payload span when the kind is one of `kinds`.
+    fn payload_span(&self, kinds: &[Kind]) -> &Option<Range<usize>> {
+        if kinds.contains(&self.kind) {
+            &self.raw_payload
+        } else {
+            &None
+        }
+    }
+
+    fn value_of(&self, py: Python<'_>, kinds: &[Kind]) -> PyResult<Py<PyAny>> {
+        match self.payload_span(kinds) {
             None => Ok(py.None()),
-            Some(r) => cell
+            Some(r) => self
+                .payload
                 .get_or_try_init(py, || {
                     parse_json(py, &self.buf.bytes(py)[r.clone()]).map(Bound::unbind)
                 })
@@ -100,24 +103,22 @@ impl Message {
 
     #[getter]
     fn params(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        self.value_of(py, &self.params, &self.raw_params)
+        self.value_of(py, &[Kind::Request, Kind::Notification])
     }
 
     #[getter]
     fn result(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        self.value_of(py, &self.result, &self.raw_result)
+        self.value_of(py, &[Kind::Result])
     }
 
     #[getter]
     fn error(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        self.value_of(py, &self.error, &self.raw_error)
+        self.value_of(py, &[Kind::Error])
     }
 
     #[getter]
-    fn raw(&self, py: Python<'_>) -> Py<PyBytes> {
-        self.raw_bytes
-            .get_or_init(py, || PyBytes::new(py, self.raw_slice(py)).unbind())
-            .clone_ref(py)
+    fn raw<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, self.raw_slice(py))
     }
 
     #[getter]
@@ -127,17 +128,17 @@ impl Message {
 
     #[getter]
     fn raw_params(&self, py: Python<'_>) -> Option<Py<PyBytes>> {
-        self.bytes_of(py, &self.raw_params)
+        self.bytes_of(py, self.payload_span(&[Kind::Request, Kind::Notification]))
     }
 
     #[getter]
     fn raw_result(&self, py: Python<'_>) -> Option<Py<PyBytes>> {
-        self.bytes_of(py, &self.raw_result)
+        self.bytes_of(py, self.payload_span(&[Kind::Result]))
     }
 
     #[getter]
     fn raw_error(&self, py: Python<'_>) -> Option<Py<PyBytes>> {
-        self.bytes_of(py, &self.raw_error)
+        self.bytes_of(py, self.payload_span(&[Kind::Error]))
     }
 
     #[getter]
