@@ -8,9 +8,13 @@ pub const MAX_DEPTH: usize = 128;
 /// True when the nesting of `frame` goes deeper than `max` at any point of the contract's scan.
 ///
 /// A frame with no more than `max` opening brackets cannot go deeper than `max`, so the exact scan
-/// only runs when a cheap (vectorisable) count of `[` and `{` says it could.
+/// only runs when a cheap count of `[` and `{` (a SIMD search that stops at `max + 1`) says it
+/// could; a frame of at most `max` bytes is not even searched.
 pub fn exceeds(frame: &[u8], max: usize) -> bool {
-    let opening = frame.iter().filter(|&&b| b == b'[' || b == b'{').count();
+    if frame.len() <= max {
+        return false;
+    }
+    let opening = memchr::memchr2_iter(b'[', b'{', frame).take(max + 1).count();
     opening > max && exceeds_exact(frame, max)
 }
 
