@@ -1,0 +1,183 @@
+"""Validation and classification of one frame: JSON-RPC 2.0 envelopes and batches (contract steps 1-6)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcpframe._pycore import scan
+from mcpframe._pycore.depth import MAX_DEPTH, too_deep
+from mcpframe._pycore.message import FrameError, Message, MessageBuilder
+from mcpframe._pycore.parse import DEPTH_ERROR, InvalidFrame, fast_decode, parse_reference
+
+__all__ = ["INVALID_REQUEST", "PARSE_ERROR", "PREVIEW_BYTES", "decode_frame", "make_error"]
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+PREVIEW_BYTES = 64
+
+_KINDS = frozenset(("request", "notification", "result", "error"))
+_CALLS = frozenset(("request", "notification"))
+_ID_TYPES = frozenset((int, str))
+_PARAMS_TYPES = frozenset((dict, list))
+_DEEP_VALID = 2 * MAX_DEPTH + 1
+_fast_decode = fast_decode
+
+
+NOT_AN_OBJECT = "Invalid Request: expected a JSON object"
+EMPTY_BATCH = "Invalid Request: empty batch"
+NO_BATCHES = "Invalid Request: batches are not supported"
+_MISSING_JSONRPC = 'Invalid Request: missing "jsonrpc"'
+_BAD_JSONRPC = 'Invalid Request: "jsonrpc" must be "2.0"'
+_BAD_METHOD = 'Invalid Request: "method" must be a string'
+_REQUEST_WITH_RESULT = 'Invalid Request: a request cannot have "result" or "error"'
+_BAD_PARAMS = 'Invalid Request: "params" must be an object or an array'
+_NULL_REQUEST_ID = "Invalid Request: request id must not be null"
+_BAD_ID = 'Invalid Request: "id" must be a string or an integer'
+_RESULT_AND_ERROR = 'Invalid Request: a response cannot have both "result" and "error"'
+_NO_MEMBER = 'Invalid Request: missing "method", "result" or "error"'
+_RESPONSE_WITHOUT_ID = 'Invalid Request: a response must have an "id"'
+_NULL_RESULT_ID = 'Invalid Request: a result must have a non-null "id"'
+_BAD_ERROR = 'Invalid Request: "error" must be an object'
+_BAD_ERROR_CODE = 'Invalid Request: "error.code" must be an integer'
+_BAD_ERROR_MESSAGE = 'Invalid Request: "error.message" must be a string'
+
+
+def make_error(
+    code: int,
+    message: str,
+    raw: bytes,
+    offset: int,
+    *,
+    id: int | str | None = None,
+    batch: int | None = None,
+    notification: bool = False,
+) -> FrameError:
+    """A ``FrameError`` whose preview is the start of ``raw``."""
+    return FrameError(
+        code,
+        message,
+        id=id,
+        offset=offset,
+        preview=raw[:PREVIEW_BYTES],
+        batch=batch,
+        notification=notification,
+    )
+
+
+def decode_frame(raw: bytes, offset: int, batches: bool, lazy: bool, out: list[Message | FrameError]) -> None:
+    """Validate the frame ``raw`` (non-blank, size already checked) and append what it yields to ``out``."""
+    try:
+        value = _fast_decode(raw)
+        # Valid JSON nested deeper than MAX_DEPTH needs an opening and a closing bracket per level.
+        if len(raw) > _DEEP_VALID and too_deep(raw):
+            raise InvalidFrame(DEPTH_ERROR)
+    except Exception:
+        # Anything unusual (invalid, too deep, 1e400, ...): the reference parser has the last word.
+        try:
+            value = parse_reference(raw)
+        except InvalidFrame as exc:
+            out.append(make_error(PARSE_ERROR, exc.args[0], raw, offset))
+            return
+    if type(value) is dict:
+        out.append(classify(value, raw, offset, None, lazy))
+    elif type(value) is not list:
+        out.append(make_error(INVALID_REQUEST, NOT_AN_OBJECT, raw, offset))
+    elif not batches or not value:
+        out.append(make_error(INVALID_REQUEST, NO_BATCHES if not batches else EMPTY_BATCH, raw, offset))
+    else:
+        _decode_batch(value, raw, offset, lazy, out)
+
+
+def _decode_batch(
+    items: list[Any], raw: bytes, offset: int, lazy: bool, out: list[Message | FrameError]
+) -> None:
+    for index, (item, (start, end)) in enumerate(zip(items, scan.element_spans(raw), strict=True)):
+        element = raw[start:end]
+        if type(item) is dict:
+            out.append(classify(item, element, offset + start, index, lazy))
+        else:
+            out.append(make_error(INVALID_REQUEST, NOT_AN_OBJECT, element, offset + start, batch=index))
+
+
+def classify(
+    obj: dict[str, Any], raw: bytes, offset: int, batch: int | None, lazy: bool
+) -> Message | FrameError:
+    """The ``Message`` for the envelope ``obj`` (parsed from ``raw``), or the ``FrameError`` of step 5."""
+    kind = _check(obj)
+    get = obj.get
+    if kind not in _KINDS:
+        ident = get("id")
+        return make_error(
+            INVALID_REQUEST,
+            kind,
+            raw,
+            offset,
+            id=ident if type(ident) in _ID_TYPES else None,
+            batch=batch,
+            notification="method" in obj and "id" not in obj,
+        )
+    # A valid envelope has no "method" unless it is a call, and no "result"/"error" unless it is that
+    # kind of response, so plain lookups give the right None for the other attributes.
+    m = MessageBuilder()
+    m.kind = kind  # type: ignore[assignment]
+    m.id = get("id")
+    m.method = get("method")
+    m.params = get("params") if kind in _CALLS else None
+    m.result = get("result")
+    m.error = get("error")
+    m.raw = raw
+    m.offset = offset
+    m.batch = batch
+    m.lazy = lazy
+    m._spans = None
+    m.__class__ = Message  # type: ignore[assignment]
+    return m  # type: ignore[return-value]
+
+
+def _check(obj: dict[str, Any]) -> str:
+    """The message kind, or the message of the first failing step-5 rule."""
+    if obj.get("jsonrpc") != "2.0":
+        return _BAD_JSONRPC if "jsonrpc" in obj else _MISSING_JSONRPC
+    return _check_call(obj) if "method" in obj else _check_response(obj)
+
+
+def _check_call(obj: dict[str, Any]) -> str:
+    if type(obj["method"]) is not str:
+        return _BAD_METHOD
+    if "result" in obj or "error" in obj:
+        return _REQUEST_WITH_RESULT
+    if "params" in obj and type(obj["params"]) not in _PARAMS_TYPES:
+        return _BAD_PARAMS
+    if "id" not in obj:
+        return "notification"
+    ident = obj["id"]
+    if type(ident) in _ID_TYPES:
+        return "request"
+    return _NULL_REQUEST_ID if ident is None else _BAD_ID
+
+
+def _check_response(obj: dict[str, Any]) -> str:
+    has_result = "result" in obj
+    has_error = "error" in obj
+    if has_result and has_error:
+        return _RESULT_AND_ERROR
+    if not has_result and not has_error:
+        return _NO_MEMBER
+    if "id" not in obj:
+        return _RESPONSE_WITHOUT_ID
+    ident = obj["id"]
+    if ident is not None and type(ident) not in _ID_TYPES:
+        return _BAD_ID
+    if has_result:
+        return "result" if ident is not None else _NULL_RESULT_ID
+    return _check_error_object(obj["error"])
+
+
+def _check_error_object(error: object) -> str:
+    if type(error) is not dict:
+        return _BAD_ERROR
+    if type(error.get("code")) is not int:
+        return _BAD_ERROR_CODE
+    if type(error.get("message")) is not str:
+        return _BAD_ERROR_MESSAGE
+    return "error"

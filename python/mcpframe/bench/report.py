@@ -1,0 +1,154 @@
+"""Plain-text tables and the JSON document of a benchmark run."""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+from typing import Any
+
+from mcpframe import __version__
+from mcpframe.bench.contenders import backend_status
+from mcpframe.bench.runner import MIB, FrameRow, Results, Row, Target
+
+__all__ = ["environment", "render", "summary", "to_json"]
+
+SCHEMA = 1
+
+
+def environment() -> dict[str, Any]:
+    """Versions, machine and backend availability, for the header and the JSON."""
+    return {
+        "mcpframe": __version__,
+        "python": platform.python_version(),
+        "implementation": sys.implementation.name,
+        "platform": f"{platform.system()} {platform.machine()}",
+        "cpus": os.cpu_count(),
+        "backends": backend_status(),
+    }
+
+
+def _num(value: float | None, digits: int = 2) -> str:
+    if value is None:
+        return "-"
+    if value >= 1000:
+        return f"{value:,.0f}"
+    return f"{value:.{digits}f}"
+
+
+def _why(status: str, reason: str | None) -> str:
+    if status == "unavailable" and reason and len(reason) > 60:
+        return f"{status}: {reason[:57]}..."
+    return f"{status}: {reason}"
+
+
+def _row_line(row: Row) -> str:
+    if row.status != "ok":
+        return f"  {row.label:<38} {_why(row.status, row.reason)}"
+    ratio = f"{row.ratio:.2f}x" if row.ratio is not None else "-"
+    return (
+        f"  {row.label:<38} {_num(row.msgs_per_s):>12} {_num(row.mb_per_s):>9} "
+        f"{_num(row.us_per_msg):>9} {ratio:>9}"
+    )
+
+
+def _rows_text(results: Results) -> list[str]:
+    lines: list[str] = []
+    groups = dict.fromkeys((r.op, r.corpus) for r in results.rows)
+    for op, corpus in groups:
+        info = results.corpora[corpus]
+        lines.append(f"\n{op} {corpus} ({info['messages']:,} messages, {info['bytes'] / 1e6:.2f} MB)")
+        lines.append(f"  {'contender':<38} {'msgs/s':>12} {'MB/s':>9} {'us/msg':>9} {'t/orjson':>9}")
+        lines += [_row_line(r) for r in results.rows if (r.op, r.corpus) == (op, corpus)]
+    return lines
+
+
+def _frames_text(frames: list[FrameRow], chunk: int) -> list[str]:
+    if not frames:
+        return []
+    sizes = list(dict.fromkeys(f.size for f in frames))
+    head = "".join(f"{f'{s // MIB} MiB':>11}" for s in sizes)
+    lines = [
+        f"\none frame fed in {chunk // 1024} KiB chunks, ns per byte (flat is the target)",
+        f"  {'contender':<38}{head}",
+    ]
+    for key in dict.fromkeys(f.key for f in frames):
+        mine = [f for f in frames if f.key == key]
+        if mine[0].status != "ok":
+            lines.append(f"  {mine[0].label:<38} {_why(mine[0].status, mine[0].reason)}")
+            continue
+        cells = "".join(f"{_num(f.ns_per_byte, 3):>11}" for f in mine)
+        lines.append(f"  {mine[0].label:<38}{cells}")
+    return lines
+
+
+def _verdict(target: Target) -> str:
+    if target.met is None:
+        return f"{target.corpus} n/a"
+    mark = "MET" if target.met else "MISSED"
+    return f"{target.corpus} {target.value:.2f}x {mark}"
+
+
+def _targets_text(targets: list[Target]) -> list[str]:
+    lines = ["\ntargets (time ratios per corpus; frames: per-byte cost, largest over smallest)"]
+    for name in dict.fromkeys(t.name for t in targets):
+        mine = [t for t in targets if t.name == name]
+        goal = f"{name} {mine[0].compare} {mine[0].threshold:g}x"
+        lines.append(f"  {goal:<44} " + " | ".join(_verdict(t) for t in mine))
+    met = sum(t.met is True for t in targets)
+    unknown = sum(t.met is None for t in targets)
+    lines.append(
+        f"  {met} of {len(targets)} met, {len(targets) - met - unknown} missed, {unknown} not measurable"
+    )
+    return lines
+
+
+def summary(env: dict[str, Any]) -> str:
+    """One line naming the machine and the backends (the chart's subtitle)."""
+    states = ", ".join(
+        f"{name} {'ok' if state == 'available' else 'unavailable'}" for name, state in env["backends"].items()
+    )
+    return (
+        f"mcpframe {env['mcpframe']}, Python {env['python']}, {env['platform']}, {env['cpus']} CPUs; {states}"
+    )
+
+
+def render(results: Results, env: dict[str, Any]) -> str:
+    """The report printed by ``mcpframe bench``."""
+    settings = results.settings
+    backends = "; ".join(f"{name}: {state}" for name, state in env["backends"].items())
+    rounds = f"best of >= {settings.min_rounds} rounds ({settings.budget:g} s budget each)"
+    lines = [
+        f"mcpframe {env['mcpframe']} benchmark: Python {env['python']}, {env['platform']}, "
+        f"{env['cpus']} CPUs",
+        f"backends: {backends}",
+        f"timing: {rounds}; streaming decoders fed {settings.chunk // 1024} KiB chunks"
+        + ("; --quick (tiny corpora, indicative only)" if settings.quick else ""),
+    ]
+    lines.append("t/orjson: time relative to orjson on the same corpus and operation (lower is faster)")
+    lines += _rows_text(results)
+    lines += _frames_text(results.frames, settings.chunk)
+    lines += _targets_text(results.targets)
+    return "\n".join(lines) + "\n"
+
+
+def to_json(results: Results, env: dict[str, Any]) -> dict[str, Any]:
+    """The JSON document written by ``--json``."""
+    settings = results.settings
+    return {
+        "schema": SCHEMA,
+        "environment": env,
+        "settings": {
+            "corpora": list(settings.corpora),
+            "quick": settings.quick,
+            "chunk": settings.chunk,
+            "frame_sizes": list(settings.sizes()),
+            "min_rounds": settings.min_rounds,
+            "budget_s": settings.budget,
+            "statistic": "best",
+        },
+        "corpora": results.corpora,
+        "results": [row.to_json() for row in results.rows],
+        "frames": [frame.to_json() for frame in results.frames],
+        "targets": [target.__dict__ for target in results.targets],
+    }

@@ -1,0 +1,132 @@
+"""The ``mcpframe`` command: ``mcpframe bench`` measures, ``mcpframe serve`` runs a server.
+
+The server is imported only when ``serve`` runs (it lives in another layer, with optional
+dependencies); the benchmark machinery is light and uses only mcpframe's own dependencies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from mcpframe.bench.corpus import CORPORA
+from mcpframe.bench.report import environment, render, summary, to_json
+from mcpframe.bench.runner import Settings, run
+from mcpframe.bench.svg import chart
+
+__all__ = ["main"]
+
+_SERVE_MODULE = "mcpframe.server.cli"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mcpframe", description="A fast, correct MCP wire layer.")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    bench = commands.add_parser(
+        "bench",
+        help="decode/encode benchmarks against orjson, msgspec and the mcp SDK",
+        description="Run the contenders side by side on deterministic MCP traffic and check the targets.",
+    )
+    bench.add_argument(
+        "--corpus",
+        choices=("small", "mixed", "large", "all"),
+        default="all",
+        help="which corpus to run (default: all)",
+    )
+    bench.add_argument("--json", type=Path, metavar="PATH", help="write the results as JSON to PATH")
+    bench.add_argument("--chart", type=Path, metavar="PATH", help="write an SVG bar chart to PATH")
+    bench.add_argument(
+        "--quick",
+        action="store_true",
+        help="tiny corpora and one timed round: a smoke test, not a measurement",
+    )
+    bench.add_argument(
+        "--chunk",
+        type=int,
+        default=64 * 1024,
+        metavar="BYTES",
+        help="feed size of the streaming decoders (default: 65536)",
+    )
+    commands.add_parser("serve", help="run an MCP server (options: mcpframe serve --help)", add_help=False)
+    return parser
+
+
+class _Progress:
+    """One line per step on stderr, rewritten in place on a terminal."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._tty = stream.isatty()
+        self._start = time.perf_counter()
+
+    def __call__(self, step: str) -> None:
+        line = f"[{time.perf_counter() - self._start:6.1f}s] {step}"
+        if self._tty:
+            self._stream.write(f"\r\x1b[K{line}")
+        else:
+            self._stream.write(f"{line}\n")
+        self._stream.flush()
+
+    def done(self) -> None:
+        """Finish the in-place line."""
+        self("done")
+        if self._tty:
+            self._stream.write("\n")
+
+
+def _bench(args: argparse.Namespace) -> int:
+    if args.chunk < 1:
+        print("mcpframe bench: --chunk must be at least 1", file=sys.stderr)
+        return 2
+    corpora = CORPORA if args.corpus == "all" else (args.corpus,)
+    settings = Settings(corpora=corpora, quick=args.quick, chunk=args.chunk)
+    env = environment()
+    progress = _Progress(sys.stderr)
+    results = run(settings, progress)
+    progress.done()
+    sys.stdout.write(render(results, env))
+    if args.json is not None:
+        args.json.write_text(json.dumps(to_json(results, env), indent=2) + "\n", encoding="utf-8")
+        print(f"wrote {args.json}")
+    if args.chart is not None:
+        args.chart.write_text(chart(results, subtitle=summary(env)), encoding="utf-8")
+        print(f"wrote {args.chart}")
+    return 0
+
+
+def _serve(argv: list[str]) -> int:
+    try:
+        module = importlib.import_module(_SERVE_MODULE)
+    except ModuleNotFoundError as exc:
+        if exc.name in ("mcpframe.server", _SERVE_MODULE):
+            print(f"mcpframe serve: this build has no server ({_SERVE_MODULE} is missing)", file=sys.stderr)
+        else:
+            print(
+                f"mcpframe serve: a dependency is missing ({exc}); try: pip install 'mcpframe[http]'",
+                file=sys.stderr,
+            )
+        return 2
+    serve_main = getattr(module, "serve_main", None)
+    if serve_main is None:
+        print(f"mcpframe serve: {_SERVE_MODULE} has no serve_main()", file=sys.stderr)
+        return 2
+    return int(serve_main(argv))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``mcpframe`` command with ``argv`` (default: ``sys.argv[1:]``); return the exit status."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["serve"]:
+        return _serve(args[1:])  # everything after "serve" belongs to the server's own parser
+    parser = _parser()
+    namespace = parser.parse_args(args)
+    if namespace.command == "bench":
+        return _bench(namespace)
+    parser.print_help()
+    return 2

@@ -1,0 +1,128 @@
+"""Typed helpers for every MCP method a client calls, with automatic pagination of ``*/list``."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from mcpframe.session import ProgressCallback
+
+__all__ = ["LogLevel", "Methods"]
+
+LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
+
+_MAX_PAGES = 10_000
+
+
+class Methods:
+    """The MCP method helpers; ``Client`` provides ``request`` and ``interactive``."""
+
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        progress: ProgressCallback | None = None,
+        max_timeout: float | None = None,
+    ) -> Any:
+        raise NotImplementedError
+
+    async def interactive(
+        self,
+        method: str,
+        params: dict[str, Any],
+        *,
+        timeout: float | None = None,
+        progress: ProgressCallback | None = None,
+        max_timeout: float | None = None,
+    ) -> dict[str, Any]:
+        raise NotImplementedError
+
+    async def list_all(self, method: str, key: str, params: dict[str, Any] | None = None) -> list[Any]:
+        """Call a ``*/list`` method, following ``nextCursor`` until the last page; the items of ``key``."""
+        items: list[Any] = []
+        cursor: Any = None
+        seen: set[str] = set()
+        for _ in range(_MAX_PAGES):
+            page_params = dict(params or {})
+            if cursor is not None:
+                page_params["cursor"] = cursor
+            page = await self.request(method, page_params or None)
+            items.extend(page.get(key) or [])
+            cursor = page.get("nextCursor")
+            if not isinstance(cursor, str) or not cursor or cursor in seen:
+                break
+            seen.add(cursor)
+        return items
+
+    async def list_tools(self) -> list[dict[str, Any]]:
+        """Every tool the server offers (all pages)."""
+        return await self.list_all("tools/list", "tools")
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+        max_timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """Call a tool; the CallToolResult (``content``, ``structuredContent``, ``isError``)."""
+        params: dict[str, Any] = {"name": name, "arguments": arguments or {}}
+        return await self.interactive(
+            "tools/call", params, timeout=timeout, progress=progress, max_timeout=max_timeout
+        )
+
+    async def list_resources(self) -> list[dict[str, Any]]:
+        """Every resource (all pages)."""
+        return await self.list_all("resources/list", "resources")
+
+    async def list_resource_templates(self) -> list[dict[str, Any]]:
+        """Every resource template (all pages)."""
+        return await self.list_all("resources/templates/list", "resourceTemplates")
+
+    async def read_resource(self, uri: str, *, timeout: float | None = None) -> list[dict[str, Any]]:
+        """The ``contents`` of a resource."""
+        result = await self.interactive("resources/read", {"uri": uri}, timeout=timeout)
+        contents: list[dict[str, Any]] = result.get("contents") or []
+        return contents
+
+    async def subscribe(self, uri: str) -> None:
+        """``resources/subscribe`` (updates arrive as ``notifications/resources/updated``)."""
+        await self.request("resources/subscribe", {"uri": uri})
+
+    async def unsubscribe(self, uri: str) -> None:
+        """``resources/unsubscribe``."""
+        await self.request("resources/unsubscribe", {"uri": uri})
+
+    async def list_prompts(self) -> list[dict[str, Any]]:
+        """Every prompt (all pages)."""
+        return await self.list_all("prompts/list", "prompts")
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, str] | None = None, *, timeout: float | None = None
+    ) -> dict[str, Any]:
+        """A prompt rendered with ``arguments``: ``{"description"?, "messages": [...]}``."""
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = arguments
+        return await self.interactive("prompts/get", params, timeout=timeout)
+
+    async def complete(
+        self,
+        ref: dict[str, Any],
+        argument: dict[str, str],
+        context: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """``completion/complete``: the ``completion`` object (``values``, ``total``?, ``hasMore``?).
+
+        ``ref`` is ``{"type": "ref/prompt", "name": ...}`` or ``{"type": "ref/resource", "uri": ...}``;
+        ``argument`` is ``{"name": ..., "value": ...}``.
+        """
+        params: dict[str, Any] = {"ref": ref, "argument": argument}
+        if context is not None:
+            params["context"] = context
+        result = await self.request("completion/complete", params)
+        completion: dict[str, Any] = result.get("completion") or {}
+        return completion

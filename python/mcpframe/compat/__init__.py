@@ -1,0 +1,94 @@
+"""Drop-in adapters for the official MCP Python SDK (``mcp`` 2.x).
+
+One line makes an SDK application use mcpframe's stdio transports::
+
+    import mcpframe.compat; mcpframe.compat.install()
+
+After ``install()``, ``mcp.server.stdio.stdio_server`` and ``mcp.client.stdio.stdio_client`` are
+``mcpframe.compat.mcp_sdk.stdio_server`` / ``stdio_client``, and so is every already imported module that
+took those names with ``from ... import`` (``mcp``, ``mcp.server.mcpserver.server`` for
+``MCPServer.run("stdio")``, ``mcp.client.client``, FastMCP's transport modules, your own modules); modules
+imported later pick up the drop-ins by themselves. ``uninstall()`` puts the SDK's functions back.
+
+Only mcp 2.x is supported: ``install()`` raises ``RuntimeError`` on any other major version (mcp 1.x has
+a different message model), and ``ImportError`` when ``mcp`` is not installed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from importlib import metadata
+from typing import Any
+
+__all__ = ["SUPPORTED_MCP", "install", "installed", "uninstall"]
+
+SUPPORTED_MCP = "mcp>=2,<3"
+"""The SDK versions the drop-ins are built for."""
+
+_NAMES = ("stdio_server", "stdio_client")
+_DROP_INS = "mcpframe.compat.mcp_sdk"
+
+
+def _check_mcp_version() -> None:
+    try:
+        version = metadata.version("mcp")
+    except metadata.PackageNotFoundError:
+        raise ImportError(
+            "mcpframe.compat needs the official MCP SDK: pip install 'mcpframe[sdk]'", name="mcp"
+        ) from None
+    major = version.split(".", 1)[0]
+    if major != "2":
+        raise RuntimeError(
+            f"mcpframe.compat supports {SUPPORTED_MCP}, but mcp {version} is installed. mcp 1.x uses "
+            "another message model: upgrade to mcp 2 (pip install 'mcpframe[sdk]') or leave the SDK's "
+            "transports in place."
+        )
+
+
+def _pairs() -> list[tuple[Any, Any]]:
+    """``(sdk_function, drop_in)`` for each patched name."""
+    mcp_sdk = importlib.import_module(_DROP_INS)
+    return [
+        (mcp_sdk.SDK_STDIO_SERVER, mcp_sdk.stdio_server),
+        (mcp_sdk.SDK_STDIO_CLIENT, mcp_sdk.stdio_client),
+    ]
+
+
+def _swap(replacements: dict[int, Any]) -> int:
+    """In every loaded module, replace the values named in ``_NAMES`` whose id is a key; count them."""
+    count = 0
+    for module_name, module in list(sys.modules.items()):
+        namespace = getattr(module, "__dict__", None)
+        if module_name == _DROP_INS or not isinstance(namespace, dict):
+            continue  # the drop-ins' own module keeps its definitions
+        for name in _NAMES:
+            value = namespace.get(name)
+            if value is not None and id(value) in replacements:
+                namespace[name] = replacements[id(value)]
+                count += 1
+    return count
+
+
+def install() -> int:
+    """Make the SDK use mcpframe's stdio transports; return how many module bindings were replaced.
+
+    Idempotent. Raises ``RuntimeError`` for an unsupported ``mcp`` version (see the module doc).
+    """
+    _check_mcp_version()
+    return _swap({id(sdk): ours for sdk, ours in _pairs()})
+
+
+def uninstall() -> int:
+    """Put the SDK's own transports back everywhere ``install`` (or a later import) put the drop-ins."""
+    if _DROP_INS not in sys.modules:
+        return 0
+    return _swap({id(ours): sdk for sdk, ours in _pairs()})
+
+
+def installed() -> bool:
+    """Whether ``mcp.server.stdio.stdio_server`` is currently the drop-in."""
+    module = sys.modules.get("mcp.server.stdio")
+    if module is None or _DROP_INS not in sys.modules:
+        return False
+    return bool(module.stdio_server is sys.modules[_DROP_INS].stdio_server)

@@ -1,0 +1,59 @@
+"""The MCP server: decorators to register tools, resources and prompts, and both protocol eras.
+
+```python
+from mcpframe.server import Server, Context
+
+server = Server("demo", version="1.0.0")
+
+@server.tool
+async def add(a: int, b: int, ctx: Context) -> int:
+    "Add two numbers."
+    await ctx.info("adding")
+    return a + b
+
+server.run()   # stdio
+```
+"""
+
+from __future__ import annotations
+
+from .app import Server
+from .connection import ServerConnection
+from .content import (
+    Content,
+    PromptMessage,
+    ToolResult,
+    assistant,
+    audio,
+    blob_contents,
+    embedded_resource,
+    image,
+    resource_link,
+    text,
+    text_contents,
+    user,
+)
+from .context import Context
+from .eras import LATEST_LEGACY, LEGACY_VERSIONS, MODERN_VERSIONS, SUPPORTED_VERSIONS
+
+__all__ = [
+    "LATEST_LEGACY",
+    "LEGACY_VERSIONS",
+    "MODERN_VERSIONS",
+    "SUPPORTED_VERSIONS",
+    "Content",
+    "Context",
+    "PromptMessage",
+    "Server",
+    "ServerConnection",
+    "ToolResult",
+    "assistant",
+    "audio",
+    "blob_contents",
+    "embedded_resource",
+    "image",
+    "resource_link",
+    "text",
+    "text_contents",
+    "user",
+]

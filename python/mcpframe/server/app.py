@@ -1,0 +1,268 @@
+"""`Server`: register tools, resources, prompts and completers with decorators, then serve connections."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import secrets
+from collections.abc import Callable
+from typing import Any, Literal, TypeVar, overload
+
+import anyio
+
+from mcpframe.session import Session
+from mcpframe.transports.base import Transport
+from mcpframe.transports.stdio import stdio_server
+
+from .builders import make_prompt, make_resource, make_tool
+from .connection import ServerConnection
+from .eras import RequestState
+from .registry import ListKind, Registry, Resource
+
+__all__ = ["Server"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _completer(fn: Callable[..., Any]) -> Callable[[str, dict[str, str]], Any]:
+    """Accept completers taking `(value)` or `(value, context_arguments)`."""
+    arity = len(inspect.signature(fn).parameters)
+    if arity == 1:
+        return lambda value, _context: fn(value)
+    if arity == 2:
+        return fn
+    raise TypeError(f"{fn.__qualname__}: a completer takes (value) or (value, context_arguments)")
+
+
+class Server:
+    """An MCP server: what it offers, and how to serve it on a transport.
+
+    >>> server = Server("demo", version="1.0.0")
+    >>> @server.tool
+    ... def add(a: int, b: int) -> int:
+    ...     "Add two numbers."
+    ...     return a + b
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        version: str = "0.0.0",
+        instructions: str | None = None,
+        title: str | None = None,
+        page_size: int | None = 100,
+        cache_ttl_ms: int = 0,
+        cache_scope: Literal["public", "private"] = "private",
+        logger: logging.Logger | None = None,
+    ) -> None:
+        if page_size is not None and page_size < 1:
+            raise ValueError("page_size must be at least 1 (or None for unpaginated lists)")
+        self.name = name
+        self.version = version
+        self.instructions = instructions
+        self.page_size = page_size
+        # 2026-07-28 caching hints on lists, reads and discover; 0 = always re-fetch (lists can change).
+        self.cache_ttl_ms = max(0, cache_ttl_ms)
+        self.cache_scope = cache_scope
+        self.logger = logger or logging.getLogger("mcpframe.server")
+        self.info: dict[str, Any] = {"name": name, "version": version}
+        if title is not None:
+            self.info["title"] = title
+        self.registry = Registry()
+        self.registry.listen(self._changed)
+        self.request_state = RequestState(secrets.token_bytes(32))
+        self._connections: set[ServerConnection] = set()
+        self._capabilities: dict[str, Any] | None = None
+
+    # ------------------------------------------------------------ registration
+
+    @overload
+    def tool(self, fn: F, /) -> F: ...
+    @overload
+    def tool(
+        self,
+        fn: None = None,
+        /,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        input_schema: dict[str, Any] | None = None,
+        output_schema: dict[str, Any] | bool | None = None,
+        annotations: dict[str, Any] | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Callable[[F], F]: ...
+    def tool(self, fn: F | None = None, /, **options: Any) -> F | Callable[[F], F]:
+        """Register a tool (`@server.tool` or `@server.tool(name=..., ...)`).
+
+        The input schema comes from the type hints (`Annotated[T, "description"]` or `msgspec.Meta`
+        describe a parameter) unless `input_schema` gives it verbatim; the description is the docstring.
+        A return annotation that is an object type (Struct, dataclass, TypedDict, dict) publishes an
+        `outputSchema` and `structuredContent`; `output_schema=True` forces it (non-objects are wrapped as
+        `{"result": ...}`), `False` turns it off, a dict gives it verbatim.
+        """
+
+        def register(func: F) -> F:
+            self.registry.add_tool(make_tool(func, **options))
+            return func
+
+        return register(fn) if fn is not None else register
+
+    def resource(
+        self,
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        annotations: dict[str, Any] | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        size: int | None = None,
+    ) -> Callable[[F], F]:
+        """Register a resource (`@server.resource("test://x")`) or a template (`"file:///{+path}"`).
+
+        The function returns `str` (text), `bytes` (blob), contents dicts, or any JSON-encodable value.
+        A template's function takes the URI's variables as parameters (`{name}` is one path segment,
+        `{+name}` may contain slashes).
+        """
+
+        def register(func: F) -> F:
+            entry = make_resource(
+                func,
+                uri,
+                name=name,
+                title=title,
+                description=description,
+                mime_type=mime_type,
+                annotations=annotations,
+                icons=icons,
+                size=size,
+            )
+            if isinstance(entry, Resource):
+                self.registry.add_resource(entry)
+            else:
+                self.registry.add_template(entry)
+            return func
+
+        return register
+
+    @overload
+    def prompt(self, fn: F, /) -> F: ...
+    @overload
+    def prompt(
+        self,
+        fn: None = None,
+        /,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        icons: list[dict[str, Any]] | None = None,
+    ) -> Callable[[F], F]: ...
+    def prompt(self, fn: F | None = None, /, **options: Any) -> F | Callable[[F], F]:
+        """Register a prompt (`@server.prompt` or `@server.prompt(name=...)`); parameters are its arguments.
+
+        The function returns a string (one user message), messages (`user()`, `assistant()`), content
+        blocks, or a list of them.
+        """
+
+        def register(func: F) -> F:
+            self.registry.add_prompt(make_prompt(func, **options))
+            return func
+
+        return register(fn) if fn is not None else register
+
+    def completion(
+        self, *, argument: str, prompt: str | None = None, template: str | None = None
+    ) -> Callable[[F], F]:
+        """Register a completer for one argument of a prompt, or one variable of a resource template.
+
+        The completer takes `(value)` or `(value, context_arguments)` and returns the candidate strings
+        (sync or async); the first 100 are sent, with `total` and `hasMore`.
+        """
+        if (prompt is None) == (template is None):
+            raise TypeError("completion() needs exactly one of prompt= and template=")
+        key = ("ref/prompt", prompt) if prompt is not None else ("ref/resource", template)
+
+        def register(func: F) -> F:
+            self.registry.completers[(key[0], str(key[1]), argument)] = _completer(func)
+            self._capabilities = None
+            return func
+
+        return register
+
+    def remove_tool(self, name: str) -> bool:
+        """Unregister a tool; connected clients get `notifications/tools/list_changed`."""
+        return self.registry.remove("tools", name)
+
+    def remove_prompt(self, name: str) -> bool:
+        """Unregister a prompt."""
+        return self.registry.remove("prompts", name)
+
+    def remove_resource(self, uri: str) -> bool:
+        """Unregister a resource or template (by URI or URI template)."""
+        return self.registry.remove("resources", uri)
+
+    # ---------------------------------------------------------- notifications
+
+    def capabilities(self) -> dict[str, Any]:
+        """The server capabilities, from what is registered right now (treat the dict as read-only)."""
+        if self._capabilities is None:
+            self._capabilities = self._compute_capabilities()
+        return self._capabilities
+
+    def _compute_capabilities(self) -> dict[str, Any]:
+        registry = self.registry
+        caps: dict[str, Any] = {"logging": {}}
+        if registry.completers:
+            caps["completions"] = {}
+        if registry.prompts:
+            caps["prompts"] = {"listChanged": True}
+        if registry.resources or registry.templates:
+            caps["resources"] = {"subscribe": True, "listChanged": True}
+        if registry.tools:
+            caps["tools"] = {"listChanged": True}
+        return caps
+
+    def _changed(self, kind: ListKind) -> None:
+        self._capabilities = None
+        for connection in list(self._connections):
+            connection.post("list", kind)
+
+    def notify_list_changed(self, kind: ListKind) -> None:
+        """Tell connected clients that the `kind` list changed (registration does this by itself)."""
+        self._changed(kind)
+
+    def notify_resource_updated(self, uri: str) -> None:
+        """Send `notifications/resources/updated` to every client subscribed to `uri` (any thread)."""
+        for connection in list(self._connections):
+            connection.post("updated", uri)
+
+    # ---------------------------------------------------------------- serving
+
+    def connection(self) -> ServerConnection:
+        """Fresh per-connection state; give its handlers to a Session (see docs/session-api.md)."""
+        return ServerConnection(self)
+
+    async def serve(self, transport: Transport, **session_options: Any) -> None:
+        """Serve one connection on `transport` until the peer goes away."""
+        connection = self.connection()
+        session = Session(
+            transport,
+            request_handler=connection.handle_request,
+            notification_handler=connection.handle_notification,
+            **session_options,
+        )
+        await connection.run(session)
+
+    async def serve_stdio(self, **session_options: Any) -> None:
+        """Serve on this process's stdin/stdout (stdout protected from stray prints)."""
+        async with stdio_server() as transport:
+            await self.serve(transport, **session_options)
+
+    def run(self, **session_options: Any) -> None:
+        """Serve on stdio until stdin closes (blocking)."""
+        anyio.run(lambda: self.serve_stdio(**session_options))

@@ -1,0 +1,315 @@
+"""One client connection: its lifecycle state, the per-message era decision, and dispatch.
+
+A `ServerConnection` is what a `Session` calls for every incoming request and notification. It holds what
+a legacy handshake negotiated (version, client capabilities, log level, subscriptions) and serves modern
+(2026-07-28) requests statelessly from their `_meta`, on the same connection at the same time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import threading
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
+
+from mcpframe import jsonrpc
+from mcpframe.session import JSONRPCError, Message, Request, Session
+
+from .context import CallInfo, InputRequired
+from .eras import (
+    CLIENT_CAPABILITIES_KEY,
+    LATEST_LEGACY,
+    LEGACY_VERSIONS,
+    LOG_LEVEL_KEY,
+    LOG_LEVELS,
+    SERVER_INFO_KEY,
+    SUBSCRIPTION_ID_KEY,
+    SUPPORTED_VERSIONS,
+    modern_version,
+)
+from .handlers import HANDLERS, Handler, invalid
+
+if TYPE_CHECKING:
+    from .app import Server
+
+__all__ = ["ServerConnection"]
+
+_CAPABILITY = {
+    "tools/list": "tools",
+    "tools/call": "tools",
+    "resources/list": "resources",
+    "resources/templates/list": "resources",
+    "resources/read": "resources",
+    "resources/subscribe": "resources",
+    "resources/unsubscribe": "resources",
+    "prompts/list": "prompts",
+    "prompts/get": "prompts",
+    "completion/complete": "completions",
+    "logging/setLevel": "logging",
+}
+# Gone in 2026-07-28: the level travels per request, subscriptions/listen replaces subscribe.
+_LEGACY_ONLY = frozenset({"logging/setLevel", "resources/subscribe", "resources/unsubscribe"})
+# Methods that may answer `input_required` (multi round-trip), and the param naming their target.
+_ROUND_TRIP = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+# Results that carry caching hints (ttlMs, cacheScope) in 2026-07-28.
+_CACHEABLE = frozenset(
+    {
+        "server/discover",
+        "tools/list",
+        "prompts/list",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+    }
+)
+_LIST_FLAGS = {
+    "tools": "toolsListChanged",
+    "prompts": "promptsListChanged",
+    "resources": "resourcesListChanged",
+}
+
+
+@dataclasses.dataclass(slots=True)
+class _Listener:
+    """An open `subscriptions/listen` request and what it opted in to."""
+
+    request: Request
+    accepted: dict[str, Any]
+    closed: anyio.Event
+
+
+def _method_not_found(method: str, why: str = "") -> JSONRPCError:
+    return JSONRPCError(jsonrpc.METHOD_NOT_FOUND, f"Method not found: {method}{why}")
+
+
+class ServerConnection:
+    """Per-connection state and dispatch; create it with `Server.connection()`."""
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.session: Session | None = None
+        self.version: str | None = None
+        self.initialized = False
+        self.client_capabilities: dict[str, Any] = {}
+        self.client_info: Any = None
+        self.log_level = LOG_LEVELS["debug"]
+        self.subscriptions: set[str] = set()
+        self._listeners: dict[int | str, _Listener] = {}
+        self._send, self._receive = anyio.create_memory_object_stream[tuple[str, str]](math.inf)
+        self._token: anyio.lowlevel.EventLoopToken | None = None
+        self._loop_thread = 0
+
+    # ----------------------------------------------------------------- running
+
+    def bind(self, session: Session) -> None:
+        """Attach the Session this connection pushes notifications on; call it from the event loop."""
+        self.session = session
+        self._token = anyio.lowlevel.current_token()
+        self._loop_thread = threading.get_ident()
+        self.server._connections.add(self)
+
+    async def run(self, session: Session) -> None:
+        """Bind to `session`, run it to its end, deliver change notifications meanwhile, then clean up."""
+        self.bind(session)
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self.pump)
+                try:
+                    await session.run()
+                finally:
+                    tg.cancel_scope.cancel()
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Forget this connection: no more notifications, open listens end."""
+        self.server._connections.discard(self)
+        self._token = None
+        for listener in list(self._listeners.values()):
+            listener.closed.set()
+
+    def post(self, kind: str, value: str) -> None:
+        """Queue a change notification from any thread (`("list", kind)` or `("updated", uri)`)."""
+        if self._token is None:
+            return
+        if threading.get_ident() == self._loop_thread:
+            self._send.send_nowait((kind, value))
+            return
+        try:
+            anyio.from_thread.run_sync(self._send.send_nowait, (kind, value), token=self._token)
+        except RuntimeError:  # the event loop is gone
+            self._token = None
+
+    async def pump(self) -> None:
+        """Deliver queued change notifications until cancelled."""
+        async for kind, value in self._receive:
+            try:
+                await self._deliver(kind, value)
+            except Exception:  # a closed peer must not end the pump for the others
+                self.server.logger.debug("could not deliver %s %s", kind, value, exc_info=True)
+
+    async def _deliver(self, kind: str, value: str) -> None:
+        if kind == "list":
+            method, legacy, flag = (
+                f"notifications/{value}/list_changed",
+                self.version is not None,
+                _LIST_FLAGS[value],
+            )
+            params: dict[str, Any] = {}
+            wanted = [lst for lst in self._listeners.values() if lst.accepted.get(flag)]
+        else:
+            method, legacy, params = (
+                "notifications/resources/updated",
+                value in self.subscriptions,
+                {"uri": value},
+            )
+            wanted = [
+                lst
+                for lst in self._listeners.values()
+                if value in lst.accepted.get("resourceSubscriptions", ())
+            ]
+        if legacy and self.session is not None:
+            await self.session.notify(method, params or None)
+        for listener in wanted:
+            tagged = {**params, "_meta": {SUBSCRIPTION_ID_KEY: listener.request.id}}
+            await listener.request.send_notification(method, tagged)
+
+    # ----------------------------------------------------------------- dispatch
+
+    async def handle_notification(self, message: Message) -> None:
+        """The Session's notification handler."""
+        if message.method == "notifications/initialized":
+            self.initialized = True
+
+    async def handle_request(self, request: Request) -> Any:
+        """The Session's request handler: decide the era of this message, then dispatch."""
+        params = request.params
+        if params is None:
+            params = {}
+        elif not isinstance(params, dict):
+            raise invalid("params must be an object")
+        version = modern_version(request.meta)
+        if version is not None:
+            return self._finish(request.method, await self._modern(request, version, params))
+        return await self._legacy(request, params)
+
+    def _handler(self, method: str) -> Handler:
+        handler = HANDLERS.get(method)
+        if handler is None:
+            raise _method_not_found(method)
+        capability = _CAPABILITY[method]
+        if capability not in self.server.capabilities():
+            raise _method_not_found(method, f" (this server offers no {capability})")
+        return handler
+
+    async def _legacy(self, request: Request, params: dict[str, Any]) -> Any:
+        method = request.method
+        if method == "initialize":
+            return self._initialize(params)
+        if method == "ping":
+            return {}
+        if self.version is None:
+            if method in HANDLERS:
+                raise JSONRPCError(
+                    jsonrpc.INVALID_REQUEST, f"Invalid Request: send initialize before {method}"
+                )
+            raise _method_not_found(method)
+        handler = self._handler(method)
+        call = CallInfo(self.version, False, self.client_capabilities, self.log_level)
+        return await handler(self, request, call, params)
+
+    def _initialize(self, params: dict[str, Any]) -> dict[str, Any]:
+        if self.version is not None:
+            raise JSONRPCError(
+                jsonrpc.INVALID_REQUEST, "Invalid Request: the connection is already initialized"
+            )
+        requested = params.get("protocolVersion")
+        self.version = requested if requested in LEGACY_VERSIONS else LATEST_LEGACY
+        capabilities = params.get("capabilities")
+        self.client_capabilities = capabilities if isinstance(capabilities, dict) else {}
+        self.client_info = params.get("clientInfo")
+        result = {
+            "protocolVersion": self.version,
+            "capabilities": self.server.capabilities(),
+            "serverInfo": self.server.info,
+        }
+        if self.server.instructions is not None:
+            result["instructions"] = self.server.instructions
+        return result
+
+    async def _modern(self, request: Request, version: str, params: dict[str, Any]) -> dict[str, Any]:
+        method = request.method
+        if method == "server/discover":
+            return self._discover()
+        meta = request.meta
+        capabilities = meta.get(CLIENT_CAPABILITIES_KEY)
+        level = LOG_LEVELS.get(str(meta.get(LOG_LEVEL_KEY)))
+        call = CallInfo(version, True, capabilities if isinstance(capabilities, dict) else {}, level)
+        if method == "subscriptions/listen":
+            return await self._listen(request, params)
+        if method in _LEGACY_ONLY:
+            raise _method_not_found(method, " (not part of 2026-07-28)")
+        handler = self._handler(method)
+        target = _ROUND_TRIP.get(method)
+        if target is None:
+            return await handler(self, request, call, params)
+        return await self._round_trip(handler, request, call, params, str(params.get(target)))
+
+    async def _round_trip(
+        self, handler: Handler, request: Request, call: CallInfo, params: dict[str, Any], target: str
+    ) -> dict[str, Any]:
+        """Run a handler that may need client input; ask for it with an `input_required` result."""
+        state = params.get("requestState")
+        if state is not None:
+            call.responses.update(self.server.request_state.open(state, request.method, target))
+        given = params.get("inputResponses")
+        if given is not None:
+            if not isinstance(given, dict):
+                raise invalid('"inputResponses" must be an object')
+            call.responses.update(given)
+        try:
+            return await handler(self, request, call, params)
+        except InputRequired as need:
+            sealed = self.server.request_state.seal(request.method, target, call.responses)
+            return {"resultType": "input_required", "inputRequests": need.requests, "requestState": sealed}
+
+    def _finish(self, method: str, result: dict[str, Any]) -> dict[str, Any]:
+        kind = result.setdefault("resultType", "complete")
+        if kind == "complete" and method in _CACHEABLE:
+            result.setdefault("ttlMs", self.server.cache_ttl_ms)
+            result.setdefault("cacheScope", self.server.cache_scope)
+        meta = result.get("_meta")
+        result["_meta"] = {**(meta if isinstance(meta, dict) else {}), SERVER_INFO_KEY: self.server.info}
+        return result
+
+    def _discover(self) -> dict[str, Any]:
+        result = {"supportedVersions": list(SUPPORTED_VERSIONS), "capabilities": self.server.capabilities()}
+        if self.server.instructions is not None:
+            result["instructions"] = self.server.instructions
+        return result
+
+    async def _listen(self, request: Request, params: dict[str, Any]) -> dict[str, Any]:
+        wanted = params.get("notifications")
+        if not isinstance(wanted, dict):
+            raise invalid('subscriptions/listen needs a "notifications" object')
+        offered = self.server.capabilities()
+        accepted: dict[str, Any] = {}
+        for kind, flag in _LIST_FLAGS.items():
+            if wanted.get(flag) is True and kind in offered:
+                accepted[flag] = True
+        uris = wanted.get("resourceSubscriptions")
+        if isinstance(uris, list) and "resources" in offered:
+            accepted["resourceSubscriptions"] = [uri for uri in uris if isinstance(uri, str)]
+        listener = _Listener(request, accepted, anyio.Event())
+        self._listeners[request.id] = listener
+        try:
+            ack = {"notifications": accepted, "_meta": {SUBSCRIPTION_ID_KEY: request.id}}
+            await request.send_notification("notifications/subscriptions/acknowledged", ack)
+            await listener.closed.wait()
+        finally:
+            self._listeners.pop(request.id, None)
+        return {"_meta": {SUBSCRIPTION_ID_KEY: request.id}}

@@ -1,0 +1,278 @@
+"""The MCP methods of a server: tools, resources, prompts, completion, logging.
+
+Every handler has the shape `(connection, request, call, params) -> result dict`; the connection has
+already decided the era, checked the capability and turned absent params into `{}`.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from mcpframe import jsonrpc
+from mcpframe.session import JSONRPCError, Request
+
+from .content import ToolResult, to_builtins, to_content, to_json_text, to_messages
+from .content import blob_contents as _blob
+from .content import text_contents as _text
+from .context import CallInfo, InputRequired
+from .eras import LOG_LEVELS, at_least
+from .invoke import invoke
+from .registry import Tool, paginate
+from .schema import ArgumentError
+
+if TYPE_CHECKING:
+    from .connection import ServerConnection
+
+__all__ = ["HANDLERS", "Handler"]
+
+Handler = Callable[["ServerConnection", Request, CallInfo, dict[str, Any]], Awaitable[dict[str, Any]]]
+
+# Listing fields newer than some revisions: (field, first revision that knows it).
+_NEW_FIELDS = (("title", "2025-06-18"), ("outputSchema", "2025-06-18"), ("icons", "2025-11-25"))
+
+
+def invalid(message: str) -> JSONRPCError:
+    """A -32602 error with a message that says what to fix."""
+    return JSONRPCError(jsonrpc.INVALID_PARAMS, f"Invalid params: {message}")
+
+
+def _for_version(wire: dict[str, Any], call: CallInfo) -> dict[str, Any]:
+    """A listing entry as `call`'s revision knows it (no fields it has never heard of)."""
+    if call.modern or at_least(call.version, "2025-11-25"):
+        return wire
+    unknown = {key for key, since in _NEW_FIELDS if not at_least(call.version, since)}
+    return {key: value for key, value in wire.items() if key not in unknown}
+
+
+def _page(
+    conn: ServerConnection, key: str, items: list[dict[str, Any]], params: dict[str, Any]
+) -> dict[str, Any]:
+    page, next_cursor = paginate(items, params.get("cursor"), conn.server.page_size)
+    result: dict[str, Any] = {key: list(page)}
+    if next_cursor is not None:
+        result["nextCursor"] = next_cursor
+    return result
+
+
+async def tools_list(
+    conn: ServerConnection, request: Request, call: CallInfo, params: dict[str, Any]
+) -> dict[str, Any]:
+    tools = [_for_version(tool.wire, call) for tool in list(conn.server.registry.tools.values())]
+    return _page(conn, "tools", tools, params)
+
+
+def _tool_result(tool: Tool, value: Any, call: CallInfo) -> dict[str, Any]:
+    if isinstance(value, ToolResult):
+        content, structured, is_error, meta = (
+            to_content(value.content),
+            value.structured,
+            value.is_error,
+            value.meta,
+        )
+    elif tool.output_schema is not None:
+        structured = to_builtins(value)
+        if tool.wrap_result:
+            structured = {"result": structured}
+        content, is_error, meta = [_text_block(to_json_text(structured))], False, None
+    else:
+        content, structured, is_error, meta = to_content(value), None, False, None
+    result: dict[str, Any] = {"content": content}
+    if structured is not None and (call.modern or at_least(call.version, "2025-06-18")):
+        result["structuredContent"] = structured
+    if is_error:
+        result["isError"] = True
+    if meta:
+        result["_meta"] = meta
+    return result
+
+
+def _text_block(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def _error_result(message: str) -> dict[str, Any]:
+    return {"content": [_text_block(message)], "isError": True}
+
+
+async def tools_call(
+    conn: ServerConnection, request: Request, call: CallInfo, params: dict[str, Any]
+) -> dict[str, Any]:
+    name = params.get("name")
+    tool = conn.server.registry.tools.get(name) if isinstance(name, str) else None
+    if tool is None:
+        raise invalid(f"unknown tool {name!r}")
+    try:
+        kwargs = tool.signature.bind(params.get("arguments"))
+    except ArgumentError as exc:
+        # 2025-11-25 made input validation a tool execution error the model can see and correct.
+        if call.modern or at_least(call.version, "2025-11-25"):
+            return _error_result(str(exc))
+        raise invalid(str(exc)) from None
+    try:
+        value = await invoke(tool.fn, tool.signature, kwargs, request=request, call=call, connection=conn)
+    except (JSONRPCError, InputRequired):
+        raise
+    except Exception as exc:  # a failing tool is a result the model can read, not a protocol error
+        conn.server.logger.debug("tool %s failed", tool.name, exc_info=True)
+        return _error_result(f"Error executing tool {tool.name}: {exc}")
+    return _tool_result(tool, value, call)
+
+
+async def resources_list(
+    conn: ServerConnection, request: Request, call: CallInfo, params: dict[str, Any]
+) -> dict[str, Any]:
+    items = [_for_version(res.wire, call) for res in list(conn.server.registry.resources.values())]
+    return _page(conn, "resources", items, params)
+
+
+async def templates_list(
+    conn: ServerConnection, request: Request, call: CallInfo, params: dict[str, Any]
+) -> dict[str, Any]:
+    items = [_for_version(tpl.wire, call) for tpl in list(conn.server.registry.templates.values())]
+    return _page(conn, "resourceTemplates", items, params)
+
+
+def _not_found(uri: Any, call: CallInfo) -> JSONRPCError:
+    # 2026-07-28 retired -32002 in favour of -32602; older revisions keep it.
+    code = jsonrpc.INVALID_PARAMS if call.modern else jsonrpc.RESOURCE_NOT_FOUND
+    return JSONRPCError(code, f"Resource not found: {uri}", {"uri": uri})
+
+
+def _contents(uri: str, value: Any, mime_type: str | None) -> list[dict[str, Any]]:
+    items = value if isinstance(value, list | tuple) else [value]
+    out: list[dict[str, Any]] = []
+    for item in items:
+        if isinstance(item, dict) and "uri" in item:
+            out.append(item)
+        elif isinstance(item, bytes | bytearray):
+            out.append(_blob(uri, bytes(item), mime_type or "application/octet-stream"))
+        elif isinstance(item, str):
+            out.append(_text(uri, item, mime_type or "text/plain"))
+        else:
+            out.append(_text(uri, to_json_text(item), mime_type or "application/json"))
+    return out
+
+
+async def resources_read(
+    conn: ServerConnection, request: Request, call: CallInfo, params: dict[str, Any]
+) -> dict[str, Any]:
+    uri = params.get("uri")
+    found = conn.server.registry.find_resource(uri) if isinstance(uri, str) else None
+    if found is None:
+        raise _not_found(uri, call)
+    entry, variables = found
+    try:
+        kwargs = entry.signature.bind(variables)
+    except ArgumentError as exc:
+        raise invalid(str(exc)) from None
+    value = await invoke(entry.fn, entry.signature, kwargs, request=request, call=call, connection=conn)
+    return {"contents": _contents(str(uri), value, entry.mime_type)}
+
+
+def _known_resource(conn: ServerConnection, params: dict[str, Any], call: CallInfo) -> str:
+    uri = params.get("uri")
+    if not isinstance(uri, str):
+        raise invalid('"uri" must be a string')
+    if conn.server.registry.find_resource(uri) is None:
+        raise _not_found(uri, call)
+    return uri
+
+
+async def subscribe(
+    conn: ServerConnection, request: Request, call: CallInfo, params: dict[str, Any]
+) -> dict[str, Any]:
+    conn.subscriptions.add(_known_resource(conn, params, call))
+    return {}
+
+
+async def unsubscribe(
+    conn: ServerConnection, request: Request, call: CallInfo, params: dict[str, Any]
+) -> dict[str, Any]:
+    uri = params.get("uri")
+    if not isinstance(uri, str):
+        raise invalid('"uri" must be a string')
+    conn.subscriptions.discard(uri)
+    return {}
+
+
+async def prompts_list(
+    conn: ServerConnection, request: Request, call: CallInfo, params: dict[str, Any]
+) -> dict[str, Any]:
+    items = [_for_version(prompt.wire, call) for prompt in list(conn.server.registry.prompts.values())]
+    return _page(conn, "prompts", items, params)
+
+
+async def prompts_get(
+    conn: ServerConnection, request: Request, call: CallInfo, params: dict[str, Any]
+) -> dict[str, Any]:
+    name = params.get("name")
+    prompt = conn.server.registry.prompts.get(name) if isinstance(name, str) else None
+    if prompt is None:
+        raise invalid(f"unknown prompt {name!r}")
+    arguments = params.get("arguments") or {}
+    missing = sorted(prompt.required - set(arguments) if isinstance(arguments, dict) else prompt.required)
+    if missing:
+        raise invalid(f"prompt {name!r} needs the argument(s) {', '.join(missing)}")
+    try:
+        kwargs = prompt.signature.bind(arguments)
+    except ArgumentError as exc:
+        raise invalid(str(exc)) from None
+    value = await invoke(prompt.fn, prompt.signature, kwargs, request=request, call=call, connection=conn)
+    result: dict[str, Any] = {"messages": to_messages(value)}
+    if "description" in prompt.wire:
+        result["description"] = prompt.wire["description"]
+    return result
+
+
+def _completion_key(conn: ServerConnection, params: dict[str, Any]) -> tuple[str, str, str]:
+    ref, argument = params.get("ref"), params.get("argument")
+    if not isinstance(ref, dict) or not isinstance(argument, dict):
+        raise invalid('completion/complete needs "ref" and "argument" objects')
+    kind, registry = ref.get("type"), conn.server.registry
+    target = ref.get("name") if kind == "ref/prompt" else ref.get("uri")
+    known = registry.prompts if kind == "ref/prompt" else registry.templates if kind == "ref/resource" else {}
+    if not isinstance(target, str) or target not in known:
+        raise invalid(f"unknown completion reference {ref!r}")
+    return str(kind), target, str(argument.get("name"))
+
+
+async def complete(
+    conn: ServerConnection, request: Request, call: CallInfo, params: dict[str, Any]
+) -> dict[str, Any]:
+    key = _completion_key(conn, params)
+    completer = conn.server.registry.completers.get(key)
+    values: list[str] = []
+    if completer is not None:
+        value = str(params["argument"].get("value", ""))
+        context = params.get("context") or {}
+        found = completer(value, context.get("arguments") or {})
+        found = await found if inspect.isawaitable(found) else found
+        values = [str(item) for item in found]
+    return {"completion": {"values": values[:100], "total": len(values), "hasMore": len(values) > 100}}
+
+
+async def set_level(
+    conn: ServerConnection, request: Request, call: CallInfo, params: dict[str, Any]
+) -> dict[str, Any]:
+    level = params.get("level")
+    if level not in LOG_LEVELS:
+        raise invalid(f'"level" must be one of {", ".join(LOG_LEVELS)}')
+    conn.log_level = LOG_LEVELS[level]
+    return {}
+
+
+HANDLERS: dict[str, Handler] = {
+    "tools/list": tools_list,
+    "tools/call": tools_call,
+    "resources/list": resources_list,
+    "resources/templates/list": templates_list,
+    "resources/read": resources_read,
+    "resources/subscribe": subscribe,
+    "resources/unsubscribe": unsubscribe,
+    "prompts/list": prompts_list,
+    "prompts/get": prompts_get,
+    "completion/complete": complete,
+    "logging/setLevel": set_level,
+}

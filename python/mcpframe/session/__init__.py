@@ -1,0 +1,20 @@
+"""The JSON-RPC session layer: a peer over a Transport (see ``docs/session-api.md``)."""
+
+from __future__ import annotations
+
+from mcpframe._api import MessageLike as Message
+from mcpframe.session.errors import ConnectionClosed, JSONRPCError, RequestTimeout
+from mcpframe.session.peer import NotificationHandler, RequestHandler, Session
+from mcpframe.session.request import ProgressCallback, Request
+
+__all__ = [
+    "ConnectionClosed",
+    "JSONRPCError",
+    "Message",
+    "NotificationHandler",
+    "ProgressCallback",
+    "Request",
+    "RequestHandler",
+    "RequestTimeout",
+    "Session",
+]

@@ -1,0 +1,480 @@
+"""``Session``: a JSON-RPC 2.0 peer over a Transport (not MCP-aware; see ``docs/session-api.md``).
+
+One core ``Decoder`` per connection, fed once per chunk. Everything the reader does with what it decoded is
+synchronous (start a handler task, resolve a waiter, queue a notification), so reading never waits on a
+handler. Writes go to an outbox that one writer task empties with a single ``transport.send`` per batch of
+ready frames.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import math
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+import anyio.abc
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from mcpframe import core, jsonrpc
+from mcpframe._api import MessageLike
+from mcpframe.errors import EncodeError
+from mcpframe.session.batch import Batch
+from mcpframe.session.errors import ConnectionClosed, JSONRPCError, RequestTimeout
+from mcpframe.session.outgoing import Pending, with_progress_token
+from mcpframe.session.request import ProgressCallback, Request
+from mcpframe.transports.base import Transport, TransportClosedError
+
+__all__ = ["NotificationHandler", "RequestHandler", "Session"]
+
+logger = logging.getLogger("mcpframe.session")
+
+RequestHandler = Callable[[Request], Awaitable[Any]]
+NotificationHandler = Callable[[MessageLike], Awaitable[None]]
+_Job = tuple[Callable[..., Any], tuple[Any, ...]]
+Id = int | str
+
+_HIGH_WATER = 1024  # queued frames past which async senders wait for the writer
+_SEND_ERRORS = (TransportClosedError, OSError, anyio.BrokenResourceError, anyio.ClosedResourceError)
+
+
+def _error_frame(rid: Id, exc: JSONRPCError) -> bytes:
+    frame: bytes
+    if exc.data is None:
+        frame = core.encode_error(rid, exc.code, exc.message)
+    else:
+        frame = core.encode_error(rid, exc.code, exc.message, exc.data)
+    return frame
+
+
+def only(group: BaseExceptionGroup[Any], exc: BaseException | None) -> bool:
+    """Whether ``group`` wraps nothing but ``exc`` (what a task group makes of its body's exception)."""
+    return exc is not None and len(group.exceptions) == 1 and group.exceptions[0] is exc
+
+
+def _is_id(value: object) -> bool:
+    return isinstance(value, int | str) and not isinstance(value, bool)
+
+
+class Session:
+    """A JSON-RPC peer: answers incoming requests concurrently and sends its own requests."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        *,
+        request_handler: RequestHandler | None = None,
+        notification_handler: NotificationHandler | None = None,
+        max_in_flight: int = 1024,
+        max_pending: int = 65536,
+        max_frame: int = core.DEFAULT_MAX_FRAME,
+        batches: bool = True,
+        default_timeout: float | None = None,
+        drain_timeout: float = 5.0,
+    ) -> None:
+        self.transport = transport
+        self.request_handler = request_handler
+        self.notification_handler = notification_handler
+        self.max_in_flight = max_in_flight
+        self.default_timeout = default_timeout
+        self.drain_timeout = drain_timeout
+        self.closed = False
+        self._decoder = core.Decoder(max_frame=max_frame, batches=batches)
+        self._pending = core.Correlator(max_pending=max_pending)
+        self._progress: dict[Id, Pending] = {}
+        self._incoming: dict[Id, Request] = {}
+        self._outbox: list[bytes] = []
+        self._sending = False
+        self._eof = False
+        self._broken = False
+        self._wake: anyio.Event | None = None
+        self._idle: anyio.Event | None = None
+        self._handlers_idle: anyio.Event | None = None
+        self._done: anyio.Event | None = None
+        self._jobs_done: anyio.Event | None = None
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._outer: anyio.abc.TaskGroup | None = None
+        self._jobs_in: MemoryObjectSendStream[_Job]
+        self._jobs_out: MemoryObjectReceiveStream[_Job]
+        self._jobs_in, self._jobs_out = anyio.create_memory_object_stream[_Job](math.inf)
+
+    # ------------------------------------------------------------------ introspection
+
+    @property
+    def pending(self) -> int:
+        """Outgoing requests waiting for a response."""
+        return len(self._pending)
+
+    @property
+    def in_flight(self) -> int:
+        """Incoming requests whose handler is running."""
+        return len(self._incoming)
+
+    @property
+    def progress_waiters(self) -> int:
+        """Outgoing requests listening for progress."""
+        return len(self._progress)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def __aenter__(self) -> Session:
+        """Run the session in the background until the block ends."""
+        self._outer = anyio.create_task_group()
+        await self._outer.__aenter__()
+        self._outer.start_soon(self.run)
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> bool | None:
+        await self.aclose()
+        assert self._outer is not None
+        try:
+            return await self._outer.__aexit__(*exc_info)
+        except BaseExceptionGroup as group:
+            if only(group, exc_info[1]):
+                return False  # the block's own exception: let it propagate unwrapped
+            raise
+
+    async def run(self) -> None:
+        """Read and dispatch until EOF or ``aclose()``; then clean everything up and close the transport."""
+        if self._done is not None:
+            raise RuntimeError("Session.run() can only be called once")
+        self._done = anyio.Event()
+        self._wake = anyio.Event()
+        self._jobs_done = anyio.Event()
+        try:
+            if self.closed:
+                return
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                tg.start_soon(self._writer, name="mcpframe-session-writer")
+                tg.start_soon(self._job_worker, name="mcpframe-session-jobs")
+                await self._read_loop()
+                await self._finish()
+                tg.cancel_scope.cancel()
+        finally:
+            await self._cleanup()
+
+    async def aclose(self) -> None:
+        """Stop now: cancel handlers, fail pending requests, close the transport. Idempotent."""
+        if self._tg is not None and not self.closed:
+            self.closed = True
+            with anyio.move_on_after(self.drain_timeout):
+                await self._flush()  # what was already sent is delivered, not dropped
+            self._tg.cancel_scope.cancel()
+        self.closed = True
+        if self._done is not None:
+            await self._done.wait()
+        else:
+            await self.transport.aclose()
+
+    async def _finish(self) -> None:
+        """EOF: nothing more can arrive; let running handlers answer (bounded), then flush the writes."""
+        self._eof = True
+        self._fail_pending(ConnectionClosed("the peer closed the connection"))
+        self._jobs_in.close()
+        with anyio.move_on_after(self.drain_timeout):
+            if self._incoming:
+                self._handlers_idle = anyio.Event()
+                await self._handlers_idle.wait()
+            assert self._jobs_done is not None
+            await self._jobs_done.wait()  # queued notifications are still delivered
+            await self._flush()
+
+    async def _cleanup(self) -> None:
+        self.closed = True
+        self._eof = True
+        self._fail_pending(ConnectionClosed("the session is closed"))
+        self._progress.clear()
+        for request in list(self._incoming.values()):
+            request.cancel()
+        self._incoming.clear()
+        self._outbox.clear()
+        self._jobs_in.close()
+        self._jobs_out.close()
+        with anyio.CancelScope(shield=True):
+            try:
+                await self.transport.aclose()
+            except Exception:
+                logger.exception("closing the transport failed")
+        assert self._done is not None
+        self._done.set()
+
+    def _fail_pending(self, exc: BaseException) -> None:
+        for _, waiter in self._pending.drain():
+            assert isinstance(waiter, Pending)
+            waiter.fail(exc)
+
+    # ------------------------------------------------------------------ writing
+
+    def _write(self, frame: bytes) -> None:
+        """Queue a frame; the writer sends everything queued with one ``transport.send``."""
+        if self._broken or (self.closed and self._done is not None and self._done.is_set()):
+            return
+        self._outbox.append(frame)
+        if self._wake is not None:
+            self._wake.set()
+
+    async def _send(self, frame: bytes) -> None:
+        self._write(frame)
+        if len(self._outbox) > _HIGH_WATER:
+            await self._flush()
+
+    async def _flush(self) -> None:
+        """Wait until everything queued so far has been handed to the transport."""
+        while (self._outbox or self._sending) and not self._broken and self._tg is not None:
+            self._idle = anyio.Event()
+            await self._idle.wait()
+
+    async def _writer(self) -> None:
+        while True:
+            if not self._outbox:
+                if self._idle is not None:
+                    self._idle.set()
+                self._wake = anyio.Event()
+                await self._wake.wait()
+                continue
+            frames, self._outbox = self._outbox, []
+            self._sending = True
+            try:
+                await self.transport.send(frames[0] if len(frames) == 1 else b"".join(frames))
+            except _SEND_ERRORS as exc:
+                logger.debug("transport send failed, the connection is lost: %s", exc)
+                self._connection_lost()
+                return
+            finally:
+                self._sending = False
+
+    def _connection_lost(self) -> None:
+        self._broken = True
+        self._outbox.clear()
+        if self._idle is not None:
+            self._idle.set()
+        if self._tg is not None:
+            self._tg.cancel_scope.cancel()
+
+    # ------------------------------------------------------------------ reading
+
+    async def _read_loop(self) -> None:
+        decoder = self._decoder
+        while True:
+            data = await self.transport.receive()
+            if not data:
+                break
+            self._dispatch(decoder.feed(data))
+        self._dispatch(decoder.close())
+
+    def _dispatch(self, items: list[Any]) -> None:
+        batch: Batch | None = None
+        for item in items:
+            if item.batch is None or item.batch == 0:
+                if batch is not None:
+                    batch.seal()
+                batch = None if item.batch is None else Batch(self._write)
+            if isinstance(item, core.FrameError):
+                if not item.notification:
+                    self._reply(item.to_response(), batch)
+            elif item.kind == "request":
+                self._on_request(item, batch)
+            elif item.kind == "notification":
+                self._on_notification(item)
+            else:
+                self._on_response(item)
+        if batch is not None:
+            batch.seal()
+
+    def _reply(self, frame: bytes, batch: Batch | None) -> None:
+        if batch is None:
+            self._write(frame)
+        else:
+            batch.add(frame)
+
+    def _on_request(self, message: MessageLike, batch: Batch | None) -> None:
+        rid = message.id
+        assert rid is not None
+        refusal = self._refusal(message)
+        if refusal is not None:
+            self._reply(_error_frame(rid, refusal), batch)
+            return
+        request = Request(self, message, batch)
+        self._incoming[rid] = request
+        if batch is not None:
+            batch.expect()
+        assert self._tg is not None
+        self._tg.start_soon(self._handle, request, name=f"mcpframe-request-{message.method}")
+
+    def _refusal(self, message: MessageLike) -> JSONRPCError | None:
+        if self.request_handler is None:
+            return JSONRPCError(jsonrpc.METHOD_NOT_FOUND, f"Method not found: {message.method}")
+        if message.id in self._incoming:
+            return JSONRPCError(
+                jsonrpc.INVALID_REQUEST, f"Invalid Request: request id {message.id!r} is already in flight"
+            )
+        # ping is cheap and says the peer is alive: it gets room past the limit (up to twice it)
+        limit = self.max_in_flight * 2 if message.method == "ping" else self.max_in_flight
+        if len(self._incoming) >= limit or self._eof:
+            return JSONRPCError(
+                jsonrpc.INTERNAL_ERROR,
+                f"Server busy: too many requests in flight (limit {self.max_in_flight}); retry later",
+            )
+        return None
+
+    async def _handle(self, request: Request) -> None:
+        frame: bytes | None = None
+        try:
+            with request._scope:
+                frame = await self._call_handler(request)
+        finally:
+            request._done = True
+            if self._incoming.get(request.id) is request:
+                del self._incoming[request.id]
+            if not self._incoming and self._handlers_idle is not None:
+                self._handlers_idle.set()
+        if request.cancelled:
+            frame = None
+        if request._batch is not None:
+            request._batch.answer(frame)
+        elif frame is not None:
+            self._write(frame)
+
+    async def _call_handler(self, request: Request) -> bytes:
+        assert self.request_handler is not None
+        rid = request.id
+        try:
+            result = await self.request_handler(request)
+        except JSONRPCError as exc:
+            return _error_frame(rid, exc)
+        except Exception as exc:
+            logger.exception("handler for %r (id %r) failed", request.method, rid)
+            return _error_frame(
+                rid, JSONRPCError(jsonrpc.INTERNAL_ERROR, f"Internal error ({type(exc).__name__})")
+            )
+        try:
+            frame: bytes = core.encode_result(rid, result)
+        except (EncodeError, TypeError) as exc:
+            logger.error("result of %r (id %r) cannot be encoded: %s", request.method, rid, exc)
+            message = f"Internal error: the result is not JSON serializable: {exc}"
+            return _error_frame(rid, JSONRPCError(jsonrpc.INTERNAL_ERROR, message))
+        return frame
+
+    def _on_notification(self, message: MessageLike) -> None:
+        method = message.method
+        params = message.params
+        if method == "notifications/cancelled":
+            rid = params.get("requestId") if isinstance(params, dict) else None
+            request = self._incoming.get(rid) if _is_id(rid) else None  # type: ignore[arg-type]
+            if request is not None:
+                request.cancel()
+            return
+        if method == "notifications/progress" and self._on_progress(params):
+            return
+        if self.notification_handler is not None:
+            self._queue(self.notification_handler, message)
+
+    def _on_progress(self, params: Any) -> bool:
+        """Progress for one of our requests: extend its timeout and call its callback."""
+        token = params.get("progressToken") if isinstance(params, dict) else None
+        waiter = self._progress.get(token) if _is_id(token) else None  # type: ignore[arg-type]
+        if waiter is None:
+            return False
+        assert isinstance(params, dict)
+        waiter.extend()
+        progress = params.get("progress")
+        if waiter.on_progress is not None and isinstance(progress, int | float):
+            total = params.get("total")
+            text = params.get("message")
+            self._queue(waiter.on_progress, progress, total, text)
+        return True
+
+    def _on_response(self, message: MessageLike) -> None:
+        rid = message.id
+        if rid is None:
+            logger.warning("error response without an id: %r", message.error)
+            return
+        waiter = self._pending.pop(rid, None)
+        if waiter is None:
+            logger.debug("ignoring a response for id %r: no request is waiting for it", rid)
+            return
+        assert isinstance(waiter, Pending)
+        waiter.resolve(message)
+
+    def _queue(self, func: Callable[..., Any], *args: Any) -> None:
+        try:
+            self._jobs_in.send_nowait((func, args))
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.WouldBlock):
+            logger.debug("dropping a notification: the session is closing")
+
+    async def _job_worker(self) -> None:
+        """Notification handlers and progress callbacks, one at a time, in arrival order."""
+        try:
+            async for func, args in self._jobs_out:
+                try:
+                    outcome = func(*args)
+                    if inspect.isawaitable(outcome):
+                        await outcome
+                except Exception:
+                    logger.exception("notification handler failed")
+        finally:
+            assert self._jobs_done is not None
+            self._jobs_done.set()
+
+    # ------------------------------------------------------------------ sending
+
+    def _check_open(self) -> None:
+        if self.closed or self._eof or self._broken:
+            raise ConnectionClosed("the session is closed")
+
+    async def notify(self, method: str, params: Any = None) -> None:
+        """Send a notification."""
+        self._check_open()
+        await self._send(core.encode_notification(method, params))
+
+    async def request(
+        self,
+        method: str,
+        params: Any = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+        max_timeout: float | None = None,
+    ) -> Any:
+        """Send a request and return its result.
+
+        Raises ``JSONRPCError`` for an error response, ``RequestTimeout`` when ``timeout`` (default:
+        ``default_timeout``) passes without a response or progress, or ``max_timeout`` passes at all,
+        ``ConnectionClosed`` when the connection ends first. On timeout or cancellation of the caller,
+        ``notifications/cancelled`` is sent to the peer.
+        """
+        self._check_open()
+        waiter = Pending(method, self.default_timeout if timeout is None else timeout, on_progress)
+        rid = self._pending.allocate(waiter)
+        token: Id | None = None
+        try:
+            if on_progress is not None:
+                params, token = with_progress_token(params, rid)
+                self._progress[token] = waiter
+            frame = core.encode_request(rid, method, params)
+            waiter.arm(max_timeout)
+            started = anyio.current_time()
+            with waiter.scope:  # the deadline covers waiting for the writer too: max_timeout holds
+                await self._send(frame)
+                await waiter.event.wait()
+            if not waiter.event.is_set():
+                self._cancel_remote(rid, "timeout")
+                elapsed = anyio.current_time() - started
+                raise RequestTimeout(f"Request timed out: {method} (no response after {elapsed:.3g} s)")
+            return waiter.outcome()
+        except anyio.get_cancelled_exc_class():
+            if not waiter.event.is_set():
+                self._cancel_remote(rid, "cancelled by the requester")
+            raise
+        finally:
+            self._pending.pop(rid, None)
+            if token is not None and self._progress.get(token) is waiter:
+                del self._progress[token]
+
+    def _cancel_remote(self, rid: Id, reason: str) -> None:
+        if not (self.closed or self._eof or self._broken):
+            params = {"requestId": rid, "reason": reason}
+            self._write(core.encode_notification("notifications/cancelled", params))

@@ -1,0 +1,112 @@
+"""``Request``: what a request handler receives, one per incoming request."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from mcpframe._api import MessageLike
+
+if TYPE_CHECKING:
+    from mcpframe.session.batch import Batch
+    from mcpframe.session.peer import Session
+
+__all__ = ["ProgressCallback", "Request"]
+
+ProgressCallback = Callable[[float, float | None, str | None], Any]
+"""``on_progress(progress, total, message)``; may return an awaitable."""
+
+Id = int | str
+
+
+def _progress_token(meta: dict[str, Any]) -> Id | None:
+    token = meta.get("progressToken")
+    if isinstance(token, int | str) and not isinstance(token, bool):
+        return token
+    return None
+
+
+class Request:
+    """One incoming request: its id, method, params and ``_meta``, and the means to answer around it."""
+
+    __slots__ = (
+        "_batch",
+        "_cancelled",
+        "_done",
+        "_scope",
+        "id",
+        "message",
+        "meta",
+        "method",
+        "params",
+        "progress_token",
+        "session",
+    )
+
+    def __init__(self, session: Session, message: MessageLike, batch: Batch | None = None) -> None:
+        self.session = session
+        self.message = message
+        rid = message.id
+        assert rid is not None
+        assert message.method is not None
+        self.id: Id = rid
+        self.method: str = message.method
+        self.params: Any = message.params
+        meta = self.params.get("_meta") if isinstance(self.params, dict) else None
+        self.meta: dict[str, Any] = meta if isinstance(meta, dict) else {}
+        self.progress_token: Id | None = _progress_token(self.meta)
+        self._scope = anyio.CancelScope()
+        self._cancelled = False
+        self._done = False
+        self._batch = batch
+
+    def __repr__(self) -> str:
+        return f"Request(id={self.id!r}, method={self.method!r})"
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether ``notifications/cancelled`` arrived for this request (its handler is being cancelled)."""
+        return self._cancelled
+
+    @property
+    def done(self) -> bool:
+        """Whether the handler has finished (answered, failed or been cancelled)."""
+        return self._done
+
+    def cancel(self) -> None:
+        """Cancel the handler; no response will be sent."""
+        self._cancelled = True
+        self._scope.cancel()
+
+    async def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Send ``notifications/progress`` for this request's token (nothing without a token or once done)."""
+        if self.progress_token is None or self._done:
+            return
+        params: dict[str, Any] = {"progressToken": self.progress_token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        await self.session.notify("notifications/progress", params)
+
+    async def send_notification(self, method: str, params: Any = None) -> None:
+        """Send a notification related to this request."""
+        await self.session.notify(method, params)
+
+    async def send_request(
+        self,
+        method: str,
+        params: Any = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+        max_timeout: float | None = None,
+    ) -> Any:
+        """Send a request to the peer while handling this one (e.g. sampling) and return its result."""
+        return await self.session.request(
+            method, params, timeout=timeout, on_progress=on_progress, max_timeout=max_timeout
+        )

@@ -1,0 +1,601 @@
+"""Validation of one frame (contract: "Validation of one frame, in order"), batches, FrameError fields."""
+
+from __future__ import annotations
+
+import json
+from types import ModuleType
+
+import pytest
+
+from ._support import stream
+
+PARSE = -32700
+INVALID = -32600
+BAD_JSON = "Parse error: invalid JSON"
+DEPTH = "Parse error: nesting deeper than 128 levels"
+NOT_OBJECT = "Invalid Request: expected a JSON object"
+NO_JSONRPC = 'Invalid Request: missing "jsonrpc"'
+BAD_JSONRPC = 'Invalid Request: "jsonrpc" must be "2.0"'
+METHOD_TYPE = 'Invalid Request: "method" must be a string'
+REQ_WITH_RESULT = 'Invalid Request: a request cannot have "result" or "error"'
+PARAMS_TYPE = 'Invalid Request: "params" must be an object or an array'
+NULL_REQ_ID = "Invalid Request: request id must not be null"
+ID_TYPE = 'Invalid Request: "id" must be a string or an integer'
+BOTH = 'Invalid Request: a response cannot have both "result" and "error"'
+NEITHER = 'Invalid Request: missing "method", "result" or "error"'
+RESP_NO_ID = 'Invalid Request: a response must have an "id"'
+NULL_RESULT_ID = 'Invalid Request: a result must have a non-null "id"'
+ERROR_TYPE = 'Invalid Request: "error" must be an object'
+CODE_TYPE = 'Invalid Request: "error.code" must be an integer'
+MESSAGE_TYPE = 'Invalid Request: "error.message" must be a string'
+
+
+def utf8_at(i: int) -> str:
+    return f"Parse error: invalid UTF-8 at byte {i} of the frame"
+
+
+def nest(depth: int) -> bytes:
+    """A request whose nesting is exactly ``depth`` (the envelope object is level 1)."""
+    inner = b"[" * (depth - 1) + b"]" * (depth - 1)
+    return b'{"jsonrpc":"2.0","id":1,"method":"m","params":' + (inner or b"{}") + b"}"
+
+
+J = b'"jsonrpc":"2.0"'
+
+# (frame, code, message, FrameError.id, FrameError.notification)
+ERRORS = [
+    # 1. UTF-8
+    pytest.param(b'{"jsonrpc":"2.0","method":"\xff"}', PARSE, utf8_at(27), None, False, id="utf8-ff"),
+    pytest.param(b"\x80", PARSE, utf8_at(0), None, False, id="utf8-lone-continuation"),
+    pytest.param(b'{"a":"\xc3\xa9\xe2\x82"}', PARSE, utf8_at(8), None, False, id="utf8-truncated-sequence"),
+    pytest.param(b'{"a":"\xc0\xaf"}', PARSE, utf8_at(6), None, False, id="utf8-overlong"),
+    pytest.param(b'{"a":"\xed\xa0\x80"}', PARSE, utf8_at(6), None, False, id="utf8-encoded-surrogate"),
+    pytest.param(b'{"a":"\xf4\x90\x80\x80"}', PARSE, utf8_at(6), None, False, id="utf8-above-10ffff"),
+    pytest.param(b'{"a":1}\xe2\x82', PARSE, utf8_at(7), None, False, id="utf8-truncated-at-end"),
+    pytest.param(b"\xef\xbb{}", PARSE, utf8_at(0), None, False, id="utf8-partial-bom"),
+    pytest.param(b"[" * 200 + b"\xff", PARSE, utf8_at(200), None, False, id="utf8-before-depth"),
+    pytest.param(
+        b'{"jsonrpc":"2.0","id":7,"method":"m\xfe"}',
+        PARSE,
+        utf8_at(35),
+        None,
+        False,
+        id="utf8-id-not-reported",
+    ),
+    # 2. depth
+    pytest.param(nest(129), PARSE, DEPTH, None, False, id="depth-129"),
+    pytest.param(b"[" * 129, PARSE, DEPTH, None, False, id="depth-on-invalid-json"),
+    pytest.param(b"{" * 129, PARSE, DEPTH, None, False, id="depth-braces"),
+    pytest.param(b"[{" * 64 + b"[", PARSE, DEPTH, None, False, id="depth-mixed"),
+    pytest.param(b"]" * 5 + b"[" * 129, PARSE, DEPTH, None, False, id="depth-never-below-zero"),
+    pytest.param(b"]" * 5 + b"[" * 128, PARSE, BAD_JSON, None, False, id="depth-128-after-closers"),
+    pytest.param(b"[" * 128 + b"]" * 128 + b"[" * 128, PARSE, BAD_JSON, None, False, id="depth-128-twice"),
+    pytest.param(b'["\\\\"' + b"[" * 129, PARSE, DEPTH, None, False, id="depth-escaped-backslash"),
+    pytest.param(
+        b'{"jsonrpc":"2.0","id":1,"method":"m","params":' + b"[" * 128 + b"]" * 128 + b"}",
+        PARSE,
+        DEPTH,
+        None,
+        False,
+        id="depth-valid-json-too-deep",
+    ),
+    # 3. invalid JSON
+    pytest.param(b'{"jsonrpc":"2.0","method":"m"} x', PARSE, BAD_JSON, None, False, id="trailing-garbage"),
+    pytest.param(b'{"jsonrpc":"2.0","method":"m"}{}', PARSE, BAD_JSON, None, False, id="two-values"),
+    pytest.param(
+        b'{"jsonrpc":"2.0","method":"m",}', PARSE, BAD_JSON, None, False, id="trailing-comma-object"
+    ),
+    pytest.param(
+        b'{"jsonrpc":"2.0","method":"m","params":[1,]}', PARSE, BAD_JSON, None, False, id="trailing-comma"
+    ),
+    pytest.param(b'{"jsonrpc":"2.0","method":"m","params":[NaN]}', PARSE, BAD_JSON, None, False, id="nan"),
+    pytest.param(
+        b'{"jsonrpc":"2.0","method":"m","params":[Infinity]}', PARSE, BAD_JSON, None, False, id="inf"
+    ),
+    pytest.param(
+        b'{"jsonrpc":"2.0","method":"\\ud800"}', PARSE, BAD_JSON, None, False, id="lone-high-surrogate"
+    ),
+    pytest.param(
+        b'{"jsonrpc":"2.0","method":"\\udc00x"}', PARSE, BAD_JSON, None, False, id="lone-low-surrogate"
+    ),
+    pytest.param(b'{"jsonrpc":"2.0","method":"a\tb"}', PARSE, BAD_JSON, None, False, id="raw-tab-in-string"),
+    pytest.param(
+        b'{"jsonrpc":"2.0","method":"a\x00b"}', PARSE, BAD_JSON, None, False, id="raw-nul-in-string"
+    ),
+    pytest.param(b'{"jsonrpc":"2.0","method":"a\x1fb"}', PARSE, BAD_JSON, None, False, id="raw-1f-in-string"),
+    pytest.param(b"{'jsonrpc':'2.0'}", PARSE, BAD_JSON, None, False, id="single-quotes"),
+    pytest.param(b'{"jsonrpc":"2.0","id":01,"method":"m"}', PARSE, BAD_JSON, None, False, id="leading-zero"),
+    pytest.param(b'{"jsonrpc":"2.0","id":5,', PARSE, BAD_JSON, None, False, id="truncated-id-not-reported"),
+    pytest.param(
+        b'{"jsonrpc":"2.0","method":"m"}\x0c', PARSE, BAD_JSON, None, False, id="form-feed-whitespace"
+    ),
+    pytest.param(b'{"a":"\\x"}', PARSE, BAD_JSON, None, False, id="bad-escape"),
+    pytest.param(b'{"a":"\\u12"}', PARSE, BAD_JSON, None, False, id="short-unicode-escape"),
+    pytest.param(b'{"a":tru}', PARSE, BAD_JSON, None, False, id="bad-literal"),
+    pytest.param(b'{"a":1.}', PARSE, BAD_JSON, None, False, id="bad-number"),
+    pytest.param(b'{"a":+1}', PARSE, BAD_JSON, None, False, id="plus-sign"),
+    # 4. not an object
+    pytest.param(b"1", INVALID, NOT_OBJECT, None, False, id="number"),
+    pytest.param(b'"x"', INVALID, NOT_OBJECT, None, False, id="string"),
+    pytest.param(b"null", INVALID, NOT_OBJECT, None, False, id="null"),
+    pytest.param(b"true", INVALID, NOT_OBJECT, None, False, id="true"),
+    pytest.param(b" 1e400 ", INVALID, NOT_OBJECT, None, False, id="huge-float"),
+    # 5.1 jsonrpc
+    pytest.param(b'{"id":7,"method":"m"}', INVALID, NO_JSONRPC, 7, False, id="no-jsonrpc"),
+    pytest.param(b"{}", INVALID, NO_JSONRPC, None, False, id="empty-object"),
+    pytest.param(b'{"method":"m"}', INVALID, NO_JSONRPC, None, True, id="no-jsonrpc-notification"),
+    pytest.param(
+        b'{"jsonrpc":"1.0","id":"a","method":"m"}', INVALID, BAD_JSONRPC, "a", False, id="jsonrpc-1.0"
+    ),
+    pytest.param(b'{"jsonrpc":2.0,"id":1,"result":1}', INVALID, BAD_JSONRPC, 1, False, id="jsonrpc-number"),
+    pytest.param(b'{"jsonrpc":null,"method":"m"}', INVALID, BAD_JSONRPC, None, True, id="jsonrpc-null"),
+    pytest.param(
+        b'{"jsonrpc":"2.0 ","id":1,"method":"m"}', INVALID, BAD_JSONRPC, 1, False, id="jsonrpc-space"
+    ),
+    pytest.param(
+        b'{"jsonrpc":["2.0"],"id":1,"method":"m"}', INVALID, BAD_JSONRPC, 1, False, id="jsonrpc-array"
+    ),
+    pytest.param(
+        b'{"jsonrpc":"1.0","method":1,"result":2}', INVALID, BAD_JSONRPC, None, True, id="jsonrpc-first"
+    ),
+    # 5.2 requests and notifications
+    pytest.param(b'{"jsonrpc":"2.0","id":1,"method":1}', INVALID, METHOD_TYPE, 1, False, id="method-number"),
+    pytest.param(b'{"jsonrpc":"2.0","method":null}', INVALID, METHOD_TYPE, None, True, id="method-null"),
+    pytest.param(b'{"jsonrpc":"2.0","method":["m"]}', INVALID, METHOD_TYPE, None, True, id="method-array"),
+    pytest.param(
+        b'{"jsonrpc":"2.0","method":1,"result":1,"id":null}',
+        INVALID,
+        METHOD_TYPE,
+        None,
+        False,
+        id="method-first",
+    ),
+    pytest.param(
+        b'{"jsonrpc":"2.0","id":1,"method":"m","result":1}',
+        INVALID,
+        REQ_WITH_RESULT,
+        1,
+        False,
+        id="req-result",
+    ),
+    pytest.param(
+        b'{"jsonrpc":"2.0","method":"m","error":null}',
+        INVALID,
+        REQ_WITH_RESULT,
+        None,
+        True,
+        id="req-null-error",
+    ),
+    pytest.param(
+        b'{"jsonrpc":"2.0","id":"x","method":"m","result":null,"params":1}',
+        INVALID,
+        REQ_WITH_RESULT,
+        "x",
+        False,
+        id="result-before-params",
+    ),
+    pytest.param(
+        b'{"jsonrpc":"2.0","id":1,"method":"m","params":1}', INVALID, PARAMS_TYPE, 1, False, id="params-1"
+    ),
+    pytest.param(
+        b'{"jsonrpc":"2.0","method":"m","params":"a"}', INVALID, PARAMS_TYPE, None, True, id="params-str"
+    ),
+    pytest.param(
+        b'{"jsonrpc":"2.0","method":"m","params":null}', INVALID, PARAMS_TYPE, None, True, id="params-null"
+    ),
+    pytest.param(
+        b'{"jsonrpc":"2.0","method":"m","params":true,"id":null}',
+        INVALID,
+        PARAMS_TYPE,
+        None,
+        False,
+        id="params-1st",
+    ),
+    pytest.param(
+        b'{"jsonrpc":"2.0","method":"m","id":null}', INVALID, NULL_REQ_ID, None, False, id="req-id-null"
+    ),
+    pytest.param(
+        b'{"jsonrpc":"2.0","method":"m","id":true}', INVALID, ID_TYPE, None, False, id="req-id-bool"
+    ),
+    pytest.param(
+        b'{"jsonrpc":"2.0","method":"m","id":1.0}', INVALID, ID_TYPE, None, False, id="req-id-float"
+    ),
+    pytest.param(
+        b'{"jsonrpc":"2.0","method":"m","id":1e2}', INVALID, ID_TYPE, None, False, id="req-id-exponent"
+    ),
+    pytest.param(
+        b'{"jsonrpc":"2.0","method":"m","id":-0.0}', INVALID, ID_TYPE, None, False, id="req-id-neg-zero"
+    ),
+    pytest.param(
+        b'{"jsonrpc":"2.0","method":"m","id":{}}', INVALID, ID_TYPE, None, False, id="req-id-object"
+    ),
+    pytest.param(
+        b'{"jsonrpc":"2.0","method":"m","id":[1]}', INVALID, ID_TYPE, None, False, id="req-id-array"
+    ),
+    # 5.3 responses
+    pytest.param(
+        b'{"jsonrpc":"2.0","id":1,"result":1,"error":{}}', INVALID, BOTH, 1, False, id="result-and-error"
+    ),
+    pytest.param(b'{"jsonrpc":"2.0","result":1,"error":1}', INVALID, BOTH, None, False, id="both-before-id"),
+    pytest.param(b'{"jsonrpc":"2.0","id":1}', INVALID, NEITHER, 1, False, id="neither"),
+    pytest.param(b'{"jsonrpc":"2.0"}', INVALID, NEITHER, None, False, id="neither-no-id"),
+    pytest.param(b'{"jsonrpc":"2.0","id":true}', INVALID, NEITHER, None, False, id="neither-before-id-type"),
+    pytest.param(b'{"jsonrpc":"2.0","result":1}', INVALID, RESP_NO_ID, None, False, id="result-no-id"),
+    pytest.param(
+        b'{"jsonrpc":"2.0","error":"x"}', INVALID, RESP_NO_ID, None, False, id="no-id-before-error-type"
+    ),
+    pytest.param(
+        b'{"jsonrpc":"2.0","id":false,"result":1}', INVALID, ID_TYPE, None, False, id="resp-id-bool"
+    ),
+    pytest.param(
+        b'{"jsonrpc":"2.0","id":2.5,"error":"x"}', INVALID, ID_TYPE, None, False, id="id-before-error"
+    ),
+    pytest.param(
+        b'{"jsonrpc":"2.0","id":{"a":1},"result":1}', INVALID, ID_TYPE, None, False, id="resp-id-object"
+    ),
+    pytest.param(
+        b'{"jsonrpc":"2.0","id":null,"result":1}', INVALID, NULL_RESULT_ID, None, False, id="result-null-id"
+    ),
+    pytest.param(b'{"jsonrpc":"2.0","id":1,"error":"x"}', INVALID, ERROR_TYPE, 1, False, id="error-str"),
+    pytest.param(b'{"jsonrpc":"2.0","id":1,"error":null}', INVALID, ERROR_TYPE, 1, False, id="error-null"),
+    pytest.param(b'{"jsonrpc":"2.0","id":1,"error":[]}', INVALID, ERROR_TYPE, 1, False, id="error-array"),
+    pytest.param(b'{"jsonrpc":"2.0","id":1,"error":{}}', INVALID, CODE_TYPE, 1, False, id="error-empty"),
+    pytest.param(
+        b'{"jsonrpc":"2.0","id":1,"error":{"message":"m"}}', INVALID, CODE_TYPE, 1, False, id="error-no-code"
+    ),
+    pytest.param(
+        b'{"jsonrpc":"2.0","id":1,"error":{"code":1.0,"message":"m"}}',
+        INVALID,
+        CODE_TYPE,
+        1,
+        False,
+        id="code-float",
+    ),
+    pytest.param(
+        b'{"jsonrpc":"2.0","id":1,"error":{"code":"1","message":"m"}}',
+        INVALID,
+        CODE_TYPE,
+        1,
+        False,
+        id="code-str",
+    ),
+    pytest.param(
+        b'{"jsonrpc":"2.0","id":1,"error":{"code":true,"message":"m"}}',
+        INVALID,
+        CODE_TYPE,
+        1,
+        False,
+        id="code-bool",
+    ),
+    pytest.param(
+        b'{"jsonrpc":"2.0","id":1,"error":{"code":1}}', INVALID, MESSAGE_TYPE, 1, False, id="no-message"
+    ),
+    pytest.param(
+        b'{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":null}}',
+        INVALID,
+        MESSAGE_TYPE,
+        1,
+        False,
+        id="msg-null",
+    ),
+    pytest.param(
+        b'{"jsonrpc":"2.0","id":"e","error":{"code":1,"message":1}}',
+        INVALID,
+        MESSAGE_TYPE,
+        "e",
+        False,
+        id="msg-int",
+    ),
+    # 6. the id carried by step-5 failures
+    pytest.param(b'{"id":"","method":"m"}', INVALID, NO_JSONRPC, "", False, id="id-empty-string"),
+    pytest.param(b'{"id":-0,"method":"m"}', INVALID, NO_JSONRPC, 0, False, id="id-minus-zero"),
+    pytest.param(
+        b'{"id":1180591620717411303424,"method":"m"}', INVALID, NO_JSONRPC, 2**70, False, id="id-big-int"
+    ),
+    pytest.param(b'{"id":"1","method":"m"}', INVALID, NO_JSONRPC, "1", False, id="id-string-one"),
+    pytest.param(
+        b'{"id":"\\u00e9\\n","method":"m"}', INVALID, NO_JSONRPC, "\u00e9\n", False, id="id-escaped"
+    ),
+    pytest.param(b'{"id":1,"id":"x","method":"m"}', INVALID, NO_JSONRPC, "x", False, id="id-duplicate-last"),
+    pytest.param(
+        b'{"jsonrpc":"1","jsonrpc":"2.0","id":1}', INVALID, NEITHER, 1, False, id="duplicate-jsonrpc"
+    ),
+]
+
+
+# The same table as (frame, (code, message, id, notification)).
+ERROR_CASES = [pytest.param(p.values[0], p.values[1:], id=p.id) for p in ERRORS]
+
+
+@pytest.mark.parametrize(("frame", "expected"), ERROR_CASES)
+@pytest.mark.parametrize("lazy", [False, True], ids=["eager", "lazy"])
+def test_frame_errors(backend: ModuleType, lazy: bool, frame: bytes, expected: tuple[object, ...]) -> None:
+    code, message, error_id, notification = expected
+    prefix = b'{"jsonrpc":"2.0","method":"ok"}\r\n\n'
+    first, error = stream(backend, prefix + frame + b"\n", lazy=lazy)
+    assert first.kind == "notification"
+    assert (error.code, error.message) == (code, message)
+    assert error.id == error_id
+    assert type(error.id) is type(error_id)
+    assert error.notification is notification
+    assert (error.offset, error.preview, error.batch) == (len(prefix), frame[:64], None)
+
+
+@pytest.mark.parametrize(("frame", "expected"), ERROR_CASES)
+def test_frame_errors_one_shot(backend: ModuleType, frame: bytes, expected: tuple[object, ...]) -> None:
+    (error,) = backend.decode(frame)
+    assert (error.code, error.message, error.id, error.notification) == expected
+    assert (error.offset, error.preview) == (0, frame[:64])
+
+
+VALID = [
+    pytest.param(nest(128), "request", id="depth-128"),
+    pytest.param(b'{"jsonrpc":"2.0","method":"m","params":[],"id":"r"}', "request", id="params-array"),
+    pytest.param(b'{"jsonrpc":"2.0","method":"m","params":{}}', "notification", id="params-object"),
+    pytest.param(b'{"jsonrpc":"2.0","method":""}', "notification", id="empty-method"),
+    pytest.param(b'{"jsonrpc":"2.0","id":-0,"method":"m"}', "request", id="id-minus-zero"),
+    pytest.param(b'{"jsonrpc":"2.0","id":1,"result":null}', "result", id="result-null"),
+    pytest.param(b'{"jsonrpc":"2.0","id":1,"result":false}', "result", id="result-false"),
+    pytest.param(
+        b'{"jsonrpc":"2.0","id":null,"error":{"code":-1,"message":""}}', "error", id="error-null-id"
+    ),
+    pytest.param(
+        b'{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"x","data":[1]}}', "error", id="error-data"
+    ),
+    pytest.param(
+        b'{"jsonrpc":"2.0","id":1,"error":{"code":1180591620717411303424,"message":"x"}}',
+        "error",
+        id="code-big",
+    ),
+    pytest.param(
+        b'{"jsonrpc":"2.0","method":"m","x":{"y":[1,{}]}}', "notification", id="unknown-member-ignored"
+    ),
+    pytest.param(b' \t{"jsonrpc":"2.0","method":"m"}\t \r ', "notification", id="surrounding-whitespace"),
+    pytest.param(
+        b'{"jsonrpc":"2.0","method":"' + b"[" * 200 + b'"}', "notification", id="depth-ignores-strings"
+    ),
+    pytest.param(
+        b'{"jsonrpc":"2.0","method":"\\"' + b"{" * 200 + b'"}', "notification", id="depth-escaped-quote"
+    ),
+    pytest.param(
+        b'{"jsonrpc":"2.0","method":"m","params":["\\ud83d\\ude00"]}', "notification", id="surrogate-pair"
+    ),
+    pytest.param(
+        b'{"jsonrpc":"2.0","method":"m","params":[1e400,-1e400,1e-400]}', "notification", id="inf-values"
+    ),
+    pytest.param(
+        b'{"jsonrpc":"2.0","method":"m","params":["[[[{{{"]}', "notification", id="brackets-in-string"
+    ),
+    pytest.param(b'{"jsonrpc":"2.0","method":"m","params":["\\u0000"]}', "notification", id="escaped-nul"),
+    pytest.param(b'{"jsonrpc":"1.0","jsonrpc":"2.0","method":"m"}', "notification", id="duplicate-last-wins"),
+]
+
+
+@pytest.mark.parametrize(("frame", "kind"), VALID)
+@pytest.mark.parametrize("lazy", [False, True], ids=["eager", "lazy"])
+def test_valid_frames(backend: ModuleType, lazy: bool, frame: bytes, kind: str) -> None:
+    (message,) = stream(backend, frame + b"\n", lazy=lazy)
+    assert message.kind == kind
+    assert message.raw == frame
+    assert (message.params, message.result) == _expected_payload(frame, kind)
+
+
+def _expected_payload(frame: bytes, kind: str) -> tuple[object, object]:
+    value = json.loads(frame)
+    if kind in ("request", "notification"):
+        return value.get("params"), None
+    return None, value.get("result")
+
+
+def test_json_number_semantics(backend: ModuleType) -> None:
+    frame = (
+        b'{"jsonrpc":"2.0","method":"m","params":'
+        + b"[1e400,-1e400,1e-400,-0,-0.0,1.0,1E2,12345678901234567890123]}"
+    )
+    (message,) = backend.decode(frame)
+    values = message.params
+    assert values[:3] == [float("inf"), float("-inf"), 0.0]
+    assert [type(v) for v in values] == [float, float, float, int, float, float, float, int]
+    assert values[3] == 0
+    assert str(values[4]) == "-0.0"
+    assert values[5:] == [1.0, 100.0, 12345678901234567890123]
+
+
+# ---- FrameError ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("frame", "expected"),
+    [
+        pytest.param(
+            b"{",
+            b'{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: invalid JSON"}}\n',
+            id="parse-error",
+        ),
+        pytest.param(
+            b'{"id":7}',
+            b'{"jsonrpc":"2.0","id":7,"error":{"code":-32600,'
+            b'"message":"Invalid Request: missing \\"jsonrpc\\""}}\n',
+            id="quotes-escaped",
+        ),
+        pytest.param(
+            b'{"jsonrpc":"2.0","id":"\\u00e9\\"","result":1,"error":{}}',
+            '{"jsonrpc":"2.0","id":"\u00e9\\"","error":{"code":-32600,"message":'
+            '"Invalid Request: a response cannot have both \\"result\\" and \\"error\\""}}\n'.encode(),
+            id="string-id-utf8",
+        ),
+        pytest.param(
+            b'{"jsonrpc":"2.0","id":-1180591620717411303424}',
+            b'{"jsonrpc":"2.0","id":-1180591620717411303424,"error":{"code":-32600,'
+            b'"message":"Invalid Request: missing \\"method\\", \\"result\\" or \\"error\\""}}\n',
+            id="big-int-id",
+        ),
+    ],
+)
+def test_to_response(backend: ModuleType, frame: bytes, expected: bytes) -> None:
+    (error,) = backend.decode(frame)
+    assert error.to_response() == expected
+
+
+def test_to_response_of_every_error(backend: ModuleType) -> None:
+    for param in ERRORS:
+        frame, code, message, error_id, _ = param.values
+        (error,) = backend.decode(frame)  # type: ignore[arg-type]
+        expected = {"jsonrpc": "2.0", "id": error_id, "error": {"code": code, "message": message}}
+        compact = json.dumps(expected, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+        assert error.to_response() == compact, param.id
+
+
+def test_frame_error_preview_is_64_bytes(backend: ModuleType) -> None:
+    frame = b"{" + b'"a":1,' * 100
+    (error,) = backend.decode(frame)
+    assert error.preview == frame[:64]
+    assert len(error.preview) == backend.PREVIEW_BYTES
+
+
+def test_frame_error_equality_and_repr(backend: ModuleType) -> None:
+    (one,) = backend.decode(b"{")
+    (two,) = backend.decode(b"{")
+    (other_offset,) = stream(backend, b"\n{")
+    (other_preview,) = backend.decode(b"{{")
+    assert one == two
+    assert one != other_offset
+    assert one != other_preview
+    assert repr(one) == "FrameError(code=-32700, message='Parse error: invalid JSON', offset=0)"
+    assert (one.code, one.message, one.id, one.offset, one.preview, one.batch, one.notification) == (
+        -32700,
+        "Parse error: invalid JSON",
+        None,
+        0,
+        b"{",
+        None,
+        False,
+    )
+
+
+def test_frame_error_is_immutable(backend: ModuleType) -> None:
+    (error,) = backend.decode(b"{")
+    with pytest.raises((AttributeError, TypeError)):
+        error.code = 1
+
+
+# ---- batches ------------------------------------------------------------------------------------
+
+REQ = b'{"jsonrpc":"2.0","id":1,"method":"sum","params":[1,2]}'
+NOTE = b'{"jsonrpc":"2.0","method":"note"}'
+
+
+def test_batch_elements_in_order(backend: ModuleType) -> None:
+    frame = b"[ " + REQ + b" ,\t" + NOTE + b"\r," + b'{"jsonrpc":"2.0","id":"r","result":[]}' + b" ]"
+    prefix = b"\xef\xbb\xbf\n"
+    items = stream(backend, prefix + frame + b"\n")
+    assert [(m.kind, m.id, m.batch) for m in items] == [
+        ("request", 1, 0),
+        ("notification", None, 1),
+        ("result", "r", 2),
+    ]
+    assert [m.raw for m in items] == [REQ, NOTE, b'{"jsonrpc":"2.0","id":"r","result":[]}']
+    assert [m.offset for m in items] == [len(prefix) + frame.index(m.raw) for m in items]
+    assert items[0].params == [1, 2]
+    assert items[0].raw_params == b"[1,2]"
+
+
+def test_mixed_batch(backend: ModuleType) -> None:
+    nested = b"[" + REQ + b"]"
+    broken = b'{"jsonrpc":"2.0","id":3}'
+    frame = b"[" + REQ + b", 1 ," + nested + b"," + broken + b',"s",{"method":5},{}]'
+    items = backend.decode(frame)
+    kinds = [(getattr(i, "kind", None), getattr(i, "message", None), i.id, i.batch) for i in items]
+    assert kinds == [
+        ("request", None, 1, 0),
+        (None, NOT_OBJECT, None, 1),
+        (None, NOT_OBJECT, None, 2),
+        (None, NEITHER, 3, 3),
+        (None, NOT_OBJECT, None, 4),
+        (None, NO_JSONRPC, None, 5),
+        (None, NO_JSONRPC, None, 6),
+    ]
+    errors = items[1:]
+    assert [e.preview for e in errors] == [b"1", nested[:64], broken, b'"s"', b'{"method":5}', b"{}"]
+    assert [e.offset for e in errors] == [
+        frame.index(b"1 ,"),
+        frame.index(nested),
+        *_offsets(frame, errors[2:]),
+    ]
+    assert [e.code for e in errors] == [INVALID] * 6
+    assert [e.notification for e in errors] == [False, False, False, False, True, False]
+
+
+def _offsets(frame: bytes, errors: list[object]) -> list[int]:
+    return [frame.rindex(e.preview) for e in errors]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("frame", [b"[]", b"[ ]", b" [\t\r] "], ids=["tight", "space", "whitespace"])
+def test_empty_batch(backend: ModuleType, frame: bytes) -> None:
+    (error,) = stream(backend, b"\n" + frame + b"\n")
+    assert (error.code, error.message, error.id, error.batch) == (
+        INVALID,
+        "Invalid Request: empty batch",
+        None,
+        None,
+    )
+    assert (error.offset, error.preview, error.notification) == (1, frame, False)
+
+
+@pytest.mark.parametrize(
+    "frame", [b"[]", b"[" + REQ + b"]", b"[1,2]", b"[[]]", b"[" + REQ + b"," + NOTE + b"]"], ids=repr
+)
+def test_batches_disabled(backend: ModuleType, frame: bytes) -> None:
+    (error,) = stream(backend, frame, batches=False)
+    assert (error.code, error.message, error.id, error.batch) == (
+        INVALID,
+        "Invalid Request: batches are not supported",
+        None,
+        None,
+    )
+    assert (error.offset, error.preview) == (0, frame[:64])
+
+
+def test_batches_disabled_still_checks_json_first(backend: ModuleType) -> None:
+    (error,) = stream(backend, b"[" + REQ, batches=False)
+    assert (error.code, error.message) == (PARSE, BAD_JSON)
+
+
+@pytest.mark.parametrize(
+    ("frame", "message"),
+    [
+        pytest.param(b"[" + REQ + b",]", BAD_JSON, id="trailing-comma"),
+        pytest.param(b"[" + REQ, BAD_JSON, id="unclosed"),
+        pytest.param(b"[" + REQ + b"] []", BAD_JSON, id="trailing-array"),
+        pytest.param(b"[" * 129 + b"]" * 129, DEPTH, id="too-deep"),
+    ],
+)
+def test_broken_batch_is_one_parse_error(backend: ModuleType, frame: bytes, message: str) -> None:
+    (error,) = backend.decode(frame)
+    assert (error.code, error.message, error.batch, error.offset) == (PARSE, message, None, 0)
+
+
+def test_batch_depth_counts_the_array(backend: ModuleType) -> None:
+    ok = b"[" + nest(127) + b"]"
+    (message,) = backend.decode(ok)
+    assert (message.kind, message.batch) == ("request", 0)
+    (error,) = backend.decode(b"[" + nest(128) + b"]")
+    assert (error.code, error.message, error.batch) == (PARSE, DEPTH, None)
+
+
+def test_batch_element_with_tricky_strings(backend: ModuleType) -> None:
+    first = b'{"jsonrpc":"2.0","id":"],[","method":"m","params":{"s":"}\\"]"}}'
+    second = b'{"jsonrpc":"2.0","id":"{","result":"\\\\"}'
+    frame = b"[" + first + b"," + second + b"]"
+    one, two = backend.decode(frame)
+    assert (one.raw, one.id, one.params, one.offset) == (first, "],[", {"s": '}"]'}, 1)
+    assert (two.raw, two.id, two.result, two.offset) == (second, "{", "\\", len(first) + 2)
+
+
+def test_batch_of_one_error_element_carries_id(backend: ModuleType) -> None:
+    (error,) = backend.decode(b'[{"jsonrpc":"2.0","id":"q","method":"m","params":0}]')
+    assert (error.message, error.id, error.batch, error.offset) == (PARAMS_TYPE, "q", 0, 1)
+    assert error.to_response() == (
+        b'{"jsonrpc":"2.0","id":"q","error":{"code":-32600,'
+        b'"message":"Invalid Request: \\"params\\" must be an object or an array"}}\n'
+    )

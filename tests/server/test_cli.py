@@ -1,0 +1,43 @@
+"""`mcpframe serve`: target loading and the options it refuses."""
+
+from __future__ import annotations
+
+import pytest
+from examples.everything import server as everything
+
+from mcpframe.server import Server
+from mcpframe.server.cli import load_server, serve_main
+
+
+def make() -> Server:
+    return Server("made")
+
+
+not_a_server = 42
+
+
+def test_load_server_by_module_and_attribute() -> None:
+    assert load_server("examples.everything:server") is everything
+    assert load_server("examples.everything") is everything
+    assert load_server(f"{__name__}:make").name == "made"
+
+
+@pytest.mark.parametrize(
+    ("target", "needle"),
+    [
+        (f"{__name__}:not_a_server", "is a int, not an mcpframe Server"),
+        (f"{__name__}:missing", "has no attribute 'missing'"),
+        ("no_such_module_xyz:server", "No module named"),
+        (":server", "expected module:attr"),
+    ],
+)
+def test_bad_targets_exit_2_with_a_reason(
+    target: str, needle: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert serve_main([target]) == 2
+    assert needle in capsys.readouterr().err
+
+
+def test_http_is_refused_clearly(capsys: pytest.CaptureFixture[str]) -> None:
+    assert serve_main(["examples.everything:server", "--http"]) == 2
+    assert "--http is not implemented yet" in capsys.readouterr().err
