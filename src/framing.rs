@@ -156,8 +156,10 @@ impl Framer {
             self.discarding = false;
             return Ok(());
         }
+        // decoded as if terminated: a final CR would be half of a CRLF
         let frame = std::mem::take(&mut self.pending);
-        self.emit(&frame, self.frame_start, &mut sink);
+        let frame = frame.strip_suffix(b"\r").unwrap_or(&frame);
+        self.emit(frame, self.frame_start, &mut sink);
         Ok(())
     }
 
@@ -305,8 +307,9 @@ mod tests {
     }
 
     #[test]
-    fn close_delivers_unterminated_frame_with_trailing_cr() {
-        assert_eq!(run(100, &[b"a\nbc\r"]), vec![f(0, b"a"), f(2, b"bc\r")]);
+    fn close_delivers_unterminated_frame_as_if_terminated() {
+        assert_eq!(run(100, &[b"a\nbc\r"]), vec![f(0, b"a"), f(2, b"bc")]);
+        assert_eq!(run(100, &[b"a\nb\rc"]), vec![f(0, b"a"), f(2, b"b\rc")]);
         assert_eq!(run(100, &[b"a\n  \r"]), vec![f(0, b"a")]);
     }
 
@@ -357,8 +360,8 @@ mod tests {
             run(4, &[b"abcd\r", b"x\n"]),
             vec![Ev::O(0, b"abcd\r".to_vec())]
         );
-        // at close the CR is content
-        assert_eq!(run(4, &[b"abcd\r"]), vec![Ev::O(0, b"abcd\r".to_vec())]);
+        // at close the frame ends as if terminated, so the CR is half of a CRLF
+        assert_eq!(run(4, &[b"abcd\r"]), vec![f(0, b"abcd")]);
     }
 
     #[test]
