@@ -128,7 +128,10 @@ impl Decoder {
         let input = input_buffer(data)?;
         let chunk = input.bytes(py);
         let (framer, batches) = (&mut self.framer, self.batches);
-        let collected = maybe_detach(py, chunk.len(), || {
+        // the work is the chunk plus, if the chunk ends it, the frame held from earlier chunks
+        let completes = framer.buffered() > 0 && memchr::memchr(b'\n', chunk).is_some();
+        let work = chunk.len() + if completes { framer.buffered() } else { 0 };
+        let collected = maybe_detach(py, work, || {
             let mut sink = Collector::new(batches, framer.max_frame(), chunk, framer.buffered());
             // the decoder was checked open above
             let _ = framer.feed(chunk, |e| sink.event(e));
