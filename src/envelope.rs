@@ -98,7 +98,7 @@ pub struct Envelope {
     pub raw: Range<usize>,
     /// The `id` value's bytes, when present (`null` included).
     pub raw_id: Option<Range<usize>>,
-    /// The `params` value's bytes, when present.
+    /// The `params` value's bytes, when present (in a response too, where it means nothing).
     pub raw_params: Option<Range<usize>>,
     /// The `result` value's bytes (kind `Result` only).
     pub raw_result: Option<Range<usize>>,
@@ -508,15 +508,14 @@ fn envelope(m: Members, kind: Kind, raw: Range<usize>, batch: Option<u32>) -> En
         }
         None => (None, None),
     };
-    let request = matches!(kind, Kind::Request | Kind::Notification);
     Envelope {
         kind,
         id,
         method: m.method.flatten(),
         raw,
         raw_id,
-        // a response's `params` member is an unknown member, like any other
-        raw_params: m.params.filter(|_| request).map(|p| p.0),
+        // a response may carry a `params` member too: it is ignored, but its bytes are there
+        raw_params: m.params.map(|p| p.0),
         raw_result: m.result,
         raw_error: m.error.map(|e| e.0),
         batch,

@@ -64,7 +64,8 @@ impl Framer {
     /// A framer enforcing `max_frame` (must be at least 1; the bindings check it).
     pub fn new(max_frame: usize) -> Self {
         Self {
-            max_frame: max_frame.max(1),
+            // at least 1, and `max_frame + 1` must not overflow
+            max_frame: max_frame.clamp(1, usize::MAX - 1),
             consumed: 0,
             pending: Vec::new(),
             frame_start: 0,

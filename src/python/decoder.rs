@@ -81,11 +81,28 @@ pub(crate) fn encode_id(py: Python<'_>, id: &Bound<'_, PyAny>) -> PyResult<Vec<u
     )))
 }
 
-fn check_max_frame(max_frame: i64) -> PyResult<usize> {
-    if max_frame < 1 {
-        return Err(PyValueError::new_err("max_frame must be at least 1"));
+/// The `max_frame` option: an `int` of at least 1 (one beyond the address space means no limit).
+struct MaxFrame(usize);
+
+impl MaxFrame {
+    const DEFAULT: Self = Self(DEFAULT_MAX_FRAME);
+}
+
+impl<'py> FromPyObject<'_, 'py> for MaxFrame {
+    type Error = PyErr;
+
+    fn extract(ob: Borrowed<'_, 'py, PyAny>) -> PyResult<Self> {
+        if !ob.is_instance_of::<PyInt>() || ob.is_instance_of::<PyBool>() {
+            return Err(PyTypeError::new_err("max_frame must be an int"));
+        }
+        if ob.lt(1)? {
+            let shown = ob.str()?;
+            return Err(PyValueError::new_err(format!(
+                "max_frame must be at least 1, not {shown}"
+            )));
+        }
+        Ok(Self(ob.extract::<usize>().unwrap_or(usize::MAX)))
     }
-    usize::try_from(max_frame).map_err(|_| PyValueError::new_err("max_frame is too large"))
 }
 
 /// Incremental NDJSON decoder (see `docs/core-contract.md`).
@@ -105,9 +122,9 @@ impl Decoder {
 #[pymethods]
 impl Decoder {
     #[new]
-    #[pyo3(signature = (*, max_frame = DEFAULT_MAX_FRAME as i64, lazy = false, batches = true))]
-    fn new(max_frame: i64, lazy: bool, batches: bool) -> PyResult<Self> {
-        let framer = Framer::new(check_max_frame(max_frame)?);
+    #[pyo3(signature = (*, max_frame = MaxFrame::DEFAULT, lazy = false, batches = true))]
+    fn new(max_frame: MaxFrame, lazy: bool, batches: bool) -> PyResult<Self> {
+        let framer = Framer::new(max_frame.0);
         Ok(Self {
             framer,
             lazy,
@@ -203,15 +220,15 @@ fn collect_body(body: &[u8], max_frame: usize, batches: bool) -> Collected {
 
 /// Decode a whole body (an HTTP POST body) as one frame.
 #[pyfunction]
-#[pyo3(signature = (data, /, *, max_frame = DEFAULT_MAX_FRAME as i64, lazy = false, batches = true))]
+#[pyo3(signature = (data, /, *, max_frame = MaxFrame::DEFAULT, lazy = false, batches = true))]
 fn decode<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
-    max_frame: i64,
+    max_frame: MaxFrame,
     lazy: bool,
     batches: bool,
 ) -> PyResult<Bound<'py, PyList>> {
-    let max_frame = check_max_frame(max_frame)?;
+    let max_frame = max_frame.0.min(usize::MAX - 1);
     let input = input_buffer(data)?;
     let body = input.bytes(py);
     let collected = maybe_detach(py, body.len(), || collect_body(body, max_frame, batches));
@@ -226,10 +243,10 @@ fn splice_id<'py>(
     frame: &Bound<'py, PyAny>,
     new_id: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyBytes>> {
+    let encoded = encode_id(py, new_id)?;
     let input = input_buffer(frame)?;
     let (frame, id) =
         splice::locate_id(input.bytes(py)).map_err(|e| PyValueError::new_err(e.message()))?;
-    let encoded = encode_id(py, new_id)?;
     Ok(PyBytes::new(py, &splice::replace(frame, id, &encoded)))
 }
 

@@ -220,6 +220,7 @@ fn message<'py>(
     let method = e
         .method
         .map(|t| jiter::cached_py_string(py, t.as_str(frame)).unbind());
+    let request = matches!(e.kind, Kind::Request | Kind::Notification);
     let m = Message {
         kind: e.kind,
         id,
@@ -228,7 +229,13 @@ fn message<'py>(
         offset: offset + e.raw.start as u64,
         raw: shift(e.raw),
         raw_id: e.raw_id.map(shift),
-        raw_payload: e.raw_params.or(e.raw_result).or(e.raw_error).map(shift),
+        raw_payload: if request {
+            e.raw_params.clone()
+        } else {
+            e.raw_result.or(e.raw_error)
+        }
+        .map(shift),
+        response_params: if request { None } else { e.raw_params }.map(shift),
         batch: e.batch,
         lazy,
         payload: PyOnceLock::new(),
@@ -236,7 +243,9 @@ fn message<'py>(
     if let Some(r) = &m.raw_payload {
         if !lazy || m.kind == Kind::Error {
             // the cell is new, so `set` cannot find it filled
-            let _ = m.payload.set(py, parse_json(py, &bytes[r.clone()])?.unbind());
+            let _ = m
+                .payload
+                .set(py, parse_json(py, &bytes[r.clone()])?.unbind());
         }
     }
     Ok(Bound::new(py, m)?.into_any())

@@ -1,8 +1,9 @@
 //! `FrameError`: an invalid frame or batch element, as a value (invalid input never raises).
 
 use pyo3::basic::CompareOp;
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyInt, PyString};
+use pyo3::types::{PyBool, PyBytes, PyInt, PyString};
 
 use crate::splice::write_json_string;
 
@@ -16,6 +17,23 @@ pub(crate) struct FrameError {
     pub(crate) preview: Py<PyBytes>,
     pub(crate) batch: Option<u32>,
     pub(crate) notification: bool,
+}
+
+const SIGNATURE: &str =
+    "FrameError(code: int, message: str, *, id, offset, preview, batch, notification)";
+
+/// An `int` that is not a `bool`.
+fn is_int(v: &Bound<'_, PyAny>) -> bool {
+    v.is_instance_of::<PyInt>() && !v.is_instance_of::<PyBool>()
+}
+
+/// `v` as a `T` when it is an `int` (not a `bool`) in range.
+fn int_arg<'py, T: FromPyObjectOwned<'py>>(v: &Bound<'py, PyAny>) -> Option<T> {
+    if is_int(v) {
+        v.extract().ok()
+    } else {
+        None
+    }
 }
 
 fn same(py: Python<'_>, a: &Option<Py<PyAny>>, b: &Option<Py<PyAny>>) -> PyResult<bool> {
@@ -45,26 +63,54 @@ impl FrameError {
 #[pymethods]
 impl FrameError {
     #[new]
-    #[pyo3(signature = (code, message, id = None, offset = 0, preview = None, batch = None, notification = false))]
+    #[pyo3(signature = (code, message, *, id = None, offset = None, preview = None, batch = None, notification = None))]
     fn new(
-        code: i64,
-        message: Bound<'_, PyString>,
+        code: &Bound<'_, PyAny>,
+        message: &Bound<'_, PyAny>,
         id: Option<Bound<'_, PyAny>>,
-        offset: u64,
-        preview: Option<Bound<'_, PyBytes>>,
-        batch: Option<u32>,
-        notification: bool,
-    ) -> Self {
-        let py = message.py();
-        Self {
-            code,
-            message: message.unbind(),
+        offset: Option<&Bound<'_, PyAny>>,
+        preview: Option<&Bound<'_, PyAny>>,
+        batch: Option<&Bound<'_, PyAny>>,
+        notification: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let py = code.py();
+        let wrong = || PyTypeError::new_err(SIGNATURE);
+        let id_ok = id
+            .as_ref()
+            .is_none_or(|v| v.is_instance_of::<PyString>() || is_int(v));
+        let message = message.cast::<PyString>().map_err(|_| wrong())?;
+        let preview = match preview {
+            Some(p) => super::input_buffer(p)
+                .map_err(|_| wrong())?
+                .bytes(py)
+                .to_vec(),
+            None => Vec::new(),
+        };
+        let batch = match batch {
+            Some(b) => Some(int_arg::<u32>(b).ok_or_else(wrong)?),
+            None => None,
+        };
+        let offset = match offset {
+            Some(o) => int_arg(o).ok_or_else(wrong)?,
+            None => 0,
+        };
+        let notification = match notification {
+            Some(n) if n.is_instance_of::<PyBool>() => n.is_truthy()?,
+            Some(_) => return Err(wrong()),
+            None => false,
+        };
+        if !id_ok {
+            return Err(wrong());
+        }
+        Ok(Self {
+            code: int_arg(code).ok_or_else(wrong)?,
+            message: message.clone().unbind(),
             id: id.map(Bound::unbind),
             offset,
-            preview: preview.map_or_else(|| PyBytes::new(py, b"").unbind(), Bound::unbind),
+            preview: PyBytes::new(py, &preview).unbind(),
             batch,
             notification,
-        }
+        })
     }
 
     #[getter]

@@ -40,6 +40,8 @@ pub(crate) struct Message {
     pub(crate) raw_id: Option<Range<usize>>,
     /// The bytes of `params`, `result` or `error`, whichever the kind has.
     pub(crate) raw_payload: Option<Range<usize>>,
+    /// The bytes of a `params` member of a response (ignored, but `raw_params` shows it).
+    pub(crate) response_params: Option<Range<usize>>,
     pub(crate) offset: u64,
     pub(crate) batch: Option<u32>,
     pub(crate) lazy: bool,
@@ -128,7 +130,10 @@ impl Message {
 
     #[getter]
     fn raw_params(&self, py: Python<'_>) -> Option<Py<PyBytes>> {
-        self.bytes_of(py, self.payload_span(&[Kind::Request, Kind::Notification]))
+        match self.kind {
+            Kind::Request | Kind::Notification => self.bytes_of(py, &self.raw_payload),
+            Kind::Result | Kind::Error => self.bytes_of(py, &self.response_params),
+        }
     }
 
     #[getter]
@@ -162,10 +167,10 @@ impl Message {
         py: Python<'py>,
         new_id: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyBytes>> {
+        let encoded = encode_id(py, new_id)?;
         let (Some(_), Some(span)) = (&self.id, &self.raw_id) else {
             return Err(PyValueError::new_err("message has no id"));
         };
-        let encoded = encode_id(py, new_id)?;
         let id = span.start - self.raw.start..span.end - self.raw.start;
         Ok(PyBytes::new(
             py,
