@@ -14,7 +14,9 @@ pub fn exceeds(frame: &[u8], max: usize) -> bool {
     if frame.len() <= max {
         return false;
     }
-    let opening = memchr::memchr2_iter(b'[', b'{', frame).take(max + 1).count();
+    let opening = memchr::memchr2_iter(b'[', b'{', frame)
+        .take(max + 1)
+        .count();
     opening > max && exceeds_exact(frame, max)
 }
 
