@@ -85,9 +85,10 @@ pub enum OwnedId {
     Str(Box<str>),
 }
 
-/// A valid message. All ranges are byte ranges in the frame given to [`validate`].
+/// A valid message. All ranges are byte ranges in the frame given to [`validate`]. `V` is the
+/// type of payload value a [`Payloads`] builds during the scan (`()` when it only validates).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Envelope {
+pub struct Envelope<V = ()> {
     /// What kind of message.
     pub kind: Kind,
     /// The id; `None` for notifications and for an error with `id: null`.
@@ -106,6 +107,8 @@ pub struct Envelope {
     pub raw_error: Option<Range<usize>>,
     /// Index within its batch.
     pub batch: Option<u32>,
+    /// The `params` (requests, notifications) or `result` value, if the scan built it.
+    pub payload: Option<V>,
 }
 
 /// An invalid frame or batch element.
@@ -129,9 +132,9 @@ pub struct Failure {
 
 /// What one frame yields: messages and failures, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Item {
+pub enum Item<V = ()> {
     /// A valid message.
-    Message(Envelope),
+    Message(Envelope<V>),
     /// An invalid frame or batch element.
     Failure(Failure),
 }
@@ -166,15 +169,59 @@ enum IdTag {
     Bad,
 }
 
+/// How the scan consumes the `params` and `result` values: it must consume (and so validate) the
+/// value, and may build something from it on the way, saving a second pass over its bytes.
+pub trait Payloads {
+    /// What is built from a value.
+    type Value;
+    /// Consume the value that starts with `peek`.
+    fn take(&mut self, j: &mut Jiter<'_>, peek: Peek) -> JiterResult<Option<Self::Value>>;
+}
+
+/// Validate payload values without building anything.
+#[derive(Debug)]
+pub struct Skip<V = ()>(std::marker::PhantomData<V>);
+
+impl<V> Default for Skip<V> {
+    fn default() -> Self {
+        Self(std::marker::PhantomData)
+    }
+}
+
+impl<V> Payloads for Skip<V> {
+    type Value = V;
+    fn take(&mut self, j: &mut Jiter<'_>, peek: Peek) -> JiterResult<Option<V>> {
+        j.known_skip(peek)?;
+        Ok(None)
+    }
+}
+
 /// What the scan of an object recorded about its members (the last duplicate wins).
-#[derive(Debug, Default)]
-struct Members {
+#[derive(Debug)]
+struct Members<V> {
     jsonrpc: Option<bool>,
     method: Option<Option<Text>>,
     id: Option<(Range<usize>, IdTag)>,
     params: Option<(Range<usize>, bool)>,
     result: Option<Range<usize>>,
     error: Option<(Range<usize>, ErrShape)>,
+    params_value: Option<V>,
+    result_value: Option<V>,
+}
+
+impl<V> Default for Members<V> {
+    fn default() -> Self {
+        Self {
+            jsonrpc: None,
+            method: None,
+            id: None,
+            params: None,
+            result: None,
+            error: None,
+            params_value: None,
+            result_value: None,
+        }
+    }
 }
 
 /// What the `error` member looked like.
@@ -209,6 +256,11 @@ fn field(key: &str) -> Field {
 
 /// Validate `frame` and append what it yields to `out`: one item, or one per batch element.
 pub fn validate(frame: &[u8], batches: bool, out: &mut Vec<Item>) {
+    validate_with(frame, batches, &mut Skip::default(), out);
+}
+
+/// [`validate`], with `payloads` consuming the `params` and `result` values.
+pub fn validate_with<P: Payloads>(frame: &[u8], batches: bool, payloads: &mut P, out: &mut Vec<Item<P::Value>>) {
     if let Err(e) = std::str::from_utf8(frame) {
         let message = format!(
             "Parse error: invalid UTF-8 at byte {} of the frame",
@@ -217,26 +269,26 @@ pub fn validate(frame: &[u8], batches: bool, out: &mut Vec<Item>) {
         out.push(frame_failure(frame, PARSE_ERROR, message.into()));
         return;
     }
-    validate_utf8(frame, batches, out);
+    validate_utf8(frame, batches, payloads, out);
 }
 
 /// [`validate`] for a frame already known to be valid UTF-8 (the caller checked a whole chunk
 /// at once): steps 2 onwards.
-pub fn validate_utf8(frame: &[u8], batches: bool, out: &mut Vec<Item>) {
+pub fn validate_utf8<P: Payloads>(frame: &[u8], batches: bool, payloads: &mut P, out: &mut Vec<Item<P::Value>>) {
     if depth::exceeds(frame, MAX_DEPTH) {
         let message = format!("Parse error: nesting deeper than {MAX_DEPTH} levels");
         out.push(frame_failure(frame, PARSE_ERROR, message.into()));
         return;
     }
     let before = out.len();
-    if scan_frame(frame, batches, out).is_err() {
+    if scan_frame(frame, batches, payloads, out).is_err() {
         out.truncate(before);
         out.push(frame_failure(frame, PARSE_ERROR, INVALID_JSON.into()));
     }
 }
 
 /// A failure of the frame as a whole (steps 1-4 and batch-level rules).
-fn frame_failure(frame: &[u8], code: i64, message: Cow<'static, str>) -> Item {
+fn frame_failure<V>(frame: &[u8], code: i64, message: Cow<'static, str>) -> Item<V> {
     Item::Failure(Failure {
         code,
         message,
@@ -248,17 +300,17 @@ fn frame_failure(frame: &[u8], code: i64, message: Cow<'static, str>) -> Item {
     })
 }
 
-fn scan_frame(frame: &[u8], batches: bool, out: &mut Vec<Item>) -> JiterResult<()> {
+fn scan_frame<P: Payloads>(frame: &[u8], batches: bool, p: &mut P, out: &mut Vec<Item<P::Value>>) -> JiterResult<()> {
     let mut j = Jiter::new(frame);
     let peek = j.peek()?;
     match peek {
         Peek::Object => {
-            let members = scan_object(&mut j, frame)?;
+            let members = scan_object(&mut j, frame, p)?;
             j.finish()?;
             out.push(classify(members, 0..frame.len(), None, frame));
         }
         Peek::Array => {
-            let elements = scan_batch(&mut j, frame)?;
+            let elements = scan_batch(&mut j, frame, p)?;
             j.finish()?;
             if !batches {
                 out.push(frame_failure(frame, INVALID_REQUEST, NO_BATCHES.into()));
@@ -279,15 +331,15 @@ fn scan_frame(frame: &[u8], batches: bool, out: &mut Vec<Item>) -> JiterResult<(
     Ok(())
 }
 
-type Element = (Range<usize>, Option<Members>);
+type Element<V> = (Range<usize>, Option<Members<V>>);
 
-fn scan_batch(j: &mut Jiter<'_>, frame: &[u8]) -> JiterResult<Vec<Element>> {
+fn scan_batch<P: Payloads>(j: &mut Jiter<'_>, frame: &[u8], p: &mut P) -> JiterResult<Vec<Element<P::Value>>> {
     let mut elements = Vec::new();
     let mut next = j.known_array()?;
     while let Some(peek) = next {
         let start = j.current_index();
         let members = if peek == Peek::Object {
-            Some(scan_object(j, frame)?)
+            Some(scan_object(j, frame, p)?)
         } else {
             j.known_skip(peek)?;
             None
@@ -298,12 +350,12 @@ fn scan_batch(j: &mut Jiter<'_>, frame: &[u8]) -> JiterResult<Vec<Element>> {
     Ok(elements)
 }
 
-fn classify_element(
-    members: Option<Members>,
+fn classify_element<V>(
+    members: Option<Members<V>>,
     range: Range<usize>,
     index: u32,
     frame: &[u8],
-) -> Item {
+) -> Item<V> {
     match members {
         Some(m) => classify(m, range, Some(index), frame),
         None => Item::Failure(Failure {
@@ -344,7 +396,7 @@ fn take_str(j: &mut Jiter<'_>, peek: Peek, frame: &[u8]) -> JiterResult<Option<T
 }
 
 /// Scan an object whose `{` was peeked, recording the envelope members.
-fn scan_object(j: &mut Jiter<'_>, frame: &[u8]) -> JiterResult<Members> {
+fn scan_object<P: Payloads>(j: &mut Jiter<'_>, frame: &[u8], p: &mut P) -> JiterResult<Members<P::Value>> {
     let mut m = Members::default();
     let mut key = j.known_object()?.map(field);
     while let Some(f) = key {
@@ -364,12 +416,12 @@ fn scan_object(j: &mut Jiter<'_>, frame: &[u8]) -> JiterResult<Members> {
                 m.id = Some((start..j.current_index(), tag));
             }
             Field::Params => {
-                j.known_skip(peek)?;
+                m.params_value = p.take(j, peek)?;
                 let container = matches!(peek, Peek::Object | Peek::Array);
                 m.params = Some((start..j.current_index(), container));
             }
             Field::Result => {
-                j.known_skip(peek)?;
+                m.result_value = p.take(j, peek)?;
                 m.result = Some(start..j.current_index());
             }
             Field::Error => {
@@ -429,7 +481,7 @@ fn scan_error(j: &mut Jiter<'_>) -> JiterResult<ErrShape> {
 }
 
 /// Judge the members by the envelope rules (step 5): the kind, or the failure message.
-fn judge(m: &Members) -> Result<Kind, &'static str> {
+fn judge<V>(m: &Members<V>) -> Result<Kind, &'static str> {
     match m.jsonrpc {
         None => return Err(NO_JSONRPC),
         Some(false) => return Err(BAD_JSONRPC),
@@ -441,7 +493,7 @@ fn judge(m: &Members) -> Result<Kind, &'static str> {
     }
 }
 
-fn judge_request(m: &Members, method_is_str: bool) -> Result<Kind, &'static str> {
+fn judge_request<V>(m: &Members<V>, method_is_str: bool) -> Result<Kind, &'static str> {
     if !method_is_str {
         return Err(METHOD_TYPE);
     }
@@ -459,7 +511,7 @@ fn judge_request(m: &Members, method_is_str: bool) -> Result<Kind, &'static str>
     }
 }
 
-fn judge_response(m: &Members) -> Result<Kind, &'static str> {
+fn judge_response<V>(m: &Members<V>) -> Result<Kind, &'static str> {
     match (&m.result, &m.error) {
         (Some(_), Some(_)) => return Err(BOTH),
         (None, None) => return Err(NEITHER),
@@ -480,7 +532,7 @@ fn judge_response(m: &Members) -> Result<Kind, &'static str> {
     }
 }
 
-fn classify(m: Members, raw: Range<usize>, batch: Option<u32>, frame: &[u8]) -> Item {
+fn classify<V>(m: Members<V>, raw: Range<usize>, batch: Option<u32>, frame: &[u8]) -> Item<V> {
     match judge(&m) {
         Ok(kind) => Item::Message(envelope(m, kind, raw, batch)),
         Err(message) => Item::Failure(Failure {
@@ -495,7 +547,7 @@ fn classify(m: Members, raw: Range<usize>, batch: Option<u32>, frame: &[u8]) -> 
     }
 }
 
-fn envelope(m: Members, kind: Kind, raw: Range<usize>, batch: Option<u32>) -> Envelope {
+fn envelope<V>(m: Members<V>, kind: Kind, raw: Range<usize>, batch: Option<u32>) -> Envelope<V> {
     let (raw_id, id) = match m.id {
         Some((r, tag)) => {
             let id = match tag {
@@ -519,10 +571,15 @@ fn envelope(m: Members, kind: Kind, raw: Range<usize>, batch: Option<u32>) -> En
         raw_result: m.result,
         raw_error: m.error.map(|e| e.0),
         batch,
+        payload: match kind {
+            Kind::Request | Kind::Notification => m.params_value,
+            Kind::Result => m.result_value,
+            Kind::Error => None,
+        },
     }
 }
 
-fn owned_id(m: &Members, frame: &[u8]) -> Option<OwnedId> {
+fn owned_id<V>(m: &Members<V>, frame: &[u8]) -> Option<OwnedId> {
     match &m.id {
         Some((_, IdTag::Int(i))) => Some(OwnedId::Int(*i)),
         Some((r, IdTag::Big)) => Some(OwnedId::Big(

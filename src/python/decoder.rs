@@ -10,6 +10,7 @@ use pyo3::types::{PyBool, PyByteArray, PyBytes, PyInt, PyList, PyMemoryView, PyS
 
 use crate::depth::MAX_DEPTH;
 use crate::framing::{Event, Framer, BOM, DEFAULT_MAX_FRAME, PREVIEW_BYTES};
+use crate::envelope::{Payloads, Skip};
 use crate::splice;
 
 use super::errors::new_error;
@@ -17,8 +18,10 @@ use super::errors::new_error;
 mod build;
 mod frame_error;
 mod message;
+mod values;
 
 use build::{to_python, Buffer, Collected, Collector};
+use values::PyValues;
 
 /// Chunks larger than this are framed and validated with the GIL released.
 const DETACH_AT: usize = 64 * 1024;
@@ -41,13 +44,29 @@ fn input_buffer(data: &Bound<'_, PyAny>) -> PyResult<Buffer> {
     }
 }
 
-/// Run `f` without the GIL when `len` is large enough for that to pay.
-fn maybe_detach<T: Send, F: Send + FnOnce() -> T>(py: Python<'_>, len: usize, f: F) -> T {
-    if len > DETACH_AT {
-        py.detach(f)
-    } else {
-        f()
-    }
+/// Frame and validate with the right [`Payloads`]: without the GIL for a large amount of work
+/// (values are then parsed afterwards), building Python values during the scan for an eager
+/// decoder, only validating for a lazy one. `$body` yields `(Collected, payloads)`; a Python error
+/// met while building values returns from the enclosing function.
+macro_rules! collect {
+    ($py:expr, $heavy:expr, $lazy:expr, |$payloads:ident| $body:expr) => {{
+        if $heavy {
+            $py.detach(|| {
+                let $payloads = Skip::default();
+                $body.0
+            })
+        } else if $lazy {
+            let $payloads = Skip::default();
+            $body.0
+        } else {
+            let $payloads = PyValues::new($py);
+            let (collected, values) = $body;
+            if let Some(err) = values.error {
+                return Err(err);
+            }
+            collected
+        }
+    }};
 }
 
 /// The JSON text of a new id: an `int` (exact) or a `str`; `bool` and anything else is a TypeError.
@@ -148,8 +167,9 @@ impl Decoder {
         // the work is the chunk plus, if the chunk ends it, the frame held from earlier chunks
         let completes = framer.buffered() > 0 && memchr::memchr(b'\n', chunk).is_some();
         let work = chunk.len() + if completes { framer.buffered() } else { 0 };
-        let collected = maybe_detach(py, work, || {
-            let mut sink = Collector::new(batches, framer.max_frame(), chunk, framer.buffered());
+        let collected = collect!(py, work > DETACH_AT, self.lazy, |payloads| {
+            let held = framer.buffered();
+            let mut sink = Collector::new(batches, framer.max_frame(), chunk, held, payloads);
             // the decoder was checked open above
             let _ = framer.feed(chunk, |e| sink.event(e));
             sink.finish()
@@ -159,13 +179,18 @@ impl Decoder {
 
     /// End the stream: decode an unterminated final frame; later calls raise DecoderClosedError.
     fn close<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let held = self.framer.buffered();
-        let mut sink = Collector::new(self.batches, self.framer.max_frame(), &[], held);
-        if self.framer.close(|e| sink.event(e)).is_err() {
+        if self.framer.is_closed() {
             return Err(Self::closed_error(py));
         }
+        let (framer, batches) = (&mut self.framer, self.batches);
+        let held = framer.buffered();
+        let collected = collect!(py, held > DETACH_AT, self.lazy, |payloads| {
+            let mut sink = Collector::new(batches, framer.max_frame(), &[], held, payloads);
+            let _ = framer.close(|e| sink.event(e));
+            sink.finish()
+        });
         let none = Buffer::Shared(Arc::default());
-        to_python(py, sink.finish(), &none, self.lazy)
+        to_python(py, collected, &none, self.lazy)
     }
 
     #[getter]
@@ -200,12 +225,17 @@ impl Decoder {
 }
 
 /// Collect the results of a whole body taken as one frame.
-fn collect_body(body: &[u8], max_frame: usize, batches: bool) -> Collected {
+fn collect_body<P: Payloads<Value = Py<PyAny>>>(
+    body: &[u8],
+    max_frame: usize,
+    batches: bool,
+    payloads: P,
+) -> (Collected, P) {
     let (bytes, offset) = match body.strip_prefix(&BOM[..]) {
         Some(rest) => (rest, BOM.len() as u64),
         None => (body, 0),
     };
-    let mut sink = Collector::new(batches, max_frame, body, 0);
+    let mut sink = Collector::new(batches, max_frame, body, 0, payloads);
     if bytes.len() > max_frame {
         let preview = &bytes[..PREVIEW_BYTES.min(max_frame + 1)];
         sink.event(Event::Oversize { offset, preview });
@@ -231,7 +261,9 @@ fn decode<'py>(
     let max_frame = max_frame.0.min(usize::MAX - 1);
     let input = input_buffer(data)?;
     let body = input.bytes(py);
-    let collected = maybe_detach(py, body.len(), || collect_body(body, max_frame, batches));
+    let collected = collect!(py, body.len() > DETACH_AT, lazy, |payloads| {
+        collect_body(body, max_frame, batches, payloads)
+    });
     to_python(py, collected, &input, lazy)
 }
 

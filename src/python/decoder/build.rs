@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyInt, PyList, PyString};
 
-use crate::envelope::{self, Envelope, Failure, Id, Item, Kind, OwnedId, INVALID_REQUEST};
+use crate::envelope::{self, Envelope, Failure, Id, Item, Kind, OwnedId, Payloads, INVALID_REQUEST};
 use crate::framing::Event;
 
 use super::frame_error::FrameError;
@@ -55,25 +55,33 @@ struct FrameRec {
 /// What one chunk (or one `decode` body) yields, before any Python object exists.
 pub(crate) struct Collected {
     arena: Vec<u8>,
-    items: Vec<Item>,
+    items: Vec<Item<Py<PyAny>>>,
     frames: Vec<FrameRec>,
 }
 
 /// The framer's sink: validates each frame and notes where the messages' bytes are.
-pub(crate) struct Collector {
+pub(crate) struct Collector<P> {
     batches: bool,
     max_frame: usize,
     /// Address and length of the input chunk, to tell its frames from reassembled ones.
     input: (usize, usize),
     /// Bytes of the input chunk known to be valid UTF-8 (from its start).
     input_utf8: usize,
+    /// Consumes the payload values: validates them, and may build them.
+    payloads: P,
     out: Collected,
 }
 
-impl Collector {
+impl<P: Payloads<Value = Py<PyAny>>> Collector<P> {
     /// A collector for frames of `input` (and at most `held` bytes held from earlier chunks),
     /// sized so that nothing grows (and gets copied) while the chunk is processed.
-    pub(crate) fn new(batches: bool, max_frame: usize, input: &[u8], held: usize) -> Self {
+    pub(crate) fn new(
+        batches: bool,
+        max_frame: usize,
+        input: &[u8],
+        held: usize,
+        payloads: P,
+    ) -> Self {
         let frames = memchr::memchr_iter(b'\n', input).count() + 1;
         let input_utf8 = match std::str::from_utf8(input) {
             Ok(_) => input.len(),
@@ -90,6 +98,7 @@ impl Collector {
             max_frame,
             input,
             input_utf8,
+            payloads,
             out,
         }
     }
@@ -101,9 +110,9 @@ impl Collector {
         let items = &mut self.out.items;
         let start = items.len();
         if in_input && at + bytes.len() <= self.input_utf8 {
-            envelope::validate_utf8(bytes, self.batches, items);
+            envelope::validate_utf8(bytes, self.batches, &mut self.payloads, items);
         } else {
-            envelope::validate(bytes, self.batches, items);
+            envelope::validate_with(bytes, self.batches, &mut self.payloads, items);
         }
         let mut base = at;
         if !in_input && items[start..].iter().any(|i| matches!(i, Item::Message(_))) {
@@ -152,8 +161,9 @@ impl Collector {
         }
     }
 
-    pub(crate) fn finish(self) -> Collected {
-        self.out
+    /// What was collected, and the payload builder (to look for a Python error it met).
+    pub(crate) fn finish(self) -> (Collected, P) {
+        (self.out, self.payloads)
     }
 }
 
@@ -207,7 +217,7 @@ fn message<'py>(
     buf: &Buffer,
     base: usize,
     offset: u64,
-    e: Envelope,
+    e: Envelope<Py<PyAny>>,
     lazy: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
     let bytes = buf.bytes(py);
@@ -240,7 +250,10 @@ fn message<'py>(
         lazy,
         payload: PyOnceLock::new(),
     };
-    if let Some(r) = &m.raw_payload {
+    if let Some(v) = e.payload {
+        // built during the scan; the cell is new, so `set` cannot find it filled
+        let _ = m.payload.set(py, v);
+    } else if let Some(r) = &m.raw_payload {
         if !lazy || m.kind == Kind::Error {
             // the cell is new, so `set` cannot find it filled
             let _ = m
