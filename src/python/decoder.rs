@@ -23,8 +23,12 @@ mod values;
 use build::{to_python, Buffer, Collected, Collector};
 use values::PyValues;
 
-/// Chunks larger than this are framed and validated with the GIL released.
+/// A lazy decoder frames and validates more bytes than this with the GIL released.
 const DETACH_AT: usize = 64 * 1024;
+
+/// An eager decoder releases the GIL for chunks larger than this (or a held frame larger than
+/// `DETACH_AT`): below it, building the values in the validation pass is worth more.
+const EAGER_DETACH_AT: usize = 4 * 1024 * 1024;
 
 /// The bytes of a `bytes`, `bytearray` or `memoryview` argument: the `bytes` object itself, or
 /// a copy of the others (which may change under us).
@@ -166,8 +170,15 @@ impl Decoder {
         let (framer, batches) = (&mut self.framer, self.batches);
         // the work is the chunk plus, if the chunk ends it, the frame held from earlier chunks
         let completes = framer.buffered() > 0 && memchr::memchr(b'\n', chunk).is_some();
-        let work = chunk.len() + if completes { framer.buffered() } else { 0 };
-        let collected = collect!(py, work > DETACH_AT, self.lazy, |payloads| {
+        let held = if completes { framer.buffered() } else { 0 };
+        // an eager decoder builds values in the same pass with the GIL held, unless a large frame
+        // (or a very large chunk) makes releasing it for the validation pass worth a second pass
+        let heavy = if self.lazy {
+            chunk.len() + held > DETACH_AT
+        } else {
+            held > DETACH_AT || chunk.len() > EAGER_DETACH_AT
+        };
+        let collected = collect!(py, heavy, self.lazy, |payloads| {
             let held = framer.buffered();
             let mut sink = Collector::new(batches, framer.max_frame(), chunk, held, payloads);
             // the decoder was checked open above
@@ -261,7 +272,8 @@ fn decode<'py>(
     let max_frame = max_frame.0.min(usize::MAX - 1);
     let input = input_buffer(data)?;
     let body = input.bytes(py);
-    let collected = collect!(py, body.len() > DETACH_AT, lazy, |payloads| {
+    let heavy = body.len() > if lazy { DETACH_AT } else { EAGER_DETACH_AT };
+    let collected = collect!(py, heavy, lazy, |payloads| {
         collect_body(body, max_frame, batches, payloads)
     });
     to_python(py, collected, &input, lazy)

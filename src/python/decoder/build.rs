@@ -23,6 +23,8 @@ pub(crate) enum Buffer {
     Bytes(Py<PyBytes>),
     /// A copy owned by the messages.
     Shared(Arc<Vec<u8>>),
+    /// Nothing (what a dropped message leaves behind).
+    Empty,
 }
 
 impl Buffer {
@@ -31,6 +33,7 @@ impl Buffer {
         match self {
             Self::Bytes(b) => b.as_bytes(py),
             Self::Shared(v) => v,
+            Self::Empty => &[],
         }
     }
 
@@ -38,6 +41,7 @@ impl Buffer {
         match self {
             Self::Bytes(b) => Self::Bytes(b.clone_ref(py)),
             Self::Shared(v) => Self::Shared(Arc::clone(v)),
+            Self::Empty => Self::Empty,
         }
     }
 }

@@ -81,6 +81,26 @@ impl Message {
     }
 }
 
+impl Drop for Message {
+    fn drop(&mut self) {
+        // one attachment check for all the references, instead of one per `Py` dropped
+        Python::attach(|py| {
+            if let Some(o) = self.id.take() {
+                o.drop_ref(py);
+            }
+            if let Some(o) = self.method.take() {
+                o.drop_ref(py);
+            }
+            if let Some(o) = self.payload.take() {
+                o.drop_ref(py);
+            }
+            if let Buffer::Bytes(b) = std::mem::replace(&mut self.buf, Buffer::Empty) {
+                b.drop_ref(py);
+            }
+        });
+    }
+}
+
 #[pymethods]
 impl Message {
     #[getter]
