@@ -242,15 +242,29 @@ enum Field {
     Other,
 }
 
-fn field(key: &str) -> Field {
+fn field(key: &[u8]) -> Field {
     match key {
-        "jsonrpc" => Field::Jsonrpc,
-        "method" => Field::Method,
-        "id" => Field::Id,
-        "params" => Field::Params,
-        "result" => Field::Result,
-        "error" => Field::Error,
+        b"jsonrpc" => Field::Jsonrpc,
+        b"method" => Field::Method,
+        b"id" => Field::Id,
+        b"params" => Field::Params,
+        b"result" => Field::Result,
+        b"error" => Field::Error,
         _ => Field::Other,
+    }
+}
+
+/// The field a key names, from the key's raw bytes (between the quotes) in `frame`. A key with an
+/// escape (`"\u006dethod"`) is decoded first; that is rare, so the common case compares bytes.
+fn field_of(raw: &[u8], frame: &[u8]) -> Field {
+    if !raw.contains(&b'\\') {
+        return field(raw);
+    }
+    let start = raw.as_ptr() as usize - frame.as_ptr() as usize;
+    let quoted = &frame[start - 1..start + raw.len() + 1];
+    match Jiter::new(quoted).next_str() {
+        Ok(key) => field(key.as_bytes()),
+        Err(_) => Field::Other,
     }
 }
 
@@ -260,7 +274,12 @@ pub fn validate(frame: &[u8], batches: bool, out: &mut Vec<Item>) {
 }
 
 /// [`validate`], with `payloads` consuming the `params` and `result` values.
-pub fn validate_with<P: Payloads>(frame: &[u8], batches: bool, payloads: &mut P, out: &mut Vec<Item<P::Value>>) {
+pub fn validate_with<P: Payloads>(
+    frame: &[u8],
+    batches: bool,
+    payloads: &mut P,
+    out: &mut Vec<Item<P::Value>>,
+) {
     if let Err(e) = std::str::from_utf8(frame) {
         let message = format!(
             "Parse error: invalid UTF-8 at byte {} of the frame",
@@ -274,7 +293,12 @@ pub fn validate_with<P: Payloads>(frame: &[u8], batches: bool, payloads: &mut P,
 
 /// [`validate`] for a frame already known to be valid UTF-8 (the caller checked a whole chunk
 /// at once): steps 2 onwards.
-pub fn validate_utf8<P: Payloads>(frame: &[u8], batches: bool, payloads: &mut P, out: &mut Vec<Item<P::Value>>) {
+pub fn validate_utf8<P: Payloads>(
+    frame: &[u8],
+    batches: bool,
+    payloads: &mut P,
+    out: &mut Vec<Item<P::Value>>,
+) {
     if depth::exceeds(frame, MAX_DEPTH) {
         let message = format!("Parse error: nesting deeper than {MAX_DEPTH} levels");
         out.push(frame_failure(frame, PARSE_ERROR, message.into()));
@@ -300,7 +324,12 @@ fn frame_failure<V>(frame: &[u8], code: i64, message: Cow<'static, str>) -> Item
     })
 }
 
-fn scan_frame<P: Payloads>(frame: &[u8], batches: bool, p: &mut P, out: &mut Vec<Item<P::Value>>) -> JiterResult<()> {
+fn scan_frame<P: Payloads>(
+    frame: &[u8],
+    batches: bool,
+    p: &mut P,
+    out: &mut Vec<Item<P::Value>>,
+) -> JiterResult<()> {
     let mut j = Jiter::new(frame);
     let peek = j.peek()?;
     match peek {
@@ -333,7 +362,11 @@ fn scan_frame<P: Payloads>(frame: &[u8], batches: bool, p: &mut P, out: &mut Vec
 
 type Element<V> = (Range<usize>, Option<Members<V>>);
 
-fn scan_batch<P: Payloads>(j: &mut Jiter<'_>, frame: &[u8], p: &mut P) -> JiterResult<Vec<Element<P::Value>>> {
+fn scan_batch<P: Payloads>(
+    j: &mut Jiter<'_>,
+    frame: &[u8],
+    p: &mut P,
+) -> JiterResult<Vec<Element<P::Value>>> {
     let mut elements = Vec::new();
     let mut next = j.known_array()?;
     while let Some(peek) = next {
@@ -396,9 +429,13 @@ fn take_str(j: &mut Jiter<'_>, peek: Peek, frame: &[u8]) -> JiterResult<Option<T
 }
 
 /// Scan an object whose `{` was peeked, recording the envelope members.
-fn scan_object<P: Payloads>(j: &mut Jiter<'_>, frame: &[u8], p: &mut P) -> JiterResult<Members<P::Value>> {
+fn scan_object<P: Payloads>(
+    j: &mut Jiter<'_>,
+    frame: &[u8],
+    p: &mut P,
+) -> JiterResult<Members<P::Value>> {
     let mut m = Members::default();
-    let mut key = j.known_object()?.map(field);
+    let mut key = j.next_object_bytes()?.map(|k| field_of(k, frame));
     while let Some(f) = key {
         let peek = j.peek()?;
         let start = j.current_index();
@@ -435,7 +472,7 @@ fn scan_object<P: Payloads>(j: &mut Jiter<'_>, frame: &[u8], p: &mut P) -> Jiter
             }
             Field::Other => j.known_skip(peek)?,
         }
-        key = j.next_key()?.map(field);
+        key = j.next_key_bytes()?.map(|k| field_of(k, frame));
     }
     Ok(m)
 }

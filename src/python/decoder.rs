@@ -9,8 +9,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyByteArray, PyBytes, PyInt, PyList, PyMemoryView, PyString};
 
 use crate::depth::MAX_DEPTH;
-use crate::framing::{Event, Framer, BOM, DEFAULT_MAX_FRAME, PREVIEW_BYTES};
 use crate::envelope::{Payloads, Skip};
+use crate::framing::{Event, Framer, BOM, DEFAULT_MAX_FRAME, PREVIEW_BYTES};
 use crate::splice;
 
 use super::errors::new_error;

@@ -11,7 +11,9 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyInt, PyList, PyString};
 
-use crate::envelope::{self, Envelope, Failure, Id, Item, Kind, OwnedId, Payloads, INVALID_REQUEST};
+use crate::envelope::{
+    self, Envelope, Failure, Id, Item, Kind, OwnedId, Payloads, INVALID_REQUEST,
+};
 use crate::framing::Event;
 
 use super::frame_error::FrameError;

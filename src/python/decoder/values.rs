@@ -90,8 +90,12 @@ impl Payloads for PyValues<'_> {
             Err(Fail::Json(e)) => Err(e),
             Err(Fail::Py(e)) => {
                 self.error = Some(e);
-                let kind = JsonErrorType::InternalError("Python error while building a value".into());
-                Err(JiterError { error_type: JiterErrorType::JsonError(kind), index: j.current_index() })
+                let kind =
+                    JsonErrorType::InternalError("Python error while building a value".into());
+                Err(JiterError {
+                    error_type: JiterErrorType::JsonError(kind),
+                    index: j.current_index(),
+                })
             }
         }
     }
