@@ -18,9 +18,11 @@ use super::errors::new_error;
 mod build;
 mod frame_error;
 mod message;
+mod methods;
 mod values;
 
 use build::{to_python, Buffer, Collected, Collector};
+use methods::Methods;
 use values::PyValues;
 
 /// A lazy decoder frames and validates more bytes than this with the GIL released.
@@ -134,6 +136,7 @@ struct Decoder {
     framer: Framer,
     lazy: bool,
     batches: bool,
+    methods: Methods,
 }
 
 impl Decoder {
@@ -152,6 +155,7 @@ impl Decoder {
             framer,
             lazy,
             batches,
+            methods: Methods::default(),
         })
     }
 
@@ -185,7 +189,7 @@ impl Decoder {
             let _ = framer.feed(chunk, |e| sink.event(e));
             sink.finish()
         });
-        to_python(py, collected, &input, self.lazy)
+        to_python(py, collected, &input, self.lazy, &mut self.methods)
     }
 
     /// End the stream: decode an unterminated final frame; later calls raise DecoderClosedError.
@@ -201,7 +205,7 @@ impl Decoder {
             sink.finish()
         });
         let none = Buffer::Shared(Arc::default());
-        to_python(py, collected, &none, self.lazy)
+        to_python(py, collected, &none, self.lazy, &mut self.methods)
     }
 
     #[getter]
@@ -276,7 +280,7 @@ fn decode<'py>(
     let collected = collect!(py, heavy, lazy, |payloads| {
         collect_body(body, max_frame, batches, payloads)
     });
-    to_python(py, collected, &input, lazy)
+    to_python(py, collected, &input, lazy, &mut Methods::default())
 }
 
 /// Rewrite the top-level id of a raw frame without re-encoding anything else.

@@ -18,6 +18,7 @@ use crate::framing::Event;
 
 use super::frame_error::FrameError;
 use super::message::{parse_json, Message};
+use super::methods::Methods;
 
 /// The bytes that message spans refer to.
 pub(crate) enum Buffer {
@@ -180,6 +181,7 @@ pub(crate) fn to_python<'py>(
     collected: Collected,
     input: &Buffer,
     lazy: bool,
+    methods: &mut Methods,
 ) -> PyResult<Bound<'py, PyList>> {
     let arena = Buffer::Shared(Arc::new(collected.arena));
     let mut objects = Vec::with_capacity(collected.items.len());
@@ -189,7 +191,10 @@ pub(crate) fn to_python<'py>(
         let buf = if frame.in_input { input } else { &arena };
         for item in items.by_ref().take(frame.end - done) {
             objects.push(match item {
-                Item::Message(e) => message(py, buf, frame.base, frame.offset, e, lazy)?,
+                Item::Message(e) => {
+                    let place = (buf, frame.base, frame.offset);
+                    message(py, place, e, lazy, methods)?
+                }
                 Item::Failure(f) => frame_error(py, frame.offset, f)?,
             });
         }
@@ -218,13 +223,13 @@ fn owned_id_object(py: Python<'_>, id: OwnedId) -> PyResult<Bound<'_, PyAny>> {
     }
 }
 
+/// Build a `Message` for `e`, whose frame is at `base` in `buf` and at `offset` in the stream.
 fn message<'py>(
     py: Python<'py>,
-    buf: &Buffer,
-    base: usize,
-    offset: u64,
+    (buf, base, offset): (&Buffer, usize, u64),
     e: Envelope<Py<PyAny>>,
     lazy: bool,
+    methods: &mut Methods,
 ) -> PyResult<Bound<'py, PyAny>> {
     let bytes = buf.bytes(py);
     let frame = &bytes[base..];
@@ -233,9 +238,7 @@ fn message<'py>(
         Some(id) => Some(id_object(py, frame, id)?.unbind()),
         None => None,
     };
-    let method = e
-        .method
-        .map(|t| jiter::cached_py_string(py, t.as_str(frame)).unbind());
+    let method = e.method.map(|t| methods.get(py, t.as_str(frame)));
     let request = matches!(e.kind, Kind::Request | Kind::Notification);
     let m = Message {
         kind: e.kind,
