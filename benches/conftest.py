@@ -8,6 +8,7 @@ so that the contenders of one corpus and operation sit side by side.
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +24,13 @@ from mcpframe.bench.contenders import Contender
 from mcpframe.bench.corpus import Corpus
 
 CHUNK = 64 * 1024
+_FALSY = {"", "0", "false", "no", "off"}
+
+
+def _native_required() -> bool:
+    # Same rule as tests/conftest.py: in CI a missing native extension fails instead of skipping.
+    flags = (os.environ.get(name, "").strip().lower() for name in ("CI", "MCPFRAME_REQUIRE_NATIVE"))
+    return any(flag not in _FALSY for flag in flags)
 
 
 CheckThenTime = Callable[[Contender, Corpus, str], None]
@@ -34,7 +42,10 @@ def check_then_time(benchmark: Any) -> CheckThenTime:
 
     def go(contender: Contender, corpus: Corpus, group: str) -> None:
         if contender.unavailable is not None:
-            pytest.skip(f"{contender.label} unavailable: {contender.unavailable}")
+            reason = f"{contender.label} unavailable: {contender.unavailable}"
+            if contender.key.startswith("native") and _native_required():
+                pytest.fail(reason)
+            pytest.skip(reason)
         run = contender.prepare(corpus, CHUNK)
         problem = contender.check(corpus, run())
         assert problem is None, f"{contender.label} on {corpus.name}: {problem}"

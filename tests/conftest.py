@@ -108,4 +108,6 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.register_profile("ci", parent=settings.get_profile("mcpframe"), derandomize=True, print_blob=True)
+# For a long local hunt: HYPOTHESIS_PROFILE=thorough.
+settings.register_profile("thorough", parent=settings.get_profile("mcpframe"), max_examples=2000)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if _flag("CI") else "mcpframe"))

@@ -53,6 +53,12 @@ def _parser() -> argparse.ArgumentParser:
         metavar="BYTES",
         help="feed size of the streaming decoders (default: 65536)",
     )
+    bench.add_argument(
+        "--clock",
+        choices=("wall", "cpu"),
+        default="wall",
+        help="wall time, or this process's CPU time (steadier on a busy machine); default: wall",
+    )
     commands.add_parser("serve", help="run an MCP server (options: mcpframe serve --help)", add_help=False)
     return parser
 
@@ -85,7 +91,7 @@ def _bench(args: argparse.Namespace) -> int:
         print("mcpframe bench: --chunk must be at least 1", file=sys.stderr)
         return 2
     corpora = CORPORA if args.corpus == "all" else (args.corpus,)
-    settings = Settings(corpora=corpora, quick=args.quick, chunk=args.chunk)
+    settings = Settings(corpora=corpora, quick=args.quick, chunk=args.chunk, clock=args.clock)
     env = environment()
     progress = _Progress(sys.stderr)
     results = run(settings, progress)

@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
 
@@ -77,11 +76,9 @@ async def complete(
 def main() -> None:
     mode = sys.argv[1] if len(sys.argv) > 1 else "sdk"
     if mode == "dropin":
-        mcpframe.compat.install()
         limit = os.environ.get("MCPFRAME_COMPAT_MAX_FRAME")
-        if limit:
-            mcpserver_module.stdio_server = functools.partial(mcp_sdk.stdio_server, max_frame=int(limit))
-        assert mcpserver_module.stdio_server is not mcp_sdk.SDK_STDIO_SERVER
+        mcpframe.compat.install(max_frame=int(limit) if limit else None)
+        assert mcpserver_module.stdio_server is mcp_sdk.stdio_server
     server.run("stdio")
 
 

@@ -83,3 +83,15 @@ def test_missing_sdk_is_an_import_error(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setattr(mcpframe.compat.metadata, "version", missing)
     with pytest.raises(ImportError, match=r"pip install 'mcpframe\[sdk\]'"):
         mcpframe.compat.install()
+
+
+def test_install_sets_the_default_frame_limit() -> None:
+    try:
+        mcpframe.compat.install(max_frame=1234)
+        assert mcp_sdk.limits.max_frame == 1234
+        with pytest.raises(ValueError, match="at least 1"):
+            mcpframe.compat.install(max_frame=0)
+    finally:
+        mcpframe.compat.uninstall()
+        mcp_sdk.limits.max_frame = mcpframe.core.DEFAULT_MAX_FRAME
+    assert mcp_sdk.limits.max_frame == 64 * 1024 * 1024

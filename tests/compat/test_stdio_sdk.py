@@ -12,10 +12,11 @@ import pytest
 
 pytest.importorskip("mcp")
 
-from mcp import ClientSession
+from mcp import Client, ClientSession
 from mcp.client.stdio import stdio_client as sdk_stdio_client
 from mcp_types import LoggingMessageNotificationParams
 
+import mcpframe.compat
 from mcpframe.compat import mcp_sdk
 
 from ._support import MiB, exercise, server_params, text_of
@@ -80,3 +81,24 @@ async def test_large_result_from_the_dropin_server() -> None:
         ):
             await session.initialize()
             assert len(text_of(await session.call_tool("blob", {"size": size}))) == size
+
+
+async def test_installed_dropins_serve_the_sdk_high_level_client(monkeypatch: pytest.MonkeyPatch) -> None:
+    """After install(), ``mcp.Client(StdioServerParameters(...))`` runs on the drop-in client."""
+    spawned: list[str] = []
+    original = mcp_sdk._ClientPipes
+
+    def spy(process: Any, max_frame: int) -> Any:
+        spawned.append(f"pid {process.pid}")
+        return original(process, max_frame)
+
+    monkeypatch.setattr(mcp_sdk, "_ClientPipes", spy)
+    mcpframe.compat.install()
+    try:
+        with anyio.fail_after(60):
+            async with Client(server_params("dropin")) as client:
+                result = await client.call_tool("echo", {"text": "via Client"})
+    finally:
+        mcpframe.compat.uninstall()
+    assert text_of(result) == "via Client"
+    assert len(spawned) == 1

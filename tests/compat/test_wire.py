@@ -170,3 +170,39 @@ async def test_non_utf8_encoding_is_served_by_the_sdk_transport(monkeypatch: pyt
     assert calls == ["latin-1"]
     assert isinstance(item, SessionMessage)
     assert item.message == JSONRPCResponse(jsonrpc="2.0", id=1, result={"t": "\xe9"})
+
+
+async def test_sdk_server_on_the_dropin_survives_garbage_and_oversize() -> None:
+    """The SDK's MCPServer ignores what it cannot read (as on its own transport) and answers the rest."""
+    env = child_env(MCPFRAME_COMPAT_MAX_FRAME="4096")
+    info = {"name": "t", "version": "0"}
+    init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": info}
+
+    def call(request_id: int, text: str) -> bytes:
+        params = {"name": "echo", "arguments": {"text": text}}
+        return json.dumps(
+            {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+        ).encode()
+
+    lines = [
+        json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}).encode(),
+        b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
+        b"}{ garbage",
+        call(2, "y" * 10_000),  # oversize: dropped in-band, never answered
+        call(3, "small"),
+    ]
+    with anyio.fail_after(60):
+        async with await anyio.open_process(
+            [sys.executable, str(HERE / "sdk_server.py"), "dropin"], env=env, stderr=subprocess.DEVNULL
+        ) as process:
+            assert process.stdin is not None
+            assert process.stdout is not None
+            await process.stdin.send(b"\n".join(lines) + b"\n")
+            buffer = b""
+            while buffer.count(b"\n") < 2:
+                buffer += await process.stdout.receive()
+            await process.stdin.aclose()
+            buffer += b"".join([chunk async for chunk in process.stdout])
+    responses = [json.loads(line) for line in buffer.splitlines()]
+    assert [r["id"] for r in responses] == [1, 3]
+    assert responses[1]["result"]["content"][0]["text"] == "small"

@@ -38,6 +38,7 @@ def test_bad_targets_exit_2_with_a_reason(
     assert needle in capsys.readouterr().err
 
 
-def test_http_is_refused_clearly(capsys: pytest.CaptureFixture[str]) -> None:
-    assert serve_main(["examples.everything:server", "--http"]) == 2
-    assert "--http is not implemented yet" in capsys.readouterr().err
+def test_stdio_and_http_together_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    # `--http` itself is served (tests/conformance runs it); asking for both transports is an error
+    assert serve_main(["examples.everything:server", "--http", "--stdio"]) == 2
+    assert "choose one of --stdio and --http" in capsys.readouterr().err

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from mcpframe._pycore import scan
-from mcpframe._pycore.depth import MAX_DEPTH, too_deep
+from mcpframe._pycore.depth import MAX_DEPTH, too_deep_json
 from mcpframe._pycore.message import FrameError, Message, MessageBuilder
 from mcpframe._pycore.parse import DEPTH_ERROR, InvalidFrame, fast_decode, parse_reference
 
@@ -19,8 +19,8 @@ _KINDS = frozenset(("request", "notification", "result", "error"))
 _CALLS = frozenset(("request", "notification"))
 _ID_TYPES = frozenset((int, str))
 _PARAMS_TYPES = frozenset((dict, list))
-_DEEP_VALID = 2 * MAX_DEPTH + 1
-_fast_decode = fast_decode
+# Shorter valid JSON cannot nest deeper than MAX_DEPTH (a level takes two brackets).
+_DEEP_VALID_MIN = 2 * MAX_DEPTH + 1
 
 
 NOT_AN_OBJECT = "Invalid Request: expected a JSON object"
@@ -67,9 +67,8 @@ def make_error(
 def decode_frame(raw: bytes, offset: int, batches: bool, lazy: bool, out: list[Message | FrameError]) -> None:
     """Validate the frame ``raw`` (non-blank, size already checked) and append what it yields to ``out``."""
     try:
-        value = _fast_decode(raw)
-        # Valid JSON nested deeper than MAX_DEPTH needs an opening and a closing bracket per level.
-        if len(raw) > _DEEP_VALID and too_deep(raw):
+        value = fast_decode(raw)
+        if len(raw) > _DEEP_VALID_MIN and too_deep_json(raw):
             raise InvalidFrame(DEPTH_ERROR)
     except Exception:
         # Anything unusual (invalid, too deep, 1e400, ...): the reference parser has the last word.

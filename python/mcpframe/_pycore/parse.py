@@ -15,7 +15,7 @@ from typing import Any, NoReturn
 
 import msgspec
 
-from mcpframe._pycore.depth import MAX_DEPTH, too_deep
+from mcpframe._pycore.depth import MAX_DEPTH, too_deep, too_deep_json
 
 __all__ = [
     "DEPTH_ERROR",
@@ -58,7 +58,7 @@ def parse(raw: bytes) -> Any:
         value = fast_decode(raw)
     except Exception:
         return parse_reference(raw)
-    if too_deep(raw):
+    if too_deep_json(raw):
         raise InvalidFrame(DEPTH_ERROR)
     return value
 

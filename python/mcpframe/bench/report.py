@@ -68,17 +68,17 @@ def _frames_text(frames: list[FrameRow], chunk: int) -> list[str]:
         return []
     sizes = list(dict.fromkeys(f.size for f in frames))
     head = "".join(f"{f'{s // MIB} MiB':>11}" for s in sizes)
-    lines = [
-        f"\none frame fed in {chunk // 1024} KiB chunks, ns per byte (flat is the target)",
-        f"  {'contender':<38}{head}",
-    ]
+    title = f"one frame fed in {chunk // 1024} KiB chunks (orjson: whole), ns per byte (flat is the target)"
+    lines = [f"\n{title}", f"  {'contender':<38}{head}{'growth':>9}"]
     for key in dict.fromkeys(f.key for f in frames):
         mine = [f for f in frames if f.key == key]
         if mine[0].status != "ok":
             lines.append(f"  {mine[0].label:<38} {_why(mine[0].status, mine[0].reason)}")
             continue
         cells = "".join(f"{_num(f.ns_per_byte, 3):>11}" for f in mine)
-        lines.append(f"  {mine[0].label:<38}{cells}")
+        first, last = mine[0].ns_per_byte, mine[-1].ns_per_byte
+        growth = f"{last / first:.2f}x" if first and last and len(mine) > 1 else "-"
+        lines.append(f"  {mine[0].label:<38}{cells}{growth:>9}")
     return lines
 
 
@@ -117,7 +117,9 @@ def render(results: Results, env: dict[str, Any]) -> str:
     """The report printed by ``mcpframe bench``."""
     settings = results.settings
     backends = "; ".join(f"{name}: {state}" for name, state in env["backends"].items())
-    rounds = f"best of >= {settings.min_rounds} rounds ({settings.budget:g} s budget each)"
+    rounds = (
+        f"best of >= {settings.min_rounds} rounds ({settings.budget:g} s budget each, {settings.clock} clock)"
+    )
     lines = [
         f"mcpframe {env['mcpframe']} benchmark: Python {env['python']}, {env['platform']}, "
         f"{env['cpus']} CPUs",
@@ -146,6 +148,7 @@ def to_json(results: Results, env: dict[str, Any]) -> dict[str, Any]:
             "min_rounds": settings.min_rounds,
             "budget_s": settings.budget,
             "statistic": "best",
+            "clock": settings.clock,
         },
         "corpora": results.corpora,
         "results": [row.to_json() for row in results.rows],

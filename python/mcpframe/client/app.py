@@ -135,6 +135,24 @@ class Client(Methods):
         client._open = open_process
         return client
 
+    @classmethod
+    def http(
+        cls, url: str, *, headers: dict[str, str] | None = None, http_options: Any = None, **options: Any
+    ) -> Client:
+        """A client for a Streamable HTTP endpoint (needs ``mcpframe[http]``); ``http_options`` are keyword
+        arguments of ``StreamableHTTPTransport`` (``http_client=``, ``timeout=``, ``get_stream=``...)."""
+        from mcpframe.transports.http.client import StreamableHTTPTransport  # noqa: PLC0415 (optional: httpx)
+
+        client = cls(transport=_DeferredTransport(), **options)
+
+        async def open_http(tg: anyio.abc.TaskGroup) -> Transport:
+            transport = StreamableHTTPTransport(url, headers=headers, **(http_options or {}))
+            await tg.start(transport.run)
+            return transport
+
+        client._open = open_http
+        return client
+
     # ------------------------------------------------------------------ lifecycle
 
     @property

@@ -10,8 +10,9 @@ took those names with ``from ... import`` (``mcp``, ``mcp.server.mcpserver.serve
 ``MCPServer.run("stdio")``, ``mcp.client.client``, FastMCP's transport modules, your own modules); modules
 imported later pick up the drop-ins by themselves. ``uninstall()`` puts the SDK's functions back.
 
-Only mcp 2.x is supported: ``install()`` raises ``RuntimeError`` on any other major version (mcp 1.x has
-a different message model), and ``ImportError`` when ``mcp`` is not installed.
+Only mcp 2.x is supported: with any other major version installed (mcp 1.x has a different message
+model and no ``mcp_types``), importing ``mcpframe.compat`` raises ``RuntimeError`` naming the version;
+``install()`` raises ``ImportError`` when ``mcp`` is not installed at all.
 """
 
 from __future__ import annotations
@@ -30,10 +31,12 @@ _NAMES = ("stdio_server", "stdio_client")
 _DROP_INS = "mcpframe.compat.mcp_sdk"
 
 
-def _check_mcp_version() -> None:
+def _check_mcp_version(*, missing_ok: bool = False) -> None:
     try:
         version = metadata.version("mcp")
     except metadata.PackageNotFoundError:
+        if missing_ok:
+            return
         raise ImportError(
             "mcpframe.compat needs the official MCP SDK: pip install 'mcpframe[sdk]'", name="mcp"
         ) from None
@@ -44,6 +47,11 @@ def _check_mcp_version() -> None:
             "another message model: upgrade to mcp 2 (pip install 'mcpframe[sdk]') or leave the SDK's "
             "transports in place."
         )
+
+
+# Refuse another major version as soon as anything here is imported (``mcp_sdk`` included), before an
+# obscure ImportError from inside the SDK could.
+_check_mcp_version(missing_ok=True)
 
 
 def _pairs() -> list[tuple[Any, Any]]:
@@ -70,12 +78,18 @@ def _swap(replacements: dict[int, Any]) -> int:
     return count
 
 
-def install() -> int:
+def install(*, max_frame: int | None = None) -> int:
     """Make the SDK use mcpframe's stdio transports; return how many module bindings were replaced.
 
-    Idempotent. Raises ``RuntimeError`` for an unsupported ``mcp`` version (see the module doc).
+    ``max_frame`` sets the frame size limit of every drop-in opened without its own (default 64 MiB; a
+    longer frame is delivered in-band as an error, the connection goes on). Idempotent. Raises
+    ``RuntimeError`` for an unsupported ``mcp`` version (see the module doc).
     """
     _check_mcp_version()
+    if max_frame is not None:
+        if max_frame < 1:
+            raise ValueError("max_frame must be at least 1")
+        importlib.import_module(_DROP_INS).limits.max_frame = max_frame
     return _swap({id(sdk): ours for sdk, ours in _pairs()})
 
 

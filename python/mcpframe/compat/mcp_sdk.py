@@ -6,7 +6,8 @@ and ``mcp.client.stdio.stdio_client``: async context managers yielding ``(read_s
 What changes is the wire path:
 
 - reads are large binary chunks fed to the core ``Decoder`` (linear reassembly, LF framing, a frame size
-  limit: ``max_frame``, 64 MiB by default), not text lines handed over one by one;
+  limit: ``max_frame``, else ``limits.max_frame``, 64 MiB unless ``install(max_frame=...)`` changed it),
+  not text lines handed over one by one;
 - messages are built from the envelope the core has already validated (no second pydantic validation);
 - writes take every message that is ready and send them as one write, with no flush per message;
 - the server side writes to a private duplicate of fd 1 while fd 1 and ``sys.stdout`` point at stderr
@@ -51,6 +52,16 @@ SDK_STDIO_SERVER = _sdk_server.stdio_server
 """The SDK's own server transport (kept for ``uninstall`` and comparisons)."""
 SDK_STDIO_CLIENT = _sdk_client.stdio_client
 """The SDK's own client transport (used for non-UTF-8 encodings, kept for ``uninstall``)."""
+
+
+class _Limits:
+    """Settings the SDK's call sites cannot pass (they call ``stdio_server()`` with no arguments)."""
+
+    max_frame: int = core.DEFAULT_MAX_FRAME
+    """The frame size limit used when ``max_frame`` is not given."""
+
+
+limits = _Limits()
 
 Receive = Callable[[], Awaitable[bytes]]
 Write = Callable[[bytes], Awaitable[None]]
@@ -122,14 +133,14 @@ async def stdio_server(
     stdin: anyio.AsyncFile[str] | None = None,
     stdout: anyio.AsyncFile[str] | None = None,
     *,
-    max_frame: int = core.DEFAULT_MAX_FRAME,
+    max_frame: int | None = None,
 ) -> AsyncIterator[ServerStreams]:
     """Serve MCP over the process's stdin/stdout (drop-in for ``mcp.server.stdio.stdio_server``).
 
     While serving, protocol output goes to a private duplicate of fd 1 and fd 1 / ``sys.stdout`` point at
     stderr. Explicit ``stdin``/``stdout`` text streams are used as given (no fd protection for them).
     """
-    decoder = core.Decoder(max_frame=max_frame, batches=False)
+    decoder = core.Decoder(max_frame=max_frame or limits.max_frame, batches=False)
     async with AsyncExitStack() as stack:
         receive: Receive
         write: Write
@@ -217,7 +228,7 @@ async def stdio_client(
     server: StdioServerParameters,
     errlog: TextIO = sys.stderr,
     *,
-    max_frame: int = core.DEFAULT_MAX_FRAME,
+    max_frame: int | None = None,
 ) -> AsyncGenerator[TransportStreams, None]:
     """Spawn an MCP server, talk to it over its stdin/stdout (drop-in for ``mcp.client.stdio.stdio_client``).
 
@@ -237,7 +248,9 @@ async def stdio_client(
         errlog=errlog,
         cwd=server.cwd,
     )
-    pipes = _ClientPipes(process, max_frame)  # no await before the task group: a cancel would leak it
+    pipes = _ClientPipes(
+        process, max_frame or limits.max_frame
+    )  # no await before the task group: a cancel would leak it
     async with anyio.create_task_group() as tg:
         tg.start_soon(pipes.reader)
         tg.start_soon(pipes.writer)

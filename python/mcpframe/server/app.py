@@ -17,6 +17,7 @@ from mcpframe.transports.stdio import stdio_server
 from .builders import make_prompt, make_resource, make_tool
 from .connection import ServerConnection
 from .eras import RequestState
+from .handlers import HANDLERS, Handler
 from .registry import ListKind, Registry, Resource
 
 __all__ = ["Server"]
@@ -70,6 +71,9 @@ class Server:
         if title is not None:
             self.info["title"] = title
         self.registry = Registry()
+        # The method table a connection dispatches to; an adapter may replace or add entries. A handler
+        # that replaces a built-in one owns its method entirely (2026-07-28 requestState included).
+        self.handlers: dict[str, Handler] = dict(HANDLERS)
         self.registry.listen(self._changed)
         self.request_state = RequestState(secrets.token_bytes(32))
         self._connections: set[ServerConnection] = set()

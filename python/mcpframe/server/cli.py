@@ -1,4 +1,4 @@
-"""`mcpframe serve module:attr`: load a Server object and serve it (stdio for now)."""
+"""`mcpframe serve module:attr [--http]`: load a Server object and serve it on stdio or Streamable HTTP."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+
+import anyio
 
 from .app import Server
 
@@ -36,21 +38,76 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mcpframe serve", description="Serve an mcpframe Server.")
     parser.add_argument("target", help="module:attr naming a Server (or a function returning one)")
     parser.add_argument("--stdio", action="store_true", help="serve on stdin/stdout (the default)")
-    parser.add_argument("--http", action="store_true", help="Streamable HTTP (not available yet)")
+    parser.add_argument("--http", action="store_true", help="serve Streamable HTTP (needs mcpframe[http])")
+    parser.add_argument("--host", default="127.0.0.1", help="HTTP: address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8000, help="HTTP: port (default 8000; 0 picks one)")
+    parser.add_argument("--path", default="/mcp", help="HTTP: endpoint path (default /mcp)")
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=None,
+        metavar="HOST",
+        help="HTTP: allowed Host (repeatable; default: loopback names; '*' disables the check)",
+    )
+    parser.add_argument(
+        "--allow-origin",
+        action="append",
+        default=None,
+        metavar="ORIGIN",
+        help="HTTP: allowed Origin (repeatable; default: loopback origins)",
+    )
+    parser.add_argument(
+        "--sse-close-idle",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="HTTP: close POST SSE streams quiet this long; clients resume them (SSE polling)",
+    )
+    parser.add_argument("--retry-ms", type=int, default=1000, help="HTTP: SSE retry hint (default 1000)")
     return parser
+
+
+def _serve_http(server: Server, args: argparse.Namespace) -> int:
+    try:  # the HTTP stack is optional: imported only when asked for
+        from mcpframe.transports.http.server import HttpOptions, serve_http  # noqa: PLC0415
+    except ImportError as exc:
+        hint = "--http needs the http extra (pip install mcpframe[http])"
+        print(f"mcpframe serve: {hint}: {exc}", file=sys.stderr)
+        return 2
+    options = HttpOptions(
+        path=args.path,
+        allowed_hosts=args.allow_host,
+        allowed_origins=args.allow_origin,
+        close_idle_streams=args.sse_close_idle,
+        retry_ms=args.retry_ms,
+    )
+
+    def ready(url: str) -> None:
+        print(f"mcpframe serve: Streamable HTTP on {url}", file=sys.stderr, flush=True)
+
+    try:
+        anyio.run(lambda: serve_http(server, host=args.host, port=args.port, options=options, ready=ready))
+    except KeyboardInterrupt:
+        return 130
+    except OSError as exc:
+        print(f"mcpframe serve: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def serve_main(argv: Sequence[str] | None = None) -> int:
     """Entry point of `mcpframe serve`; returns the process exit status."""
     args = _parser().parse_args(argv)
-    if args.http:
-        print("mcpframe serve: --http is not implemented yet; serve on stdio (the default)", file=sys.stderr)
+    if args.http and args.stdio:
+        print("mcpframe serve: choose one of --stdio and --http", file=sys.stderr)
         return 2
     try:
         server = load_server(args.target)
     except (ImportError, ValueError) as exc:
         print(f"mcpframe serve: {exc}", file=sys.stderr)
         return 2
+    if args.http:
+        return _serve_http(server, args)
     try:
         server.run()
     except KeyboardInterrupt:

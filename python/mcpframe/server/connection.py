@@ -198,11 +198,11 @@ class ServerConnection:
         return await self._legacy(request, params)
 
     def _handler(self, method: str) -> Handler:
-        handler = HANDLERS.get(method)
+        handler = self.server.handlers.get(method)
         if handler is None:
             raise _method_not_found(method)
-        capability = _CAPABILITY[method]
-        if capability not in self.server.capabilities():
+        capability = _CAPABILITY.get(method)
+        if capability is not None and capability not in self.server.capabilities():
             raise _method_not_found(method, f" (this server offers no {capability})")
         return handler
 
@@ -213,7 +213,7 @@ class ServerConnection:
         if method == "ping":
             return {}
         if self.version is None:
-            if method in HANDLERS:
+            if method in self.server.handlers:
                 raise JSONRPCError(
                     jsonrpc.INVALID_REQUEST, f"Invalid Request: send initialize before {method}"
                 )
@@ -255,7 +255,7 @@ class ServerConnection:
             raise _method_not_found(method, " (not part of 2026-07-28)")
         handler = self._handler(method)
         target = _ROUND_TRIP.get(method)
-        if target is None:
+        if target is None or handler is not HANDLERS.get(method):
             return await handler(self, request, call, params)
         return await self._round_trip(handler, request, call, params, str(params.get(target)))
 

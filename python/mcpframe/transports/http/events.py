@@ -1,0 +1,103 @@
+"""Event stores: what makes SSE streams resumable (`Last-Event-ID`).
+
+Every event written on a resumable stream is stored first; its id names the stream it belongs to
+(`<stream>.<sequence>`), so a `GET` with `Last-Event-ID` resumes exactly that stream, and only inside the HTTP
+session that owns it. Priming events are stored with no message: they exist so a client that saw nothing
+else still has an id to resume from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import deque
+from typing import Protocol, runtime_checkable
+
+__all__ = ["EventStore", "MemoryEventStore", "Replay", "split_event_id"]
+
+_SEPARATOR = "."
+
+
+def split_event_id(event_id: str) -> tuple[str, int] | None:
+    """`(stream id, sequence)` of an id this package issued, `None` for anything else."""
+    stream, sep, seq = event_id.rpartition(_SEPARATOR)
+    if not sep or not stream or not seq.isdigit() or len(seq) > 18:
+        return None
+    return stream, int(seq)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Replay:
+    """What a store returns for a `Last-Event-ID`: the stream it belongs to and the events after it."""
+
+    stream_id: str
+    events: list[tuple[str, bytes]]
+
+
+@runtime_checkable
+class EventStore(Protocol):
+    """Where SSE events wait to be replayed. Implementations must be safe to call from one event loop."""
+
+    async def store(self, session_id: str, stream_id: str, message: bytes | None) -> str:
+        """Record one event (`None`: a priming event) and return its id (unique, naming the stream)."""
+        ...
+
+    async def replay(self, session_id: str, last_event_id: str) -> Replay | None:
+        """The events of that id's stream after it; `None` when the id is unknown in this session."""
+        ...
+
+    async def forget(self, session_id: str) -> None:
+        """Drop everything stored for an ended session."""
+        ...
+
+
+class MemoryEventStore:
+    """The default store, in this process: per session, the latest `max_streams_per_session` streams, each a
+    deque of its latest `max_events_per_stream` events."""
+
+    def __init__(self, *, max_events_per_stream: int = 1024, max_streams_per_session: int = 256) -> None:
+        if max_events_per_stream < 1 or max_streams_per_session < 1:
+            raise ValueError("max_events_per_stream and max_streams_per_session must be at least 1")
+        self.max_events_per_stream = max_events_per_stream
+        self.max_streams_per_session = max_streams_per_session
+        self._sessions: dict[str, dict[str, deque[tuple[int, bytes | None]]]] = {}
+        self._next: dict[str, int] = {}
+
+    async def store(self, session_id: str, stream_id: str, message: bytes | None) -> str:
+        """Append the event to its stream's deque (the oldest falls off past the bound)."""
+        streams = self._sessions.setdefault(session_id, {})
+        events = streams.get(stream_id)
+        if events is None:
+            if len(streams) >= self.max_streams_per_session:  # the oldest stream goes (dicts keep order)
+                oldest = next(iter(streams))
+                del streams[oldest]
+                self._next.pop(oldest, None)
+            events = streams[stream_id] = deque(maxlen=self.max_events_per_stream)
+        seq = self._next.get(stream_id, 0)
+        self._next[stream_id] = seq + 1
+        events.append((seq, message))
+        return f"{stream_id}{_SEPARATOR}{seq}"
+
+    async def replay(self, session_id: str, last_event_id: str) -> Replay | None:
+        """The stream's stored events after `last_event_id`, priming events left out."""
+        parsed = split_event_id(last_event_id)
+        if parsed is None:
+            return None
+        stream_id, seq = parsed
+        events = self._sessions.get(session_id, {}).get(stream_id)
+        if events is None or seq >= self._next.get(stream_id, 0):
+            return None
+        after = [
+            (f"{stream_id}{_SEPARATOR}{n}", message)
+            for n, message in events
+            if n > seq and message is not None
+        ]
+        return Replay(stream_id, after)
+
+    async def forget(self, session_id: str) -> None:
+        """Drop the session's streams."""
+        for stream_id in self._sessions.pop(session_id, {}):
+            self._next.pop(stream_id, None)
+
+    def __len__(self) -> int:
+        """How many sessions have stored events (for tests and metrics)."""
+        return len(self._sessions)

@@ -1,0 +1,215 @@
+"""POST: validate the request, sort its body, route what needs no answer, answer the requests."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from starlette.requests import Request
+from starlette.responses import Response
+
+from mcpframe import jsonrpc
+from mcpframe.session import Session
+
+from .exchange import Exchange, ExchangeTransport, Router
+from .headers import Accepts, is_json_content, mirror_mismatch
+from .post import Body, one_line
+from .responses import error_response, json_response
+from .sessions import HttpSession
+from .streams import Stream
+
+if TYPE_CHECKING:
+    from mcpframe.server import ServerConnection
+
+    from .server import StreamableHTTPServer
+
+__all__ = ["PostHandler"]
+
+_BATCH_VERSION = "2025-03-26"  # the one revision with JSON-RPC batches
+_FIRST_MODERN = "2026-07-28"  # revisions from this one on are stateless
+
+
+class PostHandler:
+    """Everything a POST to the endpoint goes through."""
+
+    def __init__(self, http: StreamableHTTPServer) -> None:
+        self.http = http
+
+    async def handle(self, request: Request, owner: str | None) -> Response:
+        """Check the headers and the body, then answer with 202, JSON or SSE."""
+        accepts = Accepts.parse(request.headers.get("accept"))
+        data = await self._read(request, accepts)
+        if isinstance(data, Response):
+            return data
+        modern = request.headers.get("mcp-protocol-version", "") >= _FIRST_MODERN
+        found = self._session(request, owner) if not modern else None  # 2026-07-28 has no sessions
+        if isinstance(found, Response):
+            return found
+        batches = found is not None and found.version == _BATCH_VERSION
+        body = Body.decode(data, max_frame=self.http.options.max_body, batches=batches)
+        if not body.batch and body.errors:
+            error = body.errors[0]
+            return error_response(400, error.message, code=error.code, rid=error.id)
+        if body.modern:
+            return await self._modern(request, body, accepts)
+        if modern and not body.requests:
+            return Response(status_code=202)  # a stateless client's notification: nothing to route it to
+        return await self._legacy(request, body, found, accepts, owner)
+
+    def _session(self, request: Request, owner: str | None) -> HttpSession | Response | None:
+        if "mcp-session-id" not in request.headers:
+            return None
+        return self.http.find_session(request, owner)
+
+    async def _read(self, request: Request, accepts: Accepts) -> bytes | Response:
+        """The body, or the refusal of a request with the wrong media types or too big a body."""
+        refusal = _refusal(request, accepts)
+        if refusal is not None:
+            return refusal
+        limit = self.http.options.max_body
+        length = request.headers.get("content-length")
+        if length is not None and length.isdigit() and int(length) > limit:
+            return _too_big(limit)
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                return _too_big(limit)
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    async def _legacy(
+        self, request: Request, body: Body, session: HttpSession | None, accepts: Accepts, owner: str | None
+    ) -> Response:
+        if session is None:
+            if not body.initialize:
+                return error_response(400, "Bad Request: the Mcp-Session-Id header is required")
+            if self.http.sessions.full():
+                return error_response(503, "Service Unavailable: too many sessions")
+            session = self.http.sessions.create(owner)
+            created = True
+        else:
+            created = False
+        session.touch()
+        for message in body.others:
+            self._route(session, message)
+        if not body.requests:
+            if body.errors:  # a batch of nothing but invalid parts
+                return json_response(b"[" + b",".join(body.error_frames()) + b"]")
+            return Response(status_code=202)
+        busy = [r.id for r in body.requests if r.id is not None and session.router.busy(r.id)]
+        if busy:
+            why = f"Bad Request: request id {busy[0]!r} is already in flight"
+            return error_response(400, why, rid=busy[0])
+        conn = session.connection
+        exchange = Exchange(
+            session.router,
+            session.new_stream(),
+            None if body.batch else [r.id for r in body.requests if r.id is not None],
+            lambda t: self._make_session(t, conn, batches=body.batch),
+        )
+        exchange.extra = body.error_frames()
+        headers = {"Mcp-Session-Id": session.id}
+        response = await self._answer(exchange, body, session, accepts, headers=headers)
+        if created and exchange.stream.finished.is_set() and session.version is None:
+            await self.http.sessions.end(session)  # initialize failed: no session
+            del response.headers["mcp-session-id"]
+        return response
+
+    def _make_session(
+        self, transport: ExchangeTransport, conn: ServerConnection, *, batches: bool
+    ) -> Session:
+        options: dict[str, Any] = {"max_frame": self.http.options.max_body}
+        options.update(self.http.options.session_options)
+        return Session(transport, request_handler=conn.handle_request, batches=batches, **options)
+
+    def _route(self, session: HttpSession, message: Any) -> None:
+        if message.kind in ("result", "error"):
+            session.router.response(message)
+        elif message.method == "notifications/cancelled":
+            session.router.cancelled(message)
+        else:
+            session.transport.feed(one_line(message.raw))
+
+    async def _modern(self, request: Request, body: Body, accepts: Accepts) -> Response:
+        message = body.requests[0]
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        why = mirror_mismatch(headers, message.method or "", message.params)
+        if why is not None:
+            return error_response(400, why, code=jsonrpc.HEADER_MISMATCH, rid=message.id)
+        conn = self.http.server.connection()
+        exchange = Exchange(
+            Router(),
+            Stream(None, None),
+            [message.id] if message.id is not None else [],
+            lambda t: self._make_session(t, conn, batches=False),
+        )
+        return await self._answer(exchange, body, None, accepts, headers={}, runner=conn.run)
+
+    async def _answer(
+        self,
+        exchange: Exchange,
+        body: Body,
+        session: HttpSession | None,
+        accepts: Accepts,
+        *,
+        headers: dict[str, str],
+        runner: Any = None,
+    ) -> Response:
+        """Run the exchange; answer JSON if only responses came, else switch to SSE."""
+        stream = exchange.stream
+        await stream.open()
+        spawn = self.http.sessions.spawn
+        exchange.transport.feed(body.session_input())  # before anything routed to it can arrive
+        if session is not None:
+            exchange.on_done = lambda: session.stream_ended(stream)
+        spawn(exchange.run, runner)
+        priming = self.http.priming(session)
+        if not (accepts.sse and self._prefer_sse(priming)):
+            with anyio.move_on_after(self._json_wait(accepts)):
+                await (stream.wake if accepts.sse else stream.finished).wait()
+            if stream.finished.is_set() and (not stream.saw_other or not accepts.sse):
+                frames = stream.response_frames()
+                if session is not None:
+                    session.stream_ended(stream)  # answered in full: nothing to resume
+                if not frames:
+                    return Response(status_code=202, headers=headers)
+                joined = frames[0] if len(frames) == 1 else b"[" + b",".join(frames) + b"]"
+                return json_response(joined, headers)
+        receive = await stream.attach(retry_ms=priming)
+        close_idle = self.http.options.close_idle_streams if priming is not None else None
+
+        def ended() -> None:
+            if not stream.resumable and not stream.finished.is_set():
+                spawn(exchange.abort)  # nobody can ever receive the answer
+
+        return self.http.sse_response(
+            session, stream, receive, close_idle=close_idle, on_end=ended, headers=headers
+        )
+
+    def _prefer_sse(self, priming: int | None) -> bool:
+        mode = self.http.options.response_mode
+        return mode == "sse" or (mode == "resumable" and priming is not None)
+
+    def _json_wait(self, accepts: Accepts) -> float:
+        """How long to hold a POST for a plain JSON answer before switching to SSE."""
+        if not accepts.sse:
+            return math.inf
+        wait = self.http.options.stream_after
+        if self.http.options.close_idle_streams is not None:
+            wait = min(wait, self.http.options.close_idle_streams)
+        return wait
+
+
+def _refusal(request: Request, accepts: Accepts) -> Response | None:
+    if not is_json_content(request.headers.get("content-type")):
+        return error_response(415, "Unsupported Media Type: the body must be application/json")
+    if not (accepts.json or accepts.sse):
+        return error_response(406, "Not Acceptable: accept application/json or text/event-stream")
+    return None
+
+
+def _too_big(limit: int) -> Response:
+    return error_response(413, f"Payload Too Large: the body exceeds {limit} bytes")

@@ -1,0 +1,74 @@
+"""Classifying a POST body: what it holds, which era it belongs to, and how to feed it to a Session."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from mcpframe import core
+from mcpframe._api import MessageLike
+from mcpframe.server.eras import PROTOCOL_VERSION_KEY
+
+__all__ = ["Body", "one_line"]
+
+
+def one_line(data: bytes) -> bytes:
+    """A validated JSON text as one NDJSON frame.
+
+    Valid JSON cannot hold a raw CR or LF inside a string, so every CR/LF in it is whitespace and may
+    become a space: a pretty-printed body is fed to a Session's line decoder unchanged in meaning.
+    """
+    data = data.rstrip(b" \t\r\n")
+    if b"\n" in data or b"\r" in data:
+        data = data.replace(b"\r", b" ").replace(b"\n", b" ")
+    return data + b"\n"
+
+
+@dataclasses.dataclass(slots=True)
+class Body:
+    """A decoded POST body, sorted by what the transport does with each part."""
+
+    items: list[Any]
+    batch: bool
+    requests: list[MessageLike] = dataclasses.field(default_factory=list)
+    others: list[MessageLike] = dataclasses.field(default_factory=list)  # notifications and responses
+    errors: list[Any] = dataclasses.field(default_factory=list)  # FrameErrors that deserve an answer
+
+    @classmethod
+    def decode(cls, data: bytes, *, max_frame: int, batches: bool) -> Body:
+        """Decode with the core (one frame: the whole body) and sort the parts."""
+        items = core.decode(data, max_frame=max_frame, batches=batches)
+        body = cls(items, any(getattr(item, "batch", None) is not None for item in items))
+        for item in items:
+            if isinstance(item, core.FrameError):
+                if not item.notification:
+                    body.errors.append(item)
+            elif item.kind == "request":
+                body.requests.append(item)
+            else:
+                body.others.append(item)
+        return body
+
+    @property
+    def modern(self) -> bool:
+        """A single 2026-07-28 request (its `_meta` names a protocol version)."""
+        if self.batch or len(self.requests) != 1:
+            return False
+        params = self.requests[0].params
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        return isinstance(meta, dict) and PROTOCOL_VERSION_KEY in meta
+
+    @property
+    def initialize(self) -> bool:
+        """A single `initialize` request."""
+        return not self.batch and len(self.requests) == 1 and self.requests[0].method == "initialize"
+
+    def session_input(self) -> bytes:
+        """What the exchange's Session reads: the requests (as a batch when the body was one)."""
+        if not self.batch:
+            return one_line(self.requests[0].raw)
+        return one_line(b"[" + b",".join(request.raw for request in self.requests) + b"]")
+
+    def error_frames(self) -> list[bytes]:
+        """The answers to the invalid parts (without their trailing newline)."""
+        return [error.to_response().rstrip(b"\n") for error in self.errors]

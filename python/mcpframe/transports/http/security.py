@@ -1,0 +1,141 @@
+"""Who may talk to the endpoint: Host and Origin allow-lists (DNS rebinding) and bearer tokens.
+
+Allow-list entries are `host` (any port) or `host:port`; `*` allows everything. Origins are matched on
+`scheme://host[:port]` the same way (`http://localhost` allows every port of it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any
+
+__all__ = [
+    "LOOPBACK_HOSTS",
+    "AccessToken",
+    "BearerAuth",
+    "HostGuard",
+    "TokenVerifier",
+    "loopback_origins",
+]
+
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+
+
+def loopback_origins() -> tuple[str, ...]:
+    """The origins of pages served from this machine, on any port."""
+    return tuple(f"{scheme}://{host}" for scheme in ("http", "https") for host in LOOPBACK_HOSTS)
+
+
+def _split_port(value: str) -> tuple[str, str | None]:
+    """`host[:port]` -> (host, port); IPv6 literals keep their brackets."""
+    if value.startswith("["):
+        end = value.find("]")
+        if end < 0:
+            return value, None
+        rest = value[end + 1 :]
+        return value[: end + 1], rest[1:] if rest.startswith(":") else None
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit():
+        return value, None
+    return host, port
+
+
+def _matches(value: str, allowed: frozenset[str]) -> bool:
+    if "*" in allowed or value in allowed:
+        return True
+    base, port = _split_port(value)
+    return port is not None and base in allowed
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class HostGuard:
+    """Reject requests whose `Host` or `Origin` is not allowed (DNS-rebinding protection)."""
+
+    hosts: frozenset[str]
+    origins: frozenset[str]
+
+    @classmethod
+    def create(cls, hosts: Iterable[str] | None = None, origins: Iterable[str] | None = None) -> HostGuard:
+        """Loopback hosts and origins unless given."""
+        return cls(
+            frozenset(h.lower() for h in (LOOPBACK_HOSTS if hosts is None else hosts)),
+            frozenset(o.lower().rstrip("/") for o in (loopback_origins() if origins is None else origins)),
+        )
+
+    def check(self, host: str | None, origin: str | None) -> tuple[int, str] | None:
+        """`None` when allowed, else `(status, reason)`: 421 for a foreign Host, 403 for a foreign Origin."""
+        if host is None or not _matches(host.lower(), self.hosts):
+            return 421, f"Misdirected Request: host {host!r} is not allowed"
+        if origin is not None and not _matches(origin.lower().rstrip("/"), self.origins):
+            return 403, f"Forbidden: origin {origin!r} is not allowed"
+        return None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class AccessToken:
+    """What a verifier knows about a valid token."""
+
+    subject: str | None = None
+    scopes: frozenset[str] = frozenset()
+    claims: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+TokenVerifier = Callable[[str], Awaitable[AccessToken | None]]
+"""`await verify(token)`: the token's facts, or `None` when it is not valid."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class BearerAuth:
+    """OAuth 2.1 resource-server side: a verifier plus the protected resource metadata (RFC 9728).
+
+    `resource` is the canonical URL of the MCP endpoint; its metadata is served at
+    `/.well-known/oauth-protected-resource<endpoint path>` and named in every 401 challenge.
+    """
+
+    verify: TokenVerifier
+    resource: str
+    authorization_servers: Sequence[str]
+    scopes: Sequence[str] = ()
+    resource_name: str | None = None
+
+    def metadata(self) -> dict[str, Any]:
+        """The protected resource metadata document."""
+        doc: dict[str, Any] = {
+            "resource": self.resource,
+            "authorization_servers": list(self.authorization_servers),
+            "bearer_methods_supported": ["header"],
+        }
+        if self.scopes:
+            doc["scopes_supported"] = list(self.scopes)
+        if self.resource_name is not None:
+            doc["resource_name"] = self.resource_name
+        return doc
+
+    def challenge(self, metadata_url: str, error: str | None = None, description: str | None = None) -> str:
+        """The `WWW-Authenticate` value of a 401 (or of a 403 `insufficient_scope`)."""
+        parts = [f'resource_metadata="{metadata_url}"']
+        if error is not None:
+            parts.insert(0, f'error="{error}"')
+        if description is not None:
+            parts.append(f'error_description="{description}"')
+        if self.scopes:
+            parts.append(f'scope="{" ".join(self.scopes)}"')
+        return "Bearer " + ", ".join(parts)
+
+    async def authenticate(self, authorization: str | None) -> AccessToken | None:
+        """The token's facts for an `Authorization: Bearer ...` header, `None` when missing or invalid.
+
+        Scopes are not checked here: a valid token without the required scopes is a 403, not a 401.
+        """
+        if authorization is None:
+            return None
+        scheme, _, token = authorization.strip().partition(" ")
+        token = token.strip()
+        if scheme.lower() != "bearer" or not token:
+            return None
+        return await self.verify(token)
+
+    def missing_scopes(self, token: AccessToken) -> set[str]:
+        """The required scopes the token lacks (a 403 `insufficient_scope` when not empty)."""
+        return set(self.scopes) - token.scopes

@@ -1,0 +1,312 @@
+"""The Streamable HTTP server: one endpoint (POST, GET, DELETE) as an ASGI app on Starlette.
+
+```python
+http = StreamableHTTPServer(server)          # http.app is the Starlette app (its lifespan runs the sessions)
+await serve_http(server, port=8000)          # or: uvicorn on 127.0.0.1
+```
+
+POST answers a body of requests with JSON when the handlers sent nothing else, or with an SSE stream that
+carries their notifications and requests before the responses; notifications and responses get 202. Legacy
+(2025-xx) clients get a stateful session (`Mcp-Session-Id`); 2026-07-28 requests are served statelessly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import socket
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any, Literal
+
+import anyio
+import anyio.abc
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from mcpframe import jsonrpc
+from mcpframe.server.eras import LEGACY_VERSIONS, SUPPORTED_VERSIONS
+
+from .events import EventStore, MemoryEventStore, split_event_id
+from .handling import PostHandler
+from .headers import Accepts
+from .responses import error_response
+from .security import AccessToken, BearerAuth, HostGuard
+from .sessions import HttpSession, SessionManager
+from .streams import Stream, format_event, sse_body
+
+if TYPE_CHECKING:
+    from mcpframe.server import Server
+
+__all__ = ["HttpOptions", "StreamableHTTPServer", "serve_http"]
+
+logger = logging.getLogger("mcpframe.http")
+
+SESSION_HEADER = "Mcp-Session-Id"
+SSE_HEADERS = {"Cache-Control": "no-cache, no-transform", "X-Accel-Buffering": "no"}
+
+
+@dataclasses.dataclass(slots=True)
+class HttpOptions:
+    """Knobs of the HTTP server; the defaults suit a local server on loopback."""
+
+    path: str = "/mcp"
+    allowed_hosts: Sequence[str] | None = None  # None: loopback hosts on any port; ["*"]: no check
+    allowed_origins: Sequence[str] | None = None  # None: loopback origins on any port
+    max_body: int = 4 * 1024 * 1024
+    event_store: EventStore | None = dataclasses.field(default_factory=MemoryEventStore)
+    retry_ms: int = 1000  # the `retry` of priming events: how long a client waits before resuming
+    close_idle_streams: float | None = None  # SSE polling: close a POST stream quiet this long (seconds)
+    # "auto": JSON unless a handler sends something before its response (or stays quiet `stream_after`);
+    # "sse": always SSE when the client accepts it; "resumable" (default): SSE where the stream is primed
+    # and resumable (event store, client at 2025-11-25 or later), "auto" elsewhere.
+    response_mode: Literal["resumable", "auto", "sse"] = "resumable"
+    stream_after: float = 1.0
+    keepalive: float = 15.0
+    idle_timeout: float | None = 1800.0  # sessions with no HTTP request for this long are closed
+    max_sessions: int = 10_000
+    auth: BearerAuth | None = None
+    session_options: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+class StreamableHTTPServer:
+    """An mcpframe `Server` behind one Streamable HTTP endpoint; `app` is the ASGI application."""
+
+    def __init__(self, server: Server, options: HttpOptions | None = None, **overrides: Any) -> None:
+        opts = dataclasses.replace(options or HttpOptions(), **overrides)
+        self.server = server
+        self.options = opts
+        self.guard = HostGuard.create(opts.allowed_hosts, opts.allowed_origins)
+        self.sessions = SessionManager(
+            server,
+            store=opts.event_store,
+            idle_timeout=opts.idle_timeout,
+            max_sessions=opts.max_sessions,
+        )
+        self.posts = PostHandler(self)
+        routes = [Route(opts.path, self.endpoint, methods=["GET", "POST", "DELETE"])]
+        if opts.auth is not None:
+            routes.append(Route(self.metadata_path, self.resource_metadata, methods=["GET"]))
+        self.app = Starlette(routes=routes, lifespan=self._lifespan)
+        self._tg: anyio.abc.TaskGroup | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.app(scope, receive, send)
+
+    # ---------------------------------------------------------------- lifecycle
+
+    @asynccontextmanager
+    async def _lifespan(self, app: Starlette) -> AsyncIterator[None]:
+        async with self:
+            yield
+
+    async def __aenter__(self) -> StreamableHTTPServer:
+        """Start the session manager (tests with an ASGI transport, which sends no lifespan events)."""
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        await self._tg.start(self.sessions.run)
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> bool | None:
+        assert self._tg is not None
+        self._tg.cancel_scope.cancel()
+        try:
+            return await self._tg.__aexit__(*exc_info)
+        except BaseExceptionGroup as group:
+            if len(group.exceptions) == 1 and group.exceptions[0] is exc_info[1]:
+                return False  # the block's own exception: let it propagate unwrapped
+            raise
+        finally:
+            self._tg = None
+
+    # ---------------------------------------------------------------- routes
+
+    @property
+    def metadata_path(self) -> str:
+        """Where the protected resource metadata is served (RFC 9728, path-based)."""
+        return "/.well-known/oauth-protected-resource" + self.options.path.rstrip("/")
+
+    async def resource_metadata(self, request: Request) -> Response:
+        """GET of the protected resource metadata document."""
+        assert self.options.auth is not None
+        return JSONResponse(self.options.auth.metadata())
+
+    async def endpoint(self, request: Request) -> Response:
+        """The MCP endpoint: security checks first, then POST, GET or DELETE."""
+        refusal = self.guard.check(request.headers.get("host"), request.headers.get("origin"))
+        if refusal is not None:
+            return error_response(refusal[0], refusal[1])
+        principal: AccessToken | None = None
+        if self.options.auth is not None:
+            principal_or_refusal = await self._authenticate(request)
+            if isinstance(principal_or_refusal, Response):
+                return principal_or_refusal
+            principal = principal_or_refusal
+        version = request.headers.get("mcp-protocol-version")
+        if version is not None and version not in SUPPORTED_VERSIONS:
+            return error_response(400, f"Bad Request: unsupported MCP-Protocol-Version {version!r}")
+        owner = None if principal is None else (principal.subject or "")
+        if request.method == "POST":
+            return await self.posts.handle(request, owner)
+        if request.method == "GET":
+            return await self._get(request, owner)
+        return await self._delete(request, owner)
+
+    async def _authenticate(self, request: Request) -> AccessToken | Response:
+        auth = self.options.auth
+        assert auth is not None
+        url = str(request.base_url).rstrip("/") + self.metadata_path
+        token = await auth.authenticate(request.headers.get("authorization"))
+        if token is None:
+            challenge = auth.challenge(url, "invalid_token" if "authorization" in request.headers else None)
+            return error_response(
+                401, "Unauthorized: a valid bearer token is required", headers={"WWW-Authenticate": challenge}
+            )
+        missing = auth.missing_scopes(token)
+        if missing:
+            lacking = "the token lacks " + " ".join(sorted(missing))
+            challenge = auth.challenge(url, "insufficient_scope", lacking)
+            return error_response(
+                403, "Forbidden: insufficient scope", headers={"WWW-Authenticate": challenge}
+            )
+        return token
+
+    def find_session(self, request: Request, owner: str | None) -> HttpSession | Response:
+        """The request's legacy session: 400 without the header, 404 for an unknown or expired one."""
+        session_id = request.headers.get("mcp-session-id")
+        if session_id is None:
+            return error_response(400, "Bad Request: the Mcp-Session-Id header is required")
+        session = self.sessions.get(session_id)
+        if session is None or session.closed or session.owner != owner:
+            return error_response(404, "Not Found: unknown or expired session", code=jsonrpc.INVALID_REQUEST)
+        version = request.headers.get("mcp-protocol-version")
+        if version is not None and version not in LEGACY_VERSIONS:
+            return error_response(400, f"Bad Request: MCP-Protocol-Version {version!r} has no sessions")
+        return session
+
+    def priming(self, session: HttpSession | None) -> int | None:
+        """The `retry` to prime a stream of this session with, or `None` (old clients get no priming).
+
+        Decided from the negotiated version, not the per-request header: a 2025-11-25 client that sends an
+        older header still understands priming events.
+        """
+        if session is None or session.store is None or session.version is None:
+            return None
+        return self.options.retry_ms if session.version >= "2025-11-25" else None
+
+    async def _get(self, request: Request, owner: str | None) -> Response:
+        if not _accepts_sse(request):
+            return error_response(406, "Not Acceptable: GET needs Accept: text/event-stream")
+        modern = request.headers.get("mcp-protocol-version", "") >= "2026"
+        if modern and "mcp-session-id" not in request.headers:
+            return Response(status_code=405, headers={"Allow": "POST"})
+        found = self.find_session(request, owner)
+        if isinstance(found, Response):
+            return found
+        session = found
+        last_event_id = request.headers.get("last-event-id")
+        if last_event_id is not None:
+            return await self._resume(session, last_event_id)
+        stream = session.get_stream
+        if stream.attached:
+            return error_response(409, "Conflict: this session's GET stream is already open")
+        receive = await stream.attach(retry_ms=self.priming(session))
+        return self.sse_response(session, stream, receive, close_idle=None)
+
+    async def _resume(self, session: HttpSession, last_event_id: str) -> Response:
+        parsed = split_event_id(last_event_id)
+        stream = session.streams.get(parsed[0]) if parsed is not None else None
+        if stream is not None:
+            receive = await stream.resume(last_event_id)
+            if receive is not None:
+                return self.sse_response(session, stream, receive, close_idle=None)
+        elif session.store is not None:
+            replay = await session.store.replay(session.id, last_event_id)
+            if replay is not None:  # the stream ended: what it still owed, then the end
+                chunks = [format_event(frame, event_id) for event_id, frame in replay.events]
+                media = "text/event-stream"
+                return StreamingResponse(_iterate(chunks), media_type=media, headers=SSE_HEADERS)
+        return error_response(404, "Not Found: unknown Last-Event-ID for this session")
+
+    async def _delete(self, request: Request, owner: str | None) -> Response:
+        found = self.find_session(request, owner)
+        if isinstance(found, Response):
+            return found
+        await self.sessions.end(found)
+        return Response(status_code=200)
+
+    # ---------------------------------------------------------------- SSE
+
+    def sse_response(
+        self,
+        session: HttpSession | None,
+        stream: Stream,
+        receive: Any,
+        *,
+        close_idle: float | None,
+        on_end: Callable[[], Any] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> Response:
+        """Stream `receive` as `text/event-stream`; the session counts as busy while it is open."""
+
+        async def body() -> AsyncIterator[bytes]:
+            if session is not None:
+                session.touch(+1)
+            try:
+                async for chunk in sse_body(
+                    stream, receive, close_idle=close_idle, keepalive=self.options.keepalive
+                ):
+                    yield chunk
+            finally:
+                if session is not None:
+                    session.touch(-1)
+                    session.stream_ended(stream)
+                if on_end is not None:
+                    on_end()
+
+        return StreamingResponse(
+            body(), media_type="text/event-stream", headers={**SSE_HEADERS, **(headers or {})}
+        )
+
+
+async def _iterate(chunks: list[bytes]) -> AsyncIterator[bytes]:
+    for chunk in chunks:
+        yield chunk
+
+
+def _accepts_sse(request: Request) -> bool:
+    return Accepts.parse(request.headers.get("accept")).sse
+
+
+async def serve_http(
+    server: Server,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    options: HttpOptions | None = None,
+    ready: Callable[[str], Any] | None = None,
+    log_level: str = "warning",
+) -> None:
+    """Serve over Streamable HTTP with uvicorn until cancelled; `ready(url)` is called once listening."""
+    opts = options or HttpOptions()
+    http = StreamableHTTPServer(server, opts)
+    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host.strip("[]"), port))
+    sock.listen(128)
+    sock.set_inheritable(True)
+    bound = sock.getsockname()[1]
+    shown = f"[{host.strip('[]')}]" if family == socket.AF_INET6 else host
+    config = uvicorn.Config(http.app, log_level=log_level, lifespan="on", timeout_graceful_shutdown=1)
+    uv = uvicorn.Server(config)
+    if ready is not None:
+        ready(f"http://{shown}:{bound}{opts.path}")
+    try:
+        await uv.serve(sockets=[sock])
+    finally:
+        sock.close()

@@ -1,0 +1,218 @@
+"""HTTP sessions (`Mcp-Session-Id`): one `ServerConnection` each, its exchanges, its GET stream, its reaper.
+
+The session's own `Session` (the "main" one) carries what belongs to no request: change notifications from
+the server (`list_changed`, `resources/updated`) go out on the standalone GET stream, and the client's
+notifications (`initialized`, `roots/list_changed`) come in through it. Requests are answered by exchanges.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import secrets
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.abc
+
+from mcpframe.session import Session
+
+from .events import EventStore
+from .exchange import Router
+from .streams import Stream
+
+if TYPE_CHECKING:
+    from mcpframe.server import Server, ServerConnection
+
+    from .exchange import Exchange
+
+__all__ = ["HttpSession", "MainTransport", "SessionManager"]
+
+logger = logging.getLogger("mcpframe.http")
+
+
+class MainTransport:
+    """The main Session's pipe: routed client notifications in, server notifications out to the GET stream."""
+
+    def __init__(self, stream: Stream) -> None:
+        self.stream = stream
+        self._in, self._out = anyio.create_memory_object_stream[bytes](math.inf)
+
+    def feed(self, data: bytes) -> None:
+        """Queue a client notification frame."""
+        try:
+            self._in.send_nowait(data)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            logger.debug("dropping a notification for a closed session")
+
+    async def receive(self) -> bytes:
+        """The next notification frame; `b""` once the session ends."""
+        try:
+            return await self._out.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            return b""
+
+    async def send(self, data: bytes) -> None:
+        """Server notifications: onto the standalone GET stream (stored if resumable, else only if open)."""
+        for frame in data.split(b"\n"):
+            if frame:
+                await self.stream.emit(frame, response=False)
+
+    async def aclose(self) -> None:
+        """Idempotent."""
+        self._in.close()
+        self._out.close()
+
+
+class HttpSession:
+    """One `Mcp-Session-Id`: the connection state, the exchanges answering its POSTs, its GET stream."""
+
+    def __init__(self, session_id: str, connection: ServerConnection, store: EventStore | None) -> None:
+        self.id = session_id
+        self.connection = connection
+        self.store = store
+        self.router = Router()
+        self.streams: dict[str, Stream] = {}
+        self.get_stream = self.new_stream(buffer_until_attached=False)
+        self.transport = MainTransport(self.get_stream)
+        self.main = Session(self.transport, notification_handler=connection.handle_notification)
+        self.open_requests = 0
+        self.last_active = anyio.current_time()
+        self.owner: str | None = None
+        self.closed = False
+
+    @property
+    def version(self) -> str | None:
+        """The negotiated protocol version (`None` before `initialize` succeeded)."""
+        return self.connection.version
+
+    def new_stream(self, *, buffer_until_attached: bool = True) -> Stream:
+        """A stream of this session (resumable when there is an event store)."""
+        stream = Stream(self.id, self.store, buffer_until_attached=buffer_until_attached)
+        self.streams[stream.id] = stream
+        return stream
+
+    def touch(self, delta: int = 0) -> None:
+        """Record activity; `delta` counts HTTP requests/responses that are open right now."""
+        self.open_requests += delta
+        self.last_active = anyio.current_time()
+
+    def exchanges(self) -> list[Exchange]:
+        """The exchanges still running."""
+        return list(self.router.exchanges.values())
+
+    def stream_ended(self, stream: Stream) -> None:
+        """Forget a finished stream nobody reads (its events stay replayable from the store)."""
+        if stream.finished.is_set() and not stream.attached and stream is not self.get_stream:
+            self.streams.pop(stream.id, None)
+
+    async def close(self) -> None:
+        """End the session: running handlers are cancelled, streams end, stored events are dropped."""
+        if self.closed:
+            return
+        self.closed = True
+        for exchange in self.exchanges():
+            await exchange.abort()
+        for stream in self.streams.values():
+            stream.finish()
+        await self.main.aclose()
+        if self.store is not None:
+            await self.store.forget(self.id)
+
+
+class SessionManager:
+    """All live HTTP sessions, their ids, and the reaper of idle ones."""
+
+    def __init__(
+        self,
+        server: Server,
+        *,
+        store: EventStore | None,
+        idle_timeout: float | None = 1800.0,
+        max_sessions: int = 10_000,
+    ) -> None:
+        self.server = server
+        self.store = store
+        self.idle_timeout = idle_timeout
+        self.max_sessions = max_sessions
+        self.sessions: dict[str, HttpSession] = {}
+        self._tg: anyio.abc.TaskGroup | None = None
+
+    @property
+    def task_group(self) -> anyio.abc.TaskGroup:
+        """Where exchanges and main Sessions run (they outlive the HTTP requests that started them)."""
+        if self._tg is None:
+            raise RuntimeError("the HTTP server is not running: use `async with server:` (or its lifespan)")
+        return self._tg
+
+    async def run(self, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Own the task group until cancelled; reap idle sessions meanwhile."""
+        try:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                task_status.started()
+                await self._reap_forever()
+        finally:
+            self._tg = None
+            with anyio.CancelScope(shield=True):
+                for session in list(self.sessions.values()):
+                    await session.close()
+                self.sessions.clear()
+
+    async def _reap_forever(self) -> None:
+        if self.idle_timeout is None:
+            await anyio.sleep_forever()
+        assert self.idle_timeout is not None
+        period = max(0.01, min(self.idle_timeout / 4, 30.0))
+        while True:
+            await anyio.sleep(period)
+            await self.reap()
+
+    async def reap(self) -> int:
+        """Close the sessions idle past `idle_timeout` (no open HTTP request); returns how many."""
+        if self.idle_timeout is None:
+            return 0
+        now = anyio.current_time()
+        idle = [
+            s
+            for s in self.sessions.values()
+            if s.open_requests <= 0 and now - s.last_active >= self.idle_timeout
+        ]
+        for session in idle:
+            logger.debug("closing idle session %s", session.id)
+            await self.end(session)
+        return len(idle)
+
+    def full(self) -> bool:
+        """Whether a new session would exceed `max_sessions`."""
+        return len(self.sessions) >= self.max_sessions
+
+    def create(self, owner: str | None) -> HttpSession:
+        """A new session with a fresh, unguessable id; its main Session starts running."""
+        session_id = secrets.token_urlsafe(24)
+        session = HttpSession(session_id, self.server.connection(), self.store)
+        session.owner = owner
+        self.sessions[session_id] = session
+        self.task_group.start_soon(self._run_main, session)
+        return session
+
+    async def _run_main(self, session: HttpSession) -> None:
+        try:
+            await session.connection.run(session.main)
+        finally:
+            if self.sessions.get(session.id) is session:
+                del self.sessions[session.id]
+
+    def get(self, session_id: str) -> HttpSession | None:
+        """The live session with this id."""
+        return self.sessions.get(session_id)
+
+    async def end(self, session: HttpSession) -> None:
+        """Close and forget a session (DELETE, idle, or a failed initialize)."""
+        self.sessions.pop(session.id, None)
+        await session.close()
+
+    def spawn(self, func: Callable[..., Any], *args: Any) -> None:
+        """Run a coroutine function in the manager's task group."""
+        self.task_group.start_soon(func, *args)

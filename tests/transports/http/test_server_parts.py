@@ -1,0 +1,94 @@
+"""Streamable HTTP server parts on their own: the event store, header parsing, SSE formatting."""
+
+from __future__ import annotations
+
+import pytest
+
+from mcpframe.transports.http.events import MemoryEventStore, split_event_id
+from mcpframe.transports.http.headers import Accepts, decode_header_value, is_json_content, mirror_mismatch
+from mcpframe.transports.http.post import one_line
+from mcpframe.transports.http.streams import format_event
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_memory_event_store_replays_per_stream_and_session() -> None:
+    store = MemoryEventStore(max_events_per_stream=3)
+    prime = await store.store("s1", "A", None)
+    first = await store.store("s1", "A", b"1")
+    await store.store("s1", "B", b"other stream")
+    await store.store("s1", "A", b"2")
+    replay = await store.replay("s1", prime)
+    assert replay is not None
+    assert replay.stream_id == "A"
+    assert [m for _, m in replay.events] == [b"1", b"2"]
+    again = await store.replay("s1", first)
+    assert again is not None
+    assert [m for _, m in again.events] == [b"2"]
+    assert await store.replay("s2", first) is None  # another session cannot resume it
+    assert await store.replay("s1", "A.99") is None
+    assert await store.replay("s1", "garbage") is None
+    for n in range(5):
+        await store.store("s1", "A", str(n).encode())
+    bounded = await store.replay("s1", prime)
+    assert bounded is not None
+    assert len(bounded.events) == 3
+    await store.forget("s1")
+    assert await store.replay("s1", first) is None
+    assert len(store) == 0
+
+
+def test_event_ids() -> None:
+    assert split_event_id("abc-_x.12") == ("abc-_x", 12)
+    for bad in ("abc", ".1", "a.", "a.b", "a.-1", "a." + "9" * 30):
+        assert split_event_id(bad) is None
+
+
+@pytest.mark.parametrize(
+    ("header", "json", "sse"),
+    [
+        (None, True, True),
+        ("application/json, text/event-stream", True, True),
+        ("text/event-stream, application/json", True, True),
+        ("text/event-stream", False, True),
+        ("application/json;q=0.9", True, False),
+        ("*/*", True, True),
+        ("text/html", False, False),
+        ("application/json, text/event-stream;q=0", True, False),
+    ],
+)
+def test_accept_parsing(header: str | None, json: bool, sse: bool) -> None:
+    assert Accepts.parse(header) == Accepts(json, sse)
+
+
+def test_content_type_and_mirror_values() -> None:
+    assert is_json_content("application/json; charset=utf-8")
+    assert is_json_content("application/vnd.x+json")
+    assert not is_json_content("text/plain")
+    assert not is_json_content(None)
+    assert decode_header_value("plain") == "plain"
+    assert decode_header_value("=?base64?w6k=?=") == "é"
+    assert decode_header_value("=?base64?!!?=") is None
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}
+    headers = {"mcp-protocol-version": "2026-07-28", "mcp-method": "resources/read", "mcp-name": "file:///a"}
+    assert mirror_mismatch(headers, "resources/read", {"uri": "file:///a", "_meta": meta}) is None
+    assert mirror_mismatch(headers, "resources/read", {"uri": "file:///b", "_meta": meta}) is not None
+    assert mirror_mismatch(headers, "tools/list", {"_meta": meta}) is not None
+
+
+def test_sse_framing_and_one_line() -> None:
+    assert format_event(b'{"a":1}\n', "s.1") == b'id: s.1\nevent: message\ndata: {"a":1}\n\n'
+    assert format_event(b"x\ny") == b"event: message\ndata: x\ndata: y\n\n"
+    assert one_line(b'{\r\n  "a": "b"\n}\n') == b'{    "a": "b" }\n'
+
+
+async def test_memory_event_store_keeps_the_latest_streams() -> None:
+    store = MemoryEventStore(max_streams_per_session=2)
+    first = await store.store("s", "A", None)
+    await store.store("s", "A", b"a")
+    second = await store.store("s", "B", None)
+    await store.store("s", "C", None)
+    assert await store.replay("s", first) is None  # A was evicted
+    assert await store.replay("s", second) is not None
+    with pytest.raises(ValueError, match="at least 1"):
+        MemoryEventStore(max_streams_per_session=0)
