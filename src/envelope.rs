@@ -268,6 +268,16 @@ fn field_of(raw: &[u8], frame: &[u8]) -> Field {
     }
 }
 
+/// The index of the first byte of the first invalid UTF-8 sequence in `bytes`, `None` if it is all
+/// valid. A SIMD check first (the common case is valid text, often not ASCII); the exact position
+/// only when that fails.
+pub fn invalid_utf8_at(bytes: &[u8]) -> Option<usize> {
+    if simdutf8::basic::from_utf8(bytes).is_ok() {
+        return None;
+    }
+    std::str::from_utf8(bytes).err().map(|e| e.valid_up_to())
+}
+
 /// Validate `frame` and append what it yields to `out`: one item, or one per batch element.
 pub fn validate(frame: &[u8], batches: bool, out: &mut Vec<Item>) {
     validate_with(frame, batches, &mut Skip::default(), out);
@@ -280,11 +290,8 @@ pub fn validate_with<P: Payloads>(
     payloads: &mut P,
     out: &mut Vec<Item<P::Value>>,
 ) {
-    if let Err(e) = std::str::from_utf8(frame) {
-        let message = format!(
-            "Parse error: invalid UTF-8 at byte {} of the frame",
-            e.valid_up_to()
-        );
+    if let Some(at) = invalid_utf8_at(frame) {
+        let message = format!("Parse error: invalid UTF-8 at byte {at} of the frame");
         out.push(frame_failure(frame, PARSE_ERROR, message.into()));
         return;
     }

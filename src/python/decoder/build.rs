@@ -90,10 +90,7 @@ impl<P: Payloads<Value = Py<PyAny>>> Collector<P> {
         payloads: P,
     ) -> Self {
         let frames = memchr::memchr_iter(b'\n', input).count() + 1;
-        let input_utf8 = match std::str::from_utf8(input) {
-            Ok(_) => input.len(),
-            Err(e) => e.valid_up_to(),
-        };
+        let input_utf8 = envelope::invalid_utf8_at(input).unwrap_or(input.len());
         let out = Collected {
             arena: Vec::with_capacity(held + 1),
             items: Vec::with_capacity(frames),
@@ -270,7 +267,9 @@ fn message<'py>(
                 .set(py, parse_json(py, &bytes[r.clone()])?.unbind());
         }
     }
-    Ok(Bound::new(py, m)?.into_any())
+    let object = Bound::new(py, m)?;
+    Message::untrack(&object);
+    Ok(object.into_any())
 }
 
 fn frame_error(py: Python<'_>, offset: u64, f: Failure) -> PyResult<Bound<'_, PyAny>> {

@@ -6,10 +6,12 @@
 use jiter::{PythonParse, StringCacheMode};
 use pyo3::basic::CompareOp;
 use pyo3::exceptions::PyValueError;
+use pyo3::ffi;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyString};
+use pyo3::{PyTraverseError, PyVisit};
 use std::ops::Range;
 
 use crate::envelope::Kind;
@@ -64,15 +66,37 @@ impl Message {
         }
     }
 
-    fn value_of(&self, py: Python<'_>, kinds: &[Kind]) -> PyResult<Py<PyAny>> {
-        match self.payload_span(kinds) {
-            None => Ok(py.None()),
-            Some(r) => self
-                .payload
-                .get_or_try_init(py, || {
-                    parse_json(py, &self.buf.bytes(py)[r.clone()]).map(Bound::unbind)
-                })
-                .map(|v| v.clone_ref(py)),
+    fn value_of(slf: &Bound<'_, Self>, kinds: &[Kind]) -> PyResult<Py<PyAny>> {
+        let (py, this) = (slf.py(), slf.get());
+        let Some(r) = this.payload_span(kinds) else {
+            return Ok(py.None());
+        };
+        if let Some(v) = this.payload.get(py) {
+            return Ok(v.clone_ref(py));
+        }
+        let value = this.payload.get_or_try_init(py, || {
+            parse_json(py, &this.buf.bytes(py)[r.clone()]).map(Bound::unbind)
+        })?;
+        // A message without a payload value is not tracked by the garbage collector (see
+        // `untrack`); now that it holds a container, it could be part of a cycle.
+        // SAFETY: `slf` is a live object of a GC type and the GIL is held; it is tracked only if
+        // it is not tracked already.
+        unsafe {
+            let ptr = slf.as_ptr();
+            if ffi::PyObject_GC_IsTracked(ptr) == 0 {
+                ffi::PyObject_GC_Track(ptr.cast());
+            }
+        }
+        Ok(value.clone_ref(py))
+    }
+
+    /// Stop the garbage collector tracking a new message that holds no payload value: its other
+    /// references (`int`, `str`, `bytes`) cannot form cycles, and a lazy stream of messages
+    /// would otherwise make every collection walk all of them. `value_of` tracks it again.
+    pub(crate) fn untrack(slf: &Bound<'_, Self>) {
+        if slf.get().payload.get(slf.py()).is_none() {
+            // SAFETY: `slf` was just created (so it is tracked) and the GIL is held.
+            unsafe { ffi::PyObject_GC_UnTrack(slf.as_ptr().cast()) }
         }
     }
 
@@ -103,6 +127,15 @@ impl Drop for Message {
 
 #[pymethods]
 impl Message {
+    /// The payload value is the only reference that can lead back to this message (a user may
+    /// store the message in its params), so it is what the garbage collector must see.
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        // SAFETY: the collector calls this with the GIL held; the token only reads the cell (no
+        // Python API call, which `__traverse__` must not make).
+        let py = unsafe { Python::assume_attached() };
+        visit.call(self.payload.get(py))
+    }
+
     #[getter]
     fn kind<'py>(&self, py: Python<'py>) -> Bound<'py, PyString> {
         match self.kind {
@@ -124,18 +157,18 @@ impl Message {
     }
 
     #[getter]
-    fn params(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        self.value_of(py, &[Kind::Request, Kind::Notification])
+    fn params(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        Self::value_of(slf, &[Kind::Request, Kind::Notification])
     }
 
     #[getter]
-    fn result(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        self.value_of(py, &[Kind::Result])
+    fn result(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        Self::value_of(slf, &[Kind::Result])
     }
 
     #[getter]
-    fn error(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        self.value_of(py, &[Kind::Error])
+    fn error(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        Self::value_of(slf, &[Kind::Error])
     }
 
     #[getter]
