@@ -16,14 +16,16 @@ use crate::splice;
 use super::errors::new_error;
 
 mod build;
+mod direct;
 mod frame_error;
 mod message;
 mod methods;
 mod values;
 
-use build::{to_python, Buffer, Collected, Collector};
+use build::{to_python, Buffer, Collector};
+use direct::Direct;
 use methods::Methods;
-use values::PyValues;
+use values::{Keys, PyValues};
 
 /// A lazy decoder frames and validates more bytes than this with the GIL released.
 const DETACH_AT: usize = 64 * 1024;
@@ -50,29 +52,57 @@ fn input_buffer(data: &Bound<'_, PyAny>) -> PyResult<Buffer> {
     }
 }
 
-/// Frame and validate with the right [`Payloads`]: without the GIL for a large amount of work
-/// (values are then parsed afterwards), building Python values during the scan for an eager
-/// decoder, only validating for a lazy one. `$body` yields `(Collected, payloads)`; a Python error
-/// met while building values returns from the enclosing function.
-macro_rules! collect {
-    ($py:expr, $heavy:expr, $lazy:expr, |$payloads:ident| $body:expr) => {{
-        if $heavy {
-            $py.detach(|| {
-                let $payloads = Skip::default();
-                $body.0
-            })
-        } else if $lazy {
-            let $payloads = Skip::default();
-            $body.0
-        } else {
-            let $payloads = PyValues::new($py);
-            let (collected, values) = $body;
-            if let Some(err) = values.error {
-                return Err(err);
-            }
-            collected
-        }
-    }};
+/// Where the frames of one call come from: the input buffer and its bytes, and the options.
+struct Run<'a> {
+    input: &'a Buffer,
+    chunk: &'a [u8],
+    batches: bool,
+    lazy: bool,
+    max_frame: usize,
+    /// Bytes held from earlier chunks that this call may hand out.
+    held: usize,
+}
+
+/// The GIL-held path: frames become Python objects one by one as `drive` hands them out.
+fn run_direct<'py, P: Payloads<Value = Py<PyAny>>>(
+    py: Python<'py>,
+    run: &Run<'_>,
+    methods: &mut Methods,
+    payloads: P,
+    drive: impl FnOnce(&mut dyn FnMut(Event<'_>)),
+) -> PyResult<(Bound<'py, PyList>, P)> {
+    let options = (run.batches, run.lazy, run.max_frame);
+    let mut sink = Direct::new(py, (run.input, run.chunk), options, methods, payloads);
+    drive(&mut |e| sink.event(e));
+    sink.finish()
+}
+
+/// Decode what `drive` hands out: without the GIL when `heavy` (values are then built afterwards),
+/// else frame by frame, building eager values during the validation pass.
+fn run_frames<'py>(
+    py: Python<'py>,
+    heavy: bool,
+    run: &Run<'_>,
+    (methods, keys): (&mut Methods, &mut Keys),
+    drive: impl Send + FnOnce(&mut dyn FnMut(Event<'_>)),
+) -> PyResult<Bound<'py, PyList>> {
+    if heavy {
+        let (batches, max_frame, chunk, held) = (run.batches, run.max_frame, run.chunk, run.held);
+        let collected = py.detach(|| {
+            let mut sink = Collector::new(batches, max_frame, chunk, held, Skip::default());
+            drive(&mut |e| sink.event(e));
+            sink.finish().0
+        });
+        return to_python(py, collected, run.input, run.lazy, methods);
+    }
+    if run.lazy {
+        return Ok(run_direct(py, run, methods, Skip::default(), drive)?.0);
+    }
+    let (list, values) = run_direct(py, run, methods, PyValues::new(py, keys), drive)?;
+    match values.error {
+        Some(err) => Err(err),
+        None => Ok(list),
+    }
 }
 
 /// The JSON text of a new id: an `int` (exact) or a `str`; `bool` and anything else is a TypeError.
@@ -137,6 +167,7 @@ struct Decoder {
     lazy: bool,
     batches: bool,
     methods: Methods,
+    keys: Keys,
 }
 
 impl Decoder {
@@ -156,6 +187,7 @@ impl Decoder {
             lazy,
             batches,
             methods: Methods::default(),
+            keys: Keys::default(),
         })
     }
 
@@ -182,14 +214,19 @@ impl Decoder {
         } else {
             held > DETACH_AT || chunk.len() > EAGER_DETACH_AT
         };
-        let collected = collect!(py, heavy, self.lazy, |payloads| {
-            let held = framer.buffered();
-            let mut sink = Collector::new(batches, framer.max_frame(), chunk, held, payloads);
-            // the decoder was checked open above
-            let _ = framer.feed(chunk, |e| sink.event(e));
-            sink.finish()
-        });
-        to_python(py, collected, &input, self.lazy, &mut self.methods)
+        let run = Run {
+            input: &input,
+            chunk,
+            batches,
+            lazy: self.lazy,
+            max_frame: framer.max_frame(),
+            held: framer.buffered(),
+        };
+        // the decoder was checked open above
+        let caches = (&mut self.methods, &mut self.keys);
+        run_frames(py, heavy, &run, caches, |sink| {
+            let _ = framer.feed(chunk, sink);
+        })
     }
 
     /// End the stream: decode an unterminated final frame; later calls raise DecoderClosedError.
@@ -199,13 +236,19 @@ impl Decoder {
         }
         let (framer, batches) = (&mut self.framer, self.batches);
         let held = framer.buffered();
-        let collected = collect!(py, held > DETACH_AT, self.lazy, |payloads| {
-            let mut sink = Collector::new(batches, framer.max_frame(), &[], held, payloads);
-            let _ = framer.close(|e| sink.event(e));
-            sink.finish()
-        });
-        let none = Buffer::Shared(Arc::default());
-        to_python(py, collected, &none, self.lazy, &mut self.methods)
+        let none = Buffer::Empty;
+        let run = Run {
+            input: &none,
+            chunk: &[],
+            batches,
+            lazy: self.lazy,
+            max_frame: framer.max_frame(),
+            held,
+        };
+        let caches = (&mut self.methods, &mut self.keys);
+        run_frames(py, held > DETACH_AT, &run, caches, |sink| {
+            let _ = framer.close(sink);
+        })
     }
 
     #[getter]
@@ -239,28 +282,21 @@ impl Decoder {
     }
 }
 
-/// Collect the results of a whole body taken as one frame.
-fn collect_body<P: Payloads<Value = Py<PyAny>>>(
-    body: &[u8],
-    max_frame: usize,
-    batches: bool,
-    payloads: P,
-) -> (Collected, P) {
+/// Hand out what a whole body taken as one frame yields.
+fn drive_body(body: &[u8], max_frame: usize, sink: &mut dyn FnMut(Event<'_>)) {
     let (bytes, offset) = match body.strip_prefix(&BOM[..]) {
         Some(rest) => (rest, BOM.len() as u64),
         None => (body, 0),
     };
-    let mut sink = Collector::new(batches, max_frame, body, 0, payloads);
     if bytes.len() > max_frame {
         let preview = &bytes[..PREVIEW_BYTES.min(max_frame + 1)];
-        sink.event(Event::Oversize { offset, preview });
+        sink(Event::Oversize { offset, preview });
     } else if !bytes
         .iter()
         .all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
     {
-        sink.frame(offset, bytes);
+        sink(Event::Frame { offset, bytes });
     }
-    sink.finish()
 }
 
 /// Decode a whole body (an HTTP POST body) as one frame.
@@ -277,10 +313,18 @@ fn decode<'py>(
     let input = input_buffer(data)?;
     let body = input.bytes(py);
     let heavy = body.len() > if lazy { DETACH_AT } else { EAGER_DETACH_AT };
-    let collected = collect!(py, heavy, lazy, |payloads| {
-        collect_body(body, max_frame, batches, payloads)
-    });
-    to_python(py, collected, &input, lazy, &mut Methods::default())
+    let run = Run {
+        input: &input,
+        chunk: body,
+        batches,
+        lazy,
+        max_frame,
+        held: 0,
+    };
+    let caches = (&mut Methods::default(), &mut Keys::default());
+    run_frames(py, heavy, &run, caches, |sink| {
+        drive_body(body, max_frame, sink)
+    })
 }
 
 /// Rewrite the top-level id of a raw frame without re-encoding anything else.

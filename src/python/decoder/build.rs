@@ -49,6 +49,48 @@ impl Buffer {
     }
 }
 
+/// Where a collector's input chunk is (address, length) and how much of it is valid UTF-8.
+pub(crate) type InputPlace = ((usize, usize), usize);
+
+/// Where `input` is, and how much of it is valid UTF-8 (one SIMD check for the whole chunk).
+pub(crate) fn input_place(input: &[u8]) -> InputPlace {
+    let utf8 = envelope::invalid_utf8_at(input).unwrap_or(input.len());
+    ((input.as_ptr() as usize, input.len()), utf8)
+}
+
+/// Validate `bytes` into `out`, skipping the UTF-8 check when the input chunk's covered it;
+/// returns whether the frame lies in the input chunk, and where.
+pub(crate) fn validate_frame<P: Payloads>(
+    bytes: &[u8],
+    ((address, len), utf8): InputPlace,
+    batches: bool,
+    payloads: &mut P,
+    out: &mut Vec<Item<P::Value>>,
+) -> (bool, usize) {
+    let at = (bytes.as_ptr() as usize).wrapping_sub(address);
+    let in_input = at <= len && bytes.len() <= len - at;
+    if in_input && at + bytes.len() <= utf8 {
+        envelope::validate_utf8(bytes, batches, payloads, out);
+    } else {
+        envelope::validate_with(bytes, batches, payloads, out);
+    }
+    (in_input, at)
+}
+
+/// The failure for a frame longer than `max_frame`.
+pub(crate) fn oversize_failure(max_frame: usize, preview: &[u8]) -> Failure {
+    let message = format!("Invalid Request: frame exceeds the maximum size of {max_frame} bytes");
+    Failure {
+        code: INVALID_REQUEST,
+        message: message.into(),
+        id: None,
+        start: 0,
+        preview: preview.to_vec(),
+        batch: None,
+        notification: false,
+    }
+}
+
 /// The frame that the items `items[..end]` (from the previous frame's `end`) came from.
 struct FrameRec {
     end: usize,
@@ -90,17 +132,16 @@ impl<P: Payloads<Value = Py<PyAny>>> Collector<P> {
         payloads: P,
     ) -> Self {
         let frames = memchr::memchr_iter(b'\n', input).count() + 1;
-        let input_utf8 = envelope::invalid_utf8_at(input).unwrap_or(input.len());
+        let (place, input_utf8) = input_place(input);
         let out = Collected {
             arena: Vec::with_capacity(held + 1),
             items: Vec::with_capacity(frames),
             frames: Vec::with_capacity(frames),
         };
-        let input = (input.as_ptr() as usize, input.len());
         Self {
             batches,
             max_frame,
-            input,
+            input: place,
             input_utf8,
             payloads,
             out,
@@ -109,15 +150,10 @@ impl<P: Payloads<Value = Py<PyAny>>> Collector<P> {
 
     /// Validate one complete frame starting at stream `offset`.
     pub(crate) fn frame(&mut self, offset: u64, bytes: &[u8]) {
-        let at = (bytes.as_ptr() as usize).wrapping_sub(self.input.0);
-        let in_input = at <= self.input.1 && bytes.len() <= self.input.1 - at;
         let items = &mut self.out.items;
         let start = items.len();
-        if in_input && at + bytes.len() <= self.input_utf8 {
-            envelope::validate_utf8(bytes, self.batches, &mut self.payloads, items);
-        } else {
-            envelope::validate_with(bytes, self.batches, &mut self.payloads, items);
-        }
+        let place = (self.input, self.input_utf8);
+        let (in_input, at) = validate_frame(bytes, place, self.batches, &mut self.payloads, items);
         let mut base = at;
         if !in_input && items[start..].iter().any(|i| matches!(i, Item::Message(_))) {
             base = self.out.arena.len();
@@ -134,19 +170,7 @@ impl<P: Payloads<Value = Py<PyAny>>> Collector<P> {
 
     /// Report a frame longer than `max_frame`.
     pub(crate) fn oversize(&mut self, offset: u64, preview: &[u8]) {
-        let message = format!(
-            "Invalid Request: frame exceeds the maximum size of {} bytes",
-            self.max_frame
-        );
-        let failure = Failure {
-            code: INVALID_REQUEST,
-            message: message.into(),
-            id: None,
-            start: 0,
-            preview: preview.to_vec(),
-            batch: None,
-            notification: false,
-        };
+        let failure = oversize_failure(self.max_frame, preview);
         self.out.items.push(Item::Failure(failure));
         let end = self.out.items.len();
         self.out.frames.push(FrameRec {
@@ -221,7 +245,7 @@ fn owned_id_object(py: Python<'_>, id: OwnedId) -> PyResult<Bound<'_, PyAny>> {
 }
 
 /// Build a `Message` for `e`, whose frame is at `base` in `buf` and at `offset` in the stream.
-fn message<'py>(
+pub(crate) fn message<'py>(
     py: Python<'py>,
     (buf, base, offset): (&Buffer, usize, u64),
     e: Envelope<Py<PyAny>>,
@@ -272,7 +296,7 @@ fn message<'py>(
     Ok(object.into_any())
 }
 
-fn frame_error(py: Python<'_>, offset: u64, f: Failure) -> PyResult<Bound<'_, PyAny>> {
+pub(crate) fn frame_error(py: Python<'_>, offset: u64, f: Failure) -> PyResult<Bound<'_, PyAny>> {
     let id = match f.id {
         Some(id) => Some(owned_id_object(py, id)?.unbind()),
         None => None,

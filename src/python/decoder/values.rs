@@ -90,19 +90,75 @@ fn escaped(rest: &[u8]) -> (char, usize) {
     }
 }
 
-/// The [`Payloads`] that builds Python objects (keys through jiter's string cache).
-pub(crate) struct PyValues<'py> {
+/// Object keys seen so far, by their raw bytes: MCP payloads repeat a few keys endlessly, so a
+/// key is one lookup and a shared `str`, not a new string (nor a hash of the decoded text).
+/// The slots are allocated on first use.
+#[derive(Default)]
+pub(crate) struct Keys {
+    slots: Vec<Option<KeyEntry>>,
+}
+
+/// A cached key: its raw bytes and its string.
+type KeyEntry = (Box<[u8]>, Py<PyString>);
+
+/// Slots of [`Keys`] (a power of two); keys longer than `KEY_MAX` bytes are not cached.
+const KEY_SLOTS: usize = 256;
+const KEY_MAX: usize = 48;
+
+impl Keys {
+    /// The `str` for a key whose raw token content is `raw`.
+    fn get<'py>(&mut self, py: Python<'py>, raw: &[u8]) -> Bound<'py, PyString> {
+        if raw.len() > KEY_MAX {
+            return new_str(py, &unescape(raw));
+        }
+        let hash = slot_hash(raw);
+        if self.slots.is_empty() {
+            self.slots.resize_with(KEY_SLOTS, || None);
+        }
+        let slot = &mut self.slots[(hash as usize) & (KEY_SLOTS - 1)];
+        if let Some((k, s)) = slot {
+            if **k == *raw {
+                return s.bind(py).clone();
+            }
+        }
+        let s = new_str(py, &unescape(raw));
+        *slot = Some((raw.into(), s.clone().unbind()));
+        s
+    }
+}
+
+/// A cheap hash that only picks a slot of [`Keys`] (a hit is confirmed by comparing the bytes):
+/// the length and the first and last (up to) eight bytes, mixed by one multiplication.
+fn slot_hash(raw: &[u8]) -> u64 {
+    let word = |b: &[u8]| {
+        let mut w = [0u8; 8];
+        w[..b.len()].copy_from_slice(b);
+        u64::from_le_bytes(w)
+    };
+    let n = raw.len().min(8);
+    let mixed = word(&raw[..n]) ^ word(&raw[raw.len() - n..]).rotate_left(29) ^ raw.len() as u64;
+    let product = u128::from(mixed) * 0x9E37_79B9_7F4A_7C15;
+    (product >> 64) as u64 ^ product as u64
+}
+
+/// The [`Payloads`] that builds Python objects.
+pub(crate) struct PyValues<'a, 'py> {
     py: Python<'py>,
+    keys: &'a mut Keys,
     /// A Python error met while building (the scan then stops as if the JSON were bad).
     pub(crate) error: Option<PyErr>,
 }
 
-impl<'py> PyValues<'py> {
-    pub(crate) fn new(py: Python<'py>) -> Self {
-        Self { py, error: None }
+impl<'a, 'py> PyValues<'a, 'py> {
+    pub(crate) fn new(py: Python<'py>, keys: &'a mut Keys) -> Self {
+        Self {
+            py,
+            keys,
+            error: None,
+        }
     }
 
-    fn value(&self, j: &mut Jiter<'_>, peek: Peek) -> Result<Bound<'py, PyAny>, Fail> {
+    fn value(&mut self, j: &mut Jiter<'_>, peek: Peek) -> Result<Bound<'py, PyAny>, Fail> {
         let py = self.py;
         Ok(match peek {
             Peek::Null => {
@@ -117,7 +173,7 @@ impl<'py> PyValues<'py> {
         })
     }
 
-    fn array(&self, j: &mut Jiter<'_>) -> Result<Bound<'py, PyAny>, Fail> {
+    fn array(&mut self, j: &mut Jiter<'_>) -> Result<Bound<'py, PyAny>, Fail> {
         let mut items = Vec::new();
         let mut next = j.known_array()?;
         while let Some(peek) = next {
@@ -127,22 +183,21 @@ impl<'py> PyValues<'py> {
         Ok(PyList::new(self.py, items).map_err(Fail::Py)?.into_any())
     }
 
-    fn object(&self, j: &mut Jiter<'_>) -> Result<Bound<'py, PyAny>, Fail> {
+    fn object(&mut self, j: &mut Jiter<'_>) -> Result<Bound<'py, PyAny>, Fail> {
         let py = self.py;
         let dict = PyDict::new(py);
-        let key_of = |raw: &[u8]| jiter::cached_py_string(py, &unescape(raw));
-        let mut key = j.next_object_bytes()?.map(key_of);
+        let mut key = j.next_object_bytes()?.map(|raw| self.keys.get(py, raw));
         while let Some(k) = key {
             let peek = j.peek()?;
             let v = self.value(j, peek)?;
             dict.set_item(k, v).map_err(Fail::Py)?;
-            key = j.next_key_bytes()?.map(key_of);
+            key = j.next_key_bytes()?.map(|raw| self.keys.get(py, raw));
         }
         Ok(dict.into_any())
     }
 }
 
-impl Payloads for PyValues<'_> {
+impl Payloads for PyValues<'_, '_> {
     type Value = Py<PyAny>;
 
     fn take(&mut self, j: &mut Jiter<'_>, peek: Peek) -> JiterResult<Option<Py<PyAny>>> {
