@@ -30,8 +30,8 @@ use values::{Keys, PyValues};
 /// A lazy decoder frames and validates more bytes than this with the GIL released.
 const DETACH_AT: usize = 64 * 1024;
 
-/// An eager decoder releases the GIL for chunks larger than this (or a held frame larger than
-/// `DETACH_AT`): below it, building the values in the validation pass is worth more.
+/// An eager decoder releases the GIL (and validates in a pass of its own) only for chunks larger
+/// than this: below it, building the values in the validation pass is worth more.
 const EAGER_DETACH_AT: usize = 4 * 1024 * 1024;
 
 /// The bytes of a `bytes`, `bytearray` or `memoryview` argument: the `bytes` object itself, or
@@ -207,12 +207,13 @@ impl Decoder {
         // the work is the chunk plus, if the chunk ends it, the frame held from earlier chunks
         let completes = framer.buffered() > 0 && memchr::memchr(b'\n', chunk).is_some();
         let held = if completes { framer.buffered() } else { 0 };
-        // an eager decoder builds values in the same pass with the GIL held, unless a large frame
-        // (or a very large chunk) makes releasing it for the validation pass worth a second pass
+        // an eager decoder builds values in the validation pass, which needs the GIL: releasing
+        // it for a separate validation pass costs a second pass (about a quarter more time), so
+        // it does that only for a very large chunk
         let heavy = if self.lazy {
             chunk.len() + held > DETACH_AT
         } else {
-            held > DETACH_AT || chunk.len() > EAGER_DETACH_AT
+            chunk.len() > EAGER_DETACH_AT
         };
         let run = Run {
             input: &input,
@@ -246,7 +247,8 @@ impl Decoder {
             held,
         };
         let caches = (&mut self.methods, &mut self.keys);
-        run_frames(py, held > DETACH_AT, &run, caches, |sink| {
+        let heavy = self.lazy && held > DETACH_AT;
+        run_frames(py, heavy, &run, caches, |sink| {
             let _ = framer.close(sink);
         })
     }

@@ -3,7 +3,6 @@
 //! builds its payload from its bytes on first access (then keeps it). A message has at most one
 //! payload, chosen by its kind: `params` (requests, notifications), `result` or `error`.
 
-use jiter::{PythonParse, StringCacheMode};
 use pyo3::basic::CompareOp;
 use pyo3::exceptions::PyValueError;
 use pyo3::ffi;
@@ -19,16 +18,12 @@ use crate::splice;
 
 use super::build::Buffer;
 use super::encode_id;
+use super::values;
 
-/// Build the Python value of a JSON text already validated by the envelope scan.
+/// Build the Python value of a payload already validated by the envelope scan (with the same
+/// builder as the eager scan, so lazy and eager values are built the same way).
 pub(crate) fn parse_json<'py>(py: Python<'py>, json: &[u8]) -> PyResult<Bound<'py, PyAny>> {
-    let parser = PythonParse {
-        cache_mode: StringCacheMode::Keys,
-        ..PythonParse::default()
-    };
-    parser
-        .python_parse(py, json)
-        .map_err(|e| PyValueError::new_err(e.description(json)))
+    values::parse(py, json)
 }
 
 /// A valid message (see `docs/core-contract.md`).

@@ -5,6 +5,7 @@
 use std::borrow::Cow;
 
 use jiter::{Jiter, JiterError, JiterErrorType, JiterResult, JsonErrorType, Peek};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyList, PyString};
 
@@ -93,9 +94,16 @@ fn escaped(rest: &[u8]) -> (char, usize) {
 /// Object keys seen so far, by their raw bytes: MCP payloads repeat a few keys endlessly, so a
 /// key is one lookup and a shared `str`, not a new string (nor a hash of the decoded text).
 /// The slots are allocated on first use.
-#[derive(Default)]
 pub(crate) struct Keys {
     slots: Vec<Option<KeyEntry>>,
+    /// Number of slots, a power of two.
+    size: usize,
+}
+
+impl Default for Keys {
+    fn default() -> Self {
+        Self::with_slots(KEY_SLOTS)
+    }
 }
 
 /// A cached key: its raw bytes and its string.
@@ -107,15 +115,23 @@ const KEY_MAX: usize = 48;
 
 impl Keys {
     /// The `str` for a key whose raw token content is `raw`.
+    /// A cache of `size` slots (a power of two), allocated on first use.
+    fn with_slots(size: usize) -> Self {
+        Self {
+            slots: Vec::new(),
+            size,
+        }
+    }
+
     fn get<'py>(&mut self, py: Python<'py>, raw: &[u8]) -> Bound<'py, PyString> {
         if raw.len() > KEY_MAX {
             return new_str(py, &unescape(raw));
         }
         let hash = slot_hash(raw);
         if self.slots.is_empty() {
-            self.slots.resize_with(KEY_SLOTS, || None);
+            self.slots.resize_with(self.size, || None);
         }
-        let slot = &mut self.slots[(hash as usize) & (KEY_SLOTS - 1)];
+        let slot = &mut self.slots[(hash as usize) & (self.size - 1)];
         if let Some((k, s)) = slot {
             if **k == *raw {
                 return s.bind(py).clone();
@@ -214,5 +230,22 @@ impl Payloads for PyValues<'_, '_> {
                 })
             }
         }
+    }
+}
+
+/// Build the value of one JSON text already validated by the envelope scan (a lazy payload, or
+/// one validated without the GIL), with a small key cache of its own.
+pub(crate) fn parse<'py>(py: Python<'py>, json: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+    let mut keys = Keys::with_slots(32);
+    let mut values = PyValues::new(py, &mut keys);
+    let mut j = Jiter::new(json);
+    let built = j
+        .peek()
+        .map_err(Fail::Json)
+        .and_then(|peek| values.value(&mut j, peek));
+    match built {
+        Ok(v) => Ok(v),
+        Err(Fail::Py(e)) => Err(e),
+        Err(Fail::Json(e)) => Err(PyValueError::new_err(format!("invalid JSON payload: {e}"))),
     }
 }
