@@ -29,6 +29,14 @@ pub enum Event<'a> {
         /// The frame bytes.
         bytes: &'a [u8],
     },
+    /// A complete frame like `Frame`, reassembled from several chunks: the framer hands over the
+    /// buffer it gathered it in, so the frame is never copied again.
+    Assembled {
+        /// Stream offset of the first byte of the frame.
+        offset: u64,
+        /// The frame bytes.
+        bytes: Vec<u8>,
+    },
     /// A frame longer than `max_frame` bytes (reported once).
     Oversize {
         /// Stream offset of the first byte of the frame.
@@ -158,9 +166,18 @@ impl Framer {
             return Ok(());
         }
         // decoded as if terminated: a final CR would be half of a CRLF
-        let frame = std::mem::take(&mut self.pending);
-        let frame = frame.strip_suffix(b"\r").unwrap_or(&frame);
-        self.emit(frame, self.frame_start, &mut sink);
+        let mut frame = std::mem::take(&mut self.pending);
+        if frame.last() == Some(&b'\r') {
+            frame.pop();
+        }
+        if frame.len() > self.max_frame || is_blank(&frame) {
+            self.emit(&frame, self.frame_start, &mut sink);
+        } else {
+            sink(Event::Assembled {
+                offset: self.frame_start,
+                bytes: frame,
+            });
+        }
         Ok(())
     }
 
@@ -208,9 +225,10 @@ impl Framer {
             self.pending.extend_from_slice(seg);
             self.pending.truncate(len);
             if !is_blank(&self.pending) {
-                sink(Event::Frame {
+                let bytes = std::mem::take(&mut self.pending);
+                sink(Event::Assembled {
                     offset: self.frame_start,
-                    bytes: &self.pending,
+                    bytes,
                 });
             }
         }
@@ -279,6 +297,7 @@ mod tests {
     fn own(e: Event<'_>) -> Ev {
         match e {
             Event::Frame { offset, bytes } => Ev::F(offset, bytes.to_vec()),
+            Event::Assembled { offset, bytes } => Ev::F(offset, bytes),
             Event::Oversize { offset, preview } => Ev::O(offset, preview.to_vec()),
         }
     }

@@ -59,8 +59,6 @@ struct Run<'a> {
     batches: bool,
     lazy: bool,
     max_frame: usize,
-    /// Bytes held from earlier chunks that this call may hand out.
-    held: usize,
 }
 
 /// The GIL-held path: frames become Python objects one by one as `drive` hands them out.
@@ -87,9 +85,9 @@ fn run_frames<'py>(
     drive: impl Send + FnOnce(&mut dyn FnMut(Event<'_>)),
 ) -> PyResult<Bound<'py, PyList>> {
     if heavy {
-        let (batches, max_frame, chunk, held) = (run.batches, run.max_frame, run.chunk, run.held);
+        let (batches, max_frame, chunk) = (run.batches, run.max_frame, run.chunk);
         let collected = py.detach(|| {
-            let mut sink = Collector::new(batches, max_frame, chunk, held, Skip::default());
+            let mut sink = Collector::new(batches, max_frame, chunk, Skip::default());
             drive(&mut |e| sink.event(e));
             sink.finish().0
         });
@@ -221,7 +219,6 @@ impl Decoder {
             batches,
             lazy: self.lazy,
             max_frame: framer.max_frame(),
-            held: framer.buffered(),
         };
         // the decoder was checked open above
         let caches = (&mut self.methods, &mut self.keys);
@@ -244,7 +241,6 @@ impl Decoder {
             batches,
             lazy: self.lazy,
             max_frame: framer.max_frame(),
-            held,
         };
         let caches = (&mut self.methods, &mut self.keys);
         let heavy = self.lazy && held > DETACH_AT;
@@ -321,7 +317,6 @@ fn decode<'py>(
         batches,
         lazy,
         max_frame,
-        held: 0,
     };
     let caches = (&mut Methods::default(), &mut Keys::default());
     run_frames(py, heavy, &run, caches, |sink| {

@@ -95,15 +95,20 @@ pub(crate) fn oversize_failure(max_frame: usize, preview: &[u8]) -> Failure {
 struct FrameRec {
     end: usize,
     offset: u64,
-    /// Where the frame starts in its buffer.
-    base: usize,
-    /// In the input chunk (else in the arena).
-    in_input: bool,
+    /// Where the frame starts in the input chunk, or which of `assembled` it is.
+    place: Place,
+}
+
+#[derive(Clone, Copy)]
+enum Place {
+    Input(usize),
+    Assembled(usize),
 }
 
 /// What one chunk (or one `decode` body) yields, before any Python object exists.
 pub(crate) struct Collected {
-    arena: Vec<u8>,
+    /// Frames reassembled from several chunks that yielded messages (kept, not copied).
+    assembled: Vec<Vec<u8>>,
     items: Vec<Item<Py<PyAny>>>,
     frames: Vec<FrameRec>,
 }
@@ -122,19 +127,13 @@ pub(crate) struct Collector<P> {
 }
 
 impl<P: Payloads<Value = Py<PyAny>>> Collector<P> {
-    /// A collector for frames of `input` (and at most `held` bytes held from earlier chunks),
-    /// sized so that nothing grows (and gets copied) while the chunk is processed.
-    pub(crate) fn new(
-        batches: bool,
-        max_frame: usize,
-        input: &[u8],
-        held: usize,
-        payloads: P,
-    ) -> Self {
+    /// A collector for the frames of `input` (and those reassembled from earlier chunks), sized
+    /// so that nothing grows (and gets copied) while the chunk is processed.
+    pub(crate) fn new(batches: bool, max_frame: usize, input: &[u8], payloads: P) -> Self {
         let frames = memchr::memchr_iter(b'\n', input).count() + 1;
         let (place, input_utf8) = input_place(input);
         let out = Collected {
-            arena: Vec::with_capacity(held + 1),
+            assembled: Vec::new(),
             items: Vec::with_capacity(frames),
             frames: Vec::with_capacity(frames),
         };
@@ -151,21 +150,24 @@ impl<P: Payloads<Value = Py<PyAny>>> Collector<P> {
     /// Validate one complete frame starting at stream `offset`.
     pub(crate) fn frame(&mut self, offset: u64, bytes: &[u8]) {
         let items = &mut self.out.items;
-        let start = items.len();
         let place = (self.input, self.input_utf8);
-        let (in_input, at) = validate_frame(bytes, place, self.batches, &mut self.payloads, items);
-        let mut base = at;
-        if !in_input && items[start..].iter().any(|i| matches!(i, Item::Message(_))) {
-            base = self.out.arena.len();
-            self.out.arena.extend_from_slice(bytes);
+        let (_, at) = validate_frame(bytes, place, self.batches, &mut self.payloads, items);
+        let end = items.len();
+        let place = Place::Input(at);
+        self.out.frames.push(FrameRec { end, offset, place });
+    }
+
+    /// Validate one reassembled frame, keeping its buffer if it yields messages.
+    pub(crate) fn assembled(&mut self, offset: u64, bytes: Vec<u8>) {
+        let items = &mut self.out.items;
+        let start = items.len();
+        envelope::validate_with(&bytes, self.batches, &mut self.payloads, items);
+        let place = Place::Assembled(self.out.assembled.len());
+        if items[start..].iter().any(|i| matches!(i, Item::Message(_))) {
+            self.out.assembled.push(bytes);
         }
         let end = items.len();
-        self.out.frames.push(FrameRec {
-            end,
-            offset,
-            base,
-            in_input,
-        });
+        self.out.frames.push(FrameRec { end, offset, place });
     }
 
     /// Report a frame longer than `max_frame`.
@@ -173,18 +175,15 @@ impl<P: Payloads<Value = Py<PyAny>>> Collector<P> {
         let failure = oversize_failure(self.max_frame, preview);
         self.out.items.push(Item::Failure(failure));
         let end = self.out.items.len();
-        self.out.frames.push(FrameRec {
-            end,
-            offset,
-            base: 0,
-            in_input: false,
-        });
+        let place = Place::Input(0);
+        self.out.frames.push(FrameRec { end, offset, place });
     }
 
     /// Handle one framer event.
     pub(crate) fn event(&mut self, event: Event<'_>) {
         match event {
             Event::Frame { offset, bytes } => self.frame(offset, bytes),
+            Event::Assembled { offset, bytes } => self.assembled(offset, bytes),
             Event::Oversize { offset, preview } => self.oversize(offset, preview),
         }
     }
@@ -204,16 +203,23 @@ pub(crate) fn to_python<'py>(
     lazy: bool,
     methods: &mut Methods,
 ) -> PyResult<Bound<'py, PyList>> {
-    let arena = Buffer::Shared(Arc::new(collected.arena));
+    let assembled: Vec<Buffer> = collected
+        .assembled
+        .into_iter()
+        .map(|v| Buffer::Shared(Arc::new(v)))
+        .collect();
     let mut objects = Vec::with_capacity(collected.items.len());
     let mut items = collected.items.into_iter();
     let mut done = 0;
     for frame in collected.frames {
-        let buf = if frame.in_input { input } else { &arena };
+        let (buf, base) = match frame.place {
+            Place::Input(at) => (input, at),
+            Place::Assembled(index) => (assembled.get(index).unwrap_or(&Buffer::Empty), 0),
+        };
         for item in items.by_ref().take(frame.end - done) {
             objects.push(match item {
                 Item::Message(e) => {
-                    let place = (buf, frame.base, frame.offset);
+                    let place = (buf, base, frame.offset);
                     message(py, place, e, lazy, methods)?
                 }
                 Item::Failure(f) => frame_error(py, frame.offset, f)?,

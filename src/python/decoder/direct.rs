@@ -6,7 +6,7 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 
-use crate::envelope::{Item, Payloads};
+use crate::envelope::{self, Item, Payloads};
 use crate::framing::Event;
 
 use super::build::{frame_error, input_place, message, oversize_failure, validate_frame};
@@ -59,6 +59,7 @@ impl<'a, 'py, P: Payloads<Value = Py<PyAny>>> Direct<'a, 'py, P> {
         }
         let done = match event {
             Event::Frame { offset, bytes } => self.frame(offset, bytes),
+            Event::Assembled { offset, bytes } => self.assembled(offset, bytes),
             Event::Oversize { offset, preview } => {
                 let failure = oversize_failure(self.max_frame, preview);
                 frame_error(self.py, offset, failure).map(|e| self.objects.push(e))
@@ -70,21 +71,21 @@ impl<'a, 'py, P: Payloads<Value = Py<PyAny>>> Direct<'a, 'py, P> {
     }
 
     fn frame(&mut self, offset: u64, bytes: &[u8]) -> PyResult<()> {
-        let (in_input, at) = validate_frame(
-            bytes,
-            self.place,
-            self.batches,
-            &mut self.payloads,
-            &mut self.scratch,
-        );
-        let own;
-        let (buf, base) = if in_input {
-            (self.input, at)
-        } else {
-            // a frame reassembled from several chunks: its own small buffer
-            own = Buffer::Shared(Arc::new(bytes.to_vec()));
-            (&own, 0)
-        };
+        let (batches, payloads) = (self.batches, &mut self.payloads);
+        let (_, at) = validate_frame(bytes, self.place, batches, payloads, &mut self.scratch);
+        self.build(self.input, at, offset)
+    }
+
+    /// A frame reassembled from several chunks: its buffer becomes the messages' buffer.
+    fn assembled(&mut self, offset: u64, bytes: Vec<u8>) -> PyResult<()> {
+        let (batches, payloads) = (self.batches, &mut self.payloads);
+        envelope::validate_with(&bytes, batches, payloads, &mut self.scratch);
+        let own = Buffer::Shared(Arc::new(bytes));
+        self.build(&own, 0, offset)
+    }
+
+    /// The objects for what the last frame (at `base` in `buf`) yielded.
+    fn build(&mut self, buf: &Buffer, base: usize, offset: u64) -> PyResult<()> {
         for item in self.scratch.drain(..) {
             self.objects.push(match item {
                 Item::Message(e) => {
