@@ -177,7 +177,10 @@ impl Decoder {
 #[pymethods]
 impl Decoder {
     #[new]
-    #[pyo3(signature = (*, max_frame = MaxFrame::DEFAULT, lazy = false, batches = true))]
+    #[pyo3(
+        signature = (*, max_frame = MaxFrame::DEFAULT, lazy = false, batches = true),
+        text_signature = "(*, max_frame=67108864, lazy=False, batches=True)"
+    )]
     fn new(max_frame: MaxFrame, lazy: bool, batches: bool) -> PyResult<Self> {
         let framer = Framer::new(max_frame.0);
         Ok(Self {
@@ -299,7 +302,10 @@ fn drive_body(body: &[u8], max_frame: usize, sink: &mut dyn FnMut(Event<'_>)) {
 
 /// Decode a whole body (an HTTP POST body) as one frame.
 #[pyfunction]
-#[pyo3(signature = (data, /, *, max_frame = MaxFrame::DEFAULT, lazy = false, batches = true))]
+#[pyo3(
+    signature = (data, /, *, max_frame = MaxFrame::DEFAULT, lazy = false, batches = true),
+    text_signature = "(data, /, *, max_frame=67108864, lazy=False, batches=True)"
+)]
 fn decode<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,

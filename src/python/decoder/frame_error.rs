@@ -63,7 +63,10 @@ impl FrameError {
 #[pymethods]
 impl FrameError {
     #[new]
-    #[pyo3(signature = (code, message, *, id = None, offset = None, preview = None, batch = None, notification = None))]
+    #[pyo3(
+        signature = (code, message, *, id = None, offset = None, preview = None, batch = None, notification = None),
+        text_signature = "(code, message, *, id=None, offset=0, preview=b'', batch=None, notification=False)"
+    )]
     fn new(
         code: &Bound<'_, PyAny>,
         message: &Bound<'_, PyAny>,

@@ -210,6 +210,7 @@ impl Message {
     }
 
     /// `raw` with the top-level id value replaced by `new_id` (JSON-encoded).
+    #[pyo3(signature = (new_id, /))]
     fn with_id<'py>(
         &self,
         py: Python<'py>,
