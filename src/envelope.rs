@@ -886,6 +886,51 @@ mod tests {
         );
     }
 
+    /// A `Payloads` that builds the text of each value, to check what the scan hands it.
+    struct Texts;
+
+    impl Payloads for Texts {
+        type Value = String;
+        fn take(&mut self, j: &mut Jiter<'_>, peek: Peek) -> JiterResult<Option<String>> {
+            let start = j.current_index();
+            j.known_skip(peek)?;
+            Ok(Some(
+                String::from_utf8_lossy(j.slice_to_current(start)).into_owned(),
+            ))
+        }
+    }
+
+    #[test]
+    fn payloads_are_built_during_the_scan() {
+        let mut out = Vec::new();
+        let f = br#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":[1]}}"#;
+        validate_with(f, true, &mut Texts, &mut out);
+        assert!(
+            matches!(&out[..], [Item::Message(e)] if e.payload.as_deref() == Some(r#"{"a":[1]}"#))
+        );
+        out.clear();
+        let r = br#"[{"jsonrpc":"2.0","id":1,"result":"x","params":[2]},{"jsonrpc":"2.0","id":null,"error":{"code":1,"message":"m"}}]"#;
+        validate_with(r, true, &mut Texts, &mut out);
+        assert!(matches!(&out[0], Item::Message(e) if e.payload.as_deref() == Some("\"x\"")));
+        assert!(matches!(&out[1], Item::Message(e) if e.payload.is_none()));
+        out.clear();
+        // a bad value anywhere makes the whole frame invalid, whatever was built before it
+        validate_with(
+            br#"{"jsonrpc":"2.0","id":1,"result":[1],"x":[}"#,
+            true,
+            &mut Texts,
+            &mut out,
+        );
+        assert!(matches!(&out[..], [Item::Failure(f)] if f.message == INVALID_JSON));
+    }
+
+    #[test]
+    fn invalid_utf8_index() {
+        assert_eq!(invalid_utf8_at("é日😀".as_bytes()), None);
+        assert_eq!(invalid_utf8_at(b"ab\xc3"), Some(2));
+        assert_eq!(invalid_utf8_at(b"\xed\xa0\x80"), Some(0));
+    }
+
     #[test]
     fn preview_is_first_bytes() {
         let mut frame = br#"{"jsonrpc":"2.0","method":"x","params":["#.to_vec();
