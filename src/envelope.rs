@@ -414,21 +414,22 @@ fn preview(frame: &[u8], range: &Range<usize>) -> Vec<u8> {
     frame[range.start..range.end.min(range.start + PREVIEW_BYTES)].to_vec()
 }
 
-/// Where a decoded string lives: in the frame (no escapes) or in jiter's scratch tape.
-fn text_of(s: &str, frame: &[u8]) -> Text {
-    let p = s.as_ptr() as usize;
-    let base = frame.as_ptr() as usize;
-    if p >= base && p + s.len() <= base + frame.len() {
-        Text::Span(p - base..p - base + s.len())
-    } else {
-        Text::Owned(s.into())
+/// The string whose token `j` is at: its raw content is used in place unless it has an escape
+/// (then it is decoded, which is rare for methods, ids and `jsonrpc`).
+fn known_text(j: &mut Jiter<'_>, frame: &[u8]) -> JiterResult<Text> {
+    let raw = j.known_bytes()?;
+    let start = raw.as_ptr() as usize - frame.as_ptr() as usize;
+    if !raw.contains(&b'\\') {
+        return Ok(Text::Span(start..start + raw.len()));
     }
+    let quoted = &frame[start - 1..start + raw.len() + 1];
+    Ok(Text::Owned(Jiter::new(quoted).next_str()?.into()))
 }
 
 /// Consume the value at `peek`; return its text when it is a string.
 fn take_str(j: &mut Jiter<'_>, peek: Peek, frame: &[u8]) -> JiterResult<Option<Text>> {
     if peek == Peek::String {
-        Ok(Some(text_of(j.known_str()?, frame)))
+        Ok(Some(known_text(j, frame)?))
     } else {
         j.known_skip(peek)?;
         Ok(None)
@@ -448,11 +449,8 @@ fn scan_object<P: Payloads>(
         let start = j.current_index();
         match f {
             Field::Jsonrpc => {
-                let ok = peek == Peek::String && j.known_str()? == "2.0";
-                if peek != Peek::String {
-                    j.known_skip(peek)?;
-                }
-                m.jsonrpc = Some(ok);
+                let text = take_str(j, peek, frame)?;
+                m.jsonrpc = Some(text.is_some_and(|t| t.as_str(frame) == "2.0"));
             }
             Field::Method => m.method = Some(take_str(j, peek, frame)?),
             Field::Id => {
@@ -490,7 +488,7 @@ fn scan_id(j: &mut Jiter<'_>, peek: Peek, frame: &[u8]) -> JiterResult<IdTag> {
             j.known_null()?;
             IdTag::Null
         }
-        Peek::String => IdTag::Str(text_of(j.known_str()?, frame)),
+        Peek::String => IdTag::Str(known_text(j, frame)?),
         _ if peek.is_num() => match j.known_number(peek)? {
             NumberAny::Int(NumberInt::Int(i)) => IdTag::Int(i),
             NumberAny::Int(_) => IdTag::Big,
