@@ -54,6 +54,14 @@ pub enum Text {
 }
 
 impl Text {
+    /// The UTF-8 bytes of the string, given the frame the span refers to.
+    pub fn as_bytes<'a>(&'a self, frame: &'a [u8]) -> &'a [u8] {
+        match self {
+            Self::Span(r) => &frame[r.clone()],
+            Self::Owned(s) => s.as_bytes(),
+        }
+    }
+
     /// The string, given the frame the span refers to.
     pub fn as_str<'a>(&'a self, frame: &'a [u8]) -> &'a str {
         match self {
@@ -450,7 +458,7 @@ fn scan_object<P: Payloads>(
         match f {
             Field::Jsonrpc => {
                 let text = take_str(j, peek, frame)?;
-                m.jsonrpc = Some(text.is_some_and(|t| t.as_str(frame) == "2.0"));
+                m.jsonrpc = Some(text.is_some_and(|t| t.as_bytes(frame) == b"2.0"));
             }
             Field::Method => m.method = Some(take_str(j, peek, frame)?),
             Field::Id => {

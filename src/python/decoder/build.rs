@@ -12,7 +12,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyInt, PyList, PyString};
 
 use crate::envelope::{
-    self, Envelope, Failure, Id, Item, Kind, OwnedId, Payloads, INVALID_REQUEST,
+    self, Envelope, Failure, Id, Item, Kind, OwnedId, Payloads, Text, INVALID_REQUEST,
 };
 use crate::framing::Event;
 
@@ -230,6 +230,14 @@ pub(crate) fn to_python<'py>(
     PyList::new(py, objects)
 }
 
+/// The text of a method or id string of a validated frame.
+fn frame_text<'a>(frame: &'a [u8], text: &'a Text) -> &'a str {
+    // SAFETY: messages only come from frames that passed the UTF-8 check (step 1), and a string
+    // token's content starts and ends next to an ASCII quote, so it is valid UTF-8 by itself;
+    // an owned text is a `str` already.
+    unsafe { std::str::from_utf8_unchecked(text.as_bytes(frame)) }
+}
+
 fn big_int<'py>(py: Python<'py>, literal: &str) -> PyResult<Bound<'py, PyAny>> {
     py.get_type::<PyInt>().call1((literal,))
 }
@@ -238,7 +246,7 @@ fn id_object<'py>(py: Python<'py>, frame: &[u8], id: Id) -> PyResult<Bound<'py, 
     match id {
         Id::Int(i) => Ok(i.into_pyobject(py)?.into_any()),
         Id::Big(r) => big_int(py, std::str::from_utf8(&frame[r]).unwrap_or_default()),
-        Id::Str(t) => Ok(PyString::new(py, t.as_str(frame)).into_any()),
+        Id::Str(t) => Ok(PyString::new(py, frame_text(frame, &t)).into_any()),
     }
 }
 
@@ -265,7 +273,7 @@ pub(crate) fn message<'py>(
         Some(id) => Some(id_object(py, frame, id)?.unbind()),
         None => None,
     };
-    let method = e.method.map(|t| methods.get(py, t.as_str(frame)));
+    let method = e.method.map(|t| methods.get(py, frame_text(frame, &t)));
     let request = matches!(e.kind, Kind::Request | Kind::Notification);
     let m = Message {
         kind: e.kind,
