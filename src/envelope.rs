@@ -1,1 +1,947 @@
-//! (to be written)
+//! Validation and classification of one frame as a JSON-RPC 2.0 message (or batch), following the
+//! order of the core contract: UTF-8, depth, JSON syntax, then the envelope rules. One pass of
+//! `jiter`'s `Jiter` both checks the whole frame and records the byte spans of `id`, `params`,
+//! `result` and `error`, so the bindings can build payload values lazily (or splice a new id)
+//! straight from the raw bytes. Nothing here allocates for a valid message except an escaped
+//! method or id string.
+
+use std::borrow::Cow;
+use std::ops::Range;
+
+use jiter::{Jiter, JiterResult, NumberAny, NumberInt, Peek};
+
+use crate::depth::{self, MAX_DEPTH};
+use crate::framing::PREVIEW_BYTES;
+
+/// JSON-RPC code for frames that are not valid UTF-8 JSON.
+pub const PARSE_ERROR: i64 = -32700;
+/// JSON-RPC code for valid JSON that is not a valid message.
+pub const INVALID_REQUEST: i64 = -32600;
+
+/// The four kinds of valid message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `method` and a non-null `id`.
+    Request,
+    /// `method` and no `id`.
+    Notification,
+    /// `result` and a non-null `id`.
+    Result,
+    /// `error` (with an `id`, possibly `null`).
+    Error,
+}
+
+impl Kind {
+    /// The name used by the Python API.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Request => "request",
+            Self::Notification => "notification",
+            Self::Result => "result",
+            Self::Error => "error",
+        }
+    }
+}
+
+/// A decoded JSON string: the exact bytes of the token's content when it has no escapes, else an
+/// owned decoded copy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Text {
+    /// Range of the content (between the quotes) in the frame.
+    Span(Range<usize>),
+    /// The decoded string (the token had escapes).
+    Owned(Box<str>),
+}
+
+impl Text {
+    /// The UTF-8 bytes of the string, given the frame the span refers to.
+    pub fn as_bytes<'a>(&'a self, frame: &'a [u8]) -> &'a [u8] {
+        match self {
+            Self::Span(r) => &frame[r.clone()],
+            Self::Owned(s) => s.as_bytes(),
+        }
+    }
+
+    /// The string, given the frame the span refers to.
+    pub fn as_str<'a>(&'a self, frame: &'a [u8]) -> &'a str {
+        match self {
+            Self::Span(r) => std::str::from_utf8(&frame[r.clone()]).unwrap_or_default(),
+            Self::Owned(s) => s,
+        }
+    }
+}
+
+/// A valid message id (string or integer).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Id {
+    /// An integer that fits in `i64`.
+    Int(i64),
+    /// A larger integer: range of its literal in the frame.
+    Big(Range<usize>),
+    /// A string.
+    Str(Text),
+}
+
+/// A valid id owned by a `Failure` (whose frame bytes may not be kept).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OwnedId {
+    /// An integer that fits in `i64`.
+    Int(i64),
+    /// A larger integer, as its JSON literal.
+    Big(Box<str>),
+    /// A string.
+    Str(Box<str>),
+}
+
+/// A valid message. All ranges are byte ranges in the frame given to [`validate`]. `V` is the
+/// type of payload value a [`Payloads`] builds during the scan (`()` when it only validates).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Envelope<V = ()> {
+    /// What kind of message.
+    pub kind: Kind,
+    /// The id; `None` for notifications and for an error with `id: null`.
+    pub id: Option<Id>,
+    /// The method (requests and notifications).
+    pub method: Option<Text>,
+    /// The message bytes: the whole frame, or a batch element without surrounding whitespace.
+    pub raw: Range<usize>,
+    /// The `id` value's bytes, when present (`null` included).
+    pub raw_id: Option<Range<usize>>,
+    /// The `params` value's bytes, when present (in a response too, where it means nothing).
+    pub raw_params: Option<Range<usize>>,
+    /// The `result` value's bytes (kind `Result` only).
+    pub raw_result: Option<Range<usize>>,
+    /// The `error` value's bytes (kind `Error` only).
+    pub raw_error: Option<Range<usize>>,
+    /// Index within its batch.
+    pub batch: Option<u32>,
+    /// The `params` (requests, notifications) or `result` value, if the scan built it.
+    pub payload: Option<V>,
+}
+
+/// An invalid frame or batch element.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// `PARSE_ERROR` or `INVALID_REQUEST`.
+    pub code: i64,
+    /// The contract's message text.
+    pub message: Cow<'static, str>,
+    /// The top-level id when it is a string or an integer (envelope failures only).
+    pub id: Option<OwnedId>,
+    /// Position of the frame or element in the frame given to [`validate`].
+    pub start: usize,
+    /// Its first `PREVIEW_BYTES` bytes.
+    pub preview: Vec<u8>,
+    /// Index within its batch.
+    pub batch: Option<u32>,
+    /// It was an object with `method` and without `id` (meant as a notification).
+    pub notification: bool,
+}
+
+/// What one frame yields: messages and failures, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Item<V = ()> {
+    /// A valid message.
+    Message(Envelope<V>),
+    /// An invalid frame or batch element.
+    Failure(Failure),
+}
+
+/// The invalid-JSON message.
+pub const INVALID_JSON: &str = "Parse error: invalid JSON";
+const NOT_OBJECT: &str = "Invalid Request: expected a JSON object";
+const EMPTY_BATCH: &str = "Invalid Request: empty batch";
+const NO_BATCHES: &str = "Invalid Request: batches are not supported";
+const NO_JSONRPC: &str = "Invalid Request: missing \"jsonrpc\"";
+const BAD_JSONRPC: &str = "Invalid Request: \"jsonrpc\" must be \"2.0\"";
+const METHOD_TYPE: &str = "Invalid Request: \"method\" must be a string";
+const REQUEST_RESULT: &str = "Invalid Request: a request cannot have \"result\" or \"error\"";
+const PARAMS_TYPE: &str = "Invalid Request: \"params\" must be an object or an array";
+const NULL_REQUEST_ID: &str = "Invalid Request: request id must not be null";
+const ID_TYPE: &str = "Invalid Request: \"id\" must be a string or an integer";
+const BOTH: &str = "Invalid Request: a response cannot have both \"result\" and \"error\"";
+const NEITHER: &str = "Invalid Request: missing \"method\", \"result\" or \"error\"";
+const NO_ID: &str = "Invalid Request: a response must have an \"id\"";
+const NULL_RESULT_ID: &str = "Invalid Request: a result must have a non-null \"id\"";
+const ERROR_TYPE: &str = "Invalid Request: \"error\" must be an object";
+const CODE_TYPE: &str = "Invalid Request: \"error.code\" must be an integer";
+const MESSAGE_TYPE: &str = "Invalid Request: \"error.message\" must be a string";
+
+/// The id member as found, before the envelope rules judge it.
+#[derive(Debug)]
+enum IdTag {
+    Null,
+    Int(i64),
+    Big,
+    Str(Text),
+    Bad,
+}
+
+/// How the scan consumes the `params` and `result` values: it must consume (and so validate) the
+/// value, and may build something from it on the way, saving a second pass over its bytes.
+pub trait Payloads {
+    /// What is built from a value.
+    type Value;
+    /// Consume the value that starts with `peek`.
+    fn take(&mut self, j: &mut Jiter<'_>, peek: Peek) -> JiterResult<Option<Self::Value>>;
+}
+
+/// Validate payload values without building anything.
+#[derive(Debug)]
+pub struct Skip<V = ()>(std::marker::PhantomData<V>);
+
+impl<V> Default for Skip<V> {
+    fn default() -> Self {
+        Self(std::marker::PhantomData)
+    }
+}
+
+impl<V> Payloads for Skip<V> {
+    type Value = V;
+    fn take(&mut self, j: &mut Jiter<'_>, peek: Peek) -> JiterResult<Option<V>> {
+        j.known_skip(peek)?;
+        Ok(None)
+    }
+}
+
+/// What the scan of an object recorded about its members (the last duplicate wins).
+#[derive(Debug)]
+struct Members<V> {
+    jsonrpc: Option<bool>,
+    method: Option<Option<Text>>,
+    id: Option<(Range<usize>, IdTag)>,
+    params: Option<(Range<usize>, bool)>,
+    result: Option<Range<usize>>,
+    error: Option<(Range<usize>, ErrShape)>,
+    params_value: Option<V>,
+    result_value: Option<V>,
+}
+
+impl<V> Default for Members<V> {
+    fn default() -> Self {
+        Self {
+            jsonrpc: None,
+            method: None,
+            id: None,
+            params: None,
+            result: None,
+            error: None,
+            params_value: None,
+            result_value: None,
+        }
+    }
+}
+
+/// What the `error` member looked like.
+#[derive(Debug, Clone, Copy)]
+enum ErrShape {
+    NotObject,
+    Object { code: bool, message: bool },
+}
+
+#[derive(Clone, Copy)]
+enum Field {
+    Jsonrpc,
+    Method,
+    Id,
+    Params,
+    Result,
+    Error,
+    Other,
+}
+
+fn field(key: &[u8]) -> Field {
+    match key {
+        b"jsonrpc" => Field::Jsonrpc,
+        b"method" => Field::Method,
+        b"id" => Field::Id,
+        b"params" => Field::Params,
+        b"result" => Field::Result,
+        b"error" => Field::Error,
+        _ => Field::Other,
+    }
+}
+
+/// The field a key names, from the key's raw bytes (between the quotes) in `frame`. A key with an
+/// escape (`"\u006dethod"`) is decoded first; that is rare, so the common case compares bytes.
+fn field_of(raw: &[u8], frame: &[u8]) -> Field {
+    if !raw.contains(&b'\\') {
+        return field(raw);
+    }
+    let start = raw.as_ptr() as usize - frame.as_ptr() as usize;
+    let quoted = &frame[start - 1..start + raw.len() + 1];
+    match Jiter::new(quoted).next_str() {
+        Ok(key) => field(key.as_bytes()),
+        Err(_) => Field::Other,
+    }
+}
+
+/// The index of the first byte of the first invalid UTF-8 sequence in `bytes`, `None` if it is all
+/// valid. A SIMD check first (the common case is valid text, often not ASCII); the exact position
+/// only when that fails.
+pub fn invalid_utf8_at(bytes: &[u8]) -> Option<usize> {
+    if simdutf8::basic::from_utf8(bytes).is_ok() {
+        return None;
+    }
+    std::str::from_utf8(bytes).err().map(|e| e.valid_up_to())
+}
+
+/// Validate `frame` and append what it yields to `out`: one item, or one per batch element.
+pub fn validate(frame: &[u8], batches: bool, out: &mut Vec<Item>) {
+    validate_with(frame, batches, &mut Skip::default(), out);
+}
+
+/// [`validate`], with `payloads` consuming the `params` and `result` values.
+pub fn validate_with<P: Payloads>(
+    frame: &[u8],
+    batches: bool,
+    payloads: &mut P,
+    out: &mut Vec<Item<P::Value>>,
+) {
+    if let Some(at) = invalid_utf8_at(frame) {
+        let message = format!("Parse error: invalid UTF-8 at byte {at} of the frame");
+        out.push(frame_failure(frame, PARSE_ERROR, message.into()));
+        return;
+    }
+    validate_utf8(frame, batches, payloads, out);
+}
+
+/// [`validate`] for a frame already known to be valid UTF-8 (the caller checked a whole chunk
+/// at once): steps 2 onwards.
+pub fn validate_utf8<P: Payloads>(
+    frame: &[u8],
+    batches: bool,
+    payloads: &mut P,
+    out: &mut Vec<Item<P::Value>>,
+) {
+    if depth::exceeds(frame, MAX_DEPTH) {
+        let message = format!("Parse error: nesting deeper than {MAX_DEPTH} levels");
+        out.push(frame_failure(frame, PARSE_ERROR, message.into()));
+        return;
+    }
+    let before = out.len();
+    if scan_frame(frame, batches, payloads, out).is_err() {
+        out.truncate(before);
+        out.push(frame_failure(frame, PARSE_ERROR, INVALID_JSON.into()));
+    }
+}
+
+/// A failure of the frame as a whole (steps 1-4 and batch-level rules).
+fn frame_failure<V>(frame: &[u8], code: i64, message: Cow<'static, str>) -> Item<V> {
+    Item::Failure(Failure {
+        code,
+        message,
+        id: None,
+        start: 0,
+        preview: frame[..frame.len().min(PREVIEW_BYTES)].to_vec(),
+        batch: None,
+        notification: false,
+    })
+}
+
+fn scan_frame<P: Payloads>(
+    frame: &[u8],
+    batches: bool,
+    p: &mut P,
+    out: &mut Vec<Item<P::Value>>,
+) -> JiterResult<()> {
+    let mut j = Jiter::new(frame);
+    let peek = j.peek()?;
+    match peek {
+        Peek::Object => {
+            let members = scan_object(&mut j, frame, p)?;
+            j.finish()?;
+            out.push(classify(members, 0..frame.len(), None, frame));
+        }
+        Peek::Array => {
+            let elements = scan_batch(&mut j, frame, p)?;
+            j.finish()?;
+            if !batches {
+                out.push(frame_failure(frame, INVALID_REQUEST, NO_BATCHES.into()));
+            } else if elements.is_empty() {
+                out.push(frame_failure(frame, INVALID_REQUEST, EMPTY_BATCH.into()));
+            } else {
+                for (index, (range, members)) in elements.into_iter().enumerate() {
+                    out.push(classify_element(members, range, index as u32, frame));
+                }
+            }
+        }
+        _ => {
+            j.known_skip(peek)?;
+            j.finish()?;
+            out.push(frame_failure(frame, INVALID_REQUEST, NOT_OBJECT.into()));
+        }
+    }
+    Ok(())
+}
+
+type Element<V> = (Range<usize>, Option<Members<V>>);
+
+fn scan_batch<P: Payloads>(
+    j: &mut Jiter<'_>,
+    frame: &[u8],
+    p: &mut P,
+) -> JiterResult<Vec<Element<P::Value>>> {
+    let mut elements = Vec::new();
+    let mut next = j.known_array()?;
+    while let Some(peek) = next {
+        let start = j.current_index();
+        let members = if peek == Peek::Object {
+            Some(scan_object(j, frame, p)?)
+        } else {
+            j.known_skip(peek)?;
+            None
+        };
+        elements.push((start..j.current_index(), members));
+        next = j.array_step()?;
+    }
+    Ok(elements)
+}
+
+fn classify_element<V>(
+    members: Option<Members<V>>,
+    range: Range<usize>,
+    index: u32,
+    frame: &[u8],
+) -> Item<V> {
+    match members {
+        Some(m) => classify(m, range, Some(index), frame),
+        None => Item::Failure(Failure {
+            code: INVALID_REQUEST,
+            message: NOT_OBJECT.into(),
+            id: None,
+            start: range.start,
+            preview: preview(frame, &range),
+            batch: Some(index),
+            notification: false,
+        }),
+    }
+}
+
+fn preview(frame: &[u8], range: &Range<usize>) -> Vec<u8> {
+    frame[range.start..range.end.min(range.start + PREVIEW_BYTES)].to_vec()
+}
+
+/// The string whose token `j` is at: its raw content is used in place unless it has an escape
+/// (then it is decoded, which is rare for methods, ids and `jsonrpc`).
+fn known_text(j: &mut Jiter<'_>, frame: &[u8]) -> JiterResult<Text> {
+    let raw = j.known_bytes()?;
+    let start = raw.as_ptr() as usize - frame.as_ptr() as usize;
+    if !raw.contains(&b'\\') {
+        return Ok(Text::Span(start..start + raw.len()));
+    }
+    let quoted = &frame[start - 1..start + raw.len() + 1];
+    Ok(Text::Owned(Jiter::new(quoted).next_str()?.into()))
+}
+
+/// Consume the value at `peek`; return its text when it is a string.
+fn take_str(j: &mut Jiter<'_>, peek: Peek, frame: &[u8]) -> JiterResult<Option<Text>> {
+    if peek == Peek::String {
+        Ok(Some(known_text(j, frame)?))
+    } else {
+        j.known_skip(peek)?;
+        Ok(None)
+    }
+}
+
+/// Scan an object whose `{` was peeked, recording the envelope members.
+fn scan_object<P: Payloads>(
+    j: &mut Jiter<'_>,
+    frame: &[u8],
+    p: &mut P,
+) -> JiterResult<Members<P::Value>> {
+    let mut m = Members::default();
+    let mut key = j.next_object_bytes()?.map(|k| field_of(k, frame));
+    while let Some(f) = key {
+        let peek = j.peek()?;
+        let start = j.current_index();
+        match f {
+            Field::Jsonrpc => {
+                let text = take_str(j, peek, frame)?;
+                m.jsonrpc = Some(text.is_some_and(|t| t.as_bytes(frame) == b"2.0"));
+            }
+            Field::Method => m.method = Some(take_str(j, peek, frame)?),
+            Field::Id => {
+                let tag = scan_id(j, peek, frame)?;
+                m.id = Some((start..j.current_index(), tag));
+            }
+            Field::Params => {
+                m.params_value = p.take(j, peek)?;
+                let container = matches!(peek, Peek::Object | Peek::Array);
+                m.params = Some((start..j.current_index(), container));
+            }
+            Field::Result => {
+                m.result_value = p.take(j, peek)?;
+                m.result = Some(start..j.current_index());
+            }
+            Field::Error => {
+                let shape = if peek == Peek::Object {
+                    scan_error(j)?
+                } else {
+                    j.known_skip(peek)?;
+                    ErrShape::NotObject
+                };
+                m.error = Some((start..j.current_index(), shape));
+            }
+            Field::Other => j.known_skip(peek)?,
+        }
+        key = j.next_key_bytes()?.map(|k| field_of(k, frame));
+    }
+    Ok(m)
+}
+
+fn scan_id(j: &mut Jiter<'_>, peek: Peek, frame: &[u8]) -> JiterResult<IdTag> {
+    Ok(match peek {
+        Peek::Null => {
+            j.known_null()?;
+            IdTag::Null
+        }
+        Peek::String => IdTag::Str(known_text(j, frame)?),
+        _ if peek.is_num() => match j.known_number(peek)? {
+            NumberAny::Int(NumberInt::Int(i)) => IdTag::Int(i),
+            NumberAny::Int(_) => IdTag::Big,
+            NumberAny::Float(_) => IdTag::Bad,
+        },
+        _ => {
+            j.known_skip(peek)?;
+            IdTag::Bad
+        }
+    })
+}
+
+/// Scan an error object whose `{` was peeked: is `code` an integer, is `message` a string.
+fn scan_error(j: &mut Jiter<'_>) -> JiterResult<ErrShape> {
+    let (mut code, mut message) = (false, false);
+    let mut key = j.known_object()?.map(|k| (k == "code", k == "message"));
+    while let Some((is_code, is_message)) = key {
+        let peek = j.peek()?;
+        if is_code && peek.is_num() {
+            code = matches!(j.known_number(peek)?, NumberAny::Int(_));
+        } else {
+            if is_code {
+                code = false;
+            } else if is_message {
+                message = peek == Peek::String;
+            }
+            j.known_skip(peek)?;
+        }
+        key = j.next_key()?.map(|k| (k == "code", k == "message"));
+    }
+    Ok(ErrShape::Object { code, message })
+}
+
+/// Judge the members by the envelope rules (step 5): the kind, or the failure message.
+fn judge<V>(m: &Members<V>) -> Result<Kind, &'static str> {
+    match m.jsonrpc {
+        None => return Err(NO_JSONRPC),
+        Some(false) => return Err(BAD_JSONRPC),
+        Some(true) => {}
+    }
+    match &m.method {
+        Some(method) => judge_request(m, method.is_some()),
+        None => judge_response(m),
+    }
+}
+
+fn judge_request<V>(m: &Members<V>, method_is_str: bool) -> Result<Kind, &'static str> {
+    if !method_is_str {
+        return Err(METHOD_TYPE);
+    }
+    if m.result.is_some() || m.error.is_some() {
+        return Err(REQUEST_RESULT);
+    }
+    if matches!(m.params, Some((_, false))) {
+        return Err(PARAMS_TYPE);
+    }
+    match &m.id {
+        None => Ok(Kind::Notification),
+        Some((_, IdTag::Null)) => Err(NULL_REQUEST_ID),
+        Some((_, IdTag::Bad)) => Err(ID_TYPE),
+        Some(_) => Ok(Kind::Request),
+    }
+}
+
+fn judge_response<V>(m: &Members<V>) -> Result<Kind, &'static str> {
+    match (&m.result, &m.error) {
+        (Some(_), Some(_)) => return Err(BOTH),
+        (None, None) => return Err(NEITHER),
+        _ => {}
+    }
+    match &m.id {
+        None => return Err(NO_ID),
+        Some((_, IdTag::Bad)) => return Err(ID_TYPE),
+        Some((_, IdTag::Null)) if m.result.is_some() => return Err(NULL_RESULT_ID),
+        _ => {}
+    }
+    match m.error {
+        None => Ok(Kind::Result),
+        Some((_, ErrShape::NotObject)) => Err(ERROR_TYPE),
+        Some((_, ErrShape::Object { code: false, .. })) => Err(CODE_TYPE),
+        Some((_, ErrShape::Object { message: false, .. })) => Err(MESSAGE_TYPE),
+        Some(_) => Ok(Kind::Error),
+    }
+}
+
+fn classify<V>(m: Members<V>, raw: Range<usize>, batch: Option<u32>, frame: &[u8]) -> Item<V> {
+    match judge(&m) {
+        Ok(kind) => Item::Message(envelope(m, kind, raw, batch)),
+        Err(message) => Item::Failure(Failure {
+            code: INVALID_REQUEST,
+            message: message.into(),
+            id: owned_id(&m, frame),
+            start: raw.start,
+            preview: preview(frame, &raw),
+            batch,
+            notification: m.method.is_some() && m.id.is_none(),
+        }),
+    }
+}
+
+fn envelope<V>(m: Members<V>, kind: Kind, raw: Range<usize>, batch: Option<u32>) -> Envelope<V> {
+    let (raw_id, id) = match m.id {
+        Some((r, tag)) => {
+            let id = match tag {
+                IdTag::Int(i) => Some(Id::Int(i)),
+                IdTag::Big => Some(Id::Big(r.clone())),
+                IdTag::Str(t) => Some(Id::Str(t)),
+                IdTag::Null | IdTag::Bad => None,
+            };
+            (Some(r), id)
+        }
+        None => (None, None),
+    };
+    Envelope {
+        kind,
+        id,
+        method: m.method.flatten(),
+        raw,
+        raw_id,
+        // a response may carry a `params` member too: it is ignored, but its bytes are there
+        raw_params: m.params.map(|p| p.0),
+        raw_result: m.result,
+        raw_error: m.error.map(|e| e.0),
+        batch,
+        payload: match kind {
+            Kind::Request | Kind::Notification => m.params_value,
+            Kind::Result => m.result_value,
+            Kind::Error => None,
+        },
+    }
+}
+
+fn owned_id<V>(m: &Members<V>, frame: &[u8]) -> Option<OwnedId> {
+    match &m.id {
+        Some((_, IdTag::Int(i))) => Some(OwnedId::Int(*i)),
+        Some((r, IdTag::Big)) => Some(OwnedId::Big(
+            String::from_utf8_lossy(&frame[r.clone()]).into(),
+        )),
+        Some((_, IdTag::Str(t))) => Some(OwnedId::Str(t.as_str(frame).into())),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn items(frame: &[u8]) -> Vec<Item> {
+        let mut out = Vec::new();
+        validate(frame, true, &mut out);
+        out
+    }
+
+    fn one(frame: &[u8]) -> Item {
+        let mut v = items(frame);
+        assert_eq!(v.len(), 1, "{:?}", String::from_utf8_lossy(frame));
+        v.pop().unwrap()
+    }
+
+    fn msg(frame: &[u8]) -> Envelope {
+        match one(frame) {
+            Item::Message(e) => e,
+            Item::Failure(f) => panic!("{:?}: {}", String::from_utf8_lossy(frame), f.message),
+        }
+    }
+
+    fn fail(frame: &[u8]) -> Failure {
+        match one(frame) {
+            Item::Failure(f) => f,
+            Item::Message(e) => panic!("{:?}: {:?}", String::from_utf8_lossy(frame), e),
+        }
+    }
+
+    fn slice<'a>(frame: &'a [u8], r: &Option<Range<usize>>) -> &'a [u8] {
+        &frame[r.clone().unwrap()]
+    }
+
+    #[test]
+    fn request_spans() {
+        let f = br#" {"jsonrpc":"2.0","id": 7 ,"method":"tools/call","params":{"a":[1,2]}} "#;
+        let e = msg(f);
+        assert_eq!(e.kind, Kind::Request);
+        assert_eq!(e.id, Some(Id::Int(7)));
+        assert_eq!(e.method.as_ref().unwrap().as_str(f), "tools/call");
+        assert_eq!(e.raw, 0..f.len());
+        assert_eq!(slice(f, &e.raw_id), b"7");
+        assert_eq!(slice(f, &e.raw_params), br#"{"a":[1,2]}"#);
+        assert_eq!((e.raw_result, e.raw_error, e.batch), (None, None, None));
+    }
+
+    #[test]
+    fn kinds() {
+        assert_eq!(
+            msg(br#"{"jsonrpc":"2.0","method":"x"}"#).kind,
+            Kind::Notification
+        );
+        assert_eq!(
+            msg(br#"{"jsonrpc":"2.0","method":"x","params":[]}"#).kind,
+            Kind::Notification
+        );
+        let r = br#"{"jsonrpc":"2.0","id":"a","result":null}"#;
+        let e = msg(r);
+        assert_eq!(e.kind, Kind::Result);
+        assert_eq!(slice(r, &e.raw_result), b"null");
+        assert_eq!(e.id, Some(Id::Str(Text::Span(23..24))));
+        let er = br#"{"jsonrpc":"2.0","id":null,"error":{"code":-1,"message":"m","data":[{}]}}"#;
+        let e = msg(er);
+        assert_eq!((e.kind, e.id.clone()), (Kind::Error, None));
+        assert_eq!(slice(er, &e.raw_id), b"null");
+        assert_eq!(
+            slice(er, &e.raw_error),
+            br#"{"code":-1,"message":"m","data":[{}]}"#
+        );
+    }
+
+    #[test]
+    fn escaped_and_big_ids() {
+        let f = br#"{"jsonrpc":"2.0","id":"a\u00e9\"","method":"m\/x"}"#;
+        let e = msg(f);
+        assert_eq!(e.id, Some(Id::Str(Text::Owned("a\u{e9}\"".into()))));
+        assert_eq!(e.method, Some(Text::Owned("m/x".into())));
+        let big = br#"{"jsonrpc":"2.0","id":-123456789012345678901234567890,"result":1}"#;
+        let e = msg(big);
+        assert_eq!(slice(big, &e.raw_id), b"-123456789012345678901234567890");
+        assert!(matches!(e.id, Some(Id::Big(_))));
+        assert_eq!(
+            msg(br#"{"jsonrpc":"2.0","id":-0,"result":1}"#).id,
+            Some(Id::Int(0))
+        );
+    }
+
+    #[test]
+    fn escaped_keys_and_duplicates() {
+        let e = msg(br#"{"jsonrpc":"2.0","\u006dethod":"x","id":true,"id":3}"#);
+        assert_eq!((e.kind, e.id), (Kind::Request, Some(Id::Int(3))));
+        let f = fail(br#"{"jsonrpc":"2.0","method":"x","id":3,"id":1.5}"#);
+        assert_eq!(f.message, ID_TYPE);
+    }
+
+    #[test]
+    fn frame_level_failures() {
+        let f = fail(b"{\"a\":\"\xff\"}");
+        assert_eq!(
+            (f.code, f.message.as_ref()),
+            (
+                PARSE_ERROR,
+                "Parse error: invalid UTF-8 at byte 6 of the frame"
+            )
+        );
+        let deep = [vec![b'['; 129], vec![b']'; 129]].concat();
+        assert_eq!(
+            fail(&deep).message,
+            "Parse error: nesting deeper than 128 levels"
+        );
+        for bad in [
+            &b"{"[..],
+            b"{\"a\":1,}",
+            b"[1,]",
+            b"{} x",
+            b"NaN",
+            b"[Infinity]",
+            b"{\"a\":\"\\ud800\"}",
+            b"{\"a\":\"\\udc00\"}",
+            b"\"a\tb\"",
+            b"01",
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"x\",\"params\":{\"a\":tru}}",
+            b"\xEF\xBB\xBF{}",
+        ] {
+            let f = fail(bad);
+            assert_eq!(
+                (f.code, f.message.as_ref(), f.id.clone()),
+                (PARSE_ERROR, INVALID_JSON, None),
+                "{bad:?}"
+            );
+        }
+        for not_object in [&b"1"[..], b"\"x\"", b"null", b" 1e400 "] {
+            let f = fail(not_object);
+            assert_eq!((f.code, f.message.as_ref()), (INVALID_REQUEST, NOT_OBJECT));
+        }
+    }
+
+    #[test]
+    fn envelope_rules_in_order() {
+        let cases: &[(&[u8], &str)] = &[
+            (br#"{"id":1,"method":"x"}"#, NO_JSONRPC),
+            (br#"{"jsonrpc":2.0,"method":"x"}"#, BAD_JSONRPC),
+            (br#"{"jsonrpc":"1.0","method":"x"}"#, BAD_JSONRPC),
+            (br#"{"jsonrpc":"2.0","method":1,"result":1}"#, METHOD_TYPE),
+            (br#"{"jsonrpc":"2.0","method":null}"#, METHOD_TYPE),
+            (
+                br#"{"jsonrpc":"2.0","method":"x","error":1,"params":1}"#,
+                REQUEST_RESULT,
+            ),
+            (
+                br#"{"jsonrpc":"2.0","method":"x","params":1,"id":null}"#,
+                PARAMS_TYPE,
+            ),
+            (
+                br#"{"jsonrpc":"2.0","method":"x","params":null}"#,
+                PARAMS_TYPE,
+            ),
+            (
+                br#"{"jsonrpc":"2.0","method":"x","id":null}"#,
+                NULL_REQUEST_ID,
+            ),
+            (br#"{"jsonrpc":"2.0","method":"x","id":false}"#, ID_TYPE),
+            (br#"{"jsonrpc":"2.0","method":"x","id":1.0}"#, ID_TYPE),
+            (br#"{"jsonrpc":"2.0","method":"x","id":[1]}"#, ID_TYPE),
+            (br#"{"jsonrpc":"2.0","result":1,"error":{}}"#, BOTH),
+            (br#"{"jsonrpc":"2.0","id":1}"#, NEITHER),
+            (br#"{"jsonrpc":"2.0","result":1}"#, NO_ID),
+            (br#"{"jsonrpc":"2.0","result":1,"id":{}}"#, ID_TYPE),
+            (br#"{"jsonrpc":"2.0","result":1,"id":null}"#, NULL_RESULT_ID),
+            (br#"{"jsonrpc":"2.0","error":[],"id":1}"#, ERROR_TYPE),
+            (
+                br#"{"jsonrpc":"2.0","error":{"message":"m"},"id":1}"#,
+                CODE_TYPE,
+            ),
+            (
+                br#"{"jsonrpc":"2.0","error":{"code":1.5,"message":"m"},"id":1}"#,
+                CODE_TYPE,
+            ),
+            (
+                br#"{"jsonrpc":"2.0","error":{"code":"1","message":"m"},"id":1}"#,
+                CODE_TYPE,
+            ),
+            (
+                br#"{"jsonrpc":"2.0","error":{"code":1},"id":1}"#,
+                MESSAGE_TYPE,
+            ),
+            (
+                br#"{"jsonrpc":"2.0","error":{"code":1,"message":null},"id":1}"#,
+                MESSAGE_TYPE,
+            ),
+        ];
+        for (frame, expected) in cases {
+            let f = fail(frame);
+            assert_eq!(
+                (f.code, f.message.as_ref()),
+                (INVALID_REQUEST, *expected),
+                "{:?}",
+                String::from_utf8_lossy(frame)
+            );
+        }
+        let e = msg(
+            br#"{"jsonrpc":"2.0","error":{"code":99999999999999999999999,"message":"m"},"id":1}"#,
+        );
+        assert_eq!(e.kind, Kind::Error);
+    }
+
+    #[test]
+    fn failure_id_and_notification_flag() {
+        let f = fail(br#"{"jsonrpc":"1.0","method":"x","id":"q"}"#);
+        assert_eq!(
+            (f.id, f.notification),
+            (Some(OwnedId::Str("q".into())), false)
+        );
+        let f = fail(br#"{"jsonrpc":"1.0","method":"x"}"#);
+        assert_eq!((f.id, f.notification), (None, true));
+        let f = fail(br#"{"method":"x","params":3}"#);
+        assert!(f.notification);
+        let f = fail(br#"{"jsonrpc":"2.0","resul":1,"id":12345678901234567890123}"#);
+        assert_eq!(f.id, Some(OwnedId::Big("12345678901234567890123".into())));
+        assert!(!fail(b"[1]").notification);
+    }
+
+    #[test]
+    fn batches() {
+        let f =
+            br#"[ {"jsonrpc":"2.0","method":"a"} , 5, [], {"jsonrpc":"2.0","id":2,"result":{}}]"#;
+        let v = items(f);
+        assert_eq!(v.len(), 4);
+        let Item::Message(a) = &v[0] else { panic!() };
+        assert_eq!(
+            (&f[a.raw.clone()], a.batch),
+            (&br#"{"jsonrpc":"2.0","method":"a"}"#[..], Some(0))
+        );
+        let Item::Failure(b) = &v[1] else { panic!() };
+        assert_eq!(
+            (b.message.as_ref(), b.start, b.batch, b.preview.as_slice()),
+            (NOT_OBJECT, 35, Some(1), &b"5"[..])
+        );
+        let Item::Failure(c) = &v[2] else { panic!() };
+        assert_eq!((c.message.as_ref(), c.batch), (NOT_OBJECT, Some(2)));
+        let Item::Message(d) = &v[3] else { panic!() };
+        assert_eq!((d.kind, d.batch), (Kind::Result, Some(3)));
+        assert_eq!(fail(b" [ ] ").message, EMPTY_BATCH);
+        assert_eq!(fail(b"[{},1,]").message, INVALID_JSON);
+        let mut out = Vec::new();
+        validate(br#"[{"jsonrpc":"2.0","method":"a"}]"#, false, &mut out);
+        assert!(
+            matches!(&out[..], [Item::Failure(f)] if f.message == NO_BATCHES && f.batch.is_none())
+        );
+    }
+
+    /// A `Payloads` that builds the text of each value, to check what the scan hands it.
+    struct Texts;
+
+    impl Payloads for Texts {
+        type Value = String;
+        fn take(&mut self, j: &mut Jiter<'_>, peek: Peek) -> JiterResult<Option<String>> {
+            let start = j.current_index();
+            j.known_skip(peek)?;
+            Ok(Some(
+                String::from_utf8_lossy(j.slice_to_current(start)).into_owned(),
+            ))
+        }
+    }
+
+    #[test]
+    fn payloads_are_built_during_the_scan() {
+        let mut out = Vec::new();
+        let f = br#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":[1]}}"#;
+        validate_with(f, true, &mut Texts, &mut out);
+        assert!(
+            matches!(&out[..], [Item::Message(e)] if e.payload.as_deref() == Some(r#"{"a":[1]}"#))
+        );
+        out.clear();
+        let r = br#"[{"jsonrpc":"2.0","id":1,"result":"x","params":[2]},{"jsonrpc":"2.0","id":null,"error":{"code":1,"message":"m"}}]"#;
+        validate_with(r, true, &mut Texts, &mut out);
+        assert!(matches!(&out[0], Item::Message(e) if e.payload.as_deref() == Some("\"x\"")));
+        assert!(matches!(&out[1], Item::Message(e) if e.payload.is_none()));
+        out.clear();
+        // a bad value anywhere makes the whole frame invalid, whatever was built before it
+        validate_with(
+            br#"{"jsonrpc":"2.0","id":1,"result":[1],"x":[}"#,
+            true,
+            &mut Texts,
+            &mut out,
+        );
+        assert!(matches!(&out[..], [Item::Failure(f)] if f.message == INVALID_JSON));
+    }
+
+    #[test]
+    fn invalid_utf8_index() {
+        assert_eq!(invalid_utf8_at("é日😀".as_bytes()), None);
+        assert_eq!(invalid_utf8_at(b"ab\xc3"), Some(2));
+        assert_eq!(invalid_utf8_at(b"\xed\xa0\x80"), Some(0));
+    }
+
+    #[test]
+    fn preview_is_first_bytes() {
+        let mut frame = br#"{"jsonrpc":"2.0","method":"x","params":["#.to_vec();
+        frame.extend(std::iter::repeat_n(b'1', 100));
+        let f = fail(&frame);
+        assert_eq!(f.preview, frame[..PREVIEW_BYTES].to_vec());
+    }
+}

@@ -1,1 +1,440 @@
-//! (to be written)
+//! Incremental NDJSON framing: splits a byte stream, fed in chunks of any size, into frames.
+//!
+//! A frame ends at LF; a CR right before the LF belongs to the terminator. A UTF-8 BOM at stream
+//! offset 0 is dropped (offsets still count it). Frames made only of spaces, tabs and CRs are
+//! skipped. A frame longer than `max_frame` bytes is reported once, as soon as it is known to be
+//! too long, and its remaining bytes are dropped as they arrive, so the framer never holds more than
+//! `max_frame + 1` bytes of it. Every result is independent of how the stream was chunked, and the
+//! work is linear in the bytes fed: complete frames inside a chunk are handed out as borrowed
+//! slices, and only the unterminated tail of a chunk is copied.
+
+use memchr::memchr;
+
+/// The UTF-8 byte order mark, dropped at stream offset 0.
+pub const BOM: &[u8; 3] = b"\xEF\xBB\xBF";
+
+/// Length of the preview of an oversize (or invalid) frame.
+pub const PREVIEW_BYTES: usize = 64;
+
+/// Default frame size limit in bytes.
+pub const DEFAULT_MAX_FRAME: usize = 64 * 1024 * 1024;
+
+/// Something the framer found in the stream, in stream order.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Event<'a> {
+    /// A complete, non-blank frame of at most `max_frame` bytes, terminator excluded.
+    Frame {
+        /// Stream offset of the first byte of the frame.
+        offset: u64,
+        /// The frame bytes.
+        bytes: &'a [u8],
+    },
+    /// A complete frame like `Frame`, reassembled from several chunks: the framer hands over the
+    /// buffer it gathered it in, so the frame is never copied again.
+    Assembled {
+        /// Stream offset of the first byte of the frame.
+        offset: u64,
+        /// The frame bytes.
+        bytes: Vec<u8>,
+    },
+    /// A frame longer than `max_frame` bytes (reported once).
+    Oversize {
+        /// Stream offset of the first byte of the frame.
+        offset: u64,
+        /// Its first bytes: `PREVIEW_BYTES` of them, or `max_frame + 1` if that is fewer.
+        preview: &'a [u8],
+    },
+}
+
+/// `feed` or `close` after `close`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Closed;
+
+/// True for a frame that is skipped silently: only spaces, tabs and CRs (or nothing).
+pub fn is_blank(frame: &[u8]) -> bool {
+    frame.iter().all(|&b| matches!(b, b' ' | b'\t' | b'\r'))
+}
+
+/// The incremental splitter. See the module documentation.
+#[derive(Debug)]
+pub struct Framer {
+    max_frame: usize,
+    consumed: u64,
+    pending: Vec<u8>,
+    frame_start: u64,
+    discarding: bool,
+    bom_matched: usize,
+    bom_done: bool,
+    closed: bool,
+}
+
+impl Framer {
+    /// A framer enforcing `max_frame` (must be at least 1; the bindings check it).
+    pub fn new(max_frame: usize) -> Self {
+        Self {
+            // at least 1, and `max_frame + 1` must not overflow
+            max_frame: max_frame.clamp(1, usize::MAX - 1),
+            consumed: 0,
+            pending: Vec::new(),
+            frame_start: 0,
+            discarding: false,
+            bom_matched: 0,
+            bom_done: false,
+            closed: false,
+        }
+    }
+
+    /// The frame size limit.
+    pub fn max_frame(&self) -> usize {
+        self.max_frame
+    }
+
+    /// Stream bytes consumed so far (a BOM included).
+    pub fn offset(&self) -> u64 {
+        self.consumed
+    }
+
+    /// Bytes held for an incomplete frame (at most `max_frame + 1`).
+    pub fn buffered(&self) -> usize {
+        if self.bom_done {
+            self.pending.len()
+        } else {
+            self.bom_matched
+        }
+    }
+
+    /// True once `close` was called.
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// Split `chunk`, handing every frame and oversize report it completes to `sink`, in order.
+    pub fn feed<F>(&mut self, chunk: &[u8], mut sink: F) -> Result<(), Closed>
+    where
+        F: FnMut(Event<'_>),
+    {
+        if self.closed {
+            return Err(Closed);
+        }
+        let start = self.consumed;
+        self.consumed += chunk.len() as u64;
+        let mut data = chunk;
+        let mut base = start;
+        if !self.bom_done {
+            let used = self.match_bom(data);
+            data = &data[used..];
+            base += used as u64;
+            if !self.bom_done {
+                return Ok(());
+            }
+        }
+        let mut pos = 0;
+        while pos < data.len() {
+            match memchr(b'\n', &data[pos..]) {
+                Some(k) => {
+                    let nl = pos + k;
+                    self.end_frame(&data[pos..nl], &mut sink);
+                    pos = nl + 1;
+                    self.frame_start = base + pos as u64;
+                }
+                None => {
+                    self.hold(&data[pos..], &mut sink);
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// End the stream: an unterminated final frame is handed out as if terminated.
+    pub fn close<F>(&mut self, mut sink: F) -> Result<(), Closed>
+    where
+        F: FnMut(Event<'_>),
+    {
+        if self.closed {
+            return Err(Closed);
+        }
+        self.closed = true;
+        if !self.bom_done {
+            // the stream ended inside what could still have been a BOM: those bytes are content
+            self.bom_done = true;
+            self.pending.extend_from_slice(&BOM[..self.bom_matched]);
+            self.frame_start = 0;
+        }
+        if self.discarding {
+            self.discarding = false;
+            return Ok(());
+        }
+        // decoded as if terminated: a final CR would be half of a CRLF
+        let mut frame = std::mem::take(&mut self.pending);
+        if frame.last() == Some(&b'\r') {
+            frame.pop();
+        }
+        if frame.len() > self.max_frame || is_blank(&frame) {
+            self.emit(&frame, self.frame_start, &mut sink);
+        } else {
+            sink(Event::Assembled {
+                offset: self.frame_start,
+                bytes: frame,
+            });
+        }
+        Ok(())
+    }
+
+    /// Consume the BOM prefix of the stream; return how many bytes of `data` it used.
+    fn match_bom(&mut self, data: &[u8]) -> usize {
+        let mut used = 0;
+        while used < data.len() && self.bom_matched < BOM.len() {
+            if data[used] != BOM[self.bom_matched] {
+                // not a BOM after all: the bytes matched so far are the start of the first frame
+                self.bom_done = true;
+                self.pending.extend_from_slice(&BOM[..self.bom_matched]);
+                self.frame_start = 0;
+                return used;
+            }
+            self.bom_matched += 1;
+            used += 1;
+        }
+        if self.bom_matched == BOM.len() {
+            self.bom_done = true;
+            self.frame_start = BOM.len() as u64;
+        }
+        used
+    }
+
+    /// The terminator of the current frame arrived; `seg` is its last bytes (before the LF).
+    fn end_frame<F: FnMut(Event<'_>)>(&mut self, seg: &[u8], sink: &mut F) {
+        if self.discarding {
+            self.discarding = false;
+            return;
+        }
+        if self.pending.is_empty() {
+            let frame = seg.strip_suffix(b"\r").unwrap_or(seg);
+            self.emit(frame, self.frame_start, sink);
+            return;
+        }
+        let ends_cr = seg.last().or(self.pending.last()) == Some(&b'\r');
+        let len = self.pending.len() + seg.len() - usize::from(ends_cr);
+        if len > self.max_frame {
+            let preview = self.preview_of(seg);
+            sink(Event::Oversize {
+                offset: self.frame_start,
+                preview: &preview,
+            });
+        } else {
+            self.pending.extend_from_slice(seg);
+            self.pending.truncate(len);
+            if !is_blank(&self.pending) {
+                let bytes = std::mem::take(&mut self.pending);
+                sink(Event::Assembled {
+                    offset: self.frame_start,
+                    bytes,
+                });
+            }
+        }
+        self.pending.clear();
+    }
+
+    /// `seg` is the unterminated tail of a chunk: keep it, or report the frame as oversize.
+    fn hold<F: FnMut(Event<'_>)>(&mut self, seg: &[u8], sink: &mut F) {
+        if self.discarding {
+            return;
+        }
+        let len = self.pending.len() + seg.len();
+        let limit = self.max_frame + 1;
+        // with exactly `max_frame + 1` bytes ending in CR, a following LF would make it fit
+        let last_cr = seg.last().or(self.pending.last()) == Some(&b'\r');
+        if len > limit || (len == limit && !last_cr) {
+            let preview = self.preview_of(seg);
+            sink(Event::Oversize {
+                offset: self.frame_start,
+                preview: &preview,
+            });
+            self.pending.clear();
+            self.discarding = true;
+        } else {
+            self.pending.extend_from_slice(seg);
+        }
+    }
+
+    /// The preview of the current frame, made of the pending bytes followed by `seg`.
+    fn preview_of(&self, seg: &[u8]) -> Vec<u8> {
+        let n = PREVIEW_BYTES.min(self.max_frame + 1);
+        let mut preview: Vec<u8> = self.pending.iter().take(n).copied().collect();
+        let more = n - preview.len();
+        preview.extend_from_slice(&seg[..more.min(seg.len())]);
+        preview
+    }
+
+    /// Hand out a complete frame (terminator removed), unless blank; report it if oversize.
+    fn emit<F: FnMut(Event<'_>)>(&self, frame: &[u8], offset: u64, sink: &mut F) {
+        if frame.len() > self.max_frame {
+            let n = PREVIEW_BYTES.min(self.max_frame + 1);
+            sink(Event::Oversize {
+                offset,
+                preview: &frame[..n],
+            });
+        } else if !is_blank(frame) {
+            sink(Event::Frame {
+                offset,
+                bytes: frame,
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An owned copy of an event, for comparisons.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    enum Ev {
+        F(u64, Vec<u8>),
+        O(u64, Vec<u8>),
+    }
+
+    fn own(e: Event<'_>) -> Ev {
+        match e {
+            Event::Frame { offset, bytes } => Ev::F(offset, bytes.to_vec()),
+            Event::Assembled { offset, bytes } => Ev::F(offset, bytes),
+            Event::Oversize { offset, preview } => Ev::O(offset, preview.to_vec()),
+        }
+    }
+
+    fn run(max: usize, chunks: &[&[u8]]) -> Vec<Ev> {
+        let mut f = Framer::new(max);
+        let mut out = Vec::new();
+        for c in chunks {
+            f.feed(c, |e| out.push(own(e))).unwrap();
+            assert!(f.buffered() <= max + 1);
+        }
+        f.close(|e| out.push(own(e))).unwrap();
+        out
+    }
+
+    fn f(off: u64, b: &[u8]) -> Ev {
+        Ev::F(off, b.to_vec())
+    }
+
+    #[test]
+    fn lf_crlf_blank_and_offsets() {
+        let out = run(100, &[b"{\"a\":1}\n\r\n  \t\n{\"b\":2}\r\nx\ry\n"]);
+        assert_eq!(
+            out,
+            vec![f(0, b"{\"a\":1}"), f(14, b"{\"b\":2}"), f(23, b"x\ry")]
+        );
+    }
+
+    #[test]
+    fn close_delivers_unterminated_frame_as_if_terminated() {
+        assert_eq!(run(100, &[b"a\nbc\r"]), vec![f(0, b"a"), f(2, b"bc")]);
+        assert_eq!(run(100, &[b"a\nb\rc"]), vec![f(0, b"a"), f(2, b"b\rc")]);
+        assert_eq!(run(100, &[b"a\n  \r"]), vec![f(0, b"a")]);
+    }
+
+    #[test]
+    fn bom_dropped_only_at_start() {
+        assert_eq!(
+            run(100, &[b"\xEF\xBB\xBF{}\n\xEF\xBB\xBF{}\n"]),
+            vec![f(3, b"{}"), f(6, b"\xEF\xBB\xBF{}")]
+        );
+        assert_eq!(
+            run(100, &[b"\xEF", b"\xBB", b"\xBF", b"1\n"]),
+            vec![f(3, b"1")]
+        );
+        assert_eq!(run(100, &[b"\xEF\xBB", b"x\n"]), vec![f(0, b"\xEF\xBBx")]);
+        assert_eq!(run(100, &[b"\xEF\xBB"]), vec![f(0, b"\xEF\xBB")]);
+        assert_eq!(run(100, &[b"\xEF\n"]), vec![f(0, b"\xEF")]);
+        assert_eq!(run(100, &[b"\xEF\xBB\xBF"]), vec![]);
+    }
+
+    #[test]
+    fn oversize_reported_once_and_followers_intact() {
+        let stream = b"12345\n123456789\nab\n";
+        let out = run(5, &[stream]);
+        assert_eq!(
+            out,
+            vec![f(0, b"12345"), Ev::O(6, b"123456".to_vec()), f(16, b"ab")]
+        );
+    }
+
+    #[test]
+    fn oversize_reported_before_terminator_arrives() {
+        let mut fr = Framer::new(4);
+        let mut out = Vec::new();
+        fr.feed(b"abcd", |e| out.push(own(e))).unwrap();
+        assert!(out.is_empty());
+        fr.feed(b"e", |e| out.push(own(e))).unwrap();
+        assert_eq!(out, vec![Ev::O(0, b"abcde".to_vec())]);
+        fr.feed(&[b'z'; 1000], |e| out.push(own(e))).unwrap();
+        assert_eq!(fr.buffered(), 0);
+        fr.close(|e| out.push(own(e))).unwrap();
+        assert_eq!(out.len(), 1);
+    }
+
+    #[test]
+    fn crlf_at_the_limit_fits() {
+        assert_eq!(run(4, &[b"abcd\r", b"\n"]), vec![f(0, b"abcd")]);
+        assert_eq!(
+            run(4, &[b"abcd\r", b"x\n"]),
+            vec![Ev::O(0, b"abcd\r".to_vec())]
+        );
+        // at close the frame ends as if terminated, so the CR is half of a CRLF
+        assert_eq!(run(4, &[b"abcd\r"]), vec![f(0, b"abcd")]);
+    }
+
+    #[test]
+    fn whitespace_frames_are_size_checked() {
+        assert_eq!(
+            run(3, &[b"      \n1\n"]),
+            vec![Ev::O(0, b"    ".to_vec()), f(7, b"1")]
+        );
+    }
+
+    #[test]
+    fn preview_is_capped() {
+        let big = vec![b'x'; 1000];
+        let out = run(500, &[&big, b"\n"]);
+        assert_eq!(out, vec![Ev::O(0, vec![b'x'; PREVIEW_BYTES])]);
+    }
+
+    #[test]
+    fn closed_framer_refuses() {
+        let mut fr = Framer::new(10);
+        fr.close(|_| {}).unwrap();
+        assert_eq!(fr.feed(b"x", |_| {}), Err(Closed));
+        assert_eq!(fr.close(|_| {}), Err(Closed));
+    }
+
+    #[test]
+    fn every_split_point_gives_the_same_events() {
+        let stream: &[u8] = b"\xEF\xBB\xBF{\"a\":1}\r\n\n  \n0123456789abc\r\n{\"b\":[1,2]}\nxy\r\rz\n0123456789\r\nq";
+        for max in [3, 9, 10, 11, 12, 100] {
+            let whole = run(max, &[stream]);
+            for i in 0..=stream.len() {
+                assert_eq!(
+                    run(max, &[&stream[..i], &stream[i..]]),
+                    whole,
+                    "max {max} split {i}"
+                );
+                for j in i..=stream.len() {
+                    let parts = [&stream[..i], &stream[i..j], &stream[j..]];
+                    assert_eq!(run(max, &parts), whole, "max {max} splits {i} {j}");
+                }
+            }
+            let bytewise: Vec<&[u8]> = stream.chunks(1).collect();
+            assert_eq!(run(max, &bytewise), whole);
+        }
+    }
+
+    #[test]
+    fn large_frame_in_small_chunks_is_linear_and_exact() {
+        let mut stream = vec![b'7'; 1 << 20];
+        stream.push(b'\n');
+        let chunks: Vec<&[u8]> = stream.chunks(4096).collect();
+        let out = run(2 << 20, &chunks);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0], Ev::F(0, vec![b'7'; 1 << 20]));
+    }
+}

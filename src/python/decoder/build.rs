@@ -1,0 +1,328 @@
+//! From the pure Rust results of one chunk to Python objects. Framing and validation (which may
+//! run without the GIL) record, for every frame that yields a message, where its bytes live: in
+//! the input chunk itself (most frames: no copy at all) or, for a frame that began in an earlier
+//! chunk, in a small arena. The messages then share those buffers, so `raw` and the `raw_*`
+//! members are cut out only on access.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBytes, PyInt, PyList, PyString};
+
+use crate::envelope::{
+    self, Envelope, Failure, Id, Item, Kind, OwnedId, Payloads, Text, INVALID_REQUEST,
+};
+use crate::framing::Event;
+
+use super::frame_error::FrameError;
+use super::message::{parse_json, Message};
+use super::methods::Methods;
+
+/// The bytes that message spans refer to.
+pub(crate) enum Buffer {
+    /// The caller's `bytes` object (immutable, so it can be shared as is).
+    Bytes(Py<PyBytes>),
+    /// A copy owned by the messages.
+    Shared(Arc<Vec<u8>>),
+    /// Nothing (what a dropped message leaves behind).
+    Empty,
+}
+
+impl Buffer {
+    /// The whole buffer.
+    pub(crate) fn bytes<'a>(&'a self, py: Python<'_>) -> &'a [u8] {
+        match self {
+            Self::Bytes(b) => b.as_bytes(py),
+            Self::Shared(v) => v,
+            Self::Empty => &[],
+        }
+    }
+
+    fn clone_ref(&self, py: Python<'_>) -> Self {
+        match self {
+            Self::Bytes(b) => Self::Bytes(b.clone_ref(py)),
+            Self::Shared(v) => Self::Shared(Arc::clone(v)),
+            Self::Empty => Self::Empty,
+        }
+    }
+}
+
+/// Where a collector's input chunk is (address, length) and how much of it is valid UTF-8.
+pub(crate) type InputPlace = ((usize, usize), usize);
+
+/// Where `input` is, and how much of it is valid UTF-8 (one SIMD check for the whole chunk).
+pub(crate) fn input_place(input: &[u8]) -> InputPlace {
+    let utf8 = envelope::invalid_utf8_at(input).unwrap_or(input.len());
+    ((input.as_ptr() as usize, input.len()), utf8)
+}
+
+/// Validate `bytes` into `out`, skipping the UTF-8 check when the input chunk's covered it;
+/// returns whether the frame lies in the input chunk, and where.
+pub(crate) fn validate_frame<P: Payloads>(
+    bytes: &[u8],
+    ((address, len), utf8): InputPlace,
+    batches: bool,
+    payloads: &mut P,
+    out: &mut Vec<Item<P::Value>>,
+) -> (bool, usize) {
+    let at = (bytes.as_ptr() as usize).wrapping_sub(address);
+    let in_input = at <= len && bytes.len() <= len - at;
+    if in_input && at + bytes.len() <= utf8 {
+        envelope::validate_utf8(bytes, batches, payloads, out);
+    } else {
+        envelope::validate_with(bytes, batches, payloads, out);
+    }
+    (in_input, at)
+}
+
+/// The failure for a frame longer than `max_frame`.
+pub(crate) fn oversize_failure(max_frame: usize, preview: &[u8]) -> Failure {
+    let message = format!("Invalid Request: frame exceeds the maximum size of {max_frame} bytes");
+    Failure {
+        code: INVALID_REQUEST,
+        message: message.into(),
+        id: None,
+        start: 0,
+        preview: preview.to_vec(),
+        batch: None,
+        notification: false,
+    }
+}
+
+/// The frame that the items `items[..end]` (from the previous frame's `end`) came from.
+struct FrameRec {
+    end: usize,
+    offset: u64,
+    /// Where the frame starts in the input chunk, or which of `assembled` it is.
+    place: Place,
+}
+
+#[derive(Clone, Copy)]
+enum Place {
+    Input(usize),
+    Assembled(usize),
+}
+
+/// What one chunk (or one `decode` body) yields, before any Python object exists.
+pub(crate) struct Collected {
+    /// Frames reassembled from several chunks that yielded messages (kept, not copied).
+    assembled: Vec<Vec<u8>>,
+    items: Vec<Item<Py<PyAny>>>,
+    frames: Vec<FrameRec>,
+}
+
+/// The framer's sink: validates each frame and notes where the messages' bytes are.
+pub(crate) struct Collector<P> {
+    batches: bool,
+    max_frame: usize,
+    /// Address and length of the input chunk, to tell its frames from reassembled ones.
+    input: (usize, usize),
+    /// Bytes of the input chunk known to be valid UTF-8 (from its start).
+    input_utf8: usize,
+    /// Consumes the payload values: validates them, and may build them.
+    payloads: P,
+    out: Collected,
+}
+
+impl<P: Payloads<Value = Py<PyAny>>> Collector<P> {
+    /// A collector for the frames of `input` (and those reassembled from earlier chunks), sized
+    /// so that nothing grows (and gets copied) while the chunk is processed.
+    pub(crate) fn new(batches: bool, max_frame: usize, input: &[u8], payloads: P) -> Self {
+        let frames = memchr::memchr_iter(b'\n', input).count() + 1;
+        let (place, input_utf8) = input_place(input);
+        let out = Collected {
+            assembled: Vec::new(),
+            items: Vec::with_capacity(frames),
+            frames: Vec::with_capacity(frames),
+        };
+        Self {
+            batches,
+            max_frame,
+            input: place,
+            input_utf8,
+            payloads,
+            out,
+        }
+    }
+
+    /// Validate one complete frame starting at stream `offset`.
+    pub(crate) fn frame(&mut self, offset: u64, bytes: &[u8]) {
+        let items = &mut self.out.items;
+        let place = (self.input, self.input_utf8);
+        let (_, at) = validate_frame(bytes, place, self.batches, &mut self.payloads, items);
+        let end = items.len();
+        let place = Place::Input(at);
+        self.out.frames.push(FrameRec { end, offset, place });
+    }
+
+    /// Validate one reassembled frame, keeping its buffer if it yields messages.
+    pub(crate) fn assembled(&mut self, offset: u64, bytes: Vec<u8>) {
+        let items = &mut self.out.items;
+        let start = items.len();
+        envelope::validate_with(&bytes, self.batches, &mut self.payloads, items);
+        let place = Place::Assembled(self.out.assembled.len());
+        if items[start..].iter().any(|i| matches!(i, Item::Message(_))) {
+            self.out.assembled.push(bytes);
+        }
+        let end = items.len();
+        self.out.frames.push(FrameRec { end, offset, place });
+    }
+
+    /// Report a frame longer than `max_frame`.
+    pub(crate) fn oversize(&mut self, offset: u64, preview: &[u8]) {
+        let failure = oversize_failure(self.max_frame, preview);
+        self.out.items.push(Item::Failure(failure));
+        let end = self.out.items.len();
+        let place = Place::Input(0);
+        self.out.frames.push(FrameRec { end, offset, place });
+    }
+
+    /// Handle one framer event.
+    pub(crate) fn event(&mut self, event: Event<'_>) {
+        match event {
+            Event::Frame { offset, bytes } => self.frame(offset, bytes),
+            Event::Assembled { offset, bytes } => self.assembled(offset, bytes),
+            Event::Oversize { offset, preview } => self.oversize(offset, preview),
+        }
+    }
+
+    /// What was collected, and the payload builder (to look for a Python error it met).
+    pub(crate) fn finish(self) -> (Collected, P) {
+        (self.out, self.payloads)
+    }
+}
+
+/// The Python list of `Message`/`FrameError` for what was collected; `input` is the buffer of the
+/// input chunk the collector saw.
+pub(crate) fn to_python<'py>(
+    py: Python<'py>,
+    collected: Collected,
+    input: &Buffer,
+    lazy: bool,
+    methods: &mut Methods,
+) -> PyResult<Bound<'py, PyList>> {
+    let assembled: Vec<Buffer> = collected
+        .assembled
+        .into_iter()
+        .map(|v| Buffer::Shared(Arc::new(v)))
+        .collect();
+    let mut objects = Vec::with_capacity(collected.items.len());
+    let mut items = collected.items.into_iter();
+    let mut done = 0;
+    for frame in collected.frames {
+        let (buf, base) = match frame.place {
+            Place::Input(at) => (input, at),
+            Place::Assembled(index) => (assembled.get(index).unwrap_or(&Buffer::Empty), 0),
+        };
+        for item in items.by_ref().take(frame.end - done) {
+            objects.push(match item {
+                Item::Message(e) => {
+                    let place = (buf, base, frame.offset);
+                    message(py, place, e, lazy, methods)?
+                }
+                Item::Failure(f) => frame_error(py, frame.offset, f)?,
+            });
+        }
+        done = frame.end;
+    }
+    PyList::new(py, objects)
+}
+
+/// The text of a method or id string of a validated frame.
+fn frame_text<'a>(frame: &'a [u8], text: &'a Text) -> &'a str {
+    // SAFETY: messages only come from frames that passed the UTF-8 check (step 1), and a string
+    // token's content starts and ends next to an ASCII quote, so it is valid UTF-8 by itself;
+    // an owned text is a `str` already.
+    unsafe { std::str::from_utf8_unchecked(text.as_bytes(frame)) }
+}
+
+fn big_int<'py>(py: Python<'py>, literal: &str) -> PyResult<Bound<'py, PyAny>> {
+    py.get_type::<PyInt>().call1((literal,))
+}
+
+fn id_object<'py>(py: Python<'py>, frame: &[u8], id: Id) -> PyResult<Bound<'py, PyAny>> {
+    match id {
+        Id::Int(i) => Ok(i.into_pyobject(py)?.into_any()),
+        Id::Big(r) => big_int(py, std::str::from_utf8(&frame[r]).unwrap_or_default()),
+        Id::Str(t) => Ok(PyString::new(py, frame_text(frame, &t)).into_any()),
+    }
+}
+
+fn owned_id_object(py: Python<'_>, id: OwnedId) -> PyResult<Bound<'_, PyAny>> {
+    match id {
+        OwnedId::Int(i) => Ok(i.into_pyobject(py)?.into_any()),
+        OwnedId::Big(s) => big_int(py, &s),
+        OwnedId::Str(s) => Ok(PyString::new(py, &s).into_any()),
+    }
+}
+
+/// Build a `Message` for `e`, whose frame is at `base` in `buf` and at `offset` in the stream.
+pub(crate) fn message<'py>(
+    py: Python<'py>,
+    (buf, base, offset): (&Buffer, usize, u64),
+    e: Envelope<Py<PyAny>>,
+    lazy: bool,
+    methods: &mut Methods,
+) -> PyResult<Bound<'py, PyAny>> {
+    let bytes = buf.bytes(py);
+    let frame = &bytes[base..];
+    let shift = |r: Range<usize>| base + r.start..base + r.end;
+    let id = match e.id {
+        Some(id) => Some(id_object(py, frame, id)?.unbind()),
+        None => None,
+    };
+    let method = e.method.map(|t| methods.get(py, frame_text(frame, &t)));
+    let request = matches!(e.kind, Kind::Request | Kind::Notification);
+    let m = Message {
+        kind: e.kind,
+        id,
+        method,
+        buf: buf.clone_ref(py),
+        offset: offset + e.raw.start as u64,
+        raw: shift(e.raw),
+        raw_id: e.raw_id.map(shift),
+        raw_payload: if request {
+            e.raw_params.clone()
+        } else {
+            e.raw_result.or(e.raw_error)
+        }
+        .map(shift),
+        response_params: if request { None } else { e.raw_params }.map(shift),
+        batch: e.batch,
+        lazy,
+        payload: PyOnceLock::new(),
+    };
+    if let Some(v) = e.payload {
+        // built during the scan; the cell is new, so `set` cannot find it filled
+        let _ = m.payload.set(py, v);
+    } else if let Some(r) = &m.raw_payload {
+        if !lazy || m.kind == Kind::Error {
+            // the cell is new, so `set` cannot find it filled
+            let _ = m
+                .payload
+                .set(py, parse_json(py, &bytes[r.clone()])?.unbind());
+        }
+    }
+    let object = Bound::new(py, m)?;
+    Message::untrack(&object);
+    Ok(object.into_any())
+}
+
+pub(crate) fn frame_error(py: Python<'_>, offset: u64, f: Failure) -> PyResult<Bound<'_, PyAny>> {
+    let id = match f.id {
+        Some(id) => Some(owned_id_object(py, id)?.unbind()),
+        None => None,
+    };
+    let e = FrameError {
+        code: f.code,
+        message: PyString::new(py, &f.message).unbind(),
+        id,
+        offset: offset + f.start as u64,
+        preview: PyBytes::new(py, &f.preview).unbind(),
+        batch: f.batch,
+        notification: f.notification,
+    };
+    Ok(Bound::new(py, e)?.into_any())
+}
