@@ -71,20 +71,23 @@ def _bridge_subscriptions(app: Any, server: EngineServer) -> None:
     subscribe(forward)
 
 
-def engine_server(app: Any, *, strict: bool = False, transport: str = "memory") -> EngineServer:
+def engine_server(
+    app: Any, *, strict: bool = False, transport: str = "memory", thread_pool: bool = True
+) -> EngineServer:
     """An mcpframe ``Server`` that serves ``app``'s methods with ``app``'s own handlers.
 
     Use it wherever an mcpframe ``Server`` goes: ``await server.serve(transport)``,
     ``mcpframe.client.Client(server)`` in memory, ``StreamableHTTPServer(server)``. The start-up report
     for ``transport`` is logged (one warning listing every piece not carried over) and kept as
     ``server.report``; with ``strict=True`` any such piece raises ``UnsupportedFeatureError`` instead.
+    ``thread_pool=False`` keeps the SDK's own ``anyio.to_thread`` for sync tools (see ``_threads``).
     """
     lowlevel = lowlevel_of(app)
     report = inspect_app(app, lowlevel, transport)
     if strict and report.warnings:
         raise UnsupportedFeatureError(report)
     report.log()
-    server = EngineServer(app)
+    server = EngineServer(app, thread_pool=thread_pool)
     server.report = report
     _bridge_subscriptions(app, server)
     return server
@@ -95,6 +98,7 @@ async def serve_async(
     transport: TransportName | Transport = "stdio",
     *,
     strict: bool = False,
+    thread_pool: bool = True,
     host: str = "127.0.0.1",
     port: int = 8000,
     http_options: Any = None,
@@ -109,7 +113,7 @@ async def serve_async(
     ``Session`` (``max_frame``, ``max_in_flight``, ...).
     """
     name = transport if isinstance(transport, str) else "transport"
-    server = engine_server(app, strict=strict, transport=name)
+    server = engine_server(app, strict=strict, transport=name, thread_pool=thread_pool)
     if transport == "stdio":
         async with stdio_server() as stdio:
             await server.serve(stdio, **session_options)

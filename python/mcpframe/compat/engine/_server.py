@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import Any
+from typing import Any, cast
 
+from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.connection import Connection
 from mcp.server.lowlevel.server import Server as LowLevelServer
+from mcp.server.mcpserver.tools import Tool as SDKTool
 from mcp.server.runner import ServerRunner, aclose_shielded
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
@@ -27,6 +29,7 @@ from mcp_types import (
     methods,
 )
 from mcp_types.version import LATEST_HANDSHAKE_VERSION
+from opentelemetry import trace
 from pydantic import ValidationError
 
 from mcpframe.server import Server, ServerConnection
@@ -36,6 +39,7 @@ from mcpframe.transports.base import Transport
 
 from ._channels import ConnectionChannel, NotificationChannel, RequestChannel
 from ._report import StartupReport
+from ._threads import WorkerPool, threaded
 
 __all__ = ["OWNED_METHODS", "EngineConnection", "EngineServer", "lowlevel_of"]
 
@@ -54,6 +58,30 @@ def lowlevel_of(app: Any) -> LowLevelServer[Any]:
     raise TypeError(
         f"expected an mcp MCPServer, a FastMCP app or an mcp low-level Server, not {type(app).__name__}"
     )
+
+
+class _Kernel:
+    """The SDK low-level server as the engine's ``ServerRunner`` sees it.
+
+    Everything is the server's own, except that its ``OpenTelemetryMiddleware`` is left out of the chain
+    while no tracer provider is installed: it would only make non-recording spans (the SDK calls it a
+    no-op until an exporter is installed), at a tenth of a request's cost here. Once a provider is set,
+    the next request runs it again.
+    """
+
+    def __init__(self, lowlevel: LowLevelServer[Any]) -> None:
+        self._lowlevel = lowlevel
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._lowlevel, name)
+
+    @property
+    def middleware(self) -> list[Any]:
+        """The server's middleware chain (OpenTelemetry's only while spans would be recorded)."""
+        chain = self._lowlevel.middleware
+        if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider | trace.NoOpTracerProvider):
+            return [mw for mw in chain if not isinstance(mw, OpenTelemetryMiddleware)]
+        return chain
 
 
 def _wire_error(exc: Exception, *, modern: bool) -> JSONRPCError:
@@ -101,7 +129,7 @@ class EngineConnection(ServerConnection):
             except ValidationError:  # mcpframe accepted a loose initialize the SDK would have refused
                 connection.client_params = None
             connection.initialized.set()  # mcpframe has already opened the gate
-            self._runner = ServerRunner(self.server.lowlevel, connection, self.server.lifespan_state)
+            self._runner = ServerRunner(self.server.kernel, connection, self.server.lifespan_state)
         return self._runner
 
     async def handle_notification(self, message: Message) -> None:
@@ -140,17 +168,19 @@ async def _served(conn: ServerConnection, request: Request, call: CallInfo, para
 class EngineServer(Server):
     """An mcpframe ``Server`` serving an SDK server's methods; build it with ``engine_server(app)``."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, *, thread_pool: bool = True) -> None:
         lowlevel = lowlevel_of(app)
         super().__init__(lowlevel.name, version=lowlevel.version, instructions=lowlevel.instructions)
         self.app = app
         self.lowlevel = lowlevel
+        self.kernel = cast("LowLevelServer[Any]", _Kernel(lowlevel))
         self.info = dict(lowlevel.server_info_stamp)
         self.lifespan_state: Any = None
         self._lifespan_depth = 0
         self._lifespan_stack: AsyncExitStack | None = None
         self._sdk_capabilities: dict[str, Any] | None = None
         self.report: StartupReport | None = None
+        self.pool = WorkerPool() if thread_pool else None
         for method in lowlevel._request_handlers:
             if method not in OWNED_METHODS:
                 self.handlers[method] = _served
@@ -205,7 +235,7 @@ class EngineServer(Server):
             meta.get(CLIENT_CAPABILITIES_META_KEY),
             outbound=ConnectionChannel(conn.session, can_send_request=False),
         )
-        runner = ServerRunner(self.lowlevel, connection, self.lifespan_state)
+        runner = ServerRunner(self.kernel, connection, self.lifespan_state)
         try:
             return await runner.on_request(
                 RequestChannel(request, can_send_request=False), request.method, raw
@@ -224,6 +254,7 @@ class EngineServer(Server):
                 if manager is not None:  # FastMCP keeps its own lifespan state beside the SDK's
                     await stack.enter_async_context(manager())
                 self.lifespan_state = await stack.enter_async_context(self.lowlevel.lifespan(self.lowlevel))
+                stack.callback(self._pool_sync_tools())
             except BaseException:
                 await stack.__aexit__(None, None, None)
                 raise
@@ -236,6 +267,29 @@ class EngineServer(Server):
             if self._lifespan_depth == 0 and self._lifespan_stack is not None:
                 stack, self._lifespan_stack = self._lifespan_stack, None
                 await stack.aclose()
+
+    def _pool_sync_tools(self) -> Callable[[], None]:
+        """Run the ``MCPServer``'s sync tools on ``self.pool`` while serving; returns the undo.
+
+        The tool entries are swapped for copies whose function is an async stand-in (see ``_threads``);
+        the app's own ``Tool`` objects are untouched and come back when serving ends.
+        """
+        tools = getattr(getattr(self.app, "_tool_manager", None), "_tools", None)
+        if self.pool is None or not isinstance(tools, dict):
+            return lambda: None
+        swapped: dict[str, tuple[SDKTool, SDKTool]] = {}
+        for name, tool in list(tools.items()):
+            if isinstance(tool, SDKTool) and not tool.is_async:
+                stand_in = tool.model_copy(update={"fn": threaded(tool.fn, self.pool), "is_async": True})
+                tools[name] = stand_in
+                swapped[name] = (tool, stand_in)
+
+        def undo() -> None:
+            for name, (tool, stand_in) in swapped.items():
+                if tools.get(name) is stand_in:
+                    tools[name] = tool
+
+        return undo
 
     async def serve(self, transport: Transport, **session_options: Any) -> None:
         """Serve one connection on ``transport`` inside the SDK server's lifespan."""
