@@ -62,15 +62,26 @@ class Message:
     def batch(self) -> int | None: ...
     @property
     def lazy(self) -> bool: ...
-    def with_id(self, new_id: _Id) -> bytes:
+    def with_id(self, new_id: _Id, /) -> bytes:
         """``raw`` with the top-level id replaced by ``new_id``; ``ValueError`` without an id."""
-    def __eq__(self, other: object) -> bool: ...
+    def __eq__(self, other: object, /) -> bool: ...
     __hash__: ClassVar[None]  # type: ignore[assignment]
 
 @final
 class FrameError:
     """A frame (or batch element) that is not a valid message; immutable."""
 
+    def __new__(
+        cls,
+        code: int,
+        message: str,
+        *,
+        id: _Id | None = None,
+        offset: int = 0,
+        preview: bytes = b"",
+        batch: int | None = None,
+        notification: bool = False,
+    ) -> Self: ...
     @property
     def code(self) -> int: ...
     @property
@@ -87,7 +98,7 @@ class FrameError:
     def notification(self) -> bool: ...
     def to_response(self) -> bytes:
         """The NDJSON error response for this error."""
-    def __eq__(self, other: object) -> bool: ...
+    def __eq__(self, other: object, /) -> bool: ...
     __hash__: ClassVar[None]  # type: ignore[assignment]
 
 @final
@@ -95,7 +106,7 @@ class Decoder:
     """Incremental NDJSON decoder: bytes in, messages and frame errors out, in stream order."""
 
     def __new__(cls, *, max_frame: int = 67108864, lazy: bool = False, batches: bool = True) -> Self: ...
-    def feed(self, data: _Buffer) -> list[Message | FrameError]:
+    def feed(self, data: _Buffer, /) -> list[Message | FrameError]:
         """Everything the bytes complete, in stream order."""
     def close(self) -> list[Message | FrameError]:
         """End the stream; an unterminated final frame is decoded."""
@@ -113,11 +124,11 @@ class Decoder:
     def closed(self) -> bool: ...
 
 def decode(
-    data: _Buffer, *, max_frame: int = 67108864, lazy: bool = False, batches: bool = True
+    data: _Buffer, /, *, max_frame: int = 67108864, lazy: bool = False, batches: bool = True
 ) -> list[Message | FrameError]:
     """Decode a whole body (an HTTP POST body) as one frame."""
 
-def splice_id(frame: bytes, new_id: _Id) -> bytes:
+def splice_id(frame: bytes, new_id: _Id, /) -> bytes:
     """Rewrite the top-level id of a raw frame without re-encoding anything else."""
 
 def encode_request(id: _Id, method: str, params: Any = None, /) -> bytes:
