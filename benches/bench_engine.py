@@ -3,7 +3,8 @@
 ``tests/compat/engine_apps.py`` (an ``MCPServer``) runs as a subprocess in three modes: ``sdk``
 (``app.run()``), ``dropin`` (``mcpframe.compat.install()`` then ``app.run()``: mcpframe's stdio transport
 under the SDK's engine) and ``engine`` (``mcpframe.compat.serve(app)``: the app's handlers on mcpframe's
-Server/Session). A minimal raw client (core encoder and decoder) drives ``tools/call`` on two tools, a
+Server/Session); ``mcpframe`` runs the same two tools written for mcpframe's own ``Server``, the floor
+the engine stands on. A minimal raw client (core encoder and decoder) drives ``tools/call`` on two tools, a
 sync one (``echo``: the SDK runs it on a worker thread) and an async one (``add``), sequentially and as
 a pipelined burst; requests/s, p50 and p99 go to ``extra_info``. Every response is checked before timing
 and while timing. Counts are fixed (200 sequential, 1000 pipelined) and rounds are 3.
@@ -34,7 +35,7 @@ from mcpframe import core
 APPS = Path(__file__).resolve().parent.parent / "tests" / "compat" / "engine_apps.py"
 SEQUENTIAL = 200
 PIPELINED = 1000
-MODES = ["sdk", "dropin", "engine"]
+MODES = ["sdk", "dropin", "engine", "mcpframe"]
 CALLS = {
     "echo": ({"name": "echo", "arguments": {"text": "ping"}}, "ping"),
     "add": ({"name": "add", "arguments": {"a": 1, "b": 2}}, "3.0"),

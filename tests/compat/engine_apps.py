@@ -2,7 +2,7 @@
 
 ``sdk`` serves with the SDK's own engine (``app.run()``), ``dropin`` the same after
 ``mcpframe.compat.install()`` (mcpframe's stdio transport under the SDK's engine), ``engine`` with
-``mcpframe.compat.serve(app)``;
+``mcpframe.compat.serve(app)``, ``mcpframe`` the benchmark's tools written for mcpframe's own Server;
 a third argument ``fastmcp`` serves the FastMCP app instead of the ``MCPServer`` one. The same code,
 unchanged, is what both engines run.
 """
@@ -15,7 +15,16 @@ from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.exceptions import MCPDeprecationWarning
-from mcp_types import Completion, PromptReference, ResourceTemplateReference, SamplingMessage, TextContent
+from mcp_types import (
+    Completion,
+    ElicitRequest,
+    ElicitRequestFormParams,
+    InputRequiredResult,
+    PromptReference,
+    ResourceTemplateReference,
+    SamplingMessage,
+    TextContent,
+)
 from pydantic import BaseModel, Field
 
 import mcpframe.compat
@@ -106,6 +115,18 @@ async def sample(prompt: str, ctx: Context) -> str:
     return content.text if isinstance(content, TextContent) else "?"
 
 
+@app.tool(structured_output=False)
+async def confirm(ctx: Context) -> Any:
+    """2026-07-28 multi round-trip: ask the client (input_required), answer on the retry."""
+    answers = ctx.input_responses
+    if not answers:
+        schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
+        ask = ElicitRequest(params=ElicitRequestFormParams(message="Proceed?", requested_schema=schema))
+        return InputRequiredResult(input_requests={"ok": ask}, request_state="asked-once")
+    answer = answers["ok"]
+    return f"state={ctx.request_state} action={answer.action} content={answer.content}"
+
+
 @app.resource("res://static", mime_type="text/plain")
 def static() -> str:
     """A fixed resource."""
@@ -185,8 +206,30 @@ def fast_app() -> Any:
 BINARY_B64 = base64.b64encode(bytes(range(8))).decode()
 
 
+def native_app() -> Any:
+    """The benchmark's two tools written for mcpframe's own ``Server`` (the floor the engine runs on)."""
+    from mcpframe.server import Server  # noqa: PLC0415
+
+    native = Server("engine-test-native")
+
+    @native.tool
+    def echo(text: str) -> str:
+        """Return ``text``."""
+        return text
+
+    @native.tool
+    async def add(a: float, b: float) -> float:
+        """Add two numbers."""
+        return a + b
+
+    return native
+
+
 def main() -> None:
     mode = sys.argv[1] if len(sys.argv) > 1 else "sdk"
+    if mode == "mcpframe":
+        native_app().run()
+        return
     which = fast_app() if sys.argv[2:] == ["fastmcp"] else app
     if mode in ("sdk", "dropin"):
         if mode == "dropin":  # the transport-level drop-in under the SDK's own engine

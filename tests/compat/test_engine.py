@@ -151,12 +151,14 @@ async def test_legacy_era_matches_the_sdk_engine() -> None:
 
 async def modern_run(mode: str, *extra: str) -> tuple[str, dict[str, Any]]:
     with anyio.fail_after(60):
-        async with Client(params(mode, *extra), mode="auto", log_level="debug") as client:
+        client = Client(params(mode, *extra), mode="auto", log_level="debug", elicitation_callback=on_elicit)
+        async with client:
             out: dict[str, Any] = {"tools": await attempt(client.list_tools())}
             for name, arguments in TOOL_CALLS:
                 out[f"call {name} {arguments}"] = await attempt(client.call_tool(name, arguments))
             out["chatty"] = await attempt(client.call_tool("chatty", {"steps": 2}))
             out["ask"] = await attempt(client.call_tool("ask", {}))
+            out["confirm"] = await attempt(client.call_tool("confirm", {}))
             out |= await read_calls(client.session)
             return str(client.protocol_version), out
 
@@ -170,6 +172,10 @@ async def test_modern_era_matches_the_sdk_engine() -> None:
     # 2026-07-28 forbids server-to-client requests: the SDK's refusal comes through unchanged.
     assert results["ask"]["error"][0] == -32600
     assert results["chatty"]["content"][0]["text"] == "done 2"
+    # input_required: sealed requestState round trip through the SDK's own boundary, answered on retry
+    assert (
+        results["confirm"]["content"][0]["text"] == "state=asked-once action=accept content={'name': 'Ada'}"
+    )
 
 
 class RawPeer:
