@@ -225,6 +225,13 @@ def table(rows: list[Row], counts: Counts, ceiling: float | None = None) -> str:
         _HEADER,
         *(_line(r, sdk, floor) for r in rows),
         "",
+        *(
+            f"{r.kind.key} RSS MiB along its {r.memory:,}-request run: "
+            + " ".join(f"{k / 1024:.1f}" for k in r.rss)
+            for r in rows
+            if r.rss
+        ),
+        "",
         *targets(by_key),
     ]
     return "\n".join(lines)
@@ -351,7 +358,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--servers", default=",".join(KINDS), help=f"comma-separated: {','.join(KINDS)}")
     parser.add_argument("--pipelined", type=int, default=20_000)
     parser.add_argument("--sequential", type=int, default=2_000)
-    parser.add_argument("--window", type=int, default=1024, help="requests in flight at most (0: unbounded)")
+    parser.add_argument(
+        "--window",
+        type=int,
+        default=1024,
+        help="requests in flight at most (0: unbounded; mcpframe refuses past 1024)",
+    )
     parser.add_argument("--memory", type=int, default=1_000_000 if LONG else 100_000)
     parser.add_argument("--sdk-pipelined", type=int, default=3_000)
     parser.add_argument("--sdk-sequential", type=int, default=300)
