@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -177,3 +178,59 @@ async def test_streamable_http_with_the_sdk_client() -> None:
                     prompt = await client.get_prompt("greet", {"name": "Ada"})
                     assert prompt.messages[0].content.text == "Hello, Ada! (plain)"  # type: ignore[union-attr]
             tg.cancel_scope.cancel()
+
+
+def worker_app(events: list[str]) -> MCPServer:
+    app = MCPServer("workers")
+
+    @app.tool()
+    def block(seconds: float) -> str:
+        """A blocking sync tool: runs on a worker thread, never on the event loop."""
+        time.sleep(seconds)
+        events.append("block done")
+        return "blocked"
+
+    @app.tool()
+    def quick(text: str) -> str:
+        """A quick sync tool."""
+        events.append("quick done")
+        return text
+
+    @app.tool()
+    async def sleepy(ctx: Context) -> str:
+        """Waits until cancelled."""
+        try:
+            await anyio.sleep(30)
+        finally:
+            events.append("sleepy ended")
+        return "woke"
+
+    return app
+
+
+async def test_sync_tools_run_off_the_event_loop_and_concurrently() -> None:
+    events: list[str] = []
+    app = worker_app(events)
+    original = app._tool_manager.get_tool("block")
+    server = engine_server(app)
+    with anyio.fail_after(10):
+        async with Client(server, mode="legacy") as client, anyio.create_task_group() as tg:
+            tg.start_soon(client.call_tool, "block", {"seconds": 0.5})
+            result = await client.call_tool("quick", {"text": "first"})
+            assert result["content"][0]["text"] == "first"
+            assert events == ["quick done"]  # the blocking call is still running on its thread
+    assert events == ["quick done", "block done"]
+    assert app._tool_manager.get_tool("block") is original  # the app's own Tool is back
+
+
+async def test_a_cancelled_call_stops_its_handler_and_the_connection_goes_on() -> None:
+    events: list[str] = []
+    server = engine_server(worker_app(events))
+    with anyio.fail_after(10):
+        async with Client(server, mode="legacy") as client:
+            with pytest.raises(TimeoutError):
+                await client.call_tool("sleepy", {}, timeout=0.2)
+            result = await client.call_tool("quick", {"text": "after"})
+            assert result["content"][0]["text"] == "after"
+            assert client.session.pending == 0
+    assert "sleepy ended" in events
