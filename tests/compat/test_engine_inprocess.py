@@ -36,7 +36,11 @@ class Verifier:
 
 def awkward_app() -> MCPServer:
     """An app with every piece the engine cannot carry over as it is."""
-    auth = AuthSettings(issuer_url="https://auth.example", resource_server_url="http://127.0.0.1:9/mcp")
+    auth = AuthSettings(
+        issuer_url="https://auth.example",
+        resource_server_url="http://127.0.0.1:9/mcp",
+        validate_token_resource=True,
+    )
     app = MCPServer("awkward", auth=auth, token_verifier=Verifier())
 
     @app.custom_route("/health", methods=["GET"])
