@@ -4,7 +4,8 @@ Each server runs in its own child process on 127.0.0.1 (random port) with one tr
 N clients connect, check one answer each, then call `add` back to back, `calls` times each, all clients at
 once. The clients are mcpframe's `Client.http` (the same for both servers, so the servers are compared) and,
 with `--clients-kind mcpframe,sdk`, also the SDK's `mcp.Client`. Reported per row: requests/s over the
-whole run, p50 and p99 of the per-call latency.
+whole run, p50 and p99 of the per-call latency, and the CPU time the client process and the server process
+each spent per call (steadier than the timings on a shared machine).
 
 Shapes: `sse` (2025-11-25 session, answers as SSE streams: both servers' default), `json` (2025-11-25
 session, JSON answers: mcpframe `response_mode="auto"`, SDK `json_response=True`), `modern` (2026-07-28,
@@ -98,8 +99,8 @@ def _serve_sdk(json_answers: bool) -> None:
 
 
 @contextmanager
-def server_process(name: str, shape: str) -> Iterator[str]:
-    """`name`'s server for `shape` in a child process (this file with `--serve`); yields its URL."""
+def server_process(name: str, shape: str) -> Iterator[tuple[str, int]]:
+    """`name`'s server for `shape` in a child process (this file with `--serve`); yields (URL, pid)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT / "python"), "MCPFRAME_BACKEND": core.BACKEND}
     command = [sys.executable, __file__, "--serve", name, *(["--json"] if shape == "json" else [])]
     child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
@@ -108,7 +109,7 @@ def server_process(name: str, shape: str) -> Iterator[str]:
         line = child.stdout.readline()
         if not line.startswith("URL "):
             raise RuntimeError(f"the {name} server did not start: {line!r}")
-        yield line.split()[1]
+        yield line.split()[1], child.pid
     finally:
         child.terminate()
         try:
@@ -132,6 +133,8 @@ class Row:
     calls: int
     seconds: float
     latencies: list[float]
+    cpu: float = 0.0  # CPU seconds of this (the clients') process during the timed run
+    server_cpu: float = 0.0  # CPU seconds of the server process during the timed run (Linux /proc)
 
     @property
     def rps(self) -> float:
@@ -184,7 +187,16 @@ async def _calls(add: Add, count: int, latencies: list[float]) -> None:
             raise AssertionError(f"add({i}, 1) answered {answer!r}")
 
 
-async def measure(url: str, row: Row, *, calls: int, max_seconds: float) -> Row:
+def process_cpu(pid: int) -> float:
+    """CPU seconds (user + system) a process has used so far; 0.0 where /proc is not available."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def measure(url: str, pid: int, row: Row, *, calls: int, max_seconds: float) -> Row:
     """Connect `row.clients` clients, check an answer on each, then time `calls` calls per client."""
     with anyio.fail_after(max_seconds):
         async with AsyncExitStack() as stack:
@@ -194,11 +206,13 @@ async def measure(url: str, row: Row, *, calls: int, max_seconds: float) -> Row:
             ]
             for add in adds:  # the output check, before anything is timed
                 assert await add(2, 3) == 5
-            start = time.perf_counter()
+            start, cpu, server_cpu = time.perf_counter(), time.process_time(), process_cpu(pid)
             async with anyio.create_task_group() as tg:
                 for add in adds:
                     tg.start_soon(_calls, add, calls, row.latencies)
             row.seconds = time.perf_counter() - start
+            row.cpu = time.process_time() - cpu
+            row.server_cpu = process_cpu(pid) - server_cpu
     row.calls = row.clients * calls
     return row
 
@@ -213,9 +227,9 @@ def run(
         for shape in shapes:
             for kind in kinds:
                 for server in SERVERS:
-                    with server_process(server, shape) as url:
+                    with server_process(server, shape) as (url, pid):
                         row = Row(kind, server, shape, clients, 0, 0.0, [])
-                        anyio.run(lambda: measure(url, row, calls=calls, max_seconds=max_seconds))  # noqa: B023
+                        anyio.run(lambda: measure(url, pid, row, calls=calls, max_seconds=max_seconds))  # noqa: B023
                     key = (kind, server, shape)
                     if key not in best or row.rps > best[key].rps:
                         best[key] = row
@@ -227,12 +241,13 @@ def table(rows: list[Row]) -> str:
     lines = [
         f"Streamable HTTP, tools/call add on 127.0.0.1, mcpframe core backend: {core.BACKEND}",
         f"{'shape':<7} {'client':<9} {'server':<9} {'clients':>7} {'calls':>6} {'req/s':>8} "
-        f"{'p50 ms':>8} {'p99 ms':>8}",
+        f"{'p50 ms':>8} {'p99 ms':>8} {'CPU ms/call: client':>19} {'server':>6}",
     ]
     for r in rows:
         lines.append(
             f"{r.shape:<7} {r.client:<9} {r.server:<9} {r.clients:>7} {r.calls:>6} {r.rps:>8.0f} "
-            f"{r.percentile(0.5):>8.2f} {r.percentile(0.99):>8.2f}"
+            f"{r.percentile(0.5):>8.2f} {r.percentile(0.99):>8.2f} {1000 * r.cpu / r.calls:>19.2f} "
+            f"{1000 * r.server_cpu / r.calls:>6.2f}"
         )
     return "\n".join(lines)
 
