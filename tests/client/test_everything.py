@@ -3,11 +3,13 @@
 Needs the npm package in .cache (not a Python dependency):
     npm install --prefix .cache/server-everything --no-audit --no-fund --ignore-scripts \\
         @modelcontextprotocol/server-everything@2026.8.31
-Without it these tests are skipped (and say so).
+`make test` runs scripts/install-test-peers.sh first; without the peer these tests are skipped locally
+(and say so) and fail in CI.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -23,9 +25,11 @@ ROOT = Path(__file__).resolve().parents[2]
 ENTRY = ROOT / ".cache/server-everything/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 
 if not ENTRY.exists() or shutil.which("node") is None:
-    pytest.skip(
-        f"server-everything is not installed at {ENTRY} (see this module's doc)", allow_module_level=True
-    )
+    _why = f"server-everything is not installed at {ENTRY}: run `bash scripts/install-test-peers.sh`"
+    if os.environ.get("CI"):
+        # `make test` installs it; in CI a missing peer is a failure, never a silent skip.
+        raise RuntimeError(_why)
+    pytest.skip(_why, allow_module_level=True)
 
 
 async def sample(params: dict[str, Any]) -> dict[str, Any]:
