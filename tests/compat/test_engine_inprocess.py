@@ -13,9 +13,11 @@ import pytest
 
 pytest.importorskip("mcp")
 
+import mcp_types as types
 from mcp import Client as SDKClient
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
+from mcp.server.lowlevel.server import Server as LowLevelServer
 from mcp.server.mcpserver import Context, MCPServer
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
@@ -23,6 +25,7 @@ from starlette.responses import PlainTextResponse
 import mcpframe.compat
 from mcpframe.client import Client
 from mcpframe.compat.engine import EngineServer, UnsupportedFeatureError, engine_server
+from mcpframe.session import JSONRPCError
 
 from .engine_apps import app as test_app
 
@@ -238,3 +241,28 @@ async def test_a_cancelled_call_stops_its_handler_and_the_connection_goes_on() -
             assert result["content"][0]["text"] == "after"
             assert client.session.pending == 0
     assert "sleepy ended" in events
+
+
+async def test_a_low_level_sdk_server_is_served_too(caplog: pytest.LogCaptureFixture) -> None:
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[types.Tool(name="t", input_schema={"type": "object"})])
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        return types.CallToolResult(content=[types.TextContent(type="text", text=f"called {params.name}")])
+
+    low = LowLevelServer("raw", on_list_tools=list_tools, on_call_tool=call_tool)
+    with caplog.at_level(logging.INFO, logger="mcpframe.compat.engine"):
+        server = engine_server(low, strict=True)
+    assert not caplog.records
+    with anyio.fail_after(10):
+        async with Client(server, mode="legacy") as client:
+            assert [tool["name"] for tool in await client.list_tools()] == ["t"]
+            result = await client.call_tool("t", {})
+            assert result["content"] == [{"type": "text", "text": "called t"}]
+            with pytest.raises(JSONRPCError) as raised:
+                await client.request("prompts/list", {})  # not offered: the SDK's own -32601
+            assert (raised.value.code, raised.value.message, raised.value.data) == (
+                -32601,
+                "Method not found",
+                "prompts/list",
+            )

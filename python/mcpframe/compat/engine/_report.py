@@ -131,7 +131,7 @@ def _owned_handlers(lowlevel: LowLevelServer[Any]) -> list[Unsupported]:
 
 def _fastmcp(app: Any) -> list[Unsupported]:
     middleware = getattr(app, "middleware", None)
-    if hasattr(app, "_lowlevel_server") or not isinstance(middleware, list) or not middleware:
+    if not hasattr(app, "_mcp_server") or not isinstance(middleware, list) or not middleware:
         return []
     names = ", ".join(type(mw).__name__ for mw in middleware)
     return [

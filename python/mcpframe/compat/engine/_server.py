@@ -181,13 +181,8 @@ class EngineServer(Server):
         self._sdk_capabilities: dict[str, Any] | None = None
         self.report: StartupReport | None = None
         self.pool = WorkerPool() if thread_pool else None
-        for method in lowlevel._request_handlers:
-            if method not in OWNED_METHODS:
-                self.handlers[method] = _served
-        self.fallback_handler = _served  # unknown methods get the SDK's own -32601
-        for method in ("logging/setLevel", "resources/subscribe", "resources/unsubscribe"):
-            if method not in lowlevel._request_handlers:
-                self.handlers.pop(method, None)  # not offered by the SDK server: not offered here either
+        self.fallback_handler = _served  # methods the SDK server lacks get its own -32601
+        self.refresh()
 
     # ----------------------------------------------------------------- offers
 
@@ -211,11 +206,12 @@ class EngineServer(Server):
         return self._sdk_capabilities
 
     def refresh(self) -> None:
-        """Recompute the capabilities (after adding SDK request handlers at run time)."""
+        """Take the SDK server's method table and capabilities again (after adding handlers at run time)."""
         self._sdk_capabilities = None
-        for method in self.lowlevel._request_handlers:
-            if method not in OWNED_METHODS:
-                self.handlers[method] = _served
+        # Exactly the SDK server's methods: none of mcpframe's own registry-backed ones stay behind.
+        self.handlers = {
+            method: _served for method in self.lowlevel._request_handlers if method not in OWNED_METHODS
+        }
 
     def connection(self) -> EngineConnection:
         """Fresh per-connection state (an SDK kernel is attached once the client has initialized)."""
