@@ -153,7 +153,8 @@ async def modern_run(mode: str, *extra: str) -> tuple[str, dict[str, Any]]:
     with anyio.fail_after(60):
         client = Client(params(mode, *extra), mode="auto", log_level="debug", elicitation_callback=on_elicit)
         async with client:
-            out: dict[str, Any] = {"tools": await attempt(client.list_tools())}
+            out: dict[str, Any] = {"capabilities": client.server_capabilities.model_dump()}
+            out["tools"] = await attempt(client.list_tools())
             for name, arguments in TOOL_CALLS:
                 out[f"call {name} {arguments}"] = await attempt(client.call_tool(name, arguments))
             out["chatty"] = await attempt(client.call_tool("chatty", {"steps": 2}))

@@ -220,6 +220,10 @@ class Server:
             self._capabilities = self._compute_capabilities()
         return self._capabilities
 
+    def modern_capabilities(self) -> dict[str, Any]:
+        """The capabilities `server/discover` declares to 2026-07-28 clients (by default the same)."""
+        return self.capabilities()
+
     def _compute_capabilities(self) -> dict[str, Any]:
         registry = self.registry
         caps: dict[str, Any] = {"logging": {}}

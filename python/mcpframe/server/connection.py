@@ -289,7 +289,10 @@ class ServerConnection:
         return result
 
     def _discover(self) -> dict[str, Any]:
-        result = {"supportedVersions": list(SUPPORTED_VERSIONS), "capabilities": self.server.capabilities()}
+        result = {
+            "supportedVersions": list(SUPPORTED_VERSIONS),
+            "capabilities": self.server.modern_capabilities(),
+        }
         if self.server.instructions is not None:
             result["instructions"] = self.server.instructions
         return result

@@ -28,7 +28,7 @@ from mcp_types import (
     InitializeRequestParams,
     methods,
 )
-from mcp_types.version import LATEST_HANDSHAKE_VERSION
+from mcp_types.version import LATEST_HANDSHAKE_VERSION, LATEST_MODERN_VERSION
 from opentelemetry import trace
 from pydantic import ValidationError
 
@@ -179,6 +179,7 @@ class EngineServer(Server):
         self._lifespan_depth = 0
         self._lifespan_stack: AsyncExitStack | None = None
         self._sdk_capabilities: dict[str, Any] | None = None
+        self._sdk_modern_capabilities: dict[str, Any] | None = None
         self.report: StartupReport | None = None
         self.pool = WorkerPool() if thread_pool else None
         self.fallback_handler = _served  # methods the SDK server lacks get its own -32601
@@ -205,9 +206,28 @@ class EngineServer(Server):
             self._sdk_capabilities = shaped["capabilities"]
         return self._sdk_capabilities
 
+    def modern_capabilities(self) -> dict[str, Any]:
+        """The capabilities the SDK server's ``server/discover`` declares (its 2026-07-28 derivation)."""
+        if self._sdk_modern_capabilities is None:
+            capabilities = self.lowlevel.get_capabilities(protocol_version=LATEST_MODERN_VERSION)
+            dumped = capabilities.model_dump(by_alias=True, mode="json", exclude_none=True)
+            shaped = methods.serialize_server_result(
+                "server/discover",
+                LATEST_MODERN_VERSION,
+                {
+                    "supportedVersions": [LATEST_MODERN_VERSION],
+                    "capabilities": dumped,
+                    "resultType": "complete",
+                    "ttlMs": 0,
+                    "cacheScope": "private",
+                },
+            )
+            self._sdk_modern_capabilities = shaped["capabilities"]
+        return self._sdk_modern_capabilities
+
     def refresh(self) -> None:
         """Take the SDK server's method table and capabilities again (after adding handlers at run time)."""
-        self._sdk_capabilities = None
+        self._sdk_capabilities = self._sdk_modern_capabilities = None
         # Exactly the SDK server's methods: none of mcpframe's own registry-backed ones stay behind.
         self.handlers = {
             method: _served for method in self.lowlevel._request_handlers if method not in OWNED_METHODS
