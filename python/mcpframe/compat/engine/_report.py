@@ -142,7 +142,10 @@ def _fastmcp(app: Any) -> list[Unsupported]:
 def _transport_notes(transport: str) -> list[Unsupported]:
     if transport != "http":
         return []
-    detail = "handlers see no HTTP request object (ctx.headers and request_context.request are None)"
+    detail = (
+        "handlers see no HTTP request object (ctx.headers and request_context.request are None) and "
+        "ctx.close_sse_stream() does nothing (mcpframe's HttpOptions.close_idle_streams polls instead)"
+    )
     return [Unsupported("HTTP request details", detail, "note")]
 
 
