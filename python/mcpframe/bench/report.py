@@ -94,7 +94,7 @@ def _targets_text(targets: list[Target]) -> list[str]:
     for name in dict.fromkeys(t.name for t in targets):
         mine = [t for t in targets if t.name == name]
         goal = f"{name} {mine[0].compare} {mine[0].threshold:g}x"
-        lines.append(f"  {goal:<44} " + " | ".join(_verdict(t) for t in mine))
+        lines.append(f"  {goal:<56} " + " | ".join(_verdict(t) for t in mine))
     met = sum(t.met is True for t in targets)
     unknown = sum(t.met is None for t in targets)
     lines.append(

@@ -1,8 +1,9 @@
-"""Runs the contenders side by side: check each output once, then time it, and judge the targets.
+"""Runs the contenders side by side: check each output once, then time them, and judge the targets.
 
-A measurement is the best of several rounds of one whole corpus (at least ``min_rounds``, more while the
-time budget lasts): on a shared machine the minimum is the figure least disturbed by other processes.
-The median is kept in the JSON results too.
+The contenders of one corpus are timed interleaved, one whole-corpus run each per round, for at least
+``min_rounds`` rounds and more while the budget lasts (``budget`` seconds per contender). A figure is the
+best round: on a shared machine the minimum is the one least disturbed by other processes. The median
+is kept in the JSON results too.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import gc
 import statistics
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -141,41 +142,58 @@ class Results:
     targets: list[Target] = field(default_factory=list)
 
 
-def _time(fn: Timed, settings: Settings) -> list[float]:
-    # "cpu" (this process's CPU time) ignores the time other processes take the cores away.
+def _interleaved(fns: dict[str, Timed], settings: Settings) -> dict[str, list[float]]:
+    # Round-robin: each round runs every contender once, so a burst of load from other processes hits
+    # them all alike and the ratios stay steady. "cpu" (this process's CPU time) also ignores the time
+    # other processes hold the cores.
     clock = time.process_time if settings.clock == "cpu" else time.perf_counter
-    times: list[float] = []
+    times: dict[str, list[float]] = {key: [] for key in fns}
     gc.collect()
-    deadline = time.perf_counter() + settings.budget
-    while len(times) < settings.min_rounds or (time.perf_counter() < deadline and len(times) < 1000):
-        start = clock()
-        fn()
-        times.append(clock() - start)
+    deadline = time.perf_counter() + settings.budget * len(fns)
+    rounds = 0
+    while rounds < settings.min_rounds or (time.perf_counter() < deadline and rounds < 1000):
+        for key, fn in fns.items():
+            start = clock()
+            fn()
+            times[key].append(clock() - start)
+        rounds += 1
     return times
 
 
-def _measure(
+def _checked(
     contender: Contender, corpus: Corpus, settings: Settings
-) -> tuple[Status, str | None, list[float]]:
+) -> tuple[Status, str | None, Timed | None]:
+    """The contender's timed callable once its output has been checked, or why there is none."""
     if contender.unavailable is not None:
-        return "unavailable", contender.unavailable, []
+        return "unavailable", contender.unavailable, None
     try:
         fn = contender.prepare(corpus, settings.chunk)
         problem = contender.check(corpus, fn())
     except Exception as exc:  # a crashing contender is a failed row, not a crashed benchmark
         problem = f"{type(exc).__name__}: {exc}"
     if problem is not None:
-        return "failed", problem, []
-    return "ok", None, _time(fn, settings)
+        return "failed", problem, None
+    return "ok", None, fn
 
 
-def _corpus_rows(
-    corpus: Corpus, contenders: Iterable[Contender], settings: Settings, say: Progress
-) -> list[Row]:
-    rows: list[Row] = []
+def _measure_all(
+    corpus: Corpus, contenders: list[Contender], settings: Settings, say: Progress
+) -> dict[str, tuple[Status, str | None, list[float]]]:
+    checked = {}
     for contender in contenders:
-        say(f"{contender.op} {corpus.name}: {contender.label}")
-        status, reason, times = _measure(contender, corpus, settings)
+        say(f"{contender.op} {corpus.name}: checking {contender.label}")
+        checked[contender.key] = _checked(contender, corpus, settings)
+    fns = {key: fn for key, (_, _, fn) in checked.items() if fn is not None}
+    say(f"{contenders[0].op} {corpus.name}: timing {len(fns)} contenders side by side")
+    times = _interleaved(fns, settings) if fns else {}
+    return {key: (status, reason, times.get(key, [])) for key, (status, reason, _) in checked.items()}
+
+
+def _corpus_rows(corpus: Corpus, contenders: list[Contender], settings: Settings, say: Progress) -> list[Row]:
+    rows: list[Row] = []
+    measured = _measure_all(corpus, contenders, settings, say)
+    for contender in contenders:
+        status, reason, times = measured[contender.key]
         row = Row(
             contender.op,
             corpus.name,
@@ -202,13 +220,12 @@ def _frame_rows(settings: Settings, say: Progress) -> list[FrameRow]:
     for size in settings.sizes():
         frame = big_frame(size)
         message = orjson.loads(frame)
-        corpus = Corpus(f"frame-{size // MIB}MiB", frame, (message,), (("result", message["id"]),))
+        corpus = Corpus(f"frame {size // MIB} MiB", frame, (message,), (("result", message["id"]),))
+        measured = _measure_all(corpus, chosen, settings, say)
         for contender in chosen:
-            say(f"frame {size // MIB} MiB: {contender.label}")
-            status, reason, times = _measure(contender, corpus, settings)
-            rows.append(
-                FrameRow(contender.key, contender.label, size, status, reason, min(times, default=None))
-            )
+            status, reason, times = measured[contender.key]
+            best = min(times, default=None)
+            rows.append(FrameRow(contender.key, contender.label, size, status, reason, best))
     return rows
 
 
