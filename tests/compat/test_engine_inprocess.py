@@ -135,9 +135,16 @@ async def test_lifespan_context_and_progress_in_memory(mode: Any, era: str) -> N
     with anyio.fail_after(10):
         async with Client(server, mode=mode) as client:
             assert client.era == era
-            result = await client.call_tool("state", {}, progress=lambda p, t, m: progress.append((p, t, m)))
+            reported = anyio.Event()
+
+            def on_progress(value: float, total: float | None, message: str | None) -> None:
+                progress.append((value, total, message))
+                reported.set()
+
+            result = await client.call_tool("state", {}, progress=on_progress)
             assert result["content"] == [{"type": "text", "text": "connected"}]
             assert result["structuredContent"] == {"result": "connected"}
+            await reported.wait()  # progress callbacks run in the client's notification task
             assert progress == [(1, 2, "half")]
             assert events == ["start"]
     assert events == ["start", "stop"]
@@ -266,3 +273,30 @@ async def test_a_low_level_sdk_server_is_served_too(caplog: pytest.LogCaptureFix
                 "Method not found",
                 "prompts/list",
             )
+
+
+async def test_custom_methods_and_notification_handlers_are_carried_over() -> None:
+    seen = anyio.Event()
+
+    async def custom(ctx: Any, params: types.RequestParams) -> dict[str, Any]:
+        return {"echo": ctx.method, "version": ctx.protocol_version}
+
+    async def roots_changed(ctx: Any, params: Any) -> None:
+        seen.set()
+
+    app = MCPServer("custom")
+    app._lowlevel_server.add_request_handler("custom/echo", types.RequestParams, custom)
+    app._lowlevel_server.add_notification_handler(
+        "notifications/roots/list_changed", types.NotificationParams, roots_changed
+    )
+    server = engine_server(app, strict=True)
+    with anyio.fail_after(10):
+        async with Client(server, mode="legacy") as client:
+            assert await client.request("custom/echo", {}) == {"echo": "custom/echo", "version": "2025-11-25"}
+            await client.notify_roots_changed()
+            await seen.wait()
+        async with Client(server, mode="auto") as client:
+            result = await client.request("custom/echo", {})
+            assert result["echo"] == "custom/echo"
+            assert result["version"] == "2026-07-28"
+            assert result["resultType"] == "complete"
