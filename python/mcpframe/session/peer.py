@@ -2,12 +2,18 @@
 
 One core ``Decoder`` per connection, fed once per chunk. Everything the reader does with what it decoded is
 synchronous (start a handler task, resolve a waiter, queue a notification), so reading never waits on a
-handler. Writes go to an outbox that one writer task empties with a single ``transport.send`` per batch of
-ready frames.
+handler. Writes go to an ``Outbox`` that coalesces the frames of one loop iteration into one write.
+
+asyncio only (anyio's asyncio backend included; trio is not supported): each incoming request runs in a
+plain ``loop.create_task`` task, not an anyio task group, and ``notifications/cancelled`` cancels it with
+``Task.cancel()``. A handler therefore sees one ``CancelledError`` (native asyncio cancellation, which anyio
+cancel scopes inside the handler propagate, shielded ones included). The session waits for every handler
+task on every exit path.
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 import math
@@ -24,9 +30,10 @@ from mcpframe._api import MessageLike
 from mcpframe.errors import EncodeError
 from mcpframe.session.batch import Batch
 from mcpframe.session.errors import ConnectionClosed, JSONRPCError, RequestTimeout
+from mcpframe.session.outbox import IO_ERRORS, Outbox
 from mcpframe.session.outgoing import Pending, with_progress_token
 from mcpframe.session.request import ProgressCallback, Request
-from mcpframe.transports.base import Transport, TransportClosedError
+from mcpframe.transports.base import Transport
 
 __all__ = ["NotificationHandler", "RequestHandler", "Session"]
 
@@ -38,7 +45,7 @@ _Job = tuple[Callable[..., Any], tuple[Any, ...]]
 Id = int | str
 
 _HIGH_WATER = 1024  # queued frames past which async senders wait for the writer
-_IO_ERRORS = (TransportClosedError, OSError, anyio.BrokenResourceError, anyio.ClosedResourceError)
+_IO_ERRORS = IO_ERRORS
 
 
 def _error_frame(rid: Id, exc: JSONRPCError) -> bytes:
@@ -86,13 +93,12 @@ class Session:
         self._pending = core.Correlator(max_pending=max_pending)
         self._progress: dict[Id, Pending] = {}
         self._incoming: dict[Id, Request] = {}
-        self._outbox: list[bytes] = []
-        self._sending = False
+        self._outbox = Outbox(transport, self._connection_lost)
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._eof = False
         self._broken = False
-        self._wake: anyio.Event | None = None
-        self._idle: anyio.Event | None = None
-        self._handlers_idle: anyio.Event | None = None
+        self._finished = False
+        self._handlers_idle: asyncio.Event | None = None
         self._done: anyio.Event | None = None
         self._jobs_done: anyio.Event | None = None
         self._tg: anyio.abc.TaskGroup | None = None
@@ -142,14 +148,17 @@ class Session:
         if self._done is not None:
             raise RuntimeError("Session.run() can only be called once")
         self._done = anyio.Event()
-        self._wake = anyio.Event()
         self._jobs_done = anyio.Event()
+        try:
+            self._loop = asyncio.get_running_loop()
+        except RuntimeError:
+            raise RuntimeError("mcpframe's Session runs on asyncio (or anyio's asyncio backend)") from None
         try:
             if self.closed:
                 return
             async with anyio.create_task_group() as tg:
                 self._tg = tg
-                tg.start_soon(self._writer, name="mcpframe-session-writer")
+                tg.start_soon(self._outbox.writer, name="mcpframe-session-writer")
                 tg.start_soon(self._job_worker, name="mcpframe-session-jobs")
                 await self._read_loop()
                 await self._finish()
@@ -177,7 +186,7 @@ class Session:
         self._jobs_in.close()
         with anyio.move_on_after(self.drain_timeout):
             if self._incoming:
-                self._handlers_idle = anyio.Event()
+                self._handlers_idle = asyncio.Event()
                 await self._handlers_idle.wait()
             assert self._jobs_done is not None
             await self._jobs_done.wait()  # queued notifications are still delivered
@@ -188,19 +197,31 @@ class Session:
         self._eof = True
         self._fail_pending(ConnectionClosed("the session is closed"))
         self._progress.clear()
-        for request in list(self._incoming.values()):
-            request.cancel()
-        self._incoming.clear()
-        self._outbox.clear()
-        self._jobs_in.close()
-        self._jobs_out.close()
         with anyio.CancelScope(shield=True):
+            await self._stop_handlers()
+            self._outbox.clear()
+            self._finished = True
+            self._jobs_in.close()
+            self._jobs_out.close()
             try:
                 await self.transport.aclose()
             except Exception:
                 logger.exception("closing the transport failed")
         assert self._done is not None
         self._done.set()
+
+    async def _stop_handlers(self) -> None:
+        """Cancel every running handler and wait for its task (they answer nothing now)."""
+        while self._incoming:
+            requests = list(self._incoming.values())
+            for request in requests:
+                request.cancel()
+            tasks = [r._task for r in requests if r._task is not None and not r._task.done()]
+            if tasks:
+                await asyncio.wait(tasks)
+            for request in requests:
+                if self._incoming.get(request.id) is request:
+                    del self._incoming[request.id]
 
     def _fail_pending(self, exc: BaseException) -> None:
         for _, waiter in self._pending.drain():
@@ -210,12 +231,10 @@ class Session:
     # ------------------------------------------------------------------ writing
 
     def _write(self, frame: bytes) -> None:
-        """Queue a frame; the writer sends everything queued with one ``transport.send``."""
-        if self._broken or (self.closed and self._done is not None and self._done.is_set()):
+        """Queue a frame; everything queued in one loop iteration goes out with one write."""
+        if self._broken or self._finished:
             return
-        self._outbox.append(frame)
-        if self._wake is not None:
-            self._wake.set()
+        self._outbox.put(frame)
 
     async def _send(self, frame: bytes) -> None:
         self._write(frame)
@@ -224,34 +243,11 @@ class Session:
 
     async def _flush(self) -> None:
         """Wait until everything queued so far has been handed to the transport."""
-        while (self._outbox or self._sending) and not self._broken and self._tg is not None:
-            self._idle = anyio.Event()
-            await self._idle.wait()
-
-    async def _writer(self) -> None:
-        while True:
-            if not self._outbox:
-                if self._idle is not None:
-                    self._idle.set()
-                self._wake = anyio.Event()
-                await self._wake.wait()
-                continue
-            frames, self._outbox = self._outbox, []
-            self._sending = True
-            try:
-                await self.transport.send(frames[0] if len(frames) == 1 else b"".join(frames))
-            except _IO_ERRORS as exc:
-                logger.debug("transport send failed, the connection is lost: %s", exc)
-                self._connection_lost()
-                return
-            finally:
-                self._sending = False
+        if self._tg is not None and not self._finished:
+            await self._outbox.drain()
 
     def _connection_lost(self) -> None:
         self._broken = True
-        self._outbox.clear()
-        if self._idle is not None:
-            self._idle.set()
         if self._tg is not None:
             self._tg.cancel_scope.cancel()
 
@@ -306,8 +302,8 @@ class Session:
         self._incoming[rid] = request
         if batch is not None:
             batch.expect()
-        assert self._tg is not None
-        self._tg.start_soon(self._handle, request, name=f"mcpframe-request-{message.method}")
+        assert self._loop is not None
+        request._task = self._loop.create_task(self._handle(request))
 
     def _refusal(self, message: MessageLike) -> JSONRPCError | None:
         if self.request_handler is None:
@@ -328,20 +324,27 @@ class Session:
     async def _handle(self, request: Request) -> None:
         frame: bytes | None = None
         try:
-            with request._scope:
+            if not request._cancelled:  # cancelled before it started: the handler never runs
+                request._started = True
                 frame = await self._call_handler(request)
+        except asyncio.CancelledError:
+            if not request._cancelled:
+                raise  # not ours (the loop is shutting down): let the task end cancelled
         finally:
             request._done = True
-            if self._incoming.get(request.id) is request:
-                del self._incoming[request.id]
-            if not self._incoming and self._handlers_idle is not None:
+            incoming = self._incoming
+            if incoming.get(request.id) is request:
+                del incoming[request.id]
+            if not incoming and self._handlers_idle is not None:
                 self._handlers_idle.set()
-        if request.cancelled:
+        if request._cancelled:
             frame = None
         if request._batch is not None:
             request._batch.answer(frame)
         elif frame is not None:
             self._write(frame)
+        if not self._incoming:  # no other handler will add to this write: send it now
+            self._outbox.flush_now()
 
     async def _call_handler(self, request: Request) -> bytes:
         assert self.request_handler is not None

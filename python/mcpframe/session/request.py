@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
-
-import anyio
 
 from mcpframe._api import MessageLike
 
@@ -35,7 +34,8 @@ class Request:
         "_batch",
         "_cancelled",
         "_done",
-        "_scope",
+        "_started",
+        "_task",
         "id",
         "message",
         "meta",
@@ -57,8 +57,9 @@ class Request:
         meta = self.params.get("_meta") if isinstance(self.params, dict) else None
         self.meta: dict[str, Any] = meta if isinstance(meta, dict) else {}
         self.progress_token: Id | None = _progress_token(self.meta)
-        self._scope = anyio.CancelScope()
+        self._task: asyncio.Task[None] | None = None  # set by the Session right after creating it
         self._cancelled = False
+        self._started = False
         self._done = False
         self._batch = batch
 
@@ -76,9 +77,13 @@ class Request:
         return self._done
 
     def cancel(self) -> None:
-        """Cancel the handler; no response will be sent."""
+        """Cancel the handler (``Task.cancel()`` on its task); no response will be sent."""
+        if self._cancelled:
+            return
         self._cancelled = True
-        self._scope.cancel()
+        task = self._task
+        if self._started and not self._done and task is not None:
+            task.cancel()
 
     async def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None

@@ -1,7 +1,10 @@
 """stdio: a server on its own stdin/stdout (with stdout protection), and child processes (``spawn``).
 
 Pipes and sockets (the normal case) are switched to non-blocking mode and polled by the event loop: no
-thread hop per message. Their flags are restored on close. Anything else (a regular file, a terminal) is
+thread hop per message. Their flags are restored on close. On asyncio the read side stays registered with
+``loop.add_reader`` while chunks are being consumed (reads happen in the readiness callback, at most
+``_READ_AHEAD`` chunks ahead of ``receive``), and ``send_nowait`` writes what the pipe takes at once, so the
+Session's answers usually go out without a task switch. Anything else (a regular file, a terminal) is
 read by a daemon thread doing blocking ``os.read`` of ``RECEIVE_CHUNK`` bytes, handing each chunk to the
 event loop (one chunk buffered at most: backpressure; a daemon, because a read blocked on an idle stdin must
 never keep the process alive at exit), and written with ``os.write`` in a worker thread.
@@ -13,6 +16,7 @@ to stdout cannot corrupt the wire. Everything is restored on exit.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import stat
 import sys
@@ -92,6 +96,9 @@ def _pollable(fd: int) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
+_READ_AHEAD = 4  # chunks read before ``receive`` asks for them; past that, reading pauses (backpressure)
+
+
 class _NonBlocking:
     """A pipe or socket fd in non-blocking mode, polled by the event loop; ``restore`` undoes the mode."""
 
@@ -99,13 +106,68 @@ class _NonBlocking:
         self.fd = fd
         self._flags = fcntl.fcntl(fd, fcntl.F_GETFL)
         fcntl.fcntl(fd, fcntl.F_SETFL, self._flags | os.O_NONBLOCK)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._chunks: list[bytes] = []
+        self._chunk = RECEIVE_CHUNK
+        self._eof = False
+        self._waiter: asyncio.Future[None] | None = None
 
     async def read(self, chunk: int) -> bytes:
+        """The next chunk (everything read ahead, joined); ``b""`` at EOF; ``OSError`` if reading failed."""
+        chunks = self._chunks
+        if not chunks and not self._eof:
+            loop = self._loop
+            if loop is None:
+                try:
+                    loop = asyncio.get_running_loop()
+                except RuntimeError:  # not asyncio (trio): poll through anyio
+                    return await self._read_polled(chunk)
+                self._chunk = chunk
+                self._loop = loop
+                loop.add_reader(self.fd, self._on_readable)
+            self._waiter = waiter = loop.create_future()
+            try:
+                await waiter
+            finally:
+                self._waiter = None
+        if not chunks:
+            return b""
+        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        if len(chunks) >= _READ_AHEAD and not self._eof and self._loop is not None:
+            self._loop.add_reader(self.fd, self._on_readable)  # it was paused: resume
+        chunks.clear()
+        return data
+
+    async def _read_polled(self, chunk: int) -> bytes:
         while True:
             try:
                 return os.read(self.fd, chunk)
             except BlockingIOError:
                 await anyio.wait_readable(self.fd)
+
+    def _on_readable(self) -> None:
+        try:
+            data = os.read(self.fd, self._chunk)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if data:
+            self._chunks.append(data)
+        else:
+            self._eof = True
+        if (self._eof or len(self._chunks) >= _READ_AHEAD) and self._loop is not None:
+            self._loop.remove_reader(self.fd)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def try_write(self, data: bytes) -> int:
+        """Write what the fd takes without waiting; how many bytes that was."""
+        try:
+            return os.write(self.fd, data)
+        except BlockingIOError:
+            return 0
 
     async def write(self, data: bytes) -> None:
         view = memoryview(data)
@@ -116,6 +178,13 @@ class _NonBlocking:
                 await anyio.wait_writable(self.fd)
 
     def restore(self) -> None:
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.remove_reader(self.fd)
+        self._loop = None
+        self._eof = True
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
         with suppress(OSError):
             fcntl.fcntl(self.fd, fcntl.F_SETFL, self._flags)
 
@@ -130,6 +199,7 @@ class FdTransport:
         self._polled_out = _NonBlocking(write_fd) if _pollable(write_fd) else None
         self._write_fd = write_fd
         self._write_lock = anyio.Lock()
+        self._writing = False
         self._closed = False
         self._eof = False
 
@@ -146,11 +216,26 @@ class FdTransport:
         self._eof = not data
         return data
 
+    def send_nowait(self, data: bytes) -> int:
+        """Write what ``write_fd`` takes now, without waiting; the number of bytes written (maybe 0).
+
+        0 while a ``send`` is in progress (order is kept) or when ``write_fd`` is not a pipe or socket.
+        """
+        if self._closed:
+            raise TransportClosedError("transport is closed")
+        if self._polled_out is None or self._writing:
+            return 0
+        try:
+            return self._polled_out.try_write(data)
+        except OSError as exc:
+            raise TransportClosedError(f"write failed: {exc}") from exc
+
     async def send(self, data: bytes) -> None:
         """Write all of ``data`` to ``write_fd``."""
         if self._closed:
             raise TransportClosedError("transport is closed")
         async with self._write_lock:
+            self._writing = True
             try:
                 if self._polled_out is not None:
                     await self._polled_out.write(data)
@@ -158,6 +243,8 @@ class FdTransport:
                     await anyio.to_thread.run_sync(_write_all, self._write_fd, data)
             except OSError as exc:
                 raise TransportClosedError(f"write failed: {exc}") from exc
+            finally:
+                self._writing = False
 
     async def aclose(self) -> None:
         """Stop reading and writing; restore the descriptors' modes (they are left open for their owner)."""

@@ -1,0 +1,137 @@
+"""The Session's write side: frames queued during one event-loop iteration go out with one write.
+
+``put`` queues a frame and, once per loop iteration, schedules a flush with ``loop.call_soon``: everything
+the handlers finished in that iteration is joined and handed to the transport together. ``flush_now`` is
+the same flush done at once (the Session uses it when no other handler is running, so a lone answer is not
+held back by an extra loop iteration). A flush first tries the transport's optional synchronous
+``send_nowait(data) -> int`` (bytes taken); what it does not take, or everything on a transport without it,
+goes to a writer task that awaits ``transport.send``. While that task is writing, new frames queue behind it
+(their order is kept) and it sends them when it is done.
+
+asyncio only (``loop.call_soon``, ``asyncio.Event``), like the rest of the Session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+import anyio
+
+from mcpframe.transports.base import Transport, TransportClosedError
+
+__all__ = ["IO_ERRORS", "Outbox"]
+
+logger = logging.getLogger("mcpframe.session")
+
+IO_ERRORS = (TransportClosedError, OSError, anyio.BrokenResourceError, anyio.ClosedResourceError)
+
+
+class Outbox:
+    """Coalesced, ordered writes to one transport; ``on_lost`` is called once if a write fails."""
+
+    __slots__ = (
+        "_frames",
+        "_idle",
+        "_loop",
+        "_lost",
+        "_on_lost",
+        "_scheduled",
+        "_send_nowait",
+        "_sending",
+        "_transport",
+        "_wake",
+    )
+
+    def __init__(self, transport: Transport, on_lost: Callable[[], None]) -> None:
+        self._transport = transport
+        self._send_nowait: Callable[[bytes], int] | None = getattr(transport, "send_nowait", None)
+        self._on_lost = on_lost
+        self._frames: list[bytes] = []
+        self._scheduled = False
+        self._sending = False  # the writer task owns the transport until it has sent everything queued
+        self._lost = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._wake = asyncio.Event()
+        self._idle = asyncio.Event()
+
+    def __len__(self) -> int:
+        return len(self._frames)
+
+    @property
+    def lost(self) -> bool:
+        """Whether a write failed (the connection is gone)."""
+        return self._lost
+
+    def put(self, frame: bytes) -> None:
+        """Queue ``frame``; it is written at the end of this loop iteration at the latest."""
+        self._frames.append(frame)
+        if not self._scheduled and not self._sending and self._loop is not None:
+            self._scheduled = True
+            self._loop.call_soon(self._scheduled_flush)
+
+    def _scheduled_flush(self) -> None:
+        self._scheduled = False
+        self.flush_now()
+
+    def flush_now(self) -> None:
+        """Hand everything queued to the transport now (what it does not take goes to the writer task)."""
+        frames = self._frames
+        if self._sending or not frames or self._lost or self._loop is None:
+            return
+        data = frames[0] if len(frames) == 1 else b"".join(frames)
+        frames.clear()
+        if self._send_nowait is not None:
+            try:
+                taken = self._send_nowait(data)
+            except IO_ERRORS as exc:
+                self._fail(exc)
+                return
+            if taken >= len(data):
+                return
+            data = data[taken:]
+        frames.append(data)
+        self._sending = True
+        self._idle.clear()
+        self._wake.set()
+
+    async def drain(self) -> None:
+        """Wait until everything queued so far has been handed to the transport (or the write failed)."""
+        self.flush_now()
+        while self._sending and not self._lost:
+            await self._idle.wait()
+
+    async def writer(self) -> None:
+        """The writer task: sends what ``send_nowait`` could not; run it while the outbox is in use."""
+        self._loop = asyncio.get_running_loop()
+        if self._frames:
+            self.flush_now()
+        wake = self._wake
+        while True:
+            await wake.wait()
+            wake.clear()
+            while self._frames and not self._lost:
+                frames, self._frames = self._frames, []
+                try:
+                    await self._transport.send(frames[0] if len(frames) == 1 else b"".join(frames))
+                except IO_ERRORS as exc:
+                    self._fail(exc)
+                    return
+            self._sending = False
+            self._idle.set()
+
+    def _fail(self, exc: BaseException) -> None:
+        logger.debug("transport send failed, the connection is lost: %s", exc)
+        self._lost = True
+        self._sending = False
+        self._frames.clear()
+        self._idle.set()
+        self._on_lost()
+
+    def clear(self) -> None:
+        """Drop what is queued and stop writing (the session is over)."""
+        self._frames.clear()
+        self._loop = None
+        self._sending = False
+        self._idle.set()
