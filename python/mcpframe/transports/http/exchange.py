@@ -1,10 +1,13 @@
-"""One POST that carries requests: a JSON-RPC `Session` of its own, answering on the POST's stream.
+"""POSTs that carry requests: each is answered by a `Lane` (a running JSON-RPC `Session`) on its own stream.
 
-Each such POST gets a `Session` whose transport reads the POST body and writes to that POST's `Stream`, so
-whatever a handler sends while it runs (progress, log messages, sampling or elicitation requests) goes out
-on the stream of the request that caused it, before its response. The requests a handler sends get ids
-unique in the whole HTTP session (core `IdMap`), so the client's answer, POSTed separately, finds its way
-back to the exchange that asked.
+A lane's `Session` reads the POST body and writes to that POST's `Stream`, so whatever a handler sends while
+it runs (progress, log messages, sampling or elicitation requests) goes out on the stream of the request that
+caused it, before its response. A lane answers one POST at a time; once every request of it is answered, the
+lane waits (still running) for the next POST of the same HTTP session, so a POST costs no Session start-up.
+Lanes whose POST was cancelled or aborted, or that answered a batch, end instead of being reused.
+
+The requests a handler sends get ids unique in the whole HTTP session (core `IdMap`), so the client's
+answer, POSTed separately, finds its way back to the exchange that asked.
 """
 
 from __future__ import annotations
@@ -19,12 +22,12 @@ import anyio
 from mcpframe import core
 from mcpframe._api import MessageLike
 from mcpframe.errors import MCPFrameError
-from mcpframe.session import Session
+from mcpframe.session import Request, Session
 
 from .post import one_line
 from .streams import Stream
 
-__all__ = ["Exchange", "ExchangeTransport", "Router"]
+__all__ = ["Exchange", "ExchangeTransport", "Lane", "LanePool", "RequestHandler", "Router"]
 
 logger = logging.getLogger("mcpframe.http")
 
@@ -33,14 +36,14 @@ _NOTIFICATION = b'{"jsonrpc":"2.0","method":'
 
 
 class ExchangeTransport:
-    """The byte pipe of an exchange's Session: the body (and routed answers) in, frames out."""
+    """The byte pipe of a lane's Session: POST bodies (and routed answers) in, frames out."""
 
-    def __init__(self, exchange: Exchange) -> None:
-        self._exchange = exchange
+    def __init__(self, lane: Lane) -> None:
+        self._lane = lane
         self._in, self._out = anyio.create_memory_object_stream[bytes](math.inf)
 
     def feed(self, data: bytes) -> None:
-        """Queue bytes for the Session to read (ignored once the exchange ended)."""
+        """Queue bytes for the Session to read (ignored once the lane ended)."""
         try:
             self._in.send_nowait(data)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
@@ -58,8 +61,12 @@ class ExchangeTransport:
             return b""
 
     async def send(self, data: bytes) -> None:
-        """Frames from the Session: routed onto the exchange's stream."""
-        await self._exchange.outgoing(data)
+        """Frames from the Session: routed onto the current exchange's stream."""
+        exchange = self._lane.exchange
+        if exchange is None:
+            logger.debug("dropping %d bytes written after their exchange ended", len(data))
+            return
+        await exchange.outgoing(data)
 
     async def aclose(self) -> None:
         """Idempotent."""
@@ -77,7 +84,7 @@ class Router:
         self._next = 0
 
     def number(self) -> int:
-        """A fresh exchange number."""
+        """A fresh lane number."""
         self._next += 1
         return self._next
 
@@ -89,7 +96,8 @@ class Router:
 
     def remove(self, exchange: Exchange) -> None:
         """Forget an ended exchange and the ids it still held."""
-        self.exchanges.pop(exchange.number, None)
+        if self.exchanges.get(exchange.number) is exchange:
+            del self.exchanges[exchange.number]
         self.ids.drop_connection(exchange.number)
         self.release(exchange)
 
@@ -130,29 +138,122 @@ class Router:
             exchange.cancelled(rid, one_line(message.raw))
 
 
-class Exchange:
-    """The Session answering one POST, and the stream it writes to."""
+RequestHandler = Callable[[Request], Awaitable[Any]]
+
+
+class Lane:
+    """A Session answering POSTs one after the other (see the module's docstring)."""
+
+    def __init__(
+        self, router: Router, make_session: Callable[[Lane], Session], *, reusable: bool = True
+    ) -> None:
+        self.router = router
+        self.number = router.number()
+        self.transport = ExchangeTransport(self)
+        self.handler: RequestHandler | None = None  # what `handle` calls (set per POST where it varies)
+        self.session = make_session(self)
+        self.exchange: Exchange | None = None
+        self.reusable = reusable
+        self.pool: LanePool | None = None
+
+    async def handle(self, request: Request) -> Any:
+        """A request handler for `make_session` that calls this lane's current `handler`."""
+        assert self.handler is not None
+        return await self.handler(request)
+
+    async def run(self, runner: Callable[[Session], Awaitable[None]] | None = None) -> None:
+        """Run the Session (with `runner`, default `Session.run`) until it ends; its exchange ends with it."""
+        try:
+            await (self.session.run() if runner is None else runner(self.session))
+        finally:
+            self.reusable = False
+            if self.pool is not None:
+                self.pool.forget(self)
+            if self.exchange is not None:
+                self.exchange.close()
+            self.router.ids.drop_connection(self.number)
+
+    def done(self) -> None:
+        """The exchange ended: wait for the next POST, or end (not reusable, or enough lanes are waiting)."""
+        if self.reusable and self.pool is not None and not self.session.closed and self.pool.put(self):
+            return
+        self.reusable = False
+        self.transport.end()
+
+
+class LanePool:
+    """The idle lanes of one HTTP session (or of the stateless requests), newest first."""
 
     def __init__(
         self,
         router: Router,
-        stream: Stream,
-        request_ids: list[Id],
-        make_session: Callable[[ExchangeTransport], Session],
+        make_session: Callable[[Lane], Session],
+        spawn: Callable[..., Any],
         *,
-        batch: bool = False,
+        keep: int = 32,
     ) -> None:
         self.router = router
-        self.number = router.number()
+        self.make_session = make_session
+        self.spawn = spawn
+        self.keep = keep
+        self._idle: list[Lane] = []
+        self.closed = False
+
+    def acquire(self) -> Lane:
+        """An idle lane, or a new one (started in the background)."""
+        idle = self._idle
+        while idle:
+            lane = idle.pop()
+            if lane.reusable and not lane.session.closed:
+                return lane
+        lane = Lane(self.router, self.make_session, reusable=not self.closed)
+        lane.pool = self
+        self.spawn(lane.run)
+        return lane
+
+    def put(self, lane: Lane) -> bool:
+        """Keep a lane for the next POST; `False` when the pool is closed or holds enough already."""
+        if self.closed or len(self._idle) >= self.keep:
+            return False
+        self._idle.append(lane)
+        return True
+
+    def forget(self, lane: Lane) -> None:
+        """A lane ended."""
+        if lane in self._idle:
+            self._idle.remove(lane)
+
+    def close(self) -> None:
+        """End the idle lanes; lanes in use end when their exchange does."""
+        self.closed = True
+        for lane in self._idle:
+            lane.reusable = False
+            lane.transport.end()
+        self._idle.clear()
+
+
+class Exchange:
+    """One POST's requests, the lane answering them, and the stream the answers go to."""
+
+    def __init__(self, lane: Lane, stream: Stream, request_ids: list[Id], *, batch: bool = False) -> None:
+        self.lane = lane
+        self.router = lane.router
+        self.number = lane.number
         self.stream = stream
-        self.transport = ExchangeTransport(self)
-        self.session = make_session(self.transport)
+        self.transport = lane.transport
         # a batch is answered by one array (its end), single requests one by one
         self._expected: set[Id] | None = None if batch else set(request_ids)
         self._batch_answered = False
         self.extra: list[bytes] = []  # answers to invalid batch elements, joined into the batch's answer
         self.on_done: Callable[[], None] | None = None
-        router.add(self, request_ids)
+        self.closed = False
+        lane.exchange = self
+        self.router.add(self, request_ids)
+
+    @property
+    def session(self) -> Session:
+        """The Session answering this POST."""
+        return self.lane.session
 
     @property
     def complete(self) -> bool:
@@ -161,32 +262,31 @@ class Exchange:
             return self._batch_answered
         return not self._expected
 
-    async def run(self, runner: Callable[[Session], Awaitable[None]] | None = None) -> None:
-        """Run the Session (with `runner`, default `Session.run`) until every request is answered.
-
-        Feed it the body first. Afterwards the exchange's ids are released, its stream ends, and
-        `on_done` (if set) is called.
-        """
-        try:
-            await (self.session.run() if runner is None else runner(self.session))
-        finally:
-            self.router.remove(self)
-            self.stream.finish()
-            if self.on_done is not None:
-                self.on_done()
+    def close(self) -> None:
+        """The exchange ended: its stream ends, its ids are released, `on_done` (if set) is called."""
+        if self.closed:
+            return
+        self.closed = True
+        if self.lane.exchange is self:
+            self.lane.exchange = None
+        self.router.remove(self)
+        self.stream.finish()
+        if self.on_done is not None:
+            self.on_done()
 
     async def abort(self) -> None:
         """Stop now: cancel running handlers (nobody can receive their answers any more)."""
-        await self.session.aclose()
+        self.lane.reusable = False
+        await self.lane.session.aclose()
 
     async def outgoing(self, data: bytes) -> None:
         """Frames the Session wrote: renumber its requests, note its responses, emit them all in order."""
         for frame in data.split(b"\n"):
             if frame:
                 await self._emit(frame)
-        if self.complete:
-            self.stream.finish()
-            self.transport.end()
+        if self.complete and not self.closed:
+            self.close()
+            self.lane.done()
 
     async def _emit(self, frame: bytes) -> None:
         if frame.startswith(b"["):  # the answer to a batch, all of it at once
@@ -214,10 +314,11 @@ class Exchange:
 
     def cancelled(self, rid: Id, frame: bytes) -> None:
         """The client cancelled one of this POST's requests: it gets no response, so stop waiting for it."""
+        self.lane.reusable = False  # its handler may still write while it stops: the lane is not reused
         self.transport.feed(frame)
         if self._expected is not None:
             self._expected.discard(rid)
             self.router.release(self, rid)
             if self.complete:
-                self.stream.finish()
-                self.transport.end()
+                self.close()
+                self.lane.done()

@@ -12,7 +12,7 @@ from starlette.responses import Response
 from mcpframe import jsonrpc
 from mcpframe.session import Session
 
-from .exchange import Exchange, ExchangeTransport, Router
+from .exchange import Exchange, Lane, LanePool, RequestHandler, Router
 from .headers import Accepts, is_json_content, mirror_mismatch
 from .post import Body, one_line
 from .responses import error_response, json_response
@@ -20,8 +20,6 @@ from .sessions import HttpSession
 from .streams import Stream
 
 if TYPE_CHECKING:
-    from mcpframe.server import ServerConnection
-
     from .server import StreamableHTTPServer
 
 __all__ = ["PostHandler"]
@@ -35,6 +33,7 @@ class PostHandler:
 
     def __init__(self, http: StreamableHTTPServer) -> None:
         self.http = http
+        self._stateless: LanePool | None = None  # the lanes of 2026-07-28 requests (no HTTP session)
 
     async def handle(self, request: Request, owner: str | None) -> Response:
         """Check the headers and the body, then answer with 202, JSON or SSE."""
@@ -107,11 +106,14 @@ class PostHandler:
             why = f"Bad Request: request id {busy[0]!r} is already in flight"
             return error_response(400, why, rid=busy[0])
         conn = session.connection
+        if body.batch:  # a batch Session reads batches: a lane of its own, ended afterwards
+            lane = self._one_shot(session.router, conn.handle_request, batches=True)
+        else:
+            lane = self._lanes(session).acquire()
         exchange = Exchange(
-            session.router,
+            lane,
             session.new_stream(),
             [r.id for r in body.requests if r.id is not None],
-            lambda t: self._make_session(t, conn, batches=body.batch),
             batch=body.batch,
         )
         exchange.extra = body.error_frames()
@@ -122,12 +124,24 @@ class PostHandler:
             del response.headers["mcp-session-id"]
         return response
 
-    def _make_session(
-        self, transport: ExchangeTransport, conn: ServerConnection, *, batches: bool
-    ) -> Session:
+    def _lanes(self, session: HttpSession) -> LanePool:
+        if session.lanes is None:
+            handler = session.connection.handle_request
+            session.lanes = LanePool(
+                session.router,
+                lambda lane: self._make_session(lane, handler, batches=False),
+                self.http.sessions.spawn,
+            )
+        return session.lanes
+
+    def _one_shot(self, router: Router, handler: RequestHandler, *, batches: bool) -> Lane:
+        """A lane for one POST only (its Session is started by `_answer`)."""
+        return Lane(router, lambda lane: self._make_session(lane, handler, batches=batches), reusable=False)
+
+    def _make_session(self, lane: Lane, handler: RequestHandler, *, batches: bool) -> Session:
         options: dict[str, Any] = {"max_frame": self.http.options.max_body}
         options.update(self.http.options.session_options)
-        return Session(transport, request_handler=conn.handle_request, batches=batches, **options)
+        return Session(lane.transport, request_handler=handler, batches=batches, **options)
 
     def _route(self, session: HttpSession, message: Any) -> None:
         if message.kind in ("result", "error"):
@@ -144,13 +158,21 @@ class PostHandler:
         if why is not None:
             return error_response(400, why, code=jsonrpc.HEADER_MISMATCH, rid=message.id)
         conn = self.http.server.connection()
-        exchange = Exchange(
-            Router(),
-            Stream(None, None),
-            [message.id] if message.id is not None else [],
-            lambda t: self._make_session(t, conn, batches=False),
-        )
-        return await self._answer(exchange, body, None, accepts, headers={}, runner=conn.run)
+        ids = [message.id] if message.id is not None else []
+        if message.method == "subscriptions/listen":  # runs with its connection bound (notifications)
+            lane = self._one_shot(Router(), conn.handle_request, batches=False)
+            exchange = Exchange(lane, Stream(None, None), ids)
+            return await self._answer(exchange, body, None, accepts, headers={}, runner=conn.run)
+        if self._stateless is None:
+            self._stateless = LanePool(
+                Router(),
+                lambda lane: self._make_session(lane, lane.handle, batches=False),
+                self.http.sessions.spawn,
+            )
+        lane = self._stateless.acquire()
+        lane.handler = conn.handle_request
+        exchange = Exchange(lane, Stream(None, None), ids)
+        return await self._answer(exchange, body, None, accepts, headers={})
 
     async def _answer(
         self,
@@ -169,7 +191,8 @@ class PostHandler:
         exchange.transport.feed(body.session_input())  # before anything routed to it can arrive
         if session is not None:
             exchange.on_done = lambda: session.stream_ended(stream)
-        spawn(exchange.run, runner)
+        if exchange.lane.pool is None:  # a one-shot lane: pooled ones are already running
+            spawn(exchange.lane.run, runner)
         priming = self.http.priming(session)
         if not (accepts.sse and self._prefer_sse(priming)):
             with anyio.move_on_after(self._json_wait(accepts)):

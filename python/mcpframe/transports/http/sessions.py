@@ -19,7 +19,7 @@ import anyio.abc
 from mcpframe.session import Session
 
 from .events import EventStore
-from .exchange import Router
+from .exchange import LanePool, Router
 from .streams import Stream
 
 if TYPE_CHECKING:
@@ -73,6 +73,7 @@ class HttpSession:
         self.connection = connection
         self.store = store
         self.router = Router()
+        self.lanes: LanePool | None = None  # the Sessions answering its POSTs (created by the first one)
         self.streams: dict[str, Stream] = {}
         self.get_stream = self.new_stream(buffer_until_attached=False)
         self.transport = MainTransport(self.get_stream)
@@ -112,6 +113,8 @@ class HttpSession:
         if self.closed:
             return
         self.closed = True
+        if self.lanes is not None:
+            self.lanes.close()
         for exchange in self.exchanges():
             await exchange.abort()
         for stream in self.streams.values():
