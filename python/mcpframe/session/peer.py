@@ -27,9 +27,9 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from mcpframe import core, jsonrpc
 from mcpframe._api import MessageLike
-from mcpframe.errors import EncodeError
 from mcpframe.session.batch import Batch
 from mcpframe.session.errors import ConnectionClosed, JSONRPCError, RequestTimeout
+from mcpframe.session.frames import Spawner, error_frame, failure_frame, result_frame, task_spawner
 from mcpframe.session.outbox import IO_ERRORS, Outbox
 from mcpframe.session.outgoing import Pending, with_progress_token
 from mcpframe.session.request import ProgressCallback, Request
@@ -46,15 +46,6 @@ Id = int | str
 
 _HIGH_WATER = 1024  # queued frames past which async senders wait for the writer
 _IO_ERRORS = IO_ERRORS
-
-
-def _error_frame(rid: Id, exc: JSONRPCError) -> bytes:
-    frame: bytes
-    if exc.data is None:
-        frame = core.encode_error(rid, exc.code, exc.message)
-    else:
-        frame = core.encode_error(rid, exc.code, exc.message, exc.data)
-    return frame
 
 
 def only(group: BaseExceptionGroup[Any], exc: BaseException | None) -> bool:
@@ -95,6 +86,7 @@ class Session:
         self._incoming: dict[Id, Request] = {}
         self._outbox = Outbox(transport, self._connection_lost)
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._spawn: Spawner
         self._eof = False
         self._broken = False
         self._finished = False
@@ -151,6 +143,7 @@ class Session:
         self._jobs_done = anyio.Event()
         try:
             self._loop = asyncio.get_running_loop()
+            self._spawn = task_spawner(self._loop)
         except RuntimeError:
             raise RuntimeError("mcpframe's Session runs on asyncio (or anyio's asyncio backend)") from None
         try:
@@ -255,6 +248,14 @@ class Session:
 
     async def _read_loop(self) -> None:
         decoder = self._decoder
+        pump = getattr(self.transport, "pump", None)
+        if pump is not None:  # the transport calls us with each chunk as it arrives: no task switch
+            try:
+                await pump(lambda data: self._dispatch(decoder.feed(data)))
+            except _IO_ERRORS as exc:
+                logger.debug("transport receive failed, treating it as EOF: %s", exc)
+            self._dispatch(decoder.close())
+            return
         while True:
             try:
                 data = await self.transport.receive()
@@ -294,16 +295,17 @@ class Session:
     def _on_request(self, message: MessageLike, batch: Batch | None) -> None:
         rid = message.id
         assert rid is not None
-        refusal = self._refusal(message)
-        if refusal is not None:
-            self._reply(_error_frame(rid, refusal), batch)
-            return
+        incoming = self._incoming
+        if len(incoming) >= self.max_in_flight or rid in incoming or self._eof or not self.request_handler:
+            refusal = self._refusal(message)
+            if refusal is not None:
+                self._reply(error_frame(rid, refusal), batch)
+                return
         request = Request(self, message, batch)
-        self._incoming[rid] = request
+        incoming[rid] = request
         if batch is not None:
             batch.expect()
-        assert self._loop is not None
-        request._task = self._loop.create_task(self._handle(request))
+        request._task = self._spawn(self._handle(request))
 
     def _refusal(self, message: MessageLike) -> JSONRPCError | None:
         if self.request_handler is None:
@@ -326,7 +328,12 @@ class Session:
         try:
             if not request._cancelled:  # cancelled before it started: the handler never runs
                 request._started = True
-                frame = await self._call_handler(request)
+                try:
+                    result = await self.request_handler(request)  # type: ignore[misc]
+                except (JSONRPCError, Exception) as exc:
+                    frame = failure_frame(request, exc)
+                else:
+                    frame = result_frame(request, result)
         except asyncio.CancelledError:
             if not request._cancelled:
                 raise  # not ours (the loop is shutting down): let the task end cancelled
@@ -337,34 +344,15 @@ class Session:
                 del incoming[request.id]
             if not incoming and self._handlers_idle is not None:
                 self._handlers_idle.set()
-        if request._cancelled:
-            frame = None
+        self._answer(request, None if request._cancelled else frame)
+
+    def _answer(self, request: Request, frame: bytes | None) -> None:
         if request._batch is not None:
             request._batch.answer(frame)
         elif frame is not None:
             self._write(frame)
         if not self._incoming:  # no other handler will add to this write: send it now
             self._outbox.flush_now()
-
-    async def _call_handler(self, request: Request) -> bytes:
-        assert self.request_handler is not None
-        rid = request.id
-        try:
-            result = await self.request_handler(request)
-        except JSONRPCError as exc:
-            return _error_frame(rid, exc)
-        except Exception as exc:
-            logger.exception("handler for %r (id %r) failed", request.method, rid)
-            return _error_frame(
-                rid, JSONRPCError(jsonrpc.INTERNAL_ERROR, f"Internal error ({type(exc).__name__})")
-            )
-        try:
-            frame: bytes = core.encode_result(rid, result)
-        except (EncodeError, TypeError) as exc:
-            logger.error("result of %r (id %r) cannot be encoded: %s", request.method, rid, exc)
-            message = f"Internal error: the result is not JSON serializable: {exc}"
-            return _error_frame(rid, JSONRPCError(jsonrpc.INTERNAL_ERROR, message))
-        return frame
 
     def _on_notification(self, message: MessageLike) -> None:
         method = message.method

@@ -54,9 +54,14 @@ class Request:
         self.id: Id = rid
         self.method: str = message.method
         self.params: Any = message.params
-        meta = self.params.get("_meta") if isinstance(self.params, dict) else None
-        self.meta: dict[str, Any] = meta if isinstance(meta, dict) else {}
-        self.progress_token: Id | None = _progress_token(self.meta)
+        params = self.params
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        if not isinstance(meta, dict):
+            self.meta: dict[str, Any] = {}
+            self.progress_token: Id | None = None
+        else:
+            self.meta = meta
+            self.progress_token = _progress_token(meta)
         self._task: asyncio.Task[None] | None = None  # set by the Session right after creating it
         self._cancelled = False
         self._started = False

@@ -21,7 +21,7 @@ import os
 import stat
 import sys
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 
 import anyio
@@ -138,6 +138,58 @@ class _NonBlocking:
         chunks.clear()
         return data
 
+    async def pump(self, chunk: int, callback: Callable[[bytes], object]) -> None:
+        """Call ``callback(data)`` for every chunk, right in the loop's readiness callback, until EOF."""
+        if self._chunks:  # read ahead by ``read`` before
+            data = b"".join(self._chunks)
+            self._chunks.clear()
+            callback(data)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # not asyncio (trio): poll through anyio
+            while not self._eof and (data := await self._read_polled(chunk)):
+                callback(data)
+            return
+        if self._eof:
+            return
+        self._loop = loop
+        self._waiter = done = loop.create_future()
+        loop.add_reader(self.fd, self._pump_step(loop, chunk, callback, done))
+        try:
+            await done
+        finally:
+            self._waiter = None
+            self._eof = True
+            if not loop.is_closed():
+                loop.remove_reader(self.fd)
+
+    def _pump_step(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        chunk: int,
+        callback: Callable[[bytes], object],
+        done: asyncio.Future[None],
+    ) -> Callable[[], None]:
+        """``pump``'s readiness callback: read a chunk, hand it over; EOF or an error completes ``done``."""
+
+        def on_readable() -> None:
+            try:
+                data = os.read(self.fd, chunk)
+            except BlockingIOError:
+                return
+            except OSError:
+                data = b""
+            try:
+                if data:
+                    callback(data)
+                    return
+                done.set_result(None)
+            except Exception as exc:
+                done.set_exception(exc)
+            loop.remove_reader(self.fd)
+
+        return on_readable
+
     async def _read_polled(self, chunk: int) -> bytes:
         while True:
             try:
@@ -229,6 +281,23 @@ class FdTransport:
             return self._polled_out.try_write(data)
         except OSError as exc:
             raise TransportClosedError(f"write failed: {exc}") from exc
+
+    async def pump(self, callback: Callable[[bytes], object]) -> None:
+        """Call ``callback(data)`` for every chunk read until EOF (``receive`` without a task switch).
+
+        On a pipe or socket under asyncio the callback runs in the event loop's readiness callback; an
+        exception it raises stops reading and is raised here. After ``pump`` returns, ``receive`` is ``b""``.
+        """
+        if self._closed or self._eof:
+            return
+        try:
+            if self._polled_in is None:
+                while data := await self._reader.receive():
+                    callback(data)
+            else:
+                await self._polled_in.pump(self._chunk, callback)
+        finally:
+            self._eof = True
 
     async def send(self, data: bytes) -> None:
         """Write all of ``data`` to ``write_fd``."""
