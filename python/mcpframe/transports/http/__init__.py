@@ -1,10 +1,12 @@
-"""Streamable HTTP: the server side (`server`, an ASGI app on Starlette served by uvicorn) and the client.
+"""Streamable HTTP: the server side (`server`, a plain ASGI app served by uvicorn) and the client.
 
 Nothing here is imported by `mcpframe.transports`; the HTTP stack is an optional dependency
 (`pip install mcpframe[http]`). Server modules:
 
 - `server`: `StreamableHTTPServer` (the ASGI app and its routes), `serve_http()` (uvicorn on loopback);
-- `sessions`: HTTP sessions (`Mcp-Session-Id`), their reaper, and per-POST exchanges;
+- `asgi`, `responses`: requests read from the ASGI scope, replies (whole or SSE) written to `send`;
+- `handling`, `exchange`: POSTs, answered by reusable lanes (running JSON-RPC Sessions);
+- `sessions`: HTTP sessions (`Mcp-Session-Id`), their reaper, their lanes;
 - `streams`: SSE streams with event ids, priming events, resumption, server-initiated close;
 - `events`: the pluggable `EventStore` and its in-memory default;
 - `security`: Host/Origin allow-lists and bearer-token verification.

@@ -6,16 +6,15 @@ import math
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from starlette.requests import ClientDisconnect, Request
-from starlette.responses import Response
 
 from mcpframe import jsonrpc
 from mcpframe.session import Session
 
+from .asgi import ClientDisconnect, HttpRequest, TooLarge
 from .exchange import Exchange, Lane, LanePool, RequestHandler, Router
 from .headers import Accepts, is_json_content, mirror_mismatch
 from .post import Body, one_line
-from .responses import error_response, json_response
+from .responses import Answer, Reply, error_response, json_response
 from .sessions import HttpSession
 from .streams import Stream
 
@@ -35,15 +34,15 @@ class PostHandler:
         self.http = http
         self._stateless: LanePool | None = None  # the lanes of 2026-07-28 requests (no HTTP session)
 
-    async def handle(self, request: Request, owner: str | None) -> Response:
+    async def handle(self, request: HttpRequest, owner: str | None) -> Answer:
         """Check the headers and the body, then answer with 202, JSON or SSE."""
         accepts = Accepts.parse(request.headers.get("accept"))
         data = await self._read(request, accepts)
-        if isinstance(data, Response):
+        if isinstance(data, Reply):
             return data
         modern = request.headers.get("mcp-protocol-version", "") >= _FIRST_MODERN
         found = self._session(request, owner) if not modern else None  # 2026-07-28 has no sessions
-        if isinstance(found, Response):
+        if isinstance(found, Reply):
             return found
         batches = found is not None and found.version == _BATCH_VERSION
         body = Body.decode(data, max_frame=self.http.options.max_body, batches=batches)
@@ -53,15 +52,15 @@ class PostHandler:
         if body.modern:
             return await self._modern(request, body, accepts)
         if modern and not body.requests:
-            return Response(status_code=202)  # a stateless client's notification: nothing to route it to
+            return Reply(202)  # a stateless client's notification: nothing to route it to
         return await self._legacy(request, body, found, accepts, owner)
 
-    def _session(self, request: Request, owner: str | None) -> HttpSession | Response | None:
+    def _session(self, request: HttpRequest, owner: str | None) -> HttpSession | Reply | None:
         if "mcp-session-id" not in request.headers:
             return None
         return self.http.find_session(request, owner)
 
-    async def _read(self, request: Request, accepts: Accepts) -> bytes | Response:
+    async def _read(self, request: HttpRequest, accepts: Accepts) -> bytes | Reply:
         """The body, or the refusal of a request with the wrong media types or too big a body."""
         refusal = _refusal(request, accepts)
         if refusal is not None:
@@ -70,21 +69,21 @@ class PostHandler:
         length = request.headers.get("content-length")
         if length is not None and length.isdigit() and int(length) > limit:
             return _too_big(limit)
-        chunks: list[bytes] = []
-        size = 0
         try:
-            async for chunk in request.stream():
-                size += len(chunk)
-                if size > limit:
-                    return _too_big(limit)
-                chunks.append(chunk)
+            return await request.body(limit)
+        except TooLarge:
+            return _too_big(limit)
         except ClientDisconnect:
-            return Response(status_code=400)  # nobody is left to read it
-        return b"".join(chunks)
+            return Reply(400)  # nobody is left to read it
 
     async def _legacy(
-        self, request: Request, body: Body, session: HttpSession | None, accepts: Accepts, owner: str | None
-    ) -> Response:
+        self,
+        request: HttpRequest,
+        body: Body,
+        session: HttpSession | None,
+        accepts: Accepts,
+        owner: str | None,
+    ) -> Answer:
         if session is None:
             if not body.initialize:
                 return error_response(400, "Bad Request: the Mcp-Session-Id header is required")
@@ -100,7 +99,7 @@ class PostHandler:
         if not body.requests:
             if body.errors:  # a batch of nothing but invalid parts
                 return json_response(b"[" + b",".join(body.error_frames()) + b"]")
-            return Response(status_code=202)
+            return Reply(202)
         busy = [r.id for r in body.requests if r.id is not None and session.router.busy(r.id)]
         if busy:
             why = f"Bad Request: request id {busy[0]!r} is already in flight"
@@ -121,7 +120,7 @@ class PostHandler:
         response = await self._answer(exchange, body, session, accepts, headers=headers)
         if created and exchange.stream.finished.is_set() and session.version is None:
             await self.http.sessions.end(session)  # initialize failed: no session
-            del response.headers["mcp-session-id"]
+            response.headers.pop("mcp-session-id", None)
         return response
 
     def _lanes(self, session: HttpSession) -> LanePool:
@@ -151,10 +150,9 @@ class PostHandler:
         else:
             session.transport.feed(one_line(message.raw))
 
-    async def _modern(self, request: Request, body: Body, accepts: Accepts) -> Response:
+    async def _modern(self, request: HttpRequest, body: Body, accepts: Accepts) -> Answer:
         message = body.requests[0]
-        headers = {k.lower(): v for k, v in request.headers.items()}
-        why = mirror_mismatch(headers, message.method or "", message.params)
+        why = mirror_mismatch(request.headers, message.method or "", message.params)
         if why is not None:
             return error_response(400, why, code=jsonrpc.HEADER_MISMATCH, rid=message.id)
         conn = self.http.server.connection()
@@ -183,7 +181,7 @@ class PostHandler:
         *,
         headers: dict[str, str],
         runner: Any = None,
-    ) -> Response:
+    ) -> Answer:
         """Run the exchange; answer JSON if only responses came, else switch to SSE."""
         stream = exchange.stream
         await stream.open()
@@ -202,7 +200,7 @@ class PostHandler:
                 if session is not None:
                     session.stream_ended(stream)  # answered in full: nothing to resume
                 if not frames:
-                    return Response(status_code=202, headers=headers)
+                    return Reply(202, headers=headers)
                 joined = frames[0] if len(frames) == 1 else b"[" + b",".join(frames) + b"]"
                 return json_response(joined, headers)
         receive = await stream.attach(retry_ms=priming)
@@ -230,7 +228,7 @@ class PostHandler:
         return wait
 
 
-def _refusal(request: Request, accepts: Accepts) -> Response | None:
+def _refusal(request: HttpRequest, accepts: Accepts) -> Reply | None:
     if not is_json_content(request.headers.get("content-type")):
         return error_response(415, "Unsupported Media Type: the body must be application/json")
     if not (accepts.json or accepts.sse):
@@ -238,5 +236,5 @@ def _refusal(request: Request, accepts: Accepts) -> Response | None:
     return None
 
 
-def _too_big(limit: int) -> Response:
+def _too_big(limit: int) -> Reply:
     return error_response(413, f"Payload Too Large: the body exceeds {limit} bytes")

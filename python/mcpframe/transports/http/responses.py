@@ -1,12 +1,136 @@
-"""HTTP responses whose bodies are JSON-RPC."""
+"""HTTP replies written straight to ASGI `send`: whole bodies (JSON-RPC errors, JSON answers) and SSE."""
 
 from __future__ import annotations
 
-from starlette.responses import Response
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream
 
 from mcpframe import core, jsonrpc
 
-__all__ = ["error_response", "json_response"]
+from .asgi import Receive, Send, wait_disconnect
+from .streams import KEEPALIVE, Stream
+
+__all__ = ["SSE_HEADERS", "Answer", "Reply", "SseReply", "error_response", "json_response"]
+
+_JSON = "application/json"
+SSE_HEADERS = {
+    "content-type": "text/event-stream",
+    "cache-control": "no-cache, no-transform",
+    "x-accel-buffering": "no",
+}
+
+
+def _raw_headers(headers: dict[str, str]) -> list[tuple[bytes, bytes]]:
+    return [(name.encode("latin-1"), value.encode("latin-1")) for name, value in headers.items()]
+
+
+class Reply:
+    """A complete response: status, headers (lower-case names) and body, sent with two ASGI messages."""
+
+    __slots__ = ("body", "headers", "status")
+
+    def __init__(
+        self,
+        status: int,
+        body: bytes = b"",
+        headers: dict[str, str] | None = None,
+        media_type: str | None = None,
+    ) -> None:
+        self.status = status
+        self.body = body
+        self.headers = {name.lower(): value for name, value in headers.items()} if headers else {}
+        if media_type is not None:
+            self.headers["content-type"] = media_type
+
+    async def __call__(self, receive: Receive, send: Send) -> None:
+        """Write it."""
+        raw = [(b"content-length", str(len(self.body)).encode()), *_raw_headers(self.headers)]
+        await send({"type": "http.response.start", "status": self.status, "headers": raw})
+        await send({"type": "http.response.body", "body": self.body})
+
+
+class SseReply:
+    """A `text/event-stream` response fed by a `Stream`'s reader, until the stream ends or the client leaves.
+
+    What is already queued goes out in one write (the end of the stream included); while nothing comes, a
+    comment is written every `keepalive` seconds, or, with `close_idle`, a quiet resumable stream is closed.
+    """
+
+    def __init__(
+        self,
+        stream: Stream,
+        reader: MemoryObjectReceiveStream[bytes],
+        *,
+        keepalive: float,
+        close_idle: float | None = None,
+        headers: dict[str, str] | None = None,
+        on_end: Callable[[], Any] | None = None,
+    ) -> None:
+        self.stream = stream
+        self.reader = reader
+        self.keepalive = keepalive
+        self.close_idle = close_idle
+        self.headers = {**SSE_HEADERS, **{k.lower(): v for k, v in (headers or {}).items()}}
+        self.on_end = on_end
+        self.status = 200
+
+    async def __call__(self, receive: Receive, send: Send) -> None:
+        """Write the events; a disconnecting client ends the stream's reading (and so this response)."""
+        watcher = asyncio.get_running_loop().create_task(self._watch(receive))
+        try:
+            headers = _raw_headers(self.headers)
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            while True:
+                chunk, ended = await self._next()
+                await send({"type": "http.response.body", "body": chunk, "more_body": not ended})
+                if ended:
+                    return
+        finally:
+            watcher.cancel()
+            self.stream.detach(self.reader)
+            if self.on_end is not None:
+                self.on_end()
+
+    async def _watch(self, receive: Receive) -> None:
+        await wait_disconnect(receive)
+        self.stream.detach(self.reader)  # its reader sees the end: the response ends
+
+    async def _next(self) -> tuple[bytes, bool]:
+        """What to write next, and whether the response ends with it."""
+        chunks, ended = self._drain()
+        while not chunks and not ended:
+            wait = self.keepalive if self.close_idle is None else min(self.close_idle, self.keepalive)
+            with anyio.move_on_after(wait) as scope:
+                try:
+                    chunks.append(await self.reader.receive())
+                except (anyio.EndOfStream, anyio.ClosedResourceError):
+                    return b"", True
+            if not scope.cancelled_caught:
+                more, ended = self._drain()
+                chunks += more
+            elif self.close_idle is not None and self.stream.resumable and not self.stream.finished.is_set():
+                return b"", True  # SSE polling: the client resumes after its `retry`
+            else:
+                chunks.append(KEEPALIVE)
+        return b"".join(chunks), ended
+
+    def _drain(self) -> tuple[list[bytes], bool]:
+        chunks: list[bytes] = []
+        while True:
+            try:
+                chunks.append(self.reader.receive_nowait())
+            except anyio.WouldBlock:
+                return chunks, False
+            except (anyio.EndOfStream, anyio.ClosedResourceError):
+                return chunks, True
+
+
+Answer = Reply | SseReply
+"""What the endpoint answers with: call it with the ASGI `receive` and `send`."""
 
 
 def error_response(
@@ -16,12 +140,11 @@ def error_response(
     code: int = jsonrpc.INVALID_REQUEST,
     rid: int | str | None = None,
     headers: dict[str, str] | None = None,
-) -> Response:
+) -> Reply:
     """An HTTP error whose body is a JSON-RPC error response."""
-    body = core.encode_error(rid, code, message)
-    return Response(body, status, headers=headers, media_type="application/json")
+    return Reply(status, core.encode_error(rid, code, message).rstrip(b"\n"), headers, _JSON)
 
 
-def json_response(frame: bytes, headers: dict[str, str] | None = None) -> Response:
+def json_response(frame: bytes, headers: dict[str, str] | None = None) -> Reply:
     """A 200 carrying one JSON-RPC frame (or a batch answer)."""
-    return Response(frame.rstrip(b"\n"), 200, headers=headers, media_type="application/json")
+    return Reply(200, frame.rstrip(b"\n"), headers, _JSON)

@@ -1,7 +1,7 @@
-"""The Streamable HTTP server: one endpoint (POST, GET, DELETE) as an ASGI app on Starlette.
+"""The Streamable HTTP server: one endpoint (POST, GET, DELETE) as a plain ASGI app.
 
 ```python
-http = StreamableHTTPServer(server)          # http.app is the Starlette app (its lifespan runs the sessions)
+http = StreamableHTTPServer(server)          # http.app is the ASGI app (its lifespan runs the sessions)
 await serve_http(server, port=8000)          # or: uvicorn on 127.0.0.1
 ```
 
@@ -13,31 +13,28 @@ carries their notifications and requests before the responses; notifications and
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import socket
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 import anyio.abc
 import uvicorn
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
-from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+from anyio.streams.memory import MemoryObjectReceiveStream
 
 from mcpframe import jsonrpc
 from mcpframe.server.eras import LEGACY_VERSIONS, SUPPORTED_VERSIONS
 
+from .asgi import HttpRequest, Receive, Scope, Send
 from .events import EventStore, MemoryEventStore, split_event_id
 from .handling import PostHandler
 from .headers import Accepts
-from .responses import error_response
+from .responses import SSE_HEADERS, Answer, Reply, SseReply, error_response
 from .security import AccessToken, BearerAuth, HostGuard
 from .sessions import HttpSession, SessionManager
-from .streams import Stream, format_event, sse_body
+from .streams import Stream, format_event
 
 if TYPE_CHECKING:
     from mcpframe.server import Server
@@ -46,7 +43,8 @@ __all__ = ["HttpOptions", "StreamableHTTPServer", "serve_http"]
 
 logger = logging.getLogger("mcpframe.http")
 
-SSE_HEADERS = {"Cache-Control": "no-cache, no-transform", "X-Accel-Buffering": "no"}
+_TEXT = "text/plain; charset=utf-8"
+_METHODS = ("GET", "POST", "DELETE")
 
 
 @dataclasses.dataclass(slots=True)
@@ -87,21 +85,39 @@ class StreamableHTTPServer:
             max_sessions=opts.max_sessions,
         )
         self.posts = PostHandler(self)
-        routes = [Route(opts.path, self.endpoint, methods=["GET", "POST", "DELETE"])]
-        if opts.auth is not None:
-            routes.append(Route(self.metadata_path, self.resource_metadata, methods=["GET"]))
-        self.app = Starlette(routes=routes, lifespan=self._lifespan)
         self._tg: anyio.abc.TaskGroup | None = None
 
+    @property
+    def app(self) -> StreamableHTTPServer:
+        """The ASGI application (this object): HTTP requests, and the lifespan that runs the sessions."""
+        return self
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self.app(scope, receive, send)
+        if scope["type"] == "http":
+            request = HttpRequest(scope, receive)
+            answer = await self._route(request)
+            await answer(receive, send)
+        elif scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+        elif scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1000})
 
     # ---------------------------------------------------------------- lifecycle
 
-    @asynccontextmanager
-    async def _lifespan(self, app: Starlette) -> AsyncIterator[None]:
-        async with self:
-            yield
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        """The ASGI lifespan protocol: the session manager runs from startup to shutdown."""
+        await receive()  # lifespan.startup
+        try:
+            await self.__aenter__()
+        except BaseException as exc:
+            await send({"type": "lifespan.startup.failed", "message": repr(exc)})
+            raise
+        await send({"type": "lifespan.startup.complete"})
+        try:
+            await receive()  # lifespan.shutdown
+        finally:
+            await self.__aexit__(None, None, None)
+        await send({"type": "lifespan.shutdown.complete"})
 
     async def __aenter__(self) -> StreamableHTTPServer:
         """Start the session manager (tests with an ASGI transport, which sends no lifespan events)."""
@@ -129,12 +145,29 @@ class StreamableHTTPServer:
         """Where the protected resource metadata is served (RFC 9728, path-based)."""
         return "/.well-known/oauth-protected-resource" + self.options.path.rstrip("/")
 
-    async def resource_metadata(self, request: Request) -> Response:
-        """GET of the protected resource metadata document."""
-        assert self.options.auth is not None
-        return JSONResponse(self.options.auth.metadata())
+    async def _route(self, request: HttpRequest) -> Answer:
+        """The endpoint, the resource metadata (with `auth`), 404 elsewhere and 405 for other methods."""
+        path: str = request.scope["path"]
+        root: str = request.scope.get("root_path", "")
+        if root and path.startswith(root):
+            path = path[len(root) :]
+        if path == self.options.path:
+            if request.method in _METHODS:
+                return await self.endpoint(request)
+            return Reply(405, b"Method Not Allowed", {"allow": ", ".join(_METHODS)}, _TEXT)
+        if self.options.auth is not None and path == self.metadata_path:
+            if request.method in ("GET", "HEAD"):
+                return self.resource_metadata()
+            return Reply(405, b"Method Not Allowed", {"allow": "GET, HEAD"}, _TEXT)
+        return Reply(404, b"Not Found", media_type=_TEXT)
 
-    async def endpoint(self, request: Request) -> Response:
+    def resource_metadata(self) -> Reply:
+        """The protected resource metadata document."""
+        assert self.options.auth is not None
+        doc = json.dumps(self.options.auth.metadata(), ensure_ascii=False, separators=(",", ":"))
+        return Reply(200, doc.encode(), media_type="application/json")
+
+    async def endpoint(self, request: HttpRequest) -> Answer:
         """The MCP endpoint: security checks first, then POST, GET or DELETE."""
         refusal = self.guard.check(request.headers.get("host"), request.headers.get("origin"))
         if refusal is not None:
@@ -142,7 +175,7 @@ class StreamableHTTPServer:
         principal: AccessToken | None = None
         if self.options.auth is not None:
             principal_or_refusal = await self._authenticate(request)
-            if isinstance(principal_or_refusal, Response):
+            if isinstance(principal_or_refusal, Reply):
                 return principal_or_refusal
             principal = principal_or_refusal
         version = request.headers.get("mcp-protocol-version")
@@ -155,10 +188,10 @@ class StreamableHTTPServer:
             return await self._get(request, owner)
         return await self._delete(request, owner)
 
-    async def _authenticate(self, request: Request) -> AccessToken | Response:
+    async def _authenticate(self, request: HttpRequest) -> AccessToken | Reply:
         auth = self.options.auth
         assert auth is not None
-        url = str(request.base_url).rstrip("/") + self.metadata_path
+        url = request.base_url.rstrip("/") + self.metadata_path
         token = await auth.authenticate(request.headers.get("authorization"))
         if token is None:
             challenge = auth.challenge(url, "invalid_token" if "authorization" in request.headers else None)
@@ -174,7 +207,7 @@ class StreamableHTTPServer:
             )
         return token
 
-    def find_session(self, request: Request, owner: str | None) -> HttpSession | Response:
+    def find_session(self, request: HttpRequest, owner: str | None) -> HttpSession | Reply:
         """The request's legacy session: 400 without the header, 404 for an unknown or expired one."""
         session_id = request.headers.get("mcp-session-id")
         if session_id is None:
@@ -197,14 +230,14 @@ class StreamableHTTPServer:
             return None
         return self.options.retry_ms if session.version >= "2025-11-25" else None
 
-    async def _get(self, request: Request, owner: str | None) -> Response:
-        if not _accepts_sse(request):
+    async def _get(self, request: HttpRequest, owner: str | None) -> Answer:
+        if not Accepts.parse(request.headers.get("accept")).sse:
             return error_response(406, "Not Acceptable: GET needs Accept: text/event-stream")
         modern = request.headers.get("mcp-protocol-version", "") >= "2026"
         if modern and "mcp-session-id" not in request.headers:
-            return Response(status_code=405, headers={"Allow": "POST"})
+            return Reply(405, headers={"Allow": "POST"})
         found = self.find_session(request, owner)
-        if isinstance(found, Response):
+        if isinstance(found, Reply):
             return found
         session = found
         last_event_id = request.headers.get("last-event-id")
@@ -216,7 +249,7 @@ class StreamableHTTPServer:
         receive = await stream.attach(retry_ms=self.priming(session))
         return self.sse_response(session, stream, receive, close_idle=None)
 
-    async def _resume(self, session: HttpSession, last_event_id: str) -> Response:
+    async def _resume(self, session: HttpSession, last_event_id: str) -> Answer:
         parsed = split_event_id(last_event_id)
         stream = session.streams.get(parsed[0]) if parsed is not None else None
         if stream is not None:
@@ -227,16 +260,15 @@ class StreamableHTTPServer:
             replay = await session.store.replay(session.id, last_event_id)
             if replay is not None:  # the stream ended: what it still owed, then the end
                 chunks = [format_event(frame, event_id) for event_id, frame in replay.events]
-                media = "text/event-stream"
-                return StreamingResponse(_iterate(chunks), media_type=media, headers=SSE_HEADERS)
+                return Reply(200, b"".join(chunks), SSE_HEADERS)
         return error_response(404, "Not Found: unknown Last-Event-ID for this session")
 
-    async def _delete(self, request: Request, owner: str | None) -> Response:
+    async def _delete(self, request: HttpRequest, owner: str | None) -> Reply:
         found = self.find_session(request, owner)
-        if isinstance(found, Response):
+        if isinstance(found, Reply):
             return found
         await self.sessions.end(found)
-        return Response(status_code=200)
+        return Reply(200)
 
     # ---------------------------------------------------------------- SSE
 
@@ -244,41 +276,31 @@ class StreamableHTTPServer:
         self,
         session: HttpSession | None,
         stream: Stream,
-        receive: Any,
+        receive: MemoryObjectReceiveStream[bytes],
         *,
         close_idle: float | None,
         on_end: Callable[[], Any] | None = None,
         headers: dict[str, str] | None = None,
-    ) -> Response:
+    ) -> SseReply:
         """Stream `receive` as `text/event-stream`; the session counts as busy while it is open."""
+        if session is not None:
+            session.touch(+1)
 
-        async def body() -> AsyncIterator[bytes]:
+        def ended() -> None:
             if session is not None:
-                session.touch(+1)
-            try:
-                async for chunk in sse_body(
-                    stream, receive, close_idle=close_idle, keepalive=self.options.keepalive
-                ):
-                    yield chunk
-            finally:
-                if session is not None:
-                    session.touch(-1)
-                    session.stream_ended(stream)
-                if on_end is not None:
-                    on_end()
+                session.touch(-1)
+                session.stream_ended(stream)
+            if on_end is not None:
+                on_end()
 
-        return StreamingResponse(
-            body(), media_type="text/event-stream", headers={**SSE_HEADERS, **(headers or {})}
+        return SseReply(
+            stream,
+            receive,
+            keepalive=self.options.keepalive,
+            close_idle=close_idle,
+            headers=headers,
+            on_end=ended,
         )
-
-
-async def _iterate(chunks: list[bytes]) -> AsyncIterator[bytes]:
-    for chunk in chunks:
-        yield chunk
-
-
-def _accepts_sse(request: Request) -> bool:
-    return Accepts.parse(request.headers.get("accept")).sse
 
 
 async def serve_http(

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import math
 import secrets
-from collections.abc import AsyncIterator
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from .events import EventStore
 
-__all__ = ["Stream", "format_event", "new_stream_id", "sse_body"]
+__all__ = ["KEEPALIVE", "Stream", "format_event", "new_stream_id"]
 
 KEEPALIVE = b": keepalive\n\n"
 
@@ -161,34 +160,3 @@ class Stream:
             if self._listener is not None:
                 self._listener.close()
             self._listener = self._reader = None
-
-
-async def sse_body(
-    stream: Stream,
-    receive: MemoryObjectReceiveStream[bytes],
-    *,
-    close_idle: float | None = None,
-    keepalive: float = 15.0,
-) -> AsyncIterator[bytes]:
-    """The body of an SSE response: events until the stream finishes.
-
-    With `close_idle`, a resumable stream that stays quiet that long is closed by the server (the client
-    resumes with `GET` + `Last-Event-ID` after the `retry` it was given); otherwise a comment is sent
-    every `keepalive` seconds so that a vanished client is noticed.
-    """
-    try:
-        while True:
-            wait = keepalive if close_idle is None else min(close_idle, keepalive)
-            with anyio.move_on_after(wait) as scope:
-                try:
-                    chunk = await receive.receive()
-                except anyio.EndOfStream:
-                    return
-            if not scope.cancelled_caught:
-                yield chunk
-            elif close_idle is not None and stream.resumable and not stream.finished.is_set():
-                return
-            else:
-                yield KEEPALIVE
-    finally:
-        stream.detach(receive)

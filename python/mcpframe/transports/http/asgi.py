@@ -1,0 +1,70 @@
+"""The ASGI side of the HTTP server, without a framework: a request's headers read once from its scope."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+__all__ = ["ClientDisconnect", "HttpRequest", "Receive", "Scope", "Send", "TooLarge", "wait_disconnect"]
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+
+class ClientDisconnect(Exception):
+    """The client went away before its request body was read."""
+
+
+class TooLarge(Exception):
+    """The request body exceeds the limit."""
+
+
+class HttpRequest:
+    """An HTTP request: method, headers (lower-case names; the first of repeated ones) and its body."""
+
+    __slots__ = ("headers", "method", "receive", "scope")
+
+    def __init__(self, scope: Scope, receive: Receive) -> None:
+        self.scope = scope
+        self.method: str = scope["method"]
+        headers: dict[str, str] = {}
+        for name, value in scope["headers"]:
+            key = name.decode("latin-1").lower()
+            if key not in headers:
+                headers[key] = value.decode("latin-1")
+        self.headers = headers
+        self.receive = receive
+
+    @property
+    def base_url(self) -> str:
+        """`scheme://host[:port][root_path]`, as the client addressed this server."""
+        scope = self.scope
+        host = self.headers.get("host")
+        if host is None:
+            server = scope.get("server") or ("localhost", None)
+            host = server[0] if server[1] is None else f"{server[0]}:{server[1]}"
+        return f"{scope.get('scheme', 'http')}://{host}{scope.get('root_path', '')}"
+
+    async def body(self, limit: int) -> bytes:
+        """The whole body; `TooLarge` past `limit` bytes, `ClientDisconnect` if the client left."""
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await self.receive()
+            if message["type"] != "http.request":
+                raise ClientDisconnect
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                raise TooLarge
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+async def wait_disconnect(receive: Receive) -> None:
+    """Return once the client has disconnected (any request body left is discarded)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
