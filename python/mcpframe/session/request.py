@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +26,22 @@ def _progress_token(meta: dict[str, Any]) -> Id | None:
     if isinstance(token, int | str) and not isinstance(token, bool):
         return token
     return None
+
+
+_SHIELD_POLL = 0.005
+
+
+def _in_shield(task: asyncio.Task[None]) -> bool:
+    """Whether ``task`` is inside a shielded anyio cancel scope (anyio's asyncio backend records that)."""
+    backend = sys.modules.get("anyio._backends._asyncio")
+    states = getattr(backend, "_task_states", None)
+    state = states.get(task) if states is not None else None
+    scope = getattr(state, "cancel_scope", None)
+    while scope is not None:
+        if getattr(scope, "shield", False):
+            return True
+        scope = getattr(scope, "_parent_scope", None)
+    return False
 
 
 class Request:
@@ -82,13 +99,24 @@ class Request:
         return self._done
 
     def cancel(self) -> None:
-        """Cancel the handler (``Task.cancel()`` on its task); no response will be sent."""
+        """Cancel the handler (``Task.cancel()`` on its task); no response will be sent.
+
+        A handler that has not started yet never runs. One inside a shielded anyio cancel scope is cancelled
+        once it has left the shield (checked every ``_SHIELD_POLL`` seconds).
+        """
         if self._cancelled:
             return
         self._cancelled = True
+        self._deliver_cancel()
+
+    def _deliver_cancel(self) -> None:
         task = self._task
-        if self._started and not self._done and task is not None:
-            task.cancel()
+        if not self._started or self._done or task is None or task.done():
+            return
+        if _in_shield(task):
+            task.get_loop().call_later(_SHIELD_POLL, self._deliver_cancel)
+            return
+        task.cancel()
 
     async def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None

@@ -1,0 +1,347 @@
+"""The Session's fast paths: plain-task handlers and their cancellation, the Outbox, FdTransport.pump."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import os
+from typing import Any
+
+import anyio
+import pytest
+from tests.session._support import Handlers, RawPeer
+
+from mcpframe import core
+from mcpframe.session import Request, Session
+from mcpframe.transports import FdTransport, MemoryTransport, TransportClosedError, memory_pair
+
+pytestmark = pytest.mark.anyio
+
+CANCEL = "notifications/cancelled"
+
+
+def cancel_frame(rid: int) -> bytes:
+    return core.encode_notification(CANCEL, {"requestId": rid})
+
+
+class Recorder:
+    """A request handler whose methods say what happened to them."""
+
+    def __init__(self) -> None:
+        self.ran: list[Any] = []
+        self.events: dict[str, anyio.Event] = {}
+        self.var: contextvars.ContextVar[int | None] = contextvars.ContextVar("request_var", default=None)
+
+    def event(self, name: str) -> anyio.Event:
+        return self.events.setdefault(name, anyio.Event())
+
+    async def __call__(self, req: Request) -> Any:
+        self.ran.append(req.id)
+        return await getattr(self, "m_" + req.method)(req)
+
+    async def m_echo(self, req: Request) -> Any:
+        return req.params
+
+    async def m_ctx(self, req: Request) -> Any:
+        before = self.var.get()
+        self.var.set(req.params["value"])
+        await anyio.sleep(0)
+        return {"before": before, "after": self.var.get()}
+
+    async def m_scoped(self, req: Request) -> Any:
+        """Suspends inside anyio scopes entered in its first step (fail_after and a task group)."""
+        try:
+            with anyio.fail_after(30):
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(anyio.sleep_forever)
+                    self.event("scoped-started").set()
+                    await anyio.sleep_forever()
+        except anyio.get_cancelled_exc_class():
+            self.event("scoped-cancelled").set()
+            raise
+
+    async def m_shielded(self, req: Request) -> Any:
+        try:
+            with anyio.CancelScope(shield=True):
+                self.event("shield-entered").set()
+                await self.event("shield-release").wait()
+                self.ran.append("shield-finished")
+            await anyio.sleep_forever()
+        except anyio.get_cancelled_exc_class():
+            self.event("shielded-cancelled").set()
+            raise
+
+    async def m_stubborn(self, req: Request) -> Any:
+        """Swallows its cancellation and returns: the answer must still be dropped."""
+        try:
+            self.event("stubborn-started").set()
+            await anyio.sleep_forever()
+        except anyio.get_cancelled_exc_class():
+            self.event("stubborn-cancelled").set()
+        return "too late"
+
+
+async def serve(handler: Any, transport: Any, tg: anyio.abc.TaskGroup) -> Session:
+    session = Session(transport, request_handler=handler)
+    tg.start_soon(session.run)
+    return session
+
+
+async def test_cancel_in_the_same_chunk_means_the_handler_never_runs() -> None:
+    rec = Recorder()
+    left, right = memory_pair()
+    peer = RawPeer(left)
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            session = await serve(rec, right, tg)
+            await peer.send(core.encode_request(1, "echo", [1]) + cancel_frame(1))
+            await peer.request(2, "echo", [2])
+            reply, seen = await peer.until(2)
+            assert seen == []
+            assert reply.result == [2]
+            assert rec.ran == [2]
+            assert session.in_flight == 0
+            await session.aclose()
+
+
+async def test_cancelling_a_handler_suspended_in_anyio_scopes() -> None:
+    rec = Recorder()
+    left, right = memory_pair()
+    peer = RawPeer(left)
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            session = await serve(rec, right, tg)
+            await peer.request(1, "scoped")
+            await rec.event("scoped-started").wait()
+            await peer.send(cancel_frame(1))
+            await rec.event("scoped-cancelled").wait()
+            await peer.request(2, "echo", ["after"])
+            reply, seen = await peer.until(2)
+            assert seen == []
+            assert reply.result == ["after"]
+            assert session.in_flight == 0
+            await session.aclose()
+
+
+async def test_a_shielded_section_finishes_before_the_cancellation_lands() -> None:
+    rec = Recorder()
+    left, right = memory_pair()
+    peer = RawPeer(left)
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            session = await serve(rec, right, tg)
+            await peer.request(1, "shielded")
+            await rec.event("shield-entered").wait()
+            await peer.send(cancel_frame(1))
+            await peer.request(2, "echo", ["ping"])
+            await peer.until(2)  # the cancel was read; the handler is still shielded
+            assert not rec.event("shielded-cancelled").is_set()
+            rec.event("shield-release").set()
+            await rec.event("shielded-cancelled").wait()
+            assert "shield-finished" in rec.ran
+            await peer.request(3, "echo", ["ping"])
+            _reply, seen = await peer.until(3)
+            assert seen == []  # no answer for request 1
+            await session.aclose()
+    assert session.in_flight == 0
+
+
+async def test_a_handler_that_swallows_its_cancellation_gets_no_answer() -> None:
+    rec = Recorder()
+    left, right = memory_pair()
+    peer = RawPeer(left)
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            session = await serve(rec, right, tg)
+            await peer.request(1, "stubborn")
+            await rec.event("stubborn-started").wait()
+            await peer.send(cancel_frame(1))
+            await rec.event("stubborn-cancelled").wait()
+            await peer.request(2, "echo", [2])
+            _reply, seen = await peer.until(2)
+            assert seen == []
+            await session.aclose()
+
+
+async def test_context_variables_do_not_leak_between_requests() -> None:
+    rec = Recorder()
+    left, right = memory_pair()
+    peer = RawPeer(left)
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            session = await serve(rec, right, tg)
+            await peer.send(b"".join(core.encode_request(i, "ctx", {"value": i}) for i in range(1, 4)))
+            for i in range(1, 4):
+                reply, _ = await peer.until(i)
+                assert reply.result == {"before": None, "after": i}
+            await session.aclose()
+
+
+async def test_aclose_waits_for_every_handler_task() -> None:
+    rec = Recorder()
+    left, right = memory_pair()
+    peer = RawPeer(left)
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            session = await serve(rec, right, tg)
+            await peer.request(1, "scoped")
+            await rec.event("scoped-started").wait()
+            tasks = [t for t in asyncio.all_tasks() if t.get_coro().__qualname__ == "Session._handle"]
+            assert len(tasks) == 1
+            await session.aclose()
+            assert tasks[0].done()
+            assert rec.event("scoped-cancelled").is_set()
+            assert session.in_flight == 0
+
+
+class Trickle:
+    """A transport whose ``send_nowait`` takes at most ``take`` bytes; ``send`` takes the rest."""
+
+    def __init__(self, inner: MemoryTransport, take: int) -> None:
+        self.inner = inner
+        self.take = take
+        self.nowait_calls = 0
+        self.sends = 0
+        self.fail = False
+
+    async def receive(self) -> bytes:
+        return await self.inner.receive()
+
+    def send_nowait(self, data: bytes) -> int:
+        self.nowait_calls += 1
+        if self.fail:
+            raise TransportClosedError("gone")
+        part = data[: self.take]
+        if part:
+            self.inner._outgoing.send_nowait(part)
+        return len(part)
+
+    async def send(self, data: bytes) -> None:
+        self.sends += 1
+        await self.inner.send(data)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def test_partial_nowait_writes_keep_the_byte_order() -> None:
+    left, right = memory_pair(max_buffer=10_000)
+    trickle = Trickle(right, take=5)
+    peer = RawPeer(left)
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            session = await serve(Recorder(), trickle, tg)
+            for round_ in range(3):
+                ids = range(round_ * 50, round_ * 50 + 50)
+                await peer.send(b"".join(core.encode_request(i, "echo", {"i": i}) for i in ids))
+                for i in ids:
+                    reply, _seen = await peer.until(i)
+                    assert reply.result == {"i": i}
+            assert trickle.nowait_calls > 0
+            assert trickle.sends > 0
+            await session.aclose()
+
+
+async def test_a_failing_nowait_write_ends_the_session_cleanly() -> None:
+    left, right = memory_pair()
+    trickle = Trickle(right, take=0)
+    trickle.fail = True
+    peer = RawPeer(left)
+    with anyio.fail_after(10):
+        session = Session(trickle, request_handler=Recorder())
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(session.run)
+            await peer.request(1, "echo", [1])
+        assert session.closed
+        assert session.in_flight == 0
+
+
+async def test_pump_delivers_many_small_chunks_and_frames_split_across_them() -> None:
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    try:
+        transport = FdTransport(in_r, out_w, chunk=13)
+        session = Session(transport, request_handler=Recorder())
+        requests = b"".join(core.encode_request(i, "echo", {"i": i}) for i in range(200))
+        with anyio.fail_after(20):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(session.run)
+                view = memoryview(requests)
+                while view:
+                    await anyio.wait_writable(in_w)
+                    view = view[os.write(in_w, view[:4096]) :]
+                os.close(in_w)
+                in_w = -1
+                decoder = core.Decoder()
+                got: dict[Any, Any] = {}
+                while len(got) < 200:
+                    await anyio.wait_readable(out_r)
+                    for item in decoder.feed(os.read(out_r, 1 << 16)):
+                        got[item.id] = item.result
+        assert got == {i: {"i": i} for i in range(200)}
+    finally:
+        for fd in (in_r, in_w, out_r, out_w):
+            if fd >= 0:
+                os.close(fd)
+
+
+async def test_pump_raises_what_the_callback_raises_and_stops_reading() -> None:
+    in_r, in_w = os.pipe()
+    try:
+        transport = FdTransport(in_r, in_w)
+        seen: list[bytes] = []
+
+        def callback(data: bytes) -> None:
+            seen.append(data)
+            raise ValueError("bad chunk")
+
+        os.write(in_w, b"one")
+        with anyio.fail_after(10), pytest.raises(ValueError, match="bad chunk"):
+            await transport.pump(callback)
+        assert seen == [b"one"]
+        assert await transport.receive() == b""
+        await transport.aclose()
+    finally:
+        os.close(in_r)
+        os.close(in_w)
+
+
+async def test_receive_reads_ahead_a_bounded_amount_and_keeps_the_order() -> None:
+    in_r, in_w = os.pipe()
+    try:
+        transport = FdTransport(in_r, in_w, chunk=8)
+        payload = bytes(range(256)) * 16
+        received = b""
+        with anyio.fail_after(10):
+            os.write(in_w, payload[:2048])
+            while len(received) < 2048:
+                data = await transport.receive()
+                assert 0 < len(data) <= 8 * 4  # at most _READ_AHEAD chunks at a time
+                received += data
+            os.write(in_w, payload[2048:])
+            while len(received) < len(payload):
+                received += await transport.receive()
+        assert received == payload
+        await transport.aclose()
+        assert await transport.receive() == b""
+    finally:
+        os.close(in_r)
+        os.close(in_w)
+
+
+async def test_session_handlers_see_a_closed_peer_as_eof(
+    # Handlers from the shared support module still work over the fast paths
+) -> None:
+    handlers = Handlers()
+    left, right = memory_pair()
+    peer = RawPeer(left)
+    with anyio.fail_after(10):
+        session = Session(right, request_handler=handlers)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(session.run)
+            await peer.request(1, "echo", ["x"])
+            reply, _ = await peer.until(1)
+            assert reply.result == ["x"]
+            await left.aclose()
+    assert session.closed
+    assert session.in_flight == 0
