@@ -87,7 +87,10 @@ async def serve(handler: Any, transport: Any, tg: anyio.abc.TaskGroup) -> Sessio
     return session
 
 
-async def test_cancel_in_the_same_chunk_means_the_handler_never_runs() -> None:
+@pytest.mark.parametrize("eager", [False, True])
+async def test_a_cancel_in_the_same_chunk(eager: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lazy start: the handler never runs. Eager start: it has already answered; the cancel is harmless."""
+    monkeypatch.setattr(Session, "eager_handlers", eager)
     rec = Recorder()
     left, right = memory_pair()
     peer = RawPeer(left)
@@ -97,9 +100,13 @@ async def test_cancel_in_the_same_chunk_means_the_handler_never_runs() -> None:
             await peer.send(core.encode_request(1, "echo", [1]) + cancel_frame(1))
             await peer.request(2, "echo", [2])
             reply, seen = await peer.until(2)
-            assert seen == []
             assert reply.result == [2]
-            assert rec.ran == [2]
+            if eager:
+                assert [(m.id, m.result) for m in seen] == [(1, [1])]
+                assert rec.ran == [1, 2]
+            else:
+                assert seen == []
+                assert rec.ran == [2]
             assert session.in_flight == 0
             await session.aclose()
 
@@ -186,10 +193,11 @@ async def test_aclose_waits_for_every_handler_task() -> None:
             session = await serve(rec, right, tg)
             await peer.request(1, "scoped")
             await rec.event("scoped-started").wait()
-            tasks = [t for t in asyncio.all_tasks() if t.get_coro().__qualname__ == "Session._handle"]
-            assert len(tasks) == 1
+            task = session._incoming[1]._task
+            assert task is not None
+            assert not task.done()
             await session.aclose()
-            assert tasks[0].done()
+            assert task.done()
             assert rec.event("scoped-cancelled").is_set()
             assert session.in_flight == 0
 
@@ -345,3 +353,69 @@ async def test_session_handlers_see_a_closed_peer_as_eof(
             await left.aclose()
     assert session.closed
     assert session.in_flight == 0
+
+
+class Eager(Recorder):
+    """Handlers that probe what the eager start must preserve."""
+
+    async def m_identity(self, req: Request) -> Any:
+        first = asyncio.current_task()
+        await asyncio.sleep(0)  # a bare yield: the host resumes it
+        second = asyncio.current_task()
+        await anyio.sleep(0.001)  # a timer future
+        return {"same": first is second is asyncio.current_task(), "reader": first is self.reader}
+
+    async def m_selfcancel(self, req: Request) -> Any:
+        task = asyncio.current_task()
+        assert task is not None
+        task.cancel()  # finishes before the cancellation could land: it must not hit another handler
+        return "survived"
+
+    async def m_timeout(self, req: Request) -> Any:
+        async with asyncio.timeout(0.01):
+            await asyncio.sleep(30)
+
+    async def m_sleepy(self, req: Request) -> Any:
+        await anyio.sleep(0.001 * (req.params[0] % 3))
+        return req.params
+
+
+async def test_eager_start_keeps_task_identity_and_asyncio_timeouts() -> None:
+    rec = Eager()
+    left, right = memory_pair()
+    peer = RawPeer(left)
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            session = await serve(rec, right, tg)
+            rec.reader = asyncio.current_task()  # type: ignore[attr-defined]
+            await peer.request(1, "identity")
+            reply, _ = await peer.until(1)
+            assert reply.result == {"same": True, "reader": False}
+            await peer.send(core.encode_request(2, "selfcancel") + core.encode_request(3, "echo", [3]))
+            reply2, _ = await peer.until(2)
+            assert reply2.result == "survived"
+            reply3, _ = await peer.until(3)
+            assert reply3.result == [3]
+            await peer.request(4, "timeout")
+            reply4, _ = await peer.until(4)
+            assert reply4.kind == "error"
+            assert "TimeoutError" in reply4.error["message"]
+            await session.aclose()
+    assert session.in_flight == 0
+
+
+async def test_eager_and_suspending_handlers_mixed_in_one_chunk() -> None:
+    rec = Eager()
+    left, right = memory_pair()
+    peer = RawPeer(left)
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            session = await serve(rec, right, tg)
+            await peer.send(b"".join(core.encode_request(i, "sleepy", [i]) for i in range(300)))
+            got = {}
+            while len(got) < 300:
+                item = await peer.receive()
+                got[item.id] = item.result
+            assert got == {i: [i] for i in range(300)}
+            assert session.in_flight == 0
+            await session.aclose()

@@ -19,7 +19,7 @@ import logging
 import math
 from collections.abc import Awaitable, Callable
 from contextlib import nullcontext
-from typing import Any
+from typing import Any, ClassVar
 
 import anyio
 import anyio.abc
@@ -28,6 +28,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcpframe import core, jsonrpc
 from mcpframe._api import MessageLike
 from mcpframe.session.batch import Batch
+from mcpframe.session.eager import EagerStarter
 from mcpframe.session.errors import ConnectionClosed, JSONRPCError, RequestTimeout
 from mcpframe.session.frames import Spawner, error_frame, failure_frame, result_frame, task_spawner
 from mcpframe.session.outbox import IO_ERRORS, Outbox
@@ -60,6 +61,10 @@ def _is_id(value: object) -> bool:
 class Session:
     """A JSON-RPC peer: answers incoming requests concurrently and sends its own requests."""
 
+    eager_handlers: ClassVar[bool] = True
+    """Start each handler at once, in the reader's dispatch, as a task of its own (``session/eager.py``);
+    ``False``: one ``loop.create_task`` per request, first run on the next loop iteration."""
+
     def __init__(
         self,
         transport: Transport,
@@ -87,6 +92,8 @@ class Session:
         self._outbox = Outbox(transport, self._connection_lost)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._spawn: Spawner
+        self._eager: EagerStarter | None = None
+        self._dispatching = False
         self._eof = False
         self._broken = False
         self._finished = False
@@ -144,6 +151,7 @@ class Session:
         try:
             self._loop = asyncio.get_running_loop()
             self._spawn = task_spawner(self._loop)
+            self._eager = EagerStarter(self._loop) if self.eager_handlers else None
         except RuntimeError:
             raise RuntimeError("mcpframe's Session runs on asyncio (or anyio's asyncio backend)") from None
         try:
@@ -205,6 +213,9 @@ class Session:
 
     async def _stop_handlers(self) -> None:
         """Cancel every running handler and wait for its task (they answer nothing now)."""
+        host = self._eager.close() if self._eager is not None else None
+        if host is not None:
+            await asyncio.wait([host])
         while self._incoming:
             requests = list(self._incoming.values())
             for request in requests:
@@ -268,6 +279,15 @@ class Session:
         self._dispatch(decoder.close())
 
     def _dispatch(self, items: list[Any]) -> None:
+        self._dispatching = True
+        try:
+            self._dispatch_items(items)
+        finally:
+            self._dispatching = False
+        if not self._incoming:
+            self._outbox.flush_now()  # the answers of this chunk, in one write
+
+    def _dispatch_items(self, items: list[Any]) -> None:
         batch: Batch | None = None
         for item in items:
             if item.batch is None or item.batch == 0:
@@ -305,7 +325,15 @@ class Session:
         incoming[rid] = request
         if batch is not None:
             batch.expect()
-        request._task = self._spawn(self._handle(request))
+        coro = self._handle(request)
+        if self._eager is None:
+            request._task = self._spawn(coro)
+            return
+        task = self._eager.start(coro)  # most handlers are done (and answered) when this returns
+        if task is not None:
+            request._task = task
+            if request._cancelled:  # it cancelled itself during its first step
+                request._deliver_cancel()
 
     def _refusal(self, message: MessageLike) -> JSONRPCError | None:
         if self.request_handler is None:
@@ -351,7 +379,7 @@ class Session:
             request._batch.answer(frame)
         elif frame is not None:
             self._write(frame)
-        if not self._incoming:  # no other handler will add to this write: send it now
+        if not self._incoming and not self._dispatching:  # nothing else will add to this write: send it
             self._outbox.flush_now()
 
     def _on_notification(self, message: MessageLike) -> None:
