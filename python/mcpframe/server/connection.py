@@ -51,6 +51,8 @@ _CAPABILITY = {
     "completion/complete": "completions",
     "logging/setLevel": "logging",
 }
+# Legacy methods answered without a handler (or before initialize).
+_UNVERSIONED = frozenset({"initialize", "ping"})
 # Gone in 2026-07-28: the level travels per request, subscriptions/listen replaces subscribe.
 _LEGACY_ONLY = frozenset({"logging/setLevel", "resources/subscribe", "resources/unsubscribe"})
 # Methods that may answer `input_required` (multi round-trip), and the param naming their target.
@@ -102,6 +104,7 @@ class ServerConnection:
         self._send, self._receive = anyio.create_memory_object_stream[tuple[str, str]](math.inf)
         self._token: anyio.lowlevel.EventLoopToken | None = None
         self._loop_thread = 0
+        self._call: CallInfo | None = None  # see _legacy_call
 
     # ----------------------------------------------------------------- running
 
@@ -192,10 +195,14 @@ class ServerConnection:
             params = {}
         elif not isinstance(params, dict):
             raise invalid("params must be an object")
-        version = modern_version(request.meta)
+        meta = request.meta
+        version = modern_version(meta) if meta else None
         if version is not None:
             return self._finish(request.method, await self._modern(request, version, params))
-        return await self._legacy(request, params)
+        method = request.method
+        if self.version is None or method in _UNVERSIONED:
+            return self._unversioned(method, params)
+        return await self._handler(method)(self, request, self._legacy_call(), params)
 
     def _handler(self, method: str) -> Handler:
         handler = self.server.handlers.get(method)
@@ -208,21 +215,31 @@ class ServerConnection:
             raise _method_not_found(method, f" (this server offers no {capability})")
         return handler
 
-    async def _legacy(self, request: Request, params: dict[str, Any]) -> Any:
-        method = request.method
+    def _unversioned(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """A legacy request that needs no handler: initialize, ping, or anything before initialize."""
         if method == "initialize":
             return self._initialize(params)
         if method == "ping":
             return {}
-        if self.version is None:
-            if method in self.server.handlers:
-                raise JSONRPCError(
-                    jsonrpc.INVALID_REQUEST, f"Invalid Request: send initialize before {method}"
-                )
-            raise _method_not_found(method)
-        handler = self._handler(method)
-        call = CallInfo(self.version, False, self.client_capabilities, self.log_level)
-        return await handler(self, request, call, params)
+        if method in self.server.handlers:
+            raise JSONRPCError(jsonrpc.INVALID_REQUEST, f"Invalid Request: send initialize before {method}")
+        raise _method_not_found(method)
+
+    def _legacy_call(self) -> CallInfo:
+        """The CallInfo of a handshake-era request: shared while what it holds stays the same.
+
+        Legacy requests never touch its round-trip fields (`responses`, `asked`), so one object serves all.
+        """
+        call = self._call
+        if (
+            call is None
+            or call.log_level != self.log_level
+            or call.client_capabilities is not self.client_capabilities
+            or call.version is not self.version
+        ):
+            assert self.version is not None
+            call = self._call = CallInfo(self.version, False, self.client_capabilities, self.log_level)
+        return call
 
     def _initialize(self, params: dict[str, Any]) -> dict[str, Any]:
         if self.version is not None:

@@ -64,6 +64,8 @@ async def tools_list(
 
 
 def _tool_result(tool: Tool, value: Any, call: CallInfo) -> dict[str, Any]:
+    if type(value) is str and tool.output_schema is None:  # the common case, built directly
+        return {"content": [{"type": "text", "text": value}]}
     if isinstance(value, ToolResult):
         content, structured, is_error, meta = (
             to_content(value.content),
@@ -103,15 +105,19 @@ async def tools_call(
     tool = conn.server.registry.tools.get(name) if isinstance(name, str) else None
     if tool is None:
         raise invalid(f"unknown tool {name!r}")
+    signature = tool.signature
     try:
-        kwargs = tool.signature.bind(params.get("arguments"))
+        kwargs = signature.bind(params.get("arguments"))
     except ArgumentError as exc:
         # 2025-11-25 made input validation a tool execution error the model can see and correct.
         if call.modern or at_least(call.version, "2025-11-25"):
             return _error_result(str(exc))
         raise invalid(str(exc)) from None
     try:
-        value = await invoke(tool.fn, tool.signature, kwargs, request=request, call=call, connection=conn)
+        if signature.is_async and signature.context_param is None:  # no Context, no thread: call it here
+            value = await tool.fn(**kwargs)
+        else:
+            value = await invoke(tool.fn, signature, kwargs, request=request, call=call, connection=conn)
     except (JSONRPCError, InputRequired):
         raise
     except Exception as exc:  # a failing tool is a result the model can read, not a protocol error

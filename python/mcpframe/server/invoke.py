@@ -1,4 +1,4 @@
-"""Running user handlers: sync ones in a worker thread, async ones directly, with Context injected."""
+"""Running user handlers: sync ones on a worker thread, async ones directly, with Context injected."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-import anyio.to_thread
-
+from mcpframe._threads import run_sync
 from mcpframe.session import Request
 
 from .context import CallInfo, Context
@@ -28,14 +27,14 @@ async def invoke(
 ) -> Any:
     """Call a handler with validated `kwargs`, injecting a `Context` where its signature asks for one.
 
-    A sync handler runs in a worker thread, so it never blocks the event loop; when its request is
-    cancelled the thread is abandoned (it can watch `Context.is_cancelled`).
+    A sync handler runs on a worker thread (mcpframe's shared pool on asyncio), so it never blocks the
+    event loop; when its request is cancelled the thread is abandoned (it can watch `Context.is_cancelled`).
     """
     if signature.context_param is not None:
         kwargs[signature.context_param] = Context(request, call, connection)
     if signature.is_async:
         return await fn(**kwargs)
-    result = await anyio.to_thread.run_sync(functools.partial(fn, **kwargs), abandon_on_cancel=True)
+    result = await run_sync(functools.partial(fn, **kwargs))
     if inspect.isawaitable(result):
         return await result
     return result

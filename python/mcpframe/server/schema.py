@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Annotated, Any, get_args, get_origin
 
 import msgspec
+import msgspec.structs
 
 __all__ = ["ArgumentError", "Signature", "analyze", "output_schema", "return_annotation", "wants_structured"]
 
@@ -68,16 +69,19 @@ class Signature:
         """Validate `arguments` and return the keyword arguments to call the handler with."""
         if arguments is None:
             arguments = {}
-        if not isinstance(arguments, Mapping):
+        elif type(arguments) is not dict and not isinstance(arguments, Mapping):
             raise ArgumentError("arguments must be an object")
-        extra = {k: v for k, v in arguments.items() if k not in self.params} if self.var_keyword else {}
-        if self.struct is None:
-            return extra
+        struct = self.struct
+        if struct is None:
+            return {k: v for k, v in arguments.items() if k not in self.params} if self.var_keyword else {}
         try:
-            value = msgspec.convert(arguments, self.struct, strict=self.strict)
+            value = msgspec.convert(arguments, struct, strict=self.strict)
         except msgspec.ValidationError as exc:
             raise ArgumentError(f"Invalid arguments: {exc}") from None
-        return {**extra, **{name: getattr(value, name) for name in self.params}}
+        named = msgspec.structs.asdict(value)  # the Struct's fields are exactly `params`
+        if self.var_keyword:
+            return {**{k: v for k, v in arguments.items() if k not in self.params}, **named}
+        return named
 
 
 def _is_async(fn: Callable[..., Any]) -> bool:
