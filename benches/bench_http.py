@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import importlib.util
 import os
 import socket
 import subprocess
@@ -101,7 +102,8 @@ def _serve_sdk(json_answers: bool) -> None:
 @contextmanager
 def server_process(name: str, shape: str) -> Iterator[tuple[str, int]]:
     """`name`'s server for `shape` in a child process (this file with `--serve`); yields (URL, pid)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "python"), "MCPFRAME_BACKEND": core.BACKEND}
+    path = os.pathsep.join(p for p in (str(ROOT / "python"), os.environ.get("PYTHONPATH")) if p)
+    env = {**os.environ, "PYTHONPATH": path, "MCPFRAME_BACKEND": core.BACKEND}
     command = [sys.executable, __file__, "--serve", name, *(["--json"] if shape == "json" else [])]
     child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
     try:
@@ -239,7 +241,8 @@ def run(
 def table(rows: list[Row]) -> str:
     """The rows side by side, one line per server and shape."""
     lines = [
-        f"Streamable HTTP, tools/call add on 127.0.0.1, mcpframe core backend: {core.BACKEND}",
+        f"Streamable HTTP, tools/call add on 127.0.0.1, mcpframe core backend: {core.BACKEND}, "
+        f"uvicorn HTTP parser: {'httptools' if importlib.util.find_spec('httptools') else 'h11'}",
         f"{'shape':<7} {'client':<9} {'server':<9} {'clients':>7} {'calls':>6} {'req/s':>8} "
         f"{'p50 ms':>8} {'p99 ms':>8} {'CPU ms/call: client':>19} {'server':>6}",
     ]

@@ -8,6 +8,7 @@ the connection on purpose (SSE polling, 2025-11-25) after telling the client how
 
 from __future__ import annotations
 
+import asyncio
 import math
 import secrets
 
@@ -39,6 +40,13 @@ def _priming(event_id: str, retry_ms: int) -> bytes:
     return b"id: " + event_id.encode() + b"\nretry: " + str(retry_ms).encode() + b"\ndata: \n\n"
 
 
+def _pipe() -> tuple[MemoryObjectSendStream[bytes], MemoryObjectReceiveStream[bytes]]:
+    send: MemoryObjectSendStream[bytes]
+    receive: MemoryObjectReceiveStream[bytes]
+    send, receive = anyio.create_memory_object_stream(math.inf)  # unsubscripted: no typing alias per call
+    return send, receive
+
+
 class Stream:
     """Frames on their way to an SSE response; resumable when it has a store and a session id."""
 
@@ -52,15 +60,17 @@ class Stream:
         self.id = new_stream_id()
         self.session_id = session_id
         self.store = store if session_id is not None else None
-        self.finished = anyio.Event()
-        self.wake = anyio.Event()  # set by a frame that is not a response, and by finish()
+        # asyncio primitives (the Sessions behind the streams run on asyncio): cheaper than anyio's, and an
+        # uncontended lock is taken without a trip through the event loop
+        self.finished = asyncio.Event()
+        self.wake = asyncio.Event()  # set by a frame that is not a response, and by finish()
         self.attached_once = False
         self._buffering = buffer_until_attached
         self._backlog: list[tuple[str | None, bytes, bool]] = []
         self.saw_other = False  # a frame that is not a response was emitted (the answer must be SSE)
         self._listener: MemoryObjectSendStream[bytes] | None = None
         self._reader: MemoryObjectReceiveStream[bytes] | None = None
-        self._lock = anyio.Lock()
+        self._lock = asyncio.Lock()
         self._priming_id: str | None = None
 
     @property
@@ -114,7 +124,7 @@ class Stream:
     async def attach(self, *, retry_ms: int | None) -> MemoryObjectReceiveStream[bytes]:
         """Start an HTTP response on this stream: the priming event (if `retry_ms`), then the backlog."""
         async with self._lock:
-            send, receive = anyio.create_memory_object_stream[bytes](math.inf)
+            send, receive = _pipe()
             if retry_ms is not None and self.store is not None and self.session_id is not None:
                 if self._priming_id is None or self.attached_once:
                     self._priming_id = await self.store.store(self.session_id, self.id, None)
@@ -134,7 +144,7 @@ class Stream:
             replay = await self.store.replay(self.session_id, last_event_id)
             if replay is None or replay.stream_id != self.id:
                 return None
-            send, receive = anyio.create_memory_object_stream[bytes](math.inf)
+            send, receive = _pipe()
             for event_id, frame in replay.events:
                 send.send_nowait(format_event(frame, event_id))
             self.attached_once = True
