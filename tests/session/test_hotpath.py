@@ -419,3 +419,25 @@ async def test_eager_and_suspending_handlers_mixed_in_one_chunk() -> None:
             assert got == {i: [i] for i in range(300)}
             assert session.in_flight == 0
             await session.aclose()
+
+
+async def test_suspending_handlers_cancelled_in_the_same_chunk_are_really_cancelled() -> None:
+    """The cancel reaches each handler's host before the host ran again: the handler must see it."""
+    rec = Recorder()
+    left, right = memory_pair()
+    peer = RawPeer(left)
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            session = await serve(rec, right, tg)
+            await anyio.sleep(0)  # the idle host has started
+            frames = [core.encode_request(i, "stubborn") + cancel_frame(i) for i in range(1, 6)]
+            await peer.send(b"".join(frames))
+            await peer.request(9, "echo", [9])
+            reply, seen = await peer.until(9)
+            assert reply.result == [9]
+            assert seen == []  # no answers for the cancelled ones, not even "too late"
+            await rec.event("stubborn-cancelled").wait()
+            with anyio.fail_after(5):
+                while session.in_flight:
+                    await anyio.sleep(0.001)
+            await session.aclose()

@@ -20,6 +20,8 @@ import contextvars
 from collections.abc import Coroutine, Generator
 from typing import Any
 
+from mcpframe.session.frames import Spawner
+
 __all__ = ["EagerStarter"]
 
 _enter_task = asyncio.tasks._enter_task
@@ -60,63 +62,88 @@ class _Resume:
                 return
 
 
-async def _host(adoption: asyncio.Future[_Adoption | None]) -> None:
-    """An idle host: wait for a handler to adopt (``None``: retire), then run the rest of it."""
-    try:
-        adopted = await adoption
-    except asyncio.CancelledError as exc:
-        if not adoption.done() or adoption.cancelled() or adoption.result() is None:
-            raise
-        await _Resume(adoption.result(), exc)  # type: ignore[arg-type]
-        return
-    if adopted is not None:
-        await _Resume(adopted, None)
+class _Host:
+    """An idle task parked on ``adoption``: it runs the rest of a handler that suspended (``None``: retire).
+
+    Only a host that has started (is parked inside its ``try``) is used: a cancellation that reaches it
+    before its handler's next step then goes into that handler, never past it.
+    """
+
+    __slots__ = ("adoption", "started", "task")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.started = False
+        self.adoption: asyncio.Future[_Adoption | None] = loop.create_future()
+        self.task: asyncio.Task[None] = loop.create_task(self._run())
+
+    async def _run(self) -> None:
+        self.started = True
+        adoption = self.adoption
+        try:
+            adopted = await adoption
+        except asyncio.CancelledError as exc:
+            if not adoption.done() or adoption.cancelled() or (handed := adoption.result()) is None:
+                raise
+            await _Resume(handed, exc)
+            return
+        if adopted is not None:
+            await _Resume(adopted, None)
 
 
 class EagerStarter:
-    """Starts handler coroutines eagerly on ``loop`` (see the module doc)."""
+    """Starts handler coroutines eagerly on ``loop`` (see the module doc); ``spawn`` when it cannot."""
 
-    __slots__ = ("_adoption", "_host", "_loop")
+    __slots__ = ("_host", "_loop", "_spawn")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        spawn: Spawner,
+    ) -> None:
         self._loop = loop
-        self._host: asyncio.Task[None] | None = None
-        self._adoption: asyncio.Future[_Adoption | None] | None = None
+        self._spawn = spawn
+        self._host: _Host | None = _Host(loop)
 
     def start(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None] | None:
-        """Run ``coro``'s first step now; ``None`` if it finished, else the task that runs the rest of it."""
+        """Run ``coro``'s first step now; ``None`` if it finished, else the task that runs the rest of it.
+
+        While no started host is idle (right after one was taken, until the loop has run the new one),
+        ``coro`` gets a task of its own the ordinary way.
+        """
         loop = self._loop
         host = self._host
-        if host is None:
-            self._adoption = loop.create_future()
-            self._host = host = loop.create_task(_host(self._adoption))
+        if host is None or not host.started:
+            if host is None:
+                self._host = _Host(loop)
+            return self._spawn(coro)
+        task = host.task
         ctx = contextvars.copy_context()
         current = _current_tasks.get(loop)
         if current is not None:
             _leave_task(loop, current)
-        _enter_task(loop, host)
+        _enter_task(loop, task)
         try:
             yielded = ctx.run(coro.send, None)
             finished = False
         except (StopIteration, asyncio.CancelledError):  # done (or ended cancelled, as its own task would)
             finished = True
         finally:
-            _leave_task(loop, host)
+            _leave_task(loop, task)
             if current is not None:
                 _enter_task(loop, current)
         if finished:
-            if host.cancelling():
+            if task.cancelling():
                 self.close()  # it cancelled its own task: that must not land in the next handler
             return None
-        assert self._adoption is not None
-        self._adoption.set_result((coro, ctx, yielded))
-        self._host = self._adoption = None
-        return host
+        host.adoption.set_result((coro, ctx, yielded))
+        self._host = _Host(loop)
+        return task
 
     def close(self) -> asyncio.Task[None] | None:
         """Retire the idle host (if any); the returned task ends on its own at the next loop iteration."""
-        host, adoption = self._host, self._adoption
-        self._host = self._adoption = None
-        if adoption is not None and not adoption.done():
-            adoption.set_result(None)
-        return host
+        host, self._host = self._host, None
+        if host is None:
+            return None
+        if not host.adoption.done():
+            host.adoption.set_result(None)
+        return host.task

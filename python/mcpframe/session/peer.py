@@ -151,7 +151,7 @@ class Session:
         try:
             self._loop = asyncio.get_running_loop()
             self._spawn = task_spawner(self._loop)
-            self._eager = EagerStarter(self._loop) if self.eager_handlers else None
+            self._eager = EagerStarter(self._loop, self._spawn) if self.eager_handlers else None
         except RuntimeError:
             raise RuntimeError("mcpframe's Session runs on asyncio (or anyio's asyncio backend)") from None
         try:
