@@ -13,17 +13,15 @@ answer, POSTed separately, finds its way back to the exchange that asked.
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Awaitable, Callable
 from typing import Any
-
-import anyio
 
 from mcpframe import core
 from mcpframe._api import MessageLike
 from mcpframe.errors import MCPFrameError
 from mcpframe.session import Request, Session
 
+from .pipe import Pipe
 from .post import one_line
 from .streams import Stream
 
@@ -40,25 +38,20 @@ class ExchangeTransport:
 
     def __init__(self, lane: Lane) -> None:
         self._lane = lane
-        self._in, self._out = anyio.create_memory_object_stream[bytes](math.inf)
+        self._pipe = Pipe()
 
     def feed(self, data: bytes) -> None:
         """Queue bytes for the Session to read (ignored once the lane ended)."""
-        try:
-            self._in.send_nowait(data)
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+        if not self._pipe.put(data):
             logger.debug("dropping %d bytes for an ended exchange", len(data))
 
     def end(self) -> None:
         """Nothing more will be read: the Session sees end of stream."""
-        self._in.close()
+        self._pipe.close()
 
     async def receive(self) -> bytes:
         """The next queued chunk; `b""` once ended."""
-        try:
-            return await self._out.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            return b""
+        return await self._pipe.get() or b""
 
     async def send(self, data: bytes) -> None:
         """Frames from the Session: routed onto the current exchange's stream."""
@@ -70,8 +63,7 @@ class ExchangeTransport:
 
     async def aclose(self) -> None:
         """Idempotent."""
-        self._in.close()
-        self._out.close()
+        self._pipe.close()
 
 
 class Router:

@@ -6,12 +6,10 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream
-
 from mcpframe import core, jsonrpc
 
 from .asgi import Receive, Send, wait_disconnect
+from .pipe import Pipe
 from .streams import KEEPALIVE, Stream
 
 __all__ = ["SSE_HEADERS", "Answer", "Reply", "SseReply", "error_response", "json_response"]
@@ -63,7 +61,7 @@ class SseReply:
     def __init__(
         self,
         stream: Stream,
-        reader: MemoryObjectReceiveStream[bytes],
+        reader: Pipe,
         *,
         keepalive: float,
         close_idle: float | None = None,
@@ -104,14 +102,13 @@ class SseReply:
         chunks, ended = self._drain()
         while not chunks and not ended:
             wait = self.keepalive if self.close_idle is None else min(self.close_idle, self.keepalive)
-            with anyio.move_on_after(wait) as scope:
-                try:
-                    chunks.append(await self.reader.receive())
-                except (anyio.EndOfStream, anyio.ClosedResourceError):
-                    return b"", True
-            if not scope.cancelled_caught:
+            chunk = await self.reader.get(wait)
+            if chunk:
+                chunks.append(chunk)
                 more, ended = self._drain()
                 chunks += more
+            elif chunk is not None:  # the end
+                return b"", True
             elif self.close_idle is not None and self.stream.resumable and not self.stream.finished.is_set():
                 return b"", True  # SSE polling: the client resumes after its `retry`
             else:
@@ -121,12 +118,12 @@ class SseReply:
     def _drain(self) -> tuple[list[bytes], bool]:
         chunks: list[bytes] = []
         while True:
-            try:
-                chunks.append(self.reader.receive_nowait())
-            except anyio.WouldBlock:
+            chunk = self.reader.get_nowait()
+            if chunk is None:
                 return chunks, False
-            except (anyio.EndOfStream, anyio.ClosedResourceError):
+            if not chunk:
                 return chunks, True
+            chunks.append(chunk)
 
 
 Answer = Reply | SseReply

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 import anyio.abc
 import uvicorn
-from anyio.streams.memory import MemoryObjectReceiveStream
 
 from mcpframe import jsonrpc
 from mcpframe.server.eras import LEGACY_VERSIONS, SUPPORTED_VERSIONS
@@ -31,6 +30,7 @@ from .asgi import HttpRequest, Receive, Scope, Send
 from .events import EventStore, MemoryEventStore, split_event_id
 from .handling import PostHandler
 from .headers import Accepts
+from .pipe import Pipe
 from .responses import SSE_HEADERS, Answer, Reply, SseReply, error_response
 from .security import AccessToken, BearerAuth, HostGuard
 from .sessions import HttpSession, SessionManager
@@ -276,7 +276,7 @@ class StreamableHTTPServer:
         self,
         session: HttpSession | None,
         stream: Stream,
-        receive: MemoryObjectReceiveStream[bytes],
+        receive: Pipe,
         *,
         close_idle: float | None,
         on_end: Callable[[], Any] | None = None,

@@ -9,13 +9,10 @@ the connection on purpose (SSE polling, 2025-11-25) after telling the client how
 from __future__ import annotations
 
 import asyncio
-import math
 import secrets
 
-import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-
 from .events import EventStore
+from .pipe import Pipe
 
 __all__ = ["KEEPALIVE", "Stream", "format_event", "new_stream_id"]
 
@@ -40,13 +37,6 @@ def _priming(event_id: str, retry_ms: int) -> bytes:
     return b"id: " + event_id.encode() + b"\nretry: " + str(retry_ms).encode() + b"\ndata: \n\n"
 
 
-def _pipe() -> tuple[MemoryObjectSendStream[bytes], MemoryObjectReceiveStream[bytes]]:
-    send: MemoryObjectSendStream[bytes]
-    receive: MemoryObjectReceiveStream[bytes]
-    send, receive = anyio.create_memory_object_stream(math.inf)  # unsubscripted: no typing alias per call
-    return send, receive
-
-
 class Stream:
     """Frames on their way to an SSE response; resumable when it has a store and a session id."""
 
@@ -68,8 +58,7 @@ class Stream:
         self._buffering = buffer_until_attached
         self._backlog: list[tuple[str | None, bytes, bool]] = []
         self.saw_other = False  # a frame that is not a response was emitted (the answer must be SSE)
-        self._listener: MemoryObjectSendStream[bytes] | None = None
-        self._reader: MemoryObjectReceiveStream[bytes] | None = None
+        self._pipe: Pipe | None = None  # to the attached HTTP response
         self._lock = asyncio.Lock()
         self._priming_id: str | None = None
 
@@ -81,7 +70,7 @@ class Stream:
     @property
     def attached(self) -> bool:
         """Whether an HTTP response is reading it right now."""
-        return self._listener is not None
+        return self._pipe is not None
 
     async def open(self) -> None:
         """Reserve the priming event's id, so that it precedes every other event of the stream."""
@@ -98,45 +87,42 @@ class Stream:
             event_id: str | None = None
             if self.store is not None and self.session_id is not None:
                 event_id = await self.store.store(self.session_id, self.id, frame)
-            if self._listener is not None:
-                self._deliver(self._listener, format_event(frame, event_id))
+            if self._pipe is not None:
+                self._deliver(self._pipe, format_event(frame, event_id))
             elif self._buffering and not self.attached_once:
                 self._backlog.append((event_id, frame, response))
         if not response:
             self.saw_other = True
             self.wake.set()
 
-    def _deliver(self, listener: MemoryObjectSendStream[bytes], chunk: bytes) -> None:
-        try:
-            listener.send_nowait(chunk)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            if self._listener is listener:
-                self._listener = self._reader = None
+    def _deliver(self, pipe: Pipe, chunk: bytes) -> None:
+        if not pipe.put(chunk) and self._pipe is pipe:
+            self._pipe = None
 
     def finish(self) -> None:
         """No more frames: attached responses end once they have written what they hold."""
         self.finished.set()
         self.wake.set()
-        if self._listener is not None:
-            self._listener.close()
-            self._listener = self._reader = None
+        if self._pipe is not None:
+            self._pipe.close()
+            self._pipe = None
 
-    async def attach(self, *, retry_ms: int | None) -> MemoryObjectReceiveStream[bytes]:
+    async def attach(self, *, retry_ms: int | None) -> Pipe:
         """Start an HTTP response on this stream: the priming event (if `retry_ms`), then the backlog."""
         async with self._lock:
-            send, receive = _pipe()
+            pipe = Pipe()
             if retry_ms is not None and self.store is not None and self.session_id is not None:
                 if self._priming_id is None or self.attached_once:
                     self._priming_id = await self.store.store(self.session_id, self.id, None)
-                send.send_nowait(_priming(self._priming_id, retry_ms))
+                pipe.put(_priming(self._priming_id, retry_ms))
             for event_id, frame, _ in self._backlog:
-                send.send_nowait(format_event(frame, event_id))
+                pipe.put(format_event(frame, event_id))
             self._backlog.clear()
             self.attached_once = True
-            self._connect(send, receive)
-            return receive
+            self._connect(pipe)
+            return pipe
 
-    async def resume(self, last_event_id: str) -> MemoryObjectReceiveStream[bytes] | None:
+    async def resume(self, last_event_id: str) -> Pipe | None:
         """Reattach after `last_event_id`: replay what followed it, then go on live. `None`: unknown id."""
         if self.store is None or self.session_id is None:
             return None
@@ -144,29 +130,25 @@ class Stream:
             replay = await self.store.replay(self.session_id, last_event_id)
             if replay is None or replay.stream_id != self.id:
                 return None
-            send, receive = _pipe()
+            pipe = Pipe()
             for event_id, frame in replay.events:
-                send.send_nowait(format_event(frame, event_id))
+                pipe.put(format_event(frame, event_id))
             self.attached_once = True
             self._backlog.clear()
-            self._connect(send, receive)
-            return receive
+            self._connect(pipe)
+            return pipe
 
-    def _connect(
-        self, send: MemoryObjectSendStream[bytes], receive: MemoryObjectReceiveStream[bytes]
-    ) -> None:
-        if self._listener is not None:
-            self._listener.close()  # a newer connection replaces the old one
+    def _connect(self, pipe: Pipe) -> None:
+        if self._pipe is not None:
+            self._pipe.close()  # a newer connection replaces the old one
         if self.finished.is_set():
-            send.close()
-            self._listener = self._reader = None
+            pipe.close()
+            self._pipe = None
         else:
-            self._listener, self._reader = send, receive
+            self._pipe = pipe
 
-    def detach(self, receive: MemoryObjectReceiveStream[bytes]) -> None:
-        """The HTTP response reading `receive` ended (client gone, or the server closed it)."""
-        receive.close()
-        if self._reader is receive:
-            if self._listener is not None:
-                self._listener.close()
-            self._listener = self._reader = None
+    def detach(self, pipe: Pipe) -> None:
+        """The HTTP response reading `pipe` ended (client gone, or the server closed it)."""
+        pipe.close()
+        if self._pipe is pipe:
+            self._pipe = None
