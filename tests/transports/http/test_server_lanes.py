@@ -1,0 +1,115 @@
+"""The HTTP server's lanes (Sessions reused across POSTs) and its `Pipe`, including the raw ASGI routes."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from mcpframe.transports.http.pipe import Pipe
+
+from ._server_support import asgi_client, call, initialize, messages, modern_meta, session_headers
+
+pytestmark = pytest.mark.anyio
+
+MODERN_HEADERS = {
+    "content-type": "application/json",
+    "accept": "application/json, text/event-stream",
+    "mcp-protocol-version": "2026-07-28",
+    "mcp-method": "tools/call",
+    "mcp-name": "echo",
+}
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+async def test_pipe_keeps_order_ends_after_close_and_times_out() -> None:
+    pipe = Pipe()
+    assert pipe.get_nowait() is None
+    assert await pipe.get(0.01) is None  # nothing came in time
+    assert pipe.put(b"a")
+    assert pipe.put(b"")  # empty chunks are not queued (b"" is the end)
+    assert pipe.put(b"b")
+    pipe.close()
+    assert not pipe.put(b"c")
+    assert [await pipe.get(), pipe.get_nowait(), await pipe.get()] == [b"a", b"b", b""]
+
+
+async def test_pipe_wakes_a_waiting_reader() -> None:
+    pipe = Pipe()
+    got: list[bytes | None] = []
+
+    async def read() -> None:
+        got.append(await pipe.get())
+        got.append(await pipe.get())
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(read)
+        await anyio.sleep(0)
+        pipe.put(b"x")
+        await anyio.sleep(0)
+        pipe.close()
+    assert got == [b"x", b""]
+
+
+async def test_sequential_posts_of_a_session_reuse_one_lane() -> None:
+    async with asgi_client(response_mode="auto") as (client, http):
+        headers = session_headers(await initialize(client))
+        session = next(iter(http.sessions.sessions.values()))
+        for rid in range(5):
+            response = await client.post(
+                "/mcp", json=call("echo", {"text": f"t{rid}"}, rid=rid), headers=headers
+            )
+            assert response.json()["result"]["content"][0]["text"] == f"t{rid}"
+        assert session.lanes is not None
+        idle = list(session.lanes._idle)
+        assert len(idle) == 1  # one Session answered all five
+        assert idle[0].session.closed is False
+        assert session.router.exchanges == {}
+
+
+async def test_a_cancelled_lane_is_not_reused() -> None:
+    async with asgi_client(response_mode="auto", stream_after=60.0) as (client, http):
+        headers = session_headers(await initialize(client))
+        session = next(iter(http.sessions.sessions.values()))
+        async with anyio.create_task_group() as tg:
+
+            async def slow_call() -> None:
+                await client.post("/mcp", json=call("wait", rid=42), headers=headers)
+
+            tg.start_soon(slow_call)
+            with anyio.fail_after(5):
+                await http.server.started.wait()  # type: ignore[attr-defined]
+            lanes = session.lanes
+            assert lanes is not None
+            cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 42}}
+            assert (await client.post("/mcp", json=cancel, headers=headers)).status_code == 202
+        assert lanes._idle == []
+        response = await client.post("/mcp", json=call("echo", {"text": "after"}, rid=42), headers=headers)
+        assert response.json()["result"]["content"][0]["text"] == "after"  # the id is free again
+
+
+async def test_stateless_requests_share_a_lane_pool() -> None:
+    async with asgi_client() as (client, http):
+        for rid in range(3):
+            body = call("echo", {"text": str(rid)}, rid=1, **modern_meta())
+            response = await client.post("/mcp", json=body, headers=MODERN_HEADERS)
+            answers = (
+                messages(response.text)
+                if response.headers["content-type"].startswith("text/")
+                else [response.json()]
+            )
+            assert answers[-1]["result"]["content"][0]["text"] == str(rid)
+        pool = http.posts._stateless
+        assert pool is not None
+        assert len(pool._idle) == 1
+
+
+async def test_routes_outside_the_endpoint() -> None:
+    async with asgi_client() as (client, _):
+        assert (await client.get("/elsewhere")).status_code == 404
+        refused = await client.put("/mcp", content=b"{}")
+        assert refused.status_code == 405
+        assert refused.headers["allow"] == "GET, POST, DELETE"
