@@ -17,16 +17,21 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-from collections.abc import Coroutine, Generator
+from collections.abc import Callable, Coroutine, Generator
 from typing import Any
 
 from mcpframe.session.frames import Spawner
 
-__all__ = ["EagerStarter"]
+__all__ = ["AVAILABLE", "EagerStarter"]
 
-_enter_task = asyncio.tasks._enter_task
-_leave_task = asyncio.tasks._leave_task
-_current_tasks: dict[asyncio.AbstractEventLoop, asyncio.Task[Any]] = asyncio.tasks._current_tasks  # type: ignore[attr-defined]
+_enter_task: Callable[[asyncio.AbstractEventLoop, asyncio.Task[Any]], None] | None = getattr(
+    asyncio.tasks, "_enter_task", None
+)
+_leave_task: Callable[[asyncio.AbstractEventLoop, asyncio.Task[Any]], None] | None = getattr(
+    asyncio.tasks, "_leave_task", None
+)
+AVAILABLE = _enter_task is not None and _leave_task is not None
+"""Whether this Python lets us switch the current task (3.11 to 3.13 do); without it, no eager start."""
 
 _Adoption = tuple[Coroutine[Any, Any, None], contextvars.Context, Any]
 
@@ -118,19 +123,22 @@ class EagerStarter:
             return self._spawn(coro)
         task = host.task
         ctx = contextvars.copy_context()
-        current = _current_tasks.get(loop)
+        enter, leave = _enter_task, _leave_task
+        assert enter is not None
+        assert leave is not None
+        current = asyncio.current_task(loop)
         if current is not None:
-            _leave_task(loop, current)
-        _enter_task(loop, task)
+            leave(loop, current)
+        enter(loop, task)
         try:
             yielded = ctx.run(coro.send, None)
             finished = False
         except (StopIteration, asyncio.CancelledError):  # done (or ended cancelled, as its own task would)
             finished = True
         finally:
-            _leave_task(loop, task)
+            leave(loop, task)
             if current is not None:
-                _enter_task(loop, current)
+                enter(loop, current)
         if finished:
             if task.cancelling():
                 self.close()  # it cancelled its own task: that must not land in the next handler

@@ -28,6 +28,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcpframe import core, jsonrpc
 from mcpframe._api import MessageLike
 from mcpframe.session.batch import Batch
+from mcpframe.session.eager import AVAILABLE as EAGER
 from mcpframe.session.eager import EagerStarter
 from mcpframe.session.errors import ConnectionClosed, JSONRPCError, RequestTimeout
 from mcpframe.session.frames import Spawner, error_frame, failure_frame, result_frame, task_spawner
@@ -151,7 +152,7 @@ class Session:
         try:
             self._loop = asyncio.get_running_loop()
             self._spawn = task_spawner(self._loop)
-            self._eager = EagerStarter(self._loop, self._spawn) if self.eager_handlers else None
+            self._eager = EagerStarter(self._loop, self._spawn) if self.eager_handlers and EAGER else None
         except RuntimeError:
             raise RuntimeError("mcpframe's Session runs on asyncio (or anyio's asyncio backend)") from None
         try:
