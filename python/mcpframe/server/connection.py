@@ -264,24 +264,28 @@ class ServerConnection:
         method = request.method
         if method == "server/discover":
             return self._discover()
-        meta = request.meta
-        capabilities = meta.get(CLIENT_CAPABILITIES_KEY)
-        level = LOG_LEVELS.get(str(meta.get(LOG_LEVEL_KEY)))
-        call = CallInfo(version, True, capabilities if isinstance(capabilities, dict) else {}, level)
         if method == "subscriptions/listen":
             return await self._listen(request, params)
         if method in _LEGACY_ONLY:
             raise _method_not_found(method, " (not part of 2026-07-28)")
         handler = self._handler(method)
+        meta = request.meta
+        capabilities = meta.get(CLIENT_CAPABILITIES_KEY)
+        level = LOG_LEVELS.get(str(meta.get(LOG_LEVEL_KEY)))
+        call = CallInfo(version, True, capabilities if isinstance(capabilities, dict) else {}, level)
         target = _ROUND_TRIP.get(method)
         if target is None or handler is not HANDLERS.get(method):
             return await handler(self, request, call, params)
-        return await self._round_trip(handler, request, call, params, str(params.get(target)))
+        # A handler that may need client input: it asks for it with an `input_required` result.
+        self._gather(request, call, params, str(params.get(target)))
+        try:
+            return await handler(self, request, call, params)
+        except InputRequired as need:
+            sealed = self.server.request_state.seal(method, str(params.get(target)), call.responses)
+            return {"resultType": "input_required", "inputRequests": need.requests, "requestState": sealed}
 
-    async def _round_trip(
-        self, handler: Handler, request: Request, call: CallInfo, params: dict[str, Any], target: str
-    ) -> dict[str, Any]:
-        """Run a handler that may need client input; ask for it with an `input_required` result."""
+    def _gather(self, request: Request, call: CallInfo, params: dict[str, Any], target: str) -> None:
+        """Put the input responses of earlier rounds (`requestState`) and this one into `call`."""
         state = params.get("requestState")
         if state is not None:
             call.responses.update(self.server.request_state.open(state, request.method, target))
@@ -290,11 +294,6 @@ class ServerConnection:
             if not isinstance(given, dict):
                 raise invalid('"inputResponses" must be an object')
             call.responses.update(given)
-        try:
-            return await handler(self, request, call, params)
-        except InputRequired as need:
-            sealed = self.server.request_state.seal(request.method, target, call.responses)
-            return {"resultType": "input_required", "inputRequests": need.requests, "requestState": sealed}
 
     def _finish(self, method: str, result: dict[str, Any]) -> dict[str, Any]:
         kind = result.setdefault("resultType", "complete")
@@ -302,7 +301,8 @@ class ServerConnection:
             result.setdefault("ttlMs", self.server.cache_ttl_ms)
             result.setdefault("cacheScope", self.server.cache_scope)
         meta = result.get("_meta")
-        result["_meta"] = {**(meta if isinstance(meta, dict) else {}), SERVER_INFO_KEY: self.server.info}
+        stamp = {SERVER_INFO_KEY: self.server.info}
+        result["_meta"] = {**meta, **stamp} if isinstance(meta, dict) else stamp
         return result
 
     def _discover(self) -> dict[str, Any]:

@@ -1,0 +1,94 @@
+"""Sync handlers on the worker pool: off the loop, with the caller's context, anyio.from_thread usable."""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+
+import anyio
+import anyio.from_thread
+import pytest
+
+from mcpframe._threads import WorkerPool, default_pool, run_sync
+from mcpframe.server import Context, Server
+
+from ._driver import legacy
+
+pytestmark = pytest.mark.anyio
+
+_TAG: contextvars.ContextVar[str] = contextvars.ContextVar("tag", default="unset")
+
+
+async def test_sync_tools_run_on_pool_threads_and_may_call_back_into_the_loop() -> None:
+    server = Server("threads")
+    loop_thread = threading.get_ident()
+
+    @server.tool
+    def where(ctx: Context) -> str:
+        """Reports its thread and logs through the event loop."""
+        anyio.from_thread.run(ctx.info, "from a worker")  # needs the worker's event loop token
+        return f"{threading.current_thread().name} {threading.get_ident() != loop_thread}"
+
+    async with legacy(server) as client:
+        result = await client.request("tools/call", {"name": "where"})
+        logged = await client.wait_for("notifications/message")
+    assert result["content"] == [{"type": "text", "text": "mcpframe-worker True"}]
+    assert logged[0]["data"] == "from a worker"
+
+
+async def test_run_sync_copies_context_and_reraises() -> None:
+    _TAG.set("caller")
+    assert await run_sync(_TAG.get) == "caller"
+
+    def boom() -> None:
+        raise KeyError("inside")
+
+    with pytest.raises(KeyError, match="inside"):
+        await run_sync(boom)
+
+
+async def test_pool_queues_past_its_limit_and_finishes_every_job() -> None:
+    pool = WorkerPool(max_workers=2)
+    gate = threading.Event()
+    results: list[int] = []
+
+    def job(n: int) -> int:
+        gate.wait(5)
+        return n
+
+    async def one(n: int) -> None:
+        results.append(await pool.run(lambda: job(n)))
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            for n in range(6):
+                tg.start_soon(one, n)
+            await anyio.wait_all_tasks_blocked()
+            gate.set()
+    assert sorted(results) == list(range(6))
+    assert pool._threads == 2
+
+
+async def test_a_cancelled_call_is_abandoned_and_the_worker_reused() -> None:
+    pool = WorkerPool(max_workers=1)
+    started, release = threading.Event(), threading.Event()
+
+    def slow() -> str:
+        started.set()
+        release.wait(5)
+        return "late"
+
+    with anyio.fail_after(5):
+        with anyio.move_on_after(5) as scope:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(pool.run, slow)
+                await anyio.to_thread.run_sync(started.wait)
+                tg.cancel_scope.cancel()
+        assert not scope.cancelled_caught
+        release.set()
+        assert await pool.run(lambda: "next") == "next"
+    assert pool._threads == 1
+
+
+def test_default_pool_is_shared() -> None:
+    assert default_pool() is default_pool()
