@@ -30,6 +30,9 @@ _enter_task: Callable[[asyncio.AbstractEventLoop, asyncio.Task[Any]], None] | No
 _leave_task: Callable[[asyncio.AbstractEventLoop, asyncio.Task[Any]], None] | None = getattr(
     asyncio.tasks, "_leave_task", None
 )
+_current_tasks: dict[asyncio.AbstractEventLoop, asyncio.Task[Any]] | None = getattr(
+    asyncio.tasks, "_current_tasks", None
+)
 AVAILABLE = _enter_task is not None and _leave_task is not None
 """Whether this Python lets us switch the current task (3.11 to 3.13 do); without it, no eager start."""
 
@@ -126,7 +129,7 @@ class EagerStarter:
         enter, leave = _enter_task, _leave_task
         assert enter is not None
         assert leave is not None
-        current = asyncio.current_task(loop)
+        current = _current_tasks.get(loop) if _current_tasks is not None else asyncio.current_task(loop)
         if current is not None:
             leave(loop, current)
         enter(loop, task)

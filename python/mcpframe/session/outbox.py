@@ -42,6 +42,7 @@ class Outbox:
         "_sending",
         "_transport",
         "_wake",
+        "holding",
     )
 
     def __init__(self, transport: Transport, on_lost: Callable[[], None]) -> None:
@@ -50,6 +51,7 @@ class Outbox:
         self._on_lost = on_lost
         self._frames: list[bytes] = []
         self._scheduled = False
+        self.holding = False  # the owner will call flush_now() itself: put() need not schedule a flush
         self._sending = False  # the writer task owns the transport until it has sent everything queued
         self._lost = False
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -67,7 +69,7 @@ class Outbox:
     def put(self, frame: bytes) -> None:
         """Queue ``frame``; it is written at the end of this loop iteration at the latest."""
         self._frames.append(frame)
-        if not self._scheduled and not self._sending and self._loop is not None:
+        if not self._scheduled and not self._sending and not self.holding and self._loop is not None:
             self._scheduled = True
             self._loop.call_soon(self._scheduled_flush)
 

@@ -280,12 +280,11 @@ class Session:
         self._dispatch(decoder.close())
 
     def _dispatch(self, items: list[Any]) -> None:
-        self._dispatching = True
+        self._dispatching = self._outbox.holding = True
         try:
             self._dispatch_items(items)
         finally:
-            self._dispatching = False
-        if not self._incoming:
+            self._dispatching = self._outbox.holding = False
             self._outbox.flush_now()  # the answers of this chunk, in one write
 
     def _dispatch_items(self, items: list[Any]) -> None:
