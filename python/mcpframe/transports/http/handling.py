@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 from typing import TYPE_CHECKING, Any
-
-import anyio
 
 from mcpframe import jsonrpc
 from mcpframe.session import Session
@@ -184,7 +183,6 @@ class PostHandler:
     ) -> Answer:
         """Run the exchange; answer JSON if only responses came, else switch to SSE."""
         stream = exchange.stream
-        await stream.open()
         spawn = self.http.sessions.spawn
         exchange.transport.feed(body.session_input())  # before anything routed to it can arrive
         if session is not None:
@@ -193,16 +191,9 @@ class PostHandler:
             spawn(exchange.lane.run, runner)
         priming = self.http.priming(session)
         if not (accepts.sse and self._prefer_sse(priming)):
-            with anyio.move_on_after(self._json_wait(accepts)):
-                await (stream.wake if accepts.sse else stream.finished).wait()
-            if stream.finished.is_set() and (not stream.saw_other or not accepts.sse):
-                frames = stream.response_frames()
-                if session is not None:
-                    session.stream_ended(stream)  # answered in full: nothing to resume
-                if not frames:
-                    return Reply(202, headers=headers)
-                joined = frames[0] if len(frames) == 1 else b"[" + b",".join(frames) + b"]"
-                return json_response(joined, headers)
+            answered = await self._json_answer(stream, session, accepts, headers)
+            if answered is not None:
+                return answered
         receive = await stream.attach(retry_ms=priming)
         close_idle = self.http.options.close_idle_streams if priming is not None else None
 
@@ -213,6 +204,28 @@ class PostHandler:
         return self.http.sse_response(
             session, stream, receive, close_idle=close_idle, on_end=ended, headers=headers
         )
+
+    async def _json_answer(
+        self, stream: Stream, session: HttpSession | None, accepts: Accepts, headers: dict[str, str]
+    ) -> Reply | None:
+        """Wait for the answer (up to `_json_wait`); `None` when it has to be SSE after all."""
+        event = stream.wake if accepts.sse else stream.finished  # wake: a frame that is not a response
+        wait = self._json_wait(accepts)
+        timer = None if wait == math.inf else asyncio.get_running_loop().call_later(wait, stream.wake.set)
+        try:
+            await event.wait()
+        finally:
+            if timer is not None:
+                timer.cancel()
+        if not stream.finished.is_set() or (stream.saw_other and accepts.sse):
+            return None
+        frames = stream.response_frames()
+        if session is not None:
+            session.stream_ended(stream)  # answered in full: nothing to resume
+        if not frames:
+            return Reply(202, headers=headers)
+        joined = frames[0] if len(frames) == 1 else b"[" + b",".join(frames) + b"]"
+        return json_response(joined, headers)
 
     def _prefer_sse(self, priming: int | None) -> bool:
         mode = self.http.options.response_mode

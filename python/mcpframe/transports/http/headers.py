@@ -35,7 +35,17 @@ class Accepts:
     def parse(cls, header: str | None) -> Accepts:
         """Parse a comma-separated list of media ranges, ignoring parameters and `q=0` entries."""
         if header is None or not header.strip():
-            return cls(True, True)
+            return _ANY
+        known = _PARSED.get(header)
+        if known is not None:
+            return known
+        parsed = cls._parse(header)
+        if len(_PARSED) < 256:  # a client sends the same header every time: remember a few
+            _PARSED[header] = parsed
+        return parsed
+
+    @classmethod
+    def _parse(cls, header: str) -> Accepts:
         json = sse = False
         for item in header.split(","):
             media, *params = (part.strip().lower() for part in item.split(";"))
@@ -44,6 +54,10 @@ class Accepts:
             json = json or media in ("application/json", "application/*", "*/*")
             sse = sse or media in ("text/event-stream", "text/*", "*/*")
         return cls(json, sse)
+
+
+_ANY = Accepts(True, True)
+_PARSED: dict[str, Accepts] = {}
 
 
 def is_json_content(header: str | None) -> bool:

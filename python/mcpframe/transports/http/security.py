@@ -7,6 +7,7 @@ Allow-list entries are `host` (any port) or `host:port`; `*` allows everything. 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
@@ -65,11 +66,20 @@ class HostGuard:
 
     def check(self, host: str | None, origin: str | None) -> tuple[int, str] | None:
         """`None` when allowed, else `(status, reason)`: 421 for a foreign Host, 403 for a foreign Origin."""
+        return _check(self, host, origin)
+
+    def _check(self, host: str | None, origin: str | None) -> tuple[int, str] | None:
         if host is None or not _matches(host.lower(), self.hosts):
             return 421, f"Misdirected Request: host {host!r} is not allowed"
         if origin is not None and not _matches(origin.lower().rstrip("/"), self.origins):
             return 403, f"Forbidden: origin {origin!r} is not allowed"
         return None
+
+
+@functools.lru_cache(maxsize=512)
+def _check(guard: HostGuard, host: str | None, origin: str | None) -> tuple[int, str] | None:
+    """`HostGuard.check`, remembered: clients send the same Host and Origin with every request."""
+    return guard._check(host, origin)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -56,7 +56,9 @@ class Stream:
         self.wake = asyncio.Event()  # set by a frame that is not a response, and by finish()
         self.attached_once = False
         self._buffering = buffer_until_attached
-        self._backlog: list[tuple[str | None, bytes, bool]] = []
+        # frames emitted before any response attached: stored (if resumable) only once one attaches, so a POST
+        # answered with plain JSON stores nothing
+        self._backlog: list[tuple[bytes, bool]] = []
         self.saw_other = False  # a frame that is not a response was emitted (the answer must be SSE)
         self._pipe: Pipe | None = None  # to the attached HTTP response
         self._lock = asyncio.Lock()
@@ -72,25 +74,24 @@ class Stream:
         """Whether an HTTP response is reading it right now."""
         return self._pipe is not None
 
-    async def open(self) -> None:
-        """Reserve the priming event's id, so that it precedes every other event of the stream."""
-        if self.store is not None and self.session_id is not None:
-            self._priming_id = await self.store.store(self.session_id, self.id, None)
-
     def response_frames(self) -> list[bytes]:
         """The responses emitted before any HTTP response attached (the body of a plain JSON answer)."""
-        return [frame for _, frame, response in self._backlog if response]
+        return [frame for frame, response in self._backlog if response]
+
+    async def _store(self, frame: bytes | None) -> str | None:
+        if self.store is None or self.session_id is None:
+            return None
+        return await self.store.store(self.session_id, self.id, frame)
 
     async def emit(self, frame: bytes, *, response: bool) -> None:
-        """Store the frame (if resumable) and deliver it to the attached response, or keep it for later."""
+        """Deliver the frame to the attached response (stored first if resumable), or keep it for later."""
         async with self._lock:
-            event_id: str | None = None
-            if self.store is not None and self.session_id is not None:
-                event_id = await self.store.store(self.session_id, self.id, frame)
-            if self._pipe is not None:
-                self._deliver(self._pipe, format_event(frame, event_id))
-            elif self._buffering and not self.attached_once:
-                self._backlog.append((event_id, frame, response))
+            if self._pipe is None and self._buffering and not self.attached_once:
+                self._backlog.append((frame, response))
+            else:
+                event_id = await self._store(frame)
+                if self._pipe is not None:
+                    self._deliver(self._pipe, format_event(frame, event_id))
         if not response:
             self.saw_other = True
             self.wake.set()
@@ -115,8 +116,8 @@ class Stream:
                 if self._priming_id is None or self.attached_once:
                     self._priming_id = await self.store.store(self.session_id, self.id, None)
                 pipe.put(_priming(self._priming_id, retry_ms))
-            for event_id, frame, _ in self._backlog:
-                pipe.put(format_event(frame, event_id))
+            for frame, _ in self._backlog:  # stored now, after the priming event
+                pipe.put(format_event(frame, await self._store(frame)))
             self._backlog.clear()
             self.attached_once = True
             self._connect(pipe)
