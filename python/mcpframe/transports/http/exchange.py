@@ -95,12 +95,10 @@ class Router:
 
     def release(self, exchange: Exchange, rid: Id | None = None) -> None:
         """The client may reuse `rid` (or every id of the exchange): its answer has been sent."""
-        if rid is not None:
-            if self.owners.get(rid) is exchange:
-                del self.owners[rid]
-            return
-        for done in [key for key, owner in self.owners.items() if owner is exchange]:
-            del self.owners[done]
+        owners = self.owners
+        for key in exchange.request_ids if rid is None else (rid,):
+            if owners.get(key) is exchange:
+                del owners[key]
 
     def busy(self, rid: Id) -> bool:
         """Whether a client request with this id is still being answered."""
@@ -233,6 +231,7 @@ class Exchange:
         self.number = lane.number
         self.stream = stream
         self.transport = lane.transport
+        self.request_ids = request_ids
         # a batch is answered by one array (its end), single requests one by one
         self._expected: set[Id] | None = None if batch else set(request_ids)
         self._batch_answered = False

@@ -7,6 +7,7 @@ notifications (`initialized`, `roots/list_changed`) come in through it. Requests
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 import secrets
@@ -30,6 +31,11 @@ if TYPE_CHECKING:
 __all__ = ["HttpSession", "MainTransport", "SessionManager"]
 
 logger = logging.getLogger("mcpframe.http")
+
+
+def _now() -> float:
+    """The event loop's clock (what `anyio.current_time()` reads on asyncio, without the backend lookup)."""
+    return asyncio.get_running_loop().time()
 
 
 class MainTransport:
@@ -79,7 +85,7 @@ class HttpSession:
         self.transport = MainTransport(self.get_stream)
         self.main = Session(self.transport, notification_handler=connection.handle_notification)
         self.open_requests = 0
-        self.last_active = anyio.current_time()
+        self.last_active = _now()
         self.owner: str | None = None
         self.closed = False
 
@@ -97,7 +103,7 @@ class HttpSession:
     def touch(self, delta: int = 0) -> None:
         """Record activity; `delta` counts HTTP requests/responses that are open right now."""
         self.open_requests += delta
-        self.last_active = anyio.current_time()
+        self.last_active = _now()
 
     def exchanges(self) -> list[Exchange]:
         """The exchanges still running."""
@@ -176,7 +182,7 @@ class SessionManager:
         """Close the sessions idle past `idle_timeout` (no open HTTP request); returns how many."""
         if self.idle_timeout is None:
             return 0
-        now = anyio.current_time()
+        now = _now()
         idle = [
             s
             for s in self.sessions.values()
