@@ -180,7 +180,7 @@ class LanePool:
         make_session: Callable[[Lane], Session],
         spawn: Callable[..., Any],
         *,
-        keep: int = 32,
+        keep: int = 8,
     ) -> None:
         self.router = router
         self.make_session = make_session

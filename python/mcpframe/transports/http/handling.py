@@ -24,6 +24,9 @@ __all__ = ["PostHandler"]
 
 _BATCH_VERSION = "2025-03-26"  # the one revision with JSON-RPC batches
 _FIRST_MODERN = "2026-07-28"  # revisions from this one on are stateless
+# idle lanes kept for the next POSTs: per HTTP session (there may be thousands), and for stateless requests
+_SESSION_LANES = 4
+_STATELESS_LANES = 64
 
 
 class PostHandler:
@@ -129,6 +132,7 @@ class PostHandler:
                 session.router,
                 lambda lane: self._make_session(lane, handler, batches=False),
                 self.http.sessions.spawn,
+                keep=_SESSION_LANES,
             )
         return session.lanes
 
@@ -165,6 +169,7 @@ class PostHandler:
                 Router(),
                 lambda lane: self._make_session(lane, lane.handle, batches=False),
                 self.http.sessions.spawn,
+                keep=_STATELESS_LANES,
             )
         lane = self._stateless.acquire()
         lane.handler = conn.handle_request
