@@ -64,8 +64,6 @@ async def tools_list(
 
 
 def _tool_result(tool: Tool, value: Any, call: CallInfo) -> dict[str, Any]:
-    if type(value) is str and tool.output_schema is None:  # the common case, built directly
-        return {"content": [{"type": "text", "text": value}]}
     if isinstance(value, ToolResult):
         content, structured, is_error, meta = (
             to_content(value.content),
@@ -123,6 +121,8 @@ async def tools_call(
     except Exception as exc:  # a failing tool is a result the model can read, not a protocol error
         conn.server.logger.debug("tool %s failed", tool.name, exc_info=True)
         return _error_result(f"Error executing tool {tool.name}: {exc}")
+    if type(value) is str and tool.output_schema is None:  # the common case, built here
+        return {"content": [{"type": "text", "text": value}]}
     return _tool_result(tool, value, call)
 
 
