@@ -5,6 +5,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
+from mcpframe.transports.http.exchange import Exchange
 from mcpframe.transports.http.pipe import Pipe
 
 from ._server_support import asgi_client, call, initialize, messages, modern_meta, session_headers
@@ -113,3 +114,19 @@ async def test_routes_outside_the_endpoint() -> None:
         refused = await client.put("/mcp", content=b"{}")
         assert refused.status_code == 405
         assert refused.headers["allow"] == "GET, POST, DELETE"
+
+
+async def test_aborting_an_ended_exchange_leaves_its_lane_alone() -> None:
+    async with asgi_client(response_mode="auto") as (client, http):
+        headers = session_headers(await initialize(client))
+        session = next(iter(http.sessions.sessions.values()))
+        assert session.lanes is not None
+        lane = session.lanes.acquire()
+        exchange = Exchange(lane, session.new_stream(), [7])
+        exchange.close()  # answered; a late abort (a client that left just then) must not end the lane
+        await exchange.abort()
+        assert not lane.session.closed
+        assert lane.reusable
+        lane.done()
+        response = await client.post("/mcp", json=call("echo", {"text": "still"}, rid=7), headers=headers)
+        assert response.json()["result"]["content"][0]["text"] == "still"

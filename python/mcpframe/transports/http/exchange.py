@@ -266,7 +266,12 @@ class Exchange:
             self.on_done()
 
     async def abort(self) -> None:
-        """Stop now: cancel running handlers (nobody can receive their answers any more)."""
+        """Stop now: cancel running handlers (nobody can receive their answers any more).
+
+        A no-op once the exchange ended: its lane may be answering another POST by then.
+        """
+        if self.closed:
+            return
         self.lane.reusable = False
         await self.lane.session.aclose()
 
