@@ -31,7 +31,7 @@ except ImportError:  # pragma: no cover - a future anyio moved it; from_thread t
 
 __all__ = ["WorkerPool", "default_pool", "run_sync", "threaded"]
 
-_Job = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]", contextvars.Context, Callable[[], Any], object]
+_Job = tuple["_Inbox", "asyncio.Future[Any]", contextvars.Context, Callable[[], Any]]
 
 
 def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
@@ -43,9 +43,37 @@ def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | Non
         future.set_exception(error)
 
 
+class _Inbox:
+    """Results bound for one event loop: the first one of a batch wakes the loop, which settles them all."""
+
+    __slots__ = ("_items", "_lock", "_loop", "_waking", "token")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, token: object) -> None:
+        self._loop = loop
+        self.token = token
+        self._items: list[tuple[asyncio.Future[Any], Any, BaseException | None]] = []
+        self._lock = threading.Lock()
+        self._waking = False
+
+    def put(self, future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+        with self._lock:
+            self._items.append((future, result, error))
+            if self._waking:
+                return
+            self._waking = True
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
+            self._loop.call_soon_threadsafe(self._drain)
+
+    def _drain(self) -> None:
+        with self._lock:
+            items, self._items, self._waking = self._items, [], False
+        for future, result, error in items:
+            _settle(future, result, error)
+
+
 def _run(job: _Job) -> None:
-    loop, future, context, fn, token = job
-    _anyio_locals.current_token = token
+    inbox, future, context, fn = job
+    _anyio_locals.current_token = inbox.token
     try:
         result = context.run(fn)
     except BaseException as exc:
@@ -55,8 +83,7 @@ def _run(job: _Job) -> None:
         error = None
     finally:
         del _anyio_locals.current_token
-    with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
-        loop.call_soon_threadsafe(_settle, future, result, error)
+    inbox.put(future, result, error)
 
 
 class WorkerPool:
@@ -69,7 +96,7 @@ class WorkerPool:
         self._idle = 0  # workers waiting on the queue, each owed one job
         self._backlog = 0  # jobs queued while every worker was busy and no more could start
         self._threads = 0
-        self._token: tuple[asyncio.AbstractEventLoop, object] | None = None  # (loop, its anyio token)
+        self._inbox: tuple[asyncio.AbstractEventLoop, _Inbox] | None = None  # the last loop's inbox
 
     def _worker(self, first: _Job) -> None:
         job = first
@@ -82,17 +109,17 @@ class WorkerPool:
                     self._idle += 1
             job = self._jobs.get()
 
-    def _loop_token(self, loop: asyncio.AbstractEventLoop) -> object:
-        cached = self._token
+    def _loop_inbox(self, loop: asyncio.AbstractEventLoop) -> _Inbox:
+        cached = self._inbox
         if cached is None or cached[0] is not loop:
-            cached = self._token = (loop, anyio.lowlevel.current_token())
+            cached = self._inbox = (loop, _Inbox(loop, anyio.lowlevel.current_token()))
         return cached[1]
 
     async def run(self, fn: Callable[[], Any]) -> Any:
         """``fn()`` on a worker thread; its result (or exception) here. Call it on an asyncio loop."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
-        job: _Job = (loop, future, contextvars.copy_context(), fn, self._loop_token(loop))
+        job: _Job = (self._loop_inbox(loop), future, contextvars.copy_context(), fn)
         with self._lock:
             if self._idle:
                 self._idle -= 1  # that worker takes it from the queue

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
+import functools
 import threading
 
 import anyio
@@ -92,3 +94,19 @@ async def test_a_cancelled_call_is_abandoned_and_the_worker_reused() -> None:
 
 def test_default_pool_is_shared() -> None:
     assert default_pool() is default_pool()
+
+
+def test_one_pool_serves_several_event_loops_at_once() -> None:
+    pool = WorkerPool(max_workers=3)
+    totals: dict[str, int] = {}
+
+    async def burst(name: str) -> None:
+        values = await asyncio.gather(*(pool.run(functools.partial(int, n)) for n in range(300)))
+        totals[name] = sum(values)
+
+    threads = [threading.Thread(target=asyncio.run, args=(burst(name),)) for name in ("a", "b")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert totals == {"a": sum(range(300)), "b": sum(range(300))}
