@@ -441,3 +441,27 @@ async def test_suspending_handlers_cancelled_in_the_same_chunk_are_really_cancel
                 while session.in_flight:
                     await anyio.sleep(0.001)
             await session.aclose()
+
+
+async def test_a_notification_is_handled_before_the_requests_after_it_in_the_same_chunk() -> None:
+    seen: list[str] = []
+
+    async def on_notification(message: Any) -> None:
+        seen.append(message.method)
+
+    async def handler(req: Request) -> Any:
+        return list(seen)
+
+    left, right = memory_pair()
+    peer = RawPeer(left)
+    with anyio.fail_after(10):
+        session = Session(right, request_handler=handler, notification_handler=on_notification)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(session.run)
+            await peer.send(core.encode_notification("notifications/first") + core.encode_request(1, "probe"))
+            reply, _ = await peer.until(1)
+            assert reply.result == ["notifications/first"]
+            await peer.request(2, "probe")  # no notification pending: the eager path
+            reply, _ = await peer.until(2)
+            assert reply.result == ["notifications/first"]
+            await session.aclose()

@@ -95,6 +95,7 @@ class Session:
         self._spawn: Spawner
         self._eager: EagerStarter | None = None
         self._dispatching = False
+        self._jobs_queued = 0  # notification jobs not yet taken by the worker
         self._eof = False
         self._broken = False
         self._finished = False
@@ -326,7 +327,7 @@ class Session:
         if batch is not None:
             batch.expect()
         coro = self._handle(request)
-        if self._eager is None:
+        if self._eager is None or self._jobs_queued:  # a notification that came first is handled first
             request._task = self._spawn(coro)
             return
         task = self._eager.start(coro)  # most handlers are done (and answered) when this returns
@@ -426,6 +427,7 @@ class Session:
     def _queue(self, func: Callable[..., Any], *args: Any) -> None:
         try:
             self._jobs_in.send_nowait((func, args))
+            self._jobs_queued += 1
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.WouldBlock):
             logger.debug("dropping a notification: the session is closing")
 
@@ -433,6 +435,7 @@ class Session:
         """Notification handlers and progress callbacks, one at a time, in arrival order."""
         try:
             async for func, args in self._jobs_out:
+                self._jobs_queued -= 1
                 try:
                     outcome = func(*args)
                     if inspect.isawaitable(outcome):

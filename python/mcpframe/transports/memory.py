@@ -29,6 +29,20 @@ class MemoryTransport:
         except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
             return b""
 
+    def send_nowait(self, data: bytes) -> int:
+        """Hand ``data`` over if the other end's buffer has room: ``len(data)``, else 0 (nothing taken)."""
+        if self._closed:
+            raise TransportClosedError("transport is closed")
+        if not data:
+            return 0
+        try:
+            self._outgoing.send_nowait(data)
+        except anyio.WouldBlock:
+            return 0
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
+            raise TransportClosedError("the other end of the memory transport is closed") from exc
+        return len(data)
+
     async def send(self, data: bytes) -> None:
         """Hand ``data`` to the other end (waits while its buffer is full)."""
         if self._closed:
