@@ -4,11 +4,14 @@ One core ``Decoder`` per connection, fed once per chunk. Everything the reader d
 synchronous (start a handler task, resolve a waiter, queue a notification), so reading never waits on a
 handler. Writes go to an ``Outbox`` that coalesces the frames of one loop iteration into one write.
 
-asyncio only (anyio's asyncio backend included; trio is not supported): each incoming request runs in a
-plain ``loop.create_task`` task, not an anyio task group, and ``notifications/cancelled`` cancels it with
-``Task.cancel()``. A handler therefore sees one ``CancelledError`` (native asyncio cancellation, which anyio
-cancel scopes inside the handler propagate, shielded ones included). The session waits for every handler
-task on every exit path.
+asyncio only (anyio's asyncio backend included; trio is not supported). Requests are not run in an anyio
+task group: each handler starts at once, inside the dispatch, as a task of its own (``session/eager.py``;
+most handlers finish there and then no task is ever scheduled), or, with ``Session.eager_handlers = False``
+or behind a still-queued notification, in a plain ``loop.create_task`` task. ``notifications/cancelled``
+cancels the handler's task with ``Task.cancel()`` (once it has left any shielded anyio scope): the handler
+sees one ``CancelledError``. A transport with ``pump(callback)`` hands the reader each chunk from the event
+loop's readiness callback; one with ``send_nowait(data) -> int`` takes the answers without a task switch.
+The session waits for every handler task on every exit path.
 """
 
 from __future__ import annotations

@@ -2,6 +2,11 @@
 
 A transport knows nothing about JSON-RPC. ``receive`` returns whatever bytes are available (any size, frames
 may be split anywhere), ``b""`` at end of stream; ``send`` writes one or more whole frames.
+
+Two optional methods make the Session's hot path cheaper (it looks for them with ``getattr``):
+``send_nowait(data) -> int`` writes what can be written at once, without waiting, and returns how many bytes
+that was (the Session hands the rest to ``send``, keeping the order); ``async pump(callback)`` calls
+``callback(chunk)`` for every chunk as it arrives (in place of ``receive``) and returns at end of stream.
 """
 
 from __future__ import annotations
