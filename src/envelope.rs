@@ -1,17 +1,20 @@
 //! Validation and classification of one frame as a JSON-RPC 2.0 message (or batch), following the
-//! order of the core contract: UTF-8, depth, JSON syntax, then the envelope rules. One pass of
-//! `jiter`'s `Jiter` both checks the whole frame and records the byte spans of `id`, `params`,
-//! `result` and `error`, so the bindings can build payload values lazily (or splice a new id)
-//! straight from the raw bytes. Nothing here allocates for a valid message except an escaped
-//! method or id string.
+//! order of the core contract: UTF-8, depth, JSON syntax, then the envelope rules. One pass of the
+//! allocation-free scanner of `crate::scan` both checks the whole frame and records the byte spans
+//! of `id`, `params`, `result` and `error`, so the bindings can build payload values lazily (or
+//! splice a new id) straight from the raw bytes. Nothing here allocates for a valid message
+//! except an escaped method or id string.
 
 use std::borrow::Cow;
 use std::ops::Range;
 
-use jiter::{Jiter, JiterResult, NumberAny, NumberInt, Peek};
-
 use crate::depth::{self, MAX_DEPTH};
 use crate::framing::PREVIEW_BYTES;
+use crate::scan::{self, Scan};
+
+use walk::scan_frame;
+
+mod walk;
 
 /// JSON-RPC code for frames that are not valid UTF-8 JSON.
 pub const PARSE_ERROR: i64 = -32700;
@@ -182,8 +185,9 @@ enum IdTag {
 pub trait Payloads {
     /// What is built from a value.
     type Value;
-    /// Consume the value that starts with `peek`.
-    fn take(&mut self, j: &mut Jiter<'_>, peek: Peek) -> JiterResult<Option<Self::Value>>;
+    /// Consume the value that starts at `at` in `frame` (no whitespace before it): what was
+    /// built from it, and the index just after it.
+    fn take(&mut self, frame: &[u8], at: usize) -> Scan<(Option<Self::Value>, usize)>;
 }
 
 /// Validate payload values without building anything.
@@ -198,9 +202,8 @@ impl<V> Default for Skip<V> {
 
 impl<V> Payloads for Skip<V> {
     type Value = V;
-    fn take(&mut self, j: &mut Jiter<'_>, peek: Peek) -> JiterResult<Option<V>> {
-        j.known_skip(peek)?;
-        Ok(None)
+    fn take(&mut self, frame: &[u8], at: usize) -> Scan<(Option<V>, usize)> {
+        scan::skip_value(frame, at).map(|end| (None, end))
     }
 }
 
@@ -237,43 +240,6 @@ impl<V> Default for Members<V> {
 enum ErrShape {
     NotObject,
     Object { code: bool, message: bool },
-}
-
-#[derive(Clone, Copy)]
-enum Field {
-    Jsonrpc,
-    Method,
-    Id,
-    Params,
-    Result,
-    Error,
-    Other,
-}
-
-fn field(key: &[u8]) -> Field {
-    match key {
-        b"jsonrpc" => Field::Jsonrpc,
-        b"method" => Field::Method,
-        b"id" => Field::Id,
-        b"params" => Field::Params,
-        b"result" => Field::Result,
-        b"error" => Field::Error,
-        _ => Field::Other,
-    }
-}
-
-/// The field a key names, from the key's raw bytes (between the quotes) in `frame`. A key with an
-/// escape (`"\u006dethod"`) is decoded first; that is rare, so the common case compares bytes.
-fn field_of(raw: &[u8], frame: &[u8]) -> Field {
-    if !raw.contains(&b'\\') {
-        return field(raw);
-    }
-    let start = raw.as_ptr() as usize - frame.as_ptr() as usize;
-    let quoted = &frame[start - 1..start + raw.len() + 1];
-    match Jiter::new(quoted).next_str() {
-        Ok(key) => field(key.as_bytes()),
-        Err(_) => Field::Other,
-    }
 }
 
 /// The index of the first byte of the first invalid UTF-8 sequence in `bytes`, `None` if it is all
@@ -339,65 +305,6 @@ fn frame_failure<V>(frame: &[u8], code: i64, message: Cow<'static, str>) -> Item
     })
 }
 
-fn scan_frame<P: Payloads>(
-    frame: &[u8],
-    batches: bool,
-    p: &mut P,
-    out: &mut Vec<Item<P::Value>>,
-) -> JiterResult<()> {
-    let mut j = Jiter::new(frame);
-    let peek = j.peek()?;
-    match peek {
-        Peek::Object => {
-            let members = scan_object(&mut j, frame, p)?;
-            j.finish()?;
-            out.push(classify(members, 0..frame.len(), None, frame));
-        }
-        Peek::Array => {
-            let elements = scan_batch(&mut j, frame, p)?;
-            j.finish()?;
-            if !batches {
-                out.push(frame_failure(frame, INVALID_REQUEST, NO_BATCHES.into()));
-            } else if elements.is_empty() {
-                out.push(frame_failure(frame, INVALID_REQUEST, EMPTY_BATCH.into()));
-            } else {
-                for (index, (range, members)) in elements.into_iter().enumerate() {
-                    out.push(classify_element(members, range, index as u32, frame));
-                }
-            }
-        }
-        _ => {
-            j.known_skip(peek)?;
-            j.finish()?;
-            out.push(frame_failure(frame, INVALID_REQUEST, NOT_OBJECT.into()));
-        }
-    }
-    Ok(())
-}
-
-type Element<V> = (Range<usize>, Option<Members<V>>);
-
-fn scan_batch<P: Payloads>(
-    j: &mut Jiter<'_>,
-    frame: &[u8],
-    p: &mut P,
-) -> JiterResult<Vec<Element<P::Value>>> {
-    let mut elements = Vec::new();
-    let mut next = j.known_array()?;
-    while let Some(peek) = next {
-        let start = j.current_index();
-        let members = if peek == Peek::Object {
-            Some(scan_object(j, frame, p)?)
-        } else {
-            j.known_skip(peek)?;
-            None
-        };
-        elements.push((start..j.current_index(), members));
-        next = j.array_step()?;
-    }
-    Ok(elements)
-}
-
 fn classify_element<V>(
     members: Option<Members<V>>,
     range: Range<usize>,
@@ -420,114 +327,6 @@ fn classify_element<V>(
 
 fn preview(frame: &[u8], range: &Range<usize>) -> Vec<u8> {
     frame[range.start..range.end.min(range.start + PREVIEW_BYTES)].to_vec()
-}
-
-/// The string whose token `j` is at: its raw content is used in place unless it has an escape
-/// (then it is decoded, which is rare for methods, ids and `jsonrpc`).
-fn known_text(j: &mut Jiter<'_>, frame: &[u8]) -> JiterResult<Text> {
-    let raw = j.known_bytes()?;
-    let start = raw.as_ptr() as usize - frame.as_ptr() as usize;
-    if !raw.contains(&b'\\') {
-        return Ok(Text::Span(start..start + raw.len()));
-    }
-    let quoted = &frame[start - 1..start + raw.len() + 1];
-    Ok(Text::Owned(Jiter::new(quoted).next_str()?.into()))
-}
-
-/// Consume the value at `peek`; return its text when it is a string.
-fn take_str(j: &mut Jiter<'_>, peek: Peek, frame: &[u8]) -> JiterResult<Option<Text>> {
-    if peek == Peek::String {
-        Ok(Some(known_text(j, frame)?))
-    } else {
-        j.known_skip(peek)?;
-        Ok(None)
-    }
-}
-
-/// Scan an object whose `{` was peeked, recording the envelope members.
-fn scan_object<P: Payloads>(
-    j: &mut Jiter<'_>,
-    frame: &[u8],
-    p: &mut P,
-) -> JiterResult<Members<P::Value>> {
-    let mut m = Members::default();
-    let mut key = j.next_object_bytes()?.map(|k| field_of(k, frame));
-    while let Some(f) = key {
-        let peek = j.peek()?;
-        let start = j.current_index();
-        match f {
-            Field::Jsonrpc => {
-                let text = take_str(j, peek, frame)?;
-                m.jsonrpc = Some(text.is_some_and(|t| t.as_bytes(frame) == b"2.0"));
-            }
-            Field::Method => m.method = Some(take_str(j, peek, frame)?),
-            Field::Id => {
-                let tag = scan_id(j, peek, frame)?;
-                m.id = Some((start..j.current_index(), tag));
-            }
-            Field::Params => {
-                m.params_value = p.take(j, peek)?;
-                let container = matches!(peek, Peek::Object | Peek::Array);
-                m.params = Some((start..j.current_index(), container));
-            }
-            Field::Result => {
-                m.result_value = p.take(j, peek)?;
-                m.result = Some(start..j.current_index());
-            }
-            Field::Error => {
-                let shape = if peek == Peek::Object {
-                    scan_error(j)?
-                } else {
-                    j.known_skip(peek)?;
-                    ErrShape::NotObject
-                };
-                m.error = Some((start..j.current_index(), shape));
-            }
-            Field::Other => j.known_skip(peek)?,
-        }
-        key = j.next_key_bytes()?.map(|k| field_of(k, frame));
-    }
-    Ok(m)
-}
-
-fn scan_id(j: &mut Jiter<'_>, peek: Peek, frame: &[u8]) -> JiterResult<IdTag> {
-    Ok(match peek {
-        Peek::Null => {
-            j.known_null()?;
-            IdTag::Null
-        }
-        Peek::String => IdTag::Str(known_text(j, frame)?),
-        _ if peek.is_num() => match j.known_number(peek)? {
-            NumberAny::Int(NumberInt::Int(i)) => IdTag::Int(i),
-            NumberAny::Int(_) => IdTag::Big,
-            NumberAny::Float(_) => IdTag::Bad,
-        },
-        _ => {
-            j.known_skip(peek)?;
-            IdTag::Bad
-        }
-    })
-}
-
-/// Scan an error object whose `{` was peeked: is `code` an integer, is `message` a string.
-fn scan_error(j: &mut Jiter<'_>) -> JiterResult<ErrShape> {
-    let (mut code, mut message) = (false, false);
-    let mut key = j.known_object()?.map(|k| (k == "code", k == "message"));
-    while let Some((is_code, is_message)) = key {
-        let peek = j.peek()?;
-        if is_code && peek.is_num() {
-            code = matches!(j.known_number(peek)?, NumberAny::Int(_));
-        } else {
-            if is_code {
-                code = false;
-            } else if is_message {
-                message = peek == Peek::String;
-            }
-            j.known_skip(peek)?;
-        }
-        key = j.next_key()?.map(|k| (k == "code", k == "message"));
-    }
-    Ok(ErrShape::Object { code, message })
 }
 
 /// Judge the members by the envelope rules (step 5): the kind, or the failure message.

@@ -251,12 +251,10 @@ struct Texts;
 
 impl Payloads for Texts {
     type Value = String;
-    fn take(&mut self, j: &mut Jiter<'_>, peek: Peek) -> JiterResult<Option<String>> {
-        let start = j.current_index();
-        j.known_skip(peek)?;
-        Ok(Some(
-            String::from_utf8_lossy(j.slice_to_current(start)).into_owned(),
-        ))
+    fn take(&mut self, frame: &[u8], at: usize) -> Scan<(Option<String>, usize)> {
+        let end = scan::skip_value(frame, at)?;
+        let text = String::from_utf8_lossy(&frame[at..end]).into_owned();
+        Ok((Some(text), end))
     }
 }
 

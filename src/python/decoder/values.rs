@@ -4,12 +4,13 @@
 
 use std::borrow::Cow;
 
-use jiter::{Jiter, JiterError, JiterErrorType, JiterResult, JsonErrorType, Peek};
+use jiter::{Jiter, JiterError, Peek};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyList, PyString};
 
 use crate::envelope::Payloads;
+use crate::scan::{Invalid, Scan};
 
 /// Why building stopped: bad JSON (a frame error) or a Python failure (raised to the caller).
 enum Fail {
@@ -216,18 +217,19 @@ impl<'a, 'py> PyValues<'a, 'py> {
 impl Payloads for PyValues<'_, '_> {
     type Value = Py<PyAny>;
 
-    fn take(&mut self, j: &mut Jiter<'_>, peek: Peek) -> JiterResult<Option<Py<PyAny>>> {
-        match self.value(j, peek) {
-            Ok(v) => Ok(Some(v.unbind())),
-            Err(Fail::Json(e)) => Err(e),
+    fn take(&mut self, frame: &[u8], at: usize) -> Scan<(Option<Py<PyAny>>, usize)> {
+        let mut j = Jiter::new(&frame[at..]);
+        let built = j
+            .peek()
+            .map_err(Fail::Json)
+            .and_then(|peek| self.value(&mut j, peek));
+        match built {
+            Ok(v) => Ok((Some(v.unbind()), at + j.current_index())),
+            Err(Fail::Json(_)) => Err(Invalid),
             Err(Fail::Py(e)) => {
+                // the scan stops as if the JSON were bad; the caller raises this error instead
                 self.error = Some(e);
-                let kind =
-                    JsonErrorType::InternalError("Python error while building a value".into());
-                Err(JiterError {
-                    error_type: JiterErrorType::JsonError(kind),
-                    index: j.current_index(),
-                })
+                Err(Invalid)
             }
         }
     }
