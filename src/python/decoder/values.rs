@@ -4,23 +4,22 @@
 
 use std::borrow::Cow;
 
-use jiter::{Jiter, JiterError, Peek};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyList, PyString};
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString};
 
 use crate::envelope::Payloads;
-use crate::scan::{Invalid, Scan};
+use crate::scan::{number_end, string_end, ws, Invalid, Scan};
 
 /// Why building stopped: bad JSON (a frame error) or a Python failure (raised to the caller).
 enum Fail {
-    Json(JiterError),
+    Json,
     Py(PyErr),
 }
 
-impl From<JiterError> for Fail {
-    fn from(e: JiterError) -> Self {
-        Self::Json(e)
+impl From<Invalid> for Fail {
+    fn from(_: Invalid) -> Self {
+        Self::Json
     }
 }
 
@@ -158,74 +157,142 @@ fn slot_hash(raw: &[u8]) -> u64 {
     (product >> 64) as u64 ^ product as u64
 }
 
-/// The [`Payloads`] that builds Python objects.
+/// The [`Payloads`] that builds Python objects, walking the JSON with the validating scanner of
+/// `crate::scan` (so a value is checked and built in one pass).
 pub(crate) struct PyValues<'a, 'py> {
     py: Python<'py>,
     keys: &'a mut Keys,
+    /// Items of the arrays being built (nested arrays stack theirs above their parent's).
+    items: Vec<Bound<'py, PyAny>>,
     /// A Python error met while building (the scan then stops as if the JSON were bad).
     pub(crate) error: Option<PyErr>,
 }
+
+type Built<'py> = Result<(Bound<'py, PyAny>, usize), Fail>;
 
 impl<'a, 'py> PyValues<'a, 'py> {
     pub(crate) fn new(py: Python<'py>, keys: &'a mut Keys) -> Self {
         Self {
             py,
             keys,
+            items: Vec::new(),
             error: None,
         }
     }
 
-    fn value(&mut self, j: &mut Jiter<'_>, peek: Peek) -> Result<Bound<'py, PyAny>, Fail> {
+    /// The value starting at `i` in `d` (no whitespace before it), and the index after it.
+    fn value(&mut self, d: &[u8], i: usize) -> Built<'py> {
         let py = self.py;
-        Ok(match peek {
-            Peek::Null => {
-                j.known_null()?;
-                py.None().into_bound(py)
+        let constant = |word: &[u8], v: Bound<'py, PyAny>| {
+            if d.get(i..i + word.len()) == Some(word) {
+                Ok((v, i + word.len()))
+            } else {
+                Err(Fail::Json)
             }
-            Peek::True | Peek::False => PyBool::new(py, j.known_bool(peek)?).to_owned().into_any(),
-            Peek::String => new_str(py, &unescape(j.known_bytes()?)).into_any(),
-            Peek::Array => self.array(j)?,
-            Peek::Object => self.object(j)?,
-            _ => j.known_number(peek)?.into_pyobject(py).map_err(Fail::Py)?,
-        })
-    }
-
-    fn array(&mut self, j: &mut Jiter<'_>) -> Result<Bound<'py, PyAny>, Fail> {
-        let mut items = Vec::new();
-        let mut next = j.known_array()?;
-        while let Some(peek) = next {
-            items.push(self.value(j, peek)?);
-            next = j.array_step()?;
+        };
+        match d.get(i) {
+            Some(b'{') => self.object(d, i),
+            Some(b'[') => self.array(d, i),
+            Some(b'"') => {
+                let (end, escaped) = string_end(d, i + 1)?;
+                Ok((text(py, &d[i + 1..end - 1], escaped).into_any(), end))
+            }
+            Some(b'-' | b'0'..=b'9') => {
+                let (end, int) = number_end(d, i)?;
+                Ok((number(py, as_text(&d[i..end]), int)?, end))
+            }
+            Some(b't') => constant(b"true", PyBool::new(py, true).to_owned().into_any()),
+            Some(b'f') => constant(b"false", PyBool::new(py, false).to_owned().into_any()),
+            Some(b'n') => constant(b"null", py.None().into_bound(py)),
+            _ => Err(Fail::Json),
         }
-        Ok(PyList::new(self.py, items).map_err(Fail::Py)?.into_any())
     }
 
-    fn object(&mut self, j: &mut Jiter<'_>) -> Result<Bound<'py, PyAny>, Fail> {
+    /// The array whose `[` is at `i`.
+    fn array(&mut self, d: &[u8], i: usize) -> Built<'py> {
+        let mark = self.items.len();
+        let mut i = ws(d, i + 1);
+        if d.get(i) == Some(&b']') {
+            return Ok((PyList::empty(self.py).into_any(), i + 1));
+        }
+        loop {
+            let (v, end) = self.value(d, i)?;
+            self.items.push(v);
+            let after = ws(d, end);
+            match d.get(after) {
+                Some(b',') => i = ws(d, after + 1),
+                Some(b']') => {
+                    i = after + 1;
+                    break;
+                }
+                _ => return Err(Fail::Json),
+            }
+        }
+        let list = PyList::new(self.py, self.items.drain(mark..)).map_err(Fail::Py)?;
+        Ok((list.into_any(), i))
+    }
+
+    /// The object whose `{` is at `i`.
+    fn object(&mut self, d: &[u8], i: usize) -> Built<'py> {
         let py = self.py;
         let dict = PyDict::new(py);
-        let mut key = j.next_object_bytes()?.map(|raw| self.keys.get(py, raw));
-        while let Some(k) = key {
-            let peek = j.peek()?;
-            let v = self.value(j, peek)?;
-            dict.set_item(k, v).map_err(Fail::Py)?;
-            key = j.next_key_bytes()?.map(|raw| self.keys.get(py, raw));
+        let mut i = ws(d, i + 1);
+        if d.get(i) == Some(&b'}') {
+            return Ok((dict.into_any(), i + 1));
         }
-        Ok(dict.into_any())
+        loop {
+            if d.get(i) != Some(&b'"') {
+                return Err(Fail::Json);
+            }
+            let (key_end, _) = string_end(d, i + 1)?;
+            let key = self.keys.get(py, &d[i + 1..key_end - 1]);
+            let colon = ws(d, key_end);
+            if d.get(colon) != Some(&b':') {
+                return Err(Fail::Json);
+            }
+            let (v, end) = self.value(d, ws(d, colon + 1))?;
+            dict.set_item(key, v).map_err(Fail::Py)?;
+            let after = ws(d, end);
+            match d.get(after) {
+                Some(b',') => i = ws(d, after + 1),
+                Some(b'}') => return Ok((dict.into_any(), after + 1)),
+                _ => return Err(Fail::Json),
+            }
+        }
     }
+}
+
+/// The `str` of a string token's raw content.
+fn text<'py>(py: Python<'py>, raw: &[u8], escaped: bool) -> Bound<'py, PyString> {
+    if escaped {
+        new_str(py, &unescape(raw))
+    } else {
+        new_str(py, as_text(raw))
+    }
+}
+
+/// The `int` or `float` of a (valid) number literal.
+fn number<'py>(py: Python<'py>, literal: &str, int: bool) -> Result<Bound<'py, PyAny>, Fail> {
+    let built = if !int {
+        // a literal beyond the double range parses as an infinity, as the contract says
+        let f: f64 = literal.parse().map_err(|_| Fail::Json)?;
+        Ok(PyFloat::new(py, f).into_any())
+    } else if let Ok(i) = literal.parse::<i64>() {
+        Ok(PyInt::new(py, i).into_any())
+    } else {
+        py.get_type::<PyInt>().call1((literal,))
+    };
+    built.map_err(Fail::Py)
 }
 
 impl Payloads for PyValues<'_, '_> {
     type Value = Py<PyAny>;
 
     fn take(&mut self, frame: &[u8], at: usize) -> Scan<(Option<Py<PyAny>>, usize)> {
-        let mut j = Jiter::new(&frame[at..]);
-        let built = j
-            .peek()
-            .map_err(Fail::Json)
-            .and_then(|peek| self.value(&mut j, peek));
-        match built {
-            Ok(v) => Ok((Some(v.unbind()), at + j.current_index())),
-            Err(Fail::Json(_)) => Err(Invalid),
+        self.items.clear();
+        match self.value(frame, at) {
+            Ok((v, end)) => Ok((Some(v.unbind()), end)),
+            Err(Fail::Json) => Err(Invalid),
             Err(Fail::Py(e)) => {
                 // the scan stops as if the JSON were bad; the caller raises this error instead
                 self.error = Some(e);
@@ -240,14 +307,9 @@ impl Payloads for PyValues<'_, '_> {
 pub(crate) fn parse<'py>(py: Python<'py>, json: &[u8]) -> PyResult<Bound<'py, PyAny>> {
     let mut keys = Keys::with_slots(32);
     let mut values = PyValues::new(py, &mut keys);
-    let mut j = Jiter::new(json);
-    let built = j
-        .peek()
-        .map_err(Fail::Json)
-        .and_then(|peek| values.value(&mut j, peek));
-    match built {
-        Ok(v) => Ok(v),
+    match values.value(json, ws(json, 0)) {
+        Ok((v, end)) if ws(json, end) == json.len() => Ok(v),
+        Ok(_) | Err(Fail::Json) => Err(PyValueError::new_err("invalid JSON payload")),
         Err(Fail::Py(e)) => Err(e),
-        Err(Fail::Json(e)) => Err(PyValueError::new_err(format!("invalid JSON payload: {e}"))),
     }
 }
