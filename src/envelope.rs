@@ -280,7 +280,36 @@ pub fn validate_utf8<P: Payloads>(
     payloads: &mut P,
     out: &mut Vec<Item<P::Value>>,
 ) {
-    if depth::exceeds(frame, MAX_DEPTH) {
+    let deep = depth::exceeds(frame, MAX_DEPTH);
+    validate_depth_known(frame, deep, batches, payloads, out);
+}
+
+/// [`validate_with`] for a frame whose framer checked its UTF-8 (`utf8`: all valid) and counted
+/// its `opening` brackets as it gathered it, so a large frame is not read again for them.
+pub fn validate_counted<P: Payloads>(
+    frame: &[u8],
+    (utf8, opening): (bool, usize),
+    batches: bool,
+    payloads: &mut P,
+    out: &mut Vec<Item<P::Value>>,
+) {
+    if !utf8 {
+        validate_with(frame, batches, payloads, out);
+        return;
+    }
+    let deep = depth::exceeds_counted(frame, opening, MAX_DEPTH);
+    validate_depth_known(frame, deep, batches, payloads, out);
+}
+
+/// Steps 2 onwards for valid UTF-8, `deep` saying whether the nesting exceeds the limit.
+fn validate_depth_known<P: Payloads>(
+    frame: &[u8],
+    deep: bool,
+    batches: bool,
+    payloads: &mut P,
+    out: &mut Vec<Item<P::Value>>,
+) {
+    if deep {
         let message = format!("Parse error: nesting deeper than {MAX_DEPTH} levels");
         out.push(frame_failure(frame, PARSE_ERROR, message.into()));
         return;

@@ -10,6 +10,8 @@
 
 use memchr::memchr;
 
+use crate::depth;
+
 /// The UTF-8 byte order mark, dropped at stream offset 0.
 pub const BOM: &[u8; 3] = b"\xEF\xBB\xBF";
 
@@ -36,6 +38,8 @@ pub enum Event<'a> {
         offset: u64,
         /// The frame bytes.
         bytes: Vec<u8>,
+        /// What the framer learned about them while gathering them.
+        checked: Checked,
     },
     /// A frame longer than `max_frame` bytes (reported once).
     Oversize {
@@ -44,6 +48,56 @@ pub enum Event<'a> {
         /// Its first bytes: `PREVIEW_BYTES` of them, or `max_frame + 1` if that is fewer.
         preview: &'a [u8],
     },
+}
+
+/// What the framer learned about an assembled frame while gathering it, each piece checked as it
+/// arrived (still in cache), so that validation need not read a large frame again for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Checked {
+    /// The whole frame is valid UTF-8 (`false`: not known; the validator checks it again).
+    pub utf8: bool,
+    /// The number of `[` and `{` bytes in the frame (a bound on its nesting depth).
+    pub opening: usize,
+}
+
+/// Pending buffers from this capacity on ask the kernel for huge pages: a frame of many MiB
+/// would otherwise take a page fault every 4 KiB as it is gathered.
+const HUGE_FROM: usize = 4 << 20;
+
+/// Ask the kernel to back the whole huge pages inside `buf`'s allocation with huge pages (Linux
+/// transparent huge pages; elsewhere, or when they are off, nothing happens).
+#[cfg(target_os = "linux")]
+fn advise_huge(buf: &Vec<u8>) {
+    const HUGE: usize = 2 << 20;
+    let start = buf.as_ptr() as usize;
+    let (from, to) = (
+        (start + HUGE - 1) & !(HUGE - 1),
+        (start + buf.capacity()) & !(HUGE - 1),
+    );
+    if to > from {
+        // SAFETY: `[from, to)` lies inside the vector's own allocation (its bounds rounded
+        // inwards); MADV_HUGEPAGE only changes how the kernel backs those pages, never their
+        // contents, and its failure (e.g. no THP support) is harmless, so the result is ignored.
+        unsafe {
+            libc::madvise(from as *mut libc::c_void, to - from, libc::MADV_HUGEPAGE);
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn advise_huge(_buf: &Vec<u8>) {}
+
+/// The running checks of the pending bytes.
+#[derive(Debug, Default)]
+struct Gathering {
+    /// Length of the prefix known to be valid UTF-8 (it ends on a character boundary).
+    utf8_valid: usize,
+    /// An invalid UTF-8 sequence was seen.
+    utf8_bad: bool,
+    /// Bytes counted into `opening`.
+    counted: usize,
+    /// `[` and `{` bytes among them.
+    opening: usize,
 }
 
 /// `feed` or `close` after `close`.
@@ -61,6 +115,7 @@ pub struct Framer {
     max_frame: usize,
     consumed: u64,
     pending: Vec<u8>,
+    gathering: Gathering,
     frame_start: u64,
     discarding: bool,
     bom_matched: usize,
@@ -76,6 +131,7 @@ impl Framer {
             max_frame: max_frame.clamp(1, usize::MAX - 1),
             consumed: 0,
             pending: Vec::new(),
+            gathering: Gathering::default(),
             frame_start: 0,
             discarding: false,
             bom_matched: 0,
@@ -166,16 +222,17 @@ impl Framer {
             return Ok(());
         }
         // decoded as if terminated: a final CR would be half of a CRLF
-        let mut frame = std::mem::take(&mut self.pending);
-        if frame.last() == Some(&b'\r') {
-            frame.pop();
+        if self.pending.last() == Some(&b'\r') {
+            self.pending.pop();
         }
+        let (frame, checked) = self.take_pending();
         if frame.len() > self.max_frame || is_blank(&frame) {
             self.emit(&frame, self.frame_start, &mut sink);
         } else {
             sink(Event::Assembled {
                 offset: self.frame_start,
                 bytes: frame,
+                checked,
             });
         }
         Ok(())
@@ -225,14 +282,15 @@ impl Framer {
             self.pending.extend_from_slice(seg);
             self.pending.truncate(len);
             if !is_blank(&self.pending) {
-                let bytes = std::mem::take(&mut self.pending);
+                let (bytes, checked) = self.take_pending();
                 sink(Event::Assembled {
                     offset: self.frame_start,
                     bytes,
+                    checked,
                 });
             }
         }
-        self.pending.clear();
+        self.clear_pending();
     }
 
     /// `seg` is the unterminated tail of a chunk: keep it, or report the frame as oversize.
@@ -250,11 +308,58 @@ impl Framer {
                 offset: self.frame_start,
                 preview: &preview,
             });
-            self.pending.clear();
+            self.clear_pending();
             self.discarding = true;
         } else {
+            self.reserve_pending(seg.len());
             self.pending.extend_from_slice(seg);
+            self.check_pending();
         }
+    }
+
+    /// Make room for `extra` more pending bytes; a large buffer asks for huge pages.
+    fn reserve_pending(&mut self, extra: usize) {
+        let need = self.pending.len() + extra;
+        if need > self.pending.capacity() {
+            self.pending.reserve(extra);
+            if self.pending.capacity() >= HUGE_FROM {
+                advise_huge(&self.pending);
+            }
+        }
+    }
+
+    /// Check the pending bytes added since the last call (UTF-8, opening brackets).
+    fn check_pending(&mut self) {
+        let (bytes, g) = (&self.pending, &mut self.gathering);
+        if !g.utf8_bad && g.utf8_valid < bytes.len() {
+            match simdutf8::compat::from_utf8(&bytes[g.utf8_valid..]) {
+                Ok(_) => g.utf8_valid = bytes.len(),
+                // a character cut at the end of the piece: checked again with the next one
+                Err(e) if e.error_len().is_none() => g.utf8_valid += e.valid_up_to(),
+                Err(_) => g.utf8_bad = true,
+            }
+        }
+        if g.counted < bytes.len() {
+            g.opening += depth::opening(&bytes[g.counted..]);
+            g.counted = bytes.len();
+        }
+    }
+
+    /// Hand over the pending bytes (of a complete frame) and what is known about them.
+    fn take_pending(&mut self) -> (Vec<u8>, Checked) {
+        self.check_pending();
+        let g = std::mem::take(&mut self.gathering);
+        let bytes = std::mem::take(&mut self.pending);
+        // a final CR removed after its check leaves a shorter valid prefix
+        let utf8 = !g.utf8_bad && g.utf8_valid >= bytes.len();
+        let opening = g.opening;
+        (bytes, Checked { utf8, opening })
+    }
+
+    /// Drop the pending bytes.
+    fn clear_pending(&mut self) {
+        self.pending.clear();
+        self.gathering = Gathering::default();
     }
 
     /// The preview of the current frame, made of the pending bytes followed by `seg`.
@@ -297,7 +402,7 @@ mod tests {
     fn own(e: Event<'_>) -> Ev {
         match e {
             Event::Frame { offset, bytes } => Ev::F(offset, bytes.to_vec()),
-            Event::Assembled { offset, bytes } => Ev::F(offset, bytes),
+            Event::Assembled { offset, bytes, .. } => Ev::F(offset, bytes),
             Event::Oversize { offset, preview } => Ev::O(offset, preview.to_vec()),
         }
     }
@@ -436,5 +541,52 @@ mod tests {
         let out = run(2 << 20, &chunks);
         assert_eq!(out.len(), 1);
         assert_eq!(out[0], Ev::F(0, vec![b'7'; 1 << 20]));
+    }
+
+    /// The `Checked` of every assembled frame of `stream` fed in pieces of `size` bytes.
+    fn checked(stream: &[u8], size: usize) -> Vec<Checked> {
+        let mut f = Framer::new(1 << 20);
+        let mut out = Vec::new();
+        let mut sink = |e: Event<'_>| {
+            if let Event::Assembled { checked, .. } = e {
+                out.push(checked);
+            }
+        };
+        for piece in stream.chunks(size) {
+            f.feed(piece, &mut sink).unwrap();
+        }
+        f.close(&mut sink).unwrap();
+        out
+    }
+
+    #[test]
+    fn assembled_frames_come_checked() {
+        let good = "[{\"é\":\"日😀\"},[]]\r\n{\"a\":[[\"x\"]]}".as_bytes();
+        for size in 1..8 {
+            let want = vec![
+                Checked {
+                    utf8: true,
+                    opening: 3,
+                },
+                Checked {
+                    utf8: true,
+                    opening: 3,
+                },
+            ];
+            assert_eq!(checked(good, size), want, "pieces of {size}");
+        }
+        // a bad byte, a truncated character, a BOM-like start that is not a BOM
+        for bad in [
+            &b"[\"a\xffb\"]\n"[..],
+            b"[\"\xe6\x97\"]\n",
+            b"\xef\xbb[1]\n",
+        ] {
+            for size in 1..4 {
+                let got = checked(bad, size);
+                assert_eq!(got.len(), 1);
+                assert!(!got[0].utf8, "{bad:?} in pieces of {size}");
+                assert_eq!(got[0].opening, 1);
+            }
+        }
     }
 }
