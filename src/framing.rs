@@ -10,7 +10,7 @@
 
 use memchr::memchr;
 
-use crate::depth;
+use crate::{depth, pages};
 
 /// The UTF-8 byte order mark, dropped at stream offset 0.
 pub const BOM: &[u8; 3] = b"\xEF\xBB\xBF";
@@ -59,33 +59,6 @@ pub struct Checked {
     /// The number of `[` and `{` bytes in the frame (a bound on its nesting depth).
     pub opening: usize,
 }
-
-/// Pending buffers from this capacity on ask the kernel for huge pages: a frame of many MiB
-/// would otherwise take a page fault every 4 KiB as it is gathered.
-const HUGE_FROM: usize = 4 << 20;
-
-/// Ask the kernel to back the whole huge pages inside `buf`'s allocation with huge pages (Linux
-/// transparent huge pages; elsewhere, or when they are off, nothing happens).
-#[cfg(target_os = "linux")]
-fn advise_huge(buf: &Vec<u8>) {
-    const HUGE: usize = 2 << 20;
-    let start = buf.as_ptr() as usize;
-    let (from, to) = (
-        (start + HUGE - 1) & !(HUGE - 1),
-        (start + buf.capacity()) & !(HUGE - 1),
-    );
-    if to > from {
-        // SAFETY: `[from, to)` lies inside the vector's own allocation (its bounds rounded
-        // inwards); MADV_HUGEPAGE only changes how the kernel backs those pages, never their
-        // contents, and its failure (e.g. no THP support) is harmless, so the result is ignored.
-        unsafe {
-            libc::madvise(from as *mut libc::c_void, to - from, libc::MADV_HUGEPAGE);
-        }
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn advise_huge(_buf: &Vec<u8>) {}
 
 /// The running checks of the pending bytes.
 #[derive(Debug, Default)]
@@ -322,8 +295,8 @@ impl Framer {
         let need = self.pending.len() + extra;
         if need > self.pending.capacity() {
             self.pending.reserve(extra);
-            if self.pending.capacity() >= HUGE_FROM {
-                advise_huge(&self.pending);
+            if self.pending.capacity() >= pages::HUGE_FROM {
+                pages::advise_huge(self.pending.as_ptr(), self.pending.capacity());
             }
         }
     }

@@ -8,6 +8,7 @@ pub mod depth;
 pub mod encode;
 pub mod envelope;
 pub mod framing;
+pub mod pages;
 pub mod scan;
 pub mod splice;
 

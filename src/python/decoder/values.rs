@@ -5,6 +5,7 @@
 use std::borrow::Cow;
 
 use pyo3::exceptions::PyValueError;
+use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString};
 
@@ -25,11 +26,47 @@ impl From<Invalid> for Fail {
 
 /// A Python `str`, through the ASCII fast path when it applies.
 fn new_str<'py>(py: Python<'py>, s: &str) -> Bound<'py, PyString> {
+    if s.len() >= BIG_STR {
+        return big_ascii(py, s.as_bytes()).unwrap_or_else(|| PyString::new(py, s));
+    }
     if s.is_ascii() {
         // SAFETY: `s` was just checked to be ASCII only.
         unsafe { jiter::pystring_ascii_new(py, s) }
     } else {
         PyString::new(py, s)
+    }
+}
+
+/// Strings from this length on are built by [`big_ascii`] first.
+const BIG_STR: usize = 1 << 16;
+
+/// The `str` of a long `s` if it is ASCII (else `None`): checked and copied block by block into
+/// the new string, so each block is read from memory once (the copy finds it in cache), and
+/// with huge pages for a very long one.
+fn big_ascii<'py>(py: Python<'py>, s: &[u8]) -> Option<Bound<'py, PyString>> {
+    const BLOCK: usize = 1 << 14;
+    if !s[..BLOCK.min(s.len())].is_ascii() {
+        return None;
+    }
+    let len = isize::try_from(s.len()).ok()?;
+    // SAFETY: `PyUnicode_New` returns a new reference or null (then `None`: the caller's path
+    // raises the memory error); with a maximum character of 127 it is a compact ASCII string whose
+    // data is `s.len()` writable bytes (then its terminating NUL, written by `PyUnicode_New`).
+    // Only ASCII blocks are copied in; if a block is not, the string (never exposed, its
+    // contents never read) is dropped.
+    unsafe {
+        let string = Bound::from_owned_ptr_or_opt(py, ffi::PyUnicode_New(len, 127))?;
+        let data = ffi::PyUnicode_DATA(string.as_ptr()).cast::<u8>();
+        if s.len() >= crate::pages::HUGE_FROM {
+            crate::pages::advise_huge(data, s.len());
+        }
+        for (k, block) in s.chunks(BLOCK).enumerate() {
+            if !block.is_ascii() {
+                return None;
+            }
+            std::ptr::copy_nonoverlapping(block.as_ptr(), data.add(k * BLOCK), block.len());
+        }
+        Some(string.cast_into_unchecked())
     }
 }
 
