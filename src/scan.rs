@@ -109,17 +109,26 @@ mod sse2 {
 }
 
 /// The end of a string whose opening quote is just before `i`: the index after its closing quote,
-/// and whether it has an escape.
+/// and whether it has an escape. Inlined for the common case (no escape before the closing quote).
 #[inline]
-pub fn string_end(d: &[u8], mut i: usize) -> Scan<(usize, bool)> {
+pub fn string_end(d: &[u8], i: usize) -> Scan<(usize, bool)> {
+    let at = next_special(d, i);
+    if d.get(at) == Some(&b'"') {
+        return Ok((at + 1, false));
+    }
+    string_end_slow(d, at)
+}
+
+/// [`string_end`] from the first special byte at `i` that is not the closing quote.
+#[inline(never)]
+fn string_end_slow(d: &[u8], mut i: usize) -> Scan<(usize, bool)> {
     let mut escaped = false;
     loop {
-        i = next_special(d, i);
         match d.get(i) {
             Some(b'"') => return Ok((i + 1, escaped)),
             Some(b'\\') => {
                 escaped = true;
-                i = escape_end(d, i + 1)?;
+                i = next_special(d, escape_end(d, i + 1)?);
             }
             _ => return Err(Invalid),
         }
