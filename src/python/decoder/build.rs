@@ -280,7 +280,7 @@ pub(crate) fn message<'py>(
     };
     let method = e.method.map(|t| methods.get(py, frame_text(frame, &t)));
     let request = matches!(e.kind, Kind::Request | Kind::Notification);
-    let m = Message {
+    let mut m = Message {
         kind: e.kind,
         id,
         method,
@@ -297,17 +297,15 @@ pub(crate) fn message<'py>(
         response_params: if request { None } else { e.raw_params }.map(shift),
         batch: e.batch,
         lazy,
+        built: None,
         payload: PyOnceLock::new(),
     };
     if let Some(v) = e.payload {
-        // built during the scan; the cell is new, so `set` cannot find it filled
-        let _ = m.payload.set(py, v);
+        // built during the scan
+        m.built = Some(v);
     } else if let Some(r) = &m.raw_payload {
         if !lazy || m.kind == Kind::Error {
-            // the cell is new, so `set` cannot find it filled
-            let _ = m
-                .payload
-                .set(py, parse_json(py, &bytes[r.clone()])?.unbind());
+            m.built = Some(parse_json(py, &bytes[r.clone()])?.unbind());
         }
     }
     let object = Bound::new(py, m)?;
