@@ -26,14 +26,97 @@ impl From<Invalid> for Fail {
 
 /// A Python `str`, through the ASCII fast path when it applies.
 fn new_str<'py>(py: Python<'py>, s: &str) -> Bound<'py, PyString> {
-    if s.len() >= BIG_STR {
-        return big_ascii(py, s.as_bytes()).unwrap_or_else(|| PyString::new(py, s));
-    }
-    if s.is_ascii() {
+    let ascii = if s.len() >= BIG_STR {
+        big_ascii(py, s.as_bytes())
+    } else if s.is_ascii() {
         // SAFETY: `s` was just checked to be ASCII only.
-        unsafe { jiter::pystring_ascii_new(py, s) }
+        Some(unsafe { jiter::pystring_ascii_new(py, s) })
     } else {
-        PyString::new(py, s)
+        None
+    };
+    ascii
+        .or_else(|| utf8_str(py, s))
+        .unwrap_or_else(|| PyString::new(py, s))
+}
+
+/// The `str` of `s` (not all ASCII) made the way CPython stores it: the narrowest kind that
+/// holds its largest character, read off the UTF-8 lead bytes, then filled in one decoding pass
+/// (`None` if the allocation failed: the caller's path raises the memory error).
+fn utf8_str<'py>(py: Python<'py>, s: &str) -> Option<Bound<'py, PyString>> {
+    let bytes = s.as_bytes();
+    let (mut chars, mut top) = (0usize, 0u8);
+    for &b in bytes {
+        // every character has exactly one byte that is not a continuation byte (0x80..=0xBF)
+        chars += usize::from((b as i8) >= -0x40);
+        top = top.max(b);
+    }
+    // 4-byte sequences encode U+10000 and up, 3-byte ones U+0800 and up, 2-byte ones with a lead
+    // of C4 or more U+0100 and up; leads C2 and C3 alone mean a Latin-1 string
+    let maxchar: u32 = match top {
+        0xF0.. => 0x10_FFFF,
+        0xE0.. => 0xFFFF,
+        0xC4.. => 0x7FF,
+        _ => 0xFF,
+    };
+    let size = isize::try_from(chars).ok()?;
+    // SAFETY: `PyUnicode_New` returns a new reference or null; its data holds `chars` units of
+    // the kind `maxchar` selects (1, 2 or 4 bytes), each written once below, as `decode_into`
+    // writes exactly one unit per character; the values fit the kind by the choice above.
+    unsafe {
+        let string = Bound::from_owned_ptr_or_opt(py, ffi::PyUnicode_New(size, maxchar))?;
+        let data = ffi::PyUnicode_DATA(string.as_ptr());
+        match maxchar {
+            0xFF => decode_into(bytes, data.cast::<u8>(), |c| c as u8),
+            0x10_FFFF => decode_into(bytes, data.cast::<u32>(), |c| c),
+            _ => decode_into(bytes, data.cast::<u16>(), |c| c as u16),
+        }
+        Some(string.cast_into_unchecked())
+    }
+}
+
+/// Write the code points of valid UTF-8 `s`, converted by `unit`, to `out`, one per character;
+/// runs of ASCII go eight bytes at a time.
+///
+/// # Safety
+/// `out` must be valid for writing as many `T` as `s` has characters.
+unsafe fn decode_into<T>(s: &[u8], out: *mut T, unit: impl Fn(u32) -> T) {
+    let (mut i, mut k) = (0, 0);
+    let tail = |at: usize| u32::from(s[at] & 0x3F);
+    while i < s.len() {
+        if let Some(chunk) = s.get(i..i + 8) {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            if u64::from_le_bytes(word) & 0x8080_8080_8080_8080 == 0 {
+                for (j, &b) in word.iter().enumerate() {
+                    // SAFETY: eight ASCII bytes are eight characters, all still unwritten.
+                    unsafe { out.add(k + j).write(unit(u32::from(b))) };
+                }
+                i += 8;
+                k += 8;
+                continue;
+            }
+        }
+        let b = s[i];
+        let (c, len) = match b {
+            0..=0x7F => (u32::from(b), 1),
+            0xC0..=0xDF => ((u32::from(b & 0x1F) << 6) | tail(i + 1), 2),
+            0xE0..=0xEF => (
+                (u32::from(b & 0x0F) << 12) | (tail(i + 1) << 6) | tail(i + 2),
+                3,
+            ),
+            _ => (
+                (u32::from(b & 0x07) << 18)
+                    | (tail(i + 1) << 12)
+                    | (tail(i + 2) << 6)
+                    | tail(i + 3),
+                4,
+            ),
+        };
+        // SAFETY: `k` counts the characters written so far, fewer than `s` has (the caller's
+        // bound) since one more starts at `i`.
+        unsafe { out.add(k).write(unit(c)) };
+        k += 1;
+        i += len;
     }
 }
 
