@@ -32,6 +32,17 @@ fn count_opening(frame: &[u8], max: usize) -> usize {
     total
 }
 
+/// The number of `[` and `{` bytes in `bytes`.
+pub fn opening(bytes: &[u8]) -> usize {
+    count_opening(bytes, usize::MAX)
+}
+
+/// True when a frame with `opening` bytes `[` and `{` in all (see [`opening`]) goes deeper than
+/// `max`: the exact scan runs only when the count says it could.
+pub fn exceeds_counted(frame: &[u8], opening: usize, max: usize) -> bool {
+    opening > max && exceeds_exact(frame, max)
+}
+
 /// The exact scan, without the pre-check.
 fn exceeds_exact(frame: &[u8], max: usize) -> bool {
     let mut depth = 0usize;

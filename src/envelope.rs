@@ -1,17 +1,20 @@
 //! Validation and classification of one frame as a JSON-RPC 2.0 message (or batch), following the
-//! order of the core contract: UTF-8, depth, JSON syntax, then the envelope rules. One pass of
-//! `jiter`'s `Jiter` both checks the whole frame and records the byte spans of `id`, `params`,
-//! `result` and `error`, so the bindings can build payload values lazily (or splice a new id)
-//! straight from the raw bytes. Nothing here allocates for a valid message except an escaped
-//! method or id string.
+//! order of the core contract: UTF-8, depth, JSON syntax, then the envelope rules. One pass of the
+//! allocation-free scanner of `crate::scan` both checks the whole frame and records the byte spans
+//! of `id`, `params`, `result` and `error`, so the bindings can build payload values lazily (or
+//! splice a new id) straight from the raw bytes. Nothing here allocates for a valid message
+//! except an escaped method or id string.
 
 use std::borrow::Cow;
 use std::ops::Range;
 
-use jiter::{Jiter, JiterResult, NumberAny, NumberInt, Peek};
-
 use crate::depth::{self, MAX_DEPTH};
 use crate::framing::PREVIEW_BYTES;
+use crate::scan::{self, Scan};
+
+use walk::scan_frame;
+
+mod walk;
 
 /// JSON-RPC code for frames that are not valid UTF-8 JSON.
 pub const PARSE_ERROR: i64 = -32700;
@@ -182,8 +185,9 @@ enum IdTag {
 pub trait Payloads {
     /// What is built from a value.
     type Value;
-    /// Consume the value that starts with `peek`.
-    fn take(&mut self, j: &mut Jiter<'_>, peek: Peek) -> JiterResult<Option<Self::Value>>;
+    /// Consume the value that starts at `at` in `frame` (no whitespace before it): what was
+    /// built from it, and the index just after it.
+    fn take(&mut self, frame: &[u8], at: usize) -> Scan<(Option<Self::Value>, usize)>;
 }
 
 /// Validate payload values without building anything.
@@ -198,9 +202,8 @@ impl<V> Default for Skip<V> {
 
 impl<V> Payloads for Skip<V> {
     type Value = V;
-    fn take(&mut self, j: &mut Jiter<'_>, peek: Peek) -> JiterResult<Option<V>> {
-        j.known_skip(peek)?;
-        Ok(None)
+    fn take(&mut self, frame: &[u8], at: usize) -> Scan<(Option<V>, usize)> {
+        scan::skip_value(frame, at).map(|end| (None, end))
     }
 }
 
@@ -237,43 +240,6 @@ impl<V> Default for Members<V> {
 enum ErrShape {
     NotObject,
     Object { code: bool, message: bool },
-}
-
-#[derive(Clone, Copy)]
-enum Field {
-    Jsonrpc,
-    Method,
-    Id,
-    Params,
-    Result,
-    Error,
-    Other,
-}
-
-fn field(key: &[u8]) -> Field {
-    match key {
-        b"jsonrpc" => Field::Jsonrpc,
-        b"method" => Field::Method,
-        b"id" => Field::Id,
-        b"params" => Field::Params,
-        b"result" => Field::Result,
-        b"error" => Field::Error,
-        _ => Field::Other,
-    }
-}
-
-/// The field a key names, from the key's raw bytes (between the quotes) in `frame`. A key with an
-/// escape (`"\u006dethod"`) is decoded first; that is rare, so the common case compares bytes.
-fn field_of(raw: &[u8], frame: &[u8]) -> Field {
-    if !raw.contains(&b'\\') {
-        return field(raw);
-    }
-    let start = raw.as_ptr() as usize - frame.as_ptr() as usize;
-    let quoted = &frame[start - 1..start + raw.len() + 1];
-    match Jiter::new(quoted).next_str() {
-        Ok(key) => field(key.as_bytes()),
-        Err(_) => Field::Other,
-    }
 }
 
 /// The index of the first byte of the first invalid UTF-8 sequence in `bytes`, `None` if it is all
@@ -314,7 +280,36 @@ pub fn validate_utf8<P: Payloads>(
     payloads: &mut P,
     out: &mut Vec<Item<P::Value>>,
 ) {
-    if depth::exceeds(frame, MAX_DEPTH) {
+    let deep = depth::exceeds(frame, MAX_DEPTH);
+    validate_depth_known(frame, deep, batches, payloads, out);
+}
+
+/// [`validate_with`] for a frame whose framer checked its UTF-8 (`utf8`: all valid) and counted
+/// its `opening` brackets as it gathered it, so a large frame is not read again for them.
+pub fn validate_counted<P: Payloads>(
+    frame: &[u8],
+    (utf8, opening): (bool, usize),
+    batches: bool,
+    payloads: &mut P,
+    out: &mut Vec<Item<P::Value>>,
+) {
+    if !utf8 {
+        validate_with(frame, batches, payloads, out);
+        return;
+    }
+    let deep = depth::exceeds_counted(frame, opening, MAX_DEPTH);
+    validate_depth_known(frame, deep, batches, payloads, out);
+}
+
+/// Steps 2 onwards for valid UTF-8, `deep` saying whether the nesting exceeds the limit.
+fn validate_depth_known<P: Payloads>(
+    frame: &[u8],
+    deep: bool,
+    batches: bool,
+    payloads: &mut P,
+    out: &mut Vec<Item<P::Value>>,
+) {
+    if deep {
         let message = format!("Parse error: nesting deeper than {MAX_DEPTH} levels");
         out.push(frame_failure(frame, PARSE_ERROR, message.into()));
         return;
@@ -339,65 +334,6 @@ fn frame_failure<V>(frame: &[u8], code: i64, message: Cow<'static, str>) -> Item
     })
 }
 
-fn scan_frame<P: Payloads>(
-    frame: &[u8],
-    batches: bool,
-    p: &mut P,
-    out: &mut Vec<Item<P::Value>>,
-) -> JiterResult<()> {
-    let mut j = Jiter::new(frame);
-    let peek = j.peek()?;
-    match peek {
-        Peek::Object => {
-            let members = scan_object(&mut j, frame, p)?;
-            j.finish()?;
-            out.push(classify(members, 0..frame.len(), None, frame));
-        }
-        Peek::Array => {
-            let elements = scan_batch(&mut j, frame, p)?;
-            j.finish()?;
-            if !batches {
-                out.push(frame_failure(frame, INVALID_REQUEST, NO_BATCHES.into()));
-            } else if elements.is_empty() {
-                out.push(frame_failure(frame, INVALID_REQUEST, EMPTY_BATCH.into()));
-            } else {
-                for (index, (range, members)) in elements.into_iter().enumerate() {
-                    out.push(classify_element(members, range, index as u32, frame));
-                }
-            }
-        }
-        _ => {
-            j.known_skip(peek)?;
-            j.finish()?;
-            out.push(frame_failure(frame, INVALID_REQUEST, NOT_OBJECT.into()));
-        }
-    }
-    Ok(())
-}
-
-type Element<V> = (Range<usize>, Option<Members<V>>);
-
-fn scan_batch<P: Payloads>(
-    j: &mut Jiter<'_>,
-    frame: &[u8],
-    p: &mut P,
-) -> JiterResult<Vec<Element<P::Value>>> {
-    let mut elements = Vec::new();
-    let mut next = j.known_array()?;
-    while let Some(peek) = next {
-        let start = j.current_index();
-        let members = if peek == Peek::Object {
-            Some(scan_object(j, frame, p)?)
-        } else {
-            j.known_skip(peek)?;
-            None
-        };
-        elements.push((start..j.current_index(), members));
-        next = j.array_step()?;
-    }
-    Ok(elements)
-}
-
 fn classify_element<V>(
     members: Option<Members<V>>,
     range: Range<usize>,
@@ -420,114 +356,6 @@ fn classify_element<V>(
 
 fn preview(frame: &[u8], range: &Range<usize>) -> Vec<u8> {
     frame[range.start..range.end.min(range.start + PREVIEW_BYTES)].to_vec()
-}
-
-/// The string whose token `j` is at: its raw content is used in place unless it has an escape
-/// (then it is decoded, which is rare for methods, ids and `jsonrpc`).
-fn known_text(j: &mut Jiter<'_>, frame: &[u8]) -> JiterResult<Text> {
-    let raw = j.known_bytes()?;
-    let start = raw.as_ptr() as usize - frame.as_ptr() as usize;
-    if !raw.contains(&b'\\') {
-        return Ok(Text::Span(start..start + raw.len()));
-    }
-    let quoted = &frame[start - 1..start + raw.len() + 1];
-    Ok(Text::Owned(Jiter::new(quoted).next_str()?.into()))
-}
-
-/// Consume the value at `peek`; return its text when it is a string.
-fn take_str(j: &mut Jiter<'_>, peek: Peek, frame: &[u8]) -> JiterResult<Option<Text>> {
-    if peek == Peek::String {
-        Ok(Some(known_text(j, frame)?))
-    } else {
-        j.known_skip(peek)?;
-        Ok(None)
-    }
-}
-
-/// Scan an object whose `{` was peeked, recording the envelope members.
-fn scan_object<P: Payloads>(
-    j: &mut Jiter<'_>,
-    frame: &[u8],
-    p: &mut P,
-) -> JiterResult<Members<P::Value>> {
-    let mut m = Members::default();
-    let mut key = j.next_object_bytes()?.map(|k| field_of(k, frame));
-    while let Some(f) = key {
-        let peek = j.peek()?;
-        let start = j.current_index();
-        match f {
-            Field::Jsonrpc => {
-                let text = take_str(j, peek, frame)?;
-                m.jsonrpc = Some(text.is_some_and(|t| t.as_bytes(frame) == b"2.0"));
-            }
-            Field::Method => m.method = Some(take_str(j, peek, frame)?),
-            Field::Id => {
-                let tag = scan_id(j, peek, frame)?;
-                m.id = Some((start..j.current_index(), tag));
-            }
-            Field::Params => {
-                m.params_value = p.take(j, peek)?;
-                let container = matches!(peek, Peek::Object | Peek::Array);
-                m.params = Some((start..j.current_index(), container));
-            }
-            Field::Result => {
-                m.result_value = p.take(j, peek)?;
-                m.result = Some(start..j.current_index());
-            }
-            Field::Error => {
-                let shape = if peek == Peek::Object {
-                    scan_error(j)?
-                } else {
-                    j.known_skip(peek)?;
-                    ErrShape::NotObject
-                };
-                m.error = Some((start..j.current_index(), shape));
-            }
-            Field::Other => j.known_skip(peek)?,
-        }
-        key = j.next_key_bytes()?.map(|k| field_of(k, frame));
-    }
-    Ok(m)
-}
-
-fn scan_id(j: &mut Jiter<'_>, peek: Peek, frame: &[u8]) -> JiterResult<IdTag> {
-    Ok(match peek {
-        Peek::Null => {
-            j.known_null()?;
-            IdTag::Null
-        }
-        Peek::String => IdTag::Str(known_text(j, frame)?),
-        _ if peek.is_num() => match j.known_number(peek)? {
-            NumberAny::Int(NumberInt::Int(i)) => IdTag::Int(i),
-            NumberAny::Int(_) => IdTag::Big,
-            NumberAny::Float(_) => IdTag::Bad,
-        },
-        _ => {
-            j.known_skip(peek)?;
-            IdTag::Bad
-        }
-    })
-}
-
-/// Scan an error object whose `{` was peeked: is `code` an integer, is `message` a string.
-fn scan_error(j: &mut Jiter<'_>) -> JiterResult<ErrShape> {
-    let (mut code, mut message) = (false, false);
-    let mut key = j.known_object()?.map(|k| (k == "code", k == "message"));
-    while let Some((is_code, is_message)) = key {
-        let peek = j.peek()?;
-        if is_code && peek.is_num() {
-            code = matches!(j.known_number(peek)?, NumberAny::Int(_));
-        } else {
-            if is_code {
-                code = false;
-            } else if is_message {
-                message = peek == Peek::String;
-            }
-            j.known_skip(peek)?;
-        }
-        key = j.next_key()?.map(|k| (k == "code", k == "message"));
-    }
-    Ok(ErrShape::Object { code, message })
 }
 
 /// Judge the members by the envelope rules (step 5): the kind, or the failure message.
@@ -641,307 +469,4 @@ fn owned_id<V>(m: &Members<V>, frame: &[u8]) -> Option<OwnedId> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn items(frame: &[u8]) -> Vec<Item> {
-        let mut out = Vec::new();
-        validate(frame, true, &mut out);
-        out
-    }
-
-    fn one(frame: &[u8]) -> Item {
-        let mut v = items(frame);
-        assert_eq!(v.len(), 1, "{:?}", String::from_utf8_lossy(frame));
-        v.pop().unwrap()
-    }
-
-    fn msg(frame: &[u8]) -> Envelope {
-        match one(frame) {
-            Item::Message(e) => e,
-            Item::Failure(f) => panic!("{:?}: {}", String::from_utf8_lossy(frame), f.message),
-        }
-    }
-
-    fn fail(frame: &[u8]) -> Failure {
-        match one(frame) {
-            Item::Failure(f) => f,
-            Item::Message(e) => panic!("{:?}: {:?}", String::from_utf8_lossy(frame), e),
-        }
-    }
-
-    fn slice<'a>(frame: &'a [u8], r: &Option<Range<usize>>) -> &'a [u8] {
-        &frame[r.clone().unwrap()]
-    }
-
-    #[test]
-    fn request_spans() {
-        let f = br#" {"jsonrpc":"2.0","id": 7 ,"method":"tools/call","params":{"a":[1,2]}} "#;
-        let e = msg(f);
-        assert_eq!(e.kind, Kind::Request);
-        assert_eq!(e.id, Some(Id::Int(7)));
-        assert_eq!(e.method.as_ref().unwrap().as_str(f), "tools/call");
-        assert_eq!(e.raw, 0..f.len());
-        assert_eq!(slice(f, &e.raw_id), b"7");
-        assert_eq!(slice(f, &e.raw_params), br#"{"a":[1,2]}"#);
-        assert_eq!((e.raw_result, e.raw_error, e.batch), (None, None, None));
-    }
-
-    #[test]
-    fn kinds() {
-        assert_eq!(
-            msg(br#"{"jsonrpc":"2.0","method":"x"}"#).kind,
-            Kind::Notification
-        );
-        assert_eq!(
-            msg(br#"{"jsonrpc":"2.0","method":"x","params":[]}"#).kind,
-            Kind::Notification
-        );
-        let r = br#"{"jsonrpc":"2.0","id":"a","result":null}"#;
-        let e = msg(r);
-        assert_eq!(e.kind, Kind::Result);
-        assert_eq!(slice(r, &e.raw_result), b"null");
-        assert_eq!(e.id, Some(Id::Str(Text::Span(23..24))));
-        let er = br#"{"jsonrpc":"2.0","id":null,"error":{"code":-1,"message":"m","data":[{}]}}"#;
-        let e = msg(er);
-        assert_eq!((e.kind, e.id.clone()), (Kind::Error, None));
-        assert_eq!(slice(er, &e.raw_id), b"null");
-        assert_eq!(
-            slice(er, &e.raw_error),
-            br#"{"code":-1,"message":"m","data":[{}]}"#
-        );
-    }
-
-    #[test]
-    fn escaped_and_big_ids() {
-        let f = br#"{"jsonrpc":"2.0","id":"a\u00e9\"","method":"m\/x"}"#;
-        let e = msg(f);
-        assert_eq!(e.id, Some(Id::Str(Text::Owned("a\u{e9}\"".into()))));
-        assert_eq!(e.method, Some(Text::Owned("m/x".into())));
-        let big = br#"{"jsonrpc":"2.0","id":-123456789012345678901234567890,"result":1}"#;
-        let e = msg(big);
-        assert_eq!(slice(big, &e.raw_id), b"-123456789012345678901234567890");
-        assert!(matches!(e.id, Some(Id::Big(_))));
-        assert_eq!(
-            msg(br#"{"jsonrpc":"2.0","id":-0,"result":1}"#).id,
-            Some(Id::Int(0))
-        );
-    }
-
-    #[test]
-    fn escaped_keys_and_duplicates() {
-        let e = msg(br#"{"jsonrpc":"2.0","\u006dethod":"x","id":true,"id":3}"#);
-        assert_eq!((e.kind, e.id), (Kind::Request, Some(Id::Int(3))));
-        let f = fail(br#"{"jsonrpc":"2.0","method":"x","id":3,"id":1.5}"#);
-        assert_eq!(f.message, ID_TYPE);
-    }
-
-    #[test]
-    fn frame_level_failures() {
-        let f = fail(b"{\"a\":\"\xff\"}");
-        assert_eq!(
-            (f.code, f.message.as_ref()),
-            (
-                PARSE_ERROR,
-                "Parse error: invalid UTF-8 at byte 6 of the frame"
-            )
-        );
-        let deep = [vec![b'['; 129], vec![b']'; 129]].concat();
-        assert_eq!(
-            fail(&deep).message,
-            "Parse error: nesting deeper than 128 levels"
-        );
-        for bad in [
-            &b"{"[..],
-            b"{\"a\":1,}",
-            b"[1,]",
-            b"{} x",
-            b"NaN",
-            b"[Infinity]",
-            b"{\"a\":\"\\ud800\"}",
-            b"{\"a\":\"\\udc00\"}",
-            b"\"a\tb\"",
-            b"01",
-            b"{\"jsonrpc\":\"2.0\",\"method\":\"x\",\"params\":{\"a\":tru}}",
-            b"\xEF\xBB\xBF{}",
-        ] {
-            let f = fail(bad);
-            assert_eq!(
-                (f.code, f.message.as_ref(), f.id.clone()),
-                (PARSE_ERROR, INVALID_JSON, None),
-                "{bad:?}"
-            );
-        }
-        for not_object in [&b"1"[..], b"\"x\"", b"null", b" 1e400 "] {
-            let f = fail(not_object);
-            assert_eq!((f.code, f.message.as_ref()), (INVALID_REQUEST, NOT_OBJECT));
-        }
-    }
-
-    #[test]
-    fn envelope_rules_in_order() {
-        let cases: &[(&[u8], &str)] = &[
-            (br#"{"id":1,"method":"x"}"#, NO_JSONRPC),
-            (br#"{"jsonrpc":2.0,"method":"x"}"#, BAD_JSONRPC),
-            (br#"{"jsonrpc":"1.0","method":"x"}"#, BAD_JSONRPC),
-            (br#"{"jsonrpc":"2.0","method":1,"result":1}"#, METHOD_TYPE),
-            (br#"{"jsonrpc":"2.0","method":null}"#, METHOD_TYPE),
-            (
-                br#"{"jsonrpc":"2.0","method":"x","error":1,"params":1}"#,
-                REQUEST_RESULT,
-            ),
-            (
-                br#"{"jsonrpc":"2.0","method":"x","params":1,"id":null}"#,
-                PARAMS_TYPE,
-            ),
-            (
-                br#"{"jsonrpc":"2.0","method":"x","params":null}"#,
-                PARAMS_TYPE,
-            ),
-            (
-                br#"{"jsonrpc":"2.0","method":"x","id":null}"#,
-                NULL_REQUEST_ID,
-            ),
-            (br#"{"jsonrpc":"2.0","method":"x","id":false}"#, ID_TYPE),
-            (br#"{"jsonrpc":"2.0","method":"x","id":1.0}"#, ID_TYPE),
-            (br#"{"jsonrpc":"2.0","method":"x","id":[1]}"#, ID_TYPE),
-            (br#"{"jsonrpc":"2.0","result":1,"error":{}}"#, BOTH),
-            (br#"{"jsonrpc":"2.0","id":1}"#, NEITHER),
-            (br#"{"jsonrpc":"2.0","result":1}"#, NO_ID),
-            (br#"{"jsonrpc":"2.0","result":1,"id":{}}"#, ID_TYPE),
-            (br#"{"jsonrpc":"2.0","result":1,"id":null}"#, NULL_RESULT_ID),
-            (br#"{"jsonrpc":"2.0","error":[],"id":1}"#, ERROR_TYPE),
-            (
-                br#"{"jsonrpc":"2.0","error":{"message":"m"},"id":1}"#,
-                CODE_TYPE,
-            ),
-            (
-                br#"{"jsonrpc":"2.0","error":{"code":1.5,"message":"m"},"id":1}"#,
-                CODE_TYPE,
-            ),
-            (
-                br#"{"jsonrpc":"2.0","error":{"code":"1","message":"m"},"id":1}"#,
-                CODE_TYPE,
-            ),
-            (
-                br#"{"jsonrpc":"2.0","error":{"code":1},"id":1}"#,
-                MESSAGE_TYPE,
-            ),
-            (
-                br#"{"jsonrpc":"2.0","error":{"code":1,"message":null},"id":1}"#,
-                MESSAGE_TYPE,
-            ),
-        ];
-        for (frame, expected) in cases {
-            let f = fail(frame);
-            assert_eq!(
-                (f.code, f.message.as_ref()),
-                (INVALID_REQUEST, *expected),
-                "{:?}",
-                String::from_utf8_lossy(frame)
-            );
-        }
-        let e = msg(
-            br#"{"jsonrpc":"2.0","error":{"code":99999999999999999999999,"message":"m"},"id":1}"#,
-        );
-        assert_eq!(e.kind, Kind::Error);
-    }
-
-    #[test]
-    fn failure_id_and_notification_flag() {
-        let f = fail(br#"{"jsonrpc":"1.0","method":"x","id":"q"}"#);
-        assert_eq!(
-            (f.id, f.notification),
-            (Some(OwnedId::Str("q".into())), false)
-        );
-        let f = fail(br#"{"jsonrpc":"1.0","method":"x"}"#);
-        assert_eq!((f.id, f.notification), (None, true));
-        let f = fail(br#"{"method":"x","params":3}"#);
-        assert!(f.notification);
-        let f = fail(br#"{"jsonrpc":"2.0","resul":1,"id":12345678901234567890123}"#);
-        assert_eq!(f.id, Some(OwnedId::Big("12345678901234567890123".into())));
-        assert!(!fail(b"[1]").notification);
-    }
-
-    #[test]
-    fn batches() {
-        let f =
-            br#"[ {"jsonrpc":"2.0","method":"a"} , 5, [], {"jsonrpc":"2.0","id":2,"result":{}}]"#;
-        let v = items(f);
-        assert_eq!(v.len(), 4);
-        let Item::Message(a) = &v[0] else { panic!() };
-        assert_eq!(
-            (&f[a.raw.clone()], a.batch),
-            (&br#"{"jsonrpc":"2.0","method":"a"}"#[..], Some(0))
-        );
-        let Item::Failure(b) = &v[1] else { panic!() };
-        assert_eq!(
-            (b.message.as_ref(), b.start, b.batch, b.preview.as_slice()),
-            (NOT_OBJECT, 35, Some(1), &b"5"[..])
-        );
-        let Item::Failure(c) = &v[2] else { panic!() };
-        assert_eq!((c.message.as_ref(), c.batch), (NOT_OBJECT, Some(2)));
-        let Item::Message(d) = &v[3] else { panic!() };
-        assert_eq!((d.kind, d.batch), (Kind::Result, Some(3)));
-        assert_eq!(fail(b" [ ] ").message, EMPTY_BATCH);
-        assert_eq!(fail(b"[{},1,]").message, INVALID_JSON);
-        let mut out = Vec::new();
-        validate(br#"[{"jsonrpc":"2.0","method":"a"}]"#, false, &mut out);
-        assert!(
-            matches!(&out[..], [Item::Failure(f)] if f.message == NO_BATCHES && f.batch.is_none())
-        );
-    }
-
-    /// A `Payloads` that builds the text of each value, to check what the scan hands it.
-    struct Texts;
-
-    impl Payloads for Texts {
-        type Value = String;
-        fn take(&mut self, j: &mut Jiter<'_>, peek: Peek) -> JiterResult<Option<String>> {
-            let start = j.current_index();
-            j.known_skip(peek)?;
-            Ok(Some(
-                String::from_utf8_lossy(j.slice_to_current(start)).into_owned(),
-            ))
-        }
-    }
-
-    #[test]
-    fn payloads_are_built_during_the_scan() {
-        let mut out = Vec::new();
-        let f = br#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":[1]}}"#;
-        validate_with(f, true, &mut Texts, &mut out);
-        assert!(
-            matches!(&out[..], [Item::Message(e)] if e.payload.as_deref() == Some(r#"{"a":[1]}"#))
-        );
-        out.clear();
-        let r = br#"[{"jsonrpc":"2.0","id":1,"result":"x","params":[2]},{"jsonrpc":"2.0","id":null,"error":{"code":1,"message":"m"}}]"#;
-        validate_with(r, true, &mut Texts, &mut out);
-        assert!(matches!(&out[0], Item::Message(e) if e.payload.as_deref() == Some("\"x\"")));
-        assert!(matches!(&out[1], Item::Message(e) if e.payload.is_none()));
-        out.clear();
-        // a bad value anywhere makes the whole frame invalid, whatever was built before it
-        validate_with(
-            br#"{"jsonrpc":"2.0","id":1,"result":[1],"x":[}"#,
-            true,
-            &mut Texts,
-            &mut out,
-        );
-        assert!(matches!(&out[..], [Item::Failure(f)] if f.message == INVALID_JSON));
-    }
-
-    #[test]
-    fn invalid_utf8_index() {
-        assert_eq!(invalid_utf8_at("é日😀".as_bytes()), None);
-        assert_eq!(invalid_utf8_at(b"ab\xc3"), Some(2));
-        assert_eq!(invalid_utf8_at(b"\xed\xa0\x80"), Some(0));
-    }
-
-    #[test]
-    fn preview_is_first_bytes() {
-        let mut frame = br#"{"jsonrpc":"2.0","method":"x","params":["#.to_vec();
-        frame.extend(std::iter::repeat_n(b'1', 100));
-        let f = fail(&frame);
-        assert_eq!(f.preview, frame[..PREVIEW_BYTES].to_vec());
-    }
-}
+mod tests;

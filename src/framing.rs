@@ -10,6 +10,8 @@
 
 use memchr::memchr;
 
+use crate::{depth, pages};
+
 /// The UTF-8 byte order mark, dropped at stream offset 0.
 pub const BOM: &[u8; 3] = b"\xEF\xBB\xBF";
 
@@ -36,6 +38,8 @@ pub enum Event<'a> {
         offset: u64,
         /// The frame bytes.
         bytes: Vec<u8>,
+        /// What the framer learned about them while gathering them.
+        checked: Checked,
     },
     /// A frame longer than `max_frame` bytes (reported once).
     Oversize {
@@ -44,6 +48,29 @@ pub enum Event<'a> {
         /// Its first bytes: `PREVIEW_BYTES` of them, or `max_frame + 1` if that is fewer.
         preview: &'a [u8],
     },
+}
+
+/// What the framer learned about an assembled frame while gathering it, each piece checked as it
+/// arrived (still in cache), so that validation need not read a large frame again for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Checked {
+    /// The whole frame is valid UTF-8 (`false`: not known; the validator checks it again).
+    pub utf8: bool,
+    /// The number of `[` and `{` bytes in the frame (a bound on its nesting depth).
+    pub opening: usize,
+}
+
+/// The running checks of the pending bytes.
+#[derive(Debug, Default)]
+struct Gathering {
+    /// Length of the prefix known to be valid UTF-8 (it ends on a character boundary).
+    utf8_valid: usize,
+    /// An invalid UTF-8 sequence was seen.
+    utf8_bad: bool,
+    /// Bytes counted into `opening`.
+    counted: usize,
+    /// `[` and `{` bytes among them.
+    opening: usize,
 }
 
 /// `feed` or `close` after `close`.
@@ -61,6 +88,7 @@ pub struct Framer {
     max_frame: usize,
     consumed: u64,
     pending: Vec<u8>,
+    gathering: Gathering,
     frame_start: u64,
     discarding: bool,
     bom_matched: usize,
@@ -76,6 +104,7 @@ impl Framer {
             max_frame: max_frame.clamp(1, usize::MAX - 1),
             consumed: 0,
             pending: Vec::new(),
+            gathering: Gathering::default(),
             frame_start: 0,
             discarding: false,
             bom_matched: 0,
@@ -166,16 +195,17 @@ impl Framer {
             return Ok(());
         }
         // decoded as if terminated: a final CR would be half of a CRLF
-        let mut frame = std::mem::take(&mut self.pending);
-        if frame.last() == Some(&b'\r') {
-            frame.pop();
+        if self.pending.last() == Some(&b'\r') {
+            self.pending.pop();
         }
+        let (frame, checked) = self.take_pending();
         if frame.len() > self.max_frame || is_blank(&frame) {
             self.emit(&frame, self.frame_start, &mut sink);
         } else {
             sink(Event::Assembled {
                 offset: self.frame_start,
                 bytes: frame,
+                checked,
             });
         }
         Ok(())
@@ -225,14 +255,15 @@ impl Framer {
             self.pending.extend_from_slice(seg);
             self.pending.truncate(len);
             if !is_blank(&self.pending) {
-                let bytes = std::mem::take(&mut self.pending);
+                let (bytes, checked) = self.take_pending();
                 sink(Event::Assembled {
                     offset: self.frame_start,
                     bytes,
+                    checked,
                 });
             }
         }
-        self.pending.clear();
+        self.clear_pending();
     }
 
     /// `seg` is the unterminated tail of a chunk: keep it, or report the frame as oversize.
@@ -250,11 +281,58 @@ impl Framer {
                 offset: self.frame_start,
                 preview: &preview,
             });
-            self.pending.clear();
+            self.clear_pending();
             self.discarding = true;
         } else {
+            self.reserve_pending(seg.len());
             self.pending.extend_from_slice(seg);
+            self.check_pending();
         }
+    }
+
+    /// Make room for `extra` more pending bytes; a large buffer asks for huge pages.
+    fn reserve_pending(&mut self, extra: usize) {
+        let need = self.pending.len() + extra;
+        if need > self.pending.capacity() {
+            self.pending.reserve(extra);
+            if self.pending.capacity() >= pages::HUGE_FROM {
+                pages::advise_huge(self.pending.as_ptr(), self.pending.capacity());
+            }
+        }
+    }
+
+    /// Check the pending bytes added since the last call (UTF-8, opening brackets).
+    fn check_pending(&mut self) {
+        let (bytes, g) = (&self.pending, &mut self.gathering);
+        if !g.utf8_bad && g.utf8_valid < bytes.len() {
+            match simdutf8::compat::from_utf8(&bytes[g.utf8_valid..]) {
+                Ok(_) => g.utf8_valid = bytes.len(),
+                // a character cut at the end of the piece: checked again with the next one
+                Err(e) if e.error_len().is_none() => g.utf8_valid += e.valid_up_to(),
+                Err(_) => g.utf8_bad = true,
+            }
+        }
+        if g.counted < bytes.len() {
+            g.opening += depth::opening(&bytes[g.counted..]);
+            g.counted = bytes.len();
+        }
+    }
+
+    /// Hand over the pending bytes (of a complete frame) and what is known about them.
+    fn take_pending(&mut self) -> (Vec<u8>, Checked) {
+        self.check_pending();
+        let g = std::mem::take(&mut self.gathering);
+        let bytes = std::mem::take(&mut self.pending);
+        // a final CR removed after its check leaves a shorter valid prefix
+        let utf8 = !g.utf8_bad && g.utf8_valid >= bytes.len();
+        let opening = g.opening;
+        (bytes, Checked { utf8, opening })
+    }
+
+    /// Drop the pending bytes.
+    fn clear_pending(&mut self) {
+        self.pending.clear();
+        self.gathering = Gathering::default();
     }
 
     /// The preview of the current frame, made of the pending bytes followed by `seg`.
@@ -284,157 +362,4 @@ impl Framer {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// An owned copy of an event, for comparisons.
-    #[derive(Debug, Clone, PartialEq, Eq)]
-    enum Ev {
-        F(u64, Vec<u8>),
-        O(u64, Vec<u8>),
-    }
-
-    fn own(e: Event<'_>) -> Ev {
-        match e {
-            Event::Frame { offset, bytes } => Ev::F(offset, bytes.to_vec()),
-            Event::Assembled { offset, bytes } => Ev::F(offset, bytes),
-            Event::Oversize { offset, preview } => Ev::O(offset, preview.to_vec()),
-        }
-    }
-
-    fn run(max: usize, chunks: &[&[u8]]) -> Vec<Ev> {
-        let mut f = Framer::new(max);
-        let mut out = Vec::new();
-        for c in chunks {
-            f.feed(c, |e| out.push(own(e))).unwrap();
-            assert!(f.buffered() <= max + 1);
-        }
-        f.close(|e| out.push(own(e))).unwrap();
-        out
-    }
-
-    fn f(off: u64, b: &[u8]) -> Ev {
-        Ev::F(off, b.to_vec())
-    }
-
-    #[test]
-    fn lf_crlf_blank_and_offsets() {
-        let out = run(100, &[b"{\"a\":1}\n\r\n  \t\n{\"b\":2}\r\nx\ry\n"]);
-        assert_eq!(
-            out,
-            vec![f(0, b"{\"a\":1}"), f(14, b"{\"b\":2}"), f(23, b"x\ry")]
-        );
-    }
-
-    #[test]
-    fn close_delivers_unterminated_frame_as_if_terminated() {
-        assert_eq!(run(100, &[b"a\nbc\r"]), vec![f(0, b"a"), f(2, b"bc")]);
-        assert_eq!(run(100, &[b"a\nb\rc"]), vec![f(0, b"a"), f(2, b"b\rc")]);
-        assert_eq!(run(100, &[b"a\n  \r"]), vec![f(0, b"a")]);
-    }
-
-    #[test]
-    fn bom_dropped_only_at_start() {
-        assert_eq!(
-            run(100, &[b"\xEF\xBB\xBF{}\n\xEF\xBB\xBF{}\n"]),
-            vec![f(3, b"{}"), f(6, b"\xEF\xBB\xBF{}")]
-        );
-        assert_eq!(
-            run(100, &[b"\xEF", b"\xBB", b"\xBF", b"1\n"]),
-            vec![f(3, b"1")]
-        );
-        assert_eq!(run(100, &[b"\xEF\xBB", b"x\n"]), vec![f(0, b"\xEF\xBBx")]);
-        assert_eq!(run(100, &[b"\xEF\xBB"]), vec![f(0, b"\xEF\xBB")]);
-        assert_eq!(run(100, &[b"\xEF\n"]), vec![f(0, b"\xEF")]);
-        assert_eq!(run(100, &[b"\xEF\xBB\xBF"]), vec![]);
-    }
-
-    #[test]
-    fn oversize_reported_once_and_followers_intact() {
-        let stream = b"12345\n123456789\nab\n";
-        let out = run(5, &[stream]);
-        assert_eq!(
-            out,
-            vec![f(0, b"12345"), Ev::O(6, b"123456".to_vec()), f(16, b"ab")]
-        );
-    }
-
-    #[test]
-    fn oversize_reported_before_terminator_arrives() {
-        let mut fr = Framer::new(4);
-        let mut out = Vec::new();
-        fr.feed(b"abcd", |e| out.push(own(e))).unwrap();
-        assert!(out.is_empty());
-        fr.feed(b"e", |e| out.push(own(e))).unwrap();
-        assert_eq!(out, vec![Ev::O(0, b"abcde".to_vec())]);
-        fr.feed(&[b'z'; 1000], |e| out.push(own(e))).unwrap();
-        assert_eq!(fr.buffered(), 0);
-        fr.close(|e| out.push(own(e))).unwrap();
-        assert_eq!(out.len(), 1);
-    }
-
-    #[test]
-    fn crlf_at_the_limit_fits() {
-        assert_eq!(run(4, &[b"abcd\r", b"\n"]), vec![f(0, b"abcd")]);
-        assert_eq!(
-            run(4, &[b"abcd\r", b"x\n"]),
-            vec![Ev::O(0, b"abcd\r".to_vec())]
-        );
-        // at close the frame ends as if terminated, so the CR is half of a CRLF
-        assert_eq!(run(4, &[b"abcd\r"]), vec![f(0, b"abcd")]);
-    }
-
-    #[test]
-    fn whitespace_frames_are_size_checked() {
-        assert_eq!(
-            run(3, &[b"      \n1\n"]),
-            vec![Ev::O(0, b"    ".to_vec()), f(7, b"1")]
-        );
-    }
-
-    #[test]
-    fn preview_is_capped() {
-        let big = vec![b'x'; 1000];
-        let out = run(500, &[&big, b"\n"]);
-        assert_eq!(out, vec![Ev::O(0, vec![b'x'; PREVIEW_BYTES])]);
-    }
-
-    #[test]
-    fn closed_framer_refuses() {
-        let mut fr = Framer::new(10);
-        fr.close(|_| {}).unwrap();
-        assert_eq!(fr.feed(b"x", |_| {}), Err(Closed));
-        assert_eq!(fr.close(|_| {}), Err(Closed));
-    }
-
-    #[test]
-    fn every_split_point_gives_the_same_events() {
-        let stream: &[u8] = b"\xEF\xBB\xBF{\"a\":1}\r\n\n  \n0123456789abc\r\n{\"b\":[1,2]}\nxy\r\rz\n0123456789\r\nq";
-        for max in [3, 9, 10, 11, 12, 100] {
-            let whole = run(max, &[stream]);
-            for i in 0..=stream.len() {
-                assert_eq!(
-                    run(max, &[&stream[..i], &stream[i..]]),
-                    whole,
-                    "max {max} split {i}"
-                );
-                for j in i..=stream.len() {
-                    let parts = [&stream[..i], &stream[i..j], &stream[j..]];
-                    assert_eq!(run(max, &parts), whole, "max {max} splits {i} {j}");
-                }
-            }
-            let bytewise: Vec<&[u8]> = stream.chunks(1).collect();
-            assert_eq!(run(max, &bytewise), whole);
-        }
-    }
-
-    #[test]
-    fn large_frame_in_small_chunks_is_linear_and_exact() {
-        let mut stream = vec![b'7'; 1 << 20];
-        stream.push(b'\n');
-        let chunks: Vec<&[u8]> = stream.chunks(4096).collect();
-        let out = run(2 << 20, &chunks);
-        assert_eq!(out.len(), 1);
-        assert_eq!(out[0], Ev::F(0, vec![b'7'; 1 << 20]));
-    }
-}
+mod tests;

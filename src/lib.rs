@@ -8,6 +8,8 @@ pub mod depth;
 pub mod encode;
 pub mod envelope;
 pub mod framing;
+pub mod pages;
+pub mod scan;
 pub mod splice;
 
 #[cfg(feature = "python")]

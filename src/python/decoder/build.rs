@@ -14,7 +14,7 @@ use pyo3::types::{PyBytes, PyInt, PyList, PyString};
 use crate::envelope::{
     self, Envelope, Failure, Id, Item, Kind, OwnedId, Payloads, Text, INVALID_REQUEST,
 };
-use crate::framing::Event;
+use crate::framing::{Checked, Event};
 
 use super::frame_error::FrameError;
 use super::message::{parse_json, Message};
@@ -158,10 +158,11 @@ impl<P: Payloads<Value = Py<PyAny>>> Collector<P> {
     }
 
     /// Validate one reassembled frame, keeping its buffer if it yields messages.
-    pub(crate) fn assembled(&mut self, offset: u64, bytes: Vec<u8>) {
+    pub(crate) fn assembled(&mut self, offset: u64, bytes: Vec<u8>, checked: Checked) {
         let items = &mut self.out.items;
         let start = items.len();
-        envelope::validate_with(&bytes, self.batches, &mut self.payloads, items);
+        let known = (checked.utf8, checked.opening);
+        envelope::validate_counted(&bytes, known, self.batches, &mut self.payloads, items);
         let place = Place::Assembled(self.out.assembled.len());
         if items[start..].iter().any(|i| matches!(i, Item::Message(_))) {
             self.out.assembled.push(bytes);
@@ -183,7 +184,11 @@ impl<P: Payloads<Value = Py<PyAny>>> Collector<P> {
     pub(crate) fn event(&mut self, event: Event<'_>) {
         match event {
             Event::Frame { offset, bytes } => self.frame(offset, bytes),
-            Event::Assembled { offset, bytes } => self.assembled(offset, bytes),
+            Event::Assembled {
+                offset,
+                bytes,
+                checked,
+            } => self.assembled(offset, bytes, checked),
             Event::Oversize { offset, preview } => self.oversize(offset, preview),
         }
     }
@@ -275,7 +280,7 @@ pub(crate) fn message<'py>(
     };
     let method = e.method.map(|t| methods.get(py, frame_text(frame, &t)));
     let request = matches!(e.kind, Kind::Request | Kind::Notification);
-    let m = Message {
+    let mut m = Message {
         kind: e.kind,
         id,
         method,
@@ -292,17 +297,15 @@ pub(crate) fn message<'py>(
         response_params: if request { None } else { e.raw_params }.map(shift),
         batch: e.batch,
         lazy,
+        built: None,
         payload: PyOnceLock::new(),
     };
     if let Some(v) = e.payload {
-        // built during the scan; the cell is new, so `set` cannot find it filled
-        let _ = m.payload.set(py, v);
+        // built during the scan
+        m.built = Some(v);
     } else if let Some(r) = &m.raw_payload {
         if !lazy || m.kind == Kind::Error {
-            // the cell is new, so `set` cannot find it filled
-            let _ = m
-                .payload
-                .set(py, parse_json(py, &bytes[r.clone()])?.unbind());
+            m.built = Some(parse_json(py, &bytes[r.clone()])?.unbind());
         }
     }
     let object = Bound::new(py, m)?;

@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyList;
 
 use crate::envelope::{self, Item, Payloads};
-use crate::framing::Event;
+use crate::framing::{Checked, Event};
 
 use super::build::{frame_error, input_place, message, oversize_failure, validate_frame};
 use super::build::{Buffer, InputPlace};
@@ -59,7 +59,11 @@ impl<'a, 'py, P: Payloads<Value = Py<PyAny>>> Direct<'a, 'py, P> {
         }
         let done = match event {
             Event::Frame { offset, bytes } => self.frame(offset, bytes),
-            Event::Assembled { offset, bytes } => self.assembled(offset, bytes),
+            Event::Assembled {
+                offset,
+                bytes,
+                checked,
+            } => self.assembled(offset, bytes, checked),
             Event::Oversize { offset, preview } => {
                 let failure = oversize_failure(self.max_frame, preview);
                 frame_error(self.py, offset, failure).map(|e| self.objects.push(e))
@@ -77,9 +81,10 @@ impl<'a, 'py, P: Payloads<Value = Py<PyAny>>> Direct<'a, 'py, P> {
     }
 
     /// A frame reassembled from several chunks: its buffer becomes the messages' buffer.
-    fn assembled(&mut self, offset: u64, bytes: Vec<u8>) -> PyResult<()> {
+    fn assembled(&mut self, offset: u64, bytes: Vec<u8>, checked: Checked) -> PyResult<()> {
         let (batches, payloads) = (self.batches, &mut self.payloads);
-        envelope::validate_with(&bytes, batches, payloads, &mut self.scratch);
+        let known = (checked.utf8, checked.opening);
+        envelope::validate_counted(&bytes, known, batches, payloads, &mut self.scratch);
         let own = Buffer::Shared(Arc::new(bytes));
         self.build(&own, 0, offset)
     }

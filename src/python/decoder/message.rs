@@ -42,7 +42,10 @@ pub(crate) struct Message {
     pub(crate) offset: u64,
     pub(crate) batch: Option<u32>,
     pub(crate) lazy: bool,
-    /// The decoded payload, once built.
+    /// The payload value built while decoding (eager messages, errors): a plain field, cheaper
+    /// to fill than the cell.
+    pub(crate) built: Option<Py<PyAny>>,
+    /// The decoded payload of a lazy message, once built on access.
     pub(crate) payload: PyOnceLock<Py<PyAny>>,
 }
 
@@ -66,7 +69,7 @@ impl Message {
         let Some(r) = this.payload_span(kinds) else {
             return Ok(py.None());
         };
-        if let Some(v) = this.payload.get(py) {
+        if let Some(v) = this.built.as_ref().or_else(|| this.payload.get(py)) {
             return Ok(v.clone_ref(py));
         }
         let value = this.payload.get_or_try_init(py, || {
@@ -89,7 +92,8 @@ impl Message {
     /// references (`int`, `str`, `bytes`) cannot form cycles, and a lazy stream of messages
     /// would otherwise make every collection walk all of them. `value_of` tracks it again.
     pub(crate) fn untrack(slf: &Bound<'_, Self>) {
-        if slf.get().payload.get(slf.py()).is_none() {
+        let this = slf.get();
+        if this.built.is_none() && this.payload.get(slf.py()).is_none() {
             // SAFETY: `slf` was just created (so it is tracked) and the GIL is held.
             unsafe { ffi::PyObject_GC_UnTrack(slf.as_ptr().cast()) }
         }
@@ -110,6 +114,9 @@ impl Drop for Message {
             if let Some(o) = self.method.take() {
                 o.drop_ref(py);
             }
+            if let Some(o) = self.built.take() {
+                o.drop_ref(py);
+            }
             if let Some(o) = self.payload.take() {
                 o.drop_ref(py);
             }
@@ -128,6 +135,7 @@ impl Message {
         // SAFETY: the collector calls this with the GIL held; the token only reads the cell (no
         // Python API call, which `__traverse__` must not make).
         let py = unsafe { Python::assume_attached() };
+        visit.call(self.built.as_ref())?;
         visit.call(self.payload.get(py))
     }
 

@@ -4,32 +4,152 @@
 
 use std::borrow::Cow;
 
-use jiter::{Jiter, JiterError, JiterErrorType, JiterResult, JsonErrorType, Peek};
 use pyo3::exceptions::PyValueError;
+use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyList, PyString};
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString};
 
 use crate::envelope::Payloads;
+use crate::scan::{number_end, string_end, ws, Invalid, Scan};
 
 /// Why building stopped: bad JSON (a frame error) or a Python failure (raised to the caller).
 enum Fail {
-    Json(JiterError),
+    Json,
     Py(PyErr),
 }
 
-impl From<JiterError> for Fail {
-    fn from(e: JiterError) -> Self {
-        Self::Json(e)
+impl From<Invalid> for Fail {
+    fn from(_: Invalid) -> Self {
+        Self::Json
     }
 }
 
 /// A Python `str`, through the ASCII fast path when it applies.
 fn new_str<'py>(py: Python<'py>, s: &str) -> Bound<'py, PyString> {
-    if s.is_ascii() {
+    let ascii = if s.len() >= BIG_STR {
+        big_ascii(py, s.as_bytes())
+    } else if s.is_ascii() {
         // SAFETY: `s` was just checked to be ASCII only.
-        unsafe { jiter::pystring_ascii_new(py, s) }
+        Some(unsafe { jiter::pystring_ascii_new(py, s) })
     } else {
-        PyString::new(py, s)
+        None
+    };
+    ascii
+        .or_else(|| utf8_str(py, s))
+        .unwrap_or_else(|| PyString::new(py, s))
+}
+
+/// The `str` of `s` (not all ASCII) made the way CPython stores it: the narrowest kind that
+/// holds its largest character, read off the UTF-8 lead bytes, then filled in one decoding pass
+/// (`None` if the allocation failed: the caller's path raises the memory error).
+fn utf8_str<'py>(py: Python<'py>, s: &str) -> Option<Bound<'py, PyString>> {
+    let bytes = s.as_bytes();
+    let (mut chars, mut top) = (0usize, 0u8);
+    for &b in bytes {
+        // every character has exactly one byte that is not a continuation byte (0x80..=0xBF)
+        chars += usize::from((b as i8) >= -0x40);
+        top = top.max(b);
+    }
+    // 4-byte sequences encode U+10000 and up, 3-byte ones U+0800 and up, 2-byte ones with a lead
+    // of C4 or more U+0100 and up; leads C2 and C3 alone mean a Latin-1 string
+    let maxchar: u32 = match top {
+        0xF0.. => 0x10_FFFF,
+        0xE0.. => 0xFFFF,
+        0xC4.. => 0x7FF,
+        _ => 0xFF,
+    };
+    let size = isize::try_from(chars).ok()?;
+    // SAFETY: `PyUnicode_New` returns a new reference or null; its data holds `chars` units of
+    // the kind `maxchar` selects (1, 2 or 4 bytes), each written once below, as `decode_into`
+    // writes exactly one unit per character; the values fit the kind by the choice above.
+    unsafe {
+        let string = Bound::from_owned_ptr_or_opt(py, ffi::PyUnicode_New(size, maxchar))?;
+        let data = ffi::PyUnicode_DATA(string.as_ptr());
+        match maxchar {
+            0xFF => decode_into(bytes, data.cast::<u8>(), |c| c as u8),
+            0x10_FFFF => decode_into(bytes, data.cast::<u32>(), |c| c),
+            _ => decode_into(bytes, data.cast::<u16>(), |c| c as u16),
+        }
+        Some(string.cast_into_unchecked())
+    }
+}
+
+/// Write the code points of valid UTF-8 `s`, converted by `unit`, to `out`, one per character;
+/// runs of ASCII go eight bytes at a time.
+///
+/// # Safety
+/// `out` must be valid for writing as many `T` as `s` has characters.
+unsafe fn decode_into<T>(s: &[u8], out: *mut T, unit: impl Fn(u32) -> T) {
+    let (mut i, mut k) = (0, 0);
+    let tail = |at: usize| u32::from(s[at] & 0x3F);
+    while i < s.len() {
+        if let Some(chunk) = s.get(i..i + 8) {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            if u64::from_le_bytes(word) & 0x8080_8080_8080_8080 == 0 {
+                for (j, &b) in word.iter().enumerate() {
+                    // SAFETY: eight ASCII bytes are eight characters, all still unwritten.
+                    unsafe { out.add(k + j).write(unit(u32::from(b))) };
+                }
+                i += 8;
+                k += 8;
+                continue;
+            }
+        }
+        let b = s[i];
+        let (c, len) = match b {
+            0..=0x7F => (u32::from(b), 1),
+            0xC0..=0xDF => ((u32::from(b & 0x1F) << 6) | tail(i + 1), 2),
+            0xE0..=0xEF => (
+                (u32::from(b & 0x0F) << 12) | (tail(i + 1) << 6) | tail(i + 2),
+                3,
+            ),
+            _ => (
+                (u32::from(b & 0x07) << 18)
+                    | (tail(i + 1) << 12)
+                    | (tail(i + 2) << 6)
+                    | tail(i + 3),
+                4,
+            ),
+        };
+        // SAFETY: `k` counts the characters written so far, fewer than `s` has (the caller's
+        // bound) since one more starts at `i`.
+        unsafe { out.add(k).write(unit(c)) };
+        k += 1;
+        i += len;
+    }
+}
+
+/// Strings from this length on are built by [`big_ascii`] first.
+const BIG_STR: usize = 1 << 16;
+
+/// The `str` of a long `s` if it is ASCII (else `None`): checked and copied block by block into
+/// the new string, so each block is read from memory once (the copy finds it in cache), and
+/// with huge pages for a very long one.
+fn big_ascii<'py>(py: Python<'py>, s: &[u8]) -> Option<Bound<'py, PyString>> {
+    const BLOCK: usize = 1 << 14;
+    if !s[..BLOCK.min(s.len())].is_ascii() {
+        return None;
+    }
+    let len = isize::try_from(s.len()).ok()?;
+    // SAFETY: `PyUnicode_New` returns a new reference or null (then `None`: the caller's path
+    // raises the memory error); with a maximum character of 127 it is a compact ASCII string whose
+    // data is `s.len()` writable bytes (then its terminating NUL, written by `PyUnicode_New`).
+    // Only ASCII blocks are copied in; if a block is not, the string (never exposed, its
+    // contents never read) is dropped.
+    unsafe {
+        let string = Bound::from_owned_ptr_or_opt(py, ffi::PyUnicode_New(len, 127))?;
+        let data = ffi::PyUnicode_DATA(string.as_ptr()).cast::<u8>();
+        if s.len() >= crate::pages::HUGE_FROM {
+            crate::pages::advise_huge(data, s.len());
+        }
+        for (k, block) in s.chunks(BLOCK).enumerate() {
+            if !block.is_ascii() {
+                return None;
+            }
+            std::ptr::copy_nonoverlapping(block.as_ptr(), data.add(k * BLOCK), block.len());
+        }
+        Some(string.cast_into_unchecked())
     }
 }
 
@@ -157,77 +277,146 @@ fn slot_hash(raw: &[u8]) -> u64 {
     (product >> 64) as u64 ^ product as u64
 }
 
-/// The [`Payloads`] that builds Python objects.
+/// The [`Payloads`] that builds Python objects, walking the JSON with the validating scanner of
+/// `crate::scan` (so a value is checked and built in one pass).
 pub(crate) struct PyValues<'a, 'py> {
     py: Python<'py>,
     keys: &'a mut Keys,
+    /// Items of the arrays being built (nested arrays stack theirs above their parent's).
+    items: Vec<Bound<'py, PyAny>>,
     /// A Python error met while building (the scan then stops as if the JSON were bad).
     pub(crate) error: Option<PyErr>,
 }
+
+type Built<'py> = Result<(Bound<'py, PyAny>, usize), Fail>;
 
 impl<'a, 'py> PyValues<'a, 'py> {
     pub(crate) fn new(py: Python<'py>, keys: &'a mut Keys) -> Self {
         Self {
             py,
             keys,
+            items: Vec::new(),
             error: None,
         }
     }
 
-    fn value(&mut self, j: &mut Jiter<'_>, peek: Peek) -> Result<Bound<'py, PyAny>, Fail> {
+    /// The value starting at `i` in `d` (no whitespace before it), and the index after it.
+    fn value(&mut self, d: &[u8], i: usize) -> Built<'py> {
         let py = self.py;
-        Ok(match peek {
-            Peek::Null => {
-                j.known_null()?;
-                py.None().into_bound(py)
+        let constant = |word: &[u8], v: Bound<'py, PyAny>| {
+            if d.get(i..i + word.len()) == Some(word) {
+                Ok((v, i + word.len()))
+            } else {
+                Err(Fail::Json)
             }
-            Peek::True | Peek::False => PyBool::new(py, j.known_bool(peek)?).to_owned().into_any(),
-            Peek::String => new_str(py, &unescape(j.known_bytes()?)).into_any(),
-            Peek::Array => self.array(j)?,
-            Peek::Object => self.object(j)?,
-            _ => j.known_number(peek)?.into_pyobject(py).map_err(Fail::Py)?,
-        })
-    }
-
-    fn array(&mut self, j: &mut Jiter<'_>) -> Result<Bound<'py, PyAny>, Fail> {
-        let mut items = Vec::new();
-        let mut next = j.known_array()?;
-        while let Some(peek) = next {
-            items.push(self.value(j, peek)?);
-            next = j.array_step()?;
+        };
+        match d.get(i) {
+            Some(b'{') => self.object(d, i),
+            Some(b'[') => self.array(d, i),
+            Some(b'"') => {
+                let (end, escaped) = string_end(d, i + 1)?;
+                Ok((text(py, &d[i + 1..end - 1], escaped).into_any(), end))
+            }
+            Some(b'-' | b'0'..=b'9') => {
+                let (end, int) = number_end(d, i)?;
+                Ok((number(py, as_text(&d[i..end]), int)?, end))
+            }
+            Some(b't') => constant(b"true", PyBool::new(py, true).to_owned().into_any()),
+            Some(b'f') => constant(b"false", PyBool::new(py, false).to_owned().into_any()),
+            Some(b'n') => constant(b"null", py.None().into_bound(py)),
+            _ => Err(Fail::Json),
         }
-        Ok(PyList::new(self.py, items).map_err(Fail::Py)?.into_any())
     }
 
-    fn object(&mut self, j: &mut Jiter<'_>) -> Result<Bound<'py, PyAny>, Fail> {
+    /// The array whose `[` is at `i`.
+    fn array(&mut self, d: &[u8], i: usize) -> Built<'py> {
+        let mark = self.items.len();
+        let mut i = ws(d, i + 1);
+        if d.get(i) == Some(&b']') {
+            return Ok((PyList::empty(self.py).into_any(), i + 1));
+        }
+        loop {
+            let (v, end) = self.value(d, i)?;
+            self.items.push(v);
+            let after = ws(d, end);
+            match d.get(after) {
+                Some(b',') => i = ws(d, after + 1),
+                Some(b']') => {
+                    i = after + 1;
+                    break;
+                }
+                _ => return Err(Fail::Json),
+            }
+        }
+        let list = PyList::new(self.py, self.items.drain(mark..)).map_err(Fail::Py)?;
+        Ok((list.into_any(), i))
+    }
+
+    /// The object whose `{` is at `i`.
+    fn object(&mut self, d: &[u8], i: usize) -> Built<'py> {
         let py = self.py;
         let dict = PyDict::new(py);
-        let mut key = j.next_object_bytes()?.map(|raw| self.keys.get(py, raw));
-        while let Some(k) = key {
-            let peek = j.peek()?;
-            let v = self.value(j, peek)?;
-            dict.set_item(k, v).map_err(Fail::Py)?;
-            key = j.next_key_bytes()?.map(|raw| self.keys.get(py, raw));
+        let mut i = ws(d, i + 1);
+        if d.get(i) == Some(&b'}') {
+            return Ok((dict.into_any(), i + 1));
         }
-        Ok(dict.into_any())
+        loop {
+            if d.get(i) != Some(&b'"') {
+                return Err(Fail::Json);
+            }
+            let (key_end, _) = string_end(d, i + 1)?;
+            let key = self.keys.get(py, &d[i + 1..key_end - 1]);
+            let colon = ws(d, key_end);
+            if d.get(colon) != Some(&b':') {
+                return Err(Fail::Json);
+            }
+            let (v, end) = self.value(d, ws(d, colon + 1))?;
+            dict.set_item(key, v).map_err(Fail::Py)?;
+            let after = ws(d, end);
+            match d.get(after) {
+                Some(b',') => i = ws(d, after + 1),
+                Some(b'}') => return Ok((dict.into_any(), after + 1)),
+                _ => return Err(Fail::Json),
+            }
+        }
     }
+}
+
+/// The `str` of a string token's raw content.
+fn text<'py>(py: Python<'py>, raw: &[u8], escaped: bool) -> Bound<'py, PyString> {
+    if escaped {
+        new_str(py, &unescape(raw))
+    } else {
+        new_str(py, as_text(raw))
+    }
+}
+
+/// The `int` or `float` of a (valid) number literal.
+fn number<'py>(py: Python<'py>, literal: &str, int: bool) -> Result<Bound<'py, PyAny>, Fail> {
+    let built = if !int {
+        // a literal beyond the double range parses as an infinity, as the contract says
+        let f: f64 = literal.parse().map_err(|_| Fail::Json)?;
+        Ok(PyFloat::new(py, f).into_any())
+    } else if let Ok(i) = literal.parse::<i64>() {
+        Ok(PyInt::new(py, i).into_any())
+    } else {
+        py.get_type::<PyInt>().call1((literal,))
+    };
+    built.map_err(Fail::Py)
 }
 
 impl Payloads for PyValues<'_, '_> {
     type Value = Py<PyAny>;
 
-    fn take(&mut self, j: &mut Jiter<'_>, peek: Peek) -> JiterResult<Option<Py<PyAny>>> {
-        match self.value(j, peek) {
-            Ok(v) => Ok(Some(v.unbind())),
-            Err(Fail::Json(e)) => Err(e),
+    fn take(&mut self, frame: &[u8], at: usize) -> Scan<(Option<Py<PyAny>>, usize)> {
+        self.items.clear();
+        match self.value(frame, at) {
+            Ok((v, end)) => Ok((Some(v.unbind()), end)),
+            Err(Fail::Json) => Err(Invalid),
             Err(Fail::Py(e)) => {
+                // the scan stops as if the JSON were bad; the caller raises this error instead
                 self.error = Some(e);
-                let kind =
-                    JsonErrorType::InternalError("Python error while building a value".into());
-                Err(JiterError {
-                    error_type: JiterErrorType::JsonError(kind),
-                    index: j.current_index(),
-                })
+                Err(Invalid)
             }
         }
     }
@@ -238,14 +427,9 @@ impl Payloads for PyValues<'_, '_> {
 pub(crate) fn parse<'py>(py: Python<'py>, json: &[u8]) -> PyResult<Bound<'py, PyAny>> {
     let mut keys = Keys::with_slots(32);
     let mut values = PyValues::new(py, &mut keys);
-    let mut j = Jiter::new(json);
-    let built = j
-        .peek()
-        .map_err(Fail::Json)
-        .and_then(|peek| values.value(&mut j, peek));
-    match built {
-        Ok(v) => Ok(v),
+    match values.value(json, ws(json, 0)) {
+        Ok((v, end)) if ws(json, end) == json.len() => Ok(v),
+        Ok(_) | Err(Fail::Json) => Err(PyValueError::new_err("invalid JSON payload")),
         Err(Fail::Py(e)) => Err(e),
-        Err(Fail::Json(e)) => Err(PyValueError::new_err(format!("invalid JSON payload: {e}"))),
     }
 }

@@ -1,0 +1,296 @@
+//! Unit tests of the envelope scan and classification.
+
+use super::*;
+
+fn items(frame: &[u8]) -> Vec<Item> {
+    let mut out = Vec::new();
+    validate(frame, true, &mut out);
+    out
+}
+
+fn one(frame: &[u8]) -> Item {
+    let mut v = items(frame);
+    assert_eq!(v.len(), 1, "{:?}", String::from_utf8_lossy(frame));
+    v.pop().unwrap()
+}
+
+fn msg(frame: &[u8]) -> Envelope {
+    match one(frame) {
+        Item::Message(e) => e,
+        Item::Failure(f) => panic!("{:?}: {}", String::from_utf8_lossy(frame), f.message),
+    }
+}
+
+fn fail(frame: &[u8]) -> Failure {
+    match one(frame) {
+        Item::Failure(f) => f,
+        Item::Message(e) => panic!("{:?}: {:?}", String::from_utf8_lossy(frame), e),
+    }
+}
+
+fn slice<'a>(frame: &'a [u8], r: &Option<Range<usize>>) -> &'a [u8] {
+    &frame[r.clone().unwrap()]
+}
+
+#[test]
+fn request_spans() {
+    let f = br#" {"jsonrpc":"2.0","id": 7 ,"method":"tools/call","params":{"a":[1,2]}} "#;
+    let e = msg(f);
+    assert_eq!(e.kind, Kind::Request);
+    assert_eq!(e.id, Some(Id::Int(7)));
+    assert_eq!(e.method.as_ref().unwrap().as_str(f), "tools/call");
+    assert_eq!(e.raw, 0..f.len());
+    assert_eq!(slice(f, &e.raw_id), b"7");
+    assert_eq!(slice(f, &e.raw_params), br#"{"a":[1,2]}"#);
+    assert_eq!((e.raw_result, e.raw_error, e.batch), (None, None, None));
+}
+
+#[test]
+fn kinds() {
+    assert_eq!(
+        msg(br#"{"jsonrpc":"2.0","method":"x"}"#).kind,
+        Kind::Notification
+    );
+    assert_eq!(
+        msg(br#"{"jsonrpc":"2.0","method":"x","params":[]}"#).kind,
+        Kind::Notification
+    );
+    let r = br#"{"jsonrpc":"2.0","id":"a","result":null}"#;
+    let e = msg(r);
+    assert_eq!(e.kind, Kind::Result);
+    assert_eq!(slice(r, &e.raw_result), b"null");
+    assert_eq!(e.id, Some(Id::Str(Text::Span(23..24))));
+    let er = br#"{"jsonrpc":"2.0","id":null,"error":{"code":-1,"message":"m","data":[{}]}}"#;
+    let e = msg(er);
+    assert_eq!((e.kind, e.id.clone()), (Kind::Error, None));
+    assert_eq!(slice(er, &e.raw_id), b"null");
+    assert_eq!(
+        slice(er, &e.raw_error),
+        br#"{"code":-1,"message":"m","data":[{}]}"#
+    );
+}
+
+#[test]
+fn escaped_and_big_ids() {
+    let f = br#"{"jsonrpc":"2.0","id":"a\u00e9\"","method":"m\/x"}"#;
+    let e = msg(f);
+    assert_eq!(e.id, Some(Id::Str(Text::Owned("a\u{e9}\"".into()))));
+    assert_eq!(e.method, Some(Text::Owned("m/x".into())));
+    let big = br#"{"jsonrpc":"2.0","id":-123456789012345678901234567890,"result":1}"#;
+    let e = msg(big);
+    assert_eq!(slice(big, &e.raw_id), b"-123456789012345678901234567890");
+    assert!(matches!(e.id, Some(Id::Big(_))));
+    assert_eq!(
+        msg(br#"{"jsonrpc":"2.0","id":-0,"result":1}"#).id,
+        Some(Id::Int(0))
+    );
+}
+
+#[test]
+fn escaped_keys_and_duplicates() {
+    let e = msg(br#"{"jsonrpc":"2.0","\u006dethod":"x","id":true,"id":3}"#);
+    assert_eq!((e.kind, e.id), (Kind::Request, Some(Id::Int(3))));
+    let f = fail(br#"{"jsonrpc":"2.0","method":"x","id":3,"id":1.5}"#);
+    assert_eq!(f.message, ID_TYPE);
+}
+
+#[test]
+fn frame_level_failures() {
+    let f = fail(b"{\"a\":\"\xff\"}");
+    assert_eq!(
+        (f.code, f.message.as_ref()),
+        (
+            PARSE_ERROR,
+            "Parse error: invalid UTF-8 at byte 6 of the frame"
+        )
+    );
+    let deep = [vec![b'['; 129], vec![b']'; 129]].concat();
+    assert_eq!(
+        fail(&deep).message,
+        "Parse error: nesting deeper than 128 levels"
+    );
+    for bad in [
+        &b"{"[..],
+        b"{\"a\":1,}",
+        b"[1,]",
+        b"{} x",
+        b"NaN",
+        b"[Infinity]",
+        b"{\"a\":\"\\ud800\"}",
+        b"{\"a\":\"\\udc00\"}",
+        b"\"a\tb\"",
+        b"01",
+        b"{\"jsonrpc\":\"2.0\",\"method\":\"x\",\"params\":{\"a\":tru}}",
+        b"\xEF\xBB\xBF{}",
+    ] {
+        let f = fail(bad);
+        assert_eq!(
+            (f.code, f.message.as_ref(), f.id.clone()),
+            (PARSE_ERROR, INVALID_JSON, None),
+            "{bad:?}"
+        );
+    }
+    for not_object in [&b"1"[..], b"\"x\"", b"null", b" 1e400 "] {
+        let f = fail(not_object);
+        assert_eq!((f.code, f.message.as_ref()), (INVALID_REQUEST, NOT_OBJECT));
+    }
+}
+
+#[test]
+fn envelope_rules_in_order() {
+    let cases: &[(&[u8], &str)] = &[
+        (br#"{"id":1,"method":"x"}"#, NO_JSONRPC),
+        (br#"{"jsonrpc":2.0,"method":"x"}"#, BAD_JSONRPC),
+        (br#"{"jsonrpc":"1.0","method":"x"}"#, BAD_JSONRPC),
+        (br#"{"jsonrpc":"2.0","method":1,"result":1}"#, METHOD_TYPE),
+        (br#"{"jsonrpc":"2.0","method":null}"#, METHOD_TYPE),
+        (
+            br#"{"jsonrpc":"2.0","method":"x","error":1,"params":1}"#,
+            REQUEST_RESULT,
+        ),
+        (
+            br#"{"jsonrpc":"2.0","method":"x","params":1,"id":null}"#,
+            PARAMS_TYPE,
+        ),
+        (
+            br#"{"jsonrpc":"2.0","method":"x","params":null}"#,
+            PARAMS_TYPE,
+        ),
+        (
+            br#"{"jsonrpc":"2.0","method":"x","id":null}"#,
+            NULL_REQUEST_ID,
+        ),
+        (br#"{"jsonrpc":"2.0","method":"x","id":false}"#, ID_TYPE),
+        (br#"{"jsonrpc":"2.0","method":"x","id":1.0}"#, ID_TYPE),
+        (br#"{"jsonrpc":"2.0","method":"x","id":[1]}"#, ID_TYPE),
+        (br#"{"jsonrpc":"2.0","result":1,"error":{}}"#, BOTH),
+        (br#"{"jsonrpc":"2.0","id":1}"#, NEITHER),
+        (br#"{"jsonrpc":"2.0","result":1}"#, NO_ID),
+        (br#"{"jsonrpc":"2.0","result":1,"id":{}}"#, ID_TYPE),
+        (br#"{"jsonrpc":"2.0","result":1,"id":null}"#, NULL_RESULT_ID),
+        (br#"{"jsonrpc":"2.0","error":[],"id":1}"#, ERROR_TYPE),
+        (
+            br#"{"jsonrpc":"2.0","error":{"message":"m"},"id":1}"#,
+            CODE_TYPE,
+        ),
+        (
+            br#"{"jsonrpc":"2.0","error":{"code":1.5,"message":"m"},"id":1}"#,
+            CODE_TYPE,
+        ),
+        (
+            br#"{"jsonrpc":"2.0","error":{"code":"1","message":"m"},"id":1}"#,
+            CODE_TYPE,
+        ),
+        (
+            br#"{"jsonrpc":"2.0","error":{"code":1},"id":1}"#,
+            MESSAGE_TYPE,
+        ),
+        (
+            br#"{"jsonrpc":"2.0","error":{"code":1,"message":null},"id":1}"#,
+            MESSAGE_TYPE,
+        ),
+    ];
+    for (frame, expected) in cases {
+        let f = fail(frame);
+        assert_eq!(
+            (f.code, f.message.as_ref()),
+            (INVALID_REQUEST, *expected),
+            "{:?}",
+            String::from_utf8_lossy(frame)
+        );
+    }
+    let e =
+        msg(br#"{"jsonrpc":"2.0","error":{"code":99999999999999999999999,"message":"m"},"id":1}"#);
+    assert_eq!(e.kind, Kind::Error);
+}
+
+#[test]
+fn failure_id_and_notification_flag() {
+    let f = fail(br#"{"jsonrpc":"1.0","method":"x","id":"q"}"#);
+    assert_eq!(
+        (f.id, f.notification),
+        (Some(OwnedId::Str("q".into())), false)
+    );
+    let f = fail(br#"{"jsonrpc":"1.0","method":"x"}"#);
+    assert_eq!((f.id, f.notification), (None, true));
+    let f = fail(br#"{"method":"x","params":3}"#);
+    assert!(f.notification);
+    let f = fail(br#"{"jsonrpc":"2.0","resul":1,"id":12345678901234567890123}"#);
+    assert_eq!(f.id, Some(OwnedId::Big("12345678901234567890123".into())));
+    assert!(!fail(b"[1]").notification);
+}
+
+#[test]
+fn batches() {
+    let f = br#"[ {"jsonrpc":"2.0","method":"a"} , 5, [], {"jsonrpc":"2.0","id":2,"result":{}}]"#;
+    let v = items(f);
+    assert_eq!(v.len(), 4);
+    let Item::Message(a) = &v[0] else { panic!() };
+    assert_eq!(
+        (&f[a.raw.clone()], a.batch),
+        (&br#"{"jsonrpc":"2.0","method":"a"}"#[..], Some(0))
+    );
+    let Item::Failure(b) = &v[1] else { panic!() };
+    assert_eq!(
+        (b.message.as_ref(), b.start, b.batch, b.preview.as_slice()),
+        (NOT_OBJECT, 35, Some(1), &b"5"[..])
+    );
+    let Item::Failure(c) = &v[2] else { panic!() };
+    assert_eq!((c.message.as_ref(), c.batch), (NOT_OBJECT, Some(2)));
+    let Item::Message(d) = &v[3] else { panic!() };
+    assert_eq!((d.kind, d.batch), (Kind::Result, Some(3)));
+    assert_eq!(fail(b" [ ] ").message, EMPTY_BATCH);
+    assert_eq!(fail(b"[{},1,]").message, INVALID_JSON);
+    let mut out = Vec::new();
+    validate(br#"[{"jsonrpc":"2.0","method":"a"}]"#, false, &mut out);
+    assert!(matches!(&out[..], [Item::Failure(f)] if f.message == NO_BATCHES && f.batch.is_none()));
+}
+
+/// A `Payloads` that builds the text of each value, to check what the scan hands it.
+struct Texts;
+
+impl Payloads for Texts {
+    type Value = String;
+    fn take(&mut self, frame: &[u8], at: usize) -> Scan<(Option<String>, usize)> {
+        let end = scan::skip_value(frame, at)?;
+        let text = String::from_utf8_lossy(&frame[at..end]).into_owned();
+        Ok((Some(text), end))
+    }
+}
+
+#[test]
+fn payloads_are_built_during_the_scan() {
+    let mut out = Vec::new();
+    let f = br#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":[1]}}"#;
+    validate_with(f, true, &mut Texts, &mut out);
+    assert!(matches!(&out[..], [Item::Message(e)] if e.payload.as_deref() == Some(r#"{"a":[1]}"#)));
+    out.clear();
+    let r = br#"[{"jsonrpc":"2.0","id":1,"result":"x","params":[2]},{"jsonrpc":"2.0","id":null,"error":{"code":1,"message":"m"}}]"#;
+    validate_with(r, true, &mut Texts, &mut out);
+    assert!(matches!(&out[0], Item::Message(e) if e.payload.as_deref() == Some("\"x\"")));
+    assert!(matches!(&out[1], Item::Message(e) if e.payload.is_none()));
+    out.clear();
+    // a bad value anywhere makes the whole frame invalid, whatever was built before it
+    validate_with(
+        br#"{"jsonrpc":"2.0","id":1,"result":[1],"x":[}"#,
+        true,
+        &mut Texts,
+        &mut out,
+    );
+    assert!(matches!(&out[..], [Item::Failure(f)] if f.message == INVALID_JSON));
+}
+
+#[test]
+fn invalid_utf8_index() {
+    assert_eq!(invalid_utf8_at("é日😀".as_bytes()), None);
+    assert_eq!(invalid_utf8_at(b"ab\xc3"), Some(2));
+    assert_eq!(invalid_utf8_at(b"\xed\xa0\x80"), Some(0));
+}
+
+#[test]
+fn preview_is_first_bytes() {
+    let mut frame = br#"{"jsonrpc":"2.0","method":"x","params":["#.to_vec();
+    frame.extend(std::iter::repeat_n(b'1', 100));
+    let f = fail(&frame);
+    assert_eq!(f.preview, frame[..PREVIEW_BYTES].to_vec());
+}

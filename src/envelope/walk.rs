@@ -1,0 +1,280 @@
+//! The scan of a frame's JSON (step 4 of the contract) that records the envelope members on the
+//! way (for step 5), built on the allocation-free scanner of `crate::scan`.
+
+use std::ops::Range;
+
+use jiter::Jiter;
+
+use super::{classify, classify_element, frame_failure, ErrShape, IdTag, Item, Members, Payloads};
+use super::{Text, EMPTY_BATCH, INVALID_REQUEST, NOT_OBJECT, NO_BATCHES};
+use crate::scan::{number_end, skip_value, string_end, ws, Invalid, Scan};
+
+#[derive(Clone, Copy)]
+enum Field {
+    Jsonrpc,
+    Method,
+    Id,
+    Params,
+    Result,
+    Error,
+    Other,
+}
+
+fn field(key: &[u8]) -> Field {
+    match key {
+        b"jsonrpc" => Field::Jsonrpc,
+        b"method" => Field::Method,
+        b"id" => Field::Id,
+        b"params" => Field::Params,
+        b"result" => Field::Result,
+        b"error" => Field::Error,
+        _ => Field::Other,
+    }
+}
+
+/// The decoded text of the (valid, escaped) string token `quoted`, quotes included.
+fn unescaped(quoted: &[u8]) -> Scan<Box<str>> {
+    Jiter::new(quoted)
+        .next_str()
+        .map(Into::into)
+        .map_err(|_| Invalid)
+}
+
+/// A key at `i` (its opening quote), its colon and the whitespace after it: the key's text (in
+/// place unless escaped) and the index of the member's value.
+fn key(d: &[u8], i: usize) -> Scan<(Text, usize)> {
+    if d.get(i) != Some(&b'"') {
+        return Err(Invalid);
+    }
+    let (end, escaped) = string_end(d, i + 1)?;
+    let text = if escaped {
+        Text::Owned(unescaped(&d[i..end])?)
+    } else {
+        Text::Span(i + 1..end - 1)
+    };
+    let colon = ws(d, end);
+    if d.get(colon) != Some(&b':') {
+        return Err(Invalid);
+    }
+    Ok((text, ws(d, colon + 1)))
+}
+
+/// After an object member's value (ending at `i`): the index of the next key, or `None` at the
+/// end of the object (then the index after its `}`).
+fn next_member(d: &[u8], i: usize) -> Scan<(Option<usize>, usize)> {
+    let i = ws(d, i);
+    match d.get(i) {
+        Some(b',') => Ok((Some(ws(d, i + 1)), i + 1)),
+        Some(b'}') => Ok((None, i + 1)),
+        _ => Err(Invalid),
+    }
+}
+
+/// The first key of the object whose `{` is at `i`, or `None` (then the index after its `}`).
+fn first_member(d: &[u8], i: usize) -> (Option<usize>, usize) {
+    let i = ws(d, i + 1);
+    if d.get(i) == Some(&b'}') {
+        (None, i + 1)
+    } else {
+        (Some(i), i)
+    }
+}
+
+/// Scan the whole frame (steps 4 and 5), appending its items to `out`.
+pub(super) fn scan_frame<P: Payloads>(
+    frame: &[u8],
+    batches: bool,
+    p: &mut P,
+    out: &mut Vec<Item<P::Value>>,
+) -> Scan<()> {
+    let at = ws(frame, 0);
+    let finish = |end: usize| -> Scan<()> {
+        if ws(frame, end) == frame.len() {
+            Ok(())
+        } else {
+            Err(Invalid)
+        }
+    };
+    match frame.get(at) {
+        Some(b'{') => {
+            let (members, end) = scan_object(frame, at, p)?;
+            finish(end)?;
+            out.push(classify(members, 0..frame.len(), None, frame));
+        }
+        Some(b'[') => {
+            let (elements, end) = scan_batch(frame, at, p)?;
+            finish(end)?;
+            if !batches {
+                out.push(frame_failure(frame, INVALID_REQUEST, NO_BATCHES.into()));
+            } else if elements.is_empty() {
+                out.push(frame_failure(frame, INVALID_REQUEST, EMPTY_BATCH.into()));
+            } else {
+                for (index, (range, members)) in elements.into_iter().enumerate() {
+                    out.push(classify_element(members, range, index as u32, frame));
+                }
+            }
+        }
+        _ => {
+            finish(skip_value(frame, at)?)?;
+            out.push(frame_failure(frame, INVALID_REQUEST, NOT_OBJECT.into()));
+        }
+    }
+    Ok(())
+}
+
+type Element<V> = (Range<usize>, Option<Members<V>>);
+
+/// Scan a batch whose `[` is at `i`: its elements, and the index after its `]`.
+fn scan_batch<P: Payloads>(d: &[u8], i: usize, p: &mut P) -> Scan<(Vec<Element<P::Value>>, usize)> {
+    let mut elements = Vec::new();
+    let mut i = ws(d, i + 1);
+    if d.get(i) == Some(&b']') {
+        return Ok((elements, i + 1));
+    }
+    loop {
+        let (members, end) = if d.get(i) == Some(&b'{') {
+            let (m, end) = scan_object(d, i, p)?;
+            (Some(m), end)
+        } else {
+            (None, skip_value(d, i)?)
+        };
+        elements.push((i..end, members));
+        let after = ws(d, end);
+        match d.get(after) {
+            Some(b',') => i = ws(d, after + 1),
+            Some(b']') => return Ok((elements, after + 1)),
+            _ => return Err(Invalid),
+        }
+    }
+}
+
+/// The string at `i` as text, or `None` (the value skipped) when it is not a string; and the
+/// index after the value.
+fn take_str(d: &[u8], i: usize) -> Scan<(Option<Text>, usize)> {
+    if d.get(i) != Some(&b'"') {
+        return Ok((None, skip_value(d, i)?));
+    }
+    let (end, escaped) = string_end(d, i + 1)?;
+    let text = if escaped {
+        Text::Owned(unescaped(&d[i..end])?)
+    } else {
+        Text::Span(i + 1..end - 1)
+    };
+    Ok((Some(text), end))
+}
+
+/// Scan an object whose `{` is at `i`, recording the envelope members; and the index after it.
+fn scan_object<P: Payloads>(d: &[u8], i: usize, p: &mut P) -> Scan<(Members<P::Value>, usize)> {
+    let mut m = Members::default();
+    let (mut next, mut end) = first_member(d, i);
+    while let Some(at) = next {
+        let (name, start) = key(d, at)?;
+        let value_end = member(d, start, field(name.as_bytes(d)), &mut m, p)?;
+        (next, end) = next_member(d, value_end)?;
+    }
+    Ok((m, end))
+}
+
+/// Scan the value at `start` of the member `f`, recording it in `m`; the index after it.
+fn member<P: Payloads>(
+    d: &[u8],
+    start: usize,
+    f: Field,
+    m: &mut Members<P::Value>,
+    p: &mut P,
+) -> Scan<usize> {
+    let end = match f {
+        Field::Jsonrpc => {
+            let (text, end) = take_str(d, start)?;
+            m.jsonrpc = Some(text.is_some_and(|t| t.as_bytes(d) == b"2.0"));
+            end
+        }
+        Field::Method => {
+            let (text, end) = take_str(d, start)?;
+            m.method = Some(text);
+            end
+        }
+        Field::Id => {
+            let (tag, end) = scan_id(d, start)?;
+            m.id = Some((start..end, tag));
+            end
+        }
+        Field::Params => {
+            let (value, end) = p.take(d, start)?;
+            m.params_value = value;
+            m.params = Some((start..end, matches!(d[start], b'{' | b'[')));
+            end
+        }
+        Field::Result => {
+            let (value, end) = p.take(d, start)?;
+            m.result_value = value;
+            m.result = Some(start..end);
+            end
+        }
+        Field::Error => {
+            let (shape, end) = if d.get(start) == Some(&b'{') {
+                scan_error(d, start)?
+            } else {
+                (ErrShape::NotObject, skip_value(d, start)?)
+            };
+            m.error = Some((start..end, shape));
+            end
+        }
+        Field::Other => skip_value(d, start)?,
+    };
+    Ok(end)
+}
+
+/// The id value at `i` and the index after it.
+fn scan_id(d: &[u8], i: usize) -> Scan<(IdTag, usize)> {
+    match d.get(i) {
+        Some(b'"') => {
+            let (text, end) = take_str(d, i)?;
+            Ok((text.map_or(IdTag::Bad, IdTag::Str), end))
+        }
+        Some(b'-' | b'0'..=b'9') => {
+            let (end, int) = number_end(d, i)?;
+            let tag = if !int {
+                IdTag::Bad
+            } else {
+                // the literal is ASCII digits with an optional sign
+                let literal = std::str::from_utf8(&d[i..end]).unwrap_or_default();
+                literal.parse::<i64>().map_or(IdTag::Big, IdTag::Int)
+            };
+            Ok((tag, end))
+        }
+        Some(b'n') => {
+            let end = skip_value(d, i)?;
+            Ok((IdTag::Null, end))
+        }
+        _ => Ok((IdTag::Bad, skip_value(d, i)?)),
+    }
+}
+
+/// Scan an error object whose `{` is at `i`: is `code` an integer, is `message` a string; and the
+/// index after it.
+fn scan_error(d: &[u8], i: usize) -> Scan<(ErrShape, usize)> {
+    let (mut code, mut message) = (false, false);
+    let (mut next, mut end) = first_member(d, i);
+    while let Some(at) = next {
+        let (name, start) = key(d, at)?;
+        let value_end = match name.as_bytes(d) {
+            b"code" if matches!(d.get(start), Some(b'-' | b'0'..=b'9')) => {
+                let (end, int) = number_end(d, start)?;
+                code = int;
+                end
+            }
+            b"code" => {
+                code = false;
+                skip_value(d, start)?
+            }
+            b"message" => {
+                message = d.get(start) == Some(&b'"');
+                skip_value(d, start)?
+            }
+            _ => skip_value(d, start)?,
+        };
+        (next, end) = next_member(d, value_end)?;
+    }
+    Ok((ErrShape::Object { code, message }, end))
+}

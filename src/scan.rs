@@ -1,0 +1,341 @@
+//! A validating JSON scanner that allocates nothing: it finds where a value (or a string, or a
+//! number) ends and whether it is valid, following the JSON semantics of the core contract (RFC
+//! 8259 grammar; no control characters in strings; no lone surrogate escapes; whitespace is space,
+//! tab, CR and LF). The envelope scan walks the frame with it and skips payloads with it.
+//!
+//! Callers run it on text already known to be valid UTF-8, so bytes above 0x7F inside strings
+//! are accepted as they are; outside strings they are invalid like any unexpected byte.
+
+/// The scanned text is not valid JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Invalid;
+
+/// The result of a scan step: usually the index just after what was scanned.
+pub type Scan<T> = Result<T, Invalid>;
+
+/// The deepest nesting [`skip_value`] follows (the frame's depth was checked beforehand).
+const STACK_BITS: usize = 256;
+
+/// The index of the first byte at or after `i` that is not JSON whitespace.
+#[inline]
+pub fn ws(d: &[u8], mut i: usize) -> usize {
+    while let Some(&b) = d.get(i) {
+        if !matches!(b, b' ' | b'\n' | b'\r' | b'\t') {
+            break;
+        }
+        i += 1;
+    }
+    i
+}
+
+/// Byte-wise constant of a `u64` word.
+const fn splat(b: u8) -> u64 {
+    u64::from_le_bytes([b; 8])
+}
+
+const LOW: u64 = splat(0x01);
+const HIGH: u64 = splat(0x80);
+
+/// Flags (bit 7 of each byte) the bytes of `w` that are `"`, `\` or a control character. The
+/// lowest flag is exact (borrows only run towards higher bytes), which is all the caller uses.
+#[inline]
+fn special(w: u64) -> u64 {
+    let zero = |v: u64| v.wrapping_sub(LOW) & !v & HIGH;
+    let control = w.wrapping_sub(splat(0x20)) & !w & HIGH;
+    zero(w ^ splat(b'"')) | zero(w ^ splat(b'\\')) | control
+}
+
+/// The index of the first `"`, `\` or control byte at or after `i`, or `d.len()`.
+#[inline]
+fn next_special(d: &[u8], i: usize) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    let i = match sse2::next_special_16(d, i) {
+        Ok(found) => return found,
+        Err(rest) => rest,
+    };
+    next_special_8(d, i)
+}
+
+/// [`next_special`] eight bytes at a time, then byte by byte.
+#[inline]
+fn next_special_8(d: &[u8], mut i: usize) -> usize {
+    while let Some(chunk) = d.get(i..i + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let flags = special(u64::from_le_bytes(word));
+        if flags != 0 {
+            return i + (flags.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while let Some(&b) = d.get(i) {
+        if b == b'"' || b == b'\\' || b < 0x20 {
+            return i;
+        }
+        i += 1;
+    }
+    i
+}
+
+#[cfg(target_arch = "x86_64")]
+mod sse2 {
+    use std::arch::x86_64::{
+        _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128,
+        _mm_set1_epi8,
+    };
+
+    /// The index of the first `"`, `\` or control byte at or after `i` found sixteen bytes at a
+    /// time; else (`Err`) the index where fewer than sixteen bytes remain.
+    #[inline]
+    pub(super) fn next_special_16(d: &[u8], mut i: usize) -> Result<usize, usize> {
+        while i + 16 <= d.len() {
+            // SAFETY: SSE2 is part of every x86_64 target, and the unaligned load reads
+            // `d[i..i + 16]`, inside `d` by the loop condition.
+            let mask = unsafe {
+                let x = _mm_loadu_si128(d.as_ptr().add(i).cast());
+                let quote = _mm_cmpeq_epi8(x, _mm_set1_epi8(b'"' as i8));
+                let backslash = _mm_cmpeq_epi8(x, _mm_set1_epi8(b'\\' as i8));
+                // x <= 0x1F (unsigned) exactly when min(x, 0x1F) == x
+                let control = _mm_cmpeq_epi8(_mm_min_epu8(x, _mm_set1_epi8(0x1F)), x);
+                _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(quote, backslash), control))
+            };
+            if mask != 0 {
+                return Ok(i + mask.trailing_zeros() as usize);
+            }
+            i += 16;
+        }
+        Err(i)
+    }
+}
+
+/// The end of a string whose opening quote is just before `i`: the index after its closing quote,
+/// and whether it has an escape. Inlined for the common case (no escape before the closing quote).
+#[inline]
+pub fn string_end(d: &[u8], i: usize) -> Scan<(usize, bool)> {
+    let at = next_special(d, i);
+    if d.get(at) == Some(&b'"') {
+        return Ok((at + 1, false));
+    }
+    string_end_slow(d, at)
+}
+
+/// [`string_end`] from the first special byte at `i` that is not the closing quote.
+#[inline(never)]
+fn string_end_slow(d: &[u8], mut i: usize) -> Scan<(usize, bool)> {
+    let mut escaped = false;
+    loop {
+        match d.get(i) {
+            Some(b'"') => return Ok((i + 1, escaped)),
+            Some(b'\\') => {
+                escaped = true;
+                i = next_special(d, escape_end(d, i + 1)?);
+            }
+            _ => return Err(Invalid),
+        }
+    }
+}
+
+/// The end of an escape whose backslash is just before `i`.
+fn escape_end(d: &[u8], i: usize) -> Scan<usize> {
+    match d.get(i) {
+        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => Ok(i + 1),
+        Some(b'u') => {
+            let unit = hex4(d, i + 1)?;
+            match unit {
+                0xDC00..=0xDFFF => Err(Invalid),
+                0xD800..=0xDBFF => {
+                    if d.get(i + 5..i + 7) != Some(b"\\u") {
+                        return Err(Invalid);
+                    }
+                    match hex4(d, i + 7)? {
+                        0xDC00..=0xDFFF => Ok(i + 11),
+                        _ => Err(Invalid),
+                    }
+                }
+                _ => Ok(i + 5),
+            }
+        }
+        _ => Err(Invalid),
+    }
+}
+
+/// The value of the four hex digits at `i`.
+fn hex4(d: &[u8], i: usize) -> Scan<u32> {
+    let digits = d.get(i..i + 4).ok_or(Invalid)?;
+    let mut n = 0;
+    for &c in digits {
+        let v = match c {
+            b'0'..=b'9' => c - b'0',
+            b'a'..=b'f' => c - b'a' + 10,
+            b'A'..=b'F' => c - b'A' + 10,
+            _ => return Err(Invalid),
+        };
+        n = n * 16 + u32::from(v);
+    }
+    Ok(n)
+}
+
+/// The index after the digits at or after `i`.
+#[inline]
+fn digits_end(d: &[u8], mut i: usize) -> usize {
+    while d.get(i).is_some_and(u8::is_ascii_digit) {
+        i += 1;
+    }
+    i
+}
+
+/// At least one digit at `i`: the index after the run.
+fn some_digits(d: &[u8], i: usize) -> Scan<usize> {
+    let end = digits_end(d, i);
+    if end == i {
+        Err(Invalid)
+    } else {
+        Ok(end)
+    }
+}
+
+/// The end of the number starting at `i`, and whether it is an integer (no fraction, no exponent).
+/// A leading zero ends the integer part (`01` is then rejected by whatever follows it).
+pub fn number_end(d: &[u8], mut i: usize) -> Scan<(usize, bool)> {
+    if d.get(i) == Some(&b'-') {
+        i += 1;
+    }
+    i = match d.get(i) {
+        Some(b'0') => i + 1,
+        Some(b'1'..=b'9') => digits_end(d, i + 1),
+        _ => return Err(Invalid),
+    };
+    let mut int = true;
+    if d.get(i) == Some(&b'.') {
+        int = false;
+        i = some_digits(d, i + 1)?;
+    }
+    if matches!(d.get(i), Some(b'e' | b'E')) {
+        int = false;
+        i += 1;
+        if matches!(d.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        i = some_digits(d, i)?;
+    }
+    Ok((i, int))
+}
+
+/// The index after `word` at `i`.
+fn literal(d: &[u8], i: usize, word: &[u8]) -> Scan<usize> {
+    if d.get(i..i + word.len()) == Some(word) {
+        Ok(i + word.len())
+    } else {
+        Err(Invalid)
+    }
+}
+
+/// The end of a scalar (string, number, literal) at `i`.
+#[inline]
+fn scalar_end(d: &[u8], i: usize) -> Scan<usize> {
+    match d.get(i) {
+        Some(b'"') => string_end(d, i + 1).map(|(end, _)| end),
+        Some(b'-' | b'0'..=b'9') => number_end(d, i).map(|(end, _)| end),
+        Some(b't') => literal(d, i, b"true"),
+        Some(b'f') => literal(d, i, b"false"),
+        Some(b'n') => literal(d, i, b"null"),
+        _ => Err(Invalid),
+    }
+}
+
+/// After `{` or `,` in an object: the index of the member's value (its key and colon skipped).
+#[inline]
+fn member_value(d: &[u8], i: usize) -> Scan<usize> {
+    if d.get(i) != Some(&b'"') {
+        return Err(Invalid);
+    }
+    let (end, _) = string_end(d, i + 1)?;
+    let colon = ws(d, end);
+    if d.get(colon) != Some(&b':') {
+        return Err(Invalid);
+    }
+    Ok(ws(d, colon + 1))
+}
+
+/// The open containers of [`skip_value`]: one bit per level, set for an object.
+struct Stack {
+    bits: [u64; STACK_BITS / 64],
+    depth: usize,
+}
+
+impl Stack {
+    fn push(&mut self, object: bool) -> Scan<()> {
+        if self.depth == STACK_BITS {
+            return Err(Invalid);
+        }
+        let (word, bit) = (self.depth / 64, self.depth % 64);
+        self.bits[word] = self.bits[word] & !(1 << bit) | (u64::from(object) << bit);
+        self.depth += 1;
+        Ok(())
+    }
+
+    fn top_is_object(&self) -> bool {
+        let at = self.depth - 1;
+        self.bits[at / 64] >> (at % 64) & 1 == 1
+    }
+}
+
+/// The end of the value starting at `i` (no whitespace before it), validating all of it. Nesting
+/// deeper than 257 levels is refused (frames deeper than the contract's limit never get here).
+pub fn skip_value(d: &[u8], mut i: usize) -> Scan<usize> {
+    let mut stack = Stack {
+        bits: [0; STACK_BITS / 64],
+        depth: 0,
+    };
+    loop {
+        // `i` is at a value
+        match d.get(i) {
+            Some(b'{') => {
+                i = ws(d, i + 1);
+                if d.get(i) == Some(&b'}') {
+                    i += 1;
+                } else {
+                    stack.push(true)?;
+                    i = member_value(d, i)?;
+                    continue;
+                }
+            }
+            Some(b'[') => {
+                i = ws(d, i + 1);
+                if d.get(i) == Some(&b']') {
+                    i += 1;
+                } else {
+                    stack.push(false)?;
+                    continue;
+                }
+            }
+            _ => i = scalar_end(d, i)?,
+        }
+        // after a value: close containers until one continues
+        loop {
+            if stack.depth == 0 {
+                return Ok(i);
+            }
+            i = ws(d, i);
+            let object = stack.top_is_object();
+            match (d.get(i), object) {
+                (Some(b','), true) => {
+                    i = member_value(d, ws(d, i + 1))?;
+                    break;
+                }
+                (Some(b','), false) => {
+                    i = ws(d, i + 1);
+                    break;
+                }
+                (Some(b'}'), true) | (Some(b']'), false) => {
+                    stack.depth -= 1;
+                    i += 1;
+                }
+                _ => return Err(Invalid),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
