@@ -465,3 +465,20 @@ async def test_a_notification_is_handled_before_the_requests_after_it_in_the_sam
             reply, _ = await peer.until(2)
             assert reply.result == ["notifications/first"]
             await session.aclose()
+
+
+async def test_a_long_dispatch_writes_its_first_answers_before_it_ends() -> None:
+    left, right = memory_pair(max_buffer=10_000)
+    counting = Trickle(right, take=1 << 30)
+    peer = RawPeer(left)
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            session = await serve(Recorder(), counting, tg)
+            await peer.send(b"".join(core.encode_request(i, "echo", [i]) for i in range(1000)))
+            got = {}
+            while len(got) < 1000:
+                item = await peer.receive()
+                got[item.id] = item.result
+            assert got == {i: [i] for i in range(1000)}
+            assert 2 <= counting.nowait_calls <= 20  # in pieces, yet coalesced
+            await session.aclose()

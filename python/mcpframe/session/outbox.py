@@ -25,6 +25,8 @@ __all__ = ["IO_ERRORS", "Outbox"]
 
 logger = logging.getLogger("mcpframe.session")
 
+_EARLY_FLUSH = 128  # answers queued while a dispatch is still running that are written without waiting for it
+
 IO_ERRORS = (TransportClosedError, OSError, anyio.BrokenResourceError, anyio.ClosedResourceError)
 
 
@@ -68,8 +70,13 @@ class Outbox:
 
     def put(self, frame: bytes) -> None:
         """Queue ``frame``; it is written at the end of this loop iteration at the latest."""
-        self._frames.append(frame)
-        if not self._scheduled and not self._sending and not self.holding and self._loop is not None:
+        frames = self._frames
+        frames.append(frame)
+        if self.holding:
+            if len(frames) >= _EARLY_FLUSH:  # a long dispatch: let the peer start on the first answers
+                self.flush_now()
+            return
+        if not self._scheduled and not self._sending and self._loop is not None:
             self._scheduled = True
             self._loop.call_soon(self._scheduled_flush)
 
