@@ -14,8 +14,11 @@ stateless, whatever each server answers by default).
     .venv/bin/python benches/bench_http.py [--clients 8] [--calls 100] [--shapes sse,json,modern]
                                            [--clients-kind mcpframe,sdk] [--repeat 3]
 
-prints a table (bounded: `--max-seconds` per run, loopback only). Under pytest (`--benchmark-disable`, the
-default) `test_http_servers_answer` runs each configuration once with 2 clients x 3 calls, as a test.
+prints a table (bounded: `--max-seconds` per run, loopback only). `--in-process` instead drives
+mcpframe's ASGI app directly (no sockets, no HTTP parser, no client process; `--calls` calls per shape) and
+prints its CPU milliseconds per call: the steadiest figure of the server's own cost on a shared machine.
+Under pytest (`--benchmark-disable`, the default) `test_http_servers_answer` runs each configuration once
+with 2 clients x 3 calls, as a test, and `test_in_process_driver_answers` each shape in process.
 """
 
 from __future__ import annotations
@@ -71,7 +74,7 @@ def _uvicorn(app: Any, sock: socket.socket) -> None:
     asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
 
 
-def _serve_mcpframe(json_answers: bool) -> None:
+def _mcpframe_app(json_answers: bool) -> Any:
     from mcpframe.server import Server  # noqa: PLC0415
     from mcpframe.transports.http.server import HttpOptions, StreamableHTTPServer  # noqa: PLC0415
 
@@ -83,7 +86,11 @@ def _serve_mcpframe(json_answers: bool) -> None:
         return a + b
 
     options = HttpOptions(response_mode="auto" if json_answers else "resumable")
-    _uvicorn(StreamableHTTPServer(server, options).app, _listening_socket())
+    return StreamableHTTPServer(server, options).app
+
+
+def _serve_mcpframe(json_answers: bool) -> None:
+    _uvicorn(_mcpframe_app(json_answers), _listening_socket())
 
 
 def _serve_sdk(json_answers: bool) -> None:
@@ -255,6 +262,84 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+# ---------------------------------------------------------------------------------------------- in process
+
+_BASE_HEADERS = {
+    "host": "127.0.0.1:8000",
+    "content-type": "application/json",
+    "accept": "application/json, text/event-stream",
+}
+_MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
+}
+
+
+async def _post(app: Any, headers: dict[str, str], body: bytes) -> tuple[int, dict[bytes, bytes], bytes]:
+    """One POST /mcp straight into the ASGI app: (status, headers, whole body)."""
+    scope = {
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+        "scheme": "http", "path": "/mcp", "raw_path": b"/mcp", "query_string": b"", "root_path": "",
+        "headers": [(k.encode(), v.encode()) for k, v in headers.items()],
+        "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 8000),
+    }  # fmt: skip
+    requests = [{"type": "http.request", "body": body, "more_body": False}]
+    done = anyio.Event()
+    reply: dict[str, Any] = {"body": b""}
+
+    async def receive() -> dict[str, Any]:
+        if requests:
+            return requests.pop()
+        await done.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            reply["status"], reply["headers"] = message["status"], dict(message["headers"])
+        else:
+            reply["body"] += message.get("body", b"")
+
+    await app(scope, receive, send)
+    done.set()
+    return reply["status"], reply["headers"], reply["body"]
+
+
+def _call_body(rid: int, modern: bool) -> bytes:
+    params: dict[str, Any] = {"name": "add", "arguments": {"a": rid, "b": 1}}
+    if modern:
+        params["_meta"] = _MODERN_META
+    return core.encode_request(rid, "tools/call", params)
+
+
+async def in_process(shape: str, calls: int) -> float:
+    """CPU ms per `add` call of mcpframe's server app alone: no sockets, no HTTP parser, no client."""
+    app = _mcpframe_app(shape == "json")
+    async with app:
+        headers = dict(_BASE_HEADERS)
+        if shape == "modern":
+            headers.update(
+                {"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "add"}
+            )
+        else:
+            init = {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "b", "version": "1"},
+            }
+            _, answer, _ = await _post(app, headers, core.encode_request(0, "initialize", init))
+            headers.update(
+                {"mcp-session-id": answer[b"mcp-session-id"].decode(), "mcp-protocol-version": "2025-11-25"}
+            )
+            await _post(app, headers, core.encode_notification("notifications/initialized"))
+        cpu = time.process_time()
+        for rid in range(calls):
+            status, _, body = await _post(app, headers, _call_body(rid, shape == "modern"))
+            if status != 200 or f'"text":"{rid + 1}"'.encode() not in body:
+                raise AssertionError(f"add({rid}, 1) answered {status} {body!r}")
+        return 1000 * (time.process_time() - cpu) / calls
+
+
 # ---------------------------------------------------------------------------------------------- entry points
 
 
@@ -265,6 +350,12 @@ def test_http_servers_answer() -> None:
     assert [(r.client, r.server, r.shape) for r in rows] == expected
     assert all(len(r.latencies) == 6 for r in rows)
     assert "req/s" in table(rows)
+
+
+def test_in_process_driver_answers() -> None:
+    """The in-process mode drives each shape and checks every answer."""
+    for shape in SHAPES:
+        assert anyio.run(in_process, shape, 3) > 0
 
 
 def main(argv: list[str]) -> int:
@@ -278,6 +369,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--clients-kind", default="mcpframe", help="mcpframe, sdk or both: mcpframe,sdk")
     parser.add_argument("--max-seconds", type=float, default=120.0)
     parser.add_argument("--repeat", type=int, default=1, help="rounds; each row keeps its best run")
+    parser.add_argument(
+        "--in-process", action="store_true", help="mcpframe's app alone, driven in this process (CPU ms/call)"
+    )
     args = parser.parse_args(argv)
     if args.serve == "mcpframe":
         _serve_mcpframe(args.json)
@@ -289,6 +383,13 @@ def main(argv: list[str]) -> int:
     kinds = [k for k in args.clients_kind.split(",") if k]
     if not set(shapes) <= set(SHAPES) or not set(kinds) <= set(CLIENTS) or min(args.clients, args.calls) < 1:
         parser.error("--shapes: sse,json,modern; --clients-kind: mcpframe,sdk; --clients/--calls: positive")
+    if args.in_process:
+        for shape in shapes:
+            best = min(anyio.run(in_process, shape, args.calls) for _ in range(max(1, args.repeat)))
+            print(
+                f"{shape:<7} mcpframe server app in process: {best:.3f} CPU ms/call (best of {args.repeat})"
+            )
+        return 0
     rows = run(
         shapes, kinds, args.clients, args.calls, max_seconds=args.max_seconds, repeat=max(1, args.repeat)
     )
