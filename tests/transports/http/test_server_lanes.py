@@ -130,3 +130,21 @@ async def test_aborting_an_ended_exchange_leaves_its_lane_alone() -> None:
         lane.done()
         response = await client.post("/mcp", json=call("echo", {"text": "still"}, rid=7), headers=headers)
         assert response.json()["result"]["content"][0]["text"] == "still"
+
+
+async def test_a_stateless_request_runs_on_a_connection_bound_to_its_session() -> None:
+    async with asgi_client(response_mode="auto") as (client, http):
+        server = http.server
+        headers = {**MODERN_HEADERS, "mcp-name": "wait"}
+        async with anyio.create_task_group() as tg:
+
+            async def slow_call() -> None:
+                await client.post("/mcp", json=call("wait", rid=1, **modern_meta()), headers=headers)
+
+            tg.start_soon(slow_call)
+            with anyio.fail_after(5):
+                await server.started.wait()  # type: ignore[attr-defined]
+            (conn,) = server._connections  # bound while its request runs (Server subclasses use conn.session)
+            assert conn.session is not None
+            server.gate.set()  # type: ignore[attr-defined]
+        assert server._connections == set()  # closed with its exchange

@@ -173,7 +173,9 @@ class PostHandler:
             )
         lane = self._stateless.acquire()
         lane.handler = conn.handle_request
+        conn.bind(lane.session)  # what `conn.run` does, minus its pump (only `subscriptions/listen` needs it)
         exchange = Exchange(lane, Stream(None, None), ids)
+        exchange.on_done = conn.close
         return await self._answer(exchange, body, None, accepts, headers={})
 
     async def _answer(
