@@ -482,3 +482,37 @@ async def test_a_long_dispatch_writes_its_first_answers_before_it_ends() -> None
             assert got == {i: [i] for i in range(1000)}
             assert 2 <= counting.nowait_calls <= 20  # in pieces, yet coalesced
             await session.aclose()
+
+
+async def test_a_finished_request_sends_nothing_related_to_it() -> None:
+    """Late sends from a background task of a finished handler are dropped (notifications) or refused
+    (requests): a reused Session (an HTTP lane) must not carry them into the next request's answer."""
+    left: list[Request] = []
+
+    async def handler(request: Request) -> Any:
+        left.append(request)
+        return "ok"
+
+    client_t, server_t = memory_pair()
+    server = Session(server_t, request_handler=handler)
+    client_seen: list[str] = []
+
+    async def on_notification(message: Any) -> None:
+        client_seen.append(message.method)
+
+    client = Session(client_t, notification_handler=on_notification)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.run)
+        tg.start_soon(client.run)
+        with anyio.fail_after(5):
+            assert await client.request("work") == "ok"
+            (finished,) = left
+            assert finished.done
+            await finished.send_notification("notifications/message", {"level": "info", "data": "late"})
+            with pytest.raises(RuntimeError, match="is done"):
+                await finished.send_request("sampling/createMessage", {})
+            await client.request("work")  # a round trip after the late sends: they would have arrived by now
+        assert client_seen == []
+        await client.aclose()
+        await server.aclose()
+        tg.cancel_scope.cancel()

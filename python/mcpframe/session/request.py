@@ -132,7 +132,13 @@ class Request:
         await self.session.notify("notifications/progress", params)
 
     async def send_notification(self, method: str, params: Any = None) -> None:
-        """Send a notification related to this request."""
+        """Send a notification related to this request (nothing once it is done).
+
+        A transport may reuse one Session for many requests (HTTP lanes), so a late notification from a
+        background task must not land on whatever request that Session serves next.
+        """
+        if self._done:
+            return
         await self.session.notify(method, params)
 
     async def send_request(
@@ -144,7 +150,12 @@ class Request:
         on_progress: ProgressCallback | None = None,
         max_timeout: float | None = None,
     ) -> Any:
-        """Send a request to the peer while handling this one (e.g. sampling) and return its result."""
+        """Send a request to the peer while handling this one (e.g. sampling) and return its result.
+
+        ``RuntimeError`` once this request is done: its answer has gone, nothing could relate to it.
+        """
+        if self._done:
+            raise RuntimeError(f"request {self.id!r} is done: no related request can be sent for it")
         return await self.session.request(
             method, params, timeout=timeout, on_progress=on_progress, max_timeout=max_timeout
         )
