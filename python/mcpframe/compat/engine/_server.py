@@ -38,6 +38,7 @@ from mcpframe.session import JSONRPCError, Message, Request
 from mcpframe.transports.base import Transport
 
 from ._channels import ConnectionChannel, NotificationChannel, RequestChannel
+from ._fast import eligible, plain_tool_call
 from ._report import StartupReport
 from ._threads import WorkerPool, threaded
 
@@ -156,8 +157,12 @@ async def _served(conn: ServerConnection, request: Request, call: CallInfo, para
     raw = request.params if isinstance(request.params, dict) else None
     try:
         if not call.modern:
+            runner = conn.legacy_runner()
             channel = RequestChannel(request, can_send_request=True)
-            return await conn.legacy_runner().on_request(channel, request.method, raw)
+            if request.method == "tools/call" and eligible(runner, server.app, raw):
+                assert raw is not None
+                return await plain_tool_call(runner, server.app, channel, raw)
+            return await runner.on_request(channel, request.method, raw)
         return await server.serve_modern(conn, request, call, raw)
     except Exception as exc:
         if not isinstance(exc, MCPError | ValidationError):

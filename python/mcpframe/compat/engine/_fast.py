@@ -1,0 +1,129 @@
+"""A short way through the SDK kernel for the plainest ``tools/call``, taken only where it cannot differ.
+
+``ServerRunner.on_request`` spends most of a small tool call on machinery that, for the common case, does
+nothing: the params' ``_meta`` lift, a per-request ``ServerSession``/context, the middleware chain (whose
+only member by default, ``RequestStateBoundary``, passes a call without ``requestState`` straight through
+and leaves every result but ``input_required`` alone), and a second surface validation of params the
+handler's own model validates anyway. This module calls the SDK's pieces in the same order without that
+machinery, and only when all of these hold (checked on every request, so run-time changes are honoured):
+
+- the connection is on a handshake-era revision (the 2026-07-28 path builds its connection per request);
+- the params are exactly ``name`` (a string) and optionally ``arguments`` (an object): no ``_meta``, no
+  ``requestState``, nothing the surface validation could refuse;
+- the ``tools/call`` handler is the ``MCPServer``'s own ``_handle_call_tool`` (no override, no extension
+  interceptor) and the server's middleware, OpenTelemetry aside while it is a no-op, is nothing but
+  ``RequestStateBoundary``;
+- ``tools/call`` has no cache hint;
+- the tool exists without a ``Context`` parameter or ``Resolve(...)`` parameters (those need the request
+  context; they take the full path), or does not exist at all (the SDK's unknown-tool result needs none).
+
+Then it is the SDK's own code end to end: the handler's params model, ``MCPServer._handle_call_tool``
+(argument validation, the call, result conversion, the is-error shaping and logging) and the runner's own
+result shaping; an ``input_required`` result still goes through the boundary's sealing.
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import server as sdk_server
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.mcpserver.tools import Tool as SDKTool
+from mcp.server.request_state import RequestStateBoundary
+from mcp.server.runner import ServerRunner, _dump_result
+from mcp.shared.exceptions import MCPError
+from mcp_types import CallToolResult, TextContent
+from mcp_types.methods import is_input_required
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
+
+__all__ = ["plain_tool_call"]
+
+_PLAIN_KEYS = (frozenset({"name"}), frozenset({"name", "arguments"}))
+_SDK_CALL_TOOL = MCPServer._handle_call_tool
+
+
+def _plain_params(params: dict[str, Any]) -> bool:
+    """``{"name": str}`` or ``{"name": str, "arguments": dict}`` and nothing else."""
+    keys = params.keys()
+    if keys != _PLAIN_KEYS[0] and keys != _PLAIN_KEYS[1]:
+        return False
+    return isinstance(params["name"], str) and isinstance(params.get("arguments", {}), dict)
+
+
+def _plain_server(runner: ServerRunner[Any], app: Any) -> bool:
+    """The SDK's own handler, no cache hint, and a middleware chain that passes plain calls through."""
+    server = runner.server
+    entry = server._request_handlers.get("tools/call")
+    handler = getattr(entry, "handler", None)
+    if getattr(handler, "__self__", None) is not app:
+        return False
+    if getattr(handler, "__func__", None) is not _SDK_CALL_TOOL:
+        return False
+    if "tools/call" in server.cache_hints:
+        return False
+    return all(isinstance(mw, RequestStateBoundary) for mw in server.middleware)
+
+
+def _plain_tool(app: MCPServer, name: str) -> bool:
+    """A tool the SDK runs without touching the request context (or no such tool)."""
+    tool = app._tool_manager.get_tool(name)
+    return tool is None or (tool.context_kwarg is None and not tool.resolved_params)
+
+
+def eligible(runner: ServerRunner[Any], app: Any, params: dict[str, Any] | None) -> bool:
+    """Whether this ``tools/call`` may take the short way (see the module docstring)."""
+    if params is None or not isinstance(app, MCPServer) or not _plain_params(params):
+        return False
+    connection = runner.connection
+    if connection.protocol_version in MODERN_PROTOCOL_VERSIONS or not connection.initialize_accepted:
+        return False
+    return _plain_server(runner, app) and _plain_tool(app, params["name"])
+
+
+def _log_failure(name: str, exc: Exception) -> None:
+    """What ``MCPServer._handle_call_tool`` logs for a failed call, on its own logger."""
+    if isinstance(exc, ToolError) and not isinstance(exc, UnexpectedToolError):
+        if isinstance(exc.__cause__, ValidationError):
+            fields = sorted({".".join(str(part) for part in err["loc"]) for err in exc.__cause__.errors()})
+            sdk_server.logger.info("Tool %r rejected arguments: %r", name, fields)
+        else:
+            sdk_server.logger.info("Tool %r failed: %r", name, str(exc))
+    else:
+        sdk_server.logger.exception("Tool %r raised an unexpected exception", name)
+
+
+async def _run_tool(tool: SDKTool, arguments: dict[str, Any]) -> Any:
+    """``MCPServer._handle_call_tool`` for a tool that takes no context: the SDK's ``Tool.run`` and result
+    conversion, a protocol error passed on, any other failure an is-error result carrying its text."""
+    try:
+        return await tool.run(arguments, cast("Any", None), convert_result=True)
+    except MCPError:
+        raise
+    except Exception as exc:
+        _log_failure(tool.name, exc)
+        return CallToolResult(content=[TextContent(type="text", text=str(exc))], is_error=True)
+
+
+async def plain_tool_call(
+    runner: ServerRunner[Any], app: MCPServer, channel: Any, params: dict[str, Any]
+) -> Any:
+    """The SDK's ``tools/call`` for an ``eligible`` request, as its kernel would answer it."""
+    server = runner.server
+    tool = app._tool_manager.get_tool(params["name"])
+    if tool is not None:  # the params are plain: the handler's model would take them as they are
+        result = await _run_tool(tool, params.get("arguments") or {})
+    else:  # the SDK's own unknown-tool answer (it needs no context either)
+        typed = server._request_handlers["tools/call"].params_type.model_validate(params, by_name=False)
+        result = await app._handle_call_tool(None, typed)  # type: ignore[arg-type]
+    version = runner.connection.protocol_version
+    dumped = runner._serialize("tools/call", version, result)
+    if is_input_required(dumped):  # the boundary seals these: give it its context, inner-first
+        ctx = runner._make_context(channel, "tools/call", params, None, version)
+        sealed: Any = dumped
+        for middleware in reversed(server.middleware):
+            if isinstance(middleware, RequestStateBoundary):
+                sealed = middleware._seal_result(ctx, sealed, None)
+        return _dump_result(sealed)
+    return dumped
