@@ -92,3 +92,22 @@ async def test_closing_ends_the_whole_process_tree(tmp_path: Path) -> None:
         assert transport.returncode is not None
         assert transport.returncode < 0  # ended by a signal: it ignored EOF
         assert is_gone(pids["grandchild"])
+
+
+async def test_bad_input_is_answered_and_logged_to_stderr_with_offset_and_preview(tmp_path: Path) -> None:
+    stderr = tmp_path / "stderr.txt"
+    garbage = b'{"jsonrpc": "2.0", "id": 7, "method": oops}\n'
+    with anyio.fail_after(30):
+        async with child("serve", stderr) as transport:
+            await transport.send(garbage + core.encode_request(8, "ping"))
+            answers = b""
+            while answers.count(b"\n") < 2:
+                answers += await transport.receive()
+    first, second = core.decode(answers.split(b"\n")[0]), core.decode(answers.split(b"\n")[1])
+    assert first[0].kind == "error"
+    assert first[0].error == {"code": -32700, "message": "Parse error: invalid JSON"}
+    assert second[0].id == 8  # the connection goes on
+    assert second[0].result == {}
+    log = stderr.read_text()
+    assert "rejected frame at stream byte 0: Parse error: invalid JSON (code -32700)" in log
+    assert repr(garbage.rstrip(b"\n")) in log  # the preview: the frame without its terminator

@@ -62,6 +62,17 @@ def _is_id(value: object) -> bool:
     return isinstance(value, int | str) and not isinstance(value, bool)
 
 
+
+def _log_frame_error(error: Any) -> None:
+    """Log what was rejected and where (stderr by default); the peer gets only the JSON-RPC error."""
+    logger.warning(
+        "rejected frame at stream byte %d: %s (code %d); starts with %r",
+        error.offset,
+        error.message,
+        error.code,
+        error.preview,
+    )
+
 class Session:
     """A JSON-RPC peer: answers incoming requests concurrently and sends its own requests."""
 
@@ -299,6 +310,7 @@ class Session:
                     batch.seal()
                 batch = None if item.batch is None else Batch(self._write)
             if isinstance(item, core.FrameError):
+                _log_frame_error(item)
                 if not item.notification:
                     self._reply(item.to_response(), batch)
             elif item.kind == "request":
