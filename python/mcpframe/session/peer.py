@@ -62,7 +62,6 @@ def _is_id(value: object) -> bool:
     return isinstance(value, int | str) and not isinstance(value, bool)
 
 
-
 def _log_frame_error(error: Any) -> None:
     """Log what was rejected and where (stderr by default); the peer gets only the JSON-RPC error."""
     logger.warning(
@@ -72,6 +71,7 @@ def _log_frame_error(error: Any) -> None:
         error.code,
         error.preview,
     )
+
 
 class Session:
     """A JSON-RPC peer: answers incoming requests concurrently and sends its own requests."""
