@@ -79,11 +79,16 @@ class ToolClient(RawClient):
         return list(latencies.values())
 
 
+# The FastMCP app (``engine_apps.py MODE fastmcp``) on the same three stacks, with its sync echo tool.
+FASTMCP_MODES = ["sdk", "dropin", "engine"]
+FASTMCP_CALL = ({"name": "fast_echo", "arguments": {"text": "ping"}}, "ping")
+
+
 @asynccontextmanager
-async def stack(mode: str, tool: str) -> AsyncIterator[ToolClient]:
-    command = [sys.executable, str(APPS), mode]
+async def stack(mode: str, tool: str, *, fastmcp: bool = False) -> AsyncIterator[ToolClient]:
+    command = [sys.executable, str(APPS), mode, *(["fastmcp"] if fastmcp else [])]
     async with await anyio.open_process(command, env=child_env(), stderr=subprocess.DEVNULL) as process:
-        client = ToolClient(process, *CALLS[tool])
+        client = ToolClient(process, *(FASTMCP_CALL if fastmcp else CALLS[tool]))
         with anyio.fail_after(60):
             await client.initialize()
         yield client
@@ -105,9 +110,23 @@ SHAPES = {"sequential": SEQUENTIAL, "pipelined": PIPELINED}
 @pytest.mark.parametrize("kind", list(SHAPES))
 @pytest.mark.parametrize("mode", MODES)
 def test_engine_tools_call(benchmark: Any, portal: BlockingPortal, mode: str, kind: str, tool: str) -> None:
+    run_stack(benchmark, portal, mode, kind, tool, fastmcp=False)
+
+
+@pytest.mark.parametrize("kind", list(SHAPES))
+@pytest.mark.parametrize("mode", FASTMCP_MODES)
+def test_fastmcp_tools_call(benchmark: Any, portal: BlockingPortal, mode: str, kind: str) -> None:
+    pytest.importorskip("fastmcp")
+    run_stack(benchmark, portal, mode, kind, "fast_echo", fastmcp=True)
+
+
+def run_stack(
+    benchmark: Any, portal: BlockingPortal, mode: str, kind: str, tool: str, *, fastmcp: bool
+) -> None:
+    """Check, then time ``tools/call`` of ``tool`` on one stack; figures go to ``extra_info``."""
     count = SHAPES[kind]
-    benchmark.group = f"engine-{tool}-{kind}-{count}"
-    with portal.wrap_async_context_manager(stack(mode, tool)) as client:
+    benchmark.group = f"{'fastmcp' if fastmcp else 'engine'}-{tool}-{kind}-{count}"
+    with portal.wrap_async_context_manager(stack(mode, tool, fastmcp=fastmcp)) as client:
         method = client.sequential if kind == "sequential" else client.pipelined
         assert len(portal.call(method, 5)) == 5  # checked before timing (each response is asserted)
         latencies: list[list[float]] = []
@@ -121,7 +140,7 @@ def test_engine_tools_call(benchmark: Any, portal: BlockingPortal, mode: str, ki
         benchmark.pedantic(timed, rounds=3, iterations=1)
     flat = [value for run in latencies for value in run]
     benchmark.extra_info.update(
-        stack=mode,
+        stack=f"fastmcp-{mode}" if fastmcp else mode,
         backend=core.BACKEND,
         requests=count,
         requests_per_s=round(count / min(wall)),
