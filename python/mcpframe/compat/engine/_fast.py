@@ -24,8 +24,10 @@ result shaping; an ``input_required`` result still goes through the boundary's s
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, cast
 
+from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver import server as sdk_server
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
@@ -36,12 +38,14 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, TextContent
 from mcp_types.methods import is_input_required
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from opentelemetry import trace
 from pydantic import ValidationError
 
 __all__ = ["plain_tool_call"]
 
 _PLAIN_KEYS = (frozenset({"name"}), frozenset({"name", "arguments"}))
 _SDK_CALL_TOOL = MCPServer._handle_call_tool
+_QUIET = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)  # what `_server._Kernel` leaves OTel out for
 
 
 def _plain_params(params: dict[str, Any]) -> bool:
@@ -52,18 +56,30 @@ def _plain_params(params: dict[str, Any]) -> bool:
     return isinstance(params["name"], str) and isinstance(params.get("arguments", {}), dict)
 
 
-def _plain_server(runner: ServerRunner[Any], app: Any) -> bool:
+def _passes_plain_calls(chain: list[Any]) -> bool:
+    """Every middleware is the request-state boundary, or OpenTelemetry's while it records nothing."""
+    for middleware in chain:
+        if isinstance(middleware, RequestStateBoundary):
+            continue
+        if isinstance(middleware, OpenTelemetryMiddleware) and isinstance(
+            trace.get_tracer_provider(), _QUIET
+        ):
+            continue
+        return False
+    return True
+
+
+def _plain_server(app: MCPServer) -> bool:
     """The SDK's own handler, no cache hint, and a middleware chain that passes plain calls through."""
-    server = runner.server
-    entry = server._request_handlers.get("tools/call")
+    lowlevel = app._lowlevel_server
+    entry = lowlevel._request_handlers.get("tools/call")
     handler = getattr(entry, "handler", None)
-    if getattr(handler, "__self__", None) is not app:
+    if (
+        getattr(handler, "__self__", None) is not app
+        or getattr(handler, "__func__", None) is not _SDK_CALL_TOOL
+    ):
         return False
-    if getattr(handler, "__func__", None) is not _SDK_CALL_TOOL:
-        return False
-    if "tools/call" in server.cache_hints:
-        return False
-    return all(isinstance(mw, RequestStateBoundary) for mw in server.middleware)
+    return "tools/call" not in lowlevel.cache_hints and _passes_plain_calls(lowlevel.middleware)
 
 
 def _plain_tool(app: MCPServer, name: str) -> bool:
@@ -79,7 +95,7 @@ def eligible(runner: ServerRunner[Any], app: Any, params: dict[str, Any] | None)
     connection = runner.connection
     if connection.protocol_version in MODERN_PROTOCOL_VERSIONS or not connection.initialize_accepted:
         return False
-    return _plain_server(runner, app) and _plain_tool(app, params["name"])
+    return _plain_server(app) and _plain_tool(app, params["name"])
 
 
 def _log_failure(name: str, exc: Exception) -> None:
@@ -107,7 +123,7 @@ async def _run_tool(tool: SDKTool, arguments: dict[str, Any]) -> Any:
 
 
 async def plain_tool_call(
-    runner: ServerRunner[Any], app: MCPServer, channel: Any, params: dict[str, Any]
+    runner: ServerRunner[Any], app: MCPServer, channel: Callable[[], Any], params: dict[str, Any]
 ) -> Any:
     """The SDK's ``tools/call`` for an ``eligible`` request, as its kernel would answer it."""
     server = runner.server
@@ -120,7 +136,7 @@ async def plain_tool_call(
     version = runner.connection.protocol_version
     dumped = runner._serialize("tools/call", version, result)
     if is_input_required(dumped):  # the boundary seals these: give it its context, inner-first
-        ctx = runner._make_context(channel, "tools/call", params, None, version)
+        ctx = runner._make_context(channel(), "tools/call", params, None, version)
         sealed: Any = dumped
         for middleware in reversed(server.middleware):
             if isinstance(middleware, RequestStateBoundary):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
+from functools import partial
 from typing import Any, cast
 
 from mcp.server._otel import OpenTelemetryMiddleware
@@ -150,6 +151,11 @@ class EngineConnection(ServerConnection):
         self._runner = None
 
 
+def _channel(request: Request) -> RequestChannel:
+    """The SDK's dispatch context for one handshake-era request."""
+    return RequestChannel(request, can_send_request=True)
+
+
 async def _served(conn: ServerConnection, request: Request, call: CallInfo, params: dict[str, Any]) -> Any:
     """The method handler mcpframe calls for every SDK-served method."""
     assert isinstance(conn, EngineConnection)
@@ -158,11 +164,10 @@ async def _served(conn: ServerConnection, request: Request, call: CallInfo, para
     try:
         if not call.modern:
             runner = conn.legacy_runner()
-            channel = RequestChannel(request, can_send_request=True)
             if request.method == "tools/call" and eligible(runner, server.app, raw):
                 assert raw is not None
-                return await plain_tool_call(runner, server.app, channel, raw)
-            return await runner.on_request(channel, request.method, raw)
+                return await plain_tool_call(runner, server.app, partial(_channel, request), raw)
+            return await runner.on_request(_channel(request), request.method, raw)
         return await server.serve_modern(conn, request, call, raw)
     except Exception as exc:
         if not isinstance(exc, MCPError | ValidationError):
