@@ -41,7 +41,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from opentelemetry import trace
 from pydantic import ValidationError
 
-__all__ = ["plain_tool_call"]
+__all__ = ["eligible", "plain_tool_call"]
 
 _PLAIN_KEYS = (frozenset({"name"}), frozenset({"name", "arguments"}))
 _SDK_CALL_TOOL = MCPServer._handle_call_tool

@@ -6,6 +6,8 @@ SDK's per-connection kernel (``mcp.server.runner.ServerRunner``) exactly as the 
 call it: the SDK's middleware chain, its per-revision params validation, its handlers (tools, resources,
 templates, prompts, completions, custom methods) and its result shaping. Handlers see the SDK's own
 ``Context``/``ServerSession``, whose outbound traffic the channels in ``_channels`` put on mcpframe's wire.
+The one exception is a plain handshake-era ``tools/call`` (``_fast``): where the kernel's per-request
+machinery provably changes nothing it is skipped, and the SDK's own tool code and result shaping run alone.
 """
 
 from __future__ import annotations
