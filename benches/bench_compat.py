@@ -18,10 +18,10 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import pytest
@@ -117,17 +117,24 @@ class RawClient:
         return list(latencies.values())
 
 
+C = TypeVar("C", bound="RawClient")
+
+
 @asynccontextmanager
-async def raw_server(mode: str) -> AsyncIterator[RawClient]:
-    command = [sys.executable, str(SERVER), mode]
+async def spawned(command: list[str], make_client: Callable[[Process], C]) -> AsyncIterator[C]:
+    """Start ``command``, hand back its initialized raw client, and end it by closing its stdin."""
     async with await anyio.open_process(command, env=child_env(), stderr=subprocess.DEVNULL) as process:
-        client = RawClient(process)
+        client = make_client(process)
         with anyio.fail_after(60):
             await client.initialize()
         yield client
         await client.stdin.aclose()
         with anyio.fail_after(10):
             await process.wait()
+
+
+def raw_server(mode: str) -> AbstractAsyncContextManager[RawClient]:
+    return spawned([sys.executable, str(SERVER), mode], RawClient)
 
 
 @pytest.fixture(scope="module")

@@ -15,11 +15,10 @@ core backend of the mcpframe stacks).
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,7 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 pytest.importorskip("mcp")
 
-from bench_compat import RawClient, child_env, percentile
+from bench_compat import RawClient, percentile, spawned
 from mcpframe import core
 
 APPS = Path(__file__).resolve().parent.parent / "tests" / "compat" / "engine_apps.py"
@@ -84,17 +83,10 @@ FASTMCP_MODES = ["sdk", "dropin", "engine"]
 FASTMCP_CALL = ({"name": "fast_echo", "arguments": {"text": "ping"}}, "ping")
 
 
-@asynccontextmanager
-async def stack(mode: str, tool: str, *, fastmcp: bool = False) -> AsyncIterator[ToolClient]:
+def stack(mode: str, tool: str, *, fastmcp: bool = False) -> AbstractAsyncContextManager[ToolClient]:
     command = [sys.executable, str(APPS), mode, *(["fastmcp"] if fastmcp else [])]
-    async with await anyio.open_process(command, env=child_env(), stderr=subprocess.DEVNULL) as process:
-        client = ToolClient(process, *(FASTMCP_CALL if fastmcp else CALLS[tool]))
-        with anyio.fail_after(60):
-            await client.initialize()
-        yield client
-        await client.stdin.aclose()
-        with anyio.fail_after(10):
-            await process.wait()
+    call = FASTMCP_CALL if fastmcp else CALLS[tool]
+    return spawned(command, lambda process: ToolClient(process, *call))
 
 
 @pytest.fixture(scope="module")
