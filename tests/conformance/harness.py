@@ -19,6 +19,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from tests._process import stop_child
+
 __all__ = [
     "ROOT",
     "SCRIPT",
@@ -78,12 +80,7 @@ def serve_everything_http(extra: Sequence[str] = (), timeout: float = 30.0) -> I
         drain.start()
         yield url
     finally:
-        child.terminate()
-        try:
-            child.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
+        stop_child(child)
 
 
 def _wait_for_url(child: subprocess.Popen[str], timeout: float) -> str:

@@ -20,6 +20,7 @@ from typing import Any
 
 import anyio
 import uvicorn
+from tests._process import stop_child
 
 SDK_SERVER = Path(__file__).with_name("client_sdk_server.py")
 
@@ -173,9 +174,4 @@ def sdk_server(flags: Sequence[str] = ()) -> Iterator[str]:
             raise RuntimeError(f"the SDK server did not start: {line!r}")
         yield line.split()[1]
     finally:
-        child.terminate()
-        try:
-            child.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
+        stop_child(child)
