@@ -38,14 +38,14 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, TextContent
 from mcp_types.methods import is_input_required
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from opentelemetry import trace
 from pydantic import ValidationError
+
+from . import _tracing as tracing
 
 __all__ = ["eligible", "plain_tool_call"]
 
 _PLAIN_KEYS = (frozenset({"name"}), frozenset({"name", "arguments"}))
 _SDK_CALL_TOOL = MCPServer._handle_call_tool
-_QUIET = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)  # what `_server._Kernel` leaves OTel out for
 
 
 def _plain_params(params: dict[str, Any]) -> bool:
@@ -61,9 +61,7 @@ def _passes_plain_calls(chain: list[Any]) -> bool:
     for middleware in chain:
         if isinstance(middleware, RequestStateBoundary):
             continue
-        if isinstance(middleware, OpenTelemetryMiddleware) and isinstance(
-            trace.get_tracer_provider(), _QUIET
-        ):
+        if isinstance(middleware, OpenTelemetryMiddleware) and tracing.quiet():
             continue
         return False
     return True

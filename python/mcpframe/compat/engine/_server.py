@@ -32,7 +32,6 @@ from mcp_types import (
     methods,
 )
 from mcp_types.version import LATEST_HANDSHAKE_VERSION, LATEST_MODERN_VERSION
-from opentelemetry import trace
 from pydantic import ValidationError
 
 from mcpframe.server import Server, ServerConnection
@@ -40,6 +39,7 @@ from mcpframe.server.context import CallInfo
 from mcpframe.session import JSONRPCError, Message, Request
 from mcpframe.transports.base import Transport
 
+from . import _tracing as tracing
 from ._channels import ConnectionChannel, NotificationChannel, RequestChannel
 from ._fast import eligible, plain_tool_call
 from ._report import StartupReport
@@ -83,7 +83,7 @@ class _Kernel:
     def middleware(self) -> list[Any]:
         """The server's middleware chain (OpenTelemetry's only while spans would be recorded)."""
         chain = self._lowlevel.middleware
-        if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider | trace.NoOpTracerProvider):
+        if tracing.quiet():
             return [mw for mw in chain if not isinstance(mw, OpenTelemetryMiddleware)]
         return chain
 
@@ -194,6 +194,7 @@ class EngineServer(Server):
         self._sdk_modern_capabilities: dict[str, Any] | None = None
         self.report: StartupReport | None = None
         self.pool = WorkerPool() if thread_pool else None
+        tracing.prime()
         self.fallback_handler = _served  # methods the SDK server lacks get its own -32601
         self.refresh()
 
