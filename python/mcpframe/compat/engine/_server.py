@@ -42,6 +42,7 @@ from mcpframe.transports.base import Transport
 from . import _tracing as tracing
 from ._channels import ConnectionChannel, NotificationChannel, RequestChannel
 from ._fast import eligible, plain_tool_call
+from ._fastmcp import pool_fastmcp
 from ._report import StartupReport
 from ._threads import WorkerPool, threaded
 
@@ -284,6 +285,7 @@ class EngineServer(Server):
                     await stack.enter_async_context(manager())
                 self.lifespan_state = await stack.enter_async_context(self.lowlevel.lifespan(self.lowlevel))
                 stack.callback(self._pool_sync_tools())
+                stack.callback(pool_fastmcp(self.app, self.pool))
             except BaseException:
                 await stack.__aexit__(None, None, None)
                 raise
