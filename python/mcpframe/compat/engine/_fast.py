@@ -30,7 +30,12 @@ from typing import Any, cast
 from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver import server as sdk_server
-from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.mcpserver.exceptions import (
+    ResourceError,
+    ToolError,
+    UnexpectedResourceError,
+    UnexpectedToolError,
+)
 from mcp.server.mcpserver.tools import Tool as SDKTool
 from mcp.server.request_state import RequestStateBoundary
 from mcp.server.runner import ServerRunner, _dump_result
@@ -41,6 +46,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from . import _tracing as tracing
+from ._shapes import Serializer, quick_result
 
 __all__ = ["eligible", "plain_tool_call"]
 
@@ -108,11 +114,28 @@ def _log_failure(name: str, exc: Exception) -> None:
         sdk_server.logger.exception("Tool %r raised an unexpected exception", name)
 
 
-async def _run_tool(tool: SDKTool, arguments: dict[str, Any]) -> Any:
-    """``MCPServer._handle_call_tool`` for a tool that takes no context: the SDK's ``Tool.run`` and result
-    conversion, a protocol error passed on, any other failure an is-error result carrying its text."""
+def _convert(tool: SDKTool, value: Any) -> Any:
+    """``convert_result`` with the failure mapping ``Tool.run`` puts around it."""
     try:
-        return await tool.run(arguments, cast("Any", None), convert_result=True)
+        return tool.fn_metadata.convert_result(value)
+    except MCPError:
+        raise
+    except (UnexpectedToolError, UnexpectedResourceError) as exc:
+        raise UnexpectedToolError(f"Error executing tool {tool.name}: {exc}") from exc
+    except (ToolError, ResourceError) as exc:
+        raise ToolError(f"Error executing tool {tool.name}: {exc}") from exc
+    except Exception as exc:
+        raise UnexpectedToolError(f"Error executing tool {tool.name}") from exc
+
+
+async def _run_tool(tool: SDKTool, arguments: dict[str, Any], version: str, serialize: Serializer) -> Any:
+    """``MCPServer._handle_call_tool`` for a tool that takes no context: the SDK's ``Tool.run``, then its
+    result conversion (or, for a primitive result, its wire dict straight away: ``_shapes``), a protocol
+    error passed on, any other failure an is-error result carrying its text."""
+    try:
+        value = await tool.run(arguments, cast("Any", None), convert_result=False)
+        quick = quick_result(tool.fn_metadata, value, version, serialize)
+        return _convert(tool, value) if quick is None else quick
     except MCPError:
         raise
     except Exception as exc:
@@ -125,13 +148,15 @@ async def plain_tool_call(
 ) -> Any:
     """The SDK's ``tools/call`` for an ``eligible`` request, as its kernel would answer it."""
     server = runner.server
+    version = runner.connection.protocol_version
     tool = app._tool_manager.get_tool(params["name"])
     if tool is not None:  # the params are plain: the handler's model would take them as they are
-        result = await _run_tool(tool, params.get("arguments") or {})
+        result = await _run_tool(tool, params.get("arguments") or {}, version, runner._serialize)
+        if type(result) is dict:  # already the wire form
+            return result
     else:  # the SDK's own unknown-tool answer (it needs no context either)
         typed = server._request_handlers["tools/call"].params_type.model_validate(params, by_name=False)
         result = await app._handle_call_tool(None, typed)  # type: ignore[arg-type]
-    version = runner.connection.protocol_version
     dumped = runner._serialize("tools/call", version, result)
     if is_input_required(dumped):  # the boundary seals these: give it its context, inner-first
         ctx = runner._make_context(channel(), "tools/call", params, None, version)
