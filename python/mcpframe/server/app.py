@@ -10,6 +10,7 @@ from typing import Any, Literal, TypeVar, overload
 
 import anyio
 
+from mcpframe._gc import freeze_startup_heap
 from mcpframe.session import Session
 from mcpframe.transports.base import Transport
 from mcpframe.transports.stdio import stdio_server
@@ -274,5 +275,14 @@ class Server:
             await self.serve(transport, **session_options)
 
     def run(self, **session_options: Any) -> None:
-        """Serve on stdio until stdin closes (blocking)."""
-        anyio.run(lambda: self.serve_stdio(**session_options))
+        """Serve on stdio until stdin closes (blocking).
+
+        This owns the process, so once stdio is open the start-up heap is frozen out of the cyclic GC
+        (``MCPFRAME_GC_FREEZE=0`` turns that off; see ``mcpframe._gc``).
+        """
+        anyio.run(self._run_stdio, session_options)
+
+    async def _run_stdio(self, session_options: dict[str, Any]) -> None:
+        async with stdio_server() as transport:
+            freeze_startup_heap()
+            await self.serve(transport, **session_options)

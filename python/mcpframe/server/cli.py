@@ -10,6 +10,8 @@ from collections.abc import Sequence
 
 import anyio
 
+from mcpframe._gc import freeze_startup_heap
+
 from .app import Server
 
 __all__ = ["load_server", "serve_main"]
@@ -83,6 +85,7 @@ def _serve_http(server: Server, args: argparse.Namespace) -> int:
     )
 
     def ready(url: str) -> None:
+        freeze_startup_heap()  # listening: the app, its imports and the HTTP stack exist (see mcpframe._gc)
         print(f"mcpframe serve: Streamable HTTP on {url}", file=sys.stderr, flush=True)
 
     try:

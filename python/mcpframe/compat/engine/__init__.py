@@ -24,10 +24,12 @@ What cannot be carried over is listed at start-up (``StartupReport``): one warni
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
 import anyio
 
+from mcpframe._gc import freeze_startup_heap
 from mcpframe.server.registry import ListKind
 from mcpframe.transports.base import Transport
 from mcpframe.transports.stdio import stdio_server
@@ -112,10 +114,59 @@ async def serve_async(
     called once listening) or any mcpframe ``Transport`` (one connection). ``session_options`` go to the
     ``Session`` (``max_frame``, ``max_in_flight``, ...).
     """
+    await _serve(
+        app,
+        transport,
+        _nothing,
+        strict=strict,
+        thread_pool=thread_pool,
+        host=host,
+        port=port,
+        http_options=http_options,
+        ready=ready,
+        **session_options,
+    )
+
+
+def serve(app: Any, transport: TransportName = "stdio", **options: Any) -> None:
+    """Blocking ``serve_async`` (the drop-in for ``app.run()`` / ``app.run("streamable-http")``).
+
+    This owns the process, so once the app's lifespan has started the start-up heap is frozen out of the
+    cyclic GC (``MCPFRAME_GC_FREEZE=0`` turns that off; see ``mcpframe._gc``).
+    """
+    anyio.run(lambda: _serve(app, transport, freeze_startup_heap, **options))
+
+
+def _nothing() -> None:
+    """The ``serving`` hook of ``serve_async``: embedded in someone else's process, it leaves the GC alone."""
+
+
+async def _serve(
+    app: Any,
+    transport: TransportName | Transport,
+    serving: Callable[[], object],
+    *,
+    strict: bool = False,
+    thread_pool: bool = True,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    http_options: Any = None,
+    ready: Any = None,
+    **session_options: Any,
+) -> None:
+    """``serve_async``, calling ``serving()`` once the app's lifespan has started, before the first byte.
+
+    The lifespan is entered here (``EngineServer.lifespan`` counts nested entries, so the one inside
+    ``server.serve`` is then a no-op): what it builds (clients, pools, caches) lives as long as the
+    process, and ``serve`` freezes it with the rest of the start-up heap.
+    """
+    if isinstance(transport, str) and transport not in ("stdio", "http"):
+        raise ValueError(f"transport must be 'stdio', 'http' or a Transport, not {transport!r}")
     name = transport if isinstance(transport, str) else "transport"
     server = engine_server(app, strict=strict, transport=name, thread_pool=thread_pool)
     if transport == "stdio":
-        async with stdio_server() as stdio:
+        async with stdio_server() as stdio, server.lifespan():
+            serving()
             await server.serve(stdio, **session_options)
     elif transport == "http":
         from mcpframe.transports.http.server import (  # noqa: PLC0415 - the HTTP stack is optional
@@ -127,13 +178,9 @@ async def serve_async(
         if session_options:
             options.session_options = {**options.session_options, **session_options}
         async with server.lifespan():
+            serving()
             await serve_http(server, host=host, port=port, options=options, ready=ready)
-    elif isinstance(transport, str):
-        raise ValueError(f"transport must be 'stdio', 'http' or a Transport, not {transport!r}")
     else:
-        await server.serve(transport, **session_options)
-
-
-def serve(app: Any, transport: TransportName = "stdio", **options: Any) -> None:
-    """Blocking ``serve_async`` (the drop-in for ``app.run()`` / ``app.run("streamable-http")``)."""
-    anyio.run(lambda: serve_async(app, transport, **options))
+        async with server.lifespan():
+            serving()
+            await server.serve(transport, **session_options)
