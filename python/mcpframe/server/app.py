@@ -277,12 +277,11 @@ class Server:
     def run(self, **session_options: Any) -> None:
         """Serve on stdio until stdin closes (blocking).
 
-        This owns the process, so once stdio is open the start-up heap is frozen out of the cyclic GC
-        (``MCPFRAME_GC_FREEZE=0`` turns that off; see ``mcpframe._gc``).
+        This owns the process, so once the event loop runs the start-up heap is frozen out of the cyclic
+        GC (``MCPFRAME_GC_FREEZE=0`` turns that off; see ``mcpframe._gc``).
         """
-        anyio.run(self._run_stdio, session_options)
+        anyio.run(self._freeze_then_serve_stdio, session_options)
 
-    async def _run_stdio(self, session_options: dict[str, Any]) -> None:
-        async with stdio_server() as transport:
-            freeze_startup_heap()
-            await self.serve(transport, **session_options)
+    async def _freeze_then_serve_stdio(self, session_options: dict[str, Any]) -> None:
+        freeze_startup_heap()  # in the loop, so the loop's own long-lived objects are frozen too
+        await self.serve_stdio(**session_options)
