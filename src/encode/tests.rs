@@ -1,0 +1,137 @@
+//! Unit tests of the JSON writers: string escaping, numbers, literals.
+
+use super::*;
+
+fn string(s: &str) -> String {
+    let mut out = Vec::new();
+    write_str(&mut out, s);
+    String::from_utf8(out).unwrap()
+}
+
+fn float(f: f64) -> String {
+    let mut out = Vec::new();
+    write_f64(&mut out, f);
+    String::from_utf8(out).unwrap()
+}
+
+#[test]
+fn escapes_quotes_backslashes_and_controls() {
+    assert_eq!(string("a\"b\\c"), r#""a\"b\\c""#);
+    assert_eq!(string("\n\r\t\u{8}\u{c}"), r#""\n\r\t\b\f""#);
+    assert_eq!(string("\u{0}\u{1f}\u{7f}"), "\"\\u0000\\u001f\u{7f}\"");
+    assert_eq!(string("/é\u{2028}😀"), "\"/é\u{2028}😀\"");
+}
+
+#[test]
+fn escapes_at_every_position_of_long_strings() {
+    for len in [0usize, 1, 3, 4, 7, 8, 15, 16, 17, 31, 33, 64, 65, 97, 130] {
+        for pos in 0..len {
+            for special in ['"', '\\', '\n', '\u{1}', '\u{1f}'] {
+                let mut s = "x".repeat(len);
+                s.replace_range(pos..=pos, &special.to_string());
+                let expected: String = s
+                    .chars()
+                    .map(|c| match c {
+                        '"' => "\\\"".to_string(),
+                        '\\' => "\\\\".to_string(),
+                        '\n' => "\\n".to_string(),
+                        c if (c as u32) < 0x20 => format!("\\u{:04x}", c as u32),
+                        c => c.to_string(),
+                    })
+                    .collect();
+                assert_eq!(string(&s), format!("\"{expected}\""), "len {len} pos {pos}");
+            }
+        }
+    }
+}
+
+#[test]
+fn escape_heavy_strings_grow_the_buffer() {
+    for n in 0..80 {
+        for unit in ["\u{1}", "\"", "\u{1}a", "é\u{1f}"] {
+            let s = unit.repeat(n);
+            let mut out = b"x".to_vec();
+            out.shrink_to_fit();
+            write_str(&mut out, &s);
+            let expected: String = s
+                .chars()
+                .map(|c| match c {
+                    '"' => "\\\"".to_string(),
+                    c if (c as u32) < 0x20 => format!("\\u{:04x}", c as u32),
+                    c => c.to_string(),
+                })
+                .collect();
+            assert_eq!(String::from_utf8(out).unwrap(), format!("x\"{expected}\""));
+        }
+    }
+}
+
+#[test]
+fn bytes_above_0x7f_are_never_escaped() {
+    let s = "é".repeat(40) + "ÿ\u{80}";
+    assert_eq!(string(&s), format!("\"{s}\""));
+}
+
+#[test]
+fn floats_match_orjson_spelling() {
+    let cases = [
+        (1.0, "1.0"),
+        (0.1, "0.1"),
+        (-0.0, "-0.0"),
+        (1e16, "1e+16"),
+        (1.5e16, "1.5e+16"),
+        (1e15, "1000000000000000.0"),
+        (1e-5, "0.00001"),
+        (1e-6, "1e-6"),
+        (5e-324, "5e-324"),
+        (1.7976931348623157e308, "1.7976931348623157e+308"),
+        (f64::NAN, "null"),
+        (f64::INFINITY, "null"),
+        (f64::NEG_INFINITY, "null"),
+    ];
+    for (value, text) in cases {
+        assert_eq!(float(value), text);
+    }
+}
+
+#[test]
+fn integers_are_exact() {
+    let mut out = Vec::new();
+    for value in [
+        0u64,
+        9,
+        10,
+        99,
+        100,
+        101,
+        12345,
+        999_999,
+        1_000_000,
+        u64::MAX / 7,
+    ] {
+        write_u64(&mut out, value);
+        out.push(b' ');
+    }
+    write_i64(&mut out, -7);
+    out.push(b' ');
+    write_i64(&mut out, i64::MIN);
+    out.push(b' ');
+    write_u64(&mut out, u64::MAX);
+    out.push(b' ');
+    write_bigint(&mut out, &(BigInt::from(1u8) << 70));
+    out.push(b' ');
+    write_bigint(&mut out, &(BigInt::from(-1) << 70));
+    assert_eq!(
+        out,
+        b"0 9 10 99 100 101 12345 999999 1000000 2635249153387078802 -7 -9223372036854775808 18446744073709551615 1180591620717411303424 -1180591620717411303424"
+    );
+}
+
+#[test]
+fn bools_and_null() {
+    let mut out = Vec::new();
+    write_bool(&mut out, true);
+    write_bool(&mut out, false);
+    write_null(&mut out);
+    assert_eq!(out, b"truefalsenull");
+}
