@@ -3,10 +3,13 @@
 A sync tool, resource or prompt function (mcpframe's own, or an SDK server's under the compat engine) runs on
 a worker thread so it never blocks the event loop. ``anyio.to_thread.run_sync`` costs about a hundred
 microseconds per call (far more with many calls in flight); on asyncio this pool does the same job for
-about half of that: the function runs with a copy of the caller's context variables, at most
+a fraction of that: the function runs with a copy of the caller's context variables, at most
 ``max_workers`` at once, and ``anyio.from_thread.run``/``run_sync`` work inside it as in an anyio worker.
 A cancelled call stops being awaited; its thread finishes the function and the result is dropped, as with
 ``abandon_on_cancel=True``. Other event loops (trio) use anyio's own threads.
+
+Results come back to their event loop in batches: the first result of a batch wakes the loop, which then
+settles every result that arrived and resumes each waiting task directly (not a loop iteration later).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import contextvars
 import functools
 import queue
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import anyio.lowlevel
@@ -29,18 +32,48 @@ try:  # where anyio's worker threads keep their event loop token (for anyio.from
 except ImportError:  # pragma: no cover - a future anyio moved it; from_thread then needs an explicit token
     _anyio_locals = threading.local()
 
-__all__ = ["WorkerPool", "default_pool", "run_sync", "threaded"]
+__all__ = ["WorkerPool", "call_sync", "default_pool", "run_sync", "threaded"]
 
-_Job = tuple["_Inbox", "asyncio.Future[Any]", contextvars.Context, Callable[[], Any]]
+_running_loop = asyncio._get_running_loop
+_NO_KWARGS: dict[str, Any] = {}
 
 
-def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
-    if future.done():  # cancelled meanwhile
-        return
-    if error is None:
-        future.set_result(result)
-    else:
-        future.set_exception(error)
+class _Waiter(asyncio.Future[Any]):
+    """The future of one call: it resumes the task awaiting it at once when the loop settles a batch.
+
+    A plain future schedules its callbacks (the awaiting task's wake-up) for the next loop iteration; this
+    one keeps the first callback aside and the inbox runs it directly. Cancelling it schedules that
+    callback as usual, and any further callbacks are an ordinary future's.
+    """
+
+    # class-level defaults, not __slots__ with an __init__: about twice as cheap to create
+    _wake: Callable[[Any], object] | None = None
+    _wake_context: contextvars.Context | None = None
+
+    def add_done_callback(
+        self, fn: Callable[[Any], object], *, context: contextvars.Context | None = None
+    ) -> None:
+        if self._wake is None and not self.done():
+            self._wake = fn
+            self._wake_context = contextvars.copy_context() if context is None else context
+        else:
+            super().add_done_callback(fn, context=context)
+
+    def remove_done_callback(self, fn: Callable[[Any], object]) -> int:
+        removed = super().remove_done_callback(fn)
+        if self._wake is not None and self._wake == fn:
+            self._wake = self._wake_context = None
+            removed += 1
+        return removed
+
+    def cancel(self, msg: Any | None = None) -> bool:
+        if not super().cancel(msg):
+            return False
+        wake, context = self._wake, self._wake_context
+        if wake is not None:  # scheduled, as a plain future schedules its callbacks
+            self._wake = self._wake_context = None
+            self.get_loop().call_soon(wake, self, context=context)
+        return True
 
 
 class _Inbox:
@@ -51,11 +84,11 @@ class _Inbox:
     def __init__(self, loop: asyncio.AbstractEventLoop, token: object) -> None:
         self._loop = loop
         self.token = token
-        self._items: list[tuple[asyncio.Future[Any], Any, BaseException | None]] = []
+        self._items: list[tuple[_Waiter, Any, BaseException | None]] = []
         self._lock = threading.Lock()
         self._waking = False
 
-    def put(self, future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+    def put(self, future: _Waiter, result: Any, error: BaseException | None) -> None:
         with self._lock:
             self._items.append((future, result, error))
             if self._waking:
@@ -67,15 +100,41 @@ class _Inbox:
     def _drain(self) -> None:
         with self._lock:
             items, self._items, self._waking = self._items, [], False
-        for future, result, error in items:
-            _settle(future, result, error)
+        pending: Iterator[tuple[_Waiter, Any, BaseException | None]] = iter(items)
+        try:
+            for future, result, error in pending:
+                if future.done():  # cancelled meanwhile: the result is dropped
+                    continue
+                if error is None:
+                    future.set_result(result)
+                else:
+                    future.set_exception(error)
+                wake = future._wake
+                if wake is not None:  # the awaiting task: resume it now
+                    future._wake = None
+                    future._wake_context.run(wake, future)  # type: ignore[union-attr]
+        except BaseException:  # a resumed task let KeyboardInterrupt/SystemExit out: settle the rest later
+            self._requeue(list(pending))
+            raise
+
+    def _requeue(self, rest: list[tuple[_Waiter, Any, BaseException | None]]) -> None:
+        if not rest:
+            return
+        with self._lock:
+            self._items[:0] = rest
+            if not self._waking:
+                self._waking = True
+                self._loop.call_soon(self._drain)
+
+
+_Job = tuple[_Inbox, _Waiter, contextvars.Context, Callable[..., Any], tuple[Any, ...], dict[str, Any]]
 
 
 def _run(job: _Job) -> None:
-    inbox, future, context, fn = job
+    inbox, future, context, fn, args, kwargs = job
     _anyio_locals.current_token = inbox.token
     try:
-        result = context.run(fn)
+        result = context.run(fn, *args, **kwargs)
     except BaseException as exc:
         error: BaseException | None = exc
         result = None
@@ -109,17 +168,39 @@ class WorkerPool:
                     self._idle += 1
             job = self._jobs.get()
 
-    def _loop_inbox(self, loop: asyncio.AbstractEventLoop) -> _Inbox:
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> asyncio.Future[Any]:
+        """Start ``fn(*args, **kwargs)`` on a worker thread; await the returned future for its outcome.
+
+        Call it on a running asyncio loop, in a task, and await the future in that same task at once.
+        """
+        future = self.start(fn, args, kwargs)
+        if not isinstance(future, asyncio.Future):  # pragma: no cover - asyncio only, as documented
+            future.close()  # type: ignore[attr-defined]
+            raise RuntimeError("WorkerPool.submit() needs a running asyncio event loop")
+        return future
+
+    def start(
+        self,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        abandon_on_cancel: bool = True,
+    ) -> Awaitable[Any]:
+        """``fn(*args, **kwargs)`` on a worker thread, as an awaitable to await at once in the calling task.
+
+        On asyncio this pool's future (no coroutine in between: the cheapest way); elsewhere (trio) a call
+        of ``anyio.to_thread.run_sync`` with ``abandon_on_cancel``. Whether the running loop is asyncio
+        is asked once per loop.
+        """
+        loop = _running_loop()
         cached = self._inbox
         if cached is None or cached[0] is not loop:
+            if loop is None or sniffio.current_async_library() != "asyncio":
+                call = functools.partial(fn, *args, **kwargs)
+                return anyio.to_thread.run_sync(call, abandon_on_cancel=abandon_on_cancel)
             cached = self._inbox = (loop, _Inbox(loop, anyio.lowlevel.current_token()))
-        return cached[1]
-
-    async def run(self, fn: Callable[[], Any]) -> Any:
-        """``fn()`` on a worker thread; its result (or exception) here. Call it on an asyncio loop."""
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[Any] = loop.create_future()
-        job: _Job = (self._loop_inbox(loop), future, contextvars.copy_context(), fn)
+        future = _Waiter(loop=loop)
+        job: _Job = (cached[1], future, contextvars.copy_context(), fn, args, kwargs)
         with self._lock:
             if self._idle:
                 self._idle -= 1  # that worker takes it from the queue
@@ -132,7 +213,11 @@ class WorkerPool:
             threading.Thread(target=self._worker, args=(job,), daemon=True, name="mcpframe-worker").start()
         else:
             self._jobs.put(job)
-        return await future
+        return future
+
+    async def run(self, fn: Callable[[], Any]) -> Any:
+        """``fn()`` on a worker thread; its result (or exception) here. Call it on an asyncio loop."""
+        return await self.submit(fn)
 
 
 _DEFAULT: list[WorkerPool] = []
@@ -148,6 +233,24 @@ def default_pool() -> WorkerPool:
     return _DEFAULT[0]
 
 
+def call_sync(
+    fn: Callable[..., Any],
+    args: tuple[Any, ...] = (),
+    kwargs: dict[str, Any] = _NO_KWARGS,
+    pool: WorkerPool | None = None,
+    *,
+    abandon_on_cancel: bool = True,
+) -> Awaitable[Any]:
+    """``fn(*args, **kwargs)`` on a worker thread, as an awaitable to await at once in the calling task.
+
+    ``pool`` (default: the shared one) on asyncio, else anyio's threads with ``abandon_on_cancel``; see
+    ``WorkerPool.start``.
+    """
+    if pool is None:
+        pool = _DEFAULT[0] if _DEFAULT else default_pool()
+    return pool.start(fn, args, kwargs, abandon_on_cancel)
+
+
 async def run_sync(
     fn: Callable[[], Any], pool: WorkerPool | None = None, *, abandon_on_cancel: bool = True
 ) -> Any:
@@ -155,19 +258,17 @@ async def run_sync(
 
     The pool always abandons a cancelled call; ``abandon_on_cancel`` is for anyio's threads (trio).
     """
-    if sniffio.current_async_library() == "asyncio":
-        return await (pool or default_pool()).run(fn)
-    return await anyio.to_thread.run_sync(fn, abandon_on_cancel=abandon_on_cancel)
+    return await call_sync(fn, (), _NO_KWARGS, pool, abandon_on_cancel=abandon_on_cancel)
 
 
 def threaded(fn: Callable[..., Any], pool: WorkerPool | None = None) -> Callable[..., Awaitable[Any]]:
-    """An async stand-in for the sync ``fn`` that runs it with ``run_sync`` on ``pool``.
+    """An async stand-in for the sync ``fn`` that runs it with ``call_sync`` on ``pool``.
 
     Off asyncio it waits for the function even when cancelled, as ``anyio.to_thread.run_sync`` does.
     """
 
     @functools.wraps(fn)
     async def call(*args: Any, **kwargs: Any) -> Any:
-        return await run_sync(functools.partial(fn, *args, **kwargs), pool, abandon_on_cancel=False)
+        return await call_sync(fn, args, kwargs, pool, abandon_on_cancel=False)
 
     return call

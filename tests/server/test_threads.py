@@ -11,7 +11,7 @@ import anyio
 import anyio.from_thread
 import pytest
 
-from mcpframe._threads import WorkerPool, default_pool, run_sync
+from mcpframe._threads import WorkerPool, _Inbox, _Waiter, call_sync, default_pool, run_sync
 from mcpframe.server import Context, Server
 
 from ._driver import legacy
@@ -110,3 +110,119 @@ def test_one_pool_serves_several_event_loops_at_once() -> None:
     for thread in threads:
         thread.join(10)
     assert totals == {"a": sum(range(300)), "b": sum(range(300))}
+
+
+async def test_every_caller_gets_its_own_result_in_a_burst() -> None:
+    pool = WorkerPool(max_workers=3)
+    with anyio.fail_after(10):
+        values = await asyncio.gather(*(pool.run(functools.partial(str, n)) for n in range(500)))
+    assert values == [str(n) for n in range(500)]
+
+
+async def test_submit_passes_arguments_and_reraises() -> None:
+    pool = WorkerPool(max_workers=2)
+
+    def pair(a: int, *, b: int) -> tuple[int, int]:
+        return a, b
+
+    def boom() -> None:
+        raise LookupError("worker")
+
+    with anyio.fail_after(5):
+        assert await pool.submit(pair, 1, b=2) == (1, 2)
+        with pytest.raises(LookupError, match="worker"):
+            await pool.submit(boom)
+        assert await call_sync(pair, (3,), {"b": 4}, pool) == (3, 4)
+
+
+async def test_the_function_sees_the_callers_context_and_its_changes_stay_there() -> None:
+    pool = WorkerPool(max_workers=1)
+    _TAG.set("caller")
+
+    def retag() -> str:
+        seen = _TAG.get()
+        _TAG.set("worker")
+        return seen
+
+    with anyio.fail_after(5):
+        assert await pool.submit(retag) == "caller"
+    assert _TAG.get() == "caller"
+
+
+async def test_a_call_cancelled_while_queued_is_dropped_and_the_pool_goes_on() -> None:
+    pool = WorkerPool(max_workers=1)
+    started, release = threading.Event(), threading.Event()
+    ran: list[str] = []
+
+    def hold() -> str:
+        started.set()
+        release.wait(5)
+        return "held"
+
+    def queued() -> str:
+        ran.append("queued")
+        return "queued"
+
+    with anyio.fail_after(5):
+        holder = asyncio.ensure_future(pool.run(hold))
+        await anyio.to_thread.run_sync(started.wait)
+        waiting = asyncio.ensure_future(pool.run(queued))
+        await asyncio.sleep(0)  # it is in the queue behind `hold`
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting  # promptly: the busy worker does not hold it up
+        release.set()
+        assert await holder == "held"
+        assert await pool.run(lambda: "after") == "after"
+    assert ran == ["queued"]  # abandoned, not withdrawn: it ran, and its result was dropped
+
+
+async def test_the_future_behaves_as_a_future_for_other_callbacks() -> None:
+    pool = WorkerPool(max_workers=1)
+    seen: list[object] = []
+    with anyio.fail_after(5):
+        future = pool.submit(lambda: "value")
+        future.add_done_callback(lambda f: seen.append(f.result()))
+        assert await future == "value"
+        await asyncio.sleep(0)  # the extra callback is scheduled as a plain future's
+    assert seen == ["value"]
+
+    loop = asyncio.get_running_loop()
+    other = pool.submit(lambda: None)
+    wake = loop.create_future()
+    other.add_done_callback(wake.set_result)
+    assert other.remove_done_callback(wake.set_result) == 1
+    await other
+    assert not wake.done()
+
+    cancelled = pool.submit(lambda: None)
+    cancelled.add_done_callback(wake.set_result)
+    assert cancelled.cancel()
+    assert not cancelled.cancel()
+    with anyio.fail_after(5):
+        assert await wake is cancelled
+
+
+def test_a_resumed_task_that_escapes_leaves_the_rest_of_the_batch_for_later() -> None:
+    loop = asyncio.new_event_loop()
+    try:
+        inbox = _Inbox(loop, None)
+        first, second = _Waiter(loop=loop), _Waiter(loop=loop)
+        woken: list[object] = []
+
+        def escape(future: object) -> None:
+            raise KeyboardInterrupt
+
+        first.add_done_callback(escape)
+        second.add_done_callback(woken.append)
+        inbox.put(first, 1, None)
+        inbox.put(second, 2, None)
+        with pytest.raises(KeyboardInterrupt):
+            inbox._drain()
+        assert first.result() == 1
+        assert not second.done()
+        loop.run_until_complete(asyncio.sleep(0))
+        assert second.result() == 2
+        assert woken == [second]
+    finally:
+        loop.close()
