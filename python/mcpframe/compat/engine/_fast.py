@@ -24,7 +24,7 @@ result shaping; an ``input_required`` result still goes through the boundary's s
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
 from mcp.server._otel import OpenTelemetryMiddleware
@@ -40,17 +40,24 @@ from mcp.server.mcpserver.tools import Tool as SDKTool
 from mcp.server.request_state import RequestStateBoundary
 from mcp.server.runner import ServerRunner, _dump_result
 from mcp.shared.exceptions import MCPError
-from mcp_types import CallToolResult, TextContent
+from mcp_types import (
+    CLIENT_CAPABILITIES_META_KEY,
+    CLIENT_INFO_META_KEY,
+    PROTOCOL_VERSION_META_KEY,
+    CallToolResult,
+    TextContent,
+)
 from mcp_types.methods import is_input_required
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from . import _tracing as tracing
-from ._shapes import Serializer, quick_result
+from ._shapes import quick_result
 
-__all__ = ["eligible", "plain_tool_call"]
+__all__ = ["eligible", "modern_eligible", "modern_tool_call", "plain_tool_call", "seal"]
 
 _PLAIN_KEYS = (frozenset({"name"}), frozenset({"name", "arguments"}))
+_ENVELOPE_KEYS = frozenset({PROTOCOL_VERSION_META_KEY, CLIENT_INFO_META_KEY, CLIENT_CAPABILITIES_META_KEY})
 _SDK_CALL_TOOL = MCPServer._handle_call_tool
 
 
@@ -102,6 +109,21 @@ def eligible(runner: ServerRunner[Any], app: Any, params: dict[str, Any] | None)
     return _plain_server(app) and _plain_tool(app, params["name"])
 
 
+def modern_eligible(app: Any, params: dict[str, Any] | None) -> bool:
+    """Whether a 2026-07-28 ``tools/call`` may take the short way: plain params whose ``_meta`` is nothing but
+    the envelope (version, client info and capabilities, which a context-free tool never reads), an existing
+    context-free tool, and a server as plain as ``eligible`` asks."""
+    if params is None or not isinstance(app, MCPServer):
+        return False
+    meta = params.get("_meta")
+    if not isinstance(meta, dict) or not meta.keys() <= _ENVELOPE_KEYS:
+        return False
+    plain = {key: value for key, value in params.items() if key != "_meta"}
+    if not _plain_params(plain) or app._tool_manager.get_tool(plain["name"]) is None:
+        return False
+    return _plain_server(app) and _plain_tool(app, plain["name"])
+
+
 def _log_failure(name: str, exc: Exception) -> None:
     """What ``MCPServer._handle_call_tool`` logs for a failed call, on its own logger."""
     if isinstance(exc, ToolError) and not isinstance(exc, UnexpectedToolError):
@@ -128,13 +150,13 @@ def _convert(tool: SDKTool, value: Any) -> Any:
         raise UnexpectedToolError(f"Error executing tool {tool.name}") from exc
 
 
-async def _run_tool(tool: SDKTool, arguments: dict[str, Any], version: str, serialize: Serializer) -> Any:
+async def _run_tool(tool: SDKTool, arguments: dict[str, Any], version: str, kernel: ServerRunner[Any]) -> Any:
     """``MCPServer._handle_call_tool`` for a tool that takes no context: the SDK's ``Tool.run``, then its
     result conversion (or, for a primitive result, its wire dict straight away: ``_shapes``), a protocol
     error passed on, any other failure an is-error result carrying its text."""
     try:
         value = await tool.run(arguments, cast("Any", None), convert_result=False)
-        quick = quick_result(tool.fn_metadata, value, version, serialize)
+        quick = quick_result(tool.fn_metadata, value, version, kernel)
         return _convert(tool, value) if quick is None else quick
     except MCPError:
         raise
@@ -143,26 +165,56 @@ async def _run_tool(tool: SDKTool, arguments: dict[str, Any], version: str, seri
         return CallToolResult(content=[TextContent(type="text", text=str(exc))], is_error=True)
 
 
-async def plain_tool_call(
-    runner: ServerRunner[Any], app: MCPServer, channel: Callable[[], Any], params: dict[str, Any]
-) -> Any:
-    """The SDK's ``tools/call`` for an ``eligible`` request, as its kernel would answer it."""
+Sealer = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+def seal(runner: ServerRunner[Any], dctx: Any, params: dict[str, Any], version: str, dumped: Any) -> Any:
+    """An ``input_required`` result sealed by the chain's request-state boundaries, inner-first."""
     server = runner.server
-    version = runner.connection.protocol_version
+    ctx = runner._make_context(dctx, "tools/call", params, None, version)
+    sealed: Any = dumped
+    for middleware in reversed(server.middleware):
+        if isinstance(middleware, RequestStateBoundary):
+            sealed = middleware._seal_result(ctx, sealed, None)
+    return _dump_result(sealed)
+
+
+async def _call(
+    runner: ServerRunner[Any], app: MCPServer, version: str, params: dict[str, Any], sealer: Sealer
+) -> Any:
+    """The SDK's ``tools/call`` for an eligible request; ``runner`` serializes, ``sealer`` seals."""
     tool = app._tool_manager.get_tool(params["name"])
     if tool is not None:  # the params are plain: the handler's model would take them as they are
-        result = await _run_tool(tool, params.get("arguments") or {}, version, runner._serialize)
+        result = await _run_tool(tool, params.get("arguments") or {}, version, runner)
         if type(result) is dict:  # already the wire form
             return result
     else:  # the SDK's own unknown-tool answer (it needs no context either)
-        typed = server._request_handlers["tools/call"].params_type.model_validate(params, by_name=False)
+        handler = runner.server._request_handlers["tools/call"]
+        typed = handler.params_type.model_validate(params, by_name=False)
         result = await app._handle_call_tool(None, typed)  # type: ignore[arg-type]
     dumped = runner._serialize("tools/call", version, result)
-    if is_input_required(dumped):  # the boundary seals these: give it its context, inner-first
-        ctx = runner._make_context(channel(), "tools/call", params, None, version)
-        sealed: Any = dumped
-        for middleware in reversed(server.middleware):
-            if isinstance(middleware, RequestStateBoundary):
-                sealed = middleware._seal_result(ctx, sealed, None)
-        return _dump_result(sealed)
-    return dumped
+    return await sealer(dumped) if is_input_required(dumped) else dumped
+
+
+async def plain_tool_call(
+    runner: ServerRunner[Any], app: MCPServer, channel: Callable[[], Any], params: dict[str, Any]
+) -> Any:
+    """The SDK's ``tools/call`` for an ``eligible`` handshake-era request, as its kernel would answer it."""
+    version = runner.connection.protocol_version
+
+    async def sealer(dumped: dict[str, Any]) -> Any:
+        return seal(runner, channel(), params, version, dumped)
+
+    return await _call(runner, app, version, params, sealer)
+
+
+async def modern_tool_call(
+    runner: ServerRunner[Any], app: MCPServer, version: str, params: dict[str, Any], sealer: Sealer
+) -> Any:
+    """The SDK's ``tools/call`` for a ``modern_eligible`` 2026-07-28 request.
+
+    ``runner`` is a kernel shared by the server's modern requests, used only to shape results (which
+    depends on the server and the revision, not on the client); ``sealer`` builds the request's own kernel
+    should the tool ask for input.
+    """
+    return await _call(runner, app, version, params, sealer)

@@ -41,7 +41,7 @@ from mcpframe.transports.base import Transport
 
 from . import _tracing as tracing
 from ._channels import ConnectionChannel, NotificationChannel, RequestChannel
-from ._fast import eligible, plain_tool_call
+from ._fast import eligible, modern_eligible, modern_tool_call, plain_tool_call, seal
 from ._fastmcp import pool_fastmcp
 from ._report import StartupReport
 from ._threads import WorkerPool, threaded
@@ -194,6 +194,7 @@ class EngineServer(Server):
         self._sdk_capabilities: dict[str, Any] | None = None
         self._sdk_modern_capabilities: dict[str, Any] | None = None
         self.report: StartupReport | None = None
+        self._modern_shaper: ServerRunner[Any] | None = None
         self.pool = WorkerPool() if thread_pool else None
         tracing.prime()
         self.fallback_handler = _served  # methods the SDK server lacks get its own -32601
@@ -257,6 +258,32 @@ class EngineServer(Server):
         self, conn: EngineConnection, request: Request, call: CallInfo, raw: dict[str, Any] | None
     ) -> Any:
         """One 2026-07-28 request on a born-ready SDK connection from its envelope (as the SDK does)."""
+        if request.method == "tools/call" and modern_eligible(self.app, raw):
+            assert raw is not None
+            params = raw
+
+            async def sealer(dumped: dict[str, Any]) -> Any:
+                connection, runner = self._modern_kernel(conn, request, call)
+                try:
+                    return seal(
+                        runner, RequestChannel(request, can_send_request=False), params, call.version, dumped
+                    )
+                finally:
+                    await aclose_shielded(connection)
+
+            return await modern_tool_call(self._shaper(), self.app, call.version, params, sealer)
+        connection, runner = self._modern_kernel(conn, request, call)
+        try:
+            return await runner.on_request(
+                RequestChannel(request, can_send_request=False), request.method, raw
+            )
+        finally:
+            await aclose_shielded(connection)
+
+    def _modern_kernel(
+        self, conn: EngineConnection, request: Request, call: CallInfo
+    ) -> tuple[Connection, ServerRunner[Any]]:
+        """The SDK connection and kernel of one 2026-07-28 request, built from its envelope."""
         assert conn.session is not None
         meta = request.meta
         connection = Connection.from_envelope(
@@ -265,13 +292,14 @@ class EngineServer(Server):
             meta.get(CLIENT_CAPABILITIES_META_KEY),
             outbound=ConnectionChannel(conn.session, can_send_request=False),
         )
-        runner = ServerRunner(self.kernel, connection, self.lifespan_state)
-        try:
-            return await runner.on_request(
-                RequestChannel(request, can_send_request=False), request.method, raw
-            )
-        finally:
-            await aclose_shielded(connection)
+        return connection, ServerRunner(self.kernel, connection, self.lifespan_state)
+
+    def _shaper(self) -> ServerRunner[Any]:
+        """A kernel the short way's 2026-07-28 results are shaped by (shaping reads only the server)."""
+        if self._modern_shaper is None:
+            connection = Connection.from_envelope(LATEST_MODERN_VERSION, None, None)
+            self._modern_shaper = ServerRunner(self.kernel, connection, None)
+        return self._modern_shaper
 
     @asynccontextmanager
     async def lifespan(self) -> AsyncIterator[Any]:

@@ -25,7 +25,6 @@ over every handshake revision and a table of edge values.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any
 
 import pydantic_core
@@ -47,54 +46,80 @@ _DECORATOR_KINDS = (
 _PROBE_TEXT = "probe-text"
 _PROBE_STRUCTURED = {"result": "probe-value"}
 
-Serializer = Callable[[str, str, Any], dict[str, Any]]
-
 
 class _Shape:
-    """One revision's key order for a text-only ``tools/call`` result (learnt from the kernel)."""
+    """One revision's key order for a text-only ``tools/call`` result (learnt from the kernel).
 
-    __slots__ = ("item", "plain", "structured")
+    A 2026-07-28 result also carries ``resultType: "complete"`` and the server-info ``_meta`` stamp; the
+    stamp is made fresh for every result by the kernel's own ``_stamp_server_info``.
+    """
 
-    def __init__(self, plain: tuple[str, ...], structured: tuple[str, ...], item: tuple[str, ...]) -> None:
+    __slots__ = ("item", "plain", "result_type", "structured")
+
+    def __init__(
+        self, plain: tuple[str, ...], structured: tuple[str, ...], item: tuple[str, ...], result_type: bool
+    ) -> None:
         self.plain = plain
         self.structured = structured
         self.item = item
+        self.result_type = result_type
 
-    def build(self, text: str, structured: dict[str, Any] | None) -> dict[str, Any]:
+    def build(
+        self, text: str, structured: dict[str, Any] | None, kernel: Any, version: str
+    ) -> dict[str, Any]:
         item = dict.fromkeys(self.item)
         item["text"] = text
         item["type"] = "text"
-        out = dict.fromkeys(self.plain if structured is None else self.structured)
+        out: dict[str, Any] = dict.fromkeys(self.plain if structured is None else self.structured)
         out["content"] = [item]
         out["isError"] = False
         if structured is not None:
             out["structuredContent"] = structured
+        if self.result_type:
+            out["resultType"] = "complete"
+        if "_meta" in out:
+            out["_meta"] = None  # the stamp fills it in place
+            kernel._stamp_server_info(version, out)
         return out
 
 
 _SHAPES: dict[str, _Shape | None] = {}
+_CORE_KEYS = frozenset({"content", "isError", "structuredContent"})
 
 
-def _learn(serialize: Serializer, version: str) -> _Shape | None:
-    """The key orders ``serialize`` gives two probe results at ``version``, if shaped as expected."""
+def _extras_fit(dumped: dict[str, Any], stamp: dict[str, Any]) -> bool:
+    """The keys beyond the core ones are what ``_Shape.build`` makes: ``resultType`` and the stamp."""
+    extras = {key: value for key, value in dumped.items() if key not in _CORE_KEYS}
+    expected = {key: value for key, value in (("resultType", "complete"), ("_meta", stamp)) if key in extras}
+    return extras == expected
+
+
+def _learn(kernel: Any, version: str) -> _Shape | None:
+    """The key orders the kernel's serializer gives two probe results at ``version``, if as expected."""
     content: list[Any] = [TextContent(type="text", text=_PROBE_TEXT)]
-    plain = serialize("tools/call", version, CallToolResult(content=content))
-    structured = serialize(
+    plain = kernel._serialize("tools/call", version, CallToolResult(content=content))
+    structured = kernel._serialize(
         "tools/call", version, CallToolResult(content=content, structured_content=dict(_PROBE_STRUCTURED))
     )
+    stamp = kernel._stamp_server_info(version, {"_meta": None}).get("_meta")
     item = {"type": "text", "text": _PROBE_TEXT}
-    if plain != {"content": [item], "isError": False}:
+    core_plain = {key: value for key, value in plain.items() if key in _CORE_KEYS}
+    core_structured = {key: value for key, value in structured.items() if key in _CORE_KEYS}
+    if core_plain != {"content": [item], "isError": False} or not _extras_fit(plain, stamp):
         return None
-    if structured != {"content": [item], "isError": False, "structuredContent": _PROBE_STRUCTURED}:
+    expected = {"content": [item], "isError": False, "structuredContent": _PROBE_STRUCTURED}
+    if core_structured != expected or not _extras_fit(structured, stamp):
         return None
-    return _Shape(tuple(plain), tuple(structured), tuple(plain["content"][0]))
+    if (plain.keys() - _CORE_KEYS) != (structured.keys() - _CORE_KEYS):
+        return None
+    return _Shape(tuple(plain), tuple(structured), tuple(plain["content"][0]), "resultType" in plain)
 
 
-def _shape(serialize: Serializer, version: str) -> _Shape | None:
+def _shape(kernel: Any, version: str) -> _Shape | None:
     try:
         return _SHAPES[version]
     except KeyError:
-        shape = _SHAPES[version] = _learn(serialize, version)
+        shape = _SHAPES[version] = _learn(kernel, version)
         return shape
 
 
@@ -116,10 +141,9 @@ def _wrapped_type(meta: FuncMetadata) -> type | None:
     return annotation if annotation in _PRIMITIVES else None
 
 
-def quick_result(
-    meta: FuncMetadata, value: Any, version: str, serialize: Serializer
-) -> dict[str, Any] | None:
-    """The kernel's wire dict for ``value`` returned by a tool with ``meta``, or None (see the docstring)."""
+def quick_result(meta: FuncMetadata, value: Any, version: str, kernel: Any) -> dict[str, Any] | None:
+    """The wire dict ``kernel`` (a ``ServerRunner``) gives ``value`` returned by a tool with ``meta``, or None
+    (see the module docstring)."""
     kind = type(value)
     if kind not in _PRIMITIVES or (kind is float and not math.isfinite(value)):
         return None
@@ -129,8 +153,8 @@ def quick_result(
         structured = {"result": value}
     else:
         return None
-    shape = _shape(serialize, version)
+    shape = _shape(kernel, version)
     if shape is None:
         return None
     text = value if kind is str else pydantic_core.to_json(value, fallback=str, indent=2).decode()
-    return shape.build(text, structured)
+    return shape.build(text, structured, kernel, version)
