@@ -78,15 +78,35 @@ class ToolClient(RawClient):
         return list(latencies.values())
 
 
+class ModernToolClient(ToolClient):
+    """``ToolClient`` speaking 2026-07-28: no handshake, the envelope in every request's ``_meta``."""
+
+    def __init__(self, process: Any, call: dict[str, Any], expected: str) -> None:
+        super().__init__(process, {**call, "_meta": MODERN_META}, expected)
+
+    async def initialize(self) -> None:
+        """Nothing: every 2026-07-28 request carries its own envelope."""
+
+
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
+}
+
+
 # The FastMCP app (``engine_apps.py MODE fastmcp``) on the same three stacks, with its sync echo tool.
 FASTMCP_MODES = ["sdk", "dropin", "engine"]
 FASTMCP_CALL = ({"name": "fast_echo", "arguments": {"text": "ping"}}, "ping")
 
 
-def stack(mode: str, tool: str, *, fastmcp: bool = False) -> AbstractAsyncContextManager[ToolClient]:
+def stack(
+    mode: str, tool: str, *, fastmcp: bool = False, modern: bool = False
+) -> AbstractAsyncContextManager[ToolClient]:
     command = [sys.executable, str(APPS), mode, *(["fastmcp"] if fastmcp else [])]
     call = FASTMCP_CALL if fastmcp else CALLS[tool]
-    return spawned(command, lambda process: ToolClient(process, *call))
+    client = ModernToolClient if modern else ToolClient
+    return spawned(command, lambda process: client(process, *call))
 
 
 @pytest.fixture(scope="module")
@@ -112,13 +132,28 @@ def test_fastmcp_tools_call(benchmark: Any, portal: BlockingPortal, mode: str, k
     run_stack(benchmark, portal, mode, kind, "fast_echo", fastmcp=True)
 
 
+@pytest.mark.parametrize("tool", list(CALLS))
+@pytest.mark.parametrize("kind", list(SHAPES))
+@pytest.mark.parametrize("mode", MODES)
+def test_modern_tools_call(benchmark: Any, portal: BlockingPortal, mode: str, kind: str, tool: str) -> None:
+    run_stack(benchmark, portal, mode, kind, tool, fastmcp=False, modern=True)
+
+
 def run_stack(
-    benchmark: Any, portal: BlockingPortal, mode: str, kind: str, tool: str, *, fastmcp: bool
+    benchmark: Any,
+    portal: BlockingPortal,
+    mode: str,
+    kind: str,
+    tool: str,
+    *,
+    fastmcp: bool,
+    modern: bool = False,
 ) -> None:
     """Check, then time ``tools/call`` of ``tool`` on one stack; figures go to ``extra_info``."""
     count = SHAPES[kind]
-    benchmark.group = f"{'fastmcp' if fastmcp else 'engine'}-{tool}-{kind}-{count}"
-    with portal.wrap_async_context_manager(stack(mode, tool, fastmcp=fastmcp)) as client:
+    era = "modern" if modern else "engine"
+    benchmark.group = f"{'fastmcp' if fastmcp else era}-{tool}-{kind}-{count}"
+    with portal.wrap_async_context_manager(stack(mode, tool, fastmcp=fastmcp, modern=modern)) as client:
         method = client.sequential if kind == "sequential" else client.pipelined
         assert len(portal.call(method, 5)) == 5  # checked before timing (each response is asserted)
         latencies: list[list[float]] = []
@@ -133,6 +168,7 @@ def run_stack(
     flat = [value for run in latencies for value in run]
     benchmark.extra_info.update(
         stack=f"fastmcp-{mode}" if fastmcp else mode,
+        era="2026-07-28" if modern else "handshake",
         backend=core.BACKEND,
         requests=count,
         requests_per_s=round(count / min(wall)),
