@@ -280,3 +280,12 @@ async def test_modern_input_required_is_sealed_by_the_requests_own_kernel() -> N
     assert {k: v for k, v in got.items() if k != "requestState"} == {
         k: v for k, v in expected.items() if k != "requestState"
     }
+
+
+def test_the_wrapper_answer_follows_the_metadata_it_was_taken_from() -> None:
+    app = build_app()
+    runner = runner_for(app, "2025-06-18")
+    meta = app._tool_manager.get_tool("as_str").fn_metadata  # type: ignore[union-attr]
+    assert _shapes.quick_result(meta, "x", "2025-06-18", runner) is not None
+    meta.wrap_output = False  # a run-time change the cached answer must not hide
+    assert _shapes.quick_result(meta, "x", "2025-06-18", runner) is None

@@ -123,7 +123,24 @@ def _shape(kernel: Any, version: str) -> _Shape | None:
         return shape
 
 
+_WRAPPED: dict[int, tuple[FuncMetadata, Any, bool, type | None]] = {}
+_WRAPPED_LIMIT = 4096  # tools seen; past it the cache starts again (tools added and dropped at run time)
+
+
 def _wrapped_type(meta: FuncMetadata) -> type | None:
+    """``_wrapper_type``, kept per tool metadata while its output model and wrapping stay the same."""
+    model, wrap = meta.output_model, meta.wrap_output
+    cached = _WRAPPED.get(id(meta))
+    if cached is not None and cached[0] is meta and cached[1] is model and cached[2] is wrap:
+        return cached[3]
+    if len(_WRAPPED) >= _WRAPPED_LIMIT:
+        _WRAPPED.clear()
+    answer = _wrapper_type(meta)
+    _WRAPPED[id(meta)] = (meta, model, wrap, answer)
+    return answer
+
+
+def _wrapper_type(meta: FuncMetadata) -> type | None:
     """The value type of the SDK's plain ``{"result": ...}`` wrapper, or None if the output is not that."""
     model = meta.output_model
     if not meta.wrap_output or not isinstance(model, type):
