@@ -207,22 +207,23 @@ def test_a_resumed_task_that_escapes_leaves_the_rest_of_the_batch_for_later() ->
     loop = asyncio.new_event_loop()
     try:
         inbox = _Inbox(loop, None)
-        first, second = _Waiter(loop=loop), _Waiter(loop=loop)
+        calls = [_Waiter(loop=loop), _Waiter(loop=loop)]
         woken: list[object] = []
 
         def escape(future: object) -> None:
             raise KeyboardInterrupt
 
-        first.add_done_callback(escape)
-        second.add_done_callback(woken.append)
-        inbox.put(first, 1, None)
-        inbox.put(second, 2, None)
+        for n, (call, callback) in enumerate(zip(calls, (escape, woken.append), strict=True)):
+            call._wake = None
+            call.add_done_callback(callback)
+            call._value, call._error = n, None
+            inbox.put(call)
         with pytest.raises(KeyboardInterrupt):
             inbox._drain()
-        assert first.result() == 1
-        assert not second.done()
+        assert calls[0].result() == 0
+        assert not calls[1].done()
         loop.run_until_complete(asyncio.sleep(0))
-        assert second.result() == 2
-        assert woken == [second]
+        assert calls[1].result() == 1
+        assert woken == [calls[1]]
     finally:
         loop.close()
