@@ -227,3 +227,33 @@ def test_a_resumed_task_that_escapes_leaves_the_rest_of_the_batch_for_later() ->
         assert woken == [calls[1]]
     finally:
         loop.close()
+
+
+async def test_a_burst_of_sync_tool_calls_each_gets_its_own_answer() -> None:
+    server = Server("burst")
+
+    @server.tool
+    def tagged(n: int) -> str:
+        """Its argument back, or a failure for multiples of seven."""
+        if n % 7 == 0:
+            raise ValueError(f"seven divides {n}")
+        return f"{n} on {threading.current_thread().name}"
+
+    answers: dict[int, dict[str, object]] = {}
+    async with legacy(server) as client:
+
+        async def call(n: int) -> None:
+            answers[n] = await client.request("tools/call", {"name": "tagged", "arguments": {"n": n}})
+
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                for n in range(1, 301):
+                    tg.start_soon(call, n)
+    assert len(answers) == 300
+    for n, answer in answers.items():
+        text = answer["content"][0]["text"]  # type: ignore[index]
+        if n % 7 == 0:
+            assert answer.get("isError") is True
+            assert f"seven divides {n}" in text
+        else:
+            assert text == f"{n} on mcpframe-worker"
