@@ -6,11 +6,13 @@ import asyncio
 import contextvars
 import functools
 import threading
+import types
 
 import anyio
 import anyio.from_thread
 import pytest
 
+from mcpframe import _threads
 from mcpframe._threads import WorkerPool, _Inbox, _Waiter, call_sync, default_pool, run_sync
 from mcpframe.server import Context, Server
 
@@ -257,3 +259,30 @@ async def test_a_burst_of_sync_tool_calls_each_gets_its_own_answer() -> None:
             assert f"seven divides {n}" in text
         else:
             assert text == f"{n} on mcpframe-worker"
+
+
+async def test_the_pool_asks_which_library_runs_once_per_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    pool = WorkerPool(max_workers=1)
+    asked: list[str] = []
+
+    def current_async_library() -> str:
+        asked.append("asyncio")
+        return "asyncio"
+
+    monkeypatch.setattr(
+        _threads, "sniffio", types.SimpleNamespace(current_async_library=current_async_library)
+    )
+    with anyio.fail_after(5):
+        for n in range(3):
+            assert await pool.submit(int, n) == n
+    assert asked == ["asyncio"]  # the first call on this loop asked; the others trusted the cached answer
+
+
+def test_off_an_event_loop_the_pool_hands_over_to_anyio_and_submit_refuses() -> None:
+    pool = WorkerPool(max_workers=1)
+    pending = pool.start(int, (), {})
+    assert not isinstance(pending, asyncio.Future)  # anyio.to_thread.run_sync's coroutine
+    pending.close()  # type: ignore[attr-defined]
+    with pytest.raises(RuntimeError, match="asyncio"):
+        pool.submit(int)
+    assert pool._threads == 0
