@@ -4,22 +4,28 @@
 nothing: the params' ``_meta`` lift, a per-request ``ServerSession``/context, the middleware chain (whose
 only member by default, ``RequestStateBoundary``, passes a call without ``requestState`` straight through
 and leaves every result but ``input_required`` alone), and a second surface validation of params the
-handler's own model validates anyway. This module calls the SDK's pieces in the same order without that
-machinery, and only when all of these hold (checked on every request, so run-time changes are honoured):
+handler's own model validates anyway; a 2026-07-28 request also builds and closes an SDK connection and
+kernel of its own. This module calls the SDK's pieces in the same order without that machinery, and only
+when all of these hold (checked on every request, so run-time changes are honoured):
 
-- the connection is on a handshake-era revision (the 2026-07-28 path builds its connection per request);
-- the params are exactly ``name`` (a string) and optionally ``arguments`` (an object): no ``_meta``, no
-  ``requestState``, nothing the surface validation could refuse;
+- handshake era (``eligible``): the connection has been initialized, and the params are exactly ``name``
+  (a string) and optionally ``arguments`` (an object): no ``_meta``, no ``requestState``, nothing the
+  surface validation could refuse;
+- 2026-07-28 (``modern_eligible``): the same params plus a ``_meta`` holding nothing but the envelope
+  (protocol version, client info, client capabilities: a tool without a context never reads them), and
+  the tool exists;
 - the ``tools/call`` handler is the ``MCPServer``'s own ``_handle_call_tool`` (no override, no extension
   interceptor) and the server's middleware, OpenTelemetry aside while it is a no-op, is nothing but
   ``RequestStateBoundary``;
 - ``tools/call`` has no cache hint;
 - the tool exists without a ``Context`` parameter or ``Resolve(...)`` parameters (those need the request
-  context; they take the full path), or does not exist at all (the SDK's unknown-tool result needs none).
+  context; they take the full path), or (handshake era) does not exist at all (the SDK's unknown-tool
+  result needs none).
 
-Then it is the SDK's own code end to end: the handler's params model, ``MCPServer._handle_call_tool``
-(argument validation, the call, result conversion, the is-error shaping and logging) and the runner's own
-result shaping; an ``input_required`` result still goes through the boundary's sealing.
+Then it is the SDK's own code end to end: ``Tool.run`` (argument validation, the call), result conversion
+with ``Tool.run``'s failure mapping, ``MCPServer._handle_call_tool``'s is-error shaping and logging, and
+the runner's own result shaping (for a primitive result, its exact wire dict: ``_shapes``); an
+``input_required`` result still goes through the boundary's sealing, with the request's own kernel.
 """
 
 from __future__ import annotations
