@@ -71,3 +71,13 @@ async def test_listen_is_modern_only() -> None:
             with pytest.raises(RuntimeError):
                 async with client.listen(tools=True):
                     pass
+
+
+async def test_subscribe_is_handshake_era_only() -> None:
+    with anyio.fail_after(10):
+        async with Client(make_server()) as client:
+            assert client.era == "modern"
+            for call in (client.subscribe, client.unsubscribe):
+                with pytest.raises(RuntimeError, match="listen"):
+                    await call("res://x")
+            assert client.session.pending == 0  # nothing was sent

@@ -14,7 +14,11 @@ _MAX_PAGES = 10_000
 
 
 class Methods:
-    """The MCP method helpers; ``Client`` provides ``request`` and ``interactive``."""
+    """The MCP method helpers; ``Client`` provides ``request``, ``interactive`` and ``era``."""
+
+    @property
+    def era(self) -> Literal["modern", "legacy"] | None:
+        raise NotImplementedError
 
     async def request(
         self,
@@ -89,12 +93,24 @@ class Methods:
         return contents
 
     async def subscribe(self, uri: str) -> None:
-        """``resources/subscribe`` (updates arrive as ``notifications/resources/updated``)."""
+        """``resources/subscribe`` (updates arrive as ``notifications/resources/updated``).
+
+        Handshake era only: 2026-07-28 has no such method; there ``listen(resource_uris=[...])`` subscribes
+        for as long as its block runs (a ``RuntimeError`` here says so rather than a -32601 from the server).
+        """
+        self._legacy_only("resources/subscribe")
         await self.request("resources/subscribe", {"uri": uri})
 
     async def unsubscribe(self, uri: str) -> None:
-        """``resources/unsubscribe``."""
+        """``resources/unsubscribe`` (handshake era only, as ``subscribe``)."""
+        self._legacy_only("resources/unsubscribe")
         await self.request("resources/unsubscribe", {"uri": uri})
+
+    def _legacy_only(self, method: str) -> None:
+        if self.era == "modern":
+            raise RuntimeError(
+                f"{method} is not part of 2026-07-28; use `async with client.listen(resource_uris=[...])`"
+            )
 
     async def list_prompts(self) -> list[dict[str, Any]]:
         """Every prompt (all pages)."""
