@@ -12,6 +12,11 @@ cancels the handler's task with ``Task.cancel()`` (once it has left any shielded
 sees one ``CancelledError``. A transport with ``pump(callback)`` hands the reader each chunk from the event
 loop's readiness callback; one with ``send_nowait(data) -> int`` takes the answers without a task switch.
 The session waits for every handler task on every exit path.
+
+This module owns the incoming side and the connection: the lifecycle (``run``, ``aclose``, EOF and cleanup),
+reading and dispatch, running request handlers and answering them, and queueing notifications for their
+worker. The outgoing side (``request``, ``notify``, responses and progress for our own requests) is the
+``Requester`` mixin in ``session/requester.py``; the hot per-request methods stay here, on ``Session``.
 """
 
 from __future__ import annotations
@@ -21,7 +26,6 @@ import inspect
 import logging
 import math
 from collections.abc import Awaitable, Callable
-from contextlib import nullcontext
 from typing import Any, ClassVar
 
 import anyio
@@ -33,11 +37,13 @@ from mcpframe._api import MessageLike
 from mcpframe.session.batch import Batch
 from mcpframe.session.eager import AVAILABLE as EAGER
 from mcpframe.session.eager import EagerStarter
-from mcpframe.session.errors import ConnectionClosed, JSONRPCError, RequestTimeout
+from mcpframe.session.errors import ConnectionClosed, JSONRPCError
 from mcpframe.session.frames import Spawner, error_frame, failure_frame, result_frame, task_spawner
 from mcpframe.session.outbox import IO_ERRORS, Outbox
-from mcpframe.session.outgoing import Pending, with_progress_token
-from mcpframe.session.request import ProgressCallback, Request
+from mcpframe.session.outgoing import Pending
+from mcpframe.session.request import Request
+from mcpframe.session.requester import Requester
+from mcpframe.session.requester import is_id as _is_id
 from mcpframe.transports.base import Transport
 
 __all__ = ["NotificationHandler", "RequestHandler", "Session"]
@@ -58,10 +64,6 @@ def only(group: BaseExceptionGroup[Any], exc: BaseException | None) -> bool:
     return exc is not None and len(group.exceptions) == 1 and group.exceptions[0] is exc
 
 
-def _is_id(value: object) -> bool:
-    return isinstance(value, int | str) and not isinstance(value, bool)
-
-
 def _log_frame_error(error: Any) -> None:
     """Log what was rejected and where (stderr by default); the peer gets only the JSON-RPC error."""
     logger.warning(
@@ -73,7 +75,7 @@ def _log_frame_error(error: Any) -> None:
     )
 
 
-class Session:
+class Session(Requester):
     """A JSON-RPC peer: answers incoming requests concurrently and sends its own requests."""
 
     eager_handlers: ClassVar[bool] = True
@@ -125,19 +127,9 @@ class Session:
     # ------------------------------------------------------------------ introspection
 
     @property
-    def pending(self) -> int:
-        """Outgoing requests waiting for a response."""
-        return len(self._pending)
-
-    @property
     def in_flight(self) -> int:
         """Incoming requests whose handler is running."""
         return len(self._incoming)
-
-    @property
-    def progress_waiters(self) -> int:
-        """Outgoing requests listening for progress."""
-        return len(self._progress)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -242,11 +234,6 @@ class Session:
             for request in requests:
                 if self._incoming.get(request.id) is request:
                     del self._incoming[request.id]
-
-    def _fail_pending(self, exc: BaseException) -> None:
-        for _, waiter in self._pending.drain():
-            assert isinstance(waiter, Pending)
-            waiter.fail(exc)
 
     # ------------------------------------------------------------------ writing
 
@@ -412,33 +399,6 @@ class Session:
         if self.notification_handler is not None:
             self._queue(self.notification_handler, message)
 
-    def _on_progress(self, params: Any) -> bool:
-        """Progress for one of our requests: extend its timeout and call its callback."""
-        token = params.get("progressToken") if isinstance(params, dict) else None
-        waiter = self._progress.get(token) if _is_id(token) else None  # type: ignore[arg-type]
-        if waiter is None:
-            return False
-        assert isinstance(params, dict)
-        waiter.extend()
-        progress = params.get("progress")
-        if waiter.on_progress is not None and isinstance(progress, int | float):
-            total = params.get("total")
-            text = params.get("message")
-            self._queue(waiter.on_progress, progress, total, text)
-        return True
-
-    def _on_response(self, message: MessageLike) -> None:
-        rid = message.id
-        if rid is None:
-            logger.warning("error response without an id: %r", message.error)
-            return
-        waiter = self._pending.pop(rid, None)
-        if waiter is None:
-            logger.debug("ignoring a response for id %r: no request is waiting for it", rid)
-            return
-        assert isinstance(waiter, Pending)
-        waiter.resolve(message)
-
     def _queue(self, func: Callable[..., Any], *args: Any) -> None:
         try:
             self._jobs_in.send_nowait((func, args))
@@ -460,63 +420,3 @@ class Session:
         finally:
             assert self._jobs_done is not None
             self._jobs_done.set()
-
-    # ------------------------------------------------------------------ sending
-
-    def _check_open(self, *, reading: bool = True) -> None:
-        if self.closed or self._broken or (reading and self._eof):
-            raise ConnectionClosed("the session is closed")
-
-    async def notify(self, method: str, params: Any = None) -> None:
-        """Send a notification (still possible after the peer's EOF, while handlers finish)."""
-        self._check_open(reading=False)
-        await self._send(core.encode_notification(method, params))
-
-    async def request(
-        self,
-        method: str,
-        params: Any = None,
-        *,
-        timeout: float | None = None,
-        on_progress: ProgressCallback | None = None,
-        max_timeout: float | None = None,
-    ) -> Any:
-        """Send a request and return its result.
-
-        Raises ``JSONRPCError`` for an error response, ``RequestTimeout`` when ``timeout`` (default:
-        ``default_timeout``) passes without a response or progress, or ``max_timeout`` passes at all,
-        ``ConnectionClosed`` when the connection ends first. On timeout or cancellation of the caller,
-        ``notifications/cancelled`` is sent to the peer.
-        """
-        self._check_open()
-        waiter = Pending(method, self.default_timeout if timeout is None else timeout, on_progress)
-        rid = self._pending.allocate(waiter)
-        token: Id | None = None
-        try:
-            if on_progress is not None:
-                params, token = with_progress_token(params, rid)
-                self._progress[token] = waiter
-            frame = core.encode_request(rid, method, params)
-            waiter.arm(max_timeout)
-            started = anyio.current_time()
-            with waiter.scope or nullcontext():  # the deadline covers the writer too: max_timeout holds
-                await self._send(frame)
-                await waiter.event.wait()
-            if not waiter.event.is_set():
-                self._cancel_remote(rid, "timeout")
-                elapsed = anyio.current_time() - started
-                raise RequestTimeout(f"Request timed out: {method} (no response after {elapsed:.3g} s)")
-            return waiter.outcome()
-        except anyio.get_cancelled_exc_class():
-            if not waiter.event.is_set():
-                self._cancel_remote(rid, "cancelled by the requester")
-            raise
-        finally:
-            self._pending.pop(rid, None)
-            if token is not None and self._progress.get(token) is waiter:
-                del self._progress[token]
-
-    def _cancel_remote(self, rid: Id, reason: str) -> None:
-        if not (self.closed or self._eof or self._broken):
-            params = {"requestId": rid, "reason": reason}
-            self._write(core.encode_notification("notifications/cancelled", params))
