@@ -1,0 +1,216 @@
+"""``AnswerReader``: how ``StreamableHTTPTransport`` (``client.py``) reads what the server sends back.
+
+A mixin of the transport. It owns everything between an HTTP response and the transport's ``receive``: the
+answer to one POST (a JSON body or an SSE stream; an error status, a 202 or a body without the answer
+becomes a synthesized JSON-RPC error), forwarding the server's messages as NDJSON, adopting the negotiated
+version from the answer to ``initialize``, releasing an exchange whose response arrived on another stream,
+and resuming an SSE stream with ``GET`` + ``Last-Event-ID``. Posting, headers, the HTTP session and the
+lifecycle stay in ``client.py``, which creates the state declared here.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Final
+
+import anyio
+import httpx
+from anyio.streams.memory import MemoryObjectSendStream
+
+from mcpframe import core, jsonrpc
+from mcpframe._api import MessageLike
+from mcpframe.transports.http.client_wire import (
+    SSEParser,
+    StreamState,
+    content_type,
+    drain,
+    ndjson_frame,
+    request_id,
+    synthesized_error,
+)
+
+__all__ = ["AnswerReader", "Undeliverable"]
+
+logger = logging.getLogger("mcpframe.transports.http.client")
+
+Id = int | str
+_ERROR_BODY_LIMIT: Final = 64 * 1024
+
+
+class Undeliverable(Exception):
+    """The transport was closed while a message from the server was being handed over."""
+
+
+class AnswerReader:
+    """Reads POST answers and SSE streams and hands the server's messages to ``receive``."""
+
+    url: str
+    session_id: str | None
+    protocol_version: str | None
+    reconnect_delay: float
+    max_reconnects: int
+    _http: httpx.AsyncClient
+    _initialize: MessageLike | None
+    _exchanges: dict[Id, anyio.CancelScope]
+    _closed: bool
+    _in: MemoryObjectSendStream[bytes]
+
+    if TYPE_CHECKING:  # defined by StreamableHTTPTransport
+
+        def _session_headers(self) -> dict[str, str]: ...
+
+    # ------------------------------------------------------------------ answers
+
+    async def _answer(
+        self, message: MessageLike, resp: httpx.Response, *, intercept: bool
+    ) -> MessageLike | None:
+        """Read the POST's answer, forwarding everything the server sends; the request's own response is
+        forwarded too, or returned when `intercept`. Missing answers become synthesized errors."""
+        rid = request_id(message)
+        if message.method == "initialize" and resp.status_code < 300:
+            self.session_id = resp.headers.get("mcp-session-id", self.session_id)
+        kind = content_type(resp)
+        if resp.status_code >= 400:
+            return await self._error_answer(rid, resp)
+        if resp.status_code == 202 or kind not in ("application/json", "text/event-stream"):
+            await resp.aclose()
+            return synthesized_error(
+                rid,
+                jsonrpc.INTERNAL_ERROR,
+                f"the server answered HTTP {resp.status_code} ({kind or 'no body'})",
+            )
+        if kind == "application/json":
+            found = await self._deliver(core.decode(await resp.aread(), lazy=True), rid, intercept)
+        else:
+            found = await self._follow(resp, rid, intercept)
+        if isinstance(found, bool):
+            if found:
+                return None
+            return synthesized_error(rid, jsonrpc.CONNECTION_CLOSED, "the server's answer did not include it")
+        return found
+
+    async def _error_answer(self, rid: Id, resp: httpx.Response) -> MessageLike:
+        body = b""
+        async for chunk in resp.aiter_bytes():
+            body += chunk
+            if len(body) > _ERROR_BODY_LIMIT:
+                break
+        await resp.aclose()
+        for item in core.decode(body[:_ERROR_BODY_LIMIT]):
+            if isinstance(item, core.FrameError) or item.kind != "error":
+                continue
+            error = item.error or {}
+            return synthesized_error(rid, error.get("code", jsonrpc.INTERNAL_ERROR), error.get("message", ""))
+        text = body[:200].decode("utf-8", "replace").strip()
+        detail = f": {text}" if text else ""
+        return synthesized_error(
+            rid, jsonrpc.INTERNAL_ERROR, f"HTTP {resp.status_code} from the server{detail}"
+        )
+
+    # ------------------------------------------------------------------ delivery
+
+    async def _deliver(
+        self, items: Iterable[MessageLike | core.FrameError], rid: Id | None, intercept: bool
+    ) -> MessageLike | bool:
+        """Forward messages; report whether the response to `rid` was among them (or return it: intercept)."""
+        found: MessageLike | bool = False
+        forward: list[MessageLike] = []
+        for item in items:
+            if isinstance(item, core.FrameError):
+                logger.warning("dropping an invalid message from the server: %s", item.message)
+                continue
+            answer = item.kind in ("result", "error")
+            if answer and rid is not None and item.id == rid and found is False:
+                self._note_answer(item)
+                if intercept:
+                    found = item
+                    continue
+                found = True
+            elif answer:
+                self._answered_elsewhere(item.id)
+            forward.append(item)
+        await self._push(forward)
+        return found
+
+    def _answered_elsewhere(self, rid: Id | None) -> None:
+        """A response arrived on another stream (a server may send it on a GET): that request's own
+        exchange has nothing left to wait for."""
+        scope = self._exchanges.get(rid) if rid is not None else None
+        if scope is not None:
+            scope.cancel()
+
+    def _note_answer(self, answer: MessageLike) -> None:
+        """Adopt the negotiated version from the answer to `initialize`."""
+        init = self._initialize
+        if init is None or answer.id != init.id or answer.kind != "result":
+            return
+        result = answer.result
+        version = result.get("protocolVersion") if isinstance(result, dict) else None
+        if isinstance(version, str):
+            self.protocol_version = version
+
+    async def _push(self, messages: list[MessageLike]) -> None:
+        if not messages:
+            return
+        data = b"".join(ndjson_frame(m) for m in messages)
+        try:
+            await self._in.send(data)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
+            raise Undeliverable from exc
+
+    # ------------------------------------------------------------------ SSE streams
+
+    async def _read_sse(
+        self, resp: httpx.Response, stream: StreamState, rid: Id | None, intercept: bool
+    ) -> MessageLike | bool:
+        """Forward the events of one SSE response until it ends or carries the answer to `rid`."""
+        parser = SSEParser()
+        parser.last_event_id = stream.last_event_id
+        chunks = resp.aiter_bytes()
+        try:
+            async for chunk in chunks:
+                events = parser.feed(chunk)
+                stream.last_event_id = parser.last_event_id
+                if parser.retry is not None:
+                    stream.retry_ms = parser.retry
+                for event in events:
+                    if event.event != "message":
+                        continue
+                    found = await self._deliver(core.decode(event.data, lazy=True), rid, intercept)
+                    if found is not False:
+                        await drain(chunks)
+                        return found
+        except httpx.TransportError as exc:  # a dropped connection ends the stream like a close
+            logger.debug("SSE stream interrupted: %r", exc)
+        finally:
+            await resp.aclose()
+        return False
+
+    async def _follow(self, resp: httpx.Response, rid: Id | None, intercept: bool) -> MessageLike | bool:
+        """Read an SSE stream and, while its answer is missing, resume it with GET + Last-Event-ID."""
+        stream = StreamState()
+        found = await self._read_sse(resp, stream, rid, intercept)
+        misses = 0
+        while found is False and not self._closed and misses <= self.max_reconnects:
+            if not stream.last_event_id and rid is not None:
+                break  # nothing to resume from: the answer is lost
+            await anyio.sleep(self._retry_delay(stream))
+            before = stream.last_event_id
+            headers = self._session_headers()
+            headers["accept"] = "text/event-stream"
+            if stream.last_event_id:
+                headers["last-event-id"] = stream.last_event_id
+            try:
+                async with self._http.stream("GET", self.url, headers=headers) as again:
+                    if again.status_code != 200 or content_type(again) != "text/event-stream":
+                        logger.debug("resuming the SSE stream: HTTP %d", again.status_code)
+                        break
+                    found = await self._read_sse(again, stream, rid, intercept)
+            except httpx.TransportError as exc:
+                logger.debug("resuming the SSE stream failed: %r", exc)
+            misses = 0 if stream.last_event_id != before else misses + 1
+        return found
+
+    def _retry_delay(self, stream: StreamState) -> float:
+        return stream.retry_ms / 1000 if stream.retry_ms is not None else self.reconnect_delay
