@@ -20,8 +20,12 @@ from typing import Any, cast
 from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.connection import Connection
 from mcp.server.lowlevel.server import Server as LowLevelServer
+from mcp.server.mcpserver.prompts.base import Prompt
+from mcp.server.mcpserver.resources.templates import ResourceTemplate
+from mcp.server.mcpserver.resources.types import FunctionResource
 from mcp.server.mcpserver.tools import Tool as SDKTool
 from mcp.server.runner import ServerRunner, aclose_shielded
+from mcp.shared._callable_inspection import is_async_callable
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
     CLIENT_CAPABILITIES_META_KEY,
@@ -152,6 +156,21 @@ class EngineConnection(ServerConnection):
         """Forget the SDK kernel with the connection."""
         super().close()
         self._runner = None
+
+
+def _sync_registries(app: Any) -> list[tuple[dict[str, Any], type[Any]]]:
+    """An ``MCPServer``'s registries of function-backed entries, with the entry type that has an ``fn``."""
+    found: list[tuple[dict[str, Any], type[Any]]] = []
+    for manager, attribute, kind in (
+        ("_tool_manager", "_tools", SDKTool),
+        ("_resource_manager", "_resources", FunctionResource),
+        ("_resource_manager", "_templates", ResourceTemplate),
+        ("_prompt_manager", "_prompts", Prompt),
+    ):
+        table = getattr(getattr(app, manager, None), attribute, None)
+        if isinstance(table, dict):
+            found.append((table, kind))
+    return found
 
 
 def _channel(request: Request) -> RequestChannel:
@@ -312,7 +331,7 @@ class EngineServer(Server):
                 if manager is not None:  # FastMCP keeps its own lifespan state beside the SDK's
                     await stack.enter_async_context(manager())
                 self.lifespan_state = await stack.enter_async_context(self.lowlevel.lifespan(self.lowlevel))
-                stack.callback(self._pool_sync_tools())
+                stack.callback(self._pool_sync_functions())
                 stack.callback(pool_fastmcp(self.app, self.pool))
             except BaseException:
                 await stack.__aexit__(None, None, None)
@@ -327,26 +346,30 @@ class EngineServer(Server):
                 stack, self._lifespan_stack = self._lifespan_stack, None
                 await stack.aclose()
 
-    def _pool_sync_tools(self) -> Callable[[], None]:
-        """Run the ``MCPServer``'s sync tools on ``self.pool`` while serving; returns the undo.
+    def _pool_sync_functions(self) -> Callable[[], None]:
+        """Run the ``MCPServer``'s sync tools, resources, templates and prompts on ``self.pool`` while
+        serving (the SDK would use ``anyio.to_thread``); returns the undo.
 
-        The tool entries are swapped for copies whose function is an async stand-in (see ``_threads``);
-        the app's own ``Tool`` objects are untouched and come back when serving ends.
+        Registry entries are swapped for copies whose function is an async stand-in (see ``_threads``);
+        the app's own objects are untouched and come back when serving ends (unless replaced meanwhile).
+        Entries added while serving keep the SDK's threads.
         """
-        tools = getattr(getattr(self.app, "_tool_manager", None), "_tools", None)
-        if self.pool is None or not isinstance(tools, dict):
+        if self.pool is None:
             return lambda: None
-        swapped: dict[str, tuple[SDKTool, SDKTool]] = {}
-        for name, tool in list(tools.items()):
-            if isinstance(tool, SDKTool) and not tool.is_async:
-                stand_in = tool.model_copy(update={"fn": threaded(tool.fn, self.pool), "is_async": True})
-                tools[name] = stand_in
-                swapped[name] = (tool, stand_in)
+        swapped: list[tuple[dict[str, Any], str, Any, Any]] = []
+        for table, kind in _sync_registries(self.app):
+            for key, entry in list(table.items()):
+                if isinstance(entry, kind) and not is_async_callable(entry.fn):
+                    update: dict[str, Any] = {"fn": threaded(entry.fn, self.pool)}
+                    if isinstance(entry, SDKTool):
+                        update["is_async"] = True
+                    table[key] = stand_in = entry.model_copy(update=update)
+                    swapped.append((table, key, entry, stand_in))
 
         def undo() -> None:
-            for name, (tool, stand_in) in swapped.items():
-                if tools.get(name) is stand_in:
-                    tools[name] = tool
+            for table, key, entry, stand_in in swapped:
+                if table.get(key) is stand_in:
+                    table[key] = entry
 
         return undo
 
