@@ -3,38 +3,86 @@
 The child is started in a new session (its own process group). Closing the transport closes the child's
 stdin (a well-behaved MCP server exits on EOF), waits ``grace`` seconds, then sends SIGTERM to the whole
 group, and SIGKILL after another ``grace``: the whole process tree ends, grandchildren included.
+
+``spawn`` connects the child to two pipes of its own and drives the parent's ends with ``FdTransport``
+(the server side's reader: one reused read buffer, reads in the event loop's readiness callback, writes
+without a task switch), so the transport also offers ``pump`` and ``send_nowait`` to the Session. A
+``ProcessTransport`` built on a process opened elsewhere with piped stdin/stdout reads and writes through
+that process's streams instead (asyncio's pipe transports: a fresh 256 KiB buffer per read), and has
+neither (both attributes are ``None``).
 """
 
 from __future__ import annotations
 
 import os
 import signal
-import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import suppress
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import anyio
-from anyio.abc import Process
+from anyio.abc import AsyncResource, ByteReceiveStream, ByteSendStream, Process
 
 from mcpframe.transports.base import RECEIVE_CHUNK, TransportClosedError
+
+if TYPE_CHECKING:
+    from mcpframe.transports.stdio import FdTransport
 
 __all__ = ["ProcessTransport", "spawn"]
 
 _POLL = 0.02
+_STREAM_ERRORS = (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError)
+
+
+class _StdinEnd(AsyncResource):
+    """The parent's end of the child's stdin pipe; ``aclose`` gives the child EOF while reading goes on."""
+
+    def __init__(self, fds: FdTransport, fd: int) -> None:
+        self._fds = fds
+        self._fd = fd
+
+    async def aclose(self) -> None:
+        if self._fd < 0:
+            return
+        self._fds.release_write()  # a pending send fails; nothing writes to the fd any more
+        os.close(self._fd)
+        self._fd = -1
 
 
 class ProcessTransport:
-    """A transport over a child process's stdin/stdout; ``aclose`` ends its process group."""
+    """A transport over a child process's stdin/stdout; ``aclose`` ends its process group.
 
-    def __init__(self, process: Process, *, grace: float = 2.0) -> None:
+    ``pipes`` (``spawn`` passes it) is ``(read_fd, write_fd)``: the parent's ends of the pipes that are the
+    child's stdout and stdin, owned (and closed) by the transport. Without it, ``process`` needs piped
+    stdin and stdout, which are used as they are.
+    """
+
+    pump: Callable[[Callable[[bytes], object]], Awaitable[None]] | None
+    """Hand each chunk of the child's stdout to a callback until EOF (see ``FdTransport.pump``); ``None``
+    on a process opened elsewhere."""
+    send_nowait: Callable[[bytes], int] | None
+    """Write what the child's stdin takes now (see ``FdTransport.send_nowait``); ``None`` as ``pump``."""
+
+    def __init__(self, process: Process, *, grace: float = 2.0, pipes: tuple[int, int] | None = None) -> None:
         self.process = process
         self.grace = grace
         self._closed = False
-        self._stdin = process.stdin
-        self._stdout = process.stdout
-        if self._stdin is None or self._stdout is None:
-            raise ValueError("the process needs piped stdin and stdout")
+        self._stdout: ByteReceiveStream | None = None
+        self._fds: FdTransport | None = None
+        self._read_fd = -1
+        self._stdin: AsyncResource
+        if pipes is None:
+            if process.stdin is None or process.stdout is None:
+                raise ValueError("the process needs piped stdin and stdout")
+            self._stdin, self._stdout = process.stdin, process.stdout
+            self.pump = self.send_nowait = None
+            return
+        from mcpframe.transports.stdio import FdTransport  # noqa: PLC0415 (stdio re-exports this module)
+
+        self._read_fd, write_fd = pipes
+        self._fds = fds = FdTransport(self._read_fd, write_fd)
+        self._stdin = _StdinEnd(fds, write_fd)
+        self.pump, self.send_nowait = fds.pump, fds.send_nowait
 
     @property
     def pid(self) -> int:
@@ -48,22 +96,29 @@ class ProcessTransport:
 
     async def receive(self) -> bytes:
         """The next chunk of the child's stdout; ``b""`` once it is closed."""
-        assert self._stdout is not None
         if self._closed:
             return b""
+        if self._fds is not None:
+            return await self._fds.receive()
+        assert self._stdout is not None
         try:
             return await self._stdout.receive(RECEIVE_CHUNK)
-        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+        except (anyio.EndOfStream, *_STREAM_ERRORS):
             return b""
 
     async def send(self, data: bytes) -> None:
         """Write ``data`` to the child's stdin."""
-        assert self._stdin is not None
         if self._closed:
             raise TransportClosedError("transport is closed")
         try:
-            await self._stdin.send(data)
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as exc:
+            if self._fds is not None:
+                await self._fds.send(data)
+            else:
+                assert isinstance(self._stdin, ByteSendStream)
+                await self._stdin.send(data)
+        except TransportClosedError as exc:
+            raise TransportClosedError(f"the child process's stdin is closed: {exc}") from exc
+        except _STREAM_ERRORS as exc:
             raise TransportClosedError(f"the child process's stdin is closed: {exc}") from exc
 
     async def aclose(self) -> None:
@@ -72,14 +127,19 @@ class ProcessTransport:
             return
         self._closed = True
         with anyio.CancelScope(shield=True):
-            assert self._stdin is not None
-            assert self._stdout is not None
+            if self._fds is not None:  # none of this switches tasks: send and receive see it at once
+                await self._stdin.aclose()
+                anyio.notify_closing(self._read_fd)  # wakes a read polled through anyio (not asyncio)
+                await self._fds.aclose()  # a pending receive returns b"", a pending pump returns
             with anyio.move_on_after(self.grace):
                 with suppress(OSError, anyio.BrokenResourceError):
-                    await self._stdin.aclose()
+                    await self._stdin.aclose()  # (already closed on pipes of our own: a no-op)
                 await self.process.wait()
             await self._end_group()
-            await self._stdout.aclose()
+            if self._stdout is not None:
+                await self._stdout.aclose()
+            else:
+                os.close(self._read_fd)
 
     async def _end_group(self) -> None:
         for sig in (signal.SIGTERM, signal.SIGKILL):
@@ -120,13 +180,23 @@ async def spawn(
     given (e.g. ``subprocess.DEVNULL``).
     """
     full_env = {**os.environ, **env} if env is not None else None
-    process = await anyio.open_process(
-        [command, *args],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=stderr,
-        env=full_env,
-        cwd=cwd,
-        start_new_session=True,
-    )
-    return ProcessTransport(process, grace=grace)
+    child_stdin, write_fd = os.pipe()  # os.pipe's fds are not inherited; the child gets dups of its ends
+    read_fd, child_stdout = os.pipe()
+    try:
+        process = await anyio.open_process(
+            [command, *args],
+            stdin=child_stdin,
+            stdout=child_stdout,
+            stderr=stderr,
+            env=full_env,
+            cwd=cwd,
+            start_new_session=True,
+        )
+    except BaseException:
+        os.close(write_fd)
+        os.close(read_fd)
+        raise
+    finally:
+        os.close(child_stdin)
+        os.close(child_stdout)
+    return ProcessTransport(process, grace=grace, pipes=(read_fd, write_fd))

@@ -264,6 +264,7 @@ class FdTransport:
         self._write_fd = write_fd
         self._write_lock = anyio.Lock()
         self._writing = False
+        self._write_released = False
         self._closed = False
         self._eof = False
 
@@ -316,16 +317,33 @@ class FdTransport:
         if self._closed:
             raise TransportClosedError("transport is closed")
         async with self._write_lock:
+            if self._write_released:  # checked under the lock: the owner may have closed ``write_fd``
+                raise TransportClosedError("the write side is released")
             self._writing = True
             try:
                 if self._polled_out is not None:
                     await self._polled_out.write(data)
                 else:
                     await anyio.to_thread.run_sync(_write_all, self._write_fd, data)
-            except OSError as exc:
+            except (OSError, anyio.ClosedResourceError) as exc:  # ClosedResourceError: ``release_write``
                 raise TransportClosedError(f"write failed: {exc}") from exc
             finally:
                 self._writing = False
+
+    def release_write(self) -> None:
+        """Stop writing while reading goes on, so that the owner may close ``write_fd`` now.
+
+        A ``send`` waiting for a pipe or socket ``write_fd`` fails, its mode is restored, later ``send``
+        calls raise ``TransportClosedError`` and ``send_nowait`` takes nothing. Idempotent; needs a running
+        event loop.
+        """
+        if self._write_released:
+            return
+        self._write_released = True
+        polled, self._polled_out = self._polled_out, None
+        if polled is not None:
+            anyio.notify_closing(self._write_fd)
+            polled.restore()
 
     async def aclose(self) -> None:
         """Stop reading and writing; restore the descriptors' modes (they are left open for their owner)."""
