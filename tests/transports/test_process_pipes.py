@@ -6,6 +6,7 @@ Every child is a tiny inline Python script; nothing here waits a fixed time (con
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
 import subprocess
@@ -20,7 +21,9 @@ import pytest
 from mcpframe import core
 from mcpframe.client import Client
 from mcpframe.session import ConnectionClosed, Session
-from mcpframe.transports import RECEIVE_CHUNK, ProcessTransport, TransportClosedError, spawn
+from mcpframe.transports import ProcessTransport, TransportClosedError, spawn
+from mcpframe.transports.process import _READ_CHUNK
+from mcpframe.transports.stdio import _READ_AHEAD
 
 pytestmark = pytest.mark.anyio
 
@@ -106,6 +109,21 @@ async def test_the_transport_reads_through_fd_transport() -> None:
         assert os.getpgid(transport.pid) == transport.pid  # a session (process group) of its own
 
 
+async def test_the_pipes_are_widened_where_linux_allows() -> None:
+    limit = Path("/proc/sys/fs/pipe-max-size")
+    if not limit.exists() or int(limit.read_text()) < MiB:
+        pytest.skip("needs Linux with pipe-max-size >= 1 MiB")
+    async with python("import sys; sys.stdin.read()") as transport:
+        assert fcntl.fcntl(transport._read_fd, fcntl.F_GETPIPE_SZ) == MiB
+
+
+async def test_stderr_is_inherited(capfd: pytest.CaptureFixture[str]) -> None:
+    with anyio.fail_after(30):
+        async with python("import sys; sys.stderr.write('to the inherited stderr'); sys.stdin.read()"):
+            pass
+    assert "to the inherited stderr" in capfd.readouterr().err
+
+
 async def test_an_8_mib_frame_split_across_reads_arrives_intact() -> None:
     size = 8 * MiB
     with anyio.fail_after(60):
@@ -116,7 +134,7 @@ async def test_an_8_mib_frame_split_across_reads_arrives_intact() -> None:
             while not received.endswith(b"\n"):
                 received += await transport.receive()
                 reads += 1
-            assert reads > 1  # the frame came in pieces
+            assert reads > 1  # the frame came in pieces (at most _READ_CHUNK per read)
             (message,) = core.decode(received)
             assert message.id == 7
             assert message.result == {"blob": "x" * size}
@@ -158,7 +176,7 @@ async def test_a_slow_reader_holds_the_child_back_and_loses_nothing() -> None:
             assert transport.returncode is None
             chunks = [first, *await read_all(transport)]
             # what was read ahead while nobody asked comes as one chunk, a bounded one
-            assert max(map(len, chunks)) <= 4 * RECEIVE_CHUNK
+            assert max(map(len, chunks)) <= _READ_AHEAD * _READ_CHUNK
             assert b"".join(chunks) == PATTERN * (size // len(PATTERN))
             assert await transport.process.wait() == 0
 

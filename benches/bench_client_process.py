@@ -1,0 +1,111 @@
+"""The mcpframe client receiving large tool results from a subprocess server: the two process transports.
+
+The server is mcpframe's own ``Server`` with one tool, ``blob(size) -> "x" * size``, run as a child
+process; the client is ``mcpframe.client.Client`` over one of two transports to it:
+
+- ``streams`` (the old path, kept for processes opened elsewhere): ``anyio.open_process`` with piped
+  stdin/stdout and ``ProcessTransport(process)``; reads go through asyncio's pipe transport (a fresh
+  256 KiB buffer per read) and are copied into anyio's stream, and the Session runs a reader task.
+- ``fd`` (what ``spawn`` / ``Client.stdio`` do now): pipes of our own driven by ``FdTransport`` (one
+  reused read buffer, reads in the loop's readiness callback handed straight to the Session via ``pump``).
+
+Per size (1, 8, 32 MiB) both sit in one group, named with the core backend of this process (the child
+inherits ``MCPFRAME_BACKEND``). Each client is checked before timing (the text is exactly ``size`` x's)
+and every timed result is checked by length. Run side by side:
+
+    MCPFRAME_BACKEND=native .venv/bin/python -m pytest benches/bench_client_process.py --benchmark-enable \\
+        --benchmark-only --benchmark-columns=min,median,mean,ops --benchmark-sort=name
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+
+from mcpframe import core
+from mcpframe.client import Client
+from mcpframe.transports import ProcessTransport
+
+ROOT = Path(__file__).resolve().parent.parent
+MiB = 1024 * 1024
+SIZES = [1, 8, 32]
+ROUNDS = 8
+SERVER = """
+from mcpframe.server import Server
+
+server = Server("bench-blob", version="1.0.0")
+
+
+@server.tool
+async def blob(size: int) -> str:
+    return "x" * size
+
+
+server.run()
+"""
+
+
+def child_env() -> dict[str, str]:
+    path = [str(ROOT / "python"), os.environ.get("PYTHONPATH", "")]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in path if p)}
+
+
+@asynccontextmanager
+async def connected(transport: str) -> AsyncIterator[Client]:
+    """A client on the blob server over ``transport`` (``streams`` or ``fd``)."""
+    args = ["-c", SERVER]
+    if transport == "fd":
+        async with Client.stdio(sys.executable, args, env=child_env(), timeout=120) as client:
+            yield client
+        return
+    process = await anyio.open_process(
+        [sys.executable, *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=child_env(),
+        start_new_session=True,
+    )
+    pipe = ProcessTransport(process)
+    assert pipe.pump is None  # really the old path: a reader task over anyio's streams
+    try:
+        async with Client(transport=pipe, timeout=120) as client:
+            yield client
+    finally:
+        await pipe.aclose()
+
+
+async def blob_text(client: Client, size: int) -> str:
+    result = await client.call_tool("blob", {"size": size})
+    text: str = result["content"][0]["text"]
+    return text
+
+
+@pytest.fixture(scope="module")
+def portal() -> Iterator[BlockingPortal]:
+    with start_blocking_portal() as blocking_portal:
+        yield blocking_portal
+
+
+@pytest.mark.parametrize("transport", ["streams", "fd"])
+@pytest.mark.parametrize("mib", SIZES)
+def test_client_tool_result(benchmark: Any, portal: BlockingPortal, mib: int, transport: str) -> None:
+    size = mib * MiB
+    benchmark.group = f"client-process-{mib:02d}MiB ({core.BACKEND} core)"
+    with portal.wrap_async_context_manager(connected(transport)) as client:
+        assert portal.call(blob_text, client, size) == "x" * size  # checked before timing
+
+        def call() -> None:
+            assert len(portal.call(blob_text, client, size)) == size
+
+        benchmark.pedantic(call, rounds=ROUNDS, iterations=1, warmup_rounds=1)
+    benchmark.extra_info.update(transport=transport, backend=core.BACKEND, result_bytes=size)
+    print(f"[{core.BACKEND} core] {transport}: {mib} MiB tool result checked")
