@@ -7,9 +7,12 @@ process; the client is ``mcpframe.client.Client`` over one of two transports to 
   stdin/stdout and ``ProcessTransport(process)``; reads go through asyncio's pipe transport (a fresh
   256 KiB buffer per read) and are copied into anyio's stream, and the Session runs a reader task.
 - ``fd`` (what ``spawn`` / ``Client.stdio`` do now): pipes of our own driven by ``FdTransport`` (one
-  reused read buffer, reads in the loop's readiness callback handed straight to the Session via ``pump``).
+  reused read buffer, reads in the loop's readiness callback handed straight to the Session via ``pump``),
+  widened to 1 MiB where Linux allows.
+- ``fd-64k``: the same transport on pipes left at the kernel's default size (64 KiB on Linux), built here
+  with ``ProcessTransport(process, pipes=...)``: what the reader alone gains, without the wider pipes.
 
-Per size (1, 8, 32 MiB) both sit in one group, named with the core backend of this process (the child
+Per size (1, 8, 32 MiB) all three sit in one group, named with the core backend of this process (the child
 inherits ``MCPFRAME_BACKEND``). Each client is checked before timing (the text is exactly ``size`` x's)
 and every timed result is checked by length. Run side by side:
 
@@ -61,26 +64,45 @@ def child_env() -> dict[str, str]:
 
 @asynccontextmanager
 async def connected(transport: str) -> AsyncIterator[Client]:
-    """A client on the blob server over ``transport`` (``streams`` or ``fd``)."""
+    """A client on the blob server over ``transport`` (``streams``, ``fd-64k`` or ``fd``)."""
     args = ["-c", SERVER]
     if transport == "fd":
         async with Client.stdio(sys.executable, args, env=child_env(), timeout=120) as client:
             yield client
         return
-    process = await anyio.open_process(
-        [sys.executable, *args],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        env=child_env(),
-        start_new_session=True,
-    )
-    pipe = ProcessTransport(process)
-    assert pipe.pump is None  # really the old path: a reader task over anyio's streams
+    if transport == "fd-64k":
+        pipe = await narrow_pipes_transport([sys.executable, *args])
+    else:
+        process = await anyio.open_process(
+            [sys.executable, *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=child_env(),
+            start_new_session=True,
+        )
+        pipe = ProcessTransport(process)
+        assert pipe.pump is None  # really the old path: a reader task over anyio's streams
     try:
         async with Client(transport=pipe, timeout=120) as client:
             yield client
     finally:
         await pipe.aclose()
+
+
+async def narrow_pipes_transport(command: list[str]) -> ProcessTransport:
+    """``spawn`` minus the pipe widening: default-size pipes handed to ``ProcessTransport``."""
+    child_stdin, write_fd = os.pipe()
+    read_fd, child_stdout = os.pipe()
+    try:
+        process = await anyio.open_process(
+            command, stdin=child_stdin, stdout=child_stdout, env=child_env(), start_new_session=True
+        )
+    finally:
+        os.close(child_stdin)
+        os.close(child_stdout)
+    pipe = ProcessTransport(process, pipes=(read_fd, write_fd))
+    assert pipe.pump is not None
+    return pipe
 
 
 async def blob_text(client: Client, size: int) -> str:
@@ -95,7 +117,7 @@ def portal() -> Iterator[BlockingPortal]:
         yield blocking_portal
 
 
-@pytest.mark.parametrize("transport", ["streams", "fd"])
+@pytest.mark.parametrize("transport", ["streams", "fd-64k", "fd"])
 @pytest.mark.parametrize("mib", SIZES)
 def test_client_tool_result(benchmark: Any, portal: BlockingPortal, mib: int, transport: str) -> None:
     size = mib * MiB

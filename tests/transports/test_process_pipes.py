@@ -21,8 +21,7 @@ import pytest
 from mcpframe import core
 from mcpframe.client import Client
 from mcpframe.session import ConnectionClosed, Session
-from mcpframe.transports import ProcessTransport, TransportClosedError, spawn
-from mcpframe.transports.process import _READ_CHUNK
+from mcpframe.transports import RECEIVE_CHUNK, ProcessTransport, TransportClosedError, spawn
 from mcpframe.transports.stdio import _READ_AHEAD
 
 pytestmark = pytest.mark.anyio
@@ -134,7 +133,7 @@ async def test_an_8_mib_frame_split_across_reads_arrives_intact() -> None:
             while not received.endswith(b"\n"):
                 received += await transport.receive()
                 reads += 1
-            assert reads > 1  # the frame came in pieces (at most _READ_CHUNK per read)
+            assert reads > 1  # the frame came in pieces (at most RECEIVE_CHUNK per read)
             (message,) = core.decode(received)
             assert message.id == 7
             assert message.result == {"blob": "x" * size}
@@ -176,7 +175,7 @@ async def test_a_slow_reader_holds_the_child_back_and_loses_nothing() -> None:
             assert transport.returncode is None
             chunks = [first, *await read_all(transport)]
             # what was read ahead while nobody asked comes as one chunk, a bounded one
-            assert max(map(len, chunks)) <= _READ_AHEAD * _READ_CHUNK
+            assert max(map(len, chunks)) <= _READ_AHEAD * RECEIVE_CHUNK
             assert b"".join(chunks) == PATTERN * (size // len(PATTERN))
             assert await transport.process.wait() == 0
 

@@ -4,9 +4,11 @@ The child is started in a new session (its own process group). Closing the trans
 stdin (a well-behaved MCP server exits on EOF), waits ``grace`` seconds, then sends SIGTERM to the whole
 group, and SIGKILL after another ``grace``: the whole process tree ends, grandchildren included.
 
-``spawn`` connects the child to two pipes of its own and drives the parent's ends with ``FdTransport``
-(the server side's reader: one reused read buffer, reads in the event loop's readiness callback, writes
-without a task switch), so the transport also offers ``pump`` and ``send_nowait`` to the Session. A
+``spawn`` connects the child to two pipes of its own (widened to 1 MiB where Linux allows: a large frame
+crosses in fewer turns of the two processes) and drives the parent's ends with ``FdTransport`` (the server
+side's reader: one reused read buffer, reads in the event loop's readiness callback, at most a few chunks
+ahead of the consumer; writes without a task switch), so the transport also offers ``pump`` and
+``send_nowait`` to the Session. A
 ``ProcessTransport`` built on a process opened elsewhere with piped stdin/stdout reads and writes through
 that process's streams instead (asyncio's pipe transports: a fresh 256 KiB buffer per read), and has
 neither (both attributes are ``None``).
@@ -35,7 +37,6 @@ __all__ = ["ProcessTransport", "spawn"]
 
 _POLL = 0.02
 _PIPE_SIZE = 1024 * 1024  # asked of Linux for both pipes (its default is 64 KiB; 1 MiB is the usual cap)
-_READ_CHUNK = _PIPE_SIZE  # read into one reused buffer: a larger chunk costs no allocation per read
 _STREAM_ERRORS = (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError)
 
 
@@ -85,7 +86,7 @@ class ProcessTransport:
         from mcpframe.transports.stdio import FdTransport  # noqa: PLC0415 (stdio re-exports this module)
 
         self._read_fd, write_fd = pipes
-        self._fds = fds = FdTransport(self._read_fd, write_fd, chunk=_READ_CHUNK)
+        self._fds = fds = FdTransport(self._read_fd, write_fd)
         self._stdin = _StdinEnd(fds, write_fd)
         self.pump, self.send_nowait = fds.pump, fds.send_nowait
 
