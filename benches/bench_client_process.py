@@ -18,15 +18,24 @@ and every timed result is checked by length. Run side by side:
 
     MCPFRAME_BACKEND=native .venv/bin/python -m pytest benches/bench_client_process.py --benchmark-enable \\
         --benchmark-only --benchmark-columns=min,median,mean,ops --benchmark-sort=name
+
+On a busy machine the contenders, timed one after the other, see different load. Run as a script, the
+three clients are open at once and their calls alternate (each result checked), and the client's own CPU
+time per call (its event loop thread) is printed beside the wall time:
+
+    MCPFRAME_BACKEND=python .venv/bin/python benches/bench_client_process.py [--calls 40]
 """
 
 from __future__ import annotations
 
+import argparse
 import os
+import statistics
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +50,8 @@ from mcpframe.transports import ProcessTransport
 ROOT = Path(__file__).resolve().parent.parent
 MiB = 1024 * 1024
 SIZES = [1, 8, 32]
-ROUNDS = 8
+TRANSPORTS = ["streams", "fd-64k", "fd"]
+ROUNDS = 15
 SERVER = """
 from mcpframe.server import Server
 
@@ -117,7 +127,7 @@ def portal() -> Iterator[BlockingPortal]:
         yield blocking_portal
 
 
-@pytest.mark.parametrize("transport", ["streams", "fd-64k", "fd"])
+@pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize("mib", SIZES)
 def test_client_tool_result(benchmark: Any, portal: BlockingPortal, mib: int, transport: str) -> None:
     size = mib * MiB
@@ -131,3 +141,37 @@ def test_client_tool_result(benchmark: Any, portal: BlockingPortal, mib: int, tr
         benchmark.pedantic(call, rounds=ROUNDS, iterations=1, warmup_rounds=1)
     benchmark.extra_info.update(transport=transport, backend=core.BACKEND, result_bytes=size)
     print(f"[{core.BACKEND} core] {transport}: {mib} MiB tool result checked")
+
+
+async def interleaved(calls: int) -> None:
+    """Open a client per transport, alternate their calls per size, print medians of wall and CPU time."""
+    async with AsyncExitStack() as stack:
+        clients = {name: await stack.enter_async_context(connected(name)) for name in TRANSPORTS}
+        for mib in SIZES:
+            size = mib * MiB
+            wall: dict[str, list[float]] = {name: [] for name in TRANSPORTS}
+            cpu: dict[str, list[float]] = {name: [] for name in TRANSPORTS}
+            for client in clients.values():
+                assert await blob_text(client, size) == "x" * size  # checked before timing
+            for _ in range(max(3, calls // mib)):
+                for name, client in clients.items():
+                    started, used = time.perf_counter(), time.thread_time()
+                    assert len(await blob_text(client, size)) == size
+                    cpu[name].append(time.thread_time() - used)
+                    wall[name].append(time.perf_counter() - started)
+            for name in TRANSPORTS:
+                print(
+                    f"{core.BACKEND:6} core  {mib:2} MiB  {name:7}  wall median {ms(wall[name]):8.2f} ms"
+                    f"  min {min(wall[name]) * 1000:8.2f} ms  client CPU median {ms(cpu[name]):7.2f} ms"
+                )
+
+
+def ms(samples: list[float]) -> float:
+    return statistics.median(samples) * 1000
+
+
+if __name__ == "__main__":
+    raw = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=raw)
+    parser.add_argument("--calls", type=int, default=40, help="calls per transport at 1 MiB (fewer above)")
+    anyio.run(interleaved, parser.parse_args().calls)
