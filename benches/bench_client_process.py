@@ -8,7 +8,7 @@ process; the client is ``mcpframe.client.Client`` over one of two transports to 
   256 KiB buffer per read) and are copied into anyio's stream, and the Session runs a reader task.
 - ``fd`` (what ``spawn`` / ``Client.stdio`` do now): pipes of our own driven by ``FdTransport`` (one
   reused read buffer, reads in the loop's readiness callback handed straight to the Session via ``pump``),
-  widened to 1 MiB where Linux allows.
+  the child's stdout pipe widened to 1 MiB where Linux allows.
 - ``fd-64k``: the same transport on pipes left at the kernel's default size (64 KiB on Linux), built here
   with ``ProcessTransport(process, pipes=...)``: what the reader alone gains, without the wider pipes.
 

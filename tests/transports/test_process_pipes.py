@@ -108,7 +108,7 @@ async def test_the_transport_reads_through_fd_transport() -> None:
         assert os.getpgid(transport.pid) == transport.pid  # a session (process group) of its own
 
 
-async def test_the_pipes_are_widened_where_linux_allows() -> None:
+async def test_the_child_stdout_pipe_is_widened_where_linux_allows() -> None:
     limit = Path("/proc/sys/fs/pipe-max-size")
     if not limit.exists() or int(limit.read_text()) < MiB:
         pytest.skip("needs Linux with pipe-max-size >= 1 MiB")

@@ -4,11 +4,12 @@ The child is started in a new session (its own process group). Closing the trans
 stdin (a well-behaved MCP server exits on EOF), waits ``grace`` seconds, then sends SIGTERM to the whole
 group, and SIGKILL after another ``grace``: the whole process tree ends, grandchildren included.
 
-``spawn`` connects the child to two pipes of its own (widened to 1 MiB where Linux allows: a large frame
-crosses in fewer turns of the two processes) and drives the parent's ends with ``FdTransport`` (the server
-side's reader: one reused read buffer, reads in the event loop's readiness callback, at most a few chunks
-ahead of the consumer; writes without a task switch), so the transport also offers ``pump`` and
-``send_nowait`` to the Session. A
+``spawn`` connects the child to two pipes of its own and drives the parent's ends with ``FdTransport``
+(the server side's reader: one reused read buffer, reads in the event loop's readiness callback, at most a
+few chunks ahead of the consumer; writes without a task switch), so the transport also offers ``pump``
+and ``send_nowait`` to the Session. The child's stdout pipe is widened to 1 MiB where Linux allows, so a
+large result crosses in fewer turns of the two processes (only that one: Linux charges pipe sizes to the
+user's quota, and once that is exceeded new pipes are small). A
 ``ProcessTransport`` built on a process opened elsewhere with piped stdin/stdout reads and writes through
 that process's streams instead (asyncio's pipe transports: a fresh 256 KiB buffer per read), and has
 neither (both attributes are ``None``).
@@ -36,7 +37,7 @@ if sys.platform != "win32":
 __all__ = ["ProcessTransport", "spawn"]
 
 _POLL = 0.02
-_PIPE_SIZE = 1024 * 1024  # asked of Linux for both pipes (its default is 64 KiB; 1 MiB is the usual cap)
+_PIPE_SIZE = 1024 * 1024  # asked of Linux for the child's stdout (default 64 KiB; 1 MiB is the usual cap)
 _STREAM_ERRORS = (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError)
 
 
@@ -195,8 +196,12 @@ async def spawn(
     """
     full_env = {**os.environ, **env} if env is not None else None
     child_stdin, write_fd = os.pipe()  # os.pipe's fds are not inherited; the child gets dups of its ends
-    read_fd, child_stdout = os.pipe()
-    _widen(write_fd)
+    try:
+        read_fd, child_stdout = os.pipe()
+    except OSError:
+        os.close(child_stdin)
+        os.close(write_fd)
+        raise
     _widen(read_fd)
     try:
         process = await anyio.open_process(
