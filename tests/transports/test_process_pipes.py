@@ -259,6 +259,13 @@ async def test_no_descriptor_outlives_the_transport() -> None:
     assert open_fds() <= before
 
 
+async def test_a_command_that_cannot_start_leaves_no_descriptor_behind(tmp_path: Path) -> None:
+    before = open_fds()
+    with pytest.raises(FileNotFoundError):
+        await spawn(str(tmp_path / "no-such-server"))
+    assert open_fds() <= before
+
+
 async def test_a_process_opened_elsewhere_uses_its_own_streams() -> None:
     process = await anyio.open_process(
         [sys.executable, "-c", "import sys; sys.stdout.write(sys.stdin.readline())"],
