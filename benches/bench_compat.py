@@ -57,11 +57,14 @@ def percentile(values: list[float], fraction: float) -> float:
 
 
 class RawClient:
-    """Just enough MCP client to drive a server at full speed: initialize, then tools/call by id."""
+    """Just enough MCP client to drive a server at full speed: initialize, then ``tools/call`` of ``call``
+    by id, every answer's first text checked against ``expected``."""
 
-    def __init__(self, process: Process) -> None:
+    def __init__(self, process: Process, call: dict[str, Any] = CALL, expected: str = "ping") -> None:
         assert process.stdin is not None
         assert process.stdout is not None
+        self.call = call
+        self.expected = expected
         self.process = process
         self.stdin = process.stdin
         self.stdout = process.stdout
@@ -91,16 +94,16 @@ class RawClient:
     def requests(self, count: int) -> tuple[list[int], bytes]:
         ids = list(range(self.next_id, self.next_id + count))
         self.next_id += count
-        return ids, b"".join(core.encode_request(i, "tools/call", CALL) for i in ids)
+        return ids, b"".join(core.encode_request(i, "tools/call", self.call) for i in ids)
 
     async def sequential(self, count: int) -> list[float]:
         latencies = []
         for request_id in self.requests(count)[0]:
             start = time.perf_counter()
-            await self.stdin.send(core.encode_request(request_id, "tools/call", CALL))
+            await self.stdin.send(core.encode_request(request_id, "tools/call", self.call))
             async for message in self.responses(1):
                 assert message.id == request_id
-                assert message.result["content"][0]["text"] == "ping"
+                assert message.result["content"][0]["text"] == self.expected, message.result
             latencies.append(time.perf_counter() - start)
         return latencies
 
@@ -111,7 +114,7 @@ class RawClient:
         async with anyio.create_task_group() as tg:
             tg.start_soon(self.stdin.send, data)
             async for message in self.responses(count):
-                assert message.result["content"][0]["text"] == "ping"
+                assert message.result["content"][0]["text"] == self.expected, message.result
                 latencies[message.id] = time.perf_counter() - start
         assert sorted(latencies) == ids
         return list(latencies.values())

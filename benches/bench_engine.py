@@ -22,7 +22,6 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
@@ -41,45 +40,8 @@ CALLS = {
 }
 
 
-class ToolClient(RawClient):
-    """``RawClient`` calling one tool and checking one answer text."""
-
-    def __init__(self, process: Any, call: dict[str, Any], expected: str) -> None:
-        super().__init__(process)
-        self.call = call
-        self.expected = expected
-
-    def requests(self, count: int) -> tuple[list[int], bytes]:
-        ids = list(range(self.next_id, self.next_id + count))
-        self.next_id += count
-        return ids, b"".join(core.encode_request(i, "tools/call", self.call) for i in ids)
-
-    async def sequential(self, count: int) -> list[float]:
-        latencies = []
-        for request_id in self.requests(count)[0]:
-            start = time.perf_counter()
-            await self.stdin.send(core.encode_request(request_id, "tools/call", self.call))
-            async for message in self.responses(1):
-                assert message.id == request_id
-                assert message.result["content"][0]["text"] == self.expected, message.result
-            latencies.append(time.perf_counter() - start)
-        return latencies
-
-    async def pipelined(self, count: int) -> list[float]:
-        ids, data = self.requests(count)
-        start = time.perf_counter()
-        latencies: dict[int | str | None, float] = {}
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(self.stdin.send, data)
-            async for message in self.responses(count):
-                assert message.result["content"][0]["text"] == self.expected, message.result
-                latencies[message.id] = time.perf_counter() - start
-        assert sorted(latencies) == ids  # type: ignore[type-var]
-        return list(latencies.values())
-
-
-class ModernToolClient(ToolClient):
-    """``ToolClient`` speaking 2026-07-28: no handshake, the envelope in every request's ``_meta``."""
+class ModernClient(RawClient):
+    """``RawClient`` speaking 2026-07-28: no handshake, the envelope in every request's ``_meta``."""
 
     def __init__(self, process: Any, call: dict[str, Any], expected: str) -> None:
         super().__init__(process, {**call, "_meta": MODERN_META}, expected)
@@ -102,10 +64,10 @@ FASTMCP_CALL = ({"name": "fast_echo", "arguments": {"text": "ping"}}, "ping")
 
 def stack(
     mode: str, tool: str, *, fastmcp: bool = False, modern: bool = False
-) -> AbstractAsyncContextManager[ToolClient]:
+) -> AbstractAsyncContextManager[RawClient]:
     command = [sys.executable, str(APPS), mode, *(["fastmcp"] if fastmcp else [])]
     call = FASTMCP_CALL if fastmcp else CALLS[tool]
-    client = ModernToolClient if modern else ToolClient
+    client = ModernClient if modern else RawClient
     return spawned(command, lambda process: client(process, *call))
 
 
