@@ -82,7 +82,7 @@ def engine_server(
     ``mcpframe.client.Client(server)`` in memory, ``StreamableHTTPServer(server)``. The start-up report
     for ``transport`` is logged (one warning listing every piece not carried over) and kept as
     ``server.report``; with ``strict=True`` any such piece raises ``UnsupportedFeatureError`` instead.
-    ``thread_pool=False`` keeps the SDK's own ``anyio.to_thread`` for sync tools (see ``_threads``).
+    ``thread_pool=False`` keeps the SDK's own ``anyio.to_thread`` for sync functions (``mcpframe._threads``).
     """
     lowlevel = lowlevel_of(app)
     report = inspect_app(app, lowlevel, transport)

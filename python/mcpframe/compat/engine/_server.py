@@ -38,6 +38,7 @@ from mcp_types import (
 from mcp_types.version import LATEST_HANDSHAKE_VERSION, LATEST_MODERN_VERSION
 from pydantic import ValidationError
 
+from mcpframe._threads import WorkerPool, threaded
 from mcpframe.server import Server, ServerConnection
 from mcpframe.server.context import CallInfo
 from mcpframe.session import JSONRPCError, Message, Request
@@ -48,7 +49,6 @@ from ._channels import ConnectionChannel, NotificationChannel, RequestChannel
 from ._fast import eligible, modern_eligible, modern_tool_call, plain_tool_call, seal
 from ._fastmcp import pool_fastmcp
 from ._report import StartupReport
-from ._threads import WorkerPool, threaded
 
 __all__ = ["OWNED_METHODS", "EngineConnection", "EngineServer", "lowlevel_of"]
 
@@ -350,7 +350,7 @@ class EngineServer(Server):
         """Run the ``MCPServer``'s sync tools, resources, templates and prompts on ``self.pool`` while
         serving (the SDK would use ``anyio.to_thread``); returns the undo.
 
-        Registry entries are swapped for copies whose function is an async stand-in (see ``_threads``);
+        Registry entries are swapped for copies whose function is an async stand-in (``mcpframe._threads``);
         the app's own objects are untouched and come back when serving ends (unless replaced meanwhile).
         Entries added while serving keep the SDK's threads.
         """
