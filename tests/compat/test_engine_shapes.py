@@ -196,7 +196,7 @@ async def fast_modern(app: MCPServer, params: dict[str, Any]) -> Any:
     async def sealer(dumped: dict[str, Any]) -> Any:
         raise AssertionError("no tool here asks for input")
 
-    assert _fast.modern_eligible(app, params)
+    assert _fast.modern_eligible(_Kernel(app._lowlevel_server), app, params)
     return await answer(_fast.modern_tool_call(shaper, app, MODERN, dict(params), sealer))
 
 
@@ -214,7 +214,7 @@ async def test_modern_short_way_answers_as_the_kernel(params: dict[str, Any]) ->
     app = build_fast_app()
     modern = {**params, "_meta": dict(ENVELOPE)}
     if params["name"] == "no-such-tool":  # the kernel's own unknown-tool answer: not on the short way
-        assert not _fast.modern_eligible(app, modern)
+        assert not _fast.modern_eligible(_Kernel(app._lowlevel_server), app, modern)
         return
     assert wire(await fast_modern(app, modern)) == wire(await kernel_modern(app, modern))
 
@@ -232,7 +232,10 @@ def test_modern_eligibility_refuses_what_needs_the_kernel() -> None:
         "unknown tool": {"name": "nope", "_meta": dict(ENVELOPE)},
         "arguments not an object": {"name": "echo", "arguments": [1], "_meta": dict(ENVELOPE)},
     }
-    assert {name: _fast.modern_eligible(app, params) for name, params in cases.items()} == {
+    assert {
+        name: _fast.modern_eligible(_Kernel(app._lowlevel_server), app, params)
+        for name, params in cases.items()
+    } == {
         "plain": True,
         "no envelope": False,
         "progress token": False,
@@ -243,7 +246,7 @@ def test_modern_eligibility_refuses_what_needs_the_kernel() -> None:
         "arguments not an object": False,
     }
     app._lowlevel_server.middleware.append(lambda ctx, call_next: call_next(ctx))
-    assert not _fast.modern_eligible(app, cases["plain"])
+    assert not _fast.modern_eligible(_Kernel(app._lowlevel_server), app, cases["plain"])
 
 
 async def test_modern_input_required_is_sealed_by_the_requests_own_kernel() -> None:
@@ -271,7 +274,7 @@ async def test_modern_input_required_is_sealed_by_the_requests_own_kernel() -> N
         finally:
             await aclose_shielded(connection)
 
-    assert _fast.modern_eligible(app, params)
+    assert _fast.modern_eligible(_Kernel(app._lowlevel_server), app, params)
     got = await _fast.modern_tool_call(shaper, app, MODERN, dict(params), sealer)
     expected = await kernel_modern(app, params)
     assert len(sealed_by) == 1

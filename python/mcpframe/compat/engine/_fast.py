@@ -33,7 +33,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
-from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver import server as sdk_server
 from mcp.server.mcpserver.exceptions import (
@@ -57,7 +56,6 @@ from mcp_types.methods import is_input_required
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from . import _tracing as tracing
 from ._shapes import quick_result
 
 __all__ = ["eligible", "modern_eligible", "modern_tool_call", "plain_tool_call", "seal"]
@@ -75,19 +73,9 @@ def _plain_params(params: dict[str, Any]) -> bool:
     return isinstance(params["name"], str) and isinstance(params.get("arguments", {}), dict)
 
 
-def _passes_plain_calls(chain: list[Any]) -> bool:
-    """Every middleware is the request-state boundary, or OpenTelemetry's while it records nothing."""
-    for middleware in chain:
-        if isinstance(middleware, RequestStateBoundary):
-            continue
-        if isinstance(middleware, OpenTelemetryMiddleware) and tracing.quiet():
-            continue
-        return False
-    return True
-
-
-def _plain_server(app: MCPServer) -> bool:
-    """The SDK's own handler, no cache hint, and a middleware chain that passes plain calls through."""
+def _plain_server(app: MCPServer, kernel: Any) -> bool:
+    """The SDK's own handler, no cache hint, and nothing in the chain the kernel would run (``_Kernel``
+    leaves OpenTelemetry's out while it records nothing) but the request-state boundary."""
     lowlevel = app._lowlevel_server
     entry = lowlevel._request_handlers.get("tools/call")
     handler = getattr(entry, "handler", None)
@@ -96,7 +84,9 @@ def _plain_server(app: MCPServer) -> bool:
         or getattr(handler, "__func__", None) is not _SDK_CALL_TOOL
     ):
         return False
-    return "tools/call" not in lowlevel.cache_hints and _passes_plain_calls(lowlevel.middleware)
+    if "tools/call" in lowlevel.cache_hints:
+        return False
+    return all(isinstance(middleware, RequestStateBoundary) for middleware in kernel.middleware)
 
 
 def _plain_tool(app: MCPServer, name: str) -> bool:
@@ -112,10 +102,10 @@ def eligible(runner: ServerRunner[Any], app: Any, params: dict[str, Any] | None)
     connection = runner.connection
     if connection.protocol_version in MODERN_PROTOCOL_VERSIONS or not connection.initialize_accepted:
         return False
-    return _plain_server(app) and _plain_tool(app, params["name"])
+    return _plain_server(app, runner.server) and _plain_tool(app, params["name"])
 
 
-def modern_eligible(app: Any, params: dict[str, Any] | None) -> bool:
+def modern_eligible(kernel: Any, app: Any, params: dict[str, Any] | None) -> bool:
     """Whether a 2026-07-28 ``tools/call`` may take the short way: plain params whose ``_meta`` is nothing but
     the envelope (version, client info and capabilities, which a context-free tool never reads), an existing
     context-free tool, and a server as plain as ``eligible`` asks."""
@@ -127,7 +117,7 @@ def modern_eligible(app: Any, params: dict[str, Any] | None) -> bool:
     plain = {key: value for key, value in params.items() if key != "_meta"}
     if not _plain_params(plain) or app._tool_manager.get_tool(plain["name"]) is None:
         return False
-    return _plain_server(app) and _plain_tool(app, plain["name"])
+    return _plain_server(app, kernel) and _plain_tool(app, plain["name"])
 
 
 def _log_failure(name: str, exc: Exception) -> None:

@@ -277,7 +277,7 @@ class EngineServer(Server):
         self, conn: EngineConnection, request: Request, call: CallInfo, raw: dict[str, Any] | None
     ) -> Any:
         """One 2026-07-28 request on a born-ready SDK connection from its envelope (as the SDK does)."""
-        if request.method == "tools/call" and modern_eligible(self.app, raw):
+        if request.method == "tools/call" and modern_eligible(self.kernel, self.app, raw):
             assert raw is not None
             params = raw
 
