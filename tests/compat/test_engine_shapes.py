@@ -197,7 +197,7 @@ async def fast_modern(app: MCPServer, params: dict[str, Any]) -> Any:
         raise AssertionError("no tool here asks for input")
 
     assert _fast.modern_eligible(_Kernel(app._lowlevel_server), app, params)
-    return await answer(_fast.modern_tool_call(shaper, app, MODERN, dict(params), sealer))
+    return await answer(_fast.short_tool_call(shaper, app, MODERN, dict(params), sealer))
 
 
 @pytest.mark.parametrize("tool", TOOLS)
@@ -275,7 +275,7 @@ async def test_modern_input_required_is_sealed_by_the_requests_own_kernel() -> N
             await aclose_shielded(connection)
 
     assert _fast.modern_eligible(_Kernel(app._lowlevel_server), app, params)
-    got = await _fast.modern_tool_call(shaper, app, MODERN, dict(params), sealer)
+    got = await _fast.short_tool_call(shaper, app, MODERN, dict(params), sealer)
     expected = await kernel_modern(app, params)
     assert len(sealed_by) == 1
     assert got["resultType"] == expected["resultType"] == "input_required"

@@ -58,7 +58,7 @@ from pydantic import ValidationError
 
 from ._shapes import quick_result
 
-__all__ = ["eligible", "modern_eligible", "modern_tool_call", "plain_tool_call", "seal"]
+__all__ = ["eligible", "modern_eligible", "plain_tool_call", "seal", "short_tool_call"]
 
 _PLAIN_KEYS = (frozenset({"name"}), frozenset({"name", "arguments"}))
 _ENVELOPE_KEYS = frozenset({PROTOCOL_VERSION_META_KEY, CLIENT_INFO_META_KEY, CLIENT_CAPABILITIES_META_KEY})
@@ -175,10 +175,16 @@ def seal(runner: ServerRunner[Any], dctx: Any, params: dict[str, Any], version: 
     return _dump_result(sealed)
 
 
-async def _call(
+async def short_tool_call(
     runner: ServerRunner[Any], app: MCPServer, version: str, params: dict[str, Any], sealer: Sealer
 ) -> Any:
-    """The SDK's ``tools/call`` for an eligible request; ``runner`` serializes, ``sealer`` seals."""
+    """The SDK's ``tools/call`` for an eligible request at ``version``: ``runner`` shapes the result,
+    ``sealer`` seals an ``input_required`` one.
+
+    For a ``modern_eligible`` 2026-07-28 request ``runner`` is a kernel shared by the server's modern
+    requests (shaping depends on the server and the revision, not on the client) and ``sealer`` builds the
+    request's own kernel; ``plain_tool_call`` passes the connection's.
+    """
     tool = app._tool_manager.get_tool(params["name"])
     if tool is not None:  # the params are plain: the handler's model would take them as they are
         result = await _run_tool(tool, params.get("arguments") or {}, version, runner)
@@ -201,16 +207,4 @@ async def plain_tool_call(
     async def sealer(dumped: dict[str, Any]) -> Any:
         return seal(runner, channel(), params, version, dumped)
 
-    return await _call(runner, app, version, params, sealer)
-
-
-async def modern_tool_call(
-    runner: ServerRunner[Any], app: MCPServer, version: str, params: dict[str, Any], sealer: Sealer
-) -> Any:
-    """The SDK's ``tools/call`` for a ``modern_eligible`` 2026-07-28 request.
-
-    ``runner`` is a kernel shared by the server's modern requests, used only to shape results (which
-    depends on the server and the revision, not on the client); ``sealer`` builds the request's own kernel
-    should the tool ask for input.
-    """
-    return await _call(runner, app, version, params, sealer)
+    return await short_tool_call(runner, app, version, params, sealer)

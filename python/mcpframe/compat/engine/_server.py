@@ -46,7 +46,7 @@ from mcpframe.transports.base import Transport
 
 from . import _tracing as tracing
 from ._channels import ConnectionChannel, NotificationChannel, RequestChannel
-from ._fast import eligible, modern_eligible, modern_tool_call, plain_tool_call, seal
+from ._fast import eligible, modern_eligible, plain_tool_call, seal, short_tool_call
 from ._fastmcp import pool_fastmcp
 from ._report import StartupReport
 
@@ -290,7 +290,7 @@ class EngineServer(Server):
                 finally:
                     await aclose_shielded(connection)
 
-            return await modern_tool_call(self._shaper(), self.app, call.version, params, sealer)
+            return await short_tool_call(self._shaper(), self.app, call.version, params, sealer)
         connection, runner = self._modern_kernel(conn, request, call)
         try:
             return await runner.on_request(
