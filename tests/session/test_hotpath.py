@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -81,6 +83,18 @@ class Recorder:
         return "too late"
 
 
+@asynccontextmanager
+async def hosted(handler: Any) -> AsyncIterator[tuple[RawPeer, Session]]:
+    """A Session serving ``handler`` on one end of a memory pair, a ``RawPeer`` on the other, all within 10 s.
+
+    The body closes the session (``await session.aclose()``), which lets the task group end.
+    """
+    left, right = memory_pair()
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            yield RawPeer(left), await serve(handler, right, tg)
+
+
 async def serve(handler: Any, transport: Any, tg: anyio.abc.TaskGroup) -> Session:
     session = Session(transport, request_handler=handler)
     tg.start_soon(session.run)
@@ -92,114 +106,90 @@ async def test_a_cancel_in_the_same_chunk(eager: bool, monkeypatch: pytest.Monke
     """Lazy start: the handler never runs. Eager start: it has already answered; the cancel is harmless."""
     monkeypatch.setattr(Session, "eager_handlers", eager)
     rec = Recorder()
-    left, right = memory_pair()
-    peer = RawPeer(left)
-    with anyio.fail_after(10):
-        async with anyio.create_task_group() as tg:
-            session = await serve(rec, right, tg)
-            await peer.send(core.encode_request(1, "echo", [1]) + cancel_frame(1))
-            await peer.request(2, "echo", [2])
-            reply, seen = await peer.until(2)
-            assert reply.result == [2]
-            if eager:
-                assert [(m.id, m.result) for m in seen] == [(1, [1])]
-                assert rec.ran == [1, 2]
-            else:
-                assert seen == []
-                assert rec.ran == [2]
-            assert session.in_flight == 0
-            await session.aclose()
+    async with hosted(rec) as (peer, session):
+        await peer.send(core.encode_request(1, "echo", [1]) + cancel_frame(1))
+        await peer.request(2, "echo", [2])
+        reply, seen = await peer.until(2)
+        assert reply.result == [2]
+        if eager:
+            assert [(m.id, m.result) for m in seen] == [(1, [1])]
+            assert rec.ran == [1, 2]
+        else:
+            assert seen == []
+            assert rec.ran == [2]
+        assert session.in_flight == 0
+        await session.aclose()
 
 
 async def test_cancelling_a_handler_suspended_in_anyio_scopes() -> None:
     rec = Recorder()
-    left, right = memory_pair()
-    peer = RawPeer(left)
-    with anyio.fail_after(10):
-        async with anyio.create_task_group() as tg:
-            session = await serve(rec, right, tg)
-            await peer.request(1, "scoped")
-            await rec.event("scoped-started").wait()
-            await peer.send(cancel_frame(1))
-            await rec.event("scoped-cancelled").wait()
-            await peer.request(2, "echo", ["after"])
-            reply, seen = await peer.until(2)
-            assert seen == []
-            assert reply.result == ["after"]
-            assert session.in_flight == 0
-            await session.aclose()
+    async with hosted(rec) as (peer, session):
+        await peer.request(1, "scoped")
+        await rec.event("scoped-started").wait()
+        await peer.send(cancel_frame(1))
+        await rec.event("scoped-cancelled").wait()
+        await peer.request(2, "echo", ["after"])
+        reply, seen = await peer.until(2)
+        assert seen == []
+        assert reply.result == ["after"]
+        assert session.in_flight == 0
+        await session.aclose()
 
 
 async def test_a_shielded_section_finishes_before_the_cancellation_lands() -> None:
     rec = Recorder()
-    left, right = memory_pair()
-    peer = RawPeer(left)
-    with anyio.fail_after(10):
-        async with anyio.create_task_group() as tg:
-            session = await serve(rec, right, tg)
-            await peer.request(1, "shielded")
-            await rec.event("shield-entered").wait()
-            await peer.send(cancel_frame(1))
-            await peer.request(2, "echo", ["ping"])
-            await peer.until(2)  # the cancel was read; the handler is still shielded
-            assert not rec.event("shielded-cancelled").is_set()
-            rec.event("shield-release").set()
-            await rec.event("shielded-cancelled").wait()
-            assert "shield-finished" in rec.ran
-            await peer.request(3, "echo", ["ping"])
-            _reply, seen = await peer.until(3)
-            assert seen == []  # no answer for request 1
-            await session.aclose()
+    async with hosted(rec) as (peer, session):
+        await peer.request(1, "shielded")
+        await rec.event("shield-entered").wait()
+        await peer.send(cancel_frame(1))
+        await peer.request(2, "echo", ["ping"])
+        await peer.until(2)  # the cancel was read; the handler is still shielded
+        assert not rec.event("shielded-cancelled").is_set()
+        rec.event("shield-release").set()
+        await rec.event("shielded-cancelled").wait()
+        assert "shield-finished" in rec.ran
+        await peer.request(3, "echo", ["ping"])
+        _reply, seen = await peer.until(3)
+        assert seen == []  # no answer for request 1
+        await session.aclose()
     assert session.in_flight == 0
 
 
 async def test_a_handler_that_swallows_its_cancellation_gets_no_answer() -> None:
     rec = Recorder()
-    left, right = memory_pair()
-    peer = RawPeer(left)
-    with anyio.fail_after(10):
-        async with anyio.create_task_group() as tg:
-            session = await serve(rec, right, tg)
-            await peer.request(1, "stubborn")
-            await rec.event("stubborn-started").wait()
-            await peer.send(cancel_frame(1))
-            await rec.event("stubborn-cancelled").wait()
-            await peer.request(2, "echo", [2])
-            _reply, seen = await peer.until(2)
-            assert seen == []
-            await session.aclose()
+    async with hosted(rec) as (peer, session):
+        await peer.request(1, "stubborn")
+        await rec.event("stubborn-started").wait()
+        await peer.send(cancel_frame(1))
+        await rec.event("stubborn-cancelled").wait()
+        await peer.request(2, "echo", [2])
+        _reply, seen = await peer.until(2)
+        assert seen == []
+        await session.aclose()
 
 
 async def test_context_variables_do_not_leak_between_requests() -> None:
     rec = Recorder()
-    left, right = memory_pair()
-    peer = RawPeer(left)
-    with anyio.fail_after(10):
-        async with anyio.create_task_group() as tg:
-            session = await serve(rec, right, tg)
-            await peer.send(b"".join(core.encode_request(i, "ctx", {"value": i}) for i in range(1, 4)))
-            for i in range(1, 4):
-                reply, _ = await peer.until(i)
-                assert reply.result == {"before": None, "after": i}
-            await session.aclose()
+    async with hosted(rec) as (peer, session):
+        await peer.send(b"".join(core.encode_request(i, "ctx", {"value": i}) for i in range(1, 4)))
+        for i in range(1, 4):
+            reply, _ = await peer.until(i)
+            assert reply.result == {"before": None, "after": i}
+        await session.aclose()
 
 
 async def test_aclose_waits_for_every_handler_task() -> None:
     rec = Recorder()
-    left, right = memory_pair()
-    peer = RawPeer(left)
-    with anyio.fail_after(10):
-        async with anyio.create_task_group() as tg:
-            session = await serve(rec, right, tg)
-            await peer.request(1, "scoped")
-            await rec.event("scoped-started").wait()
-            task = session._incoming[1]._task
-            assert task is not None
-            assert not task.done()
-            await session.aclose()
-            assert task.done()
-            assert rec.event("scoped-cancelled").is_set()
-            assert session.in_flight == 0
+    async with hosted(rec) as (peer, session):
+        await peer.request(1, "scoped")
+        await rec.event("scoped-started").wait()
+        task = session._incoming[1]._task
+        assert task is not None
+        assert not task.done()
+        await session.aclose()
+        assert task.done()
+        assert rec.event("scoped-cancelled").is_set()
+        assert session.in_flight == 0
 
 
 class Trickle:
@@ -382,65 +372,53 @@ class Eager(Recorder):
 
 async def test_eager_start_keeps_task_identity_and_asyncio_timeouts() -> None:
     rec = Eager()
-    left, right = memory_pair()
-    peer = RawPeer(left)
-    with anyio.fail_after(10):
-        async with anyio.create_task_group() as tg:
-            session = await serve(rec, right, tg)
-            rec.reader = asyncio.current_task()  # type: ignore[attr-defined]
-            await peer.request(1, "identity")
-            reply, _ = await peer.until(1)
-            assert reply.result == {"same": True, "reader": False}
-            await peer.send(core.encode_request(2, "selfcancel") + core.encode_request(3, "echo", [3]))
-            reply2, _ = await peer.until(2)
-            assert reply2.result == "survived"
-            reply3, _ = await peer.until(3)
-            assert reply3.result == [3]
-            await peer.request(4, "timeout")
-            reply4, _ = await peer.until(4)
-            assert reply4.kind == "error"
-            assert "TimeoutError" in reply4.error["message"]
-            await session.aclose()
+    async with hosted(rec) as (peer, session):
+        rec.reader = asyncio.current_task()  # type: ignore[attr-defined]
+        await peer.request(1, "identity")
+        reply, _ = await peer.until(1)
+        assert reply.result == {"same": True, "reader": False}
+        await peer.send(core.encode_request(2, "selfcancel") + core.encode_request(3, "echo", [3]))
+        reply2, _ = await peer.until(2)
+        assert reply2.result == "survived"
+        reply3, _ = await peer.until(3)
+        assert reply3.result == [3]
+        await peer.request(4, "timeout")
+        reply4, _ = await peer.until(4)
+        assert reply4.kind == "error"
+        assert "TimeoutError" in reply4.error["message"]
+        await session.aclose()
     assert session.in_flight == 0
 
 
 async def test_eager_and_suspending_handlers_mixed_in_one_chunk() -> None:
     rec = Eager()
-    left, right = memory_pair()
-    peer = RawPeer(left)
-    with anyio.fail_after(10):
-        async with anyio.create_task_group() as tg:
-            session = await serve(rec, right, tg)
-            await peer.send(b"".join(core.encode_request(i, "sleepy", [i]) for i in range(300)))
-            got = {}
-            while len(got) < 300:
-                item = await peer.receive()
-                got[item.id] = item.result
-            assert got == {i: [i] for i in range(300)}
-            assert session.in_flight == 0
-            await session.aclose()
+    async with hosted(rec) as (peer, session):
+        await peer.send(b"".join(core.encode_request(i, "sleepy", [i]) for i in range(300)))
+        got = {}
+        while len(got) < 300:
+            item = await peer.receive()
+            got[item.id] = item.result
+        assert got == {i: [i] for i in range(300)}
+        assert session.in_flight == 0
+        await session.aclose()
 
 
 async def test_suspending_handlers_cancelled_in_the_same_chunk_are_really_cancelled() -> None:
     """The cancel reaches each handler's host before the host ran again: the handler must see it."""
     rec = Recorder()
-    left, right = memory_pair()
-    peer = RawPeer(left)
-    with anyio.fail_after(10):
-        async with anyio.create_task_group() as tg:
-            session = await serve(rec, right, tg)
-            await anyio.sleep(0)  # the idle host has started
-            frames = [core.encode_request(i, "stubborn") + cancel_frame(i) for i in range(1, 6)]
-            await peer.send(b"".join(frames))
-            await peer.request(9, "echo", [9])
-            reply, seen = await peer.until(9)
-            assert reply.result == [9]
-            assert seen == []  # no answers for the cancelled ones, not even "too late"
-            await rec.event("stubborn-cancelled").wait()
-            with anyio.fail_after(5):
-                while session.in_flight:
-                    await anyio.sleep(0.001)
-            await session.aclose()
+    async with hosted(rec) as (peer, session):
+        await anyio.sleep(0)  # the idle host has started
+        frames = [core.encode_request(i, "stubborn") + cancel_frame(i) for i in range(1, 6)]
+        await peer.send(b"".join(frames))
+        await peer.request(9, "echo", [9])
+        reply, seen = await peer.until(9)
+        assert reply.result == [9]
+        assert seen == []  # no answers for the cancelled ones, not even "too late"
+        await rec.event("stubborn-cancelled").wait()
+        with anyio.fail_after(5):
+            while session.in_flight:
+                await anyio.sleep(0.001)
+        await session.aclose()
 
 
 async def test_a_notification_is_handled_before_the_requests_after_it_in_the_same_chunk() -> None:
