@@ -31,7 +31,9 @@ __all__ = [
     "SUBSCRIPTION_ID_KEY",
     "SUPPORTED_VERSIONS",
     "RequestState",
+    "BATCH_VERSIONS",
     "at_least",
+    "batches_allowed",
     "modern_version",
 ]
 
@@ -39,6 +41,19 @@ LEGACY_VERSIONS: Final = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"
 MODERN_VERSIONS: Final = ("2026-07-28",)
 SUPPORTED_VERSIONS: Final = MODERN_VERSIONS + LEGACY_VERSIONS
 LATEST_LEGACY: Final = LEGACY_VERSIONS[0]
+
+BATCH_VERSIONS: Final = frozenset({"2025-03-26"})
+"""The revisions whose peers may send JSON-RPC batches (2025-03-26 added them, 2025-06-18 removed them)."""
+
+
+def batches_allowed(version: str | None) -> bool:
+    """Whether a JSON-RPC batch is accepted on a connection that negotiated ``version``.
+
+    One rule for every transport (stdio, Streamable HTTP): only a 2025-03-26 connection may send batches.
+    Before ``initialize`` has been answered (``None``) and in every other revision a batch gets one
+    ``-32600`` error with ``id: null``.
+    """
+    return version in BATCH_VERSIONS
 
 PROTOCOL_VERSION_KEY: Final = "io.modelcontextprotocol/protocolVersion"
 CLIENT_CAPABILITIES_KEY: Final = "io.modelcontextprotocol/clientCapabilities"
