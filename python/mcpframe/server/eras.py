@@ -19,6 +19,7 @@ from mcpframe import jsonrpc
 from mcpframe.session import JSONRPCError
 
 __all__ = [
+    "BATCH_VERSIONS",
     "CLIENT_CAPABILITIES_KEY",
     "CLIENT_INFO_KEY",
     "LATEST_LEGACY",
@@ -31,7 +32,6 @@ __all__ = [
     "SUBSCRIPTION_ID_KEY",
     "SUPPORTED_VERSIONS",
     "RequestState",
-    "BATCH_VERSIONS",
     "at_least",
     "batches_allowed",
     "modern_version",
@@ -54,6 +54,7 @@ def batches_allowed(version: str | None) -> bool:
     ``-32600`` error with ``id: null``.
     """
     return version in BATCH_VERSIONS
+
 
 PROTOCOL_VERSION_KEY: Final = "io.modelcontextprotocol/protocolVersion"
 CLIENT_CAPABILITIES_KEY: Final = "io.modelcontextprotocol/clientCapabilities"
