@@ -1,0 +1,257 @@
+"""Flow control over stdio: heavy and non-reading clients, mcpframe's server beside the hand-written floor.
+
+Each contender is a child process on two raw pipes (`servers/mcpframe_flow.py` with the native or the
+python core, `servers/floor_echo.py`), with two tools: `echo`, a plain `def` (mcpframe runs it on its
+worker pool), and `nap`, an `async def` that answers after 10 ms. The client (`servers/flood.py`) writes
+requests as fast as the server's stdin takes them, with no window of its own, so the server's flow control
+is what is measured; every answer is checked (its id asked once, its text) and counted as a result, a
+refusal (-32603 "Server busy") or another error before any figure is reported.
+
+(a) `--calls` (20,000) pipelined calls of `echo`, then of `nap`: requests/s and the server's CPU time
+    per call (all its threads, from /proc), side by side with the floor doing the same; then
+    `--sequential` (2,000) `echo` calls one at a time (p50/p99 round trip).
+(b) A client that does not read while it offers `--offer` (1,000,000) `echo` calls: it writes until the
+    server has gone quiet (stopped reading, or read everything), then reads every answer. The server's
+    RSS when the client resumed and its peak (VmHWM) are reported.
+(c) `--long` (1,000,000) pipelined `echo` calls on a fresh child: its RSS before and after.
+
+    .venv/bin/python benches/flow_control.py [--quick] [--servers mcpframe-native,mcpframe-python,floor]
+
+`--quick` is a smoke run with small counts (its output says so). `bench_flow_control.py` runs a tiny
+configuration once in the normal test suite and asserts that every request got its result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib
+import importlib.util
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+if importlib.util.find_spec("mcpframe") is None:
+    sys.path.insert(0, str(ROOT.parent / "python"))
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from mcpframe import core  # noqa: E402
+from servers.flood import Flood, flood  # noqa: E402
+from servers.stdio_client import ServerKind, running, sequential  # noqa: E402
+
+KINDS = {
+    k.key: k
+    for k in (
+        ServerKind("mcpframe-native", "mcpframe_flow.py", "native"),
+        ServerKind("mcpframe-python", "mcpframe_flow.py", "python"),
+        ServerKind("floor", "floor_echo.py"),
+    )
+}
+TOOLS = ("echo", "nap")
+WARM_UP = 1_000
+MiB = 1024  # /proc figures are KiB
+HELD_RSS_TARGET = 96  # MiB: a non-reading client must not make the server hold more (issue 17)
+LONG_GROWTH_TARGET = 16  # MiB: 1M pipelined calls may grow the server's RSS by no more
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """How many requests each measurement sends."""
+
+    calls: int = 20_000
+    sequential: int = 2_000
+    offer: int = 1_000_000
+    long: int = 1_000_000
+    quick: bool = False
+
+
+QUICK = Config(calls=2_000, sequential=300, offer=50_000, long=50_000, quick=True)
+
+
+@dataclasses.dataclass
+class Row:
+    """One contender's figures, or why it could not run."""
+
+    kind: ServerKind
+    unavailable: str | None = None
+    floods: dict[str, Flood] = dataclasses.field(default_factory=dict)
+    latencies: list[float] = dataclasses.field(default_factory=list)
+    held: Flood | None = None
+    long: Flood | None = None
+
+    def p50_us(self, fraction: float = 0.5) -> float:
+        ordered = sorted(self.latencies)
+        return 1e6 * ordered[min(len(ordered) - 1, int(fraction * len(ordered)))] if ordered else 0.0
+
+    def floods_run(self) -> list[Flood]:
+        return [f for f in (*self.floods.values(), self.held, self.long) if f is not None]
+
+
+def unavailable(kind: ServerKind) -> str | None:
+    """Why `kind` cannot run here, or None."""
+    if kind.backend == "native":
+        try:
+            importlib.import_module("mcpframe._core")
+        except ImportError as exc:
+            return f"mcpframe._core does not import ({exc})"
+    return None
+
+
+def measure(kind: ServerKind, config: Config) -> Row:
+    """(a), (b) and (c) for one contender, each on a fresh child."""
+    row = Row(kind, unavailable(kind))
+    if row.unavailable:
+        return row
+    with running(kind) as child:
+        flood(child, "echo", WARM_UP)
+        for tool in TOOLS:
+            row.floods[tool] = flood(child, tool, config.calls)
+        row.latencies = sequential(child, config.sequential)
+    with running(kind) as child:
+        row.held = flood(child, "echo", config.offer, hold=True)
+    with running(kind) as child:
+        flood(child, "echo", WARM_UP)
+        row.long = flood(child, "echo", config.long)
+    return row
+
+
+# ---------------------------------------------------------------------------------------------- report
+
+
+def _ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}x" if a and b else "-"
+
+
+def _answers(f: Flood) -> str:
+    t = f.tally
+    return f"{t.done:>9,} {t.results:>9,} {t.refused:>8,} {t.errors:>7,}"
+
+
+_ANSWERS = f"{'answered':>9} {'results':>9} {'refused':>8} {'errors':>7}"
+
+
+def pipelined_lines(rows: list[Row], config: Config, floor: Row | None) -> list[str]:
+    lines = [
+        f"(a) {config.calls:,} pipelined tools/call per tool, no client window; then {config.sequential:,} "
+        "echo calls one at a time",
+        f"{'server':<16} {'tool':<5} {_ANSWERS} {'req/s':>9} {'x floor':>8} {'cpu us/call':>11} "
+        f"{'x floor':>8} {'seq p50/p99 us':>15} {'x floor':>8}",
+    ]
+    for r in rows:
+        for tool, f in r.floods.items():
+            base = floor.floods.get(tool) if floor else None
+            rps = f.tally.count / f.seconds
+            cpu_us = 1e6 * f.cpu / f.tally.count
+            vs_rps = _ratio(rps, base.tally.count / base.seconds) if base else "-"
+            vs_cpu = _ratio(cpu_us, 1e6 * base.cpu / base.tally.count) if base else "-"
+            seq, vs_seq = "", ""
+            if tool == "echo":
+                seq = f"{r.p50_us():.0f}/{r.p50_us(0.99):.0f}"
+                vs_seq = _ratio(r.p50_us(), floor.p50_us()) if floor else "-"
+            lines.append(
+                f"{r.kind.key:<16} {tool:<5} {_answers(f)} {rps:>9,.0f} {vs_rps:>8} {cpu_us:>11.1f} "
+                f"{vs_cpu:>8} {seq:>15} {vs_seq:>8}"
+            )
+    return lines
+
+
+def memory_lines(rows: list[Row], config: Config) -> list[str]:
+    lines = [
+        "",
+        f"(b) a client that stops reading while it offers {config.offer:,} echo calls, then reads them all",
+        f"{'server':<16} {'taken':>9} {'RSS start->held MiB':>20} {'peak MiB':>9} {_ANSWERS}",
+    ]
+    for r in rows:
+        if (f := r.held) is not None:
+            m = f.memory
+            rss = f"{m.start / MiB:.1f}->{m.held / MiB:.1f}"
+            lines.append(
+                f"{r.kind.key:<16} {f.written_when_held:>9,} {rss:>20} {m.peak / MiB:>9.1f} {_answers(f)}"
+            )
+    lines += [
+        "taken: requests the server had read when it went quiet (the rest waited in the client)",
+        "",
+        f"(c) {config.long:,} pipelined echo calls on a fresh child (after {WARM_UP:,} to warm up)",
+        f"{'server':<16} {'RSS start->end MiB':>19} {'growth':>7} {'peak MiB':>9} {_ANSWERS} {'req/s':>9}",
+    ]
+    for r in rows:
+        if (f := r.long) is not None:
+            m = f.memory
+            rss, growth = f"{m.start / MiB:.1f}->{m.end / MiB:.1f}", (m.end - m.start) / MiB
+            lines.append(
+                f"{r.kind.key:<16} {rss:>19} {growth:>+7.1f} {m.peak / MiB:>9.1f} {_answers(f)} "
+                f"{f.tally.count / f.seconds:>9,.0f}"
+            )
+    return lines
+
+
+def targets(rows: list[Row], floor: Row | None) -> list[str]:
+    """Issue 17's targets, per mcpframe contender."""
+    lines = [""]
+    for r in rows:
+        if r.kind.key == "floor" or r.unavailable:
+            continue
+        checks = [("every request answered with its result", all(f.tally.clean for f in r.floods_run()), "")]
+        echo, base = r.floods.get("echo"), floor.floods.get("echo") if floor else None
+        if echo and base:
+            ratio = (echo.tally.count / echo.seconds) / (base.tally.count / base.seconds)
+            checks.append(("def echo pipelined >= 0.3x floor", ratio >= 0.3, f"{ratio:.2f}x"))
+        if floor and floor.latencies and r.latencies:
+            ratio = r.p50_us() / floor.p50_us()
+            checks.append(("def echo sequential p50 <= 2x floor", ratio <= 2, f"{ratio:.2f}x"))
+        if r.held:
+            peak = r.held.memory.peak / MiB
+            checks.append((f"peak RSS <= {HELD_RSS_TARGET} MiB (non-reading)", peak <= 96, f"{peak:.1f} MiB"))
+        if r.long:
+            growth = (r.long.memory.end - r.long.memory.start) / MiB
+            ok = growth <= LONG_GROWTH_TARGET
+            checks.append((f"RSS growth <= {LONG_GROWTH_TARGET} MiB (long run)", ok, f"{growth:+.1f} MiB"))
+        lines += [
+            f"target {name} ({r.kind.key}): {'met' if ok else 'MISSED'}{f' ({v})' if v else ''}"
+            for name, ok, v in checks
+        ]
+    return lines
+
+
+def table(rows: list[Row], config: Config) -> str:
+    """Every contender side by side, then the targets."""
+    floor = next((r for r in rows if r.kind.key == "floor" and not r.unavailable), None)
+    header = [
+        *(["QUICK: a smoke run with small counts; figures are indicative only"] if config.quick else []),
+        f"flow control over stdio; client core {core.BACKEND}, python {sys.version.split()[0]}; each server's"
+        " core backend is in its name; every answer checked before any figure",
+        *(f"{r.kind.key}: unavailable: {r.unavailable}" for r in rows if r.unavailable),
+        "",
+    ]
+    live = [r for r in rows if not r.unavailable]
+    body = pipelined_lines(live, config, floor) + memory_lines(live, config) + targets(live, floor)
+    return "\n".join(header + body)
+
+
+def main(argv: list[str]) -> int:
+    """Run the contenders one after the other and print the table."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--servers", default=",".join(KINDS), help=f"comma-separated: {','.join(KINDS)}")
+    parser.add_argument("--quick", action="store_true", help="smoke run: small counts")
+    parser.add_argument("--calls", type=int, help="pipelined calls per tool in (a) (default 20,000)")
+    parser.add_argument("--sequential", type=int, help="one-at-a-time echo calls in (a) (default 2,000)")
+    parser.add_argument("--offer", type=int, help="calls the non-reading client offers (default 1,000,000)")
+    parser.add_argument("--long", type=int, help="pipelined echo calls in (c) (default 1,000,000)")
+    args = parser.parse_args(argv)
+    keys = [k for k in args.servers.split(",") if k]
+    if not set(keys) <= set(KINDS):
+        parser.error(f"--servers: choose from {','.join(KINDS)}")
+    config = QUICK if args.quick else Config()
+    given = {k: v for k in ("calls", "sequential", "offer", "long") if (v := getattr(args, k)) is not None}
+    config = dataclasses.replace(config, **given)
+    rows = []
+    for key in keys:
+        print(f"{key} ...", file=sys.stderr, flush=True)
+        rows.append(measure(KINDS[key], config))
+    print(table(rows, config))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
