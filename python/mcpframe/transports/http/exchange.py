@@ -236,7 +236,7 @@ class Exchange:
         self._expected: set[Id] | None = None if batch else set(request_ids)
         self._batch_answered = False
         self.extra: list[bytes] = []  # answers to invalid batch elements, joined into the batch's answer
-        self.on_done: Callable[[], None] | None = None
+        self.on_close: list[Callable[[], None]] = []  # called once, in order, when the exchange ends
         self.closed = False
         lane.exchange = self
         self.router.add(self, request_ids)
@@ -254,7 +254,7 @@ class Exchange:
         return not self._expected
 
     def close(self) -> None:
-        """The exchange ended: its stream ends, its ids are released, `on_done` (if set) is called."""
+        """The exchange ended: its stream ends, its ids are released, the `on_close` callbacks run."""
         if self.closed:
             return
         self.closed = True
@@ -262,8 +262,8 @@ class Exchange:
             self.lane.exchange = None
         self.router.remove(self)
         self.stream.finish()
-        if self.on_done is not None:
-            self.on_done()
+        for callback in self.on_close:
+            callback()
 
     async def abort(self) -> None:
         """Stop now: cancel running handlers (nobody can receive their answers any more).

@@ -1,4 +1,4 @@
-"""POST: validate the request, sort its body, route what needs no answer, answer the requests."""
+"""POST: validate the request, sort its body, route what needs no answer, admit and answer the requests."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from mcpframe import jsonrpc
+from mcpframe.server.eras import batches_allowed
 from mcpframe.session import Session
 
+from .admission import Admission, Slot
 from .asgi import ClientDisconnect, HttpRequest, TooLarge
 from .exchange import Exchange, Lane, LanePool, RequestHandler, Router
 from .headers import Accepts, is_json_content, mirror_mismatch
@@ -22,11 +24,11 @@ if TYPE_CHECKING:
 
 __all__ = ["PostHandler"]
 
-_BATCH_VERSION = "2025-03-26"  # the one revision with JSON-RPC batches
 _FIRST_MODERN = "2026-07-28"  # revisions from this one on are stateless
 # idle lanes kept for the next POSTs: per HTTP session (there may be thousands), and for stateless requests
 _SESSION_LANES = 4
 _STATELESS_LANES = 64
+RETRY_AFTER = 1  # seconds, the `Retry-After` of a 503 for a full queue: about one slow handler's time
 
 
 class PostHandler:
@@ -34,6 +36,7 @@ class PostHandler:
 
     def __init__(self, http: StreamableHTTPServer) -> None:
         self.http = http
+        self.admission = Admission(http.options.max_in_flight, http.options.max_queued)
         self._stateless: LanePool | None = None  # the lanes of 2026-07-28 requests (no HTTP session)
 
     async def handle(self, request: HttpRequest, owner: str | None) -> Answer:
@@ -46,16 +49,35 @@ class PostHandler:
         found = self._session(request, owner) if not modern else None  # 2026-07-28 has no sessions
         if isinstance(found, Reply):
             return found
-        batches = found is not None and found.version == _BATCH_VERSION
+        batches = found is not None and batches_allowed(found.version)
         body = Body.decode(data, max_frame=self.http.options.max_body, batches=batches)
-        if not body.batch and body.errors:
-            error = body.errors[0]
-            return error_response(400, error.message, code=error.code, rid=error.id)
+        error = body.rejected
+        if error is not None:  # MCP: a rejected notification or response gets an error status too
+            rid = None if error.notification else error.id
+            return error_response(400, error.message, code=error.code, rid=rid)
         if body.modern:
             return await self._modern(request, body, accepts)
         if modern and not body.requests:
             return Reply(202)  # a stateless client's notification: nothing to route it to
         return await self._legacy(request, body, found, accepts, owner)
+
+    async def _admit(self, request: HttpRequest, body: Body) -> Slot | Reply:
+        """Room for the POST's requests (waiting in the queue if need be), or the reply refusing it."""
+        admission = self.admission
+        ping = all(r.method == "ping" for r in body.requests)
+        got = await admission.enter(len(body.requests), request.receive, ping=ping)
+        if isinstance(got, Slot):
+            return got
+        if got == "gone":
+            return Reply(400)  # the client left while it waited: nobody is left to read this
+        why = (
+            f"Service Unavailable: server busy, {admission.max_in_flight} requests in flight and "
+            f"{admission.max_queued} waiting (the HTTP server's max_in_flight and max_queued); "
+            f"retry after {RETRY_AFTER} s"
+        )
+        rid = body.requests[0].id if len(body.requests) == 1 and not body.batch else None
+        retry = {"Retry-After": str(RETRY_AFTER)}
+        return error_response(503, why, code=jsonrpc.INTERNAL_ERROR, rid=rid, headers=retry)
 
     def _session(self, request: HttpRequest, owner: str | None) -> HttpSession | Reply | None:
         if "mcp-session-id" not in request.headers:
@@ -90,11 +112,27 @@ class PostHandler:
             if not body.initialize:
                 return error_response(400, "Bad Request: the Mcp-Session-Id header is required")
             if self.http.sessions.full():
-                return error_response(503, "Service Unavailable: too many sessions")
-            session = self.http.sessions.create(owner)
-            created = True
+                return _too_many_sessions()
         else:
-            created = False
+            done = self._route_all(session, body)
+            if done is not None:
+                return done
+            session.touch(+1)  # waiting for room counts as activity: the reaper leaves the session alone
+        try:
+            slot = await self._admit(request, body)
+        finally:
+            if session is not None:
+                session.touch(-1)
+        if isinstance(slot, Reply):
+            return slot
+        try:
+            return await self._legacy_answer(body, session, accepts, owner, slot)
+        except BaseException:
+            slot.release()  # idempotent: the exchange (if any) releases it too when it ends
+            raise
+
+    def _route_all(self, session: HttpSession, body: Body) -> Reply | None:
+        """Route the body's notifications and responses; the reply when nothing more is to be done."""
         session.touch()
         for message in body.others:
             self._route(session, message)
@@ -102,10 +140,26 @@ class PostHandler:
             if body.errors:  # a batch of nothing but invalid parts
                 return json_response(b"[" + b",".join(body.error_frames()) + b"]")
             return Reply(202)
-        busy = [r.id for r in body.requests if r.id is not None and session.router.busy(r.id)]
-        if busy:
-            why = f"Bad Request: request id {busy[0]!r} is already in flight"
-            return error_response(400, why, rid=busy[0])
+        return _busy_ids(session, body)
+
+    async def _legacy_answer(
+        self, body: Body, session: HttpSession | None, accepts: Accepts, owner: str | None, slot: Slot
+    ) -> Answer:
+        """Answer an admitted POST in its session (created here for `initialize`)."""
+        created = session is None
+        if session is None:
+            if self.http.sessions.full():  # others were created while this one waited
+                slot.release()
+                return _too_many_sessions()
+            session = self.http.sessions.create(owner)
+            session.touch()
+        elif session.closed:  # deleted or reaped while this POST waited
+            slot.release()
+            return error_response(404, "Not Found: unknown or expired session", code=jsonrpc.INVALID_REQUEST)
+        refusal = _busy_ids(session, body)  # again: a POST with the same id may have been admitted first
+        if refusal is not None:
+            slot.release()
+            return refusal
         conn = session.connection
         if body.batch:  # a batch Session reads batches: a lane of its own, ended afterwards
             lane = self._one_shot(session.router, conn.handle_request, batches=True)
@@ -118,6 +172,7 @@ class PostHandler:
             batch=body.batch,
         )
         exchange.extra = body.error_frames()
+        exchange.on_close.append(slot.release)
         headers = {"Mcp-Session-Id": session.id}
         response = await self._answer(exchange, body, session, accepts, headers=headers)
         if created and exchange.stream.finished.is_set() and session.version is None:
@@ -158,12 +213,29 @@ class PostHandler:
         why = mirror_mismatch(request.headers, message.method or "", message.params)
         if why is not None:
             return error_response(400, why, code=jsonrpc.HEADER_MISMATCH, rid=message.id)
-        conn = self.http.server.connection()
         ids = [message.id] if message.id is not None else []
-        if message.method == "subscriptions/listen":  # runs with its connection bound (notifications)
+        if message.method == "subscriptions/listen":
+            # not admitted: a listen stream lives as long as its client listens and runs no handler
+            conn = self.http.server.connection()
             lane = self._one_shot(Router(), conn.handle_request, batches=False)
-            exchange = Exchange(lane, Stream(None, None), ids)
+            exchange = Exchange(lane, Stream(None, None), ids)  # runs with its connection bound
             return await self._answer(exchange, body, None, accepts, headers={}, runner=conn.run)
+        slot = await self._admit(request, body)
+        if isinstance(slot, Reply):
+            return slot
+        try:
+            conn = self.http.server.connection()
+            lane = self._stateless_lanes().acquire()
+            lane.handler = conn.handle_request
+            conn.bind(lane.session)  # what `conn.run` does, minus its pump (only a listen needs it)
+            exchange = Exchange(lane, Stream(None, None), ids)
+            exchange.on_close += (conn.close, slot.release)
+            return await self._answer(exchange, body, None, accepts, headers={})
+        except BaseException:
+            slot.release()
+            raise
+
+    def _stateless_lanes(self) -> LanePool:
         if self._stateless is None:
             self._stateless = LanePool(
                 Router(),
@@ -171,12 +243,7 @@ class PostHandler:
                 self.http.sessions.spawn,
                 keep=_STATELESS_LANES,
             )
-        lane = self._stateless.acquire()
-        lane.handler = conn.handle_request
-        conn.bind(lane.session)  # what `conn.run` does, minus its pump (only `subscriptions/listen` needs it)
-        exchange = Exchange(lane, Stream(None, None), ids)
-        exchange.on_done = conn.close
-        return await self._answer(exchange, body, None, accepts, headers={})
+        return self._stateless
 
     async def _answer(
         self,
@@ -193,7 +260,7 @@ class PostHandler:
         spawn = self.http.sessions.spawn
         exchange.transport.feed(body.session_input())  # before anything routed to it can arrive
         if session is not None:
-            exchange.on_done = lambda: session.stream_ended(stream)
+            exchange.on_close.append(lambda: session.stream_ended(stream))
         if exchange.lane.pool is None:  # a one-shot lane: pooled ones are already running
             spawn(exchange.lane.run, runner)
         priming = self.http.priming(session)
@@ -254,6 +321,18 @@ def _refusal(request: HttpRequest, accepts: Accepts) -> Reply | None:
     if not (accepts.json or accepts.sse):
         return error_response(406, "Not Acceptable: accept application/json or text/event-stream")
     return None
+
+
+def _too_many_sessions() -> Reply:
+    return error_response(503, "Service Unavailable: too many sessions")
+
+
+def _busy_ids(session: HttpSession, body: Body) -> Reply | None:
+    """The refusal of a POST reusing the id of a request that is still being answered."""
+    busy = [r.id for r in body.requests if r.id is not None and session.router.busy(r.id)]
+    if not busy:
+        return None
+    return error_response(400, f"Bad Request: request id {busy[0]!r} is already in flight", rid=busy[0])
 
 
 def _too_big(limit: int) -> Reply:

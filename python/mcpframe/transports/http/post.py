@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from mcpframe import core
+from mcpframe import core, jsonrpc
 from mcpframe._api import MessageLike
 from mcpframe.server.eras import PROTOCOL_VERSION_KEY
 
@@ -36,8 +36,14 @@ class Body:
 
     @classmethod
     def decode(cls, data: bytes, *, max_frame: int, batches: bool) -> Body:
-        """Decode with the core (one frame: the whole body) and sort the parts."""
+        """Decode with the core (one frame: the whole body) and sort the parts.
+
+        An empty or blank body is a parse error, as the core contract now says `decode` reports it; a core
+        that still returns no items for it gets the same `FrameError` here, so one path answers both.
+        """
         items = core.decode(data, max_frame=max_frame, batches=batches)
+        if not items:
+            items = [core.FrameError(jsonrpc.PARSE_ERROR, "Parse error: empty body", preview=data[:32])]
         body = cls(items, any(getattr(item, "batch", None) is not None for item in items))
         for item in items:
             if isinstance(item, core.FrameError):
@@ -48,6 +54,13 @@ class Body:
             else:
                 body.others.append(item)
         return body
+
+    @property
+    def rejected(self) -> Any:
+        """The `FrameError` of a body that is one invalid message (not a batch), else `None`."""
+        if self.batch or not isinstance(self.items[0], core.FrameError):
+            return None
+        return self.items[0]
 
     @property
     def modern(self) -> bool:

@@ -66,6 +66,11 @@ class HttpOptions:
     keepalive: float = 15.0
     idle_timeout: float | None = 1800.0  # sessions with no HTTP request for this long are closed
     max_sessions: int = 10_000
+    # flow control, per server (every session and the stateless requests): past `max_in_flight` requests
+    # being answered a POST waits, first come first served, among at most `max_queued` others; past that it
+    # gets 503 with Retry-After (see transports/http/admission.py)
+    max_in_flight: int = 1024
+    max_queued: int = 1024
     auth: BearerAuth | None = None
     session_options: dict[str, Any] = dataclasses.field(default_factory=dict)
 
@@ -95,7 +100,12 @@ class StreamableHTTPServer:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             request = HttpRequest(scope, receive)
-            answer = await self._route(request)
+            try:
+                answer = await self._route(request)
+            except Exception as exc:  # a bug must cost one request, answered, never the server or a session
+                logger.exception("%s %s failed", request.method, scope.get("path"))
+                why = f"Internal error: handling this {request.method} failed ({type(exc).__name__})"
+                answer = error_response(500, why, code=jsonrpc.INTERNAL_ERROR)
             await answer(receive, send)
         elif scope["type"] == "lifespan":
             await self._lifespan(receive, send)
