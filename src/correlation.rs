@@ -2,8 +2,13 @@
 //! `Correlator`) and the proxy's id remapping (`IdRemap`, behind `IdMap`). Both are generic over what
 //! they store for each id, so the Python bindings keep Python objects in them and the unit tests
 //! plain values. Ids are `RequestId`s, where the integer `1` and the string `"1"` are different.
+//!
+//! Ids the caller registers may be any integer or string; ids the counter hands out stay within
+//! `FIRST_ALLOCATED_ID..=LAST_ALLOCATED_ID` (the positive `i64`s) and wrap around, because the peers
+//! a proxy talks to (Go, Rust, Java SDKs) parse request ids as 64-bit signed integers.
 
 use std::collections::HashMap;
+use std::fmt;
 
 use num_bigint::BigInt;
 
@@ -40,6 +45,12 @@ impl From<&str> for RequestId {
     }
 }
 
+/// The smallest id the counter hands out, and where it starts again after `LAST_ALLOCATED_ID`.
+pub const FIRST_ALLOCATED_ID: i64 = 1;
+
+/// The largest id the counter hands out: `2**63 - 1`, the largest id every 64-bit peer can parse.
+pub const LAST_ALLOCATED_ID: i64 = i64::MAX;
+
 /// Why a table operation failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PendingError {
@@ -49,32 +60,52 @@ pub enum PendingError {
     Limit(usize),
     /// No id is in flight under this key.
     Unknown,
-    /// The integer id counter passed `i64::MAX`.
-    Exhausted,
 }
+
+/// A `first_id` outside `FIRST_ALLOCATED_ID..=LAST_ALLOCATED_ID`; its `Display` is the contract's
+/// message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FirstIdOutOfRange;
+
+impl fmt::Display for FirstIdOutOfRange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "first_id must be between {FIRST_ALLOCATED_ID} and {LAST_ALLOCATED_ID}"
+        )
+    }
+}
+
+impl std::error::Error for FirstIdOutOfRange {}
 
 struct Slot<W> {
     seq: u64,
     waiter: W,
 }
 
-/// Pending requests keyed by id, with monotonic integer id allocation and a size limit.
+/// Pending requests keyed by id, with integer id allocation (counting up, wrapping from
+/// `LAST_ALLOCATED_ID` to `FIRST_ALLOCATED_ID`) and a size limit.
 pub struct PendingTable<W> {
     slots: HashMap<RequestId, Slot<W>>,
     max_pending: usize,
-    next: Option<i64>,
+    /// The next candidate id, always within `FIRST_ALLOCATED_ID..=LAST_ALLOCATED_ID`.
+    next: i64,
     seq: u64,
 }
 
 impl<W> PendingTable<W> {
-    /// An empty table allowing `max_pending` entries, allocating ids from `first_id` upwards.
-    pub fn new(max_pending: usize, first_id: i64) -> Self {
-        PendingTable {
+    /// An empty table allowing `max_pending` entries, allocating ids from `first_id` upwards;
+    /// `first_id` must be within `FIRST_ALLOCATED_ID..=LAST_ALLOCATED_ID`.
+    pub fn new(max_pending: usize, first_id: i64) -> Result<Self, FirstIdOutOfRange> {
+        if !(FIRST_ALLOCATED_ID..=LAST_ALLOCATED_ID).contains(&first_id) {
+            return Err(FirstIdOutOfRange);
+        }
+        Ok(PendingTable {
             slots: HashMap::new(),
             max_pending,
-            next: Some(first_id),
+            next: first_id,
             seq: 0,
-        }
+        })
     }
 
     /// Number of pending entries.
@@ -97,13 +128,19 @@ impl<W> PendingTable<W> {
         self.slots.contains_key(id)
     }
 
-    /// The next integer id that is not in flight; every call returns a larger one than the last.
-    pub fn next_id(&mut self) -> Result<i64, PendingError> {
+    /// The next integer id that is not in flight: one larger than the last, skipping ids in
+    /// flight, and `FIRST_ALLOCATED_ID` again after `LAST_ALLOCATED_ID`.
+    pub fn next_id(&mut self) -> i64 {
+        // The table holds far fewer than 2**63 - 1 entries, so a free id is always found.
         loop {
-            let candidate = self.next.ok_or(PendingError::Exhausted)?;
-            self.next = candidate.checked_add(1);
+            let candidate = self.next;
+            self.next = if candidate == LAST_ALLOCATED_ID {
+                FIRST_ALLOCATED_ID
+            } else {
+                candidate + 1
+            };
             if !self.slots.contains_key(&RequestId::Int(candidate)) {
-                return Ok(candidate);
+                return candidate;
             }
         }
     }
@@ -124,7 +161,7 @@ impl<W> PendingTable<W> {
 
     /// `next_id()` then `register()`: the id is consumed even when registration fails.
     pub fn allocate(&mut self, waiter: W) -> Result<i64, PendingError> {
-        let id = self.next_id()?;
+        let id = self.next_id();
         self.register(RequestId::Int(id), waiter)?;
         Ok(id)
     }
@@ -165,12 +202,13 @@ pub struct IdRemap<D> {
 }
 
 impl<D> IdRemap<D> {
-    /// An empty map allowing `max_pending` entries, allocating upstream ids from `first_id`.
-    pub fn new(max_pending: usize, first_id: i64) -> Self {
-        IdRemap {
-            upstream: PendingTable::new(max_pending, first_id),
+    /// An empty map allowing `max_pending` entries, allocating upstream ids from `first_id`
+    /// (within `FIRST_ALLOCATED_ID..=LAST_ALLOCATED_ID`, wrapping like `PendingTable`).
+    pub fn new(max_pending: usize, first_id: i64) -> Result<Self, FirstIdOutOfRange> {
+        Ok(IdRemap {
+            upstream: PendingTable::new(max_pending, first_id)?,
             by_conn: HashMap::new(),
-        }
+        })
     }
 
     /// Number of live mappings.
@@ -250,7 +288,7 @@ mod tests {
 
     #[test]
     fn int_big_and_str_ids_are_distinct() {
-        let mut table = PendingTable::new(10, 1);
+        let mut table = PendingTable::new(10, 1).unwrap();
         table.register(1.into(), "int").unwrap();
         table.register("1".into(), "str").unwrap();
         let big = RequestId::from_bigint(BigInt::from(1u8) << 70);
@@ -265,7 +303,7 @@ mod tests {
 
     #[test]
     fn duplicate_then_limit() {
-        let mut table = PendingTable::new(2, 1);
+        let mut table = PendingTable::new(2, 1).unwrap();
         table.register(5.into(), ()).unwrap();
         assert_eq!(table.register(5.into(), ()), Err(PendingError::Duplicate));
         table.register(6.into(), ()).unwrap();
@@ -276,11 +314,11 @@ mod tests {
 
     #[test]
     fn allocation_is_monotonic_and_skips_busy_ids() {
-        let mut table = PendingTable::new(10, 1);
+        let mut table = PendingTable::new(10, 1).unwrap();
         table.register(2.into(), 'x').unwrap();
         table.register(3.into(), 'y').unwrap();
         assert_eq!(table.allocate('a'), Ok(1));
-        assert_eq!(table.next_id(), Ok(4));
+        assert_eq!(table.next_id(), 4);
         table.remove(&2.into());
         assert_eq!(table.allocate('b'), Ok(5));
         assert_eq!(table.get(&5.into()), Some(&'b'));
@@ -288,22 +326,56 @@ mod tests {
 
     #[test]
     fn failed_allocate_consumes_the_id() {
-        let mut table = PendingTable::new(1, 10);
+        let mut table = PendingTable::new(1, 10).unwrap();
         assert_eq!(table.allocate(()), Ok(10));
         assert_eq!(table.allocate(()), Err(PendingError::Limit(1)));
-        assert_eq!(table.next_id(), Ok(12));
+        assert_eq!(table.next_id(), 12);
     }
 
     #[test]
-    fn counter_exhaustion_is_reported() {
-        let mut table = PendingTable::new(10, i64::MAX);
-        assert_eq!(table.allocate(()), Ok(i64::MAX));
-        assert_eq!(table.next_id(), Err(PendingError::Exhausted));
+    fn first_id_must_be_a_positive_i64() {
+        for bad in [0, -1, i64::MIN] {
+            assert_eq!(
+                PendingTable::<()>::new(1, bad).err(),
+                Some(FirstIdOutOfRange)
+            );
+            assert!(IdRemap::<()>::new(1, bad).is_err());
+        }
+        assert_eq!(
+            FirstIdOutOfRange.to_string(),
+            "first_id must be between 1 and 9223372036854775807"
+        );
+        let mut low = PendingTable::<()>::new(1, FIRST_ALLOCATED_ID).unwrap();
+        assert_eq!(low.next_id(), 1);
+        let mut high = PendingTable::<()>::new(1, LAST_ALLOCATED_ID).unwrap();
+        assert_eq!(high.next_id(), i64::MAX);
+    }
+
+    #[test]
+    fn counter_wraps_to_one_skipping_busy_ids() {
+        let mut table = PendingTable::new(10, i64::MAX - 1).unwrap();
+        table.register(i64::MAX.into(), 'm').unwrap();
+        table.register(1.into(), 'a').unwrap();
+        table.register(3.into(), 'c').unwrap();
+        assert_eq!(table.allocate('x'), Ok(i64::MAX - 1));
+        assert_eq!(table.next_id(), 2); // MAX and 1 are busy
+        assert_eq!(table.next_id(), 4); // 3 is busy
+        assert!(table.contains(&(i64::MAX - 1).into()));
+        assert_eq!(table.len(), 4);
+    }
+
+    #[test]
+    fn remap_counter_wraps_to_one() {
+        let mut map = IdRemap::new(10, i64::MAX).unwrap();
+        assert_eq!(map.outbound(1, "a".into(), ()), Ok(i64::MAX));
+        assert_eq!(map.outbound(1, "b".into(), ()), Ok(1));
+        assert_eq!(map.inbound(&1.into()), Some((1, "b".into(), ())));
+        assert_eq!(map.inbound(&i64::MAX.into()), Some((1, "a".into(), ())));
     }
 
     #[test]
     fn drain_returns_registration_order() {
-        let mut table = PendingTable::new(100, 1);
+        let mut table = PendingTable::new(100, 1).unwrap();
         let ids: Vec<RequestId> = (0..50)
             .map(|i| {
                 if i % 3 == 0 {
@@ -330,7 +402,7 @@ mod tests {
 
     #[test]
     fn remap_round_trip() {
-        let mut map = IdRemap::new(10, 1);
+        let mut map = IdRemap::new(10, 1).unwrap();
         assert_eq!(map.outbound(7, 1.into(), "a"), Ok(1));
         assert_eq!(map.outbound(8, 1.into(), "b"), Ok(2));
         assert_eq!(map.outbound(7, "1".into(), "c"), Ok(3));
@@ -345,7 +417,7 @@ mod tests {
 
     #[test]
     fn remap_limit_and_drop_connection() {
-        let mut map = IdRemap::new(3, 1);
+        let mut map = IdRemap::new(3, 1).unwrap();
         map.outbound(1, "x".into(), ()).unwrap();
         map.outbound(2, "x".into(), ()).unwrap();
         map.outbound(1, "y".into(), ()).unwrap();

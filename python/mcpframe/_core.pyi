@@ -132,7 +132,11 @@ def splice_id(frame: bytes, new_id: _Id, /) -> bytes:
     """Rewrite the top-level id of a raw frame without re-encoding anything else."""
 
 def encode_request(id: _Id, method: str, params: Any = None, /) -> bytes:
-    """``{"jsonrpc":"2.0","id":…,"method":…,"params":…}`` + LF; ``params`` omitted when None."""
+    """``{"jsonrpc":"2.0","id":…,"method":…,"params":…}`` + LF; ``params`` omitted when None.
+
+    Like every encoder, checks its arguments left to right, each whole (type, then value): the
+    leftmost bad one decides between ``TypeError`` (a wrong type) and ``EncodeError`` (a bad value).
+    """
 
 def encode_notification(method: str, params: Any = None, /) -> bytes:
     """``{"jsonrpc":"2.0","method":…,"params":…}`` + LF; ``params`` omitted when None."""
@@ -154,13 +158,17 @@ def encode_many(messages: Iterable[Any], /) -> bytes:
 
 @final
 class Correlator:
-    """Pending outgoing requests: id -> waiter, with monotonic id allocation and a limit."""
+    """Pending outgoing requests: id -> waiter, with integer id allocation and a limit.
+
+    Ids given are any ``int`` (exact at any size) or ``str``. Allocated ids lie in ``1 ..= 2**63 - 1``:
+    ``max_pending`` and ``first_id`` must be ints in that range (``ValueError`` otherwise).
+    """
 
     def __new__(cls, *, max_pending: int = 65536, first_id: int = 1) -> Self: ...
     @property
     def max_pending(self) -> int: ...
     def next_id(self) -> int:
-        """The next integer id not in flight (monotonic, skips busy ids)."""
+        """The next integer id not in flight (counts up, skips busy ids, wraps from ``2**63 - 1`` to 1)."""
     def allocate(self, waiter: object, /) -> int:
         """``next_id()`` and ``register()`` in one call."""
     def register(self, id: _Id, waiter: object, /) -> None:
@@ -178,7 +186,11 @@ class Correlator:
 
 @final
 class IdMap:
-    """A proxy's (connection, downstream id) <-> upstream id mapping."""
+    """A proxy's (connection, downstream id) <-> upstream id mapping.
+
+    Downstream ids are any ``int`` or ``str``; upstream ids are allocated as by ``Correlator``
+    (``1 ..= 2**63 - 1``, wrapping); ``conn`` is an int in ``-2**63 ..= 2**63 - 1``.
+    """
 
     def __new__(cls, *, max_pending: int = 65536, first_id: int = 1) -> Self: ...
     @property

@@ -1,15 +1,17 @@
 //! Python bindings of the correlation tables: `Correlator` (pending outgoing requests) here and
 //! `IdMap` (proxy id remapping) in `correlator/idmap.rs`, both over `crate::correlation`. The
 //! exception messages (`DuplicateIdError`, `UnknownIdError`, `PendingLimitError`) follow the contract
-//! and use the Python `repr()` of the id the caller passed.
+//! and use the Python `repr()` of the id the caller passed. Integer arguments are read from Python
+//! ints of any size, so an out-of-range option is the contract's `ValueError`, never an
+//! `OverflowError` from the conversion.
 
-use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyInt, PyList, PyString, PyTuple};
 use pyo3::{PyTraverseError, PyVisit};
 
 use super::errors::new_error;
-use crate::correlation::{PendingError, PendingTable, RequestId};
+use crate::correlation::{FirstIdOutOfRange, PendingError, PendingTable, RequestId};
 
 mod idmap;
 
@@ -31,15 +33,28 @@ fn request_id(id: &Bound<'_, PyAny>) -> PyResult<RequestId> {
     )))
 }
 
-/// An `int` argument (`bool` refused), as `i64`.
-fn int_arg(name: &str, value: &Bound<'_, PyAny>) -> PyResult<i64> {
+/// An `int` argument (`bool` refused), as `i64`, or `None` when it lies outside the `i64` range.
+fn int_arg(name: &str, value: &Bound<'_, PyAny>) -> PyResult<Option<i64>> {
     if !value.is_instance_of::<PyInt>() || value.is_instance_of::<PyBool>() {
         return Err(PyTypeError::new_err(format!("{name} must be an int")));
     }
-    value.extract()
+    // An int that does not fit fails only with `OverflowError`: that is the `None` case.
+    Ok(value.extract().ok())
 }
 
-/// A keyword option of the constructors: its default, or the object given (checked by `value`).
+/// A connection number: an `int` within the `i64` range (`ValueError` outside it, on both backends).
+fn conn_arg(conn: &Bound<'_, PyAny>) -> PyResult<i64> {
+    int_arg("conn", conn)?.ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "conn must be between {} and {}",
+            i64::MIN,
+            i64::MAX
+        ))
+    })
+}
+
+/// A keyword option of the constructors: its default, or the object given (checked by the
+/// methods below, so a wrong type is a `TypeError` and a value out of range a `ValueError`).
 enum IntOption<'py> {
     Default(i64),
     Given(Bound<'py, PyAny>),
@@ -54,26 +69,40 @@ impl<'a, 'py> FromPyObject<'a, 'py> for IntOption<'py> {
 }
 
 impl IntOption<'_> {
-    /// The option's value: an int (`bool` refused) of at least `minimum`.
-    fn value(&self, name: &str, minimum: Option<i64>) -> PyResult<i64> {
+    /// `max_pending`: an int within `1..=i64::MAX` (the same range on both backends).
+    fn max_pending(&self) -> PyResult<usize> {
         let value = match self {
-            IntOption::Default(value) => *value,
-            IntOption::Given(obj) => int_arg(name, obj)?,
+            IntOption::Default(value) => Some(*value),
+            IntOption::Given(obj) => int_arg("max_pending", obj)?,
         };
-        match minimum {
-            Some(minimum) if value < minimum => Err(PyValueError::new_err(format!(
-                "{name} must be at least {minimum}, not {value}"
+        match value {
+            Some(limit) if limit >= 1 => Ok(usize::try_from(limit).unwrap_or(usize::MAX)),
+            _ => Err(PyValueError::new_err(format!(
+                "max_pending must be between 1 and {}",
+                i64::MAX
             ))),
-            _ => Ok(value),
+        }
+    }
+
+    /// `first_id`: an int; its range is checked by `PendingTable::new` (a value beyond `i64` is
+    /// out of that range too).
+    fn first_id(&self) -> PyResult<i64> {
+        match self {
+            IntOption::Default(value) => Ok(*value),
+            IntOption::Given(obj) => int_arg("first_id", obj)?.ok_or_else(first_id_error),
         }
     }
 }
 
-/// `(max_pending, first_id)` from the constructor options.
+/// The contract's `ValueError` for a `first_id` outside the counter's range.
+fn first_id_error() -> PyErr {
+    PyValueError::new_err(FirstIdOutOfRange.to_string())
+}
+
+/// `(max_pending, first_id)` from the constructor options, checked in that order (as the Python
+/// backend checks them); `first_id`'s range is checked by the caller's table constructor.
 fn table_options(max_pending: &IntOption<'_>, first_id: &IntOption<'_>) -> PyResult<(usize, i64)> {
-    let limit = max_pending.value("max_pending", Some(1))?;
-    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
-    Ok((limit, first_id.value("first_id", None)?))
+    Ok((max_pending.max_pending()?, first_id.first_id()?))
 }
 
 /// A plain `int` or `str` equal to the id behind `key`.
@@ -113,7 +142,6 @@ fn pending_error(py: Python<'_>, key: Option<&RequestId>, error: PendingError) -
             "PendingLimitError",
             format!("too many requests in flight (limit {limit})"),
         )),
-        PendingError::Exhausted => Ok(PyOverflowError::new_err("request id counter exhausted")),
     };
     result.unwrap_or_else(|err| err)
 }
@@ -133,9 +161,8 @@ impl PyCorrelator {
     )]
     fn new(max_pending: IntOption<'_>, first_id: IntOption<'_>) -> PyResult<Self> {
         let (limit, first) = table_options(&max_pending, &first_id)?;
-        Ok(PyCorrelator {
-            table: PendingTable::new(limit, first),
-        })
+        let table = PendingTable::new(limit, first).map_err(|_| first_id_error())?;
+        Ok(PyCorrelator { table })
     }
 
     /// The limit of requests in flight.
@@ -144,9 +171,9 @@ impl PyCorrelator {
         self.table.max_pending()
     }
 
-    /// The next integer id not in flight (monotonic, skips busy ids).
-    fn next_id(&mut self, py: Python<'_>) -> PyResult<i64> {
-        self.table.next_id().map_err(|e| pending_error(py, None, e))
+    /// The next integer id not in flight (counts up, skips busy ids, wraps from `2**63 - 1` to 1).
+    fn next_id(&mut self) -> i64 {
+        self.table.next_id()
     }
 
     /// `next_id()` and `register()` in one call; returns the id.

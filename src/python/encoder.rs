@@ -1,6 +1,11 @@
 //! Python bindings of the encoder: `encode_request`, `encode_notification`, `encode_result`,
 //! `encode_error`, `encode` and `encode_many`. Each builds its NDJSON line(s) in a `BytesOut`
 //! (`encoder/bytes_out.rs`; the walker in `encoder/walk.rs` writes the values) and returns `bytes`.
+//!
+//! Each argument is checked just before it is written, left to right, so that with several bad
+//! arguments the leftmost one decides the exception (the contract's order, which the Python backend
+//! follows too): `encode_request("\ud800", 5)` (a lone surrogate id, a non-str method) raises the
+//! id's `EncodeError`, not the method's `TypeError`.
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -36,6 +41,15 @@ fn to_pyerr(py: Python<'_>, failure: Failure) -> PyErr {
         (Some(message), _) => new_error(py, "EncodeError", message),
         (None, Failure::Python(err)) => err,
         (None, _) => unreachable!("every other failure has a message"),
+    }
+}
+
+/// Stop the build with `checked`'s `TypeError`, if any (argument checks run inside the build so
+/// that they interleave with the writing of the arguments before them).
+fn check(w: &mut Walker<'_>, checked: PyResult<()>) -> Walked {
+    match checked {
+        Ok(()) => Ok(()),
+        Err(err) => w.fail(Failure::Python(err)),
     }
 }
 
@@ -89,12 +103,12 @@ fn encode_request<'py>(
     method: &Bound<'py, PyAny>,
     params: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    check_id(id, false)?;
-    check_str("method", method)?;
     with_buffer(py, |w| {
+        check(w, check_id(id, false))?;
         w.out().extend_from_slice(json::ENVELOPE_START);
         w.out().extend_from_slice(json::KEY_ID);
         w.value(id)?;
+        check(w, check_str("method", method))?;
         w.out().extend_from_slice(json::KEY_METHOD);
         w.string(method)?;
         if let Some(params) = params {
@@ -114,8 +128,8 @@ fn encode_notification<'py>(
     method: &Bound<'py, PyAny>,
     params: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    check_str("method", method)?;
     with_buffer(py, |w| {
+        check(w, check_str("method", method))?;
         w.out().extend_from_slice(json::ENVELOPE_START);
         w.out().extend_from_slice(json::KEY_METHOD);
         w.string(method)?;
@@ -136,8 +150,8 @@ fn encode_result<'py>(
     id: &Bound<'py, PyAny>,
     result: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    check_id(id, false)?;
     with_buffer(py, |w| {
+        check(w, check_id(id, false))?;
         w.out().extend_from_slice(json::ENVELOPE_START);
         w.out().extend_from_slice(json::KEY_ID);
         w.value(id)?;
@@ -173,15 +187,15 @@ fn encode_error<'py>(
     message: &Bound<'py, PyAny>,
     data: ErrorData<'py>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    check_id(id, true)?;
-    check_code(code)?;
-    check_str("message", message)?;
     with_buffer(py, |w| {
+        check(w, check_id(id, true))?;
         w.out().extend_from_slice(json::ENVELOPE_START);
         w.out().extend_from_slice(json::KEY_ID);
         w.value(id)?;
+        check(w, check_code(code))?;
         w.out().extend_from_slice(json::KEY_ERROR_CODE);
         w.value(code)?;
+        check(w, check_str("message", message))?;
         w.out().extend_from_slice(json::KEY_MESSAGE);
         w.string(message)?;
         if let ErrorData::Given(data) = &data {

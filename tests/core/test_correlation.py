@@ -27,7 +27,6 @@ def test_first_id(backend: ModuleType) -> None:
     correlator = backend.Correlator(first_id=10)
     assert correlator.next_id() == 10
     assert correlator.allocate("w") == 11
-    assert backend.Correlator(first_id=0).next_id() == 0
 
 
 def test_next_id_skips_busy_ids(backend: ModuleType) -> None:
@@ -218,6 +217,149 @@ def test_options_are_keyword_only(backend: ModuleType) -> None:
         backend.Correlator(10)
     with pytest.raises(TypeError):
         backend.IdMap(10)
+
+
+# ---- ids of any size; the counter's range ------------------------------------------------------
+
+LAST = 2**63 - 1  # the largest id the counter hands out
+FIRST_ID_RANGE = f"first_id must be between 1 and {LAST}"
+
+# Ids a caller may register: exact at any size, negative, and strings (the JavaScript edge 2**53,
+# the int64 edges, the uint64 edges, beyond).
+ANY_IDS = [
+    2**53 - 1,
+    2**53,
+    2**53 + 1,
+    LAST,
+    2**63,
+    2**64 - 1,
+    2**64,
+    2**70,
+    0,
+    -1,
+    -(2**63),
+    -(2**63) - 1,
+    -(2**64),
+    -(2**70),
+    "x",
+    "",
+    str(2**64),
+]
+
+
+class Int(int):
+    pass
+
+
+@pytest.mark.parametrize("rid", ANY_IDS, ids=repr)
+def test_ids_of_any_size_in_every_correlator_method(backend: ModuleType, rid: int | str) -> None:
+    correlator = backend.Correlator()
+    twin = str(rid) if isinstance(rid, int) else None  # the string spelling is another id
+    correlator.register(rid, "w")
+    if twin is not None:
+        correlator.register(twin, "twin")
+    assert rid in correlator
+    assert correlator.get(rid) == "w"
+    with pytest.raises(DuplicateIdError, match=exact(f"request id {rid!r} is already in flight")):
+        correlator.register(rid, "again")
+    assert correlator.pop(rid) == "w"
+    assert correlator.pop(rid, "gone") == "gone"
+    with pytest.raises(UnknownIdError, match=exact(f"no request in flight with id {rid!r}")):
+        correlator.resolve(rid)
+    correlator.register(rid, "w2")
+    assert correlator.resolve(rid) == "w2"
+    correlator.register(rid, "w3")
+    drained = dict(correlator.drain())
+    assert drained[rid] == "w3"
+    assert [type(key) for key in drained if key == rid] == [type(rid)]
+    assert len(drained) == (2 if twin is not None else 1)
+
+
+@pytest.mark.parametrize("rid", ANY_IDS, ids=repr)
+def test_ids_of_any_size_in_every_idmap_method(backend: ModuleType, rid: int | str) -> None:
+    idmap = backend.IdMap()
+    up = idmap.outbound(7, rid)
+    assert idmap.upstream(7, rid) == up
+    with pytest.raises(DuplicateIdError, match=exact(f"request id {rid!r} is already in flight")):
+        idmap.outbound(7, rid)
+    assert idmap.inbound(up) == (7, rid)
+    assert idmap.upstream(7, rid) is None
+    up = idmap.outbound(7, rid)
+    assert idmap.discard(up) == (7, rid)
+    # As an upstream id: never one the counter handed out (or one no longer mapped): unknown.
+    assert idmap.discard(rid) is None
+    with pytest.raises(UnknownIdError, match=exact(f"no request in flight with id {rid!r}")):
+        idmap.inbound(rid)
+    assert len(idmap) == 0
+
+
+@pytest.mark.parametrize("first_id", [1, 2, 2**53 + 1, LAST - 1, LAST, Int(LAST)], ids=repr)
+def test_first_id_within_range(backend: ModuleType, first_id: int) -> None:
+    assert backend.Correlator(first_id=first_id).next_id() == first_id
+    assert backend.IdMap(first_id=first_id).outbound(1, "a") == first_id
+
+
+@pytest.mark.parametrize("first_id", [0, -1, -(2**63), 2**63, 2**64 - 1, 2**64, 2**70, -(2**70)], ids=repr)
+def test_first_id_out_of_range(backend: ModuleType, first_id: int) -> None:
+    for table in (backend.Correlator, backend.IdMap):
+        with pytest.raises(ValueError, match=exact(FIRST_ID_RANGE)):
+            table(first_id=first_id)
+
+
+@pytest.mark.parametrize("first_id", [1.0, "1", True, None], ids=repr)
+def test_first_id_must_be_an_int(backend: ModuleType, first_id: object) -> None:
+    for table in (backend.Correlator, backend.IdMap):
+        with pytest.raises(TypeError, match=exact("first_id must be an int")):
+            table(first_id=first_id)
+        # the type is checked before the range: an out-of-range max_pending still wins
+        with pytest.raises(ValueError, match=exact(f"max_pending must be between 1 and {LAST}")):
+            table(max_pending=0, first_id=first_id)
+
+
+@pytest.mark.parametrize("limit", [0, -1, 2**63, 2**70, -(2**64)], ids=repr)
+def test_max_pending_range(backend: ModuleType, limit: int) -> None:
+    for table in (backend.Correlator, backend.IdMap):
+        with pytest.raises(ValueError, match=exact(f"max_pending must be between 1 and {LAST}")):
+            table(max_pending=limit)
+        assert table(max_pending=LAST).max_pending == LAST
+
+
+def test_counter_wraps_to_one_skipping_busy_ids(backend: ModuleType) -> None:
+    correlator = backend.Correlator(first_id=LAST - 1)
+    for busy in (LAST, 1, 3, 2**63, "2"):
+        correlator.register(busy, "busy")
+    assert correlator.allocate("a") == LAST - 1
+    assert correlator.next_id() == 2  # LAST and 1 are in flight; 2**63 is beyond the range
+    assert correlator.allocate("b") == 4
+    correlator.resolve(LAST)
+    assert correlator.next_id() == 5  # counting on from 4, not back to the freed id
+    assert correlator.get(LAST - 1) == "a"
+
+
+def test_idmap_counter_wraps_to_one(backend: ModuleType) -> None:
+    idmap = backend.IdMap(first_id=LAST - 1)
+    assert [idmap.outbound(1, rid) for rid in ("a", "b", "c")] == [LAST - 1, LAST, 1]
+    assert idmap.inbound(LAST) == (1, "b")
+    assert idmap.inbound(1) == (1, "c")
+    assert idmap.outbound(2, "a") == 2
+    assert sorted(idmap.drop_connection(1)) == [LAST - 1]
+
+
+@pytest.mark.parametrize("conn", [-(2**63) - 1, 2**63, 2**64, -(2**70)], ids=repr)
+def test_conn_is_a_64_bit_int(backend: ModuleType, conn: int) -> None:
+    idmap = backend.IdMap()
+    text = exact(f"conn must be between {-(2**63)} and {LAST}")
+    with pytest.raises(ValueError, match=text):
+        idmap.outbound(conn, 1)
+    with pytest.raises(ValueError, match=text):
+        idmap.upstream(conn, 1)
+    with pytest.raises(ValueError, match=text):
+        idmap.drop_connection(conn)
+    assert len(idmap) == 0
+    for edge in (-(2**63), LAST):
+        up = idmap.outbound(edge, 1)
+        assert idmap.upstream(edge, 1) == up
+        assert idmap.inbound(up) == (edge, 1)
 
 
 # ---- IdMap --------------------------------------------------------------------------------------

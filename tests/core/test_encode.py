@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
 from collections import OrderedDict
+from collections.abc import Callable, Iterator
 from decimal import Decimal
 from types import ModuleType
 from typing import Any
@@ -273,6 +275,98 @@ def test_encode_many(backend: ModuleType) -> None:
 def test_encode_many_propagates_errors(backend: ModuleType) -> None:
     with pytest.raises(EncodeError, match=r"^Dict key must be str$"):
         backend.encode_many([{"a": 1}, {2: 1}])
+
+
+# ---- argument-check order: the leftmost bad argument decides (contract: "Encoding") -------------
+
+SURROGATES = "str is not valid UTF-8: surrogates not allowed"
+
+# Bad values of each argument: (label, value, class, message). A TypeError's message is only pinned
+# to start with the argument's name; an EncodeError's message is the contract's.
+BAD_ARGS: dict[str, list[tuple[str, object, type[Exception], str]]] = {
+    "id": [
+        ("float", 1.5, TypeError, "id "),
+        ("bool", True, TypeError, "id "),
+        ("surrogate", "\ud800", EncodeError, SURROGATES),
+    ],
+    "method": [("none", None, TypeError, "method "), ("surrogate", "\udc00", EncodeError, SURROGATES)],
+    "code": [("bool", True, TypeError, "code "), ("str", "1", TypeError, "code ")],
+    "message": [("int", 5, TypeError, "message "), ("surrogate", "\udfff", EncodeError, SURROGATES)],
+    "value": [
+        ("object", object(), EncodeError, "Type is not JSON serializable: object"),
+        ("int-key", {1: 2}, EncodeError, "Dict key must be str"),
+        ("surrogate", ["\ud83d"], EncodeError, SURROGATES),
+        ("too-deep", nested(255), EncodeError, "Recursion limit reached"),
+    ],
+}
+
+# encoder -> its positional arguments: (name, kind of bad values, a good value)
+ENCODER_ARGS: dict[str, list[tuple[str, str, object]]] = {
+    "encode_request": [("id", "id", 1), ("method", "method", "m"), ("params", "value", {"a": 1})],
+    "encode_notification": [("method", "method", "m"), ("params", "value", [1])],
+    "encode_result": [("id", "id", "r"), ("result", "value", None)],
+    "encode_error": [
+        ("id", "id", None),
+        ("code", "code", -32600),
+        ("message", "message", "m"),
+        ("data", "value", {"d": 1}),
+    ],
+}
+
+
+def _bad_argument_cases() -> Iterator[Any]:
+    """Every encoder with every pair, triple, ... of bad arguments, and the failure expected: the
+    leftmost bad argument's own."""
+    for name, params in ENCODER_ARGS.items():
+        for count in range(2, len(params) + 1):
+            for chosen in itertools.combinations(range(len(params)), count):
+                choices = [BAD_ARGS[params[i][1]] for i in chosen]
+                for bads in itertools.product(*choices):
+                    args = [good for _, _, good in params]
+                    for i, (_, value, _, _) in zip(chosen, bads, strict=True):
+                        args[i] = value
+                    label = "-".join(f"{params[i][0]}:{bad[0]}" for i, bad in zip(chosen, bads, strict=True))
+                    _, _, kind, message = bads[0]
+                    yield pytest.param(name, tuple(args), kind, message, id=f"{name}-{label}")
+
+
+@pytest.mark.parametrize(("name", "args", "kind", "message"), list(_bad_argument_cases()))
+def test_leftmost_bad_argument_decides(
+    backend: ModuleType, name: str, args: tuple[Any, ...], kind: type[Exception], message: str
+) -> None:
+    with pytest.raises(TypeError) as info:  # EncodeError is a TypeError too: the exact class is checked
+        getattr(backend, name)(*args)
+    assert type(info.value) is kind
+    if kind is EncodeError:
+        assert str(info.value) == message
+    else:
+        assert str(info.value).startswith(message)
+
+
+def _bad_then_raising() -> Iterator[Any]:
+    yield {"ok": 1}
+    yield {"a": {2}}
+    raise AssertionError("encode_many read past the first bad message")
+
+
+@pytest.mark.parametrize(
+    ("name", "make_arg", "message"),
+    [
+        pytest.param(
+            "encode", lambda: {"a": object(), 1: 2}, "Type is not JSON serializable: object", id="value-first"
+        ),
+        pytest.param("encode", lambda: {1: 2, "a": object()}, "Dict key must be str", id="key-first"),
+        pytest.param("encode", lambda: [["\ud800"], nested(255)], SURROGATES, id="surrogate-before-depth"),
+        pytest.param("encode_many", lambda: [{2: 1}, object()], "Dict key must be str", id="many-first"),
+        pytest.param("encode_many", _bad_then_raising, "Type is not JSON serializable: set", id="many-lazy"),
+    ],
+)
+def test_first_failure_in_one_value_wins(
+    backend: ModuleType, name: str, make_arg: Callable[[], object], message: str
+) -> None:
+    with pytest.raises(EncodeError) as info:
+        getattr(backend, name)(make_arg())
+    assert str(info.value) == message
 
 
 def test_lines_decode_back(backend: ModuleType) -> None:

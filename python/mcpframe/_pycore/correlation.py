@@ -1,12 +1,23 @@
-"""Request-id bookkeeping: ``Correlator`` (our pending requests) and ``IdMap`` (proxy id remapping)."""
+"""Request-id bookkeeping: ``Correlator`` (our pending requests) and ``IdMap`` (proxy id remapping).
+
+Ids the caller gives may be any ``int`` or ``str``. Ids the counter hands out stay within
+``1 ..= LAST_ALLOCATED_ID`` (the positive 64-bit integers) and wrap around, as in the native backend:
+Go, Rust and Java peers parse request ids as 64-bit signed integers.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Container
+from typing import Final
 
 from mcpframe.errors import DuplicateIdError, PendingLimitError, UnknownIdError
 
 __all__ = ["Correlator", "IdMap"]
 
 Id = int | str
+
+LAST_ALLOCATED_ID: Final = 2**63 - 1
+_INT64_MIN: Final = -(2**63)
 
 
 def _id(value: object) -> Id:
@@ -21,12 +32,48 @@ def _id(value: object) -> Id:
     raise TypeError(f"id must be an int or a str, not {kind.__name__}")
 
 
-def _int_option(name: str, value: object, minimum: int | None) -> int:
+def _int_arg(name: str, value: object) -> int:
     if not isinstance(value, int) or isinstance(value, bool):
         raise TypeError(f"{name} must be an int")
-    if minimum is not None and value < minimum:
-        raise ValueError(f"{name} must be at least {minimum}, not {value}")
-    return int(value)
+    return int.__int__(value)
+
+
+def _max_pending(value: object) -> int:
+    limit = _int_arg("max_pending", value)
+    if not 1 <= limit <= LAST_ALLOCATED_ID:
+        raise ValueError(f"max_pending must be between 1 and {LAST_ALLOCATED_ID}")
+    return limit
+
+
+def _first_id(value: object) -> int:
+    first = _int_arg("first_id", value)
+    if not 1 <= first <= LAST_ALLOCATED_ID:
+        raise ValueError(f"first_id must be between 1 and {LAST_ALLOCATED_ID}")
+    return first
+
+
+def _conn(value: object) -> int:
+    """A connection number: an int within the 64-bit range (the native table keys it as ``i64``)."""
+    conn = _int_arg("conn", value)
+    if not _INT64_MIN <= conn <= LAST_ALLOCATED_ID:
+        raise ValueError(f"conn must be between {_INT64_MIN} and {LAST_ALLOCATED_ID}")
+    return conn
+
+
+def _after(ident: int) -> int:
+    """The counter's successor of ``ident``: the next integer, or 1 after ``LAST_ALLOCATED_ID``."""
+    return ident + 1 if ident < LAST_ALLOCATED_ID else 1
+
+
+def _free_id(start: int, busy: Container[object]) -> int:
+    """The first id from ``start`` on (in counter order) that is not in ``busy``.
+
+    The tables hold far fewer than ``LAST_ALLOCATED_ID`` entries, so one is always found.
+    """
+    ident = start
+    while ident in busy:
+        ident = _after(ident)
+    return ident
 
 
 def _duplicate(ident: Id) -> DuplicateIdError:
@@ -50,8 +97,8 @@ class Correlator:
     __slots__ = ("_max_pending", "_next", "_pending")
 
     def __init__(self, *, max_pending: int = 65536, first_id: int = 1) -> None:
-        self._max_pending = _int_option("max_pending", max_pending, 1)
-        self._next = _int_option("first_id", first_id, None)
+        self._max_pending = _max_pending(max_pending)
+        self._next = _first_id(first_id)
         self._pending: dict[Id, object] = {}
 
     @property
@@ -60,11 +107,9 @@ class Correlator:
         return self._max_pending
 
     def next_id(self) -> int:
-        """The next integer id not in flight (monotonic; ids in flight are skipped)."""
-        ident = self._next
-        while ident in self._pending:
-            ident += 1
-        self._next = ident + 1
+        """The next integer id not in flight (counts up, skips busy ids, wraps from ``2**63 - 1`` to 1)."""
+        ident = _free_id(self._next, self._pending)
+        self._next = _after(ident)
         return ident
 
     def allocate(self, waiter: object, /) -> int:
@@ -120,8 +165,8 @@ class IdMap:
     __slots__ = ("_by_conn", "_by_downstream", "_by_upstream", "_max_pending", "_next")
 
     def __init__(self, *, max_pending: int = 65536, first_id: int = 1) -> None:
-        self._max_pending = _int_option("max_pending", max_pending, 1)
-        self._next = _int_option("first_id", first_id, None)
+        self._max_pending = _max_pending(max_pending)
+        self._next = _first_id(first_id)
         self._by_upstream: dict[int, tuple[int, Id]] = {}
         self._by_downstream: dict[tuple[int, Id], int] = {}
         self._by_conn: dict[int, dict[int, None]] = {}  # conn -> its upstream ids, in mapping order
@@ -133,15 +178,13 @@ class IdMap:
 
     def outbound(self, conn: int, id: Id, /) -> int:
         """Map ``(conn, id)`` to a fresh upstream id and return it."""
-        key = (_int_option("conn", conn, None), _id(id))
+        key = (_conn(conn), _id(id))
         if key in self._by_downstream:
             raise _duplicate(key[1])
         if len(self._by_upstream) >= self._max_pending:
             raise _too_many(self._max_pending)
-        upstream = self._next
-        while upstream in self._by_upstream:
-            upstream += 1
-        self._next = upstream + 1
+        upstream = _free_id(self._next, self._by_upstream)
+        self._next = _after(upstream)
         self._by_upstream[upstream] = key
         self._by_downstream[key] = upstream
         self._by_conn.setdefault(key[0], {})[upstream] = None
@@ -169,11 +212,11 @@ class IdMap:
 
     def upstream(self, conn: int, id: Id, /) -> int | None:
         """The upstream id of ``(conn, id)`` without removing it, or ``None``."""
-        return self._by_downstream.get((_int_option("conn", conn, None), _id(id)))
+        return self._by_downstream.get((_conn(conn), _id(id)))
 
     def drop_connection(self, conn: int, /) -> list[int]:
         """Forget every mapping of ``conn``; return their upstream ids in mapping order."""
-        owned = self._by_conn.pop(_int_option("conn", conn, None), {})
+        owned = self._by_conn.pop(_conn(conn), {})
         for upstream in owned:
             del self._by_downstream[self._by_upstream.pop(upstream)]
         return list(owned)

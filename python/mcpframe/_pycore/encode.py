@@ -184,6 +184,7 @@ def encode_request(id: int | str, method: str, params: Any = None, /) -> bytes:
         line = _whole(envelope)
         if line is not None:
             return line
+    # Each argument is checked and written before the next is looked at (the contract's order).
     head = encode_id(id)
     _check_str("method", method)
     if params is None:
@@ -225,11 +226,13 @@ def encode_error(id: int | str | None, code: int, message: str, /, data: Any = M
             line = _whole({"jsonrpc": "2.0", "id": id, "error": error})
             if line is not None:
                 return line
+    # Each argument is checked and written before the next is looked at (the contract's order).
     head = b"null" if id is None else encode_id(id)
     if not isinstance(code, int) or isinstance(code, bool):
         raise TypeError(f"code must be an int, not {type(code).__name__}")
+    code_text = dumps(code)
     _check_str("message", message)
-    error_text = b'{"code":%b,"message":%b' % (int_to_text(code).encode(), dumps(message))
+    error_text = b'{"code":%b,"message":%b' % (code_text, dumps(message))
     if data is not MISSING:
         error_text += b',"data":%b' % dumps(data)
     return b'{"jsonrpc":"2.0","id":%b,"error":%b}}\n' % (head, error_text)

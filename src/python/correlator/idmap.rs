@@ -5,7 +5,9 @@
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
-use super::{id_object, int_arg, pending_error, request_id, table_options, IntOption};
+use super::{
+    conn_arg, first_id_error, id_object, pending_error, request_id, table_options, IntOption,
+};
 use crate::correlation::{IdRemap, PendingError, RequestId};
 
 /// (conn, downstream id) <-> upstream id, with a limit on live mappings.
@@ -41,9 +43,8 @@ impl PyIdMap {
     )]
     fn new(max_pending: IntOption<'_>, first_id: IntOption<'_>) -> PyResult<Self> {
         let (limit, first) = table_options(&max_pending, &first_id)?;
-        Ok(PyIdMap {
-            map: IdRemap::new(limit, first),
-        })
+        let map = IdRemap::new(limit, first).map_err(|_| first_id_error())?;
+        Ok(PyIdMap { map })
     }
 
     /// The limit of live mappings.
@@ -55,7 +56,7 @@ impl PyIdMap {
     /// Map `(conn, id)` to a fresh upstream id and return it.
     #[pyo3(signature = (conn, id, /))]
     fn outbound(&mut self, conn: &Bound<'_, PyAny>, id: &Bound<'_, PyAny>) -> PyResult<i64> {
-        let conn = int_arg("conn", conn)?;
+        let conn = conn_arg(conn)?;
         let key = request_id(id)?;
         match self.map.outbound(conn, key, ()) {
             Ok(up) => Ok(up),
@@ -91,14 +92,14 @@ impl PyIdMap {
     /// The upstream id of `(conn, id)`, or `None`.
     #[pyo3(signature = (conn, id, /))]
     fn upstream(&self, conn: &Bound<'_, PyAny>, id: &Bound<'_, PyAny>) -> PyResult<Option<i64>> {
-        let conn = int_arg("conn", conn)?;
+        let conn = conn_arg(conn)?;
         Ok(self.map.upstream(conn, &request_id(id)?))
     }
 
     /// Forget every mapping of `conn`; return their upstream ids in mapping order.
     #[pyo3(signature = (conn, /))]
     fn drop_connection(&mut self, conn: &Bound<'_, PyAny>) -> PyResult<Vec<i64>> {
-        Ok(self.map.drop_connection(int_arg("conn", conn)?))
+        Ok(self.map.drop_connection(conn_arg(conn)?))
     }
 
     fn __len__(&self) -> usize {
