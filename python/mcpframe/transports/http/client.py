@@ -8,10 +8,12 @@ handed to `receive` as NDJSON frames, as are the server's own requests and notif
 standalone GET stream opened after `notifications/initialized`).
 
 HTTP-level failures (an error status, a body or stream without the answer, a connection failure) become
-JSON-RPC errors for the requests they concern, so a caller never waits forever. A session the server no
-longer knows (404 for our `Mcp-Session-Id`) is re-initialized with the original `initialize` params and
-the message sent again. An SSE stream closed before its answer arrived is resumed with `GET` +
-`Last-Event-ID` after the server's `retry` delay. A request the caller cancels has its stream closed.
+JSON-RPC errors for the requests they concern, so a caller never waits forever; a 503 with a short
+`Retry-After` (a busy server that did not start the request) is first waited out and the request sent
+again. A session the server no longer knows (404 for our `Mcp-Session-Id`) is re-initialized with the
+original `initialize` params and the message sent again. An SSE stream closed before its answer arrived is
+resumed with `GET` + `Last-Event-ID` after the server's `retry` delay. A request the caller cancels has its
+stream closed.
 
 A message carrying `_meta["io.modelcontextprotocol/protocolVersion"]` (2026-07-28, stateless) is sent with
 that version in `MCP-Protocol-Version` and without a session id; every request and notification carries
@@ -46,6 +48,7 @@ from mcpframe.transports.http.client_wire import (
     mcp_name,
     modern_version,
     request_id,
+    retry_after,
     shared_ssl_context,
     synthesized_error,
 )
@@ -275,20 +278,34 @@ class StreamableHTTPTransport(AnswerReader):
             self._start_get_stream()
 
     async def _exchange(self, message: MessageLike) -> None:
-        """Post one request and deliver its answer (re-initializing once on a 404 for our session)."""
-        for attempt in range(2):
+        """Post one request and deliver its answer.
+
+        A 404 for our session re-initializes it and sends the request again (once). A 503 with a short
+        `Retry-After` (the server's queue was full, so the request never started) is waited out and the
+        request sent again, up to `max_reconnects` times; after that the 503's error is the answer.
+        """
+        renewed = False
+        busy = 0
+        while True:
             sent_session = None if modern_version(message.params) else self.session_id
             headers = self._post_headers(message)
             async with self._http.stream("POST", self.url, content=message.raw, headers=headers) as resp:
-                expired = resp.status_code == 404 and sent_session is not None and attempt == 0
+                expired = resp.status_code == 404 and sent_session is not None and not renewed
                 if expired and message.method != "initialize":
+                    renewed = True
                     await resp.aread()
                     if await self._reinitialize(sent_session):  # type: ignore[arg-type]
                         continue
-                answer = await self._answer(message, resp, intercept=False)
-                if answer is not None:
-                    await self._push([answer])
-                return
+                delay = retry_after(resp) if busy < self.max_reconnects else None
+                if delay is None:
+                    answer = await self._answer(message, resp, intercept=False)
+                    if answer is not None:
+                        await self._push([answer])
+                    return
+                await resp.aread()
+            busy += 1
+            logger.debug("the server is busy (503): sending request %r again in %g s", message.id, delay)
+            await anyio.sleep(delay)
 
     # ------------------------------------------------------------------ the standalone GET stream
 

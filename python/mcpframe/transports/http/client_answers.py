@@ -119,7 +119,11 @@ class AnswerReader:
         for item in items:
             if isinstance(item, core.FrameError):
                 logger.warning("dropping an invalid message from the server: %s", item.message)
-                continue
+                if rid is None or item.id != rid or item.notification or found is not False:
+                    continue
+                # the answer to this request, unreadable (e.g. an over-long integer): fail the call, clearly
+                why = f"the server's answer is invalid: {item.message}"
+                item = synthesized_error(rid, item.code, why)  # noqa: PLW2901
             answer = item.kind in ("result", "error")
             if answer and rid is not None and item.id == rid and found is False:
                 self._note_answer(item)

@@ -33,12 +33,16 @@ __all__ = [
     "modern_version",
     "ndjson_frame",
     "request_id",
+    "retry_after",
     "shared_ssl_context",
     "synthesized_error",
 ]
 
 MODERN_VERSION_KEY: Final = "io.modelcontextprotocol/protocolVersion"
 """The `_meta` key that makes a message 2026-07-28 (stateless) rather than part of an initialized session."""
+
+MAX_RETRY_AFTER: Final = 30.0
+"""The longest `Retry-After` of a 503 the client waits out before sending a request again (seconds)."""
 
 DRAIN_SECONDS: Final = 0.5
 DRAIN_CHUNKS: Final = 8
@@ -215,6 +219,17 @@ def content_type(response: httpx.Response) -> str:
     """The media type of a response, lowercased, parameters dropped."""
     value: str = response.headers.get("content-type", "")
     return value.partition(";")[0].strip().lower()
+
+
+def retry_after(response: httpx.Response) -> float | None:
+    """How long to wait before sending again after a 503: its `Retry-After` in seconds, or `None` when it
+    has none, gives a date, or asks for more than `MAX_RETRY_AFTER` (the caller gets the error instead)."""
+    if response.status_code != 503:
+        return None
+    value = response.headers.get("retry-after", "").strip()
+    if not value.isdigit() or int(value) > MAX_RETRY_AFTER:
+        return None
+    return float(value)
 
 
 async def drain(chunks: AsyncIterator[bytes]) -> None:
