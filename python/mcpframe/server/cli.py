@@ -66,6 +66,20 @@ def _parser() -> argparse.ArgumentParser:
         help="HTTP: close POST SSE streams quiet this long; clients resume them (SSE polling)",
     )
     parser.add_argument("--retry-ms", type=int, default=1000, help="HTTP: SSE retry hint (default 1000)")
+    parser.add_argument(
+        "--max-in-flight",
+        type=int,
+        default=1024,
+        metavar="N",
+        help="HTTP: requests answered at once, server-wide; past it POSTs wait (default 1024)",
+    )
+    parser.add_argument(
+        "--max-queued",
+        type=int,
+        default=1024,
+        metavar="N",
+        help="HTTP: POSTs that may wait for room; past it: 503 + Retry-After (default 1024)",
+    )
     return parser
 
 
@@ -82,6 +96,8 @@ def _serve_http(server: Server, args: argparse.Namespace) -> int:
         allowed_origins=args.allow_origin,
         close_idle_streams=args.sse_close_idle,
         retry_ms=args.retry_ms,
+        max_in_flight=args.max_in_flight,
+        max_queued=args.max_queued,
     )
 
     def ready(url: str) -> None:

@@ -17,6 +17,8 @@ from tests.transports.http._client_support import serve_asgi
 
 from mcpframe import jsonrpc
 from mcpframe.server import Server
+from mcpframe.server.cli import serve_main
+from mcpframe.transports.http import server as http_server
 from mcpframe.transports.http.admission import Admission, Slot
 from mcpframe.transports.http.server import HttpOptions, StreamableHTTPServer
 
@@ -190,3 +192,20 @@ async def test_admission_is_first_come_first_served_by_weight() -> None:
         Admission(max_in_flight=0, max_queued=1)
     with pytest.raises(ValueError, match="max_queued"):
         Admission(max_in_flight=1, max_queued=-1)
+
+
+def test_the_cli_passes_both_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[HttpOptions] = []
+
+    async def fake_serve_http(server: Server, *, options: HttpOptions, **kwargs: Any) -> None:
+        seen.append(options)
+
+    monkeypatch.setattr(http_server, "serve_http", fake_serve_http)
+    argv = ["examples.everything:server", "--http", "--max-in-flight", "7", "--max-queued", "0"]
+    assert serve_main(argv) == 0
+    assert [(o.max_in_flight, o.max_queued) for o in seen] == [(7, 0)]
+    assert serve_main(argv[:2]) == 0
+    assert (seen[1].max_in_flight, seen[1].max_queued) == (
+        HttpOptions().max_in_flight,
+        HttpOptions().max_queued,
+    )
