@@ -3,10 +3,19 @@
 A transport knows nothing about JSON-RPC. ``receive`` returns whatever bytes are available (any size, frames
 may be split anywhere), ``b""`` at end of stream; ``send`` writes one or more whole frames.
 
-Two optional methods make the Session's hot path cheaper (it looks for them with ``getattr``):
-``send_nowait(data) -> int`` writes what can be written at once, without waiting, and returns how many bytes
-that was (the Session hands the rest to ``send``, keeping the order); ``async pump(callback)`` calls
-``callback(chunk)`` for every chunk as it arrives (in place of ``receive``) and returns at end of stream.
+Optional methods (the Session looks for them with ``getattr``; an attribute set to ``None`` counts as absent):
+
+- ``send_nowait(data) -> int`` writes what can be written at once, without waiting, and returns how many
+  bytes that was (the Session hands the rest to ``send``, keeping the order).
+- ``async pump(callback)`` calls ``callback(chunk)`` for every chunk as it arrives (in place of
+  ``receive``) and returns at end of stream. The Session uses it only on a transport that also has the
+  next two methods, since it must be able to stop the callbacks.
+- ``pause_reading()`` / ``resume_reading()``: flow control. The Session calls ``pause_reading()`` when it
+  takes no more input for now (its handlers are at their bound, or the peer is not reading its answers) and
+  ``resume_reading()`` when it takes input again; both are synchronous and idempotent. Between them a
+  transport with ``pump`` calls no callback, and any transport should stop reading ahead, so the bytes stay
+  in the pipe and the peer's writes block (back-pressure). Without them the Session still stops calling
+  ``receive`` while paused; only read-ahead inside the transport goes on.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ class MemoryTransport:
         self._outgoing = outgoing
         self._incoming = incoming
         self._closed = False
+        self._paused = False
 
     async def receive(self) -> bytes:
         """The next chunk the other end sent; ``b""`` once it closed (or this end did)."""
@@ -61,6 +62,23 @@ class MemoryTransport:
         self._closed = True
         self._outgoing.close()
         self._incoming.close()
+
+    def pause_reading(self) -> None:
+        """The reader takes no input for now (flow control; see ``transports/base.py``).
+
+        Nothing is read ahead here, so this only records it: the other end's ``send`` waits once the
+        buffer between them is full, which is the back-pressure.
+        """
+        self._paused = True
+
+    def resume_reading(self) -> None:
+        """The reader takes input again."""
+        self._paused = False
+
+    @property
+    def reading_paused(self) -> bool:
+        """Whether the reader has paused (``pause_reading`` without a later ``resume_reading``)."""
+        return self._paused
 
     @property
     def closed(self) -> bool:

@@ -6,13 +6,13 @@ group, and SIGKILL after another ``grace``: the whole process tree ends, grandch
 
 ``spawn`` connects the child to two pipes of its own and drives the parent's ends with ``FdTransport``
 (the server side's reader: one reused read buffer, reads in the event loop's readiness callback, at most a
-few chunks ahead of the consumer; writes without a task switch), so the transport also offers ``pump``
-and ``send_nowait`` to the Session. The child's stdout pipe is widened to 1 MiB where Linux allows, so a
-large result crosses in fewer turns of the two processes (only that one: Linux charges pipe sizes to the
-user's quota, and once that is exceeded new pipes are small). A
+few chunks ahead of the consumer; writes without a task switch), so the transport also offers ``pump``,
+``send_nowait`` and ``pause_reading``/``resume_reading`` to the Session. The child's stdout pipe is widened
+to 1 MiB where Linux allows, so a large result crosses in fewer turns of the two processes (only that one:
+Linux charges pipe sizes to the user's quota, and once that is exceeded new pipes are small). A
 ``ProcessTransport`` built on a process opened elsewhere with piped stdin/stdout reads and writes through
 that process's streams instead (asyncio's pipe transports: a fresh 256 KiB buffer per read), and has
-neither (both attributes are ``None``).
+none of them (those attributes are ``None``).
 """
 
 from __future__ import annotations
@@ -69,6 +69,12 @@ class ProcessTransport:
     on a process opened elsewhere."""
     send_nowait: Callable[[bytes], int] | None
     """Write what the child's stdin takes now (see ``FdTransport.send_nowait``); ``None`` as ``pump``."""
+    pause_reading: Callable[[], None] | None
+    """Stop reading the child's stdout until ``resume_reading`` (flow control, see
+    ``FdTransport.pause_reading``): the child's writes then block. ``None`` as ``pump`` (the Session then
+    simply stops calling ``receive``)."""
+    resume_reading: Callable[[], None] | None
+    """Read the child's stdout again after ``pause_reading``; ``None`` as ``pump``."""
 
     def __init__(self, process: Process, *, grace: float = 2.0, pipes: tuple[int, int] | None = None) -> None:
         self.process = process
@@ -83,6 +89,7 @@ class ProcessTransport:
                 raise ValueError("the process needs piped stdin and stdout")
             self._stdin, self._stdout = process.stdin, process.stdout
             self.pump = self.send_nowait = None
+            self.pause_reading = self.resume_reading = None
             return
         from mcpframe.transports.stdio import FdTransport  # noqa: PLC0415 (stdio re-exports this module)
 
@@ -90,6 +97,7 @@ class ProcessTransport:
         self._fds = fds = FdTransport(self._read_fd, write_fd)
         self._stdin = _StdinEnd(fds, write_fd)
         self.pump, self.send_nowait = fds.pump, fds.send_nowait
+        self.pause_reading, self.resume_reading = fds.pause_reading, fds.resume_reading
 
     @property
     def pid(self) -> int:

@@ -4,10 +4,12 @@ Pipes and sockets (the normal case) are switched to non-blocking mode and polled
 thread hop per message. Their flags are restored on close. On asyncio the read side stays registered with
 ``loop.add_reader`` while chunks are being consumed (reads happen in the readiness callback, at most
 ``_READ_AHEAD`` chunks ahead of ``receive``), and ``send_nowait`` writes what the pipe takes at once, so the
-Session's answers usually go out without a task switch. Anything else (a regular file, a terminal) is
-read by a daemon thread doing blocking ``os.read`` of ``RECEIVE_CHUNK`` bytes, handing each chunk to the
-event loop (one chunk buffered at most: backpressure; a daemon, because a read blocked on an idle stdin must
-never keep the process alive at exit), and written with ``os.write`` in a worker thread.
+Session's answers usually go out without a task switch. ``pause_reading`` unregisters the read side until
+``resume_reading`` (the Session's flow control): unread input stays in the pipe and the peer's writes
+block. Anything else (a regular file, a terminal) is read by a daemon thread doing blocking ``os.read`` of
+``RECEIVE_CHUNK`` bytes, handing each chunk to the event loop (one chunk buffered at most: backpressure; a
+daemon, because a read blocked on an idle stdin must never keep the process alive at exit), and written
+with ``os.write`` in a worker thread.
 
 Stdout protection: while ``stdio_server()`` is open the protocol writes to a private duplicate of fd 1, and
 fd 1 itself (and ``sys.stdout``) point at stderr, so ``print()``, C extensions and child processes that write
@@ -100,18 +102,58 @@ _READ_AHEAD = 4  # chunks read before ``receive`` asks for them; past that, read
 
 
 class _NonBlocking:
-    """A pipe or socket fd in non-blocking mode, polled by the event loop; ``restore`` undoes the mode."""
+    """A pipe or socket fd in non-blocking mode, polled by the event loop; ``restore`` undoes the mode.
+
+    Reading (asyncio) goes through one readiness callback, ``_on_readable``, registered with
+    ``loop.add_reader`` exactly while reading is wanted (``_sync``): not at EOF, not while paused by
+    ``pause()``, and in ``read`` mode only while fewer than ``_READ_AHEAD`` chunks wait. In ``pump`` mode
+    it hands each chunk to the callback; otherwise it buffers it for ``read``.
+    """
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self._flags = fcntl.fcntl(fd, fcntl.F_GETFL)
         fcntl.fcntl(fd, fcntl.F_SETFL, self._flags | os.O_NONBLOCK)
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._registered = False
+        self._paused = False
         self._chunks: list[bytes] = []
         self._chunk = RECEIVE_CHUNK
         self._eof = False
-        self._waiter: asyncio.Future[None] | None = None
+        self._waiter: asyncio.Future[None] | None = None  # ``read``'s wake-up, or the end of ``pump``
+        self._callback: Callable[[bytes], object] | None = None  # set while pumping
         self._view: memoryview | None = None
+
+    @property
+    def paused(self) -> bool:
+        """Whether ``pause`` stopped reading (until ``resume``)."""
+        return self._paused
+
+    def pause(self) -> None:
+        """Stop reading: no callback and no read-ahead until ``resume`` (the data waits in the pipe)."""
+        self._paused = True
+        self._sync()
+
+    def resume(self) -> None:
+        """Read again after ``pause``."""
+        self._paused = False
+        self._sync()
+
+    def _sync(self) -> None:
+        """Register the readiness callback exactly while reading is wanted (see the class doc)."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        want = not self._eof and not self._paused
+        if want and self._callback is None:
+            want = len(self._chunks) < _READ_AHEAD
+        if want is self._registered:
+            return
+        self._registered = want
+        if want:
+            loop.add_reader(self.fd, self._on_readable)
+        else:
+            loop.remove_reader(self.fd)
 
     async def read(self, chunk: int) -> bytes:
         """The next chunk (everything read ahead, joined); ``b""`` at EOF; ``OSError`` if reading failed."""
@@ -125,7 +167,7 @@ class _NonBlocking:
                     return await self._read_polled(chunk)
                 self._chunk = chunk
                 self._loop = loop
-                loop.add_reader(self.fd, self._on_readable)
+                self._sync()
             self._waiter = waiter = loop.create_future()
             try:
                 await waiter
@@ -134,9 +176,8 @@ class _NonBlocking:
         if not chunks:
             return b""
         data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-        if len(chunks) >= _READ_AHEAD and not self._eof and self._loop is not None:
-            self._loop.add_reader(self.fd, self._on_readable)  # it was paused: resume
         chunks.clear()
+        self._sync()  # read-ahead may have stopped at _READ_AHEAD: go on
         return data
 
     async def pump(self, chunk: int, callback: Callable[[bytes], object]) -> None:
@@ -154,42 +195,54 @@ class _NonBlocking:
         if self._eof:
             return
         self._loop = loop
+        self._chunk = chunk
+        self._callback = callback
         self._waiter = done = loop.create_future()
-        loop.add_reader(self.fd, self._pump_step(loop, chunk, callback, done))
+        self._sync()
         try:
             await done
         finally:
             self._waiter = None
+            self._callback = None
             self._eof = True
-            if not loop.is_closed():
-                loop.remove_reader(self.fd)
+            self._sync()
 
-    def _pump_step(
-        self,
-        loop: asyncio.AbstractEventLoop,
-        chunk: int,
-        callback: Callable[[bytes], object],
-        done: asyncio.Future[None],
-    ) -> Callable[[], None]:
-        """``pump``'s readiness callback: read a chunk, hand it over; EOF or an error completes ``done``."""
+    def _on_readable(self) -> None:
+        """The readiness callback: read one chunk and hand it to the pump's callback or to ``read``.
 
-        def on_readable() -> None:
+        The future it completes may be done already: cancelling the task that awaits it (``pump``'s or
+        ``read``'s) cancels the future at once, but that task unregisters this callback only when it runs
+        again, and a readiness event queued for the same loop iteration can run first. Then the reader is
+        gone: unregister and leave the data in the pipe.
+        """
+        waiter = self._waiter
+        callback = self._callback
+        if callback is not None and (waiter is None or waiter.done()):
+            self._eof = True  # the pump is over (cancelled): nothing reads any more
+            self._sync()
+            return
+        try:
+            data = self._read_chunk(self._chunk)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self._eof = True
+        elif callback is not None:
             try:
-                data = self._read_chunk(chunk)
-            except BlockingIOError:
-                return
-            except OSError:
-                data = b""
-            try:
-                if data:
-                    callback(data)
-                    return
-                done.set_result(None)
-            except Exception as exc:
-                done.set_exception(exc)
-            loop.remove_reader(self.fd)
-
-        return on_readable
+                callback(data)
+            except Exception as exc:  # stops reading; ``pump`` raises it
+                self._eof = True
+                if waiter is not None and not waiter.done():
+                    waiter.set_exception(exc)
+            self._sync()
+            return
+        else:
+            self._chunks.append(data)
+        self._sync()
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     async def _read_polled(self, chunk: int) -> bytes:
         while True:
@@ -197,23 +250,6 @@ class _NonBlocking:
                 return self._read_chunk(chunk)
             except BlockingIOError:
                 await anyio.wait_readable(self.fd)
-
-    def _on_readable(self) -> None:
-        try:
-            data = self._read_chunk(self._chunk)
-        except BlockingIOError:
-            return
-        except OSError:
-            data = b""
-        if data:
-            self._chunks.append(data)
-        else:
-            self._eof = True
-        if (self._eof or len(self._chunks) >= _READ_AHEAD) and self._loop is not None:
-            self._loop.remove_reader(self.fd)
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
 
     def _read_chunk(self, chunk: int) -> bytes:
         """Read up to ``chunk`` bytes into a reused buffer and copy out what came.
@@ -242,10 +278,9 @@ class _NonBlocking:
                 await anyio.wait_writable(self.fd)
 
     def restore(self) -> None:
-        if self._loop is not None and not self._loop.is_closed():
-            self._loop.remove_reader(self.fd)
-        self._loop = None
         self._eof = True
+        self._sync()  # unregisters the readiness callback
+        self._loop = None
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
@@ -267,9 +302,11 @@ class FdTransport:
         self._write_released = False
         self._closed = False
         self._eof = False
+        self._paused = False
+        self._unpaused: anyio.Event | None = None  # set by ``resume_reading`` (threaded ``pump``)
 
     async def receive(self) -> bytes:
-        """The next chunk read from ``read_fd``; ``b""`` at EOF."""
+        """The next chunk read from ``read_fd``; ``b""`` at EOF (waits while reading is paused)."""
         if self._closed or self._eof:
             return b""
         if self._polled_in is None:
@@ -307,10 +344,38 @@ class FdTransport:
             if self._polled_in is None:
                 while data := await self._reader.receive():
                     callback(data)
+                    while self._paused and not self._closed and self._unpaused is not None:
+                        await self._unpaused.wait()
             else:
                 await self._polled_in.pump(self._chunk, callback)
         finally:
             self._eof = True
+
+    def pause_reading(self) -> None:
+        """Stop reading ``read_fd`` (flow control, see ``transports/base.py``): no ``pump`` callback and no
+        read-ahead until ``resume_reading``, so the peer's writes block once the pipe is full.
+
+        On the threaded path (a regular file or terminal) reading already waits for ``receive``: one chunk
+        at most is read ahead.
+        """
+        if not self._paused:
+            self._paused = True
+            self._unpaused = anyio.Event()
+        if self._polled_in is not None:
+            self._polled_in.pause()
+
+    def resume_reading(self) -> None:
+        """Read ``read_fd`` again after ``pause_reading``."""
+        self._paused = False
+        if self._unpaused is not None:
+            self._unpaused.set()
+        if self._polled_in is not None:
+            self._polled_in.resume()
+
+    @property
+    def reading_paused(self) -> bool:
+        """Whether ``pause_reading`` is in effect."""
+        return self._paused
 
     async def send(self, data: bytes) -> None:
         """Write all of ``data`` to ``write_fd``."""
@@ -351,6 +416,8 @@ class FdTransport:
             return
         self._closed = True
         self._reader.close()
+        if self._unpaused is not None:
+            self._unpaused.set()  # a threaded ``pump`` held by ``pause_reading`` ends
         for polled in (self._polled_in, self._polled_out):
             if polled is not None:
                 polled.restore()
