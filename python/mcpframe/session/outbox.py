@@ -8,6 +8,12 @@ held back by an extra loop iteration). A flush first tries the transport's optio
 goes to a writer task that awaits ``transport.send``. While that task is writing, new frames queue behind it
 (their order is kept) and it sends them when it is done.
 
+Flow control: ``queued`` counts the bytes not yet taken by the transport (queued frames, and the write the
+writer task is awaiting). Past ``high_water`` the outbox is ``full``, and stays so until the transport has
+taken enough for ``queued`` to fall to ``low_water`` (a quarter of it); then ``on_drained`` is called. The
+Session stops reading input while the outbox is full, so a peer that does not read our answers cannot
+make us queue them without bound.
+
 asyncio only (``loop.call_soon``, ``asyncio.Event``), like the rest of the Session.
 """
 
@@ -21,7 +27,7 @@ import anyio
 
 from mcpframe.transports.base import Transport, TransportClosedError
 
-__all__ = ["IO_ERRORS", "Outbox"]
+__all__ = ["HIGH_WATER", "IO_ERRORS", "Outbox"]
 
 logger = logging.getLogger("mcpframe.session")
 
@@ -29,28 +35,48 @@ _EARLY_FLUSH = 128  # answers queued while a dispatch is still running that are 
 
 IO_ERRORS = (TransportClosedError, OSError, anyio.BrokenResourceError, anyio.ClosedResourceError)
 
+HIGH_WATER = 1024 * 1024
+"""Default outbox high-water mark in bytes (``Session(outbox_high_water=...)``): past it, reading stops."""
+
 
 class Outbox:
-    """Coalesced, ordered writes to one transport; ``on_lost`` is called once if a write fails."""
+    """Coalesced, ordered writes to one transport; ``on_lost(exc)`` is called once if a write fails."""
 
     __slots__ = (
         "_frames",
+        "_high",
         "_idle",
         "_loop",
         "_lost",
+        "_low",
+        "_on_drained",
         "_on_lost",
         "_scheduled",
         "_send_nowait",
         "_sending",
         "_transport",
         "_wake",
+        "full",
         "holding",
+        "queued",
     )
 
-    def __init__(self, transport: Transport, on_lost: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        transport: Transport,
+        on_lost: Callable[[BaseException], None],
+        on_drained: Callable[[], None],
+        *,
+        high_water: int = HIGH_WATER,
+    ) -> None:
         self._transport = transport
         self._send_nowait: Callable[[bytes], int] | None = getattr(transport, "send_nowait", None)
         self._on_lost = on_lost
+        self._on_drained = on_drained
+        self._high = high_water
+        self._low = high_water // 4
+        self.queued = 0  # bytes not yet taken by the transport
+        self.full = False  # over the high-water mark, until queued falls to the low-water mark
         self._frames: list[bytes] = []
         self._scheduled = False
         self.holding = False  # the owner will call flush_now() itself: put() need not schedule a flush
@@ -72,6 +98,9 @@ class Outbox:
         """Queue ``frame``; it is written at the end of this loop iteration at the latest."""
         frames = self._frames
         frames.append(frame)
+        self.queued += len(frame)
+        if self.queued > self._high:
+            self.full = True
         if self.holding:
             if len(frames) >= _EARLY_FLUSH:  # a long dispatch: let the peer start on the first answers
                 self.flush_now()
@@ -97,6 +126,8 @@ class Outbox:
             except IO_ERRORS as exc:
                 self._fail(exc)
                 return
+            if taken:
+                self._taken(taken)
             if taken >= len(data):
                 return
             data = data[taken:]
@@ -122,25 +153,37 @@ class Outbox:
             wake.clear()
             while self._frames and not self._lost:
                 frames, self._frames = self._frames, []
+                data = frames[0] if len(frames) == 1 else b"".join(frames)
                 try:
-                    await self._transport.send(frames[0] if len(frames) == 1 else b"".join(frames))
+                    await self._transport.send(data)
                 except IO_ERRORS as exc:
                     self._fail(exc)
                     return
+                self._taken(len(data))
             self._sending = False
             self._idle.set()
 
+    def _taken(self, size: int) -> None:
+        """The transport took ``size`` bytes: below the low-water mark, a full outbox is drained."""
+        self.queued -= size
+        if self.full and self.queued <= self._low:
+            self.full = False
+            self._on_drained()
+
     def _fail(self, exc: BaseException) -> None:
-        logger.debug("transport send failed, the connection is lost: %s", exc)
         self._lost = True
         self._sending = False
         self._frames.clear()
+        self.queued = 0
+        self.full = False
         self._idle.set()
-        self._on_lost()
+        self._on_lost(exc)
 
     def clear(self) -> None:
         """Drop what is queued and stop writing (the session is over)."""
         self._frames.clear()
+        self.queued = 0
+        self.full = False
         self._loop = None
         self._sending = False
         self._idle.set()

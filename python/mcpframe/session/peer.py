@@ -9,14 +9,20 @@ task group: each handler starts at once, inside the dispatch, as a task of its o
 most handlers finish there and then no task is ever scheduled), or, with ``Session.eager_handlers = False``
 or behind a still-queued notification, in a plain ``loop.create_task`` task. ``notifications/cancelled``
 cancels the handler's task with ``Task.cancel()`` (once it has left any shielded anyio scope): the handler
-sees one ``CancelledError``. A transport with ``pump(callback)`` hands the reader each chunk from the event
-loop's readiness callback; one with ``send_nowait(data) -> int`` takes the answers without a task switch.
-The session waits for every handler task on every exit path.
+sees one ``CancelledError``. A transport with ``pump(callback)`` (and ``pause_reading``/``resume_reading``)
+hands the reader each chunk from the event loop's readiness callback; one with ``send_nowait(data) -> int``
+takes the answers without a task switch. The session waits for every handler task on every exit path.
+
+Flow control (``session/intake.py``): at ``max_in_flight`` running handlers, or with the outbox over its
+high-water mark, what was decoded waits in a backlog (in order) and reading stops until there is room, so
+the pipe pushes back on the peer and nothing is refused for arriving early. Nothing ends the session
+silently: an unexpected error is logged once, at ERROR, before ``run`` raises it.
 
 This module owns the incoming side and the connection: the lifecycle (``run``, ``aclose``, EOF and cleanup),
-reading and dispatch, running request handlers and answering them, and queueing notifications for their
-worker. The outgoing side (``request``, ``notify``, responses and progress for our own requests) is the
-``Requester`` mixin in ``session/requester.py``; the hot per-request methods stay here, on ``Session``.
+the read loop, running request handlers and answering them, and queueing notifications for their worker;
+the ``Intake`` it owns decodes, orders and bounds what is read. The outgoing side (``request``, ``notify``,
+responses and progress for our own requests) is the ``Requester`` mixin in ``session/requester.py``; the
+hot per-request methods stay here, on ``Session``.
 """
 
 from __future__ import annotations
@@ -39,11 +45,11 @@ from mcpframe.session.eager import AVAILABLE as EAGER
 from mcpframe.session.eager import EagerStarter
 from mcpframe.session.errors import ConnectionClosed, JSONRPCError
 from mcpframe.session.frames import Spawner, error_frame, failure_frame, result_frame, task_spawner
-from mcpframe.session.outbox import IO_ERRORS, Outbox
+from mcpframe.session.intake import Intake
+from mcpframe.session.outbox import HIGH_WATER, IO_ERRORS, Outbox
 from mcpframe.session.outgoing import Pending
 from mcpframe.session.request import Request
 from mcpframe.session.requester import Requester
-from mcpframe.session.requester import is_id as _is_id
 from mcpframe.transports.base import Transport
 
 __all__ = ["NotificationHandler", "RequestHandler", "Session"]
@@ -55,24 +61,12 @@ NotificationHandler = Callable[[MessageLike], Awaitable[None]]
 _Job = tuple[Callable[..., Any], tuple[Any, ...]]
 Id = int | str
 
-_HIGH_WATER = 1024  # queued frames past which async senders wait for the writer
 _IO_ERRORS = IO_ERRORS
 
 
 def only(group: BaseExceptionGroup[Any], exc: BaseException | None) -> bool:
     """Whether ``group`` wraps nothing but ``exc`` (what a task group makes of its body's exception)."""
     return exc is not None and len(group.exceptions) == 1 and group.exceptions[0] is exc
-
-
-def _log_frame_error(error: Any) -> None:
-    """Log what was rejected and where (stderr by default); the peer gets only the JSON-RPC error."""
-    logger.warning(
-        "rejected frame at stream byte %d: %s (code %d); starts with %r",
-        error.offset,
-        error.message,
-        error.code,
-        error.preview,
-    )
 
 
 class Session(Requester):
@@ -94,6 +88,7 @@ class Session(Requester):
         batches: bool = True,
         default_timeout: float | None = None,
         drain_timeout: float = 5.0,
+        outbox_high_water: int = HIGH_WATER,
     ) -> None:
         self.transport = transport
         self.request_handler = request_handler
@@ -102,11 +97,11 @@ class Session(Requester):
         self.default_timeout = default_timeout
         self.drain_timeout = drain_timeout
         self.closed = False
-        self._decoder = core.Decoder(max_frame=max_frame, batches=batches)
         self._pending = core.Correlator(max_pending=max_pending)
         self._progress: dict[Id, Pending] = {}
         self._incoming: dict[Id, Request] = {}
-        self._outbox = Outbox(transport, self._connection_lost)
+        self._outbox = Outbox(transport, self._connection_lost, self._room_made, high_water=outbox_high_water)
+        self._intake = Intake(self, max_frame=max_frame, batches=batches)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._spawn: Spawner
         self._eager: EagerStarter | None = None
@@ -115,6 +110,7 @@ class Session(Requester):
         self._eof = False
         self._broken = False
         self._finished = False
+        self._end_logged = False
         self._handlers_idle: asyncio.Event | None = None
         self._done: anyio.Event | None = None
         self._jobs_done: anyio.Event | None = None
@@ -130,6 +126,29 @@ class Session(Requester):
     def in_flight(self) -> int:
         """Incoming requests whose handler is running."""
         return len(self._incoming)
+
+    @property
+    def backlog(self) -> int:
+        """Decoded items waiting for room (flow control: reading is paused meanwhile)."""
+        return self._intake.waiting
+
+    @property
+    def outbox_bytes(self) -> int:
+        """Bytes of answers and notifications not yet taken by the transport."""
+        return self._outbox.queued
+
+    @property
+    def batches(self) -> bool:
+        """Whether incoming JSON-RPC batches are handled; when ``False`` each gets one ``-32600`` error.
+
+        Settable at any time (an MCP server sets it once the revision is negotiated); a batch is judged
+        when its first element is handled.
+        """
+        return self._intake.batches
+
+    @batches.setter
+    def batches(self, value: bool) -> None:
+        self._intake.batches = value
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -172,8 +191,21 @@ class Session(Requester):
                 await self._read_loop()
                 await self._finish()
                 tg.cancel_scope.cancel()
+        except Exception as exc:
+            self._log_end("the session ended because of an unexpected error", exc)
+            raise
         finally:
             await self._cleanup()
+
+    def _log_end(self, why: str, exc: BaseException) -> None:
+        """Say why the session ended, once, at ERROR (with the traceback of an unexpected error)."""
+        if self._end_logged:
+            return
+        self._end_logged = True
+        if isinstance(exc, _IO_ERRORS):
+            logger.error("%s: %s", why, exc)
+        else:
+            logger.error("%s", why, exc_info=exc)
 
     async def aclose(self) -> None:
         """Stop now: cancel handlers, fail pending requests, close the transport. Idempotent."""
@@ -194,7 +226,7 @@ class Session(Requester):
         self._fail_pending(ConnectionClosed("the peer closed the connection"))
         self._jobs_in.close()
         with anyio.move_on_after(self.drain_timeout):
-            if self._incoming:
+            if self._incoming or self._intake.waiting:  # the backlog is still handled after EOF
                 self._handlers_idle = asyncio.Event()
                 await self._handlers_idle.wait()
             assert self._jobs_done is not None
@@ -206,6 +238,7 @@ class Session(Requester):
         self._eof = True
         self._fail_pending(ConnectionClosed("the session is closed"))
         self._progress.clear()
+        self._intake.clear()
         with anyio.CancelScope(shield=True):
             await self._stop_handlers()
             self._outbox.clear()
@@ -245,7 +278,7 @@ class Session(Requester):
 
     async def _send(self, frame: bytes) -> None:
         self._write(frame)
-        if len(self._outbox) > _HIGH_WATER:
+        if self._outbox.full:  # the peer is not keeping up: the sender waits (back-pressure on handlers)
             await self._flush()
 
     async def _flush(self) -> None:
@@ -253,61 +286,49 @@ class Session(Requester):
         if self._tg is not None and not self._finished:
             await self._outbox.drain()
 
-    def _connection_lost(self) -> None:
+    def _connection_lost(self, exc: BaseException) -> None:
         self._broken = True
+        if self._eof or self.closed:  # the peer is gone and was allowed to go: not an error
+            logger.debug("transport send failed after the end of input: %s", exc)
+        else:
+            self._log_end("the session ended: writing to the peer failed", exc)
         if self._tg is not None:
             self._tg.cancel_scope.cancel()
+
+    def _room_made(self) -> None:
+        """The outbox drained below its low-water mark: what waits may go on."""
+        self._intake.wake()
+
+    def _check_idle(self) -> None:
+        """At EOF, ``_finish`` waits until no handler runs and nothing waits."""
+        if self._handlers_idle is not None and not self._incoming and not self._intake.waiting:
+            self._handlers_idle.set()
 
     # ------------------------------------------------------------------ reading
 
     async def _read_loop(self) -> None:
-        decoder = self._decoder
+        intake = self._intake
         pump = getattr(self.transport, "pump", None)
-        if pump is not None:  # the transport calls us with each chunk as it arrives: no task switch
+        if pump is not None and intake.can_pause:  # chunks come to us as they arrive: no task switch
             try:
-                await pump(lambda data: self._dispatch(decoder.feed(data)))
+                await pump(intake.feed)
             except _IO_ERRORS as exc:
-                logger.debug("transport receive failed, treating it as EOF: %s", exc)
-            self._dispatch(decoder.close())
+                self._log_end("the session ended: reading from the peer failed", exc)
+            intake.close()
             return
+        receive = self.transport.receive
         while True:
+            if not intake.reading:
+                await intake.readable()
             try:
-                data = await self.transport.receive()
+                data = await receive()
             except _IO_ERRORS as exc:  # a broken connection reads as its end
-                logger.debug("transport receive failed, treating it as EOF: %s", exc)
+                self._log_end("the session ended: reading from the peer failed", exc)
                 data = b""
             if not data:
                 break
-            self._dispatch(decoder.feed(data))
-        self._dispatch(decoder.close())
-
-    def _dispatch(self, items: list[Any]) -> None:
-        self._dispatching = self._outbox.holding = True
-        try:
-            self._dispatch_items(items)
-        finally:
-            self._dispatching = self._outbox.holding = False
-            self._outbox.flush_now()  # the answers of this chunk, in one write
-
-    def _dispatch_items(self, items: list[Any]) -> None:
-        batch: Batch | None = None
-        for item in items:
-            if item.batch is None or item.batch == 0:
-                if batch is not None:
-                    batch.seal()
-                batch = None if item.batch is None else Batch(self._write)
-            if isinstance(item, core.FrameError):
-                _log_frame_error(item)
-                if not item.notification:
-                    self._reply(item.to_response(), batch)
-            elif item.kind == "request":
-                self._on_request(item, batch)
-            elif item.kind == "notification":
-                self._on_notification(item)
-            else:
-                self._on_response(item)
-        if batch is not None:
-            batch.seal()
+            intake.feed(data)
+        intake.close()
 
     def _reply(self, frame: bytes, batch: Batch | None) -> None:
         if batch is None:
@@ -315,16 +336,33 @@ class Session(Requester):
         else:
             batch.add(frame)
 
+    def _has_room(self, message: MessageLike) -> bool:
+        """Whether a request may start now: a handler slot is free and the outbox is not over its mark.
+
+        ``ping`` is cheap and says the peer is alive: it gets room past the bound, up to twice it.
+        """
+        if self._outbox.full:
+            return False
+        running = len(self._incoming)
+        limit = self.max_in_flight
+        return running < limit or (running < 2 * limit and message.method == "ping")
+
     def _on_request(self, message: MessageLike, batch: Batch | None) -> None:
         rid = message.id
         assert rid is not None
+        if self._intake.dropped(rid):
+            return  # cancelled while it waited in the backlog: it never runs and is not answered
         incoming = self._incoming
-        if len(incoming) >= self.max_in_flight or rid in incoming or self._eof or not self.request_handler:
-            refusal = self._refusal(message)
-            if refusal is not None:
-                self._reply(error_frame(rid, refusal), batch)
-                return
-        request = Request(self, message, batch)
+        if rid in incoming or not self.request_handler:
+            self._reply(error_frame(rid, self._refusal(message)), batch)
+            return
+        try:
+            request = Request(self, message, batch)
+        except Exception as exc:  # e.g. params that cannot be built: answer, never lose the request
+            logger.exception("request %r (id %r) cannot be read", message.method, rid)
+            failure = JSONRPCError(jsonrpc.INTERNAL_ERROR, f"Internal error ({type(exc).__name__})")
+            self._reply(error_frame(rid, failure), batch)
+            return
         incoming[rid] = request
         if batch is not None:
             batch.expect()
@@ -338,21 +376,12 @@ class Session(Requester):
             if request._cancelled:  # it cancelled itself during its first step
                 request._deliver_cancel()
 
-    def _refusal(self, message: MessageLike) -> JSONRPCError | None:
+    def _refusal(self, message: MessageLike) -> JSONRPCError:
         if self.request_handler is None:
             return JSONRPCError(jsonrpc.METHOD_NOT_FOUND, f"Method not found: {message.method}")
-        if message.id in self._incoming:
-            return JSONRPCError(
-                jsonrpc.INVALID_REQUEST, f"Invalid Request: request id {message.id!r} is already in flight"
-            )
-        # ping is cheap and says the peer is alive: it gets room past the limit (up to twice it)
-        limit = self.max_in_flight * 2 if message.method == "ping" else self.max_in_flight
-        if len(self._incoming) >= limit or self._eof:
-            return JSONRPCError(
-                jsonrpc.INTERNAL_ERROR,
-                f"Server busy: too many requests in flight (limit {self.max_in_flight}); retry later",
-            )
-        return None
+        return JSONRPCError(
+            jsonrpc.INVALID_REQUEST, f"Invalid Request: request id {message.id!r} is already in flight"
+        )
 
     async def _handle(self, request: Request) -> None:
         frame: bytes | None = None
@@ -373,7 +402,10 @@ class Session(Requester):
             incoming = self._incoming
             if incoming.get(request.id) is request:
                 del incoming[request.id]
-            if not incoming and self._handlers_idle is not None:
+            intake = self._intake
+            if intake._backlog or not intake.reading:  # a slot is free: what waits may start
+                intake.wake()
+            elif not incoming and self._handlers_idle is not None:
                 self._handlers_idle.set()
         self._answer(request, None if request._cancelled else frame)
 
@@ -389,10 +421,7 @@ class Session(Requester):
         method = message.method
         params = message.params
         if method == "notifications/cancelled":
-            rid = params.get("requestId") if isinstance(params, dict) else None
-            request = self._incoming.get(rid) if _is_id(rid) else None  # type: ignore[arg-type]
-            if request is not None:
-                request.cancel()
+            self._intake.cancel(params)
             return
         if method == "notifications/progress" and self._on_progress(params):
             return
@@ -411,6 +440,8 @@ class Session(Requester):
         try:
             async for func, args in self._jobs_out:
                 self._jobs_queued -= 1
+                if self._intake._backlog:  # a job slot is free: a waiting notification may go on
+                    self._intake.wake()
                 try:
                     outcome = func(*args)
                     if inspect.isawaitable(outcome):

@@ -24,6 +24,9 @@ from mcpframe.session.errors import ConnectionClosed, RequestTimeout
 from mcpframe.session.outgoing import Pending, with_progress_token
 from mcpframe.session.request import ProgressCallback
 
+if TYPE_CHECKING:
+    from mcpframe.session.intake import Intake
+
 __all__ = ["Requester", "is_id"]
 
 logger = logging.getLogger("mcpframe.session")
@@ -45,6 +48,7 @@ class Requester:
     _progress: dict[Id, Pending]
     _eof: bool
     _broken: bool
+    _intake: Intake
 
     if TYPE_CHECKING:  # defined by Session
 
@@ -128,6 +132,8 @@ class Requester:
         self._check_open()
         waiter = Pending(method, self.default_timeout if timeout is None else timeout, on_progress)
         rid = self._pending.allocate(waiter)
+        if not self._intake.reading:  # the answer is in the unread input: read on despite a backlog
+            self._intake.steer()
         token: Id | None = None
         try:
             if on_progress is not None:

@@ -1,0 +1,381 @@
+"""The Session's incoming side under flow control: decoded items are handled in order, within its bounds.
+
+A Session has bounds: ``max_in_flight`` request handlers, notification jobs, and an outbox high-water mark
+(``session/outbox.py``). When the next item of a chunk finds its bound reached, it and everything decoded
+after it wait in the **backlog**, in order, and the Session stops reading (``transport.pause_reading()``
+where the transport has it; it stops calling ``receive`` in any case): the unread input stays in the pipe
+and the peer's writes block. Nothing is refused for arriving early. As handlers finish and the outbox
+drains, the backlog is handled from its head (from a ``loop.call_soon`` callback, never inside another
+handler's task), and reading resumes once it is empty. The backlog therefore holds at most one chunk.
+
+What goes past the backlog: what the waiting requests may themselves be waiting for, or what concerns them.
+Responses to our own requests (and progress for them), or a handler waiting on the peer's answer could
+never finish; ``notifications/cancelled`` (a backlogged request it names is dropped unanswered, as a
+running one is cancelled); ``ping`` while there is room for it (up to twice the bound). Batch elements
+never go past: a batch is handled as a unit, in order.
+
+While one of our own requests waits for the peer's answer, reading goes on even with a backlog (the answer
+is somewhere in the unread input). The backlog is then capped at ``max_in_flight`` items; past the cap, a
+request is refused with ``-32603 "Server busy"`` (the only refusal left) and anything else is handled at
+once.
+
+Batches: every batch is decoded; with ``batches`` off (``Session.batches``, settable at any time; it is
+read when a batch's first element is handled) a batch is answered with one ``-32600`` error,
+``"Invalid Request: batches are not supported"``, ``id: null``.
+
+Guard: an exception from the decoder, or while handling one item, is logged and never ends the Session.
+A chunk the decoder fails on is decoded again line by line with fresh decoders, so only the frame that
+fails is lost (it is answered ``-32603`` with ``id: null``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Final
+
+from mcpframe import core, jsonrpc
+from mcpframe.session.batch import Batch
+
+if TYPE_CHECKING:
+    from mcpframe.session.peer import Session
+
+__all__ = ["Intake"]
+
+logger = logging.getLogger("mcpframe.session")
+
+BATCH_REFUSAL: Final = "Invalid Request: batches are not supported"
+
+
+class _Seal:
+    """Marks the end of a batch in the item sequence (its elements are all handled: answer it)."""
+
+    __slots__ = ()
+    kind = "seal"
+    batch = None
+
+
+_SEAL: Final = _Seal()
+_REFUSED: Final = object()  # the batch being handled is refused: skip its elements
+
+
+def log_frame_error(error: Any) -> None:
+    """Log what was rejected and where (stderr by default); the peer gets only the JSON-RPC error."""
+    logger.warning(
+        "rejected frame at stream byte %d: %s (code %d); starts with %r",
+        error.offset,
+        error.message,
+        error.code,
+        error.preview,
+    )
+
+
+class Intake:
+    """Decodes the Session's input and hands each item to it in order, within its bounds (module doc)."""
+
+    __slots__ = (
+        "_backlog",
+        "_batch",
+        "_decoder",
+        "_dropped",
+        "_max_frame",
+        "_pause",
+        "_readable",
+        "_resume",
+        "_scheduled",
+        "_session",
+        "batches",
+        "reading",
+    )
+
+    def __init__(self, session: Session, *, max_frame: int, batches: bool) -> None:
+        self._session = session
+        self._max_frame = max_frame
+        self._decoder = core.Decoder(max_frame=max_frame)
+        self.batches = batches
+        self._backlog: deque[Any] = deque()
+        self._dropped: set[int | str] = set()  # backlogged requests cancelled before they started
+        self._batch: Any = None  # the batch being handled: a Batch, _REFUSED, or None
+        transport = session.transport
+        self._pause: Callable[[], None] | None = getattr(transport, "pause_reading", None)
+        self._resume: Callable[[], None] | None = getattr(transport, "resume_reading", None)
+        self.reading = True
+        self._readable = asyncio.Event()
+        self._readable.set()
+        self._scheduled = False
+
+    @property
+    def can_pause(self) -> bool:
+        """Whether the transport can stop handing us chunks (what ``pump`` needs)."""
+        return self._pause is not None and self._resume is not None
+
+    @property
+    def waiting(self) -> int:
+        """Items in the backlog."""
+        return len(self._backlog)
+
+    async def readable(self) -> None:
+        """Wait until the Session takes input again."""
+        await self._readable.wait()
+
+    # ------------------------------------------------------------------ decoding (guarded)
+
+    def feed(self, data: bytes) -> None:
+        """Decode a chunk and handle what it completes."""
+        try:
+            items = self._decoder.feed(data)
+        except Exception:
+            logger.exception(
+                "the decoder failed on a chunk of %d bytes; decoding it frame by frame", len(data)
+            )
+            items = self._salvage(data)
+        self.take(items)
+
+    def close(self) -> None:
+        """End of input: decode an unterminated last frame and handle it."""
+        try:
+            items = self._decoder.close()
+        except Exception:
+            logger.exception("the decoder failed on the last, unterminated frame; it is dropped")
+            items = []
+        self.take(items)
+
+    def _salvage(self, data: bytes) -> list[Any]:
+        """Decode ``data`` line by line, a fresh decoder after each failure: only a failing frame is lost.
+
+        What the failed decoder held of an unfinished frame is gone with it: the rest of that frame, the
+        first line here, then reads as a frame of its own (and is answered as the invalid frame it is).
+        """
+        lines = data.split(b"\n")
+        last = len(lines) - 1
+        items: list[Any] = []
+        self._decoder = core.Decoder(max_frame=self._max_frame)
+        for index, line in enumerate(lines):
+            piece = line if index == last else line + b"\n"
+            try:
+                items.extend(self._decoder.feed(piece))
+            except Exception:
+                logger.exception("the decoder failed on a frame; it is answered with an internal error")
+                self._decoder = core.Decoder(max_frame=self._max_frame)
+                message = "Internal error: the frame could not be decoded"
+                items.append(
+                    core.FrameError(jsonrpc.INTERNAL_ERROR, message, preview=line[: core.PREVIEW_BYTES])
+                )
+        return items
+
+    # ------------------------------------------------------------------ taking items in
+
+    def take(self, items: list[Any]) -> None:
+        """Handle the items of one chunk in order; what finds no room waits in the backlog."""
+        session = self._session
+        outbox = session._outbox
+        session._dispatching = outbox.holding = True
+        try:
+            in_batch = False
+            for item in items:
+                index = item.batch
+                if in_batch and (index is None or index == 0):
+                    self._admit(_SEAL)
+                in_batch = index is not None
+                self._admit(item)
+            if in_batch:
+                self._admit(_SEAL)
+        finally:
+            session._dispatching = outbox.holding = False
+            outbox.flush_now()  # the answers of this chunk, in one write
+            self.steer()
+
+    def _admit(self, item: Any) -> None:
+        backlog = self._backlog
+        if not backlog:
+            if not self._run(item):
+                backlog.append(item)
+            return
+        try:
+            if self._bypass(item):
+                return
+        except Exception:
+            logger.exception("handling a frame failed; the session goes on")
+            return
+        session = self._session
+        if (
+            item.batch is not None
+            or item is _SEAL
+            or len(backlog) < session.max_in_flight
+            or not session.pending
+        ):
+            backlog.append(item)
+        else:  # reading goes on for the peer's answers: the backlog is full, nothing more waits
+            self._overflow(item)
+
+    def _bypass(self, item: Any) -> bool:
+        """Handle ``item`` ahead of the backlog if it is one of what may go past it (module doc)."""
+        if item.batch is not None or isinstance(item, core.FrameError | _Seal):
+            return False
+        kind = item.kind
+        session = self._session
+        if kind == "request":
+            return item.method == "ping" and session._has_room(item) and self._run(item)
+        if kind == "notification":
+            method = item.method
+            if method == "notifications/cancelled":
+                self.cancel(item.params)
+                return True
+            return method == "notifications/progress" and session._on_progress(item.params)
+        session._on_response(item)
+        return True
+
+    def _overflow(self, item: Any) -> None:
+        session = self._session
+        if isinstance(item, core.FrameError) or item.kind != "request":
+            self._run(item, room=False)
+            return
+        message = (
+            f"Server busy: too many requests waiting (limit {session.max_in_flight}) while this session"
+            " waits for the peer's answers; retry later"
+        )
+        logger.warning("refused request %r (id %r): %s", item.method, item.id, message)
+        session._write(core.encode_error(item.id, jsonrpc.INTERNAL_ERROR, message))
+
+    def cancel(self, params: Any) -> None:
+        """``notifications/cancelled``: cancel the running request it names, or drop the backlogged one."""
+        rid = params.get("requestId") if isinstance(params, dict) else None
+        if not isinstance(rid, int | str) or isinstance(rid, bool):
+            return
+        request = self._session._incoming.get(rid)
+        if request is not None:
+            request.cancel()
+            return
+        for item in self._backlog:
+            if getattr(item, "kind", None) == "request" and item.id == rid:
+                self._dropped.add(rid)
+                return
+
+    def dropped(self, rid: int | str) -> bool:
+        """Whether the request ``rid`` was cancelled while it waited (it is not to run); forgets it."""
+        if rid in self._dropped:
+            self._dropped.discard(rid)
+            return True
+        return False
+
+    # ------------------------------------------------------------------ handling one item
+
+    def _run(self, item: Any, *, room: bool = True) -> bool:
+        """Hand ``item`` to the Session; ``False`` if its bound is reached (it must wait). Never raises."""
+        try:
+            return self._handle(item, room)
+        except Exception:
+            logger.exception("handling a frame failed; the session goes on")
+            return True
+
+    def _handle(self, item: Any, room: bool) -> bool:
+        if item is _SEAL:
+            batch, self._batch = self._batch, None
+            if isinstance(batch, Batch):
+                batch.seal()
+            return True
+        if isinstance(item, core.FrameError):
+            return self._frame_error(item, room)
+        if item.kind == "request":
+            return self._request(item, room)
+        session = self._session
+        if item.kind == "notification":
+            if room and session._jobs_queued >= session.max_in_flight:
+                return False
+            if self._batch_of(item) is not _REFUSED:
+                session._on_notification(item)
+        elif self._batch_of(item) is not _REFUSED:
+            session._on_response(item)
+        return True
+
+    def _request(self, request: Any, room: bool) -> bool:
+        """A request: started once a handler slot is free and the outbox has room."""
+        if room and not self._session._has_room(request):
+            return False
+        batch = self._batch_of(request)
+        if batch is not _REFUSED:
+            self._session._on_request(request, batch)
+        return True
+
+    def _frame_error(self, error: Any, room: bool) -> bool:
+        """A rejected frame: logged, and answered unless it is a notification (once the outbox has room)."""
+        session = self._session
+        if room and session._outbox.full:
+            return False
+        batch = self._batch_of(error)
+        if batch is not _REFUSED:
+            log_frame_error(error)
+            if not error.notification:
+                session._reply(error.to_response(), batch)
+        return True
+
+    def _batch_of(self, item: Any) -> Any:
+        """The batch ``item`` belongs to (``None`` outside one); its first element opens it, or refuses it."""
+        index = item.batch
+        if index is None:
+            return None
+        if index == 0:
+            if self.batches:
+                self._batch = Batch(self._session._write)
+            else:
+                self._batch = _REFUSED
+                logger.warning("refused a batch at stream byte %d: %s", item.offset, BATCH_REFUSAL)
+                self._session._write(core.encode_error(None, jsonrpc.INVALID_REQUEST, BATCH_REFUSAL))
+        return self._batch
+
+    # ------------------------------------------------------------------ draining and steering
+
+    def wake(self) -> None:
+        """Room may have appeared (a handler finished, the outbox drained): handle the backlog soon."""
+        if self._scheduled or (not self._backlog and self.reading):
+            return
+        loop = self._session._loop
+        if loop is None or self._session._finished:
+            return
+        self._scheduled = True
+        loop.call_soon(self._drain)
+
+    def _drain(self) -> None:
+        session = self._session
+        backlog = self._backlog
+        if session._finished:
+            self._scheduled = False
+            return
+        outbox = session._outbox
+        session._dispatching = outbox.holding = True
+        try:
+            while backlog and not session.closed:
+                if not self._run(backlog[0]):
+                    break
+                backlog.popleft()
+        finally:
+            self._scheduled = False
+            session._dispatching = outbox.holding = False
+            outbox.flush_now()
+            self.steer()
+            session._check_idle()
+
+    def steer(self) -> None:
+        """Pause or resume reading: read while nothing waits (or while the peer owes us an answer)."""
+        session = self._session
+        want = not session._outbox.full and (not self._backlog or session.pending > 0)
+        if want is self.reading:
+            return
+        self.reading = want
+        if want:
+            self._readable.set()
+            if self._resume is not None:
+                self._resume()
+        else:
+            self._readable.clear()
+            if self._pause is not None:
+                self._pause()
+
+    def clear(self) -> None:
+        """The session is over: forget what waits."""
+        self._backlog.clear()
+        self._dropped.clear()
+        self._batch = None
+        self._readable.set()  # a read loop waiting for room ends with the session
