@@ -10,15 +10,17 @@ A cancelled call stops being awaited; its thread finishes the function and the r
 
 Results come back to their event loop in batches: the first result of a batch wakes the loop, which then
 settles every result that arrived and resumes each waiting task directly (not a loop iteration later).
+Jobs go to as few awake workers as keep them moving (one, for short functions), with more woken in place of
+workers that block: see ``WorkerPool``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import contextvars
 import functools
-import queue
 import threading
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
@@ -149,8 +151,8 @@ class _Inbox:
 
 
 def _run(call: _Waiter) -> None:
-    inbox = call._inbox
-    _anyio_locals.current_token = inbox.token
+    """Run a call's function here (a worker thread) and keep its outcome on the call."""
+    _anyio_locals.current_token = call._inbox.token
     try:
         call._value = call._context.run(call._fn, *call._args, **call._kwargs)
         call._error = None
@@ -159,31 +161,148 @@ def _run(call: _Waiter) -> None:
         call._error = exc
     finally:
         del _anyio_locals.current_token
-    inbox.put(call)
+
+
+class _Worker:
+    """One pool thread: the job it is handed while idle (it sleeps on ``wake`` meanwhile), and what the
+    stall watch knows of it: jobs taken so far, that count at the watch's last look, and whether a worker
+    has already been woken in its place during its current job."""
+
+    __slots__ = ("idle", "job", "runs", "seen", "spared", "wake")
+
+    def __init__(self) -> None:
+        self.job: _Waiter | None = None
+        self.wake = threading.Lock()
+        self.wake.acquire()  # held until a job is handed over: the worker sleeps acquiring it
+        self.idle = False
+        self.runs = self.seen = 0
+        self.spared = False
 
 
 class WorkerPool:
-    """Up to ``max_workers`` daemon threads taking jobs from one queue, started as needed."""
+    """Up to ``max_workers`` daemon threads, started as needed, as few awake as keep the jobs moving.
 
-    def __init__(self, max_workers: int = 40) -> None:
+    Only one thread runs Python at a time (the GIL), so for short functions one awake worker going
+    through a queue beats many contending for the interpreter. A job is handed straight to an idle worker
+    (the one idle the shortest time: its caches are warm) only when no worker is awake; otherwise it waits
+    in the queue, and the awake workers take it before they go idle.
+
+    A function that blocks (I/O, a sleep, a lock) must not hold the queue up. While jobs wait, the loop
+    that queued them looks every ``stall`` seconds: a worker still on the job it had at the previous look
+    is taken to be blocked, and one more worker is woken (or started) in its place, once per job; when no
+    awake worker has moved on at all, as many more are woken as are awake (so blocking calls reach
+    ``max_workers`` in a few looks). A blocked worker costs the jobs queued behind it a few milliseconds.
+
+    A worker settles (goes idle, or takes its next job) before it tells the caller's loop of a result: a
+    caller that waits for each answer always finds the same worker idle, and the worker never competes
+    for the interpreter with the loop it has just woken.
+    """
+
+    def __init__(self, max_workers: int = 40, *, stall: float = 0.001) -> None:
+        if max_workers < 1:
+            raise ValueError(f"max_workers must be at least 1, not {max_workers}")
         self.max_workers = max_workers
-        self._jobs: queue.SimpleQueue[_Waiter] = queue.SimpleQueue()
+        self.stall = stall
+        """Seconds between two looks at the workers while jobs wait (see the class doc)."""
         self._lock = threading.Lock()
-        self._idle = 0  # workers waiting on the queue, each owed one job
-        self._backlog = 0  # jobs queued while every worker was busy and no more could start
-        self._threads = 0
+        self._queue: collections.deque[_Waiter] = collections.deque()  # jobs no worker has taken yet
+        self._workers: list[_Worker] = []
+        self._idle: list[_Worker] = []  # asleep, the last to go idle at the end
+        self._awake = 0  # len(_workers) - len(_idle)
+        self._watch: asyncio.AbstractEventLoop | None = None  # the loop whose timer looks at the workers
         self._inbox: tuple[asyncio.AbstractEventLoop, _Inbox] | None = None  # the last loop's inbox
 
-    def _worker(self, first: _Waiter) -> None:
-        job = first
+    @property
+    def _threads(self) -> int:
+        return len(self._workers)
+
+    def _worker(self, me: _Worker, job: _Waiter) -> None:
         while True:
             _run(job)
             with self._lock:
-                if self._backlog:
-                    self._backlog -= 1  # stay busy: take a job nobody was owed
+                if self._queue:
+                    following: _Waiter | None = self._queue.popleft()
+                    me.runs += 1
+                    me.spared = False
                 else:
-                    self._idle += 1
-            job = self._jobs.get()
+                    following = None
+                    me.idle = True
+                    self._awake -= 1
+                    self._idle.append(me)
+            job._inbox.put(job)  # settled first: see the class doc
+            if following is None:
+                del job  # an idle worker keeps no finished call (nor its result) alive
+                me.wake.acquire()
+                following, me.job = me.job, None
+                assert following is not None
+            job = following
+
+    def _hire(self) -> tuple[_Worker, bool]:
+        """An idle or a new worker (``True``: start its thread) taking a job; call with the lock held."""
+        if self._idle:
+            worker, new = self._idle.pop(), False
+        else:
+            worker, new = _Worker(), True
+            self._workers.append(worker)
+        worker.idle = False
+        worker.runs += 1
+        worker.seen = worker.runs
+        worker.spared = False
+        self._awake += 1
+        return worker, new
+
+    def _hand(self, worker: _Worker, new: bool, job: _Waiter) -> None:
+        if not new:
+            worker.job = job
+            worker.wake.release()
+            return
+        try:
+            thread = threading.Thread(
+                target=self._worker, args=(worker, job), daemon=True, name="mcpframe-worker"
+            )
+            thread.start()
+        except BaseException as exc:  # no thread to be had (a resource limit): the caller gets the error
+            with self._lock:
+                self._workers.remove(worker)
+                self._awake -= 1
+            job._value, job._error = None, exc
+            job._inbox.put(job)
+
+    def _blocked(self) -> int:
+        """How many more workers the queue needs now (see the class doc); call with the lock held."""
+        stuck = moved = 0
+        for worker in self._workers:
+            if worker.idle:
+                continue
+            if worker.runs != worker.seen:
+                moved += 1
+                worker.seen = worker.runs
+            elif not worker.spared:
+                stuck += 1
+                worker.spared = True
+        if moved:
+            return stuck
+        for worker in self._workers:
+            worker.spared = True  # every awake one is blocked: double them
+        return max(1, self._awake)
+
+    def _look(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The stall watch, on ``loop``: wake workers in place of blocked ones while jobs wait."""
+        hired: list[tuple[_Worker, bool, _Waiter]] = []
+        with self._lock:
+            queue = self._queue
+            room = len(self._idle) + self.max_workers - len(self._workers)
+            if queue and room:
+                for _ in range(min(len(queue), room, self._blocked())):
+                    hired.append((*self._hire(), queue.popleft()))
+                room = len(self._idle) + self.max_workers - len(self._workers)
+            go_on = bool(queue) and room > 0
+            if not go_on and self._watch is loop:
+                self._watch = None
+        for worker, new, job in hired:
+            self._hand(worker, new, job)
+        if go_on:
+            loop.call_later(self.stall, self._look, loop)
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> asyncio.Future[Any]:
         """Start ``fn(*args, **kwargs)`` on a worker thread; await the returned future for its outcome.
@@ -222,17 +341,20 @@ class WorkerPool:
         job._context = contextvars.copy_context()
         job._fn, job._args, job._kwargs = fn, args, kwargs
         with self._lock:
-            if self._idle:
-                self._idle -= 1  # that worker takes it from the queue
-                spawn = False
+            if self._awake:  # an awake worker takes it before it goes idle
+                self._queue.append(job)
+                hired = None
+                watch = self._watch is None or not self._watch.is_running()
+                if watch:
+                    self._watch = loop
+                    for worker in self._workers:
+                        worker.seen = worker.runs
             else:
-                spawn = self._threads < self.max_workers
-                self._threads += spawn
-                self._backlog += not spawn
-        if spawn:
-            threading.Thread(target=self._worker, args=(job,), daemon=True, name="mcpframe-worker").start()
-        else:
-            self._jobs.put(job)
+                hired, watch = self._hire(), False
+        if hired is not None:
+            self._hand(*hired, job)
+        elif watch:
+            loop.call_later(self.stall, self._look, loop)
         return job
 
     async def run(self, fn: Callable[[], Any]) -> Any:

@@ -51,25 +51,102 @@ async def test_run_sync_copies_context_and_reraises() -> None:
         await run_sync(boom)
 
 
-async def test_pool_queues_past_its_limit_and_finishes_every_job() -> None:
+async def test_blocked_workers_do_not_hold_the_queue_up_and_the_limit_holds() -> None:
     pool = WorkerPool(max_workers=2)
     gate = threading.Event()
+    started = threading.Semaphore(0)
     results: list[int] = []
 
     def job(n: int) -> int:
+        started.release()
         gate.wait(5)
         return n
 
     async def one(n: int) -> None:
-        results.append(await pool.run(lambda: job(n)))
+        results.append(await pool.run(functools.partial(job, n)))
 
     with anyio.fail_after(10):
         async with anyio.create_task_group() as tg:
             for n in range(6):
                 tg.start_soon(one, n)
-            await anyio.wait_all_tasks_blocked()
+            # the first worker blocks on the gate; the stall watch wakes a second for the queued jobs
+            for _ in range(2):
+                assert await anyio.to_thread.run_sync(functools.partial(started.acquire, timeout=5))
+            assert pool._threads == 2
+            assert not started.acquire(blocking=False)  # the limit: no third worker took a job
             gate.set()
     assert sorted(results) == list(range(6))
+    assert pool._threads == 2
+
+
+async def test_calls_that_block_together_get_a_worker_each_up_to_the_limit() -> None:
+    pool = WorkerPool(max_workers=8)
+    barrier = threading.Barrier(8, timeout=5)  # passes only when all eight calls run at once
+
+    with anyio.fail_after(10):
+        values = await asyncio.gather(*(pool.run(barrier.wait) for _ in range(8)))
+    assert sorted(values) == list(range(8))
+    assert pool._threads == 8
+
+
+async def test_quick_calls_are_not_held_up_behind_one_that_blocks() -> None:
+    pool = WorkerPool(max_workers=8)
+    gate = threading.Event()
+    with anyio.fail_after(10):
+        slow = asyncio.ensure_future(pool.run(functools.partial(gate.wait, 5)))
+        await asyncio.sleep(0)  # its worker is awake, so the quick calls queue behind it
+        values = await asyncio.gather(*(pool.run(functools.partial(str, n)) for n in range(300)))
+        assert not gate.is_set()  # all answered while the first call still blocks
+        gate.set()
+        assert await slow is True
+    assert values == [str(n) for n in range(300)]
+
+
+async def test_short_calls_in_a_burst_share_one_awake_worker() -> None:
+    pool = WorkerPool(max_workers=8, stall=3600)  # no stall watch here: only the hand-over rule decides
+    with anyio.fail_after(10):
+        values = await asyncio.gather(*(pool.run(functools.partial(str, n)) for n in range(500)))
+    assert values == [str(n) for n in range(500)]
+    assert pool._threads == 1  # queued behind the awake worker, not one wake-up (and thread) each
+
+
+async def test_one_call_at_a_time_always_finds_the_same_worker_idle() -> None:
+    pool = WorkerPool(max_workers=8)
+    with anyio.fail_after(10):
+        threads = {await pool.run(threading.get_ident) for _ in range(300)}
+    assert len(threads) == 1  # the worker is idle again before its caller hears of the result
+    assert pool._threads == 1
+
+
+async def test_a_thread_that_cannot_start_fails_its_call_and_the_pool_goes_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pool = WorkerPool(max_workers=2)
+
+    def refuse(self: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    with anyio.fail_after(5):
+        with pytest.raises(RuntimeError, match="can't start new thread"):
+            await pool.submit(int, 1)
+        monkeypatch.undo()
+        assert await pool.submit(int, 2) == 2
+    assert pool._threads == 1
+
+
+async def test_a_stall_watch_left_by_a_loop_that_ended_is_taken_over() -> None:
+    pool = WorkerPool(max_workers=2)
+    gate, second = threading.Event(), threading.Event()
+    ended = asyncio.new_event_loop()
+    ended.close()
+    with anyio.fail_after(5):
+        first = asyncio.ensure_future(pool.run(functools.partial(gate.wait, 5)))
+        await asyncio.sleep(0)  # its worker is awake (blocked on the gate)
+        pool._watch = ended  # as if a loop that has since ended had armed the watch
+        assert await pool.run(second.set) is None  # queued, then given a second worker by this loop's watch
+        gate.set()
+        assert await first is True
     assert pool._threads == 2
 
 
