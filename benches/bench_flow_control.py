@@ -12,9 +12,10 @@ from __future__ import annotations
 import os
 
 import pytest
+
 from flow_control import KINDS, Config, measure, table, unavailable
 
-TINY = Config(calls=3_000, sequential=20, offer=30_000, long=3_000, quick=True)
+TINY = Config(calls=3_000, sequential=20, offer=30_000, long=3_000, rounds=1, quick=True)
 """Past the session's 1,024 requests in flight, and more answers than the pipes hold while nobody reads."""
 
 
@@ -25,13 +26,15 @@ def test_every_request_gets_its_result(key: str) -> None:
         if os.environ.get("MCPFRAME_REQUIRE_NATIVE") or os.environ.get("CI"):
             pytest.fail(why)
         pytest.skip(why)
-    row = measure(kind, TINY)
+    [row] = measure([kind], TINY)
     text = table([row], TINY)
-    for name, flood in [*row.floods.items(), ("held", row.held), ("long", row.long)]:
+    floods = [(f"{tool} {n}", f) for tool, runs in row.floods.items() for n, f in enumerate(runs)]
+    assert len(floods) == 2
+    for name, flood in [*floods, ("held", row.held), ("long", row.long)]:
         assert flood is not None, name
         tally = flood.tally
         assert (tally.results, tally.refused, tally.errors) == (tally.count, 0, 0), f"{name}\n{text}"
-    assert len(row.latencies) == TINY.sequential
+    assert [len(run) for run in row.latencies] == [TINY.sequential]
     assert row.held is not None
     assert 0 < row.held.written_when_held <= TINY.offer
     assert "QUICK" in text
