@@ -8,6 +8,10 @@ async with Client.stdio("python", ["server.py"]) as client:  # a child process
 ```
 Connecting probes ``server/discover`` (2026-07-28: stateless, version and capabilities in every request's
 ``_meta``) and falls back to ``initialize`` + ``notifications/initialized`` on any error or a timeout.
+
+Every request has a deadline: ``timeout`` (default ``DEFAULT_TIMEOUT``, 60 s, as the official SDK's reads)
+without a response or progress raises ``RequestTimeout``; pass ``timeout=`` to one call, or to ``Client``
+for all of them (``None`` or ``math.inf``: wait for ever).
 """
 
 from __future__ import annotations
@@ -31,11 +35,11 @@ from mcpframe.client.inbound import (
     SamplingHandler,
 )
 from mcpframe.client.methods import LogLevel, Methods
-from mcpframe.session import JSONRPCError, ProgressCallback, Session
+from mcpframe.session import JSONRPCError, ProgressCallback, RequestTimeout, Session
 from mcpframe.session.peer import only
 from mcpframe.transports import Transport, memory_pair, spawn
 
-__all__ = ["LEGACY_VERSIONS", "MODERN_VERSION", "Client", "IncompatibleServerError"]
+__all__ = ["DEFAULT_TIMEOUT", "LEGACY_VERSIONS", "MODERN_VERSION", "Client", "IncompatibleServerError"]
 
 MODERN_VERSION: Final = "2026-07-28"
 LEGACY_VERSIONS: Final = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
@@ -45,6 +49,8 @@ CLIENT_INFO_KEY: Final = "io.modelcontextprotocol/clientInfo"
 LOG_LEVEL_KEY: Final = "io.modelcontextprotocol/logLevel"
 SERVER_INFO_KEY: Final = "io.modelcontextprotocol/serverInfo"
 _MAX_INPUT_ROUNDS = 16
+DEFAULT_TIMEOUT: Final = 60.0
+"""Seconds a request waits for its response (or progress) unless told otherwise (the SDK's read timeout)."""
 
 Mode = Literal["auto", "modern", "legacy"]
 _Opener = Callable[[anyio.abc.TaskGroup], Awaitable[Transport]]
@@ -71,7 +77,12 @@ def _transport_opener(transport: Transport) -> _Opener:
 
 
 class Client(Methods):
-    """An MCP client; use it as an async context manager (see the module doc)."""
+    """An MCP client; use it as an async context manager (see the module doc).
+
+    ``timeout`` is how long each request waits for its response (progress restarts the clock): 60 s by
+    default; a call's own ``timeout=`` wins; ``None`` waits for ever. ``discover_timeout`` bounds the
+    ``server/discover`` probe (then the client falls back to ``initialize``).
+    """
 
     def __init__(
         self,
@@ -86,7 +97,7 @@ class Client(Methods):
         roots: Roots | None = None,
         logging_handler: LoggingHandler | None = None,
         notification_handler: NotificationCallback | None = None,
-        timeout: float | None = None,
+        timeout: float | None = DEFAULT_TIMEOUT,
         discover_timeout: float = 10.0,
         **session_options: Any,
     ) -> None:
@@ -245,7 +256,7 @@ class Client(Methods):
             "capabilities": self.inbound.capabilities(),
             "clientInfo": self.client_info,
         }
-        result = await self.session.request("initialize", params, timeout=self.timeout)
+        result = await self._timed("initialize", params, timeout=None)
         version = result.get("protocolVersion") if isinstance(result, dict) else None
         if version not in LEGACY_VERSIONS:
             raise IncompatibleServerError(f"the server chose protocol version {version!r}, unsupported here")
@@ -291,14 +302,35 @@ class Client(Methods):
         progress: ProgressCallback | None = None,
         max_timeout: float | None = None,
     ) -> Any:
-        """Send any request (stamped with the modern ``_meta`` when in that era) and return its result."""
-        return await self.session.request(
-            method,
-            self._stamp(params),
-            timeout=self.timeout if timeout is None else timeout,
-            on_progress=progress,
-            max_timeout=max_timeout,
+        """Send any request (stamped with the modern ``_meta`` when in that era) and return its result.
+
+        ``RequestTimeout`` after ``timeout`` (default: the client's, 60 s unless set) without a response.
+        """
+        return await self._timed(
+            method, self._stamp(params), timeout=timeout, progress=progress, max_timeout=max_timeout
         )
+
+    async def _timed(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        *,
+        timeout: float | None,
+        progress: ProgressCallback | None = None,
+        max_timeout: float | None = None,
+    ) -> Any:
+        """``session.request`` with the client's timeout; its ``RequestTimeout`` says how to wait longer."""
+        limit = self.timeout if timeout is None else timeout
+        try:
+            return await self.session.request(
+                method, params, timeout=limit, on_progress=progress, max_timeout=max_timeout
+            )
+        except RequestTimeout as exc:
+            hint = (
+                "; to wait longer pass timeout=<seconds> to this call, or Client(timeout=<seconds>) for"
+                " every call (None: no limit)"
+            )
+            raise RequestTimeout(exc.message + hint, exc.data) from None
 
     async def interactive(
         self,

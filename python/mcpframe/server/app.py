@@ -259,13 +259,17 @@ class Server:
         return ServerConnection(self)
 
     async def serve(self, transport: Transport, **session_options: Any) -> None:
-        """Serve one connection on `transport` until the peer goes away."""
+        """Serve one connection on `transport` until the peer goes away.
+
+        JSON-RPC batches follow `eras.batches_allowed`: refused (one -32600 error) until `initialize`
+        has negotiated 2025-03-26, the one revision that has them.
+        """
         connection = self.connection()
         session = Session(
             transport,
             request_handler=connection.handle_request,
             notification_handler=connection.handle_notification,
-            **session_options,
+            **{"batches": False, **session_options},
         )
         await connection.run(session)
 

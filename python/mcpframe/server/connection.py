@@ -29,6 +29,7 @@ from .eras import (
     SERVER_INFO_KEY,
     SUBSCRIPTION_ID_KEY,
     SUPPORTED_VERSIONS,
+    batches_allowed,
     modern_version,
 )
 from .handlers import HANDLERS, Handler, invalid
@@ -248,6 +249,8 @@ class ServerConnection:
             )
         requested = params.get("protocolVersion")
         self.version = requested if requested in LEGACY_VERSIONS else LATEST_LEGACY
+        if self.session is not None:  # the one batch rule (eras.batches_allowed), now that it is known
+            self.session.batches = batches_allowed(self.version)
         capabilities = params.get("capabilities")
         self.client_capabilities = capabilities if isinstance(capabilities, dict) else {}
         self.client_info = params.get("clientInfo")
