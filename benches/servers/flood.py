@@ -199,3 +199,16 @@ def flood(child: Child, tool: str, count: int, *, hold: bool = False) -> Flood:
     memory = status_kib(child)
     result.memory.peak, result.memory.end = memory["VmHWM"], memory["VmRSS"]
     return result
+
+
+def bursts(child: Child, tool: str, size: int, count: int) -> Flood:
+    """`count` floods of `size` calls one after the other (at most `size` in flight), as one ``Flood``: the
+    answers, seconds and CPU summed (a burst is too short to time alone on a busy machine)."""
+    runs = [flood(child, tool, size) for _ in range(count)]
+    tally = Tally(runs[0].tally.first, size * count)
+    tally.results, tally.refused, tally.errors = (
+        sum(getattr(run.tally, k) for run in runs) for k in ("results", "refused", "errors")
+    )
+    tally.first_error = next((run.tally.first_error for run in runs if run.tally.first_error), "")
+    seconds, cpu = sum(run.seconds for run in runs), sum(run.cpu for run in runs)
+    return Flood(tally, seconds, cpu, runs[-1].memory)
