@@ -110,4 +110,11 @@ settings.register_profile(
 settings.register_profile("ci", parent=settings.get_profile("mcpframe"), derandomize=True, print_blob=True)
 # For a long local hunt: HYPOTHESIS_PROFILE=thorough.
 settings.register_profile("thorough", parent=settings.get_profile("mcpframe"), max_examples=2000)
+# `make fuzz` (fuzz/run.py): the differential tests as a long hunt, HYPOTHESIS_FUZZ_EXAMPLES per test.
+settings.register_profile(
+    "fuzz",
+    parent=settings.get_profile("mcpframe"),
+    max_examples=int(os.environ.get("HYPOTHESIS_FUZZ_EXAMPLES", "3000")),
+    print_blob=True,
+)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if _flag("CI") else "mcpframe"))
