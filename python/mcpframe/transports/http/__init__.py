@@ -6,6 +6,7 @@ Nothing here is imported by `mcpframe.transports`; the HTTP stack is an optional
 - `server`: `StreamableHTTPServer` (the ASGI app and its routes), `serve_http()` (uvicorn on loopback);
 - `asgi`, `responses`: requests read from the ASGI scope, replies (whole or SSE) written to `send`;
 - `handling`, `exchange`: POSTs, answered by reusable lanes (running JSON-RPC Sessions);
+- `admission`: flow control: the server-wide bound on requests being answered, its queue, then 503;
 - `sessions`: HTTP sessions (`Mcp-Session-Id`), their reaper, their lanes;
 - `streams`: SSE streams with event ids, priming events, resumption, server-initiated close;
 - `events`: the pluggable `EventStore` and its in-memory default;
