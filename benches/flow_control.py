@@ -19,8 +19,9 @@ refusal (-32603 "Server busy") or another error before any figure is reported.
     .venv/bin/python benches/flow_control.py [--quick] [--servers mcpframe-native,mcpframe-python,floor]
 
 `--quick` is a smoke run with small counts (its output says so). The children import the same mcpframe as
-this script: `PYTHONPATH=<another checkout>/python` measures that tree (say, before a change) instead. `bench_flow_control.py` runs a tiny
-configuration once in the normal test suite and asserts that every request got its result.
+this script: `PYTHONPATH=<another checkout>/python` measures that tree (say, before a change) instead.
+`bench_flow_control.py` runs a tiny configuration once in the normal test suite and asserts that every
+request got its result.
 """
 
 from __future__ import annotations
