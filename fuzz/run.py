@@ -34,7 +34,7 @@ CARGO_FUZZ_VERSION = "0.13.2"
 RUST_TARGETS = ("stream", "frame")
 ALL_TARGETS = (*RUST_TARGETS, "python", "structured", "hypothesis")
 DONE = re.compile(r"Done (\d+) runs in (\d+) second")
-EXAMPLES = re.compile(r"(\d+) (?:passing|failing|invalid) examples")
+EXAMPLES = re.compile(r"(\d+) passing, (\d+) failing")  # hypothesis statistics, per phase
 
 
 @dataclass
@@ -98,15 +98,28 @@ def fuzz_rust(target: str, seconds: int) -> Outcome:
     cmd = [*tool, "run", "-O", target, str(corpus), str(FUZZ / "seeds"), "--", *flags]
     code, out = run(cmd, logs / f"{target}.log", RUST_ENV, FUZZ)
     found = new_files(artifacts, started, ("crash-", "oom-", "timeout-", "leak-"))
-    minimized = []
+    findings = []
     for path in found:
         tmin = [*tool, "tmin", "-O", "-r", "2000", target, str(path)]
-        run(tmin, logs / f"{target}-tmin.log", RUST_ENV, FUZZ)
-        mins = new_files(artifacts, started, ("minimized-",))
-        minimized.append(f"{path} (minimized: {mins[-1] if mins else 'n/a'})")
+        _, tmin_out = run(tmin, logs / f"{target}-tmin.log", RUST_ENV, FUZZ)
+        last = re.findall(r"cargo fuzz run .*? (\S+)\s*$", tmin_out, re.MULTILINE)
+        smallest = FUZZ / last[-1] if last else "n/a"
+        findings.append(f"{why(out)}\n    input {path}\n    minimized {smallest}")
     if code != 0 and not found:
-        minimized.append(f"exit status {code}: see {logs / f'{target}.log'}")
-    return Outcome(target, *runs_of(out, started), minimized)
+        findings.append(f"exit status {code}: see {logs / f'{target}.log'}")
+    return Outcome(target, *runs_of(out, started), findings)
+
+
+def why(output: str) -> str:
+    """The failure in its own words: a Rust panic's message (with left/right), the uncaught Python
+    exception (a ``Mismatch`` with both backends' views), or the sanitizer's report line."""
+    lines = output.splitlines()
+    for i, line in enumerate(lines):
+        if " panicked at " in line or "Uncaught Python exception" in line:
+            return " | ".join(part.strip()[:300] for part in lines[i + 1 : i + 4])
+        if "ERROR: AddressSanitizer" in line or "ERROR: libFuzzer: out-of-memory" in line:
+            return line
+    return "see the log"
 
 
 def runs_of(output: str, started: float) -> tuple[int, float]:
@@ -135,13 +148,14 @@ def fuzz_python(target: str, seconds: int) -> Outcome:
     log = FUZZ / "findings" / f"{target}.log"
     code, out = run([sys.executable, script, *mode, *flags, str(corpus), *seeds], log)
     found = new_files(artifacts, started, ("stream-",) if mode else ("crash-", "oom-", "timeout-"))
-    minimized = []
+    findings = []
     for path in found:
         run([sys.executable, script, "--minimize", str(path)], FUZZ / "findings" / f"{target}-minimize.log")
-        minimized.append(f"{path} (minimized: {path.with_name('minimized-' + path.name)})")
+        smallest = path.with_name(f"minimized-{path.name}")
+        findings.append(f"{why(out)}\n    input {path}\n    minimized {smallest}")
     if code != 0 and not found:
-        minimized.append(f"exit status {code}: see {log}")
-    return Outcome(target, *runs_of(out, started), minimized)
+        findings.append(f"exit status {code}: see {log}")
+    return Outcome(target, *runs_of(out, started), findings)
 
 
 def fuzz_hypothesis(seconds: int) -> Outcome:
@@ -152,7 +166,7 @@ def fuzz_hypothesis(seconds: int) -> Outcome:
     started = time.time()
     log = FUZZ / "findings" / "hypothesis.log"
     code, out = run([*cmd, "tests/core/test_differential.py"], log, env)
-    inputs = sum(int(n) for n in EXAMPLES.findall(out))
+    inputs = sum(int(passing) + int(failing) for passing, failing in EXAMPLES.findall(out))
     failed = re.findall(r"^FAILED (\S+)", out, re.MULTILINE)
     findings = [f"{name} (falsifying example in {log})" for name in failed]
     if code not in (0, 1):

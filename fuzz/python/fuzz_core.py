@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import random
 import sys
+import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -84,12 +85,12 @@ def items_of(trace: list[Any]) -> list[Any]:
     return [item for step in steps for item in step[1]]
 
 
-def settings_for(data: bytes) -> tuple[random.Random, dict[str, Any]]:
-    """A generator seeded by the input's bytes, and decoder options drawn from it."""
-    rng = random.Random(hashlib.blake2b(data, digest_size=8).digest())
+def settings_for(seed: bytes) -> tuple[random.Random, dict[str, Any]]:
+    """A generator seeded by ``seed`` (the input's bytes), and decoder options drawn from it."""
+    rng = random.Random(hashlib.blake2b(seed, digest_size=8).digest())
     options: dict[str, Any] = {"lazy": rng.random() < 0.5, "batches": rng.random() < 0.8}
     if rng.random() < 0.5:
-        options["max_frame"] = 1 + rng.randrange(min(len(data), 200) + 1)
+        options["max_frame"] = 1 + rng.randrange(min(len(seed), 200) + 1)
     return rng, options
 
 
@@ -136,9 +137,9 @@ def check_one_shot(data: bytes, options: dict[str, Any], framed: list[Any]) -> N
         raise Mismatch(f"decode gave {len(native[1])} items, feed {len(framed)}")
 
 
-def check(data: bytes) -> None:
-    """Every property above, on one input."""
-    rng, options = settings_for(data)
+def check(data: bytes, seed: bytes | None = None) -> None:
+    """Every property above, on one input; options and cuts drawn from ``seed`` (default: ``data``)."""
+    rng, options = settings_for(data if seed is None else seed)
     whole: list[Any] | None = None
     for points in chunkings(rng, len(data)):
         chunks = split_at(data, points)
@@ -170,36 +171,39 @@ def structured(artifacts: Path) -> Callable[[bytes], Any]:
     return property_.hypothesis.fuzz_one_input  # type: ignore[attr-defined,no-any-return]
 
 
-def failure(data: bytes) -> str | None:
-    """How ``check`` fails on ``data`` (its class and the property's name), or ``None``. Not the
-    whole message: the options and cuts are drawn from the bytes, so they change as it shrinks."""
+def failure(data: bytes, seed: bytes | None = None) -> str | None:
+    """How ``check`` fails on ``data`` (its class and the property's name), or ``None``."""
     try:
-        check(data)
+        check(data, seed)
     except Exception as exc:
         return f"{type(exc).__name__}: {str(exc).partition(',')[0].partition(':')[0]}"
     return None
 
 
-def minimize(path: Path) -> Path:
-    """Shrink the input at ``path`` while ``check`` still fails the same way (chunks, then bytes,
-    removed greedily); write it beside it as ``minimized-<name>`` and return that path."""
-    data = path.read_bytes()
+def minimize(path: Path, budget: float = 120.0) -> Path:
+    """Shrink the input at ``path`` while ``check`` still fails the same way, chunks then single bytes
+    removed greedily (within ``budget`` seconds), the options drawn from the original input all along
+    (drawn from each candidate, they would change at every step). Write it beside it as
+    ``minimized-<name>`` and return that path; say whether it also fails with its own options."""
+    seed = data = path.read_bytes()
     why = failure(data)
     if why is None:
         raise SystemExit(f"{path} does not fail")
+    deadline = time.monotonic() + budget
     size = max(len(data) // 2, 1)
-    while size >= 1:
+    while size >= 1 and time.monotonic() < deadline:
         at = 0
-        while at < len(data):
+        while at < len(data) and time.monotonic() < deadline:
             smaller = data[:at] + data[at + size :]
-            if failure(smaller) == why:
+            if failure(smaller, seed) == why:
                 data = smaller
             else:
                 at += size
         size //= 2
     out = path.with_name(f"minimized-{path.name}")
     out.write_bytes(data)
-    print(f"{why}\nminimized {path} to {len(data)} bytes: {out}\n{shown(data, 400)}")
+    alone = "fails on its own too" if failure(data) else f"fails with the options of {path.name}"
+    print(f"{why}\nminimized {path} to {len(data)} bytes ({alone}): {out}\n{shown(data, 400)}")
     return out
 
 
