@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from mcpframe._pycore import guard, scan
@@ -74,8 +75,7 @@ def decode_frame(raw: bytes, offset: int, batches: bool, lazy: bool, out: list[M
     """
     mark = len(out)
     try:
-        long = long_integers(raw) if len(raw) > MAX_INT_DIGITS else _NONE
-        value = _parse(with_stand_ins(raw, long) if long else raw)
+        value, long = _parse(raw)
         if type(value) is dict:
             item = classify(value, raw, offset, None, lazy)
             out.append(_held_long(item, value, raw, 0, long) if long else item)
@@ -91,6 +91,8 @@ def decode_frame(raw: bytes, offset: int, batches: bool, lazy: bool, out: list[M
 
 
 _NONE: list[int] = []
+_NO_SPANS: list[tuple[int, int]] = []
+_int_max_str_digits = sys.get_int_max_str_digits
 
 
 class _ParseError:
@@ -109,19 +111,50 @@ def _not_a_batch(value: object, raw: bytes, offset: int) -> FrameError:
     return make_error(INVALID_REQUEST, NOT_AN_OBJECT, raw, offset)
 
 
-def _parse(text: bytes) -> Any:
-    """The JSON value of ``text``, or a ``_ParseError`` with the message of steps 1-3."""
+def _parse(raw: bytes) -> tuple[Any, list[int]]:
+    """The JSON value of the frame ``raw``, or a ``_ParseError`` with the message of steps 1-3; and
+    where its integer literals beyond the digit limit start (parsed as stand-ins: see ``digits``).
+
+    ``msgspec`` refuses a literal longer than ``sys.get_int_max_str_digits()`` before building it
+    (CPython counts the digits first), so under a limit up to ``MAX_INT_DIGITS`` (the default is
+    equal) the literals are only looked for when it fails; under a higher limit, before it runs.
+    """
+    first = len(raw) > MAX_INT_DIGITS and not 0 < _int_max_str_digits() <= MAX_INT_DIGITS
+    spans = long_integers(raw) if first else _NO_SPANS
+    text = with_stand_ins(raw, spans) if spans else raw
     try:
-        value = fast_decode(text)
-        if len(text) > _DEEP_VALID_MIN and too_deep_json(text):
-            raise InvalidFrame(DEPTH_ERROR)
+        return _fast(text), _starts(spans)
     except Exception:
-        # Anything unusual (invalid, too deep, 1e400, ...): the reference parser has the last word.
-        try:
-            value = parse_reference(text)
-        except InvalidFrame as exc:
-            return _ParseError(exc.args[0])
+        pass
+    if len(raw) > MAX_INT_DIGITS and not first:
+        spans = long_integers(raw)
+        if spans:
+            text = with_stand_ins(raw, spans)
+            try:
+                return _fast(text), _starts(spans)
+            except Exception:
+                pass
+    return _reference(text), _starts(spans)
+
+
+def _starts(spans: list[tuple[int, int]]) -> list[int]:
+    return [start for start, _ in spans] if spans else _NONE
+
+
+def _fast(text: bytes) -> Any:
+    """``msgspec``'s value of ``text``; any exception when it is not simply valid and shallow enough."""
+    value = fast_decode(text)
+    if len(text) > _DEEP_VALID_MIN and too_deep_json(text):
+        raise InvalidFrame(DEPTH_ERROR)
     return value
+
+
+def _reference(text: bytes) -> Any:
+    """The reference parser's value of ``text`` (the last word), or a ``_ParseError``."""
+    try:
+        return parse_reference(text)
+    except InvalidFrame as exc:
+        return _ParseError(exc.args[0])
 
 
 def _decode_batch(
@@ -146,7 +179,7 @@ def _held_long(
     if not any_in(long, start, start + len(raw)):
         return item
     ident = obj.get("id")
-    if "id" in obj:
+    if ident == 0 and type(ident) is int:  # a stand-in reads 0: was the id one of them?
         id_start, id_end = scan.member_spans(raw)["id"]
         if any_in(long, start + id_start, start + id_end):
             ident = None
