@@ -95,6 +95,28 @@ def test_long_literal_makes_the_frame_an_invalid_request(
     )
 
 
+@pytest.mark.parametrize("str_digits", [0, 640, 5000, 200_000], ids=lambda n: f"int_max_str_digits={n}")
+@pytest.mark.parametrize("lazy", [False, True], ids=["eager", "lazy"])
+def test_the_limit_is_the_same_whatever_int_max_str_digits(
+    backend: ModuleType, lazy: bool, str_digits: int
+) -> None:
+    frames = [text.encode() for text, _ in frames_with(digits(LIMIT + 1)).values()]
+    frames += [text.encode() for text, _ in frames_with("-" + digits(100_000)).values()]
+    expected = [(e.code, e.message, e.id, e.raw) for e in backend.decode(b"[" + b",".join(frames) + b"]")]
+    data = b"\n".join([BEFORE, *frames, AFTER])
+    old = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(str_digits)
+    try:
+        items = feed_all(backend, [data], lazy=lazy)
+        batch = backend.decode(b"[" + b",".join(frames) + b"]", lazy=lazy)
+    finally:
+        sys.set_int_max_str_digits(old)
+    assert (items[0].id, items[-1].method) == ("before", "after")
+    assert [(e.code, e.message, e.id, e.raw) for e in items[1:-1]] == expected
+    assert [(e.code, e.message, e.id, e.raw) for e in batch] == expected
+    assert {e.message for e in batch} == {LONG}
+
+
 @pytest.mark.parametrize("size", [LIMIT + 1, 100_000], ids=["4301", "100000"])
 def test_long_literal_in_a_valid_notification_is_flagged(backend: ModuleType, size: int) -> None:
     # A valid notification rejected all the same: MCP never answers a notification.
