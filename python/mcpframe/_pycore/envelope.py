@@ -75,7 +75,20 @@ def decode_frame(raw: bytes, offset: int, batches: bool, lazy: bool, out: list[M
     """
     mark = len(out)
     try:
-        value, long = _parse(raw)
+        long = _NONE
+        try:
+            # msgspec refuses a literal longer than int_max_str_digits before building it (CPython
+            # counts the digits first): up to MAX_INT_DIGITS (the default), over-long literals are
+            # looked for only when it fails; under a higher limit, before it runs
+            if len(raw) > MAX_INT_DIGITS and not 0 < _int_max_str_digits() <= MAX_INT_DIGITS:
+                raise _LookFirst
+            value = fast_decode(raw)
+            if len(raw) > _DEEP_VALID_MIN and too_deep_json(raw):
+                raise InvalidFrame(DEPTH_ERROR)
+        except _LookFirst:
+            value, long = _parse(raw, tried=False)
+        except Exception:
+            value, long = _parse(raw, tried=True)
         if type(value) is dict:
             item = classify(value, raw, offset, None, lazy)
             out.append(_held_long(item, value, raw, 0, long) if long else item)
@@ -88,6 +101,10 @@ def decode_frame(raw: bytes, offset: int, batches: bool, lazy: bool, out: list[M
     except Exception as exc:  # the guard: any failure of this frame's building, whatever it is
         del out[mark:]
         out.append(guard.internal_error(raw, offset, exc))
+
+
+class _LookFirst(Exception):
+    """The frame may hold over-long integer literals that msgspec would build: the careful path."""
 
 
 _NONE: list[int] = []
@@ -111,29 +128,18 @@ def _not_a_batch(value: object, raw: bytes, offset: int) -> FrameError:
     return make_error(INVALID_REQUEST, NOT_AN_OBJECT, raw, offset)
 
 
-def _parse(raw: bytes) -> tuple[Any, list[int]]:
-    """The JSON value of the frame ``raw``, or a ``_ParseError`` with the message of steps 1-3; and
-    where its integer literals beyond the digit limit start (parsed as stand-ins: see ``digits``).
-
-    ``msgspec`` refuses a literal longer than ``sys.get_int_max_str_digits()`` before building it
-    (CPython counts the digits first), so under a limit up to ``MAX_INT_DIGITS`` (the default is
-    equal) the literals are only looked for when it fails; under a higher limit, before it runs.
-    """
-    first = len(raw) > MAX_INT_DIGITS and not 0 < _int_max_str_digits() <= MAX_INT_DIGITS
-    spans = long_integers(raw) if first else _NO_SPANS
+def _parse(raw: bytes, *, tried: bool) -> tuple[Any, list[int]]:
+    """The careful path of a frame that ``msgspec`` alone did not decode (``tried``: it failed): its
+    JSON value, or a ``_ParseError`` with the message of steps 1-3; and where its integer literals
+    beyond the digit limit start (it is parsed with stand-ins for them: see ``digits``)."""
+    spans = long_integers(raw) if len(raw) > MAX_INT_DIGITS else _NO_SPANS
     text = with_stand_ins(raw, spans) if spans else raw
-    try:
-        return _fast(text), _starts(spans)
-    except Exception:
-        pass
-    if len(raw) > MAX_INT_DIGITS and not first:
-        spans = long_integers(raw)
-        if spans:
-            text = with_stand_ins(raw, spans)
-            try:
-                return _fast(text), _starts(spans)
-            except Exception:
-                pass
+    if spans or not tried:
+        try:
+            return _fast(text), _starts(spans)
+        except Exception:
+            pass
+    # Anything unusual (invalid, too deep, 1e400, ...): the reference parser has the last word.
     return _reference(text), _starts(spans)
 
 
