@@ -4,8 +4,10 @@
 //! the chunk are delivered as usual, so a session can answer and go on.
 //!
 //! Catching the unwind costs nothing on the path that does not panic; the objects half built for
-//! the frame are dropped (released) on the way out, and the exception left pending by a
-//! constructor that panicked is taken, so the interpreter's state is clean again.
+//! the frame are dropped (released) on the way out. PyO3 hands the exception of a constructor that
+//! got NULL to `sys.unraisablehook` before it panics, so such a frame's error names
+//! `PanicException`; an exception still pending after a panic is taken, so that the interpreter's
+//! state is clean again.
 
 use std::borrow::Cow;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -26,7 +28,7 @@ pub(crate) fn guarded<T>(py: Python<'_>, build: impl FnOnce() -> PyResult<T>) ->
     match catch_unwind(AssertUnwindSafe(build)) {
         Ok(Ok(value)) => Ok(value),
         Ok(Err(err)) => Err(type_name(py, &err)),
-        // a constructor that panicked on a null object left the interpreter's exception set
+        // the exception is normally reported and cleared by PyO3 before it panics
         Err(_) => {
             Err(PyErr::take(py)
                 .map_or_else(|| "PanicException".to_owned(), |err| type_name(py, &err)))
