@@ -9,11 +9,14 @@ use std::borrow::Cow;
 use std::ops::Range;
 
 use crate::depth::{self, MAX_DEPTH};
+use crate::digits;
 use crate::framing::PREVIEW_BYTES;
 use crate::scan::{self, Scan};
 
+use rules::judge;
 use walk::scan_frame;
 
+mod rules;
 mod walk;
 
 /// JSON-RPC code for frames that are not valid UTF-8 JSON.
@@ -85,6 +88,17 @@ pub enum Id {
     Str(Text),
 }
 
+impl Id {
+    /// The id as an [`OwnedId`], given the frame its spans refer to.
+    pub fn owned(&self, frame: &[u8]) -> OwnedId {
+        match self {
+            Self::Int(i) => OwnedId::Int(*i),
+            Self::Big(r) => OwnedId::Big(String::from_utf8_lossy(&frame[r.clone()]).into()),
+            Self::Str(t) => OwnedId::Str(t.as_str(frame).into()),
+        }
+    }
+}
+
 /// A valid id owned by a `Failure` (whose frame bytes may not be kept).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OwnedId {
@@ -129,15 +143,19 @@ pub struct Failure {
     pub code: i64,
     /// The contract's message text.
     pub message: Cow<'static, str>,
-    /// The top-level id when it is a string or an integer (envelope failures only).
+    /// The top-level id when it is a string or an integer within the digit limit (envelope and
+    /// digit-limit failures only).
     pub id: Option<OwnedId>,
     /// Position of the frame or element in the frame given to [`validate`].
     pub start: usize,
+    /// Where the frame or element ends there (its bytes are `start..end`).
+    pub end: usize,
     /// Its first `PREVIEW_BYTES` bytes.
     pub preview: Vec<u8>,
     /// Index within its batch.
     pub batch: Option<u32>,
-    /// It was an object with `method` and without `id` (meant as a notification).
+    /// A valid notification rejected all the same (by the integer digit limit): MCP never answers
+    /// it. Every other failure, an invalid envelope with `method` and no `id` included, is `false`.
     pub notification: bool,
 }
 
@@ -155,20 +173,8 @@ pub const INVALID_JSON: &str = "Parse error: invalid JSON";
 const NOT_OBJECT: &str = "Invalid Request: expected a JSON object";
 const EMPTY_BATCH: &str = "Invalid Request: empty batch";
 const NO_BATCHES: &str = "Invalid Request: batches are not supported";
-const NO_JSONRPC: &str = "Invalid Request: missing \"jsonrpc\"";
-const BAD_JSONRPC: &str = "Invalid Request: \"jsonrpc\" must be \"2.0\"";
-const METHOD_TYPE: &str = "Invalid Request: \"method\" must be a string";
-const REQUEST_RESULT: &str = "Invalid Request: a request cannot have \"result\" or \"error\"";
-const PARAMS_TYPE: &str = "Invalid Request: \"params\" must be an object or an array";
-const NULL_REQUEST_ID: &str = "Invalid Request: request id must not be null";
-const ID_TYPE: &str = "Invalid Request: \"id\" must be a string or an integer";
-const BOTH: &str = "Invalid Request: a response cannot have both \"result\" and \"error\"";
-const NEITHER: &str = "Invalid Request: missing \"method\", \"result\" or \"error\"";
-const NO_ID: &str = "Invalid Request: a response must have an \"id\"";
-const NULL_RESULT_ID: &str = "Invalid Request: a result must have a non-null \"id\"";
-const ERROR_TYPE: &str = "Invalid Request: \"error\" must be an object";
-const CODE_TYPE: &str = "Invalid Request: \"error.code\" must be an integer";
-const MESSAGE_TYPE: &str = "Invalid Request: \"error.message\" must be a string";
+/// The message of the digit-limit failure (`MAX_INT_DIGITS` is 4300; a test checks the text).
+pub const LONG_INTEGER: &str = "Invalid Request: integer literal longer than 4300 digits";
 
 /// The id member as found, before the envelope rules judge it.
 #[derive(Debug)]
@@ -315,10 +321,42 @@ fn validate_depth_known<P: Payloads>(
         return;
     }
     let before = out.len();
-    if scan_frame(frame, batches, payloads, out).is_err() {
+    if scan_frame(frame, batches, payloads, out, &[]).is_ok() {
+        return;
+    }
+    out.truncate(before);
+    if !rescan_long_integers(frame, batches, payloads, out) {
         out.truncate(before);
         out.push(frame_failure(frame, PARSE_ERROR, INVALID_JSON.into()));
     }
+}
+
+/// The second chance of a frame whose scan failed: if it holds integer literals beyond the digit
+/// limit, scan a copy with stand-ins for them (see `crate::digits`), marking the messages that
+/// held one. False when there are none or the copy is invalid too (then it is invalid JSON).
+fn rescan_long_integers<P: Payloads>(
+    frame: &[u8],
+    batches: bool,
+    payloads: &mut P,
+    out: &mut Vec<Item<P::Value>>,
+) -> bool {
+    let long = digits::long_integers(frame);
+    if long.is_empty() {
+        return false;
+    }
+    let copy = digits::with_stand_ins(frame, &long);
+    let starts: Vec<usize> = long.iter().map(|r| r.start).collect();
+    let before = out.len();
+    if scan_frame(&copy, batches, payloads, out, &starts).is_err() {
+        return false;
+    }
+    // the previews were cut from the copy: show the frame's own bytes
+    for item in &mut out[before..] {
+        if let Item::Failure(f) = item {
+            f.preview = preview(frame, &(f.start..f.end));
+        }
+    }
+    true
 }
 
 /// A failure of the frame as a whole (steps 1-4 and batch-level rules).
@@ -328,6 +366,7 @@ fn frame_failure<V>(frame: &[u8], code: i64, message: Cow<'static, str>) -> Item
         message,
         id: None,
         start: 0,
+        end: frame.len(),
         preview: frame[..frame.len().min(PREVIEW_BYTES)].to_vec(),
         batch: None,
         notification: false,
@@ -339,14 +378,16 @@ fn classify_element<V>(
     range: Range<usize>,
     index: u32,
     frame: &[u8],
+    long: &[usize],
 ) -> Item<V> {
     match members {
-        Some(m) => classify(m, range, Some(index), frame),
+        Some(m) => classify(m, range, Some(index), frame, long),
         None => Item::Failure(Failure {
             code: INVALID_REQUEST,
             message: NOT_OBJECT.into(),
             id: None,
             start: range.start,
+            end: range.end,
             preview: preview(frame, &range),
             batch: Some(index),
             notification: false,
@@ -358,71 +399,38 @@ fn preview(frame: &[u8], range: &Range<usize>) -> Vec<u8> {
     frame[range.start..range.end.min(range.start + PREVIEW_BYTES)].to_vec()
 }
 
-/// Judge the members by the envelope rules (step 5): the kind, or the failure message.
-fn judge<V>(m: &Members<V>) -> Result<Kind, &'static str> {
-    match m.jsonrpc {
-        None => return Err(NO_JSONRPC),
-        Some(false) => return Err(BAD_JSONRPC),
-        Some(true) => {}
-    }
-    match &m.method {
-        Some(method) => judge_request(m, method.is_some()),
-        None => judge_response(m),
-    }
-}
-
-fn judge_request<V>(m: &Members<V>, method_is_str: bool) -> Result<Kind, &'static str> {
-    if !method_is_str {
-        return Err(METHOD_TYPE);
-    }
-    if m.result.is_some() || m.error.is_some() {
-        return Err(REQUEST_RESULT);
-    }
-    if matches!(m.params, Some((_, false))) {
-        return Err(PARAMS_TYPE);
-    }
-    match &m.id {
-        None => Ok(Kind::Notification),
-        Some((_, IdTag::Null)) => Err(NULL_REQUEST_ID),
-        Some((_, IdTag::Bad)) => Err(ID_TYPE),
-        Some(_) => Ok(Kind::Request),
-    }
-}
-
-fn judge_response<V>(m: &Members<V>) -> Result<Kind, &'static str> {
-    match (&m.result, &m.error) {
-        (Some(_), Some(_)) => return Err(BOTH),
-        (None, None) => return Err(NEITHER),
-        _ => {}
-    }
-    match &m.id {
-        None => return Err(NO_ID),
-        Some((_, IdTag::Bad)) => return Err(ID_TYPE),
-        Some((_, IdTag::Null)) if m.result.is_some() => return Err(NULL_RESULT_ID),
-        _ => {}
-    }
-    match m.error {
-        None => Ok(Kind::Result),
-        Some((_, ErrShape::NotObject)) => Err(ERROR_TYPE),
-        Some((_, ErrShape::Object { code: false, .. })) => Err(CODE_TYPE),
-        Some((_, ErrShape::Object { message: false, .. })) => Err(MESSAGE_TYPE),
-        Some(_) => Ok(Kind::Error),
-    }
-}
-
-fn classify<V>(m: Members<V>, raw: Range<usize>, batch: Option<u32>, frame: &[u8]) -> Item<V> {
-    match judge(&m) {
-        Ok(kind) => Item::Message(envelope(m, kind, raw, batch)),
-        Err(message) => Item::Failure(Failure {
-            code: INVALID_REQUEST,
-            message: message.into(),
-            id: owned_id(&m, frame),
-            start: raw.start,
-            preview: preview(frame, &raw),
-            batch,
-            notification: m.method.is_some() && m.id.is_none(),
-        }),
-    }
+/// The message or failure for an object's members; `long` holds the positions of the integer
+/// literals beyond the digit limit in the frame (empty on the common path).
+fn classify<V>(
+    m: Members<V>,
+    raw: Range<usize>,
+    batch: Option<u32>,
+    frame: &[u8],
+    long: &[usize],
+) -> Item<V> {
+    let verdict = judge(&m);
+    let too_long = !long.is_empty() && digits::any_in(long, &raw);
+    let (message, notification) = match verdict {
+        Ok(kind) if !too_long => return Item::Message(envelope(m, kind, raw, batch)),
+        Ok(kind) => (LONG_INTEGER, kind == Kind::Notification),
+        Err(message) => (message, false),
+    };
+    // an id beyond the digit limit is no readable id (its stand-in is not its value)
+    let id_too_long = too_long && m.id.as_ref().is_some_and(|(r, _)| digits::any_in(long, r));
+    Item::Failure(Failure {
+        code: INVALID_REQUEST,
+        message: message.into(),
+        id: if id_too_long {
+            None
+        } else {
+            owned_id(&m, frame)
+        },
+        start: raw.start,
+        end: raw.end,
+        preview: preview(frame, &raw),
+        batch,
+        notification,
+    })
 }
 
 fn envelope<V>(m: Members<V>, kind: Kind, raw: Range<usize>, batch: Option<u32>) -> Envelope<V> {

@@ -5,6 +5,7 @@
 
 pub mod correlation;
 pub mod depth;
+pub mod digits;
 pub mod encode;
 pub mod envelope;
 pub mod framing;

@@ -4,7 +4,10 @@
 //! tab, CR and LF). The envelope scan walks the frame with it and skips payloads with it.
 //!
 //! Callers run it on text already known to be valid UTF-8, so bytes above 0x7F inside strings
-//! are accepted as they are; outside strings they are invalid like any unexpected byte.
+//! are accepted as they are; outside strings they are invalid like any unexpected byte. An integer
+//! literal longer than the contract's digit limit is refused too (see [`number_end`]).
+
+use crate::digits::MAX_INT_DIGITS;
 
 /// The scanned text is not valid JSON.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -177,7 +180,7 @@ fn hex4(d: &[u8], i: usize) -> Scan<u32> {
 
 /// The index after the digits at or after `i`.
 #[inline]
-fn digits_end(d: &[u8], mut i: usize) -> usize {
+pub fn digits_end(d: &[u8], mut i: usize) -> usize {
     while d.get(i).is_some_and(u8::is_ascii_digit) {
         i += 1;
     }
@@ -195,16 +198,31 @@ fn some_digits(d: &[u8], i: usize) -> Scan<usize> {
 }
 
 /// The end of the number starting at `i`, and whether it is an integer (no fraction, no exponent).
-/// A leading zero ends the integer part (`01` is then rejected by whatever follows it).
-pub fn number_end(d: &[u8], mut i: usize) -> Scan<(usize, bool)> {
+/// A leading zero ends the integer part (`01` is then rejected by whatever follows it). An integer
+/// of more than [`MAX_INT_DIGITS`] digits is refused like invalid JSON, so that no caller ever
+/// builds one; the envelope scan then tells the two cases apart (see `crate::digits`), and the
+/// common path pays a single comparison.
+#[inline]
+pub fn number_end(d: &[u8], i: usize) -> Scan<(usize, bool)> {
+    match number_shape(d, i)? {
+        (_, Some(digits)) if digits > MAX_INT_DIGITS => Err(Invalid),
+        (end, digits) => Ok((end, digits.is_some())),
+    }
+}
+
+/// The end of the number starting at `i`, and for an integer the number of digits of its literal
+/// (its sign not counted); `None` for a number with a fraction or an exponent. No digit limit.
+pub fn number_shape(d: &[u8], mut i: usize) -> Scan<(usize, Option<usize>)> {
     if d.get(i) == Some(&b'-') {
         i += 1;
     }
+    let first = i;
     i = match d.get(i) {
         Some(b'0') => i + 1,
         Some(b'1'..=b'9') => digits_end(d, i + 1),
         _ => return Err(Invalid),
     };
+    let digits = i - first;
     let mut int = true;
     if d.get(i) == Some(&b'.') {
         int = false;
@@ -218,7 +236,7 @@ pub fn number_end(d: &[u8], mut i: usize) -> Scan<(usize, bool)> {
         }
         i = some_digits(d, i)?;
     }
-    Ok((i, int))
+    Ok((i, int.then_some(digits)))
 }
 
 /// The index after `word` at `i`.

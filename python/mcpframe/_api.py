@@ -62,6 +62,8 @@ class FrameErrorLike(Protocol):
     def batch(self) -> int | None: ...
     @property
     def notification(self) -> bool: ...
+    @property
+    def raw(self) -> bytes | None: ...
     def to_response(self) -> bytes: ...
 
 
@@ -101,6 +103,7 @@ class CoreBackend(Protocol):
     """What ``mcpframe._core`` and ``mcpframe._pycore`` both export."""
 
     MAX_DEPTH: int
+    MAX_INT_DIGITS: int
     DEFAULT_MAX_FRAME: int
     PREVIEW_BYTES: int
 

@@ -6,6 +6,7 @@ from typing import Any, ClassVar, Final, Literal, Self, final
 __all__ = [
     "DEFAULT_MAX_FRAME",
     "MAX_DEPTH",
+    "MAX_INT_DIGITS",
     "PREVIEW_BYTES",
     "Correlator",
     "Decoder",
@@ -27,6 +28,7 @@ _Buffer = bytes | bytearray | memoryview
 _Kind = Literal["request", "notification", "result", "error"]
 
 MAX_DEPTH: Final = 128
+MAX_INT_DIGITS: Final = 4300
 DEFAULT_MAX_FRAME: Final = 67108864
 PREVIEW_BYTES: Final = 64
 
@@ -81,6 +83,7 @@ class FrameError:
         preview: bytes = b"",
         batch: int | None = None,
         notification: bool = False,
+        raw: bytes | None = None,
     ) -> Self: ...
     @property
     def code(self) -> int: ...
@@ -96,6 +99,8 @@ class FrameError:
     def batch(self) -> int | None: ...
     @property
     def notification(self) -> bool: ...
+    @property
+    def raw(self) -> bytes | None: ...
     def to_response(self) -> bytes:
         """The NDJSON error response for this error."""
     def __eq__(self, other: object, /) -> bool: ...

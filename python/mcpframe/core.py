@@ -16,6 +16,7 @@ __all__ = [
     "DEFAULT_MAX_FRAME",
     "INVALID_REQUEST",
     "MAX_DEPTH",
+    "MAX_INT_DIGITS",
     "PARSE_ERROR",
     "PREVIEW_BYTES",
     "Correlator",
@@ -57,6 +58,7 @@ _backend = load_backend(os.environ.get("MCPFRAME_BACKEND", "auto").strip().lower
 BACKEND: Literal["native", "python"] = "python" if _backend.__name__ == _PYTHON else "native"
 
 MAX_DEPTH: int = _backend.MAX_DEPTH
+MAX_INT_DIGITS: int = _backend.MAX_INT_DIGITS
 DEFAULT_MAX_FRAME: int = _backend.DEFAULT_MAX_FRAME
 PREVIEW_BYTES: int = _backend.PREVIEW_BYTES
 PARSE_ERROR: int = -32700

@@ -1,5 +1,6 @@
 //! Unit tests of the envelope scan and classification.
 
+use super::rules::*;
 use super::*;
 
 fn items(frame: &[u8]) -> Vec<Item> {
@@ -211,10 +212,16 @@ fn failure_id_and_notification_flag() {
         (f.id, f.notification),
         (Some(OwnedId::Str("q".into())), false)
     );
+    // an invalid notification is an Invalid Request like any other (JSON-RPC 2.0 section 5)
     let f = fail(br#"{"jsonrpc":"1.0","method":"x"}"#);
-    assert_eq!((f.id, f.notification), (None, true));
+    assert_eq!((f.id, f.notification), (None, false));
     let f = fail(br#"{"method":"x","params":3}"#);
-    assert!(f.notification);
+    assert!(!f.notification);
+    let f = fail(br#"{"jsonrpc": "2.0", "method": 1, "params": "bar"}"#);
+    assert_eq!(
+        (f.code, f.id, f.notification),
+        (INVALID_REQUEST, None, false)
+    );
     let f = fail(br#"{"jsonrpc":"2.0","resul":1,"id":12345678901234567890123}"#);
     assert_eq!(f.id, Some(OwnedId::Big("12345678901234567890123".into())));
     assert!(!fail(b"[1]").notification);
@@ -293,4 +300,130 @@ fn preview_is_first_bytes() {
     frame.extend(std::iter::repeat_n(b'1', 100));
     let f = fail(&frame);
     assert_eq!(f.preview, frame[..PREVIEW_BYTES].to_vec());
+}
+
+/// `n` digits (the first one not a zero).
+fn digits(n: usize) -> String {
+    format!("1{}", "7".repeat(n - 1))
+}
+
+#[test]
+fn long_integer_message_names_the_limit() {
+    let expected = format!(
+        "Invalid Request: integer literal longer than {} digits",
+        crate::digits::MAX_INT_DIGITS
+    );
+    assert_eq!(LONG_INTEGER, expected);
+}
+
+#[test]
+fn integers_at_the_limit_are_fine() {
+    let n = digits(crate::digits::MAX_INT_DIGITS);
+    let f = format!(r#"{{"jsonrpc":"2.0","id":-{n},"method":"m","params":[{n}]}}"#);
+    let e = msg(f.as_bytes());
+    assert_eq!(e.kind, Kind::Request);
+    assert!(matches!(e.id, Some(Id::Big(_))));
+}
+
+#[test]
+fn a_long_integer_anywhere_fails_the_message() {
+    let n = digits(crate::digits::MAX_INT_DIGITS + 1);
+    let cases = [
+        (
+            format!(r#"{{"jsonrpc":"2.0","id":7,"method":"m","params":[{n}]}}"#),
+            Some(OwnedId::Int(7)),
+        ),
+        (
+            format!(r#"{{"jsonrpc":"2.0","id":"a","result":{{"x":[-{n}]}}}}"#),
+            Some(OwnedId::Str("a".into())),
+        ),
+        (
+            format!(r#"{{"jsonrpc":"2.0","id":-{n},"method":"m"}}"#),
+            None,
+        ),
+        (
+            format!(r#"{{"jsonrpc":"2.0","id":1,"error":{{"code":{n},"message":"m"}}}}"#),
+            Some(OwnedId::Int(1)),
+        ),
+        (
+            format!(r#"{{"jsonrpc":"2.0","id":1,"error":{{"code":1,"message":"m","data":{n}}}}}"#),
+            Some(OwnedId::Int(1)),
+        ),
+        (
+            format!(r#"{{"jsonrpc":"2.0","id":1,"method":"m","other":{n}}}"#),
+            Some(OwnedId::Int(1)),
+        ),
+    ];
+    for (frame, id) in cases {
+        let f = fail(frame.as_bytes());
+        assert_eq!(
+            (f.code, f.message.as_ref()),
+            (INVALID_REQUEST, LONG_INTEGER),
+            "{frame:.60}"
+        );
+        assert_eq!((f.id, f.notification), (id, false));
+        assert_eq!((f.start, f.end), (0, frame.len()));
+        assert_eq!(f.preview, &frame.as_bytes()[..PREVIEW_BYTES]);
+    }
+    let f = fail(format!(r#"{{"jsonrpc":"2.0","method":"m","params":{{"n":{n}}}}}"#).as_bytes());
+    assert!(f.notification, "a valid notification rejected by the limit");
+}
+
+#[test]
+fn other_failures_come_first() {
+    let n = digits(5000);
+    // invalid JSON elsewhere: a parse error
+    let f = fail(format!(r#"{{"jsonrpc":"2.0","id":1,"method":"m","params":[{n}],}}"#).as_bytes());
+    assert_eq!((f.code, f.message.as_ref()), (PARSE_ERROR, INVALID_JSON));
+    // not an object, or an invalid envelope: those messages, with the id only when it is short
+    let f = fail(format!("[{n}]").as_bytes());
+    assert_eq!((f.message.as_ref(), f.batch), (NOT_OBJECT, Some(0)));
+    let f = fail(format!(r#"{{"jsonrpc":"2.0","id":{n},"method":1}}"#).as_bytes());
+    assert_eq!(
+        (f.message.as_ref(), f.id, f.notification),
+        (METHOD_TYPE, None, false)
+    );
+    let f = fail(format!(r#"{{"jsonrpc":"2.0","id":"x","method":"m","result":{n}}}"#).as_bytes());
+    assert_eq!(
+        (f.message.as_ref(), f.id),
+        (REQUEST_RESULT, Some(OwnedId::Str("x".into())))
+    );
+}
+
+#[test]
+fn long_integers_fail_only_their_batch_element() {
+    let n = digits(100_000);
+    let frame = format!(
+        r#"[{{"jsonrpc":"2.0","id":1,"method":"a"}}, {{"jsonrpc":"2.0","id":2,"method":"b","params":[{n}]}}, {{"jsonrpc":"2.0","method":"c","params":[{n}.5, "{n}"]}}]"#
+    );
+    let v = items(frame.as_bytes());
+    assert_eq!(v.len(), 3);
+    let (Item::Message(a), Item::Failure(b), Item::Message(c)) = (&v[0], &v[1], &v[2]) else {
+        panic!("{v:?}");
+    };
+    assert_eq!(
+        (a.id.clone(), c.kind),
+        (Some(Id::Int(1)), Kind::Notification)
+    );
+    assert_eq!(
+        (b.message.as_ref(), b.id.clone(), b.batch),
+        (LONG_INTEGER, Some(OwnedId::Int(2)), Some(1))
+    );
+    assert_eq!(
+        &frame.as_bytes()[b.start..b.end],
+        &frame.as_bytes()[a.raw.end + 2..c.raw.start - 2]
+    );
+    // the spans of the message after it point into the original frame
+    assert!(frame.as_bytes()[c.raw.clone()].ends_with(b"\"]}"));
+}
+
+#[test]
+fn long_integers_with_batches_refused() {
+    let n = digits(5000);
+    let mut out = Vec::new();
+    validate(format!("[{{\"x\":{n}}}]").as_bytes(), false, &mut out);
+    let [Item::Failure(f)] = out.as_slice() else {
+        panic!("{out:?}");
+    };
+    assert_eq!((f.message.as_ref(), f.batch), (NO_BATCHES, None));
 }

@@ -81,11 +81,13 @@ fn first_member(d: &[u8], i: usize) -> (Option<usize>, usize) {
 }
 
 /// Scan the whole frame (steps 4 and 5), appending its items to `out`.
+/// `long` holds the positions of integer literals beyond the digit limit (see `classify`).
 pub(super) fn scan_frame<P: Payloads>(
     frame: &[u8],
     batches: bool,
     p: &mut P,
     out: &mut Vec<Item<P::Value>>,
+    long: &[usize],
 ) -> Scan<()> {
     let at = ws(frame, 0);
     let finish = |end: usize| -> Scan<()> {
@@ -99,7 +101,7 @@ pub(super) fn scan_frame<P: Payloads>(
         Some(b'{') => {
             let (members, end) = scan_object(frame, at, p)?;
             finish(end)?;
-            out.push(classify(members, 0..frame.len(), None, frame));
+            out.push(classify(members, 0..frame.len(), None, frame, long));
         }
         Some(b'[') => {
             let (elements, end) = scan_batch(frame, at, p)?;
@@ -110,7 +112,7 @@ pub(super) fn scan_frame<P: Payloads>(
                 out.push(frame_failure(frame, INVALID_REQUEST, EMPTY_BATCH.into()));
             } else {
                 for (index, (range, members)) in elements.into_iter().enumerate() {
-                    out.push(classify_element(members, range, index as u32, frame));
+                    out.push(classify_element(members, range, index as u32, frame, long));
                 }
             }
         }

@@ -8,8 +8,11 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyByteArray, PyBytes, PyInt, PyList, PyMemoryView, PyString};
 
+use num_bigint::BigInt;
+
 use crate::depth::MAX_DEPTH;
-use crate::envelope::{Payloads, Skip};
+use crate::digits::{self, MAX_INT_DIGITS};
+use crate::envelope::{Failure, Skip, PARSE_ERROR};
 use crate::framing::{Event, Framer, BOM, DEFAULT_MAX_FRAME, PREVIEW_BYTES};
 use crate::splice;
 
@@ -18,14 +21,15 @@ use super::errors::new_error;
 mod build;
 mod direct;
 mod frame_error;
+mod guard;
 mod message;
 mod methods;
 mod values;
 
-use build::{to_python, Buffer, Collector};
+use build::{frame_error, new_list, to_python, Buffer, Collector};
 use direct::Direct;
 use methods::Methods;
-use values::{Keys, PyValues};
+use values::{Keys, PyPayloads, PyValues};
 
 /// A lazy decoder frames and validates more bytes than this with the GIL released.
 const DETACH_AT: usize = 64 * 1024;
@@ -92,18 +96,18 @@ impl Drop for GcPause {
 }
 
 /// The GIL-held path: frames become Python objects one by one as `drive` hands them out.
-fn run_direct<'py, P: Payloads<Value = Py<PyAny>>>(
+fn run_direct<'py, P: PyPayloads>(
     py: Python<'py>,
     run: &Run<'_>,
     methods: &mut Methods,
     payloads: P,
     drive: impl FnOnce(&mut dyn FnMut(Event<'_>)),
-) -> PyResult<(Bound<'py, PyList>, P)> {
+) -> PyResult<Bound<'py, PyList>> {
     let _pause = GcPause::new(py);
     let options = (run.batches, run.lazy, run.max_frame);
     let mut sink = Direct::new(py, (run.input, run.chunk), options, methods, payloads);
     drive(&mut |e| sink.event(e));
-    sink.finish()
+    Ok(sink.finish()?.0)
 }
 
 /// Decode what `drive` hands out: without the GIL when `heavy` (values are then built afterwards),
@@ -123,15 +127,12 @@ fn run_frames<'py>(
             sink.finish().0
         });
         let _pause = GcPause::new(py);
-        return to_python(py, collected, run.input, run.lazy, methods);
+        return to_python(py, collected, run.input, (run.batches, run.lazy), methods);
     }
     if run.lazy {
-        return Ok(run_direct(py, run, methods, Skip::default(), drive)?.0);
-    }
-    let (list, values) = run_direct(py, run, methods, PyValues::new(py, keys), drive)?;
-    match values.error {
-        Some(err) => Err(err),
-        None => Ok(list),
+        run_direct(py, run, methods, Skip::default(), drive)
+    } else {
+        run_direct(py, run, methods, PyValues::new(py, keys), drive)
     }
 }
 
@@ -144,9 +145,13 @@ pub(crate) fn encode_id(py: Python<'_>, id: &Bound<'_, PyAny>) -> PyResult<Vec<u
         if let Ok(i) = id.extract::<i64>() {
             return Ok(i.to_string().into_bytes());
         }
-        // an exact int (not a subclass's __str__) at any size
-        let exact = py.get_type::<PyInt>().call1((id,))?;
-        return Ok(exact.repr()?.to_str()?.as_bytes().to_vec());
+        // the exact value (not a subclass's __str__), written without `int.__repr__` and its
+        // `sys.int_max_str_digits`; beyond the contract's digit limit an EncodeError
+        let big = id.extract::<BigInt>()?;
+        if digits::exceeds_limit(&big) {
+            return Err(new_error(py, "EncodeError", digits::encode_limit_message()));
+        }
+        return Ok(big.to_str_radix(10).into_bytes());
     }
     if let Ok(s) = id.cast::<PyString>() {
         let Ok(text) = s.to_str() else {
@@ -315,21 +320,46 @@ impl Decoder {
     }
 }
 
-/// Hand out what a whole body taken as one frame yields.
-fn drive_body(body: &[u8], max_frame: usize, sink: &mut dyn FnMut(Event<'_>)) {
-    let (bytes, offset) = match body.strip_prefix(&BOM[..]) {
+/// A body without its leading BOM, and the offset of what is left.
+fn body_frame(body: &[u8]) -> (&[u8], u64) {
+    match body.strip_prefix(&BOM[..]) {
         Some(rest) => (rest, BOM.len() as u64),
         None => (body, 0),
-    };
+    }
+}
+
+/// True for a body of JSON whitespace only (or nothing): no message at all.
+fn is_blank_body(frame: &[u8]) -> bool {
+    frame
+        .iter()
+        .all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
+}
+
+/// Hand out what a whole body taken as one frame yields.
+fn drive_body(body: &[u8], max_frame: usize, sink: &mut dyn FnMut(Event<'_>)) {
+    let (bytes, offset) = body_frame(body);
     if bytes.len() > max_frame {
         let preview = &bytes[..PREVIEW_BYTES.min(max_frame + 1)];
         sink(Event::Oversize { offset, preview });
-    } else if !bytes
-        .iter()
-        .all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
-    {
+    } else {
         sink(Event::Frame { offset, bytes });
     }
+}
+
+/// The parse error of an empty (or whitespace-only) body `frame` at `offset`: a POST body is
+/// one message, so it cannot be blank, unlike a line of a stream.
+fn empty_body<'py>(py: Python<'py>, frame: &[u8], offset: u64) -> PyResult<Bound<'py, PyList>> {
+    let failure = Failure {
+        code: PARSE_ERROR,
+        message: "Parse error: empty body".into(),
+        id: None,
+        start: 0,
+        end: frame.len(),
+        preview: frame[..frame.len().min(PREVIEW_BYTES)].to_vec(),
+        batch: None,
+        notification: false,
+    };
+    new_list(py, vec![frame_error(py, offset, failure, Some(frame))?])
 }
 
 /// Decode a whole body (an HTTP POST body) as one frame.
@@ -348,6 +378,10 @@ fn decode<'py>(
     let max_frame = max_frame.0.min(usize::MAX - 1);
     let input = input_buffer(data)?;
     let body = input.bytes(py);
+    let (frame, offset) = body_frame(body);
+    if frame.len() <= max_frame && is_blank_body(frame) {
+        return empty_body(py, frame, offset);
+    }
     let heavy = body.len() > if lazy { DETACH_AT } else { EAGER_DETACH_AT };
     let run = Run {
         input: &input,
@@ -385,6 +419,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(decode, m)?)?;
     m.add_function(wrap_pyfunction!(splice_id, m)?)?;
     m.add("MAX_DEPTH", MAX_DEPTH)?;
+    m.add("MAX_INT_DIGITS", MAX_INT_DIGITS)?;
     m.add("DEFAULT_MAX_FRAME", DEFAULT_MAX_FRAME)?;
     m.add("PREVIEW_BYTES", PREVIEW_BYTES)?;
     Ok(())

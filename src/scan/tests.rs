@@ -143,3 +143,25 @@ fn next_special_finds_the_first() {
         }
     }
 }
+
+#[test]
+fn integers_beyond_the_digit_limit_are_refused() {
+    let at_limit = "9".repeat(MAX_INT_DIGITS);
+    let over = "9".repeat(MAX_INT_DIGITS + 1);
+    for (text, ok) in [
+        (at_limit.clone(), true),
+        (format!("-{at_limit}"), true),
+        (over.clone(), false),
+        (format!("-{over}"), false),
+        (format!("{over}.5"), true),
+        (format!("{over}e3"), true),
+        (format!("0.{over}"), true),
+    ] {
+        assert_eq!(ours(text.as_bytes()), ok, "{:.20}", text);
+        assert_eq!(number_end(text.as_bytes(), 0).is_ok(), ok, "{:.20}", text);
+        // the shape has no limit: it is how over-long literals are found
+        assert!(number_shape(text.as_bytes(), 0).is_ok_and(|(end, _)| end == text.len()));
+    }
+    let (_, digits) = number_shape(format!("-{over}").as_bytes(), 0).unwrap();
+    assert_eq!(digits, Some(MAX_INT_DIGITS + 1));
+}

@@ -25,7 +25,7 @@ MESSAGE_FIELDS = (
     "offset",
     "batch",
 )
-ERROR_FIELDS = ("code", "message", "id", "offset", "preview", "batch", "notification")
+ERROR_FIELDS = ("code", "message", "id", "offset", "preview", "batch", "notification", "raw")
 
 
 def split_at(data: bytes, points: Iterable[int]) -> list[bytes]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from types import ModuleType
 
 import pytest
@@ -322,8 +323,30 @@ def test_decode_pretty_printed_body(backend: ModuleType) -> None:
 
 
 @pytest.mark.parametrize("body", [b"", b" ", b"\n", b"\r\n\t \n", BOM, BOM + b"\n "], ids=repr)
-def test_decode_blank_body(backend: ModuleType, body: bytes) -> None:
-    assert backend.decode(body) == []
+def test_decode_blank_body_is_a_parse_error(backend: ModuleType, body: bytes) -> None:
+    # A POST body is one message: empty is not "no message" (a blank line of a stream is skipped).
+    frame = body.removeprefix(BOM)
+    offset = len(body) - len(frame)
+    (error,) = backend.decode(body)
+    assert (error.code, error.message, error.id) == (-32700, "Parse error: empty body", None)
+    assert (error.offset, error.preview, error.raw, error.batch, error.notification) == (
+        offset,
+        frame,
+        frame,
+        None,
+        False,
+    )
+    assert json.loads(error.to_response()) == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": -32700, "message": "Parse error: empty body"},
+    }
+
+
+@pytest.mark.parametrize("lazy", [False, True], ids=["eager", "lazy"])
+def test_blank_body_over_max_frame_is_oversize(backend: ModuleType, lazy: bool) -> None:
+    (error,) = backend.decode(b" " * 11, max_frame=10, lazy=lazy)
+    assert ((error.code, error.message), error.raw) == (oversize(10), None)
 
 
 def test_decode_drops_leading_bom(backend: ModuleType) -> None:

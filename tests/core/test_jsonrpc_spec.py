@@ -144,11 +144,16 @@ def test_invalid_inputs(backend: ModuleType, body: bytes, replies: list[tuple[in
         assert parsed["error"] == {"code": error.code, "message": error.message}
 
 
-def test_invalid_request_with_method_is_a_notification(backend: ModuleType) -> None:
-    # The spec answers it with id null; MCP never answers a notification, and `notification` says so.
-    (error,) = backend.decode(b'{"jsonrpc": "2.0", "method": 1, "params": "bar"}')
+def test_invalid_request_without_id_is_answered(backend: ModuleType) -> None:
+    # The spec's own example (section 7): an invalid Request object is no notification, even without
+    # an "id": it is answered with -32600 and id null. `notification` is False, so a server answers.
+    frame = b'{"jsonrpc": "2.0", "method": 1, "params": "bar"}'
+    (error,) = backend.decode(frame)
+    assert (error.code, error.id, error.notification, error.raw) == (-32600, None, False, frame)
     assert error.message == 'Invalid Request: "method" must be a string'
-    assert error.notification is True
+    parsed = reply(error)
+    assert (parsed["jsonrpc"], parsed["id"], parsed["error"]["code"]) == ("2.0", None, -32600)
+    assert parsed["error"]["message"].startswith("Invalid Request")
 
 
 MIXED_BATCH = b"""[
@@ -226,3 +231,24 @@ def test_spec_responses_round_trip_through_encoders(backend: ModuleType) -> None
         ("error", "1", None, -32601),
         ("error", None, None, -32700),
     ]
+
+
+def test_invalid_notifications_in_a_batch_are_each_answered(backend: ModuleType) -> None:
+    # Each invalid element is an Invalid Request of its own; the valid notification stays unanswered.
+    elements = [
+        b'{"jsonrpc": "2.0", "method": 1, "params": "bar"}',
+        b'{"jsonrpc": "2.0", "method": "notify"}',
+        b'{"method": "no_version"}',
+        b'{"jsonrpc": "2.0", "method": "m", "params": 3}',
+    ]
+    frame = b"[" + b", ".join(elements) + b"]"
+    first, note, second, third = backend.decode(frame)
+    assert (note.kind, note.batch) == ("notification", 1)
+    errors = [first, second, third]
+    assert [(e.code, e.id, e.notification, e.batch) for e in errors] == [
+        (-32600, None, False, 0),
+        (-32600, None, False, 2),
+        (-32600, None, False, 3),
+    ]
+    assert [e.raw for e in errors] == [elements[0], elements[2], elements[3]]
+    assert [reply(e)["id"] for e in errors] == [None, None, None]

@@ -12,6 +12,7 @@ from mcpframe import core, errors
 NAMES = [
     "DEFAULT_MAX_FRAME",
     "MAX_DEPTH",
+    "MAX_INT_DIGITS",
     "PREVIEW_BYTES",
     "Correlator",
     "Decoder",

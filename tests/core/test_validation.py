@@ -32,7 +32,8 @@ from .contract_text import (
     utf8_at,
 )
 
-# (frame, code, message, FrameError.id, FrameError.notification)
+# (frame, code, message, FrameError.id, FrameError.notification). An invalid envelope is an Invalid
+# Request even with "method" and no "id" (JSON-RPC 2.0 section 5): notification is always False.
 ERRORS = [
     # 1. UTF-8
     pytest.param(b'{"jsonrpc":"2.0","method":"\xff"}', PARSE, utf8_at(27), None, False, id="utf8-ff"),
@@ -113,12 +114,12 @@ ERRORS = [
     # 5.1 jsonrpc
     pytest.param(b'{"id":7,"method":"m"}', INVALID, NO_JSONRPC, 7, False, id="no-jsonrpc"),
     pytest.param(b"{}", INVALID, NO_JSONRPC, None, False, id="empty-object"),
-    pytest.param(b'{"method":"m"}', INVALID, NO_JSONRPC, None, True, id="no-jsonrpc-notification"),
+    pytest.param(b'{"method":"m"}', INVALID, NO_JSONRPC, None, False, id="no-jsonrpc-notification"),
     pytest.param(
         b'{"jsonrpc":"1.0","id":"a","method":"m"}', INVALID, BAD_JSONRPC, "a", False, id="jsonrpc-1.0"
     ),
     pytest.param(b'{"jsonrpc":2.0,"id":1,"result":1}', INVALID, BAD_JSONRPC, 1, False, id="jsonrpc-number"),
-    pytest.param(b'{"jsonrpc":null,"method":"m"}', INVALID, BAD_JSONRPC, None, True, id="jsonrpc-null"),
+    pytest.param(b'{"jsonrpc":null,"method":"m"}', INVALID, BAD_JSONRPC, None, False, id="jsonrpc-null"),
     pytest.param(
         b'{"jsonrpc":"2.0 ","id":1,"method":"m"}', INVALID, BAD_JSONRPC, 1, False, id="jsonrpc-space"
     ),
@@ -126,12 +127,12 @@ ERRORS = [
         b'{"jsonrpc":["2.0"],"id":1,"method":"m"}', INVALID, BAD_JSONRPC, 1, False, id="jsonrpc-array"
     ),
     pytest.param(
-        b'{"jsonrpc":"1.0","method":1,"result":2}', INVALID, BAD_JSONRPC, None, True, id="jsonrpc-first"
+        b'{"jsonrpc":"1.0","method":1,"result":2}', INVALID, BAD_JSONRPC, None, False, id="jsonrpc-first"
     ),
     # 5.2 requests and notifications
     pytest.param(b'{"jsonrpc":"2.0","id":1,"method":1}', INVALID, METHOD_TYPE, 1, False, id="method-number"),
-    pytest.param(b'{"jsonrpc":"2.0","method":null}', INVALID, METHOD_TYPE, None, True, id="method-null"),
-    pytest.param(b'{"jsonrpc":"2.0","method":["m"]}', INVALID, METHOD_TYPE, None, True, id="method-array"),
+    pytest.param(b'{"jsonrpc":"2.0","method":null}', INVALID, METHOD_TYPE, None, False, id="method-null"),
+    pytest.param(b'{"jsonrpc":"2.0","method":["m"]}', INVALID, METHOD_TYPE, None, False, id="method-array"),
     pytest.param(
         b'{"jsonrpc":"2.0","method":1,"result":1,"id":null}',
         INVALID,
@@ -153,7 +154,7 @@ ERRORS = [
         INVALID,
         REQ_WITH_RESULT,
         None,
-        True,
+        False,
         id="req-null-error",
     ),
     pytest.param(
@@ -168,10 +169,10 @@ ERRORS = [
         b'{"jsonrpc":"2.0","id":1,"method":"m","params":1}', INVALID, PARAMS_TYPE, 1, False, id="params-1"
     ),
     pytest.param(
-        b'{"jsonrpc":"2.0","method":"m","params":"a"}', INVALID, PARAMS_TYPE, None, True, id="params-str"
+        b'{"jsonrpc":"2.0","method":"m","params":"a"}', INVALID, PARAMS_TYPE, None, False, id="params-str"
     ),
     pytest.param(
-        b'{"jsonrpc":"2.0","method":"m","params":null}', INVALID, PARAMS_TYPE, None, True, id="params-null"
+        b'{"jsonrpc":"2.0","method":"m","params":null}', INVALID, PARAMS_TYPE, None, False, id="params-null"
     ),
     pytest.param(
         b'{"jsonrpc":"2.0","method":"m","params":true,"id":null}',
@@ -308,14 +309,14 @@ def test_frame_errors(backend: ModuleType, lazy: bool, frame: bytes, expected: t
     assert error.id == error_id
     assert type(error.id) is type(error_id)
     assert error.notification is notification
-    assert (error.offset, error.preview, error.batch) == (len(prefix), frame[:64], None)
+    assert (error.offset, error.preview, error.batch, error.raw) == (len(prefix), frame[:64], None, frame)
 
 
 @pytest.mark.parametrize(("frame", "expected"), ERROR_CASES)
 def test_frame_errors_one_shot(backend: ModuleType, frame: bytes, expected: tuple[object, ...]) -> None:
     (error,) = backend.decode(frame)
     assert (error.code, error.message, error.id, error.notification) == expected
-    assert (error.offset, error.preview) == (0, frame[:64])
+    assert (error.offset, error.preview, error.raw) == (0, frame[:64], frame)
 
 
 VALID = [

@@ -182,11 +182,11 @@ async def test_malformed_frames_are_answered_and_the_connection_survives() -> No
         item = await peer.receive()
         assert item.id == 5
         assert item.error["code"] == core.INVALID_REQUEST
-        # an invalid notification is never answered, not even with an error
+        # an invalid notification is an Invalid Request (JSON-RPC 2.0 section 5): answered, id null
         await peer.send(b'{"jsonrpc":"1.0","method":"notifications/x"}\n')
         await peer.request(6, "ping")
         reply, seen = await peer.until(6)
-        assert seen == []
+        assert [(i.kind, i.id, i.error["code"]) for i in seen] == [("error", None, core.INVALID_REQUEST)]
         assert reply.result == {}
         assert_clean(session)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from mcpframe._pycore.correlation import Correlator, IdMap
 from mcpframe._pycore.depth import MAX_DEPTH
+from mcpframe._pycore.digits import MAX_INT_DIGITS
 from mcpframe._pycore.encode import (
     encode,
     encode_error,
@@ -26,6 +27,7 @@ __all__ = [
     "DEFAULT_MAX_FRAME",
     "INVALID_REQUEST",
     "MAX_DEPTH",
+    "MAX_INT_DIGITS",
     "PARSE_ERROR",
     "PREVIEW_BYTES",
     "Correlator",

@@ -17,7 +17,7 @@ from typing import Any, Final
 
 import orjson
 
-from mcpframe._pycore.parse import int_to_text
+from mcpframe._pycore.digits import int_to_text
 from mcpframe.errors import EncodeError
 
 __all__ = [

@@ -7,7 +7,7 @@ and then discarded up to its terminator.
 
 from __future__ import annotations
 
-from mcpframe._pycore.envelope import INVALID_REQUEST, PREVIEW_BYTES, decode_frame, make_error
+from mcpframe._pycore.envelope import INVALID_REQUEST, PARSE_ERROR, PREVIEW_BYTES, decode_frame, make_error
 from mcpframe._pycore.message import FrameError, Message
 from mcpframe.errors import DecoderClosedError
 
@@ -25,9 +25,10 @@ Item = Message | FrameError
 
 def _oversize(max_frame: int, offset: int, head: bytes) -> FrameError:
     # Only the first max_frame + 1 bytes are sure to have been seen when it is reported, however the
-    # stream was chunked, so the preview never goes further.
+    # stream was chunked, so the preview never goes further; its bytes were never all held: no raw.
     message = f"Invalid Request: frame exceeds the maximum size of {max_frame} bytes"
-    return make_error(INVALID_REQUEST, message, head[: max_frame + 1], offset)
+    preview = head[: min(max_frame + 1, PREVIEW_BYTES)]
+    return FrameError(INVALID_REQUEST, message, offset=offset, preview=preview)
 
 
 def _as_bytes(data: object) -> bytes:
@@ -233,7 +234,9 @@ def decode(
         start = len(_BOM)
     if len(raw) > max_frame:
         return [_oversize(max_frame, start, raw)]
+    if not raw.strip(_BODY_BLANK):
+        # A body is one message: unlike a line of a stream, it cannot be blank.
+        return [make_error(PARSE_ERROR, "Parse error: empty body", raw, start)]
     out: list[Item] = []
-    if raw.strip(_BODY_BLANK):
-        decode_frame(raw, start, batches, lazy, out)
+    decode_frame(raw, start, batches, lazy, out)
     return out

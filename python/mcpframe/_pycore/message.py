@@ -136,13 +136,17 @@ def _same(a: object, b: object) -> bool:
     return type(a) is type(b) and a == b
 
 
+_SIGNATURE = "FrameError(code: int, message: str, *, id, offset, preview, batch, notification, raw)"
+
+
 class FrameError:
     """A frame (or batch element) that is not a valid message: what to answer, and where it was.
 
-    ``FrameError(code, message, *, id=None, offset=0, preview=b"", batch=None, notification=False)``
+    ``FrameError(code, message, *, id=None, offset=0, preview=b"", batch=None, notification=False,
+    raw=None)``; ``raw`` holds the rejected bytes (``None`` for an oversize frame, never held whole).
     """
 
-    __slots__ = ("batch", "code", "id", "message", "notification", "offset", "preview")
+    __slots__ = ("batch", "code", "id", "message", "notification", "offset", "preview", "raw")
 
     code: int
     message: str
@@ -151,6 +155,7 @@ class FrameError:
     preview: bytes
     batch: int | None
     notification: bool
+    raw: bytes | None
 
     def __init__(
         self,
@@ -162,6 +167,7 @@ class FrameError:
         preview: bytes = b"",
         batch: int | None = None,
         notification: bool = False,
+        raw: bytes | None = None,
     ) -> None:
         setattr_ = object.__setattr__
         setattr_(self, "code", code)
@@ -171,6 +177,7 @@ class FrameError:
         setattr_(self, "preview", bytes(preview))
         setattr_(self, "batch", batch)
         setattr_(self, "notification", notification)
+        setattr_(self, "raw", _optional_bytes(raw))
         _check_fields(self)
 
     def __setattr__(self, name: str, value: object) -> NoReturn:
@@ -194,6 +201,7 @@ class FrameError:
             and self.preview == other.preview
             and self.batch == other.batch
             and self.notification == other.notification
+            and self.raw == other.raw
         )
 
     __hash__ = None  # type: ignore[assignment]
@@ -213,7 +221,15 @@ def _check_fields(error: FrameError) -> None:
         and isinstance(error.notification, bool)
     )
     if not ok:
-        raise TypeError("FrameError(code: int, message: str, *, id, offset, preview, batch, notification)")
+        raise TypeError(_SIGNATURE)
+
+
+def _optional_bytes(value: object) -> bytes | None:
+    if value is None:
+        return None
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value)
+    raise TypeError(_SIGNATURE)
 
 
 def _is_int(v: object) -> bool:

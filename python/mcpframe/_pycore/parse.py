@@ -1,10 +1,12 @@
 """JSON text to Python values with the core contract's semantics (validation steps 1-3 of a frame).
 
 The fast path is one ``msgspec.json`` decode per frame: it is strict where the contract is strict
-(UTF-8, control characters, lone surrogate escapes, trailing commas, ``NaN``) and keeps integers of
-any size exact. Whatever it rejects goes to the reference path, which is the definition: Python's
-``json`` with ``NaN``/``Infinity`` rejected, exact integers of any length, literals beyond the double
-range read as ``inf`` (``1e400``) and a check for lone surrogates, which ``json`` would accept.
+(UTF-8, control characters, lone surrogate escapes, trailing commas, ``NaN``) and keeps integers
+exact (up to ``sys.int_max_str_digits``: it refuses longer ones). Whatever it rejects goes to the
+reference path, which is the definition: Python's ``json`` with ``NaN``/``Infinity`` rejected, exact
+integers whatever ``int_max_str_digits`` says (literals beyond the contract's digit limit never get
+here: see ``digits``), literals beyond the double range read as ``inf`` (``1e400``) and a check for
+lone surrogates, which ``json`` would accept.
 """
 
 from __future__ import annotations
@@ -16,14 +18,13 @@ from typing import Any, NoReturn
 import msgspec
 
 from mcpframe._pycore.depth import MAX_DEPTH, too_deep, too_deep_json
+from mcpframe._pycore.digits import int_from_text
 
 __all__ = [
     "DEPTH_ERROR",
     "INVALID_JSON",
     "InvalidFrame",
     "fast_decode",
-    "int_from_text",
-    "int_to_text",
     "parse",
     "parse_reference",
 ]
@@ -34,14 +35,6 @@ DEPTH_ERROR = f"Parse error: nesting deeper than {MAX_DEPTH} levels"
 fast_decode = msgspec.json.Decoder().decode
 _ESCAPE = re.compile(rb"\\(?:u([0-9a-fA-F]{4})|.)", re.DOTALL)
 _HIGH, _LOW, _LOW_END = 0xD800, 0xDC00, 0xDFFF
-
-# int(str) and str(int) refuse more than sys.get_int_max_str_digits() digits (4300 by default).
-_DIGITS_PER_STEP = 4000
-_STEP_LIMIT = 10**_DIGITS_PER_STEP
-
-
-def _pow10(exponent: int) -> int:
-    return int(10**exponent)
 
 
 class InvalidFrame(Exception):
@@ -103,34 +96,3 @@ def _has_lone_surrogate(raw: bytes) -> bool:
         elif _LOW <= unit <= _LOW_END:
             return True
     return high_end >= 0
-
-
-def int_from_text(text: str) -> int:
-    """``int(text)`` for a JSON integer of any length.
-
-    >>> int_from_text("-" + "9" * 9000) == -(10**9000 - 1)
-    True
-    """
-    if len(text) <= _DIGITS_PER_STEP:
-        return int(text)
-    if text[0] == "-":
-        return -int_from_text(text[1:])
-    low_digits = len(text) // 2
-    high = int_from_text(text[:-low_digits])
-    return high * _pow10(low_digits) + int_from_text(text[-low_digits:])
-
-
-def int_to_text(value: int) -> str:
-    """``str(value)`` for an integer of any size (``int`` subclasses give their integer value).
-
-    >>> int_to_text(-(10**9000)) == "-1" + "0" * 9000
-    True
-    """
-    value = int.__int__(value)
-    if -_STEP_LIMIT < value < _STEP_LIMIT:
-        return int.__repr__(value)
-    if value < 0:
-        return "-" + int_to_text(-value)
-    low_digits = value.bit_length() * 3 // 20  # about half of the decimal digits
-    high, low = divmod(value, _pow10(low_digits))
-    return int_to_text(high) + int_to_text(low).rjust(low_digits, "0")

@@ -7,9 +7,11 @@
 use std::ops::Range;
 use std::sync::Arc;
 
+use pyo3::exceptions::PyMemoryError;
+use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBytes, PyInt, PyList, PyString};
+use pyo3::types::{PyBytes, PyList, PyString};
 
 use crate::envelope::{
     self, Envelope, Failure, Id, Item, Kind, OwnedId, Payloads, Text, INVALID_REQUEST,
@@ -17,8 +19,10 @@ use crate::envelope::{
 use crate::framing::{Checked, Event};
 
 use super::frame_error::FrameError;
+use super::guard::{guarded, internal_error};
 use super::message::{parse_json, Message};
 use super::methods::Methods;
+use super::values::big_int;
 
 /// The bytes that message spans refer to.
 pub(crate) enum Buffer {
@@ -85,6 +89,7 @@ pub(crate) fn oversize_failure(max_frame: usize, preview: &[u8]) -> Failure {
         message: message.into(),
         id: None,
         start: 0,
+        end: 0,
         preview: preview.to_vec(),
         batch: None,
         notification: false,
@@ -97,17 +102,21 @@ struct FrameRec {
     offset: u64,
     /// Where the frame starts in the input chunk, or which of `assembled` it is.
     place: Place,
+    /// Its length.
+    len: usize,
 }
 
 #[derive(Clone, Copy)]
 enum Place {
     Input(usize),
     Assembled(usize),
+    /// An oversize frame: its bytes were never held.
+    Nowhere,
 }
 
 /// What one chunk (or one `decode` body) yields, before any Python object exists.
 pub(crate) struct Collected {
-    /// Frames reassembled from several chunks that yielded messages (kept, not copied).
+    /// Frames reassembled from several chunks (kept, not copied).
     assembled: Vec<Vec<u8>>,
     items: Vec<Item<Py<PyAny>>>,
     frames: Vec<FrameRec>,
@@ -152,23 +161,30 @@ impl<P: Payloads<Value = Py<PyAny>>> Collector<P> {
         let items = &mut self.out.items;
         let place = (self.input, self.input_utf8);
         let (_, at) = validate_frame(bytes, place, self.batches, &mut self.payloads, items);
-        let end = items.len();
+        let (end, len) = (items.len(), bytes.len());
         let place = Place::Input(at);
-        self.out.frames.push(FrameRec { end, offset, place });
+        self.out.frames.push(FrameRec {
+            end,
+            offset,
+            place,
+            len,
+        });
     }
 
     /// Validate one reassembled frame, keeping its buffer if it yields messages.
     pub(crate) fn assembled(&mut self, offset: u64, bytes: Vec<u8>, checked: Checked) {
         let items = &mut self.out.items;
-        let start = items.len();
         let known = (checked.utf8, checked.opening);
         envelope::validate_counted(&bytes, known, self.batches, &mut self.payloads, items);
         let place = Place::Assembled(self.out.assembled.len());
-        if items[start..].iter().any(|i| matches!(i, Item::Message(_))) {
-            self.out.assembled.push(bytes);
-        }
-        let end = items.len();
-        self.out.frames.push(FrameRec { end, offset, place });
+        let (end, len) = (items.len(), bytes.len());
+        self.out.assembled.push(bytes);
+        self.out.frames.push(FrameRec {
+            end,
+            offset,
+            place,
+            len,
+        });
     }
 
     /// Report a frame longer than `max_frame`.
@@ -176,8 +192,13 @@ impl<P: Payloads<Value = Py<PyAny>>> Collector<P> {
         let failure = oversize_failure(self.max_frame, preview);
         self.out.items.push(Item::Failure(failure));
         let end = self.out.items.len();
-        let place = Place::Input(0);
-        self.out.frames.push(FrameRec { end, offset, place });
+        let place = Place::Nowhere;
+        self.out.frames.push(FrameRec {
+            end,
+            offset,
+            place,
+            len: 0,
+        });
     }
 
     /// Handle one framer event.
@@ -200,12 +221,12 @@ impl<P: Payloads<Value = Py<PyAny>>> Collector<P> {
 }
 
 /// The Python list of `Message`/`FrameError` for what was collected; `input` is the buffer of the
-/// input chunk the collector saw.
+/// input chunk the collector saw. Each frame's objects are built under the guard (see `guard`).
 pub(crate) fn to_python<'py>(
     py: Python<'py>,
     collected: Collected,
     input: &Buffer,
-    lazy: bool,
+    (batches, lazy): (bool, bool),
     methods: &mut Methods,
 ) -> PyResult<Bound<'py, PyList>> {
     let assembled: Vec<Buffer> = collected
@@ -218,21 +239,58 @@ pub(crate) fn to_python<'py>(
     let mut done = 0;
     for frame in collected.frames {
         let (buf, base) = match frame.place {
-            Place::Input(at) => (input, at),
-            Place::Assembled(index) => (assembled.get(index).unwrap_or(&Buffer::Empty), 0),
+            Place::Input(at) => (input, Some(at)),
+            Place::Assembled(index) => (assembled.get(index).unwrap_or(&Buffer::Empty), Some(0)),
+            Place::Nowhere => (&Buffer::Empty, None),
         };
-        for item in items.by_ref().take(frame.end - done) {
-            objects.push(match item {
-                Item::Message(e) => {
-                    let place = (buf, base, frame.offset);
-                    message(py, place, e, lazy, methods)?
-                }
-                Item::Failure(f) => frame_error(py, frame.offset, f)?,
-            });
-        }
+        let bytes = base.and_then(|at| buf.bytes(py).get(at..at + frame.len));
+        let mut these = items.by_ref().take(frame.end - done);
         done = frame.end;
+        let mark = objects.len();
+        let built = guarded(py, || {
+            for item in these.by_ref() {
+                objects.push(match item {
+                    Item::Message(e) => {
+                        let place = (buf, base.unwrap_or(0), frame.offset);
+                        message(py, place, e, lazy, methods)?
+                    }
+                    Item::Failure(f) => frame_error(py, frame.offset, f, bytes)?,
+                });
+            }
+            Ok(())
+        });
+        these.for_each(drop);
+        if let Err(name) = built {
+            objects.truncate(mark);
+            let frame_bytes = bytes.unwrap_or_default();
+            objects.push(internal_error(
+                py,
+                frame_bytes,
+                frame.offset,
+                batches,
+                &name,
+            )?);
+        }
     }
-    PyList::new(py, objects)
+    new_list(py, objects)
+}
+
+/// A list of `items`, or the `MemoryError` of its allocation (`PyList::new` would panic).
+pub(crate) fn new_list<'py>(
+    py: Python<'py>,
+    items: Vec<Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyList>> {
+    let len = ffi::Py_ssize_t::try_from(items.len())
+        .map_err(|_| PyMemoryError::new_err("too many items for a list"))?;
+    // SAFETY: `PyList_New` returns a new list of `len` empty slots or NULL with an exception
+    // set; each slot below `len` is then filled exactly once with a reference it takes over.
+    unsafe {
+        let list = Bound::from_owned_ptr_or_err(py, ffi::PyList_New(len))?;
+        for (i, item) in items.into_iter().enumerate() {
+            ffi::PyList_SET_ITEM(list.as_ptr(), i as ffi::Py_ssize_t, item.into_ptr());
+        }
+        Ok(list.cast_into_unchecked())
+    }
 }
 
 /// The text of a method or id string of a validated frame.
@@ -243,14 +301,10 @@ fn frame_text<'a>(frame: &'a [u8], text: &'a Text) -> &'a str {
     unsafe { std::str::from_utf8_unchecked(text.as_bytes(frame)) }
 }
 
-fn big_int<'py>(py: Python<'py>, literal: &str) -> PyResult<Bound<'py, PyAny>> {
-    py.get_type::<PyInt>().call1((literal,))
-}
-
 fn id_object<'py>(py: Python<'py>, frame: &[u8], id: Id) -> PyResult<Bound<'py, PyAny>> {
     match id {
         Id::Int(i) => Ok(i.into_pyobject(py)?.into_any()),
-        Id::Big(r) => big_int(py, std::str::from_utf8(&frame[r]).unwrap_or_default()),
+        Id::Big(r) => big_int(py, &frame[r]),
         Id::Str(t) => Ok(PyString::new(py, frame_text(frame, &t)).into_any()),
     }
 }
@@ -258,7 +312,7 @@ fn id_object<'py>(py: Python<'py>, frame: &[u8], id: Id) -> PyResult<Bound<'py, 
 fn owned_id_object(py: Python<'_>, id: OwnedId) -> PyResult<Bound<'_, PyAny>> {
     match id {
         OwnedId::Int(i) => Ok(i.into_pyobject(py)?.into_any()),
-        OwnedId::Big(s) => big_int(py, &s),
+        OwnedId::Big(s) => big_int(py, s.as_bytes()),
         OwnedId::Str(s) => Ok(PyString::new(py, &s).into_any()),
     }
 }
@@ -313,11 +367,19 @@ pub(crate) fn message<'py>(
     Ok(object.into_any())
 }
 
-pub(crate) fn frame_error(py: Python<'_>, offset: u64, f: Failure) -> PyResult<Bound<'_, PyAny>> {
+/// The `FrameError` for `f`, whose offsets are relative to `frame` (`None` for an oversize frame,
+/// whose bytes were never held: its `raw` is then `None`).
+pub(crate) fn frame_error<'py>(
+    py: Python<'py>,
+    offset: u64,
+    f: Failure,
+    frame: Option<&[u8]>,
+) -> PyResult<Bound<'py, PyAny>> {
     let id = match f.id {
         Some(id) => Some(owned_id_object(py, id)?.unbind()),
         None => None,
     };
+    let raw = frame.and_then(|bytes| bytes.get(f.start..f.end));
     let e = FrameError {
         code: f.code,
         message: PyString::new(py, &f.message).unbind(),
@@ -326,6 +388,7 @@ pub(crate) fn frame_error(py: Python<'_>, offset: u64, f: Failure) -> PyResult<B
         preview: PyBytes::new(py, &f.preview).unbind(),
         batch: f.batch,
         notification: f.notification,
+        raw: raw.map(|r| PyBytes::new(py, r).unbind()),
     };
     Ok(Bound::new(py, e)?.into_any())
 }

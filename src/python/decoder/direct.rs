@@ -6,15 +6,18 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 
-use crate::envelope::{self, Item, Payloads};
+use crate::envelope::{self, Item};
 use crate::framing::{Checked, Event};
 
-use super::build::{frame_error, input_place, message, oversize_failure, validate_frame};
+use super::build::{frame_error, input_place, message, new_list, oversize_failure, validate_frame};
 use super::build::{Buffer, InputPlace};
+use super::guard::{guarded, internal_error};
 use super::methods::Methods;
+use super::values::PyPayloads;
 
-/// The framer's sink when the GIL is held: builds `Message`/`FrameError` objects frame by frame.
-pub(crate) struct Direct<'a, 'py, P: Payloads<Value = Py<PyAny>>> {
+/// The framer's sink when the GIL is held: builds `Message`/`FrameError` objects frame by frame,
+/// each frame under the guard (see `guard`).
+pub(crate) struct Direct<'a, 'py, P: PyPayloads> {
     py: Python<'py>,
     batches: bool,
     lazy: bool,
@@ -28,7 +31,7 @@ pub(crate) struct Direct<'a, 'py, P: Payloads<Value = Py<PyAny>>> {
     error: Option<PyErr>,
 }
 
-impl<'a, 'py, P: Payloads<Value = Py<PyAny>>> Direct<'a, 'py, P> {
+impl<'a, 'py, P: PyPayloads> Direct<'a, 'py, P> {
     /// A sink for the frames of `input` (whose bytes are `chunk`).
     pub(crate) fn new(
         py: Python<'py>,
@@ -66,7 +69,7 @@ impl<'a, 'py, P: Payloads<Value = Py<PyAny>>> Direct<'a, 'py, P> {
             } => self.assembled(offset, bytes, checked),
             Event::Oversize { offset, preview } => {
                 let failure = oversize_failure(self.max_frame, preview);
-                frame_error(self.py, offset, failure).map(|e| self.objects.push(e))
+                frame_error(self.py, offset, failure, None).map(|e| self.objects.push(e))
             }
         };
         if let Err(e) = done {
@@ -75,29 +78,60 @@ impl<'a, 'py, P: Payloads<Value = Py<PyAny>>> Direct<'a, 'py, P> {
     }
 
     fn frame(&mut self, offset: u64, bytes: &[u8]) -> PyResult<()> {
-        let (batches, payloads) = (self.batches, &mut self.payloads);
-        let (_, at) = validate_frame(bytes, self.place, batches, payloads, &mut self.scratch);
-        self.build(self.input, at, offset)
+        let mark = self.objects.len();
+        let built = guarded(self.py, || {
+            let (batches, payloads) = (self.batches, &mut self.payloads);
+            let (_, at) = validate_frame(bytes, self.place, batches, payloads, &mut self.scratch);
+            self.build((self.input, at), bytes, offset)
+        });
+        self.settle(built, mark, bytes, offset)
     }
 
     /// A frame reassembled from several chunks: its buffer becomes the messages' buffer.
     fn assembled(&mut self, offset: u64, bytes: Vec<u8>, checked: Checked) -> PyResult<()> {
-        let (batches, payloads) = (self.batches, &mut self.payloads);
-        let known = (checked.utf8, checked.opening);
-        envelope::validate_counted(&bytes, known, batches, payloads, &mut self.scratch);
+        let mark = self.objects.len();
         let own = Buffer::Shared(Arc::new(bytes));
-        self.build(&own, 0, offset)
+        let frame = own.bytes(self.py);
+        let built = guarded(self.py, || {
+            let (batches, payloads) = (self.batches, &mut self.payloads);
+            let known = (checked.utf8, checked.opening);
+            envelope::validate_counted(frame, known, batches, payloads, &mut self.scratch);
+            self.build((&own, 0), frame, offset)
+        });
+        self.settle(built, mark, frame, offset)
     }
 
-    /// The objects for what the last frame (at `base` in `buf`) yielded.
-    fn build(&mut self, buf: &Buffer, base: usize, offset: u64) -> PyResult<()> {
+    /// The objects for what the last frame (`frame`, at `base` in `buf`) yielded; a Python error
+    /// met by the payload builder during its validation is raised here.
+    fn build(&mut self, (buf, base): (&Buffer, usize), frame: &[u8], offset: u64) -> PyResult<()> {
+        if let Some(err) = self.payloads.take_error() {
+            return Err(err);
+        }
         for item in self.scratch.drain(..) {
             self.objects.push(match item {
                 Item::Message(e) => {
                     message(self.py, (buf, base, offset), e, self.lazy, self.methods)?
                 }
-                Item::Failure(f) => frame_error(self.py, offset, f)?,
+                Item::Failure(f) => frame_error(self.py, offset, f, Some(frame))?,
             });
+        }
+        Ok(())
+    }
+
+    /// After a frame: if building it failed, what it built is dropped and one internal-error
+    /// `FrameError` stands for it.
+    fn settle(
+        &mut self,
+        built: Result<(), String>,
+        mark: usize,
+        frame: &[u8],
+        offset: u64,
+    ) -> PyResult<()> {
+        if let Err(name) = built {
+            self.scratch.clear();
+            self.objects.truncate(mark);
+            let error = internal_error(self.py, frame, offset, self.batches, &name)?;
+            self.objects.push(error);
         }
         Ok(())
     }
@@ -107,6 +141,6 @@ impl<'a, 'py, P: Payloads<Value = Py<PyAny>>> Direct<'a, 'py, P> {
         if let Some(e) = self.error {
             return Err(e);
         }
-        Ok((PyList::new(self.py, self.objects)?, self.payloads))
+        Ok((new_list(self.py, self.objects)?, self.payloads))
     }
 }

@@ -17,10 +17,17 @@ pub(crate) struct FrameError {
     pub(crate) preview: Py<PyBytes>,
     pub(crate) batch: Option<u32>,
     pub(crate) notification: bool,
+    /// The rejected frame's (or batch element's) bytes; `None` for an oversize frame.
+    pub(crate) raw: Option<Py<PyBytes>>,
 }
 
 const SIGNATURE: &str =
-    "FrameError(code: int, message: str, *, id, offset, preview, batch, notification)";
+    "FrameError(code: int, message: str, *, id, offset, preview, batch, notification, raw)";
+
+/// `bytes`, `bytearray` or `memoryview` as an owned byte vector (a copy).
+fn byte_arg(py: Python<'_>, v: &Bound<'_, PyAny>) -> Option<Vec<u8>> {
+    super::input_buffer(v).ok().map(|b| b.bytes(py).to_vec())
+}
 
 /// An `int` that is not a `bool`.
 fn is_int(v: &Bound<'_, PyAny>) -> bool {
@@ -56,6 +63,8 @@ impl FrameError {
             && self.notification == other.notification
             && self.message.bind(py).as_any().eq(other.message.bind(py))?
             && self.preview.bind(py).as_bytes() == other.preview.bind(py).as_bytes()
+            && self.raw.as_ref().map(|r| r.bind(py).as_bytes())
+                == other.raw.as_ref().map(|r| r.bind(py).as_bytes())
             && same(py, &self.id, &other.id)?)
     }
 }
@@ -64,9 +73,10 @@ impl FrameError {
 impl FrameError {
     #[new]
     #[pyo3(
-        signature = (code, message, *, id = None, offset = None, preview = None, batch = None, notification = None),
-        text_signature = "(code, message, *, id=None, offset=0, preview=b'', batch=None, notification=False)"
+        signature = (code, message, *, id = None, offset = None, preview = None, batch = None, notification = None, raw = None),
+        text_signature = "(code, message, *, id=None, offset=0, preview=b'', batch=None, notification=False, raw=None)"
     )]
+    #[allow(clippy::too_many_arguments)] // the contract's keyword arguments, one per field
     fn new(
         code: &Bound<'_, PyAny>,
         message: &Bound<'_, PyAny>,
@@ -75,6 +85,7 @@ impl FrameError {
         preview: Option<&Bound<'_, PyAny>>,
         batch: Option<&Bound<'_, PyAny>>,
         notification: Option<&Bound<'_, PyAny>>,
+        raw: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let py = code.py();
         let wrong = || PyTypeError::new_err(SIGNATURE);
@@ -83,11 +94,12 @@ impl FrameError {
             .is_none_or(|v| v.is_instance_of::<PyString>() || is_int(v));
         let message = message.cast::<PyString>().map_err(|_| wrong())?;
         let preview = match preview {
-            Some(p) => super::input_buffer(p)
-                .map_err(|_| wrong())?
-                .bytes(py)
-                .to_vec(),
+            Some(p) => byte_arg(py, p).ok_or_else(wrong)?,
             None => Vec::new(),
+        };
+        let raw = match raw {
+            Some(r) if !r.is_none() => Some(byte_arg(py, r).ok_or_else(wrong)?),
+            _ => None,
         };
         let batch = match batch {
             Some(b) => Some(int_arg::<u32>(b).ok_or_else(wrong)?),
@@ -113,6 +125,7 @@ impl FrameError {
             preview: PyBytes::new(py, &preview).unbind(),
             batch,
             notification,
+            raw: raw.map(|r| PyBytes::new(py, &r).unbind()),
         })
     }
 
@@ -149,6 +162,11 @@ impl FrameError {
     #[getter]
     fn notification(&self) -> bool {
         self.notification
+    }
+
+    #[getter]
+    fn raw(&self, py: Python<'_>) -> Option<Py<PyBytes>> {
+        self.raw.as_ref().map(|r| r.clone_ref(py))
     }
 
     /// The NDJSON error response for this error.

@@ -9,7 +9,9 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString};
 
-use crate::envelope::Payloads;
+use num_bigint::BigInt;
+
+use crate::envelope::{Payloads, Skip};
 use crate::scan::{number_end, string_end, ws, Invalid, Scan};
 
 /// Why building stopped: bad JSON (a frame error) or a Python failure (raised to the caller).
@@ -41,7 +43,7 @@ fn new_str<'py>(py: Python<'py>, s: &str) -> Bound<'py, PyString> {
 
 /// The `str` of `s` (not all ASCII) made the way CPython stores it: the narrowest kind that
 /// holds its largest character, read off the UTF-8 lead bytes, then filled in one decoding pass
-/// (`None` if the allocation failed: the caller's path raises the memory error).
+/// (`None` if the allocation failed: the caller then tries `PyString::new`).
 fn utf8_str<'py>(py: Python<'py>, s: &str) -> Option<Bound<'py, PyString>> {
     let bytes = s.as_bytes();
     let (mut chars, mut top) = (0usize, 0u8);
@@ -63,7 +65,7 @@ fn utf8_str<'py>(py: Python<'py>, s: &str) -> Option<Bound<'py, PyString>> {
     // the kind `maxchar` selects (1, 2 or 4 bytes), each written once below, as `decode_into`
     // writes exactly one unit per character; the values fit the kind by the choice above.
     unsafe {
-        let string = Bound::from_owned_ptr_or_opt(py, ffi::PyUnicode_New(size, maxchar))?;
+        let string = new_unicode(py, size, maxchar)?;
         let data = ffi::PyUnicode_DATA(string.as_ptr());
         match maxchar {
             0xFF => decode_into(bytes, data.cast::<u8>(), |c| c as u8),
@@ -72,6 +74,22 @@ fn utf8_str<'py>(py: Python<'py>, s: &str) -> Option<Bound<'py, PyString>> {
         }
         Some(string.cast_into_unchecked())
     }
+}
+
+/// A new, unfilled `str` of `size` characters up to `maxchar`, or `None` if the allocation failed.
+/// The `MemoryError` is then taken: the caller falls back to another way of building the string,
+/// which raises (panics) in turn if memory is still short, and must not succeed with an exception
+/// left set.
+///
+/// # Safety
+/// The caller must fill the string's `size` characters before it is used.
+unsafe fn new_unicode(py: Python<'_>, size: isize, maxchar: u32) -> Option<Bound<'_, PyAny>> {
+    // SAFETY: `PyUnicode_New` returns a new reference or NULL with an exception set.
+    let string = unsafe { Bound::from_owned_ptr_or_opt(py, ffi::PyUnicode_New(size, maxchar)) };
+    if string.is_none() {
+        drop(PyErr::take(py));
+    }
+    string
 }
 
 /// Write the code points of valid UTF-8 `s`, converted by `unit`, to `out`, one per character;
@@ -132,13 +150,13 @@ fn big_ascii<'py>(py: Python<'py>, s: &[u8]) -> Option<Bound<'py, PyString>> {
         return None;
     }
     let len = isize::try_from(s.len()).ok()?;
-    // SAFETY: `PyUnicode_New` returns a new reference or null (then `None`: the caller's path
-    // raises the memory error); with a maximum character of 127 it is a compact ASCII string whose
+    // SAFETY: `new_unicode` gives a new string or `None` (the caller then tries another way);
+    // with a maximum character of 127 it is a compact ASCII string whose
     // data is `s.len()` writable bytes (then its terminating NUL, written by `PyUnicode_New`).
     // Only ASCII blocks are copied in; if a block is not, the string (never exposed, its
     // contents never read) is dropped.
     unsafe {
-        let string = Bound::from_owned_ptr_or_opt(py, ffi::PyUnicode_New(len, 127))?;
+        let string = new_unicode(py, len, 127)?;
         let data = ffi::PyUnicode_DATA(string.as_ptr()).cast::<u8>();
         if s.len() >= crate::pages::HUGE_FROM {
             crate::pages::advise_huge(data, s.len());
@@ -285,7 +303,7 @@ pub(crate) struct PyValues<'a, 'py> {
     /// Items of the arrays being built (nested arrays stack theirs above their parent's).
     items: Vec<Bound<'py, PyAny>>,
     /// A Python error met while building (the scan then stops as if the JSON were bad).
-    pub(crate) error: Option<PyErr>,
+    error: Option<PyErr>,
 }
 
 type Built<'py> = Result<(Bound<'py, PyAny>, usize), Fail>;
@@ -400,9 +418,38 @@ fn number<'py>(py: Python<'py>, literal: &str, int: bool) -> Result<Bound<'py, P
     } else if let Ok(i) = literal.parse::<i64>() {
         Ok(PyInt::new(py, i).into_any())
     } else {
-        py.get_type::<PyInt>().call1((literal,))
+        big_int(py, literal.as_bytes())
     };
     built.map_err(Fail::Py)
+}
+
+/// The `int` of a JSON integer literal beyond 64 bits (at most `MAX_INT_DIGITS` digits: the scan
+/// refuses longer ones). Read into binary limbs in Rust and handed to CPython as bytes, so neither
+/// `sys.int_max_str_digits` nor CPython's quadratic `int(str)` is involved.
+pub(crate) fn big_int<'py>(py: Python<'py>, literal: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+    match BigInt::parse_bytes(literal, 10) {
+        Some(value) => Ok(value.into_pyobject(py)?.into_any()),
+        None => Err(PyValueError::new_err("invalid JSON integer")),
+    }
+}
+
+/// A payload builder of the bindings: it may meet a Python error, which stops the scan as if the
+/// JSON were bad; the caller takes it to tell the two apart.
+pub(crate) trait PyPayloads: Payloads<Value = Py<PyAny>> {
+    /// The Python error met since the last call, if any.
+    fn take_error(&mut self) -> Option<PyErr>;
+}
+
+impl PyPayloads for Skip<Py<PyAny>> {
+    fn take_error(&mut self) -> Option<PyErr> {
+        None
+    }
+}
+
+impl PyPayloads for PyValues<'_, '_> {
+    fn take_error(&mut self) -> Option<PyErr> {
+        self.error.take()
+    }
 }
 
 impl Payloads for PyValues<'_, '_> {

@@ -13,6 +13,7 @@ use pyo3::prelude::*;
 
 use super::bytes_out::BytesOut;
 use super::cpython311::{small_int, Entries};
+use crate::digits;
 use crate::encode::{self, Output, MAX_CONTAINER_DEPTH};
 
 /// Why a value could not be encoded.
@@ -25,6 +26,8 @@ pub(crate) enum Failure {
     Recursion,
     /// `str is not valid UTF-8: surrogates not allowed`.
     Surrogates,
+    /// `Integer exceeds the limit of {MAX_INT_DIGITS} digits`.
+    LongInt,
     /// A Python error raised underneath (e.g. `MemoryError`), passed on as is.
     Python(PyErr),
 }
@@ -39,6 +42,7 @@ impl Failure {
             Failure::Surrogates => {
                 Some("str is not valid UTF-8: surrogates not allowed".to_owned())
             }
+            Failure::LongInt => Some(digits::encode_limit_message()),
             Failure::Python(_) => None,
         }
     }
@@ -253,6 +257,7 @@ impl<'py> Walker<'py> {
         // SAFETY: `ptr` is a live int (or subclass).
         let obj = unsafe { Borrowed::from_ptr(self.py, ptr) };
         match obj.extract::<BigInt>() {
+            Ok(big) if digits::exceeds_limit(&big) => self.fail(Failure::LongInt),
             Ok(big) => {
                 encode::write_bigint(&mut self.out, &big);
                 Ok(())
