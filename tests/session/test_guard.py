@@ -16,7 +16,7 @@ import pytest
 from tests.session._support import RawPeer
 
 from mcpframe import core, jsonrpc
-from mcpframe.session import Request, Session
+from mcpframe.session import JSONRPCError, Request, Session
 from mcpframe.transports import memory_pair
 
 pytestmark = pytest.mark.anyio
@@ -154,4 +154,22 @@ async def test_a_session_whose_reading_fails_ends_and_logs_why_once(caplog: pyte
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR and r.name == "mcpframe.session"]
     assert [r.getMessage() for r in errors] == [
         "the session ended: reading from the peer failed: reset by peer"
+    ]
+
+
+async def test_an_error_whose_data_cannot_be_encoded_is_answered_without_it() -> None:
+    async def handler(req: Request) -> Any:
+        raise JSONRPCError(-32602, "bad params", {"why": object()})
+
+    left, right = memory_pair()
+    session = Session(right, request_handler=handler)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(session.run)
+        peer = RawPeer(left)
+        with anyio.fail_after(10):
+            await peer.send(core.encode_request(1, "x") + core.encode_request(2, "x"))
+            answers = [await peer.receive(), await peer.receive()]
+        await session.aclose()
+    assert [(a.id, a.error) for a in answers] == [
+        (rid, {"code": -32602, "message": "bad params"}) for rid in (1, 2)
     ]

@@ -35,7 +35,11 @@ def error_frame(rid: Id, exc: JSONRPCError) -> bytes:
 def failure_frame(request: Request, exc: Exception) -> bytes:
     """The error response for a handler that raised ``exc`` (call it in the ``except`` block)."""
     if isinstance(exc, JSONRPCError):
-        return error_frame(request.id, exc)
+        try:
+            return error_frame(request.id, exc)
+        except Exception as bad:  # its ``data`` cannot be encoded: the error goes out without it
+            logger.error("error data of %r (id %r) cannot be encoded: %s", request.method, request.id, bad)
+            return error_frame(request.id, JSONRPCError(exc.code, exc.message))
     logger.exception("handler for %r (id %r) failed", request.method, request.id)
     return error_frame(
         request.id, JSONRPCError(jsonrpc.INTERNAL_ERROR, f"Internal error ({type(exc).__name__})")
@@ -47,7 +51,7 @@ def result_frame(request: Request, result: Any) -> bytes:
     rid = request.id
     try:
         frame: bytes = core.encode_result(rid, result)
-    except (EncodeError, TypeError) as exc:
+    except (EncodeError, TypeError, ValueError, OverflowError) as exc:
         logger.error("result of %r (id %r) cannot be encoded: %s", request.method, rid, exc)
         message = f"Internal error: the result is not JSON serializable: {exc}"
         return error_frame(rid, JSONRPCError(jsonrpc.INTERNAL_ERROR, message))
