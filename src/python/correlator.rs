@@ -1,7 +1,8 @@
 //! Python bindings of the correlation tables: `Correlator` (pending outgoing requests) here and
 //! `IdMap` (proxy id remapping) in `correlator/idmap.rs`, both over `crate::correlation`. The
 //! exception messages (`DuplicateIdError`, `UnknownIdError`, `PendingLimitError`) follow the contract
-//! and use the Python `repr()` of the id the caller passed. Integer arguments are read from Python
+//! and show the id as `id_text` writes it (the digits of an integer at any `int_max_str_digits`, the
+//! `repr()` of a string). Integer arguments are read from Python
 //! ints of any size, so an out-of-range option is the contract's `ValueError`, never an
 //! `OverflowError` from the conversion.
 
@@ -12,6 +13,7 @@ use pyo3::{PyTraverseError, PyVisit};
 
 use super::errors::new_error;
 use crate::correlation::{FirstIdOutOfRange, PendingError, PendingTable, RequestId};
+use crate::digits::{self, MAX_INT_DIGITS};
 
 mod idmap;
 
@@ -114,12 +116,25 @@ fn id_object<'py>(py: Python<'py>, key: &RequestId) -> PyResult<Bound<'py, PyAny
     })
 }
 
-/// The exception for a failed table operation on `key`; messages use the `repr()` of the plain
-/// `int` or `str` id.
+/// The id as an error message shows it: the `repr()` of a string, the digits of an integer (written
+/// here, so that `sys.set_int_max_str_digits()` cannot make the message fail), and beyond
+/// `MAX_INT_DIGITS` digits a name instead of the digits (such an id can be neither decoded nor encoded).
+fn id_text(py: Python<'_>, key: &RequestId) -> PyResult<String> {
+    Ok(match key {
+        RequestId::Int(small) => small.to_string(),
+        RequestId::Big(big) if digits::exceeds_limit(big) => {
+            format!("<an integer of more than {MAX_INT_DIGITS} digits>")
+        }
+        RequestId::Big(big) => big.to_string(),
+        RequestId::Str(_) => id_object(py, key)?.repr()?.to_string(),
+    })
+}
+
+/// The exception for a failed table operation on `key`; messages show the id as `id_text` writes it.
 #[cold]
 fn pending_error(py: Python<'_>, key: Option<&RequestId>, error: PendingError) -> PyErr {
     let repr = || match key {
-        Some(key) => Ok(id_object(py, key)?.repr()?.to_string()),
+        Some(key) => id_text(py, key),
         None => Ok(String::new()),
     };
     let result: PyResult<PyErr> = match error {

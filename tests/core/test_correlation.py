@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from types import ModuleType
 
 import pytest
@@ -459,3 +460,35 @@ def test_idmap_bad_downstream_id(backend: ModuleType, bad: object) -> None:
     with pytest.raises(TypeError):
         idmap.outbound(1, bad)
     assert len(idmap) == 0
+
+
+@pytest.mark.parametrize(
+    ("rid", "shown"),
+    [
+        (10**700, "1" + "0" * 700),
+        (-(10**4299), "-1" + "0" * 4299),
+        (10**4300, "<an integer of more than 4300 digits>"),
+        (-(10**9000), "<an integer of more than 4300 digits>"),
+    ],
+    ids=["701-digits", "4300-digits", "4301-digits", "9001-digits"],
+)
+def test_error_messages_show_ids_of_any_size(backend: ModuleType, rid: int, shown: str) -> None:
+    """The messages write an integer id out whatever ``int_max_str_digits`` is (``repr`` would raise
+    ``ValueError`` past it) and name one beyond ``MAX_INT_DIGITS`` digits; the classes never change."""
+    limit = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(640)
+    try:
+        correlator, idmap = backend.Correlator(), backend.IdMap()
+        correlator.register(rid, "w")
+        with pytest.raises(DuplicateIdError) as duplicate:
+            correlator.register(rid, "again")
+        with pytest.raises(UnknownIdError) as unknown:
+            correlator.resolve(rid + 1)
+        idmap.outbound(1, rid)
+        with pytest.raises(DuplicateIdError) as remapped:
+            idmap.outbound(1, rid)
+    finally:
+        sys.set_int_max_str_digits(limit)
+    assert str(duplicate.value) == f"request id {shown} is already in flight"
+    assert str(remapped.value) == f"request id {shown} is already in flight"
+    assert "no request in flight with id " in str(unknown.value)

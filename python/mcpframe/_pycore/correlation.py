@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Container
 from typing import Final
 
-from mcpframe.errors import DuplicateIdError, PendingLimitError, UnknownIdError
+from mcpframe._pycore.digits import MAX_INT_DIGITS, int_to_text
+from mcpframe.errors import DuplicateIdError, EncodeError, PendingLimitError, UnknownIdError
 
 __all__ = ["Correlator", "IdMap"]
 
@@ -76,12 +77,26 @@ def _free_id(start: int, busy: Container[object]) -> int:
     return ident
 
 
+def id_text(ident: Id) -> str:
+    """The id as an error message shows it: ``repr`` of a string, the digits of an integer.
+
+    An integer is written out whatever ``sys.set_int_max_str_digits()`` says (``repr`` would raise past it);
+    beyond ``MAX_INT_DIGITS`` digits it is named, not written: such an id can be neither decoded nor encoded.
+    """
+    if isinstance(ident, str):
+        return repr(ident)
+    try:
+        return int_to_text(ident)
+    except EncodeError:
+        return f"<an integer of more than {MAX_INT_DIGITS} digits>"
+
+
 def _duplicate(ident: Id) -> DuplicateIdError:
-    return DuplicateIdError(f"request id {ident!r} is already in flight")
+    return DuplicateIdError(f"request id {id_text(ident)} is already in flight")
 
 
 def _unknown(ident: Id) -> UnknownIdError:
-    return UnknownIdError(f"no request in flight with id {ident!r}")
+    return UnknownIdError(f"no request in flight with id {id_text(ident)}")
 
 
 def _too_many(limit: int) -> PendingLimitError:
