@@ -162,6 +162,7 @@ def hostile() -> dict[str, bytes]:
         "int_4301_in_notification_and_batch.ndjson": frame(
             b'[{"jsonrpc":"2.0","method":"n","params":[@]},{"jsonrpc":"2.0","id":1,"result":0}]', digits(4301)
         ),
+        "int_4301_digits_batch_element.ndjson": b"[" + digits(4301) + b", 2]\n[" + digits(4301, "-") + b"]\n",
         "float_long_mantissa.ndjson": frame(b'{"jsonrpc":"2.0","id":1,"result":@.5e-3}', digits(4400)),
         "ids_2_64.ndjson": b'{"jsonrpc":"2.0","id":18446744073709551616,"method":"m"}\n'
         b'{"jsonrpc":"2.0","id":-18446744073709551616,"result":1}\n',

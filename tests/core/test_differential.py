@@ -18,7 +18,7 @@ from functools import partial
 from types import ModuleType
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from mcpframe.errors import DuplicateIdError, EncodeError, UnknownIdError
@@ -106,8 +106,13 @@ def test_decoders_agree_split_inside_utf8(both_backends: Any, stream: bytes, opt
         assert native == run_decoder(both_backends.python, chunks, options), f"split at {point}"
 
 
+# Found by the `structured` fuzz target: a batch element that is a bare over-long integer.
+LONG_ELEMENT = b"[" + b"1" * (MAX_INT_DIGITS + 1) + b", 2]"
+
+
 @fixtures_ok
 @given(body=frames() | streams(max_frames=2), lazy=st.booleans(), batches=st.booleans())
+@example(body=LONG_ELEMENT, lazy=False, batches=True)
 def test_one_shot_decode_agrees(both_backends: Any, body: bytes, lazy: bool, batches: bool) -> None:
     def run(backend: ModuleType) -> Any:
         def errors_raw() -> list[Any]:
