@@ -350,9 +350,13 @@ fn rescan_long_integers<P: Payloads>(
     if scan_frame(&copy, batches, payloads, out, &starts).is_err() {
         return false;
     }
-    // the previews were cut from the copy: show the frame's own bytes
+    // the previews were cut from the copy: show the frame's own bytes. A batch element that is a bare
+    // long literal ended after its stand-in's `0` in the copy: it ends where the literal does.
     for item in &mut out[before..] {
         if let Item::Failure(f) = item {
+            if let Some(r) = long.iter().find(|r| r.start < f.end && f.end < r.end) {
+                f.end = r.end;
+            }
             f.preview = preview(frame, &(f.start..f.end));
         }
     }

@@ -427,3 +427,20 @@ fn long_integers_with_batches_refused() {
     };
     assert_eq!((f.message.as_ref(), f.batch), (NO_BATCHES, None));
 }
+
+#[test]
+fn a_bare_long_integer_element_spans_the_whole_literal() {
+    let n = digits(4301);
+    let frame = format!(r#"[-{n} , {{"jsonrpc":"2.0","method":"x"}}]"#);
+    let v = items(frame.as_bytes());
+    let [Item::Failure(f), Item::Message(m)] = v.as_slice() else {
+        panic!("{v:?}");
+    };
+    assert_eq!((f.message.as_ref(), f.batch), (NOT_OBJECT, Some(0)));
+    assert_eq!(
+        &frame.as_bytes()[f.start..f.end],
+        format!("-{n}").as_bytes()
+    );
+    assert_eq!(f.preview, frame.as_bytes()[1..1 + PREVIEW_BYTES].to_vec());
+    assert_eq!(m.kind, Kind::Notification);
+}
