@@ -31,13 +31,17 @@ fails is lost (it is answered ``-32603`` with ``id: null``).
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import re
 from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 from mcpframe import core, jsonrpc
 from mcpframe.session.batch import Batch
+from mcpframe.session.errors import JSONRPCError
+from mcpframe.session.outgoing import Pending
 
 if TYPE_CHECKING:
     from mcpframe.session.peer import Session
@@ -47,6 +51,23 @@ __all__ = ["Intake"]
 logger = logging.getLogger("mcpframe.session")
 
 BATCH_REFUSAL: Final = "Invalid Request: batches are not supported"
+_LONG_DIGITS: Final = re.compile(rb"[0-9]{%d,}" % (core.MAX_INT_DIGITS + 1))
+
+
+def response_shaped(raw: bytes | None) -> bool:
+    """Whether a rejected frame is an object with ``result`` or ``error`` and no ``method``: a response.
+
+    Cold path (only rejected frames come here). Digit runs beyond the core's limit are shortened first
+    (inside a string that changes nothing of the frame's shape), so that the stdlib parser can read the
+    top-level members of a frame the core refused only for an over-long integer.
+    """
+    if not raw:
+        return False
+    try:
+        value = json.loads(_LONG_DIGITS.sub(b"0", raw))
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(value, dict) and "method" not in value and ("result" in value or "error" in value)
 
 
 class _Seal:
@@ -300,16 +321,27 @@ class Intake:
         return True
 
     def _frame_error(self, error: Any, room: bool) -> bool:
-        """A rejected frame: logged, and answered unless it is a notification (once the outbox has room)."""
+        """A rejected frame: logged, and answered unless it is a notification or a response (once the
+        outbox has room); a rejected response to one of our requests fails that request."""
         session = self._session
         if room and session._outbox.full:
             return False
         batch = self._batch_of(error)
         if batch is not _REFUSED:
             log_frame_error(error)
-            if not error.notification:
+            if response_shaped(error.raw):  # never answered: a response gets no response
+                self._fail_our_request(error)
+            elif not error.notification:
                 session._reply(error.to_response(), batch)
         return True
+
+    def _fail_our_request(self, error: Any) -> None:
+        """A rejected response to one of our own requests fails that request at once (it would wait for
+        its timeout otherwise), with the core's reason."""
+        rid = error.id
+        waiter = self._session._pending.pop(rid, None) if rid is not None else None
+        if isinstance(waiter, Pending):
+            waiter.fail(JSONRPCError(error.code, f"the peer's answer is invalid: {error.message}"))
 
     def _batch_of(self, item: Any) -> Any:
         """The batch ``item`` belongs to (``None`` outside one); its first element opens it, or refuses it."""
