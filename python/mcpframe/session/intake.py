@@ -79,6 +79,7 @@ class _Seal:
 
 
 _SEAL: Final = _Seal()
+_FRAME_ERROR: Final = core.FrameError
 _REFUSED: Final = object()  # the batch being handled is refused: skip its elements
 
 
@@ -193,6 +194,7 @@ class Intake:
         session = self._session
         outbox = session._outbox
         session._dispatching = outbox.holding = True
+        backlog = self._backlog
         try:
             in_batch = False
             for item in items:
@@ -200,13 +202,26 @@ class Intake:
                 if in_batch and (index is None or index == 0):
                     self._admit(_SEAL)
                 in_batch = index is not None
+                if (  # the common case, straight to the Session: a lone request with room, nothing waiting
+                    index is None
+                    and not backlog
+                    and type(item) is not _FRAME_ERROR
+                    and item.kind == "request"
+                    and session._has_room(item)
+                ):
+                    try:
+                        session._on_request(item, None)
+                    except Exception:
+                        logger.exception("handling a frame failed; the session goes on")
+                    continue
                 self._admit(item)
             if in_batch:
                 self._admit(_SEAL)
         finally:
             session._dispatching = outbox.holding = False
             outbox.flush_now()  # the answers of this chunk, in one write
-            self.steer()
+            if backlog or not self.reading or outbox.full:  # else steering would change nothing
+                self.steer()
 
     def _admit(self, item: Any) -> None:
         backlog = self._backlog

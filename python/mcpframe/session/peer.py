@@ -350,7 +350,7 @@ class Session(Requester):
     def _on_request(self, message: MessageLike, batch: Batch | None) -> None:
         rid = message.id
         assert rid is not None
-        if self._intake.dropped(rid):
+        if self._intake._dropped and self._intake.dropped(rid):
             return  # cancelled while it waited in the backlog: it never runs and is not answered
         incoming = self._incoming
         if rid in incoming or not self.request_handler:

@@ -234,9 +234,10 @@ class _NonBlocking:
                 callback(data)
             except Exception as exc:  # stops reading; ``pump`` raises it
                 self._eof = True
+                self._sync()
                 if waiter is not None and not waiter.done():
                     waiter.set_exception(exc)
-            self._sync()
+            # otherwise nothing _sync depends on changed here (``pause``/``resume`` sync themselves)
             return
         else:
             self._chunks.append(data)
