@@ -279,3 +279,19 @@ async def test_updates_from_a_foreign_thread() -> None:
         thread.start()
         await anyio.to_thread.run_sync(thread.join)
         assert await client.wait_for("notifications/resources/updated") == [{"uri": "x://text"}]
+
+
+async def test_change_notifications_that_say_the_same_wait_once() -> None:
+    """A change notification means "look again": the same one posted while it still waits is not queued
+    again, so a burst of changes costs one notification (and the queue stays bounded)."""
+    server = _server()
+    async with legacy(server) as client:
+        for _ in range(10_000):  # on the loop's thread, with no await between: all queued before any is sent
+            server.notify_list_changed("tools")
+            server.notify_list_changed("prompts")
+        await client.wait_for("notifications/prompts/list_changed")
+        await client.request("ping")
+        assert len(client.notes_of("notifications/tools/list_changed")) == 1
+        assert len(client.notes_of("notifications/prompts/list_changed")) == 1
+        server.notify_list_changed("tools")  # sent: nothing of its kind waits any more
+        await client.wait_for("notifications/tools/list_changed", count=2)

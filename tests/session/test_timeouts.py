@@ -12,6 +12,7 @@ from tests.session.test_session import assert_clean, connected
 from mcpframe import core, jsonrpc
 from mcpframe.errors import PendingLimitError
 from mcpframe.session import JSONRPCError, RequestTimeout, Session
+from mcpframe.session.requester import PROGRESS_QUEUE
 from mcpframe.transports import memory_pair
 
 pytestmark = pytest.mark.anyio
@@ -176,3 +177,43 @@ async def test_pending_limit() -> None:
             await client.request("ping")
         handlers.release.set()
     assert_clean(client, server)
+
+
+async def test_a_slow_progress_callback_gets_the_queued_updates_then_the_newest() -> None:
+    """10,000 progress notifications while the callback is busy: it sees the first ``PROGRESS_QUEUE``
+    queued behind it, then only the newest of the rest (a flood cannot grow the queue)."""
+    left, right = memory_pair()
+    peer = RawPeer(right)
+    busy, release, last_seen = anyio.Event(), anyio.Event(), anyio.Event()
+    calls: list[tuple[float, Any, Any]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        calls.append((progress, total, message))
+        busy.set()
+        if progress == 10_000:
+            last_seen.set()
+        await release.wait()
+
+    def progress(token: Any, i: int) -> bytes:
+        params = {"progressToken": token, "progress": i, "total": 10_000, "message": f"step {i}"}
+        return core.encode_notification("notifications/progress", params)
+
+    async with Session(left) as client, anyio.create_task_group() as tg:
+
+        async def serve() -> None:
+            request = await peer.receive()
+            token = request.params["_meta"]["progressToken"]
+            await peer.send(progress(token, 1))
+            await busy.wait()
+            await peer.send(b"".join(progress(token, i) for i in range(2, 10_001)))
+            await peer.request("barrier", "ping")  # answered once every notification before it was read
+            assert (await peer.receive()).id == "barrier"
+            release.set()
+            await last_seen.wait()
+            await peer.send(core.encode_result(request.id, "ok"))
+
+        tg.start_soon(serve)
+        with anyio.fail_after(20):
+            assert await client.request("work", {}, on_progress=on_progress) == "ok"
+    queued = [(i, 10_000, f"step {i}") for i in range(1, PROGRESS_QUEUE + 2)]
+    assert calls == [*queued, (10_000, 10_000, "step 10000")]

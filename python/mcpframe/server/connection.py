@@ -102,7 +102,9 @@ class ServerConnection:
         self.log_level = LOG_LEVELS["debug"]
         self.subscriptions: set[str] = set()
         self._listeners: dict[int | str, _Listener] = {}
+        # unbounded in type only: _enqueue keeps each (kind, value) in it once
         self._send, self._receive = anyio.create_memory_object_stream[tuple[str, str]](math.inf)
+        self._waiting: set[tuple[str, str]] = set()
         self._token: anyio.lowlevel.EventLoopToken | None = None
         self._loop_thread = 0
         self._call: CallInfo | None = None  # see _legacy_call
@@ -141,16 +143,27 @@ class ServerConnection:
         if self._token is None:
             return
         if threading.get_ident() == self._loop_thread:
-            self._send.send_nowait((kind, value))
+            self._enqueue((kind, value))
             return
         try:
-            anyio.from_thread.run_sync(self._send.send_nowait, (kind, value), token=self._token)
+            anyio.from_thread.run_sync(self._enqueue, (kind, value), token=self._token)
         except RuntimeError:  # the event loop is gone
             self._token = None
+
+    def _enqueue(self, change: tuple[str, str]) -> None:
+        """Queue ``change`` unless the same one already waits (on the loop's thread).
+
+        A change notification says "look again": two of the same kind waiting say no more than one, so
+        the queue holds each (kind, value) once and is bounded by the lists and subscribed URIs.
+        """
+        if change not in self._waiting:
+            self._waiting.add(change)
+            self._send.send_nowait(change)
 
     async def pump(self) -> None:
         """Deliver queued change notifications until cancelled."""
         async for kind, value in self._receive:
+            self._waiting.discard((kind, value))  # a change from now on is news again
             try:
                 await self._deliver(kind, value)
             except Exception:  # a closed peer must not end the pump for the others

@@ -19,7 +19,18 @@ Id = int | str
 class Pending:
     """Waits for the response to one outgoing request; progress pushes its deadline back (up to a cap)."""
 
-    __slots__ = ("event", "failure", "hard_deadline", "message", "method", "on_progress", "scope", "timeout")
+    __slots__ = (
+        "event",
+        "failure",
+        "hard_deadline",
+        "message",
+        "method",
+        "on_progress",
+        "progress_overflow",
+        "progress_queued",
+        "scope",
+        "timeout",
+    )
 
     def __init__(self, method: str, timeout: float | None, on_progress: ProgressCallback | None) -> None:
         self.method = method
@@ -30,6 +41,9 @@ class Pending:
         self.message: MessageLike | None = None
         self.failure: BaseException | None = None
         self.hard_deadline = math.inf
+        self.progress_queued = 0  # progress callbacks queued and not yet run
+        # past PROGRESS_QUEUE of those, the newest (progress, total, message) waits here, replacing older ones
+        self.progress_overflow: tuple[float, Any, Any] | None = None
 
     def arm(self, max_timeout: float | None) -> None:
         """Start the clock: the deadline is ``timeout`` from now, capped at ``max_timeout`` from now."""

@@ -11,6 +11,7 @@ running handlers) stays in ``Session``.
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Callable
 from contextlib import nullcontext
@@ -32,6 +33,27 @@ __all__ = ["Requester", "is_id"]
 logger = logging.getLogger("mcpframe.session")
 
 Id = int | str
+
+
+PROGRESS_QUEUE = 64
+"""Progress callbacks queued per request at most. A callback that keeps up sees every update; one that falls
+further behind sees the queued ones and then only the newest of the rest (progress only grows), so a peer
+flooding progress cannot grow our memory."""
+
+
+async def _report_progress(waiter: Pending, update: tuple[float, Any, Any]) -> None:
+    """Call ``waiter``'s progress callback with ``update``, then with the newest overflowed one, if any."""
+    waiter.progress_queued -= 1
+    callback = waiter.on_progress
+    assert callback is not None
+    outcome = callback(*update)
+    if inspect.isawaitable(outcome):
+        await outcome
+    if waiter.progress_queued == 0 and waiter.progress_overflow is not None:
+        newest, waiter.progress_overflow = waiter.progress_overflow, None
+        outcome = callback(*newest)
+        if inspect.isawaitable(outcome):
+            await outcome
 
 
 def is_id(value: object) -> bool:
@@ -85,9 +107,12 @@ class Requester:
         waiter.extend()
         progress = params.get("progress")
         if waiter.on_progress is not None and isinstance(progress, int | float):
-            total = params.get("total")
-            text = params.get("message")
-            self._queue(waiter.on_progress, progress, total, text)
+            update = (progress, params.get("total"), params.get("message"))
+            if waiter.progress_queued < PROGRESS_QUEUE:
+                waiter.progress_queued += 1
+                self._queue(_report_progress, waiter, update)
+            else:  # the callback is far behind: keep only the newest of the updates past the queue
+                waiter.progress_overflow = update
         return True
 
     def _on_response(self, message: MessageLike) -> None:
