@@ -104,3 +104,27 @@ async def test_a_503_without_retry_after_or_asking_too_long_is_not_retried() -> 
             with anyio.fail_after(10), pytest.raises(JSONRPCError):
                 await client.call_tool("t", {})
     assert len(calls) == 2
+
+
+async def test_a_rejected_server_request_sharing_our_id_does_not_fail_our_call() -> None:
+    """On the SSE stream of our POST, an invalid *request* of the server's that happens to carry our
+    request's id is dropped (and logged); the real answer after it still answers our call."""
+
+    async def handler(seen: Seen) -> Reply:
+        reply = await legacy(seen)
+        if reply is not None:
+            return reply
+        rid = json.dumps(seen.body["id"])
+        bogus = f'{{"jsonrpc": "2.0", "id": {rid}, "method": "sampling/createMessage", "params": 5}}'.encode()
+        answer = json.dumps(result(seen.body["id"], {"content": [{"type": "text", "text": "real"}]})).encode()
+
+        async def events() -> AsyncIterator[bytes]:
+            yield b"id: e-1\ndata: " + bogus + b"\n\n"
+            yield b"id: e-2\ndata: " + answer + b"\n\n"
+
+        return Reply(200, {"content-type": "text/event-stream"}, events())
+
+    async with serve_asgi(Scripted(handler)) as url, Client.http(url, mode="legacy") as client:
+        with anyio.fail_after(10):
+            answered = await client.call_tool("t", {})
+    assert answered["content"][0]["text"] == "real"

@@ -20,6 +20,7 @@ from anyio.streams.memory import MemoryObjectSendStream
 
 from mcpframe import core, jsonrpc
 from mcpframe._api import MessageLike
+from mcpframe.session.intake import response_shaped
 from mcpframe.transports.http.client_wire import (
     SSEParser,
     StreamState,
@@ -119,8 +120,8 @@ class AnswerReader:
         for item in items:
             if isinstance(item, core.FrameError):
                 logger.warning("dropping an invalid message from the server: %s", item.message)
-                if rid is None or item.id != rid or item.notification or found is not False:
-                    continue
+                if rid is None or item.id != rid or found is not False or not response_shaped(item.raw):
+                    continue  # not our answer (a rejected request of the server's may share its id)
                 # the answer to this request, unreadable (e.g. an over-long integer): fail the call, clearly
                 why = f"the server's answer is invalid: {item.message}"
                 item = synthesized_error(rid, item.code, why)  # noqa: PLW2901
