@@ -289,3 +289,98 @@ async def test_a_refused_batch_gets_one_error_with_a_null_id_and_the_session_goe
         answers = await peer.receive()
         second = await peer.receive()
         assert sorted([(answers.id, answers.batch), (second.id, second.batch)]) == [(1, 0), (2, 1)]
+
+
+class _Scripted:
+    """A transport that delivers ``chunks``, then EOF (its write side stays open), and keeps what is sent."""
+
+    def __init__(self, *chunks: bytes) -> None:
+        self.chunks = list(chunks)
+        self.sent: list[bytes] = []
+        self.eof = anyio.Event()
+
+    async def receive(self) -> bytes:
+        if self.chunks:
+            return self.chunks.pop(0)
+        self.eof.set()
+        return b""
+
+    async def send(self, data: bytes) -> None:
+        self.sent.append(data)
+
+    async def aclose(self) -> None:
+        pass
+
+
+async def test_notifications_waiting_in_the_backlog_at_eof_are_still_delivered() -> None:
+    """A handler waiting on the peer keeps reading on, so EOF can arrive while a request and a notification
+    wait in the backlog: the request is still answered and the notification still delivered."""
+    seen: list[str] = []
+
+    async def handler(request: Request) -> Any:
+        return await request.session.request("peer/question")  # fails at EOF: the peer will never answer
+
+    async def note(message: Any) -> None:
+        seen.append(message.method)
+
+    transport = _Scripted(
+        core.encode_request(1, "ask"),
+        core.encode_request(2, "ask") + core.encode_notification("n/important"),
+    )
+    session = Session(transport, request_handler=handler, notification_handler=note, max_in_flight=1)
+    with anyio.fail_after(10):
+        await session.run()
+    assert seen == ["n/important"]
+    frames = [item for chunk in transport.sent for item in core.Decoder().feed(chunk)]
+    assert sorted(m.id for m in frames if m.kind == "error") == [1, 2]
+
+
+async def test_answers_to_our_requests_in_a_batch_go_past_the_backlog() -> None:
+    """A handler waits on the peer while the next request waits in the backlog; the peer answers in a
+    (2025-03-26) batch: the answer reaches the handler at once instead of waiting behind the backlog."""
+    left, right = memory_pair()
+    peer = RawPeer(left)
+
+    async def handler(request: Request) -> Any:
+        return await request.session.request("peer/question")
+
+    async with Session(right, request_handler=handler, max_in_flight=1) as session:
+        with anyio.fail_after(10):
+            await peer.send(core.encode_request(1, "ask") + core.encode_request(2, "ask"))
+            first = await peer.receive()
+            assert (first.kind, first.method) == ("request", "peer/question")
+            await peer.send([{"jsonrpc": "2.0", "id": first.id, "result": "one"}])
+            answer, _ = await peer.until(1)
+            assert answer.result == "one"
+            second = await peer.receive()  # request 2 started only now, and asks in turn
+            assert second.method == "peer/question"
+            await peer.send(core.encode_result(second.id, "two"))
+            answer, _ = await peer.until(2)
+            assert answer.result == "two"
+        assert session.backlog == 0
+
+
+async def test_a_cancelled_request_in_a_refused_batch_does_not_swallow_a_later_one_with_its_id() -> None:
+    left, right = memory_pair()
+    peer = RawPeer(left)
+    gate = anyio.Event()
+
+    async def handler(request: Request) -> Any:
+        if request.method == "block":
+            await gate.wait()
+        return request.method
+
+    async with Session(right, request_handler=handler, max_in_flight=1, batches=False):
+        with anyio.fail_after(10):
+            await peer.send(
+                core.encode_request(1, "block")
+                + b'[{"jsonrpc":"2.0","id":7,"method":"x"}]\n'
+                + core.encode_notification("notifications/cancelled", {"requestId": 7})
+            )
+            gate.set()
+            answer, _ = await peer.until(1)
+            refusal = await peer.receive()  # the batch: refused as a whole, id null
+            assert (refusal.id, refusal.error["code"]) == (None, jsonrpc.INVALID_REQUEST)
+            await peer.request(7, "fresh")
+            answer, _ = await peer.until(7)
+    assert answer.result == "fresh"

@@ -11,13 +11,16 @@ handler's task), and reading resumes once it is empty. The backlog therefore hol
 What goes past the backlog: what the waiting requests may themselves be waiting for, or what concerns them.
 Responses to our own requests (and progress for them), or a handler waiting on the peer's answer could
 never finish; ``notifications/cancelled`` (a backlogged request it names is dropped unanswered, as a
-running one is cancelled); ``ping`` while there is room for it (up to twice the bound). Batch elements
-never go past: a batch is handled as a unit, in order.
+running one is cancelled); ``ping`` while there is room for it (up to twice the bound). A batch is
+handled as a unit, in order, except its answers to our requests: those are resolved at once and a stub
+keeps their place (a cancelled backlogged request leaves a stub too, so its batch keeps its shape).
 
 While one of our own requests waits for the peer's answer, reading goes on even with a backlog (the answer
 is somewhere in the unread input). The backlog is then capped at ``max_in_flight`` items; past the cap, a
-request is refused with ``-32603 "Server busy"`` (the only refusal left) and anything else is handled at
-once.
+request is refused with ``-32603 "Server busy"`` (the only refusal left), a notification is dropped with a
+warning once ``2 * max_in_flight`` wait for their handler, and anything else is handled at once. Batch
+elements are not capped there (a batch cannot be half refused): a known limit while a handler waits on the
+peer.
 
 Batches: every batch is decoded; with ``batches`` off (``Session.batches``, settable at any time; it is
 read when a batch's first element is handled) a batch is answered with one ``-32600`` error,
@@ -51,7 +54,8 @@ __all__ = ["Intake"]
 logger = logging.getLogger("mcpframe.session")
 
 BATCH_REFUSAL: Final = "Invalid Request: batches are not supported"
-_LONG_DIGITS: Final = re.compile(rb"[0-9]{%d,}" % (core.MAX_INT_DIGITS + 1))
+# the lookbehind starts a match only at the head of a digit run: each run is scanned once (linear)
+_LONG_DIGITS: Final = re.compile(rb"(?<![0-9])[0-9]{%d,}" % (core.MAX_INT_DIGITS + 1))
 
 
 def response_shaped(raw: bytes | None) -> bool:
@@ -79,6 +83,20 @@ class _Seal:
 
 
 _SEAL: Final = _Seal()
+
+
+class _Stub:
+    """Stands in the backlog for an element of a batch already dealt with (a cancelled request, a response
+    resolved ahead of the backlog): it keeps the batch's shape and runs nothing."""
+
+    __slots__ = ("batch", "offset")
+    kind = "stub"
+
+    def __init__(self, item: Any) -> None:
+        self.batch = item.batch
+        self.offset = item.offset
+
+
 _FRAME_ERROR: Final = core.FrameError
 _REFUSED: Final = object()  # the batch being handled is refused: skip its elements
 
@@ -101,7 +119,6 @@ class Intake:
         "_backlog",
         "_batch",
         "_decoder",
-        "_dropped",
         "_max_frame",
         "_pause",
         "_readable",
@@ -118,7 +135,6 @@ class Intake:
         self._decoder = core.Decoder(max_frame=max_frame)
         self.batches = batches
         self._backlog: deque[Any] = deque()
-        self._dropped: set[int | str] = set()  # backlogged requests cancelled before they started
         self._batch: Any = None  # the batch being handled: a Batch, _REFUSED, or None
         transport = session.transport
         self._pause: Callable[[], None] | None = getattr(transport, "pause_reading", None)
@@ -248,10 +264,12 @@ class Intake:
 
     def _bypass(self, item: Any) -> bool:
         """Handle ``item`` ahead of the backlog if it is one of what may go past it (module doc)."""
-        if item.batch is not None or isinstance(item, core.FrameError | _Seal):
+        if isinstance(item, core.FrameError | _Seal):
             return False
         kind = item.kind
         session = self._session
+        if item.batch is not None:
+            return self._batched_answer(item)
         if kind == "request":
             return item.method == "ping" and session._has_room(item) and self._run(item)
         if kind == "notification":
@@ -263,8 +281,29 @@ class Intake:
         session._on_response(item)
         return True
 
+    def _batched_answer(self, item: Any) -> bool:
+        """A batch waits as a unit, but its answers to our own requests cannot (a handler may be waiting
+        on one): resolved now, with a stub in the backlog in their place."""
+        if item.kind not in ("result", "error") or not self.batches:
+            return False
+        self._session._on_response(item)
+        self._backlog.append(_Stub(item))
+        return True
+
     def _overflow(self, item: Any) -> None:
         session = self._session
+        if (
+            not isinstance(item, core.FrameError)
+            and item.kind == "notification"
+            and session._jobs_queued >= 2 * session.max_in_flight
+        ):  # nothing answers a notification: past the jobs' hard bound it is dropped, and said so
+            logger.warning(
+                "dropped notification %r: %d notifications wait for their handler while this session"
+                " waits for the peer's answers",
+                item.method,
+                session._jobs_queued,
+            )
+            return
         if isinstance(item, core.FrameError) or item.kind != "request":
             self._run(item, room=False)
             return
@@ -284,17 +323,11 @@ class Intake:
         if request is not None:
             request.cancel()
             return
-        for item in self._backlog:
+        backlog = self._backlog
+        for index, item in enumerate(backlog):
             if getattr(item, "kind", None) == "request" and item.id == rid:
-                self._dropped.add(rid)
+                backlog[index] = _Stub(item)  # it never runs and is not answered; its batch keeps its shape
                 return
-
-    def dropped(self, rid: int | str) -> bool:
-        """Whether the request ``rid`` was cancelled while it waited (it is not to run); forgets it."""
-        if rid in self._dropped:
-            self._dropped.discard(rid)
-            return True
-        return False
 
     # ------------------------------------------------------------------ handling one item
 
@@ -307,6 +340,9 @@ class Intake:
             return True
 
     def _handle(self, item: Any, room: bool) -> bool:
+        if type(item) is _Stub:
+            self._batch_of(item)  # it may open its batch (or refuse it) for the elements after it
+            return True
         if item is _SEAL:
             batch, self._batch = self._batch, None
             if isinstance(batch, Batch):
@@ -423,6 +459,5 @@ class Intake:
     def clear(self) -> None:
         """The session is over: forget what waits."""
         self._backlog.clear()
-        self._dropped.clear()
         self._batch = None
         self._readable.set()  # a read loop waiting for room ends with the session

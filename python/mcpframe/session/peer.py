@@ -224,11 +224,11 @@ class Session(Requester):
         """EOF: nothing more can arrive; let running handlers answer (bounded), then flush the writes."""
         self._eof = True
         self._fail_pending(ConnectionClosed("the peer closed the connection"))
-        self._jobs_in.close()
         with anyio.move_on_after(self.drain_timeout):
             if self._incoming or self._intake.waiting:  # the backlog is still handled after EOF
                 self._handlers_idle = asyncio.Event()
                 await self._handlers_idle.wait()
+            self._jobs_in.close()  # only now: the backlog may still have held notifications
             assert self._jobs_done is not None
             await self._jobs_done.wait()  # queued notifications are still delivered
             await self._flush()
@@ -350,8 +350,6 @@ class Session(Requester):
     def _on_request(self, message: MessageLike, batch: Batch | None) -> None:
         rid = message.id
         assert rid is not None
-        if self._intake._dropped and self._intake.dropped(rid):
-            return  # cancelled while it waited in the backlog: it never runs and is not answered
         incoming = self._incoming
         if rid in incoming or not self.request_handler:
             self._reply(error_frame(rid, self._refusal(message)), batch)
@@ -433,7 +431,7 @@ class Session(Requester):
             self._jobs_in.send_nowait((func, args))
             self._jobs_queued += 1
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.WouldBlock):
-            logger.debug("dropping a notification: the session is closing")
+            logger.warning("dropped a notification for its handler: the session is closing")
 
     async def _job_worker(self) -> None:
         """Notification handlers and progress callbacks, one at a time, in arrival order."""
