@@ -384,3 +384,30 @@ async def test_a_cancelled_request_in_a_refused_batch_does_not_swallow_a_later_o
             await peer.request(7, "fresh")
             answer, _ = await peer.until(7)
     assert answer.result == "fresh"
+
+
+async def test_a_batch_past_the_cap_while_we_wait_on_the_peer_is_answered_busy_at_once() -> None:
+    """Reading goes on while a handler waits on the peer; a batch that then finds the backlog at its cap is
+    answered at once, as one array of "Server busy" errors, instead of growing the backlog."""
+    left, right = memory_pair()
+    peer = RawPeer(left)
+
+    async def handler(request: Request) -> Any:
+        return await request.session.request("peer/question")
+
+    batch = [
+        {"jsonrpc": "2.0", "id": 3, "method": "ask"},
+        {"jsonrpc": "2.0", "method": "n/ignored"},
+        {"jsonrpc": "2.0", "id": 4, "method": "ask"},
+    ]
+    async with Session(right, request_handler=handler, max_in_flight=1) as session:
+        with anyio.fail_after(10):
+            await peer.send(core.encode_request(1, "ask") + core.encode_request(2, "ask"))
+            question = await peer.receive()  # request 1 waits on us; request 2 waits in the backlog
+            await peer.send(batch)
+            busy = [await peer.receive(), await peer.receive()]
+            assert [(m.id, m.batch, m.error["code"]) for m in busy] == [(3, 0, -32603), (4, 1, -32603)]
+            assert session.backlog == 1
+            await peer.send(core.encode_result(question.id, "one"))
+            answer, _ = await peer.until(1)
+            assert answer.result == "one"

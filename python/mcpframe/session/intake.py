@@ -18,9 +18,9 @@ keeps their place (a cancelled backlogged request leaves a stub too, so its batc
 While one of our own requests waits for the peer's answer, reading goes on even with a backlog (the answer
 is somewhere in the unread input). The backlog is then capped at ``max_in_flight`` items; past the cap, a
 request is refused with ``-32603 "Server busy"`` (the only refusal left), a notification is dropped with a
-warning once ``2 * max_in_flight`` wait for their handler, and anything else is handled at once. Batch
-elements are not capped there (a batch cannot be half refused): a known limit while a handler waits on the
-peer.
+warning once ``2 * max_in_flight`` wait for their handler, and anything else is handled at once; a batch that
+starts past the cap is answered at once as a whole (its requests "Server busy"), so the backlog holds at most
+one batch beyond the cap.
 
 Batches: every batch is decoded; with ``batches`` off (``Session.batches``, settable at any time; it is
 read when a batch's first element is handled) a batch is answered with one ``-32600`` error,
@@ -54,6 +54,9 @@ __all__ = ["Intake"]
 logger = logging.getLogger("mcpframe.session")
 
 BATCH_REFUSAL: Final = "Invalid Request: batches are not supported"
+_BUSY_BATCH: Final = (
+    "Server busy: too many requests waiting while this session waits for the peer's answers; retry later"
+)
 # the lookbehind starts a match only at the head of a digit run: each run is scanned once (linear)
 _LONG_DIGITS: Final = re.compile(rb"(?<![0-9])[0-9]{%d,}" % (core.MAX_INT_DIGITS + 1))
 
@@ -118,6 +121,7 @@ class Intake:
     __slots__ = (
         "_backlog",
         "_batch",
+        "_busy",
         "_decoder",
         "_max_frame",
         "_pause",
@@ -136,6 +140,7 @@ class Intake:
         self.batches = batches
         self._backlog: deque[Any] = deque()
         self._batch: Any = None  # the batch being handled: a Batch, _REFUSED, or None
+        self._busy: Any = None  # a batch answered at once as busy (``_busy_batch``): Batch, _REFUSED or None
         transport = session.transport
         self._pause: Callable[[], None] | None = getattr(transport, "pause_reading", None)
         self._resume: Callable[[], None] | None = getattr(transport, "resume_reading", None)
@@ -245,6 +250,11 @@ class Intake:
             if not self._run(item):
                 backlog.append(item)
             return
+        if self._busy is not None or (
+            item.batch == 0 and len(backlog) >= self._session.max_in_flight and self._session.pending
+        ):
+            self._busy_batch(item)
+            return
         try:
             if self._bypass(item):
                 return
@@ -280,6 +290,36 @@ class Intake:
             return method == "notifications/progress" and session._on_progress(item.params)
         session._on_response(item)
         return True
+
+    def _busy_batch(self, item: Any) -> None:
+        """A batch that starts while the backlog is at its cap and reading goes on for the peer's answers is
+        answered at once, as a whole: its requests ``-32603 "Server busy"``, its answers to our requests
+        resolved, its notifications dropped (or one ``-32600`` when batches are off). The backlog never
+        holds more than one batch past its cap."""
+        session = self._session
+        if self._busy is None:  # its first element
+            if self.batches:
+                self._busy = Batch(session._write)
+            else:
+                self._busy = _REFUSED
+                session._write(core.encode_error(None, jsonrpc.INVALID_REQUEST, BATCH_REFUSAL))
+        busy = self._busy
+        if item is _SEAL:
+            self._busy = None
+            if isinstance(busy, Batch):
+                busy.seal()
+        elif not isinstance(item, core.FrameError) and item.kind in ("result", "error"):
+            session._on_response(item)
+        elif busy is _REFUSED:
+            return
+        elif isinstance(item, core.FrameError):
+            if not item.notification:
+                session._reply(item.to_response(), busy)
+        elif item.kind == "request":
+            busy.expect()
+            busy.answer(core.encode_error(item.id, jsonrpc.INTERNAL_ERROR, _BUSY_BATCH))
+        else:
+            logger.warning("dropped notification %r: its batch came while the session was busy", item.method)
 
     def _batched_answer(self, item: Any) -> bool:
         """A batch waits as a unit, but its answers to our own requests cannot (a handler may be waiting
@@ -459,5 +499,5 @@ class Intake:
     def clear(self) -> None:
         """The session is over: forget what waits."""
         self._backlog.clear()
-        self._batch = None
+        self._batch = self._busy = None
         self._readable.set()  # a read loop waiting for room ends with the session
