@@ -159,6 +159,22 @@ pub struct Failure {
     pub notification: bool,
 }
 
+impl Failure {
+    /// A failure of `frame` as a whole (not of one batch element): no id, its first bytes as preview.
+    pub fn of_frame(frame: &[u8], code: i64, message: Cow<'static, str>) -> Self {
+        Failure {
+            code,
+            message,
+            id: None,
+            start: 0,
+            end: frame.len(),
+            preview: frame[..frame.len().min(PREVIEW_BYTES)].to_vec(),
+            batch: None,
+            notification: false,
+        }
+    }
+}
+
 /// What one frame yields: messages and failures, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Item<V = ()> {
@@ -365,16 +381,7 @@ fn rescan_long_integers<P: Payloads>(
 
 /// A failure of the frame as a whole (steps 1-4 and batch-level rules).
 fn frame_failure<V>(frame: &[u8], code: i64, message: Cow<'static, str>) -> Item<V> {
-    Item::Failure(Failure {
-        code,
-        message,
-        id: None,
-        start: 0,
-        end: frame.len(),
-        preview: frame[..frame.len().min(PREVIEW_BYTES)].to_vec(),
-        batch: None,
-        notification: false,
-    })
+    Item::Failure(Failure::of_frame(frame, code, message))
 }
 
 fn classify_element<V>(

@@ -349,16 +349,7 @@ fn drive_body(body: &[u8], max_frame: usize, sink: &mut dyn FnMut(Event<'_>)) {
 /// The parse error of an empty (or whitespace-only) body `frame` at `offset`: a POST body is
 /// one message, so it cannot be blank, unlike a line of a stream.
 fn empty_body<'py>(py: Python<'py>, frame: &[u8], offset: u64) -> PyResult<Bound<'py, PyList>> {
-    let failure = Failure {
-        code: PARSE_ERROR,
-        message: "Parse error: empty body".into(),
-        id: None,
-        start: 0,
-        end: frame.len(),
-        preview: frame[..frame.len().min(PREVIEW_BYTES)].to_vec(),
-        batch: None,
-        notification: false,
-    };
+    let failure = Failure::of_frame(frame, PARSE_ERROR, "Parse error: empty body".into());
     new_list(py, vec![frame_error(py, offset, failure, Some(frame))?])
 }
 
