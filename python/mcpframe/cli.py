@@ -9,12 +9,14 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import platform
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+from mcpframe import __version__, core
 from mcpframe.bench.corpus import CORPORA
 from mcpframe.bench.report import environment, render, summary, to_json
 from mcpframe.bench.runner import Settings, run
@@ -25,8 +27,14 @@ __all__ = ["main"]
 _SERVE_MODULE = "mcpframe.server.cli"
 
 
+def _version() -> str:
+    """``mcpframe 0.1.0 (native core, Python 3.11.7)``: what a bug report needs first."""
+    return f"mcpframe {__version__} ({core.BACKEND} core, Python {platform.python_version()})"
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mcpframe", description="A fast, correct MCP wire layer.")
+    parser.add_argument("--version", action="version", version=_version(), help="print the version and exit")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     bench = commands.add_parser(
         "bench",
