@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import sys
 from types import ModuleType
 
 import pytest
@@ -472,23 +471,19 @@ def test_idmap_bad_downstream_id(backend: ModuleType, bad: object) -> None:
     ],
     ids=["701-digits", "4300-digits", "4301-digits", "9001-digits"],
 )
+@pytest.mark.usefixtures("low_str_digits")
 def test_error_messages_show_ids_of_any_size(backend: ModuleType, rid: int, shown: str) -> None:
     """The messages write an integer id out whatever ``int_max_str_digits`` is (``repr`` would raise
     ``ValueError`` past it) and name one beyond ``MAX_INT_DIGITS`` digits; the classes never change."""
-    limit = sys.get_int_max_str_digits()
-    sys.set_int_max_str_digits(640)
-    try:
-        correlator, idmap = backend.Correlator(), backend.IdMap()
-        correlator.register(rid, "w")
-        with pytest.raises(DuplicateIdError) as duplicate:
-            correlator.register(rid, "again")
-        with pytest.raises(UnknownIdError) as unknown:
-            correlator.resolve(rid + 1)
+    correlator, idmap = backend.Correlator(), backend.IdMap()
+    correlator.register(rid, "w")
+    with pytest.raises(DuplicateIdError) as duplicate:
+        correlator.register(rid, "again")
+    with pytest.raises(UnknownIdError) as unknown:
+        correlator.resolve(rid + 1)
+    idmap.outbound(1, rid)
+    with pytest.raises(DuplicateIdError) as remapped:
         idmap.outbound(1, rid)
-        with pytest.raises(DuplicateIdError) as remapped:
-            idmap.outbound(1, rid)
-    finally:
-        sys.set_int_max_str_digits(limit)
     assert str(duplicate.value) == f"request id {shown} is already in flight"
     assert str(remapped.value) == f"request id {shown} is already in flight"
     assert "no request in flight with id " in str(unknown.value)

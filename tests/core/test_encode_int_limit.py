@@ -7,8 +7,7 @@ one, decided by one comparison.
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -31,17 +30,6 @@ class Int(int):
         return "not this"
 
     __repr__ = __str__
-
-
-@pytest.fixture
-def low_str_digits() -> Iterator[None]:
-    """``sys.set_int_max_str_digits(640)`` (the smallest CPython allows) for the test, then restored."""
-    old = sys.get_int_max_str_digits()
-    sys.set_int_max_str_digits(640)
-    try:
-        yield
-    finally:
-        sys.set_int_max_str_digits(old)
 
 
 def calls(backend: ModuleType, v: int) -> dict[str, Callable[[], bytes]]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
@@ -30,17 +29,6 @@ def digits(n: int) -> str:
 
 AT_LIMIT = digits(LIMIT)
 AT_LIMIT_VALUE = int(AT_LIMIT)  # built at import time, under the default int_max_str_digits
-
-
-@pytest.fixture
-def low_str_digits() -> Iterator[None]:
-    """``sys.set_int_max_str_digits(640)`` (the smallest CPython allows) for the test, then restored."""
-    old = sys.get_int_max_str_digits()
-    sys.set_int_max_str_digits(640)
-    try:
-        yield
-    finally:
-        sys.set_int_max_str_digits(old)
 
 
 def frames_with(literal: str) -> dict[str, tuple[str, int | str | None]]:
