@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from mcpframe import core, jsonrpc
+from mcpframe import core
 from mcpframe._api import MessageLike
 from mcpframe.server.eras import PROTOCOL_VERSION_KEY
 
@@ -38,12 +38,9 @@ class Body:
     def decode(cls, data: bytes, *, max_frame: int, batches: bool) -> Body:
         """Decode with the core (one frame: the whole body) and sort the parts.
 
-        An empty or blank body is a parse error, as the core contract now says `decode` reports it; a core
-        that still returns no items for it gets the same `FrameError` here, so one path answers both.
+        The core never returns nothing: an empty or blank body is its `-32700 "Parse error: empty body"`.
         """
         items = core.decode(data, max_frame=max_frame, batches=batches)
-        if not items:
-            items = [core.FrameError(jsonrpc.PARSE_ERROR, "Parse error: empty body", preview=data[:32])]
         body = cls(items, any(getattr(item, "batch", None) is not None for item in items))
         for item in items:
             if isinstance(item, core.FrameError):
