@@ -75,8 +75,8 @@ def _uvicorn(app: Any, sock: socket.socket) -> None:
 
 
 def _mcpframe_app(json_answers: bool) -> Any:
+    from mcpframe.http.server import HttpOptions, StreamableHTTPServer  # noqa: PLC0415
     from mcpframe.server import Server  # noqa: PLC0415
-    from mcpframe.transports.http.server import HttpOptions, StreamableHTTPServer  # noqa: PLC0415
 
     server = Server("bench-http", version="1.0.0")
 

@@ -22,7 +22,7 @@ from mcpframe import core
 from mcpframe.client import Client
 from mcpframe.session import ConnectionClosed, Session
 from mcpframe.transports import RECEIVE_CHUNK, ProcessTransport, TransportClosedError, spawn
-from mcpframe.transports.stdio import _READ_AHEAD
+from mcpframe.transports.fd import _READ_AHEAD
 
 pytestmark = pytest.mark.anyio
 

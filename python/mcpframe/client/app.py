@@ -159,7 +159,7 @@ class Client(Methods):
     ) -> Client:
         """A client for a Streamable HTTP endpoint (needs ``mcpframe[http]``); ``http_options`` are keyword
         arguments of ``StreamableHTTPTransport`` (``http_client=``, ``timeout=``, ``get_stream=``...)."""
-        from mcpframe.transports.http.client import StreamableHTTPTransport  # noqa: PLC0415 (optional: httpx)
+        from mcpframe.http.client import StreamableHTTPTransport  # noqa: PLC0415 (optional: httpx)
 
         client = cls(transport=_DeferredTransport(), **options)
 

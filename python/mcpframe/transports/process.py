@@ -22,15 +22,14 @@ import signal
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import suppress
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
 import anyio
 from anyio.abc import AsyncResource, ByteReceiveStream, ByteSendStream, Process
 
 from mcpframe.transports.base import RECEIVE_CHUNK, TransportClosedError
+from mcpframe.transports.fd import FdTransport
 
-if TYPE_CHECKING:
-    from mcpframe.transports.stdio import FdTransport
 if sys.platform != "win32":
     import fcntl
 
@@ -91,8 +90,6 @@ class ProcessTransport:
             self.pump = self.send_nowait = None
             self.pause_reading = self.resume_reading = None
             return
-        from mcpframe.transports.stdio import FdTransport  # noqa: PLC0415 (stdio re-exports this module)
-
         self._read_fd, write_fd = pipes
         self._fds = fds = FdTransport(self._read_fd, write_fd)
         self._stdin = _StdinEnd(fds, write_fd)

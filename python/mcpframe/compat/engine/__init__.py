@@ -169,7 +169,7 @@ async def _serve(
             serving()
             await server.serve(stdio, **session_options)
     elif transport == "http":
-        from mcpframe.transports.http.server import (  # noqa: PLC0415 - the HTTP stack is optional
+        from mcpframe.http.server import (  # noqa: PLC0415 - the HTTP stack is optional
             HttpOptions,
             serve_http,
         )

@@ -13,14 +13,14 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from tests.transports.http._client_support import serve_asgi
+from tests.streamable_http._client_support import serve_asgi
 
 from mcpframe import jsonrpc
+from mcpframe.cli.serve import serve_main
+from mcpframe.http import server as http_server
+from mcpframe.http.admission import Admission, Slot
+from mcpframe.http.server import HttpOptions, StreamableHTTPServer
 from mcpframe.server import Server
-from mcpframe.server.cli import serve_main
-from mcpframe.transports.http import server as http_server
-from mcpframe.transports.http.admission import Admission, Slot
-from mcpframe.transports.http.server import HttpOptions, StreamableHTTPServer
 
 from ._server_support import JSON_AND_SSE, answer, call, init_body, modern_meta, session_headers
 

@@ -6,11 +6,11 @@ import socket
 
 import pytest
 
-from mcpframe.server.cli import serve_main
-from mcpframe.transports.http.events import MemoryEventStore, split_event_id
-from mcpframe.transports.http.headers import Accepts, decode_header_value, is_json_content, mirror_mismatch
-from mcpframe.transports.http.post import one_line
-from mcpframe.transports.http.streams import format_event
+from mcpframe.cli.serve import serve_main
+from mcpframe.http.events import MemoryEventStore, split_event_id
+from mcpframe.http.headers import Accepts, decode_header_value, is_json_content, mirror_mismatch
+from mcpframe.http.post import one_line
+from mcpframe.http.streams import format_event
 
 pytestmark = pytest.mark.anyio
 

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 
 import anyio
 import pytest
-from tests.transports.http._client_support import Reply, Scripted, Seen, json_reply, result, serve_asgi
+from tests.streamable_http._client_support import Reply, Scripted, Seen, json_reply, result, serve_asgi
 
 from mcpframe import jsonrpc
 from mcpframe.client import Client

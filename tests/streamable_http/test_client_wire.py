@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcpframe.transports.http.client_wire import (
+from mcpframe.http.client_wire import (
     SSEEvent,
     SSEParser,
     encode_header_value,

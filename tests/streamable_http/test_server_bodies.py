@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from mcpframe import jsonrpc
-from mcpframe.transports.http.post import Body
+from mcpframe.http.post import Body
 
 from ._server_support import (
     JSON_AND_SSE,

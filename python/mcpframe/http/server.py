@@ -68,7 +68,7 @@ class HttpOptions:
     max_sessions: int = 10_000
     # flow control, per server (every session and the stateless requests): past `max_in_flight` requests
     # being answered a POST waits, first come first served, among at most `max_queued` others; past that it
-    # gets 503 with Retry-After (see transports/http/admission.py)
+    # gets 503 with Retry-After (see http/admission.py)
     max_in_flight: int = 1024
     max_queued: int = 1024
     auth: BearerAuth | None = None

@@ -5,8 +5,8 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from mcpframe.transports.http.exchange import Exchange
-from mcpframe.transports.http.pipe import Pipe
+from mcpframe.http.exchange import Exchange
+from mcpframe.http.pipe import Pipe
 
 from ._server_support import asgi_client, call, initialize, messages, modern_meta, session_headers
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcpframe.transports.http.security import AccessToken, BearerAuth, HostGuard
+from mcpframe.http.security import AccessToken, BearerAuth, HostGuard
 
 from ._server_support import JSON_AND_SSE, asgi_client, init_body, session_headers
 

@@ -20,8 +20,7 @@ from anyio.streams.memory import MemoryObjectSendStream
 
 from mcpframe import core, jsonrpc
 from mcpframe._api import MessageLike
-from mcpframe.session.intake import response_shaped
-from mcpframe.transports.http.client_wire import (
+from mcpframe.http.client_wire import (
     SSEParser,
     StreamState,
     content_type,
@@ -30,10 +29,11 @@ from mcpframe.transports.http.client_wire import (
     request_id,
     synthesized_error,
 )
+from mcpframe.session.intake import response_shaped
 
 __all__ = ["AnswerReader", "Undeliverable"]
 
-logger = logging.getLogger("mcpframe.transports.http.client")
+logger = logging.getLogger("mcpframe.http.client")
 
 Id = int | str
 _ERROR_BODY_LIMIT: Final = 64 * 1024

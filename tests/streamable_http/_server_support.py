@@ -10,8 +10,8 @@ from typing import Any
 import anyio
 import httpx
 
+from mcpframe.http.server import HttpOptions, StreamableHTTPServer, serve_http
 from mcpframe.server import Context, Server
-from mcpframe.transports.http.server import HttpOptions, StreamableHTTPServer, serve_http
 
 HOST = "127.0.0.1:8000"
 JSON_AND_SSE = {"content-type": "application/json", "accept": "application/json, text/event-stream"}

@@ -12,7 +12,7 @@ from typing import Any
 
 import anyio
 import pytest
-from tests.transports.http._client_support import (
+from tests.streamable_http._client_support import (
     Reply,
     Scripted,
     Seen,
@@ -26,8 +26,8 @@ from tests.transports.http._client_support import (
 
 from mcpframe import jsonrpc
 from mcpframe.client import Client
+from mcpframe.http.client import StreamableHTTPTransport
 from mcpframe.session import JSONRPCError, RequestTimeout, Session
-from mcpframe.transports.http.client import StreamableHTTPTransport
 
 pytestmark = pytest.mark.anyio
 

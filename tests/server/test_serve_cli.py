@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from examples.everything import server as everything
 
+from mcpframe.cli.serve import load_server, serve_main
 from mcpframe.server import Server
-from mcpframe.server.cli import load_server, serve_main
 
 
 def make() -> Server:

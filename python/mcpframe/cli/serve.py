@@ -11,8 +11,7 @@ from collections.abc import Sequence
 import anyio
 
 from mcpframe._gc import freeze_startup_heap
-
-from .app import Server
+from mcpframe.server import Server
 
 __all__ = ["load_server", "serve_main"]
 
@@ -85,7 +84,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _serve_http(server: Server, args: argparse.Namespace) -> int:
     try:  # the HTTP stack is optional: imported only when asked for
-        from mcpframe.transports.http.server import HttpOptions, serve_http  # noqa: PLC0415
+        from mcpframe.http.server import HttpOptions, serve_http  # noqa: PLC0415
     except ImportError as exc:
         hint = "--http needs the http extra (pip install mcpframe[http])"
         print(f"mcpframe serve: {hint}: {exc}", file=sys.stderr)

@@ -39,10 +39,9 @@ import httpx
 
 from mcpframe import core, jsonrpc
 from mcpframe._api import MessageLike
-from mcpframe.transports.base import TransportClosedError
-from mcpframe.transports.http.client_answers import AnswerReader
-from mcpframe.transports.http.client_answers import Undeliverable as _Undeliverable
-from mcpframe.transports.http.client_wire import (
+from mcpframe.http.client_answers import AnswerReader
+from mcpframe.http.client_answers import Undeliverable as _Undeliverable
+from mcpframe.http.client_wire import (
     content_type,
     encode_header_value,
     mcp_name,
@@ -52,10 +51,11 @@ from mcpframe.transports.http.client_wire import (
     shared_ssl_context,
     synthesized_error,
 )
+from mcpframe.transports.base import TransportClosedError
 
 __all__ = ["StreamableHTTPTransport"]
 
-logger = logging.getLogger("mcpframe.transports.http.client")
+logger = logging.getLogger("mcpframe.http.client")
 
 Id = int | str
 _ACCEPT: Final = "application/json, text/event-stream"

@@ -24,7 +24,7 @@ from mcpframe.bench.svg import chart
 
 __all__ = ["main"]
 
-_SERVE_MODULE = "mcpframe.server.cli"
+_SERVE_MODULE = "mcpframe.cli.serve"
 
 
 def _version() -> str:

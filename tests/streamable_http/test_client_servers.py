@@ -15,12 +15,12 @@ import anyio
 import httpx
 import pytest
 from tests.conformance.harness import serve_everything_http
-from tests.transports.http._client_support import sdk_server
+from tests.streamable_http._client_support import sdk_server
 
 from mcpframe.client import Client
+from mcpframe.http.client import StreamableHTTPTransport
+from mcpframe.http.server import HttpOptions, serve_http
 from mcpframe.server import Context, Server
-from mcpframe.transports.http.client import StreamableHTTPTransport
-from mcpframe.transports.http.server import HttpOptions, serve_http
 
 pytestmark = pytest.mark.anyio
 

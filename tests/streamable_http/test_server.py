@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from mcpframe import jsonrpc
-from mcpframe.transports.http.events import split_event_id
+from mcpframe.http.events import split_event_id
 
 from ._server_support import (
     JSON_AND_SSE,
