@@ -1,14 +1,28 @@
 """The core contract as typing Protocols: what both backends (native and python) implement.
 
 See ``docs/core-contract.md`` for the behaviour; this module only pins the shapes for type checkers.
+The list of names is the native module's stub ``_core.pyi``; ``CoreBackend`` has a member for each of
+them (``tests/core/test_contract.py`` checks that), and mypy checks both backend modules against it
+(the assignments at the end), so a name missing from either, or typed differently, is a type error.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any, Literal, Protocol
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-__all__ = ["CoreBackend", "CorrelatorLike", "DecoderLike", "FrameErrorLike", "IdMapLike", "MessageLike"]
+__all__ = [
+    "CoreBackend",
+    "CorrelatorClass",
+    "CorrelatorLike",
+    "DecoderClass",
+    "DecoderLike",
+    "FrameErrorClass",
+    "FrameErrorLike",
+    "IdMapClass",
+    "IdMapLike",
+    "MessageLike",
+]
 
 Id = int | str
 Kind = Literal["request", "notification", "result", "error"]
@@ -68,8 +82,14 @@ class FrameErrorLike(Protocol):
 
 
 class DecoderLike(Protocol):
-    def feed(self, data: Buffer, /) -> list[Any]: ...
-    def close(self) -> list[Any]: ...
+    def feed(self, data: Buffer, /) -> Sequence[MessageLike | FrameErrorLike]: ...
+    def close(self) -> Sequence[MessageLike | FrameErrorLike]: ...
+    @property
+    def max_frame(self) -> int: ...
+    @property
+    def lazy(self) -> bool: ...
+    @property
+    def batches(self) -> bool: ...
     @property
     def offset(self) -> int: ...
     @property
@@ -79,6 +99,8 @@ class DecoderLike(Protocol):
 
 
 class CorrelatorLike(Protocol):
+    @property
+    def max_pending(self) -> int: ...
     def next_id(self) -> int: ...
     def allocate(self, waiter: object, /) -> int: ...
     def register(self, id: Id, waiter: object, /) -> None: ...
@@ -91,6 +113,8 @@ class CorrelatorLike(Protocol):
 
 
 class IdMapLike(Protocol):
+    @property
+    def max_pending(self) -> int: ...
     def outbound(self, conn: int, id: Id, /) -> int: ...
     def inbound(self, upstream_id: Id, /) -> tuple[int, Id]: ...
     def discard(self, upstream_id: Id, /) -> tuple[int, Id] | None: ...
@@ -99,20 +123,77 @@ class IdMapLike(Protocol):
     def __len__(self) -> int: ...
 
 
+# The classes, as their constructors: calling one gives an instance of the matching protocol above.
+
+
+class FrameErrorClass(Protocol):
+    def __call__(
+        self,
+        code: int,
+        message: str,
+        *,
+        id: Id | None = None,
+        offset: int = 0,
+        preview: bytes = b"",
+        batch: int | None = None,
+        notification: bool = False,
+        raw: bytes | None = None,
+    ) -> FrameErrorLike: ...
+
+
+class DecoderClass(Protocol):
+    def __call__(self, *, max_frame: int = ..., lazy: bool = False, batches: bool = True) -> DecoderLike: ...
+
+
+class CorrelatorClass(Protocol):
+    def __call__(self, *, max_pending: int = 65536, first_id: int = 1) -> CorrelatorLike: ...
+
+
+class IdMapClass(Protocol):
+    def __call__(self, *, max_pending: int = 65536, first_id: int = 1) -> IdMapLike: ...
+
+
 class CoreBackend(Protocol):
-    """What ``mcpframe._core`` and ``mcpframe._pycore`` both export."""
+    """What ``mcpframe._core`` and ``mcpframe._pycore`` both export: one member per name of the contract.
 
-    MAX_DEPTH: int
-    MAX_INT_DIGITS: int
-    DEFAULT_MAX_FRAME: int
-    PREVIEW_BYTES: int
+    Read-only members (properties), since a module's constants and classes are not meant to be set.
+    ``Message`` is not constructible from Python, so it is typed as a class, not as a constructor.
+    """
 
+    @property
+    def MAX_DEPTH(self) -> int: ...
+    @property
+    def MAX_INT_DIGITS(self) -> int: ...
+    @property
+    def DEFAULT_MAX_FRAME(self) -> int: ...
+    @property
+    def PREVIEW_BYTES(self) -> int: ...
+    @property
+    def Message(self) -> type[MessageLike]: ...
+    @property
+    def FrameError(self) -> FrameErrorClass: ...
+    @property
+    def Decoder(self) -> DecoderClass: ...
+    @property
+    def Correlator(self) -> CorrelatorClass: ...
+    @property
+    def IdMap(self) -> IdMapClass: ...
     def decode(
-        self, data: Buffer, /, *, max_frame: int = ..., lazy: bool = ..., batches: bool = ...
-    ) -> list[Any]: ...
+        self, data: Buffer, /, *, max_frame: int = ..., lazy: bool = False, batches: bool = True
+    ) -> Sequence[MessageLike | FrameErrorLike]: ...
+    def splice_id(self, frame: bytes, new_id: Id, /) -> bytes: ...
     def encode_request(self, id: Id, method: str, params: Any = None, /) -> bytes: ...
     def encode_notification(self, method: str, params: Any = None, /) -> bytes: ...
     def encode_result(self, id: Id, result: Any, /) -> bytes: ...
+    def encode_error(self, id: Id | None, code: int, message: str, /, data: Any = ...) -> bytes: ...
     def encode(self, message: Any, /) -> bytes: ...
     def encode_many(self, messages: Iterable[Any], /) -> bytes: ...
-    def splice_id(self, frame: bytes, new_id: Id, /) -> bytes: ...
+
+
+if TYPE_CHECKING:
+    # Never run: mypy checks each backend module against the protocol. A name missing from either
+    # backend (or from the stub), or typed differently from the protocol, fails `make lint` here.
+    from mcpframe import _core, _pycore
+
+    _native: CoreBackend = _core
+    _python: CoreBackend = _pycore

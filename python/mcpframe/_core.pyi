@@ -1,4 +1,10 @@
-"""Stub of ``mcpframe._core``, the native backend of ``mcpframe.core`` (see ``docs/core-contract.md``)."""
+"""Stub of ``mcpframe._core``, the native backend of ``mcpframe.core`` (see ``docs/core-contract.md``).
+
+Its ``__all__`` is the one list of the core's names. ``mcpframe._pycore`` exports the same list and
+``mcpframe.core`` re-exports the chosen backend's; stubtest holds the native module to this stub,
+mypy holds both backends to ``mcpframe._api.CoreBackend``, ``tests/core/test_contract.py`` checks the
+rest (the same names and signatures at run time, and a protocol member for each name here).
+"""
 
 from collections.abc import Iterable
 from typing import Any, ClassVar, Final, Literal, Self, final

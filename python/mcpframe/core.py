@@ -2,6 +2,11 @@
 
 ``auto`` (the default) uses the native extension when it imports and the pure-Python backend otherwise.
 ``BACKEND`` says which one is in use. Both implement ``docs/core-contract.md`` identically.
+
+The names are the chosen backend's ``__all__``, re-exported as they are: the list itself is written
+once, in the native module's stub ``_core.pyi``, which is also what type checkers see here. Both
+backends are held to it: by mypy through ``mcpframe._api.CoreBackend``, at run time by
+``tests/core/test_contract.py`` (same names, same signatures).
 """
 
 from __future__ import annotations
@@ -9,31 +14,13 @@ from __future__ import annotations
 import importlib
 import os
 from types import ModuleType
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
-__all__ = [
-    "BACKEND",
-    "DEFAULT_MAX_FRAME",
-    "INVALID_REQUEST",
-    "MAX_DEPTH",
-    "MAX_INT_DIGITS",
-    "PARSE_ERROR",
-    "PREVIEW_BYTES",
-    "Correlator",
-    "Decoder",
-    "FrameError",
-    "IdMap",
-    "Message",
-    "decode",
-    "encode",
-    "encode_error",
-    "encode_many",
-    "encode_notification",
-    "encode_request",
-    "encode_result",
-    "load_backend",
-    "splice_id",
-]
+from mcpframe import jsonrpc
+
+if TYPE_CHECKING:
+    # The contract, with its precise types (the star import follows the stub's ``__all__``).
+    from mcpframe._core import *  # noqa: F403
 
 _NATIVE = "mcpframe._core"
 _PYTHON = "mcpframe._pycore"
@@ -57,41 +44,12 @@ _backend = load_backend(os.environ.get("MCPFRAME_BACKEND", "auto").strip().lower
 
 BACKEND: Literal["native", "python"] = "python" if _backend.__name__ == _PYTHON else "native"
 
-MAX_DEPTH: int = _backend.MAX_DEPTH
-MAX_INT_DIGITS: int = _backend.MAX_INT_DIGITS
-DEFAULT_MAX_FRAME: int = _backend.DEFAULT_MAX_FRAME
-PREVIEW_BYTES: int = _backend.PREVIEW_BYTES
-PARSE_ERROR: int = -32700
-INVALID_REQUEST: int = -32600
+# The codes of invalid input (the contract's table of constants): JSON-RPC's own, not a backend's.
+PARSE_ERROR: Final = jsonrpc.PARSE_ERROR
+INVALID_REQUEST: Final = jsonrpc.INVALID_REQUEST
 
-if TYPE_CHECKING:
-    # Both backends have this shape; the type checker sees the pure-Python one.
-    from mcpframe._pycore import (
-        Correlator,
-        Decoder,
-        FrameError,
-        IdMap,
-        Message,
-        decode,
-        encode,
-        encode_error,
-        encode_many,
-        encode_notification,
-        encode_request,
-        encode_result,
-        splice_id,
-    )
-else:
-    Decoder = _backend.Decoder
-    Message = _backend.Message
-    FrameError = _backend.FrameError
-    Correlator = _backend.Correlator
-    IdMap = _backend.IdMap
-    decode = _backend.decode
-    encode = _backend.encode
-    encode_many = _backend.encode_many
-    encode_request = _backend.encode_request
-    encode_notification = _backend.encode_notification
-    encode_result = _backend.encode_result
-    encode_error = _backend.encode_error
-    splice_id = _backend.splice_id
+if not TYPE_CHECKING:
+    globals().update({name: getattr(_backend, name) for name in _backend.__all__})
+
+__all__ = ["BACKEND", "INVALID_REQUEST", "PARSE_ERROR", "load_backend"]
+__all__ += _backend.__all__

@@ -9,29 +9,11 @@ import pytest
 
 from mcpframe import core, errors
 
-NAMES = [
-    "DEFAULT_MAX_FRAME",
-    "MAX_DEPTH",
-    "MAX_INT_DIGITS",
-    "PREVIEW_BYTES",
-    "Correlator",
-    "Decoder",
-    "FrameError",
-    "IdMap",
-    "Message",
-    "decode",
-    "encode",
-    "encode_error",
-    "encode_many",
-    "encode_notification",
-    "encode_request",
-    "encode_result",
-    "splice_id",
-]
+from .test_contract import contract_names
 
 
 def test_backend_exports_the_contract(backend: ModuleType) -> None:
-    missing = [name for name in NAMES if not hasattr(backend, name)]
+    missing = [name for name in contract_names() if not hasattr(backend, name)]
     assert missing == []
 
 
