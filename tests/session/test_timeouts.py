@@ -11,8 +11,8 @@ from tests.session.test_session import assert_clean, connected
 
 from mcpframe import core, jsonrpc
 from mcpframe.errors import PendingLimitError
-from mcpframe.session import JSONRPCError, RequestTimeout, Session
-from mcpframe.session.requester import PROGRESS_QUEUE
+from mcpframe.session import JSONRPCError, RequestTimeout, Session, SessionOptions
+from mcpframe.session.outgoing import PROGRESS_QUEUE
 from mcpframe.transports import memory_pair
 
 pytestmark = pytest.mark.anyio
@@ -32,7 +32,7 @@ async def test_timeout_raises_cancels_the_handler_and_cleans_up() -> None:
 
 async def test_default_timeout_applies() -> None:
     handlers = Handlers()
-    async with connected(handlers, default_timeout=0.05) as (client, server):
+    async with connected(handlers, options=SessionOptions(default_timeout=0.05)) as (client, server):
         with pytest.raises(RequestTimeout):
             await client.request("slow")
         await handlers.cancelled_event(1).wait()

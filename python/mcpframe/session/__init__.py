@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from mcpframe._api import MessageLike as Message
 from mcpframe.session.errors import ConnectionClosed, JSONRPCError, RequestTimeout
+from mcpframe.session.options import SessionOptions
 from mcpframe.session.peer import NotificationHandler, RequestHandler, Session
 from mcpframe.session.request import ProgressCallback, Request
 
@@ -17,4 +18,5 @@ __all__ = [
     "RequestHandler",
     "RequestTimeout",
     "Session",
+    "SessionOptions",
 ]

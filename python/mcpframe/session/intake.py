@@ -44,9 +44,10 @@ from typing import TYPE_CHECKING, Any, Final
 from mcpframe import core, jsonrpc
 from mcpframe.session.batch import Batch
 from mcpframe.session.errors import JSONRPCError
-from mcpframe.session.outgoing import Pending
 
 if TYPE_CHECKING:
+    from mcpframe.session.outbox import Outbox
+    from mcpframe.session.outgoing import Outgoing
     from mcpframe.session.peer import Session
 
 __all__ = ["Intake"]
@@ -124,6 +125,8 @@ class Intake:
         "_busy",
         "_decoder",
         "_max_frame",
+        "_outbox",
+        "_outgoing",
         "_pause",
         "_readable",
         "_resume",
@@ -133,8 +136,12 @@ class Intake:
         "reading",
     )
 
-    def __init__(self, session: Session, *, max_frame: int, batches: bool) -> None:
-        self._session = session
+    def __init__(
+        self, session: Session, outgoing: Outgoing, outbox: Outbox, *, max_frame: int, batches: bool
+    ) -> None:
+        self._session = session  # what runs handlers and answers them (``_on_request``, ``_reply``, ...)
+        self._outgoing = outgoing  # what the peer's answers to our own requests go to
+        self._outbox = outbox  # its fullness is one of the bounds; a dispatch holds it and flushes once
         self._max_frame = max_frame
         self._decoder = core.Decoder(max_frame=max_frame)
         self.batches = batches
@@ -213,8 +220,8 @@ class Intake:
     def take(self, items: list[Any]) -> None:
         """Handle the items of one chunk in order; what finds no room waits in the backlog."""
         session = self._session
-        outbox = session._outbox
-        session._dispatching = outbox.holding = True
+        outbox = self._outbox
+        outbox.holding = True  # the answers of this chunk go out together, at its end
         backlog = self._backlog
         try:
             in_batch = False
@@ -239,7 +246,7 @@ class Intake:
             if in_batch:
                 self._admit(_SEAL)
         finally:
-            session._dispatching = outbox.holding = False
+            outbox.holding = False
             outbox.flush_now()  # the answers of this chunk, in one write
             if backlog or not self.reading or outbox.full:  # else steering would change nothing
                 self.steer()
@@ -251,7 +258,7 @@ class Intake:
                 backlog.append(item)
             return
         if self._busy is not None or (
-            item.batch == 0 and len(backlog) >= self._session.max_in_flight and self._session.pending
+            item.batch == 0 and len(backlog) >= self._session.max_in_flight and self._outgoing.pending
         ):
             self._busy_batch(item)
             return
@@ -266,7 +273,7 @@ class Intake:
             item.batch is not None
             or item is _SEAL
             or len(backlog) < session.max_in_flight
-            or not session.pending
+            or not self._outgoing.pending
         ):
             backlog.append(item)
         else:  # reading goes on for the peer's answers: the backlog is full, nothing more waits
@@ -287,8 +294,8 @@ class Intake:
             if method == "notifications/cancelled":
                 self.cancel(item.params)
                 return True
-            return method == "notifications/progress" and session._on_progress(item.params)
-        session._on_response(item)
+            return method == "notifications/progress" and self._outgoing.progress(item.params)
+        self._outgoing.resolve(item)
         return True
 
     def _busy_batch(self, item: Any) -> None:
@@ -309,7 +316,7 @@ class Intake:
             if isinstance(busy, Batch):
                 busy.seal()
         elif not isinstance(item, core.FrameError) and item.kind in ("result", "error"):
-            session._on_response(item)
+            self._outgoing.resolve(item)
         elif busy is _REFUSED:
             return
         elif isinstance(item, core.FrameError):
@@ -326,7 +333,7 @@ class Intake:
         on one): resolved now, with a stub in the backlog in their place."""
         if item.kind not in ("result", "error") or not self.batches:
             return False
-        self._session._on_response(item)
+        self._outgoing.resolve(item)
         self._backlog.append(_Stub(item))
         return True
 
@@ -399,7 +406,7 @@ class Intake:
             if self._batch_of(item) is not _REFUSED:
                 session._on_notification(item)
         elif self._batch_of(item) is not _REFUSED:
-            session._on_response(item)
+            self._outgoing.resolve(item)
         return True
 
     def _request(self, request: Any, room: bool) -> bool:
@@ -415,7 +422,7 @@ class Intake:
         """A rejected frame: logged, and answered unless it is a notification or a response (once the
         outbox has room); a rejected response to one of our requests fails that request."""
         session = self._session
-        if room and session._outbox.full:
+        if room and self._outbox.full:
             return False
         batch = self._batch_of(error)
         if batch is not _REFUSED:
@@ -430,9 +437,10 @@ class Intake:
         """A rejected response to one of our own requests fails that request at once (it would wait for
         its timeout otherwise), with the core's reason."""
         rid = error.id
-        waiter = self._session._pending.pop(rid, None) if rid is not None else None
-        if isinstance(waiter, Pending):
-            waiter.fail(JSONRPCError(error.code, f"the peer's answer is invalid: {error.message}"))
+        if rid is not None:
+            self._outgoing.reject(
+                rid, JSONRPCError(error.code, f"the peer's answer is invalid: {error.message}")
+            )
 
     def _batch_of(self, item: Any) -> Any:
         """The batch ``item`` belongs to (``None`` outside one); its first element opens it, or refuses it."""
@@ -466,8 +474,8 @@ class Intake:
         if session._finished:
             self._scheduled = False
             return
-        outbox = session._outbox
-        session._dispatching = outbox.holding = True
+        outbox = self._outbox
+        outbox.holding = True
         try:
             while backlog and not session.closed:
                 if not self._run(backlog[0]):
@@ -475,15 +483,14 @@ class Intake:
                 backlog.popleft()
         finally:
             self._scheduled = False
-            session._dispatching = outbox.holding = False
+            outbox.holding = False
             outbox.flush_now()
             self.steer()
             session._check_idle()
 
     def steer(self) -> None:
         """Pause or resume reading: read while nothing waits (or while the peer owes us an answer)."""
-        session = self._session
-        want = not session._outbox.full and (not self._backlog or session.pending > 0)
+        want = not self._outbox.full and (not self._backlog or self._outgoing.pending > 0)
         if want is self.reading:
             return
         self.reading = want

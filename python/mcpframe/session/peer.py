@@ -18,27 +18,31 @@ high-water mark, what was decoded waits in a backlog (in order) and reading stop
 the pipe pushes back on the peer and nothing is refused for arriving early. Nothing ends the session
 silently: an unexpected error is logged once, at ERROR, before ``run`` raises it.
 
-This module owns the incoming side and the connection: the lifecycle (``run``, ``aclose``, EOF and cleanup),
-the read loop, running request handlers and answering them, and queueing notifications for their worker;
-the ``Intake`` it owns decodes, orders and bounds what is read. The outgoing side (``request``, ``notify``,
-responses and progress for our own requests) is the ``Requester`` mixin in ``session/requester.py``; the
-hot per-request methods stay here, on ``Session``.
+A Session is composed of the objects it owns, each built with only what it needs: the ``Intake``
+(``session/intake.py``: decodes, orders and bounds what is read), the ``Outgoing`` side
+(``session/outgoing.py``: our own requests and notifications, the responses and progress that answer them;
+built with ``write``, ``send``, ``queue`` and ``expect_answer``) and the ``Outbox`` (``session/outbox.py``:
+coalesced, bounded writes). This module is the connection itself: the lifecycle (``run``, ``aclose``, EOF
+and cleanup), the read loop, running request handlers and answering them (the hot per-request path), and
+the worker that runs notification handlers and progress callbacks in arrival order. Its tuning knobs are
+one ``SessionOptions``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import logging
 import math
 from collections.abc import Awaitable, Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 import anyio
 import anyio.abc
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from mcpframe import core, jsonrpc
+from mcpframe import jsonrpc
 from mcpframe._api import MessageLike
 from mcpframe.session.batch import Batch
 from mcpframe.session.eager import AVAILABLE as EAGER
@@ -46,10 +50,10 @@ from mcpframe.session.eager import EagerStarter
 from mcpframe.session.errors import ConnectionClosed, JSONRPCError
 from mcpframe.session.frames import Spawner, error_frame, failure_frame, result_frame, task_spawner
 from mcpframe.session.intake import Intake
-from mcpframe.session.outbox import HIGH_WATER, IO_ERRORS, Outbox
-from mcpframe.session.outgoing import Pending
-from mcpframe.session.request import Request
-from mcpframe.session.requester import Requester
+from mcpframe.session.options import SessionOptions
+from mcpframe.session.outbox import IO_ERRORS, Outbox
+from mcpframe.session.outgoing import Outgoing
+from mcpframe.session.request import ProgressCallback, Request
 from mcpframe.transports.base import Transport
 
 __all__ = ["NotificationHandler", "RequestHandler", "Session"]
@@ -64,13 +68,28 @@ Id = int | str
 _IO_ERRORS = IO_ERRORS
 
 
+_DEFAULTS: Final = SessionOptions()
+
+
+def _with_overrides(options: SessionOptions, **fields: int | None) -> SessionOptions:
+    """``options`` with the keywords that were given (not ``None``) in place of its fields."""
+    given = {name: value for name, value in fields.items() if value is not None}
+    return dataclasses.replace(options, **given) if given else options
+
+
 def only(group: BaseExceptionGroup[Any], exc: BaseException | None) -> bool:
     """Whether ``group`` wraps nothing but ``exc`` (what a task group makes of its body's exception)."""
     return exc is not None and len(group.exceptions) == 1 and group.exceptions[0] is exc
 
 
-class Session(Requester):
-    """A JSON-RPC peer: answers incoming requests concurrently and sends its own requests."""
+class Session:
+    """A JSON-RPC peer: answers incoming requests concurrently and sends its own requests.
+
+    ``options`` holds the tuning knobs (``SessionOptions``); ``max_in_flight``, ``max_pending``,
+    ``max_frame`` and ``outbox_high_water`` may also be given as keywords (the README documents them), and
+    then override the same fields of ``options``. ``batches`` is the initial value of the settable
+    ``batches`` attribute.
+    """
 
     eager_handlers: ClassVar[bool] = True
     """Start each handler at once, in the reader's dispatch, as a task of its own (``session/eager.py``);
@@ -82,30 +101,44 @@ class Session(Requester):
         *,
         request_handler: RequestHandler | None = None,
         notification_handler: NotificationHandler | None = None,
-        max_in_flight: int = 1024,
-        max_pending: int = 65536,
-        max_frame: int = core.DEFAULT_MAX_FRAME,
+        options: SessionOptions | None = None,
         batches: bool = True,
-        default_timeout: float | None = None,
-        drain_timeout: float = 5.0,
-        outbox_high_water: int = HIGH_WATER,
+        max_in_flight: int | None = None,
+        max_pending: int | None = None,
+        max_frame: int | None = None,
+        outbox_high_water: int | None = None,
     ) -> None:
+        options = _with_overrides(
+            options or _DEFAULTS,
+            max_in_flight=max_in_flight,
+            max_pending=max_pending,
+            max_frame=max_frame,
+            outbox_high_water=outbox_high_water,
+        )
+        self.options = options
         self.transport = transport
         self.request_handler = request_handler
         self.notification_handler = notification_handler
-        self.max_in_flight = max_in_flight
-        self.default_timeout = default_timeout
-        self.drain_timeout = drain_timeout
+        self.max_in_flight = options.max_in_flight
+        self.drain_timeout = options.drain_timeout
         self.closed = False
-        self._pending = core.Correlator(max_pending=max_pending)
-        self._progress: dict[Id, Pending] = {}
         self._incoming: dict[Id, Request] = {}
-        self._outbox = Outbox(transport, self._connection_lost, self._room_made, high_water=outbox_high_water)
-        self._intake = Intake(self, max_frame=max_frame, batches=batches)
+        self._outgoing = Outgoing(
+            write=self._write,
+            send=self._send,
+            queue=self._queue,
+            expect_answer=self._expect_answer,
+            max_pending=options.max_pending,
+            default_timeout=options.default_timeout,
+        )
+        high_water = options.outbox_high_water
+        self._outbox = Outbox(transport, self._connection_lost, self._room_made, high_water=high_water)
+        self._intake = Intake(
+            self, self._outgoing, self._outbox, max_frame=options.max_frame, batches=batches
+        )
         self._loop: asyncio.AbstractEventLoop | None = None
         self._spawn: Spawner
         self._eager: EagerStarter | None = None
-        self._dispatching = False
         self._jobs_queued = 0  # notification jobs not yet taken by the worker
         self._eof = False
         self._broken = False
@@ -136,6 +169,25 @@ class Session(Requester):
     def outbox_bytes(self) -> int:
         """Bytes of answers and notifications not yet taken by the transport."""
         return self._outbox.queued
+
+    @property
+    def pending(self) -> int:
+        """Outgoing requests waiting for a response."""
+        return self._outgoing.pending
+
+    @property
+    def progress_waiters(self) -> int:
+        """Outgoing requests listening for progress."""
+        return self._outgoing.progress_waiters
+
+    @property
+    def default_timeout(self) -> float | None:
+        """Seconds ``request`` waits when the call gives no ``timeout`` (``None``: no limit); settable."""
+        return self._outgoing.default_timeout
+
+    @default_timeout.setter
+    def default_timeout(self, value: float | None) -> None:
+        self._outgoing.default_timeout = value
 
     @property
     def batches(self) -> bool:
@@ -209,12 +261,14 @@ class Session(Requester):
 
     async def aclose(self) -> None:
         """Stop now: cancel handlers, fail pending requests, close the transport. Idempotent."""
-        if self._tg is not None and not self.closed:
-            self.closed = True
+        running = self._tg is not None and not self.closed
+        self.closed = True
+        self._outgoing.stop_sending()
+        if running:
+            assert self._tg is not None
             with anyio.move_on_after(self.drain_timeout):
                 await self._flush()  # what was already sent is delivered, not dropped
             self._tg.cancel_scope.cancel()
-        self.closed = True
         if self._done is not None:
             await self._done.wait()
         else:
@@ -223,7 +277,7 @@ class Session(Requester):
     async def _finish(self) -> None:
         """EOF: nothing more can arrive; let running handlers answer (bounded), then flush the writes."""
         self._eof = True
-        self._fail_pending(ConnectionClosed("the peer closed the connection"))
+        self._outgoing.end_of_input(ConnectionClosed("the peer closed the connection"))
         with anyio.move_on_after(self.drain_timeout):
             if self._incoming or self._intake.waiting:  # the backlog is still handled after EOF
                 self._handlers_idle = asyncio.Event()
@@ -236,8 +290,7 @@ class Session(Requester):
     async def _cleanup(self) -> None:
         self.closed = True
         self._eof = True
-        self._fail_pending(ConnectionClosed("the session is closed"))
-        self._progress.clear()
+        self._outgoing.close(ConnectionClosed("the session is closed"))
         self._intake.clear()
         with anyio.CancelScope(shield=True):
             await self._stop_handlers()
@@ -268,6 +321,33 @@ class Session(Requester):
                 if self._incoming.get(request.id) is request:
                     del self._incoming[request.id]
 
+    # ------------------------------------------------------------------ our own requests
+
+    async def request(
+        self,
+        method: str,
+        params: Any = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+        max_timeout: float | None = None,
+    ) -> Any:
+        """Send a request and return its result.
+
+        Raises ``JSONRPCError`` for an error response, ``RequestTimeout`` when ``timeout`` (default:
+        ``default_timeout``) passes without a response or progress, or ``max_timeout`` passes at all,
+        ``ConnectionClosed`` when the connection ends first. On timeout or cancellation of the caller,
+        ``notifications/cancelled`` is sent to the peer. ``on_progress(progress, total, message)`` is called
+        for each ``notifications/progress`` for this request (the token travels in ``params._meta``).
+        """
+        return await self._outgoing.request(
+            method, params, timeout=timeout, on_progress=on_progress, max_timeout=max_timeout
+        )
+
+    async def notify(self, method: str, params: Any = None) -> None:
+        """Send a notification (still possible after the peer's EOF, while handlers finish)."""
+        await self._outgoing.notify(method, params)
+
     # ------------------------------------------------------------------ writing
 
     def _write(self, frame: bytes) -> None:
@@ -288,6 +368,7 @@ class Session(Requester):
 
     def _connection_lost(self, exc: BaseException) -> None:
         self._broken = True
+        self._outgoing.stop_sending()
         if self._eof or self.closed:  # the peer is gone and was allowed to go: not an error
             logger.debug("transport send failed after the end of input: %s", exc)
         else:
@@ -298,6 +379,12 @@ class Session(Requester):
     def _room_made(self) -> None:
         """The outbox drained below its low-water mark: what waits may go on."""
         self._intake.wake()
+
+    def _expect_answer(self) -> None:
+        """One of our requests waits for the peer's answer, somewhere in the unread input: read on."""
+        intake = self._intake
+        if not intake.reading:
+            intake.steer()
 
     def _check_idle(self) -> None:
         """At EOF, ``_finish`` waits until no handler runs and nothing waits."""
@@ -412,7 +499,7 @@ class Session(Requester):
             request._batch.answer(frame)
         elif frame is not None:
             self._write(frame)
-        if not self._incoming and not self._dispatching:  # nothing else will add to this write: send it
+        if not self._incoming and not self._outbox.holding:  # nothing else will add to this write: send it
             self._outbox.flush_now()
 
     def _on_notification(self, message: MessageLike) -> None:
@@ -421,7 +508,7 @@ class Session(Requester):
         if method == "notifications/cancelled":
             self._intake.cancel(params)
             return
-        if method == "notifications/progress" and self._on_progress(params):
+        if method == "notifications/progress" and self._outgoing.progress(params):
             return
         if self.notification_handler is not None:
             self._queue(self.notification_handler, message)
