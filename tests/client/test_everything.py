@@ -70,7 +70,7 @@ async def test_everything_server() -> None:
             seen: list[float] = []
             args = {"duration": 0.3, "steps": 3}
             await client.call_tool(
-                "trigger-long-running-operation", args, progress=lambda p, t, m: seen.append(p)
+                "trigger-long-running-operation", args, on_progress=lambda p, t, m: seen.append(p)
             )
             with anyio.fail_after(5):
                 while len(seen) < 3:

@@ -49,7 +49,7 @@ async def exercise(client: Client) -> None:
     assert names == {"add", "count", "greet", "fail"}
     assert text_of(await client.call_tool("add", {"a": 2, "b": 40})) == "42"
     seen: list[tuple[float, float | None, str | None]] = []
-    result = await client.call_tool("count", {"steps": 3}, progress=lambda p, t, m: seen.append((p, t, m)))
+    result = await client.call_tool("count", {"steps": 3}, on_progress=lambda p, t, m: seen.append((p, t, m)))
     assert text_of(result) == "counted 3"
     with anyio.fail_after(5):
         while len(seen) < 3:

@@ -45,7 +45,7 @@ async def test_client_in_memory(mode: Any, era: str) -> None:
             elicited = await client.call_tool("test_elicitation", {"message": "who?"})
             await client.set_logging_level("debug")
             await client.call_tool("test_tool_with_logging")
-            await client.call_tool("test_tool_with_progress", progress=on_progress)
+            await client.call_tool("test_tool_with_progress", on_progress=on_progress)
             contents = await client.read_resource("test://template/7/data")
             prompt = await client.get_prompt("test_prompt_with_arguments", {"arg1": "x", "arg2": "y"})
             completion = await client.complete(

@@ -1,8 +1,12 @@
-"""The MCP client: ``Client(server)`` in memory, ``Client.stdio(command, args)`` for a child process."""
+"""The MCP client: ``Client(server)`` in memory, ``Client.stdio(command, args)`` for a child process.
+
+Over Streamable HTTP the host layer builds the client: ``mcpframe.http.connect(url)``.
+"""
 
 from __future__ import annotations
 
-from mcpframe.client.app import LEGACY_VERSIONS, MODERN_VERSION, Client, IncompatibleServerError
+from mcpframe.client.app import Client, Opener, Servable
+from mcpframe.client.connection import LEGACY_VERSIONS, MODERN_VERSION, IncompatibleServerError
 from mcpframe.client.inbound import (
     ElicitationHandler,
     LoggingHandler,
@@ -10,17 +14,26 @@ from mcpframe.client.inbound import (
     Roots,
     SamplingHandler,
 )
-from mcpframe.client.methods import LogLevel
+from mcpframe.client.methods import LogLevel, Methods, Requester
+from mcpframe.client.options import DEFAULT_TIMEOUT, ClientOptions, ClientSettings, Mode
 
 __all__ = [
+    "DEFAULT_TIMEOUT",
     "LEGACY_VERSIONS",
     "MODERN_VERSION",
     "Client",
+    "ClientOptions",
+    "ClientSettings",
     "ElicitationHandler",
     "IncompatibleServerError",
     "LogLevel",
     "LoggingHandler",
+    "Methods",
+    "Mode",
     "NotificationCallback",
+    "Opener",
+    "Requester",
     "Roots",
     "SamplingHandler",
+    "Servable",
 ]

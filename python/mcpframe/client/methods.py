@@ -1,24 +1,31 @@
-"""Typed helpers for every MCP method a client calls, with automatic pagination of ``*/list``."""
+"""Typed helpers for every MCP method a client calls, over any `Requester`; ``*/list`` follows ``nextCursor``.
+
+`Methods` knows the MCP method names, their params and the shape of their results; it holds no connection
+state. Whatever sends the requests (the client's `Connection`, or anything else with the same few methods)
+is handed to it, so the helpers can be reused over another requester (a proxy's upstream, a test double).
+"""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from mcpframe.session import ProgressCallback
 
-__all__ = ["LogLevel", "Methods"]
+__all__ = ["Era", "LogLevel", "Methods", "Requester"]
 
 LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
+Era = Literal["modern", "legacy"]
 
 _MAX_PAGES = 10_000
 
 
-class Methods:
-    """The MCP method helpers; ``Client`` provides ``request``, ``interactive`` and ``era``."""
+class Requester(Protocol):
+    """What the typed helpers need: the negotiated era, requests, and notifications."""
 
     @property
-    def era(self) -> Literal["modern", "legacy"] | None:
-        raise NotImplementedError
+    def era(self) -> Era | None:
+        """``"modern"`` (2026-07-28), ``"legacy"`` (initialize handshake), ``None`` before connecting."""
+        ...
 
     async def request(
         self,
@@ -26,10 +33,11 @@ class Methods:
         params: dict[str, Any] | None = None,
         *,
         timeout: float | None = None,
-        progress: ProgressCallback | None = None,
+        on_progress: ProgressCallback | None = None,
         max_timeout: float | None = None,
     ) -> Any:
-        raise NotImplementedError
+        """Send a request and return its result."""
+        ...
 
     async def interactive(
         self,
@@ -37,10 +45,58 @@ class Methods:
         params: dict[str, Any],
         *,
         timeout: float | None = None,
-        progress: ProgressCallback | None = None,
+        on_progress: ProgressCallback | None = None,
         max_timeout: float | None = None,
     ) -> dict[str, Any]:
-        raise NotImplementedError
+        """A request whose server may answer ``input_required`` (2026-07-28): fulfilled and retried."""
+        ...
+
+    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        """Send a notification."""
+        ...
+
+
+class Methods:
+    """The MCP method helpers, sending through ``requester``."""
+
+    def __init__(self, requester: Requester) -> None:
+        self._requester = requester
+
+    @property
+    def era(self) -> Era | None:
+        """``"modern"`` (2026-07-28), ``"legacy"`` (initialize handshake), ``None`` before connecting."""
+        return self._requester.era
+
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+        max_timeout: float | None = None,
+    ) -> Any:
+        """Send any request (stamped with the modern ``_meta`` when in that era) and return its result.
+
+        ``RequestTimeout`` after ``timeout`` (default: the client's, 60 s unless set) without a response.
+        """
+        return await self._requester.request(
+            method, params, timeout=timeout, on_progress=on_progress, max_timeout=max_timeout
+        )
+
+    async def interactive(
+        self,
+        method: str,
+        params: dict[str, Any],
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+        max_timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """A request whose server may answer ``input_required`` (2026-07-28): fulfil and retry."""
+        return await self._requester.interactive(
+            method, params, timeout=timeout, on_progress=on_progress, max_timeout=max_timeout
+        )
 
     async def list_all(self, method: str, key: str, params: dict[str, Any] | None = None) -> list[Any]:
         """Call a ``*/list`` method, following ``nextCursor`` until the last page; the items of ``key``."""
@@ -51,13 +107,18 @@ class Methods:
             page_params = dict(params or {})
             if cursor is not None:
                 page_params["cursor"] = cursor
-            page = await self.request(method, page_params or None)
+            page = await self._requester.request(method, page_params or None)
             items.extend(page.get(key) or [])
             cursor = page.get("nextCursor")
             if not isinstance(cursor, str) or not cursor or cursor in seen:
                 break
             seen.add(cursor)
         return items
+
+    async def ping(self, *, timeout: float | None = None) -> None:
+        """Check the server answers (``ping``; ``server/discover`` in 2026-07-28, which has no ping)."""
+        method = "server/discover" if self.era == "modern" else "ping"
+        await self._requester.request(method, timeout=timeout)
 
     async def list_tools(self) -> list[dict[str, Any]]:
         """Every tool the server offers (all pages)."""
@@ -68,14 +129,17 @@ class Methods:
         name: str,
         arguments: dict[str, Any] | None = None,
         *,
-        progress: ProgressCallback | None = None,
+        on_progress: ProgressCallback | None = None,
         timeout: float | None = None,
         max_timeout: float | None = None,
     ) -> dict[str, Any]:
-        """Call a tool; the CallToolResult (``content``, ``structuredContent``, ``isError``)."""
+        """Call a tool; the CallToolResult (``content``, ``structuredContent``, ``isError``).
+
+        ``on_progress(progress, total, message)`` receives the server's progress notifications.
+        """
         params: dict[str, Any] = {"name": name, "arguments": arguments or {}}
-        return await self.interactive(
-            "tools/call", params, timeout=timeout, progress=progress, max_timeout=max_timeout
+        return await self._requester.interactive(
+            "tools/call", params, timeout=timeout, on_progress=on_progress, max_timeout=max_timeout
         )
 
     async def list_resources(self) -> list[dict[str, Any]]:
@@ -88,7 +152,7 @@ class Methods:
 
     async def read_resource(self, uri: str, *, timeout: float | None = None) -> list[dict[str, Any]]:
         """The ``contents`` of a resource."""
-        result = await self.interactive("resources/read", {"uri": uri}, timeout=timeout)
+        result = await self._requester.interactive("resources/read", {"uri": uri}, timeout=timeout)
         contents: list[dict[str, Any]] = result.get("contents") or []
         return contents
 
@@ -99,12 +163,12 @@ class Methods:
         for as long as its block runs (a ``RuntimeError`` here says so rather than a -32601 from the server).
         """
         self._legacy_only("resources/subscribe")
-        await self.request("resources/subscribe", {"uri": uri})
+        await self._requester.request("resources/subscribe", {"uri": uri})
 
     async def unsubscribe(self, uri: str) -> None:
         """``resources/unsubscribe`` (handshake era only, as ``subscribe``)."""
         self._legacy_only("resources/unsubscribe")
-        await self.request("resources/unsubscribe", {"uri": uri})
+        await self._requester.request("resources/unsubscribe", {"uri": uri})
 
     def _legacy_only(self, method: str) -> None:
         if self.era == "modern":
@@ -123,7 +187,7 @@ class Methods:
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
-        return await self.interactive("prompts/get", params, timeout=timeout)
+        return await self._requester.interactive("prompts/get", params, timeout=timeout)
 
     async def complete(
         self,
@@ -139,6 +203,10 @@ class Methods:
         params: dict[str, Any] = {"ref": ref, "argument": argument}
         if context is not None:
             params["context"] = context
-        result = await self.request("completion/complete", params)
+        result = await self._requester.request("completion/complete", params)
         completion: dict[str, Any] = result.get("completion") or {}
         return completion
+
+    async def notify_roots_changed(self) -> None:
+        """Tell the server the roots changed."""
+        await self._requester.notify("notifications/roots/list_changed")
