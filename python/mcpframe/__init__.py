@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from mcpframe import core, errors, jsonrpc
+from mcpframe import core, errors, jsonrpc, protocol
 
-__all__ = ["__version__", "core", "errors", "jsonrpc"]
+__all__ = ["__version__", "core", "errors", "jsonrpc", "protocol"]
 
 __version__ = "0.1.0"

@@ -1,8 +1,11 @@
-"""Protocol revisions: which ones the server speaks, and how each message picks its era.
+"""Protocol revisions as the server applies them: how each message picks its era, and request state.
 
 Legacy revisions (2025-11-25 and older) negotiate once with `initialize`; the modern one (2026-07-28)
 carries its version and the client's capabilities in every request's `_meta`. One connection serves both:
 a request whose `params._meta` names a protocol version is modern, anything else follows the handshake.
+
+The revision lists and `_meta` keys themselves live in `mcpframe.protocol`; the names re-exported here are
+kept for the code and tests that import them from this module.
 """
 
 from __future__ import annotations
@@ -16,6 +19,21 @@ from typing import Any, Final
 import orjson
 
 from mcpframe import jsonrpc
+from mcpframe.protocol import (
+    BATCH_VERSIONS,
+    CLIENT_CAPABILITIES_KEY,
+    CLIENT_INFO_KEY,
+    LATEST_LEGACY,
+    LEGACY_VERSIONS,
+    LOG_LEVEL_KEY,
+    LOGGING_LEVELS,
+    MODERN_VERSIONS,
+    PROTOCOL_VERSION_KEY,
+    SERVER_INFO_KEY,
+    SUBSCRIPTION_ID_KEY,
+    SUPPORTED_VERSIONS,
+    batches_allowed,
+)
 from mcpframe.session import JSONRPCError
 
 __all__ = [
@@ -37,40 +55,10 @@ __all__ = [
     "modern_version",
 ]
 
-LEGACY_VERSIONS: Final = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
-MODERN_VERSIONS: Final = ("2026-07-28",)
-SUPPORTED_VERSIONS: Final = MODERN_VERSIONS + LEGACY_VERSIONS
-LATEST_LEGACY: Final = LEGACY_VERSIONS[0]
-
-BATCH_VERSIONS: Final = frozenset({"2025-03-26"})
-"""The revisions whose peers may send JSON-RPC batches (2025-03-26 added them, 2025-06-18 removed them)."""
-
-
-def batches_allowed(version: str | None) -> bool:
-    """Whether a JSON-RPC batch is accepted on a connection that negotiated ``version``.
-
-    One rule for every transport (stdio, Streamable HTTP): only a 2025-03-26 connection may send batches.
-    Before ``initialize`` has been answered (``None``) and in every other revision a batch gets one
-    ``-32600`` error with ``id: null``.
-    """
-    return version in BATCH_VERSIONS
-
-
-PROTOCOL_VERSION_KEY: Final = "io.modelcontextprotocol/protocolVersion"
-CLIENT_CAPABILITIES_KEY: Final = "io.modelcontextprotocol/clientCapabilities"
-CLIENT_INFO_KEY: Final = "io.modelcontextprotocol/clientInfo"
-LOG_LEVEL_KEY: Final = "io.modelcontextprotocol/logLevel"
-SERVER_INFO_KEY: Final = "io.modelcontextprotocol/serverInfo"
-SUBSCRIPTION_ID_KEY: Final = "io.modelcontextprotocol/subscriptionId"
-
 MISSING_REQUIRED_CLIENT_CAPABILITY: Final = jsonrpc.MISSING_REQUIRED_CLIENT_CAPABILITY
 
-LOG_LEVELS: Final = {
-    name: rank
-    for rank, name in enumerate(
-        ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
-    )
-}
+LOG_LEVELS: Final = {name: rank for rank, name in enumerate(LOGGING_LEVELS)}
+"""Each log level's rank: a message passes a filter when its rank is at least the filter's."""
 
 
 def at_least(version: str, minimum: str) -> bool:
