@@ -2,7 +2,7 @@
 
 Each server runs in its own child process on 127.0.0.1 (random port) with one trivial tool, `add(a, b)`.
 N clients connect, check one answer each, then call `add` back to back, `calls` times each, all clients at
-once. The clients are mcpframe's `Client.http` (the same for both servers, so the servers are compared) and,
+once. The clients are mcpframe's `http.connect` (the same for both servers, so the servers are compared) and,
 with `--clients-kind mcpframe,sdk`, also the SDK's `mcp.Client`. Reported per row: requests/s over the
 whole run, p50 and p99 of the per-call latency, and the CPU time the client process and the server process
 each spent per call (steadier than the timings on a shared machine).
@@ -44,7 +44,7 @@ if str(ROOT / "python") not in sys.path:
     sys.path.insert(0, str(ROOT / "python"))
 
 from mcpframe import core  # noqa: E402
-from mcpframe.client import Client  # noqa: E402
+from mcpframe.http import connect  # noqa: E402
 
 SERVERS = ("mcpframe", "sdk")
 CLIENTS = ("mcpframe", "sdk")
@@ -168,7 +168,7 @@ async def open_client(kind: str, url: str, shape: str) -> AsyncIterator[Add]:
     """A connected client of `kind`; yields `add(a, b) -> the tool's answer`."""
     modern = shape == "modern"
     if kind == "mcpframe":
-        async with Client.http(url, mode="modern" if modern else "legacy") as client:
+        async with connect(url, mode="modern" if modern else "legacy") as client:
 
             async def add(a: int, b: int) -> Any:
                 return _value(await client.call_tool("add", {"a": a, "b": b}))

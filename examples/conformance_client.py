@@ -1,7 +1,7 @@
 """The client the MCP conformance harness drives: `python examples/conformance_client.py <server URL>`.
 
 The harness names the scenario in `MCP_CONFORMANCE_SCENARIO`; each one connects over Streamable HTTP with
-`Client.http`, does what the scenario checks, and exits 0 (1 on any error). Logs go to stderr.
+`mcpframe.http.connect`, does what the scenario checks, and exits 0 (1 on any error). Logs go to stderr.
 
 - `initialize`: connect (initialize + initialized), list tools, close.
 - `tools_call`: connect, list tools, call `add_numbers` with 5 and 3.
@@ -26,6 +26,7 @@ from typing import Any
 import anyio
 
 from mcpframe.client import Client
+from mcpframe.http import connect
 
 logger = logging.getLogger("conformance_client")
 
@@ -96,7 +97,7 @@ SCENARIOS: dict[str, Scenario] = {
 async def run(url: str, scenario: str) -> None:
     """Connect to `url` and play `scenario` (20 s at most, under the harness's 30 s)."""
     with anyio.fail_after(20):
-        async with Client.http(
+        async with connect(
             url,
             name="mcpframe-conformance-client",
             mode="legacy",

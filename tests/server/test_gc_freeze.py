@@ -24,6 +24,7 @@ import pytest
 import mcpframe
 from mcpframe._gc import ENV_VAR, freeze_enabled
 from mcpframe.client import Client
+from mcpframe.http import connect
 
 pytestmark = pytest.mark.anyio
 
@@ -161,7 +162,7 @@ async def http_child(apps: Path, args: list[str], marker: str) -> AsyncIterator[
 async def over_http(apps: Path, args: list[str], marker: str) -> dict[str, Any]:
     async with http_child(apps, args, marker) as url:
         with anyio.fail_after(60):
-            async with Client.http(url) as client:
+            async with connect(url) as client:
                 return await report(client)
 
 

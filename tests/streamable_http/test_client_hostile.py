@@ -12,7 +12,7 @@ import pytest
 from tests.streamable_http._client_support import Reply, Scripted, Seen, json_reply, result, serve_asgi
 
 from mcpframe import jsonrpc
-from mcpframe.client import Client
+from mcpframe.http import connect
 from mcpframe.session import JSONRPCError
 
 from .test_client_wire_behaviour import legacy
@@ -47,7 +47,7 @@ async def test_an_answer_with_an_over_long_integer_fails_that_call_and_the_sessi
             return Reply(200, {"content-type": "application/json"}, data)
         return Reply(200, {"content-type": "text/event-stream"}, sse_body(data))
 
-    async with serve_asgi(Scripted(handler)) as url, Client.http(url, mode="legacy") as client:
+    async with serve_asgi(Scripted(handler)) as url, connect(url, mode="legacy") as client:
         with anyio.fail_after(10):
             with pytest.raises(JSONRPCError) as caught:
                 await client.call_tool("big", {})
@@ -74,7 +74,7 @@ async def test_a_503_with_retry_after_is_waited_out_then_reaches_the_caller(busy
             return json_reply(BUSY, 503, **{"retry-after": "0"})
         return json_reply(result(seen.body["id"], {"content": [{"type": "text", "text": "in"}]}))
 
-    async with serve_asgi(Scripted(handler)) as url, Client.http(url, mode="legacy") as client:
+    async with serve_asgi(Scripted(handler)) as url, connect(url, mode="legacy") as client:
         with anyio.fail_after(10):
             if busy_times <= 3:  # the transport's max_reconnects (3): sent again up to three times
                 answered = await client.call_tool("t", {})
@@ -99,7 +99,7 @@ async def test_a_503_without_retry_after_or_asking_too_long_is_not_retried() -> 
         headers = {} if len(calls) == 1 else {"retry-after": "3600"}
         return json_reply(BUSY, 503, **headers)
 
-    async with serve_asgi(Scripted(handler)) as url, Client.http(url, mode="legacy") as client:
+    async with serve_asgi(Scripted(handler)) as url, connect(url, mode="legacy") as client:
         for _ in range(2):
             with anyio.fail_after(10), pytest.raises(JSONRPCError):
                 await client.call_tool("t", {})
@@ -124,7 +124,7 @@ async def test_a_rejected_server_request_sharing_our_id_does_not_fail_our_call()
 
         return Reply(200, {"content-type": "text/event-stream"}, events())
 
-    async with serve_asgi(Scripted(handler)) as url, Client.http(url, mode="legacy") as client:
+    async with serve_asgi(Scripted(handler)) as url, connect(url, mode="legacy") as client:
         with anyio.fail_after(10):
             answered = await client.call_tool("t", {})
     assert answered["content"][0]["text"] == "real"

@@ -1,4 +1,4 @@
-"""`Client.http` against real Streamable HTTP servers on 127.0.0.1: mcpframe's own and the official SDK's.
+"""`http.connect` against real Streamable HTTP servers on 127.0.0.1: mcpframe's own and the official SDK's.
 
 mcpframe's server runs in this event loop (`serve_http` on a random port); the SDK's (mcp 2.3.0) in a child
 process, in its three shapes: stateful SSE, JSON responses, stateless. Both protocol eras where the server
@@ -17,7 +17,7 @@ import pytest
 from tests.conformance.harness import serve_everything_http
 from tests.streamable_http._client_support import sdk_server
 
-from mcpframe.client import Client
+from mcpframe.http import connect
 from mcpframe.http.client import StreamableHTTPTransport
 from mcpframe.http.server import HttpOptions, serve_http
 from mcpframe.server import Context, Server
@@ -96,12 +96,12 @@ async def test_mcpframe_server(mode: str, era: str) -> None:
     logs: list[Any] = []
     progress: list[tuple[float, float | None]] = []
     options: dict[str, Any] = {"mode": mode, "logging_handler": logs.append, **HANDLERS}
-    async with mcpframe_server() as url, Client.http(url, **options) as client:
+    async with mcpframe_server() as url, connect(url, **options) as client:
         assert client.era == era
         assert {t["name"] for t in await client.list_tools()} == {"echo", "chatty", "ask", "slow"}
         with anyio.fail_after(10):
             echoed = await client.call_tool("echo", {"text": "héllo"})
-            chatty = await client.call_tool("chatty", {}, progress=lambda p, t, m: progress.append((p, t)))
+            chatty = await client.call_tool("chatty", {}, on_progress=lambda p, t, m: progress.append((p, t)))
             asked = await client.call_tool("ask", {})
     assert echoed["content"][0]["text"] == "héllo"
     assert chatty["content"][0]["text"] == "done"
@@ -121,7 +121,7 @@ async def test_mcpframe_server_closes_quiet_streams_and_the_client_resumes() -> 
     async with (
         mcpframe_server(close_idle_streams=0.05, retry_ms=20) as url,
         httpx.AsyncClient(timeout=httpx.Timeout(10, read=None), event_hooks={"request": [spy]}) as http,
-        Client.http(url, mode="legacy", http_options={"http_client": http}) as client,
+        connect(url, mode="legacy", http_client=http) as client,
     ):
         with anyio.fail_after(10):
             answer = await client.call_tool("slow", {})
@@ -140,7 +140,7 @@ async def test_subscriptions_listen_over_http() -> None:
 
     async with (
         mcpframe_server(server) as url,
-        Client.http(url, notification_handler=on_notification) as client,
+        connect(url, notification_handler=on_notification) as client,
     ):
         transport = client.session.transport
         assert isinstance(transport, StreamableHTTPTransport)
@@ -178,14 +178,14 @@ def sdk_url(request: pytest.FixtureRequest) -> Any:
 async def test_sdk_server_legacy(sdk_url: tuple[str, Sequence[str]]) -> None:
     url, flags = sdk_url
     progress: list[tuple[float, float | None]] = []
-    async with Client.http(url, mode="legacy", **HANDLERS) as client:
+    async with connect(url, mode="legacy", **HANDLERS) as client:
         assert client.era == "legacy"
         assert client.server_info == {"name": "sdk-http-server", "version": "2.3.0"}
         with anyio.fail_after(10):
             assert {"add", "echo", "count", "greet"} <= {t["name"] for t in await client.list_tools()}
             added = await client.call_tool("add", {"a": 2, "b": 3})
             counted = await client.call_tool(
-                "count", {"steps": 3}, progress=lambda p, t, m: progress.append((p, t))
+                "count", {"steps": 3}, on_progress=lambda p, t, m: progress.append((p, t))
             )
             greeted = await client.call_tool("greet", {}) if not flags else None
     assert added["structuredContent"] == {"result": 5}
@@ -198,7 +198,7 @@ async def test_sdk_server_legacy(sdk_url: tuple[str, Sequence[str]]) -> None:
 
 async def test_sdk_server_modern(sdk_url: tuple[str, Sequence[str]]) -> None:
     url, _ = sdk_url
-    async with Client.http(url, **HANDLERS) as client:
+    async with connect(url, **HANDLERS) as client:
         assert client.era == "modern"
         with anyio.fail_after(10):
             added = await client.call_tool("add", {"a": 20, "b": 22})
@@ -211,7 +211,7 @@ async def test_sdk_server_modern(sdk_url: tuple[str, Sequence[str]]) -> None:
 async def test_many_concurrent_calls_on_one_client(sdk_url: tuple[str, Sequence[str]]) -> None:
     url, _ = sdk_url
     results: dict[int, Any] = {}
-    async with Client.http(url, mode="legacy") as client:
+    async with connect(url, mode="legacy") as client:
 
         async def one(i: int) -> None:
             results[i] = (await client.call_tool("add", {"a": i, "b": 1}))["structuredContent"]["result"]
@@ -235,14 +235,14 @@ async def test_everything_example_over_http(everything_url: str, mode: str) -> N
     progress: list[float] = []
     logs: list[Any] = []
     handlers: dict[str, Any] = {"mode": mode, "logging_handler": logs.append, **HANDLERS}
-    async with Client.http(everything_url, **handlers) as client:
+    async with connect(everything_url, **handlers) as client:
         if mode == "legacy":
             await client.set_logging_level("info")
         with anyio.fail_after(20):
             assert len(await client.list_tools()) >= 10
             slow = await client.call_tool("test_reconnection", {})  # outlives the 50 ms quiet-stream close
             counted = await client.call_tool(
-                "test_tool_with_progress", {}, progress=lambda p, t, m: progress.append(p)
+                "test_tool_with_progress", {}, on_progress=lambda p, t, m: progress.append(p)
             )
             logged = await client.call_tool("test_tool_with_logging", {})
             sampled = await client.call_tool("test_sampling", {"prompt": "hi"})

@@ -25,7 +25,7 @@ from tests.streamable_http._client_support import (
 )
 
 from mcpframe import jsonrpc
-from mcpframe.client import Client
+from mcpframe.http import connect
 from mcpframe.http.client import StreamableHTTPTransport
 from mcpframe.session import JSONRPCError, RequestTimeout, Session
 
@@ -56,7 +56,7 @@ async def test_headers_json_answers_get_and_delete() -> None:
 
     app = Scripted(handler)
     auth = {"authorization": "Bearer t"}
-    async with serve_asgi(app) as url, Client.http(url, mode="legacy", headers=auth) as client:
+    async with serve_asgi(app) as url, connect(url, mode="legacy", headers=auth) as client:
         assert client.protocol_version == "2025-11-25"
         await client.list_tools()
         await client.call_tool("add", {"a": 1})
@@ -101,7 +101,7 @@ async def test_expired_session_is_reinitialized_and_the_message_resent() -> None
         return reply or json_reply(result(seen.body["id"], {"tools": [{"name": current[-1]}]}))
 
     app = Scripted(handler)
-    async with serve_asgi(app) as url, Client.http(url, mode="legacy") as client:
+    async with serve_asgi(app) as url, connect(url, mode="legacy") as client:
         assert await client.list_tools() == [{"name": "expired"}]
         assert await client.list_tools() == [{"name": "s-2"}]  # 404, re-initialized, sent again
     first, again = app.by_method("initialize")
@@ -136,7 +136,7 @@ async def test_closed_stream_is_resumed_with_last_event_id_after_retry() -> None
         return reply or json_reply(result(seen.body["id"], {}))
 
     app = Scripted(handler)
-    async with serve_asgi(app) as url, Client.http(url, mode="legacy") as client:
+    async with serve_asgi(app) as url, connect(url, mode="legacy") as client:
         with anyio.fail_after(10):
             answer = await client.call_tool("slow", {})
     assert answer["resumed"] is True
@@ -171,7 +171,7 @@ async def test_unanswered_requests_fail_instead_of_hanging(reply: Reply, code: i
     async def handler(seen: Seen) -> Reply:
         return reply if seen.method == "tools/call" else (await legacy(seen) or json_reply({}))
 
-    async with serve_asgi(Scripted(handler)) as url, Client.http(url, mode="legacy") as client:
+    async with serve_asgi(Scripted(handler)) as url, connect(url, mode="legacy") as client:
         with anyio.fail_after(10), pytest.raises(JSONRPCError) as caught:
             await client.call_tool("x", {})
     assert caught.value.code == code
@@ -198,7 +198,7 @@ async def test_modern_era_headers_and_no_session() -> None:
         return json_reply(result(seen.body["id"], {"content": [], "resultType": "complete"}))
 
     app = Scripted(handler)
-    async with serve_asgi(app) as url, Client.http(url) as client:
+    async with serve_asgi(app) as url, connect(url) as client:
         assert client.era == "modern"
         await client.call_tool("tööl_unicode", {})
         await client.read_resource("test://a b")
@@ -255,7 +255,7 @@ async def test_server_requests_on_the_post_stream_and_notifications_on_the_get_s
 
     app = Scripted(handler)
     handlers: dict[str, Any] = {"elicitation_handler": elicit, "logging_handler": on_log}
-    async with serve_asgi(app) as url, Client.http(url, mode="legacy", **handlers) as client:
+    async with serve_asgi(app) as url, connect(url, mode="legacy", **handlers) as client:
         with anyio.fail_after(10):
             answer = await client.call_tool("greet", {})
             await got_log.wait()
@@ -286,7 +286,7 @@ async def test_a_cancelled_request_stops_its_exchange_and_closes_the_stream() ->
         return await legacy(seen) or json_reply({})
 
     app = Scripted(handler)
-    async with serve_asgi(app) as url, Client.http(url, mode="legacy") as client:
+    async with serve_asgi(app) as url, connect(url, mode="legacy") as client:
         transport = client.session.transport
         assert isinstance(transport, StreamableHTTPTransport)
         with pytest.raises(RequestTimeout):
@@ -314,7 +314,7 @@ async def test_standalone_stream_is_reopened_with_last_event_id() -> None:
     got = anyio.Event()
     app = Scripted(handler)
     options: dict[str, Any] = {"mode": "legacy", "logging_handler": lambda params: got.set()}
-    async with serve_asgi(app) as url, Client.http(url, **options):
+    async with serve_asgi(app) as url, connect(url, **options):
         with anyio.fail_after(10):
             await got.wait()
     first, second = app.verbs("GET")
@@ -333,7 +333,7 @@ async def test_auto_mode_falls_back_when_the_server_refuses_discover() -> None:
         return reply or json_reply(result(seen.body["id"], {"tools": [{"name": "t"}]}))
 
     app = Scripted(handler)
-    async with serve_asgi(app) as url, Client.http(url) as client:
+    async with serve_asgi(app) as url, connect(url) as client:
         assert client.era == "legacy"
         assert await client.list_tools() == [{"name": "t"}]
     assert [s.method for s in app.seen[:3]] == ["server/discover", "initialize", "notifications/initialized"]
@@ -341,7 +341,7 @@ async def test_auto_mode_falls_back_when_the_server_refuses_discover() -> None:
 
 async def test_unreachable_server_fails_the_connect_quickly() -> None:
     with anyio.fail_after(20), pytest.raises(JSONRPCError) as caught:
-        async with Client.http("http://127.0.0.1:9/mcp"):
+        async with connect("http://127.0.0.1:9/mcp"):
             pass
     assert caught.value.code == jsonrpc.CONNECTION_CLOSED
     assert "HTTP request failed" in caught.value.message
@@ -368,7 +368,7 @@ async def test_answer_on_the_standalone_stream_ends_the_posts_exchange() -> None
         return await legacy(seen) or json_reply({})
 
     app = Scripted(handler)
-    async with serve_asgi(app) as url, Client.http(url, mode="legacy") as client:
+    async with serve_asgi(app) as url, connect(url, mode="legacy") as client:
         transport = client.session.transport
         assert isinstance(transport, StreamableHTTPTransport)
         with anyio.fail_after(10):

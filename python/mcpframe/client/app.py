@@ -53,6 +53,7 @@ __all__ = [
     "Servable",
 ]
 
+
 class Servable(Protocol):
     """What ``Client(server)`` serves in memory: an ``mcpframe.server.Server`` (the client does not import it:
     server and client sit side by side, neither above the other)."""

@@ -11,4 +11,10 @@ Nothing here is imported by `mcpframe.transports`; the HTTP stack is an optional
 - `streams`: SSE streams with event ids, priming events, resumption, server-initiated close;
 - `events`: the pluggable `EventStore` and its in-memory default;
 - `security`: Host/Origin allow-lists and bearer-token verification.
+
+`connect(url)` makes an MCP `Client` over Streamable HTTP (`_connect`; httpx is imported when it is called).
 """
+
+from mcpframe.http._connect import connect
+
+__all__ = ["connect"]
