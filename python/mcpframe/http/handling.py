@@ -1,9 +1,15 @@
-"""POST: validate the request, sort its body, route what needs no answer, admit and answer the requests."""
+"""POST: validate the request, sort its body, route what needs no answer, admit and answer the requests.
+
+`PostHandler` is given what it uses and nothing more: the options, the HTTP sessions, the server-wide
+admission bound, a way to open a connection of the MCP server (for stateless requests), and the SSE
+replies. It never sees the `StreamableHTTPServer` that composes it, so it can be built and tested alone.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import math
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from mcpframe import jsonrpc
@@ -14,13 +20,14 @@ from .admission import Admission, Slot
 from .asgi import ClientDisconnect, HttpRequest, TooLarge
 from .exchange import Exchange, Lane, LanePool, RequestHandler, Router
 from .headers import Accepts, is_json_content, mirror_mismatch
+from .options import HttpOptions
 from .post import Body, one_line
-from .responses import Answer, Reply, error_response, json_response
-from .sessions import HttpSession
+from .responses import Answer, Reply, StreamReplies, error_response, json_response
+from .sessions import HttpSession, SessionManager
 from .streams import Stream
 
 if TYPE_CHECKING:
-    from .server import StreamableHTTPServer
+    from mcpframe.server import ServerConnection
 
 __all__ = ["PostHandler"]
 
@@ -34,9 +41,21 @@ RETRY_AFTER = 1  # seconds, the `Retry-After` of a 503 for a full queue: about o
 class PostHandler:
     """Everything a POST to the endpoint goes through."""
 
-    def __init__(self, http: StreamableHTTPServer) -> None:
-        self.http = http
-        self.admission = Admission(http.options.max_in_flight, http.options.max_queued)
+    def __init__(
+        self,
+        options: HttpOptions,
+        *,
+        sessions: SessionManager,
+        admission: Admission,
+        connect: Callable[[], ServerConnection],
+        replies: StreamReplies,
+    ) -> None:
+        self.options = options
+        self.sessions = sessions
+        self.admission = admission
+        self.connect = connect  # a new connection of the MCP server (each stateless request gets one)
+        self.replies = replies
+        self._lane_options = options.lane_options()  # one value for every lane's Session
         self._stateless: LanePool | None = None  # the lanes of 2026-07-28 requests (no HTTP session)
 
     async def handle(self, request: HttpRequest, owner: str | None) -> Answer:
@@ -50,7 +69,7 @@ class PostHandler:
         if isinstance(found, Reply):
             return found
         batches = found is not None and batches_allowed(found.version)
-        body = Body.decode(data, max_frame=self.http.options.max_body, batches=batches)
+        body = Body.decode(data, max_frame=self.options.max_body, batches=batches)
         error = body.rejected
         if error is not None:  # MCP: a rejected notification or response gets an error status too
             rid = None if error.notification else error.id
@@ -82,14 +101,14 @@ class PostHandler:
     def _session(self, request: HttpRequest, owner: str | None) -> HttpSession | Reply | None:
         if "mcp-session-id" not in request.headers:
             return None
-        return self.http.find_session(request, owner)
+        return self.sessions.find(request.headers, owner)
 
     async def _read(self, request: HttpRequest, accepts: Accepts) -> bytes | Reply:
         """The body, or the refusal of a request with the wrong media types or too big a body."""
         refusal = _refusal(request, accepts)
         if refusal is not None:
             return refusal
-        limit = self.http.options.max_body
+        limit = self.options.max_body
         length = request.headers.get("content-length")
         if length is not None and length.isdigit() and int(length) > limit:
             return _too_big(limit)
@@ -111,7 +130,7 @@ class PostHandler:
         if session is None:
             if not body.initialize:
                 return error_response(400, "Bad Request: the Mcp-Session-Id header is required")
-            if self.http.sessions.full():
+            if self.sessions.full():
                 return _too_many_sessions()
         else:
             done = self._route_all(session, body)
@@ -148,10 +167,10 @@ class PostHandler:
         """Answer an admitted POST in its session (created here for `initialize`)."""
         created = session is None
         if session is None:
-            if self.http.sessions.full():  # others were created while this one waited
+            if self.sessions.full():  # others were created while this one waited
                 slot.release()
                 return _too_many_sessions()
-            session = self.http.sessions.create(owner)
+            session = self.sessions.create(owner)
             session.touch()
         elif session.closed:  # deleted or reaped while this POST waited
             slot.release()
@@ -176,7 +195,7 @@ class PostHandler:
         headers = {"Mcp-Session-Id": session.id}
         response = await self._answer(exchange, body, session, accepts, headers=headers)
         if created and exchange.stream.finished.is_set() and session.version is None:
-            await self.http.sessions.end(session)  # initialize failed: no session
+            await self.sessions.end(session)  # initialize failed: no session
             response.headers.pop("mcp-session-id", None)
         return response
 
@@ -186,7 +205,7 @@ class PostHandler:
             session.lanes = LanePool(
                 session.router,
                 lambda lane: self._make_session(lane, handler, batches=False),
-                self.http.sessions.spawn,
+                self.sessions.spawn,
                 keep=_SESSION_LANES,
             )
         return session.lanes
@@ -196,9 +215,7 @@ class PostHandler:
         return Lane(router, lambda lane: self._make_session(lane, handler, batches=batches), reusable=False)
 
     def _make_session(self, lane: Lane, handler: RequestHandler, *, batches: bool) -> Session:
-        options: dict[str, Any] = {"max_frame": self.http.options.max_body}
-        options.update(self.http.options.session_options)
-        return Session(lane.transport, request_handler=handler, batches=batches, **options)
+        return Session(lane.transport, request_handler=handler, batches=batches, options=self._lane_options)
 
     def _route(self, session: HttpSession, message: Any) -> None:
         if message.kind in ("result", "error"):
@@ -216,7 +233,7 @@ class PostHandler:
         ids = [message.id] if message.id is not None else []
         if message.method == "subscriptions/listen":
             # not admitted: a listen stream lives as long as its client listens and runs no handler
-            conn = self.http.server.connection()
+            conn = self.connect()
             lane = self._one_shot(Router(), conn.handle_request, batches=False)
             exchange = Exchange(lane, Stream(None, None), ids)  # runs with its connection bound
             return await self._answer(exchange, body, None, accepts, headers={}, runner=conn.run)
@@ -224,7 +241,7 @@ class PostHandler:
         if isinstance(slot, Reply):
             return slot
         try:
-            conn = self.http.server.connection()
+            conn = self.connect()
             lane = self._stateless_lanes().acquire()
             lane.handler = conn.handle_request
             conn.bind(lane.session)  # what `conn.run` does, minus its pump (only a listen needs it)
@@ -240,7 +257,7 @@ class PostHandler:
             self._stateless = LanePool(
                 Router(),
                 lambda lane: self._make_session(lane, lane.handle, batches=False),
-                self.http.sessions.spawn,
+                self.sessions.spawn,
                 keep=_STATELESS_LANES,
             )
         return self._stateless
@@ -253,29 +270,29 @@ class PostHandler:
         accepts: Accepts,
         *,
         headers: dict[str, str],
-        runner: Any = None,
+        runner: Callable[[Session], Awaitable[None]] | None = None,
     ) -> Answer:
         """Run the exchange; answer JSON if only responses came, else switch to SSE."""
         stream = exchange.stream
-        spawn = self.http.sessions.spawn
+        spawn = self.sessions.spawn
         exchange.transport.feed(body.session_input())  # before anything routed to it can arrive
         if session is not None:
             exchange.on_close.append(lambda: session.stream_ended(stream))
         if exchange.lane.pool is None:  # a one-shot lane: pooled ones are already running
             spawn(exchange.lane.run, runner)
-        priming = self.http.priming(session)
+        priming = self.replies.priming(session)
         if not (accepts.sse and self._prefer_sse(priming)):
             answered = await self._json_answer(stream, session, accepts, headers)
             if answered is not None:
                 return answered
         receive = await stream.attach(retry_ms=priming)
-        close_idle = self.http.options.close_idle_streams if priming is not None else None
+        close_idle = self.options.close_idle_streams if priming is not None else None
 
         def ended() -> None:
             if not stream.resumable and not stream.finished.is_set():
                 spawn(exchange.abort)  # nobody can ever receive the answer
 
-        return self.http.sse_response(
+        return self.replies.reply(
             session, stream, receive, close_idle=close_idle, on_end=ended, headers=headers
         )
 
@@ -302,16 +319,16 @@ class PostHandler:
         return json_response(joined, headers)
 
     def _prefer_sse(self, priming: int | None) -> bool:
-        mode = self.http.options.response_mode
+        mode = self.options.response_mode
         return mode == "sse" or (mode == "resumable" and priming is not None)
 
     def _json_wait(self, accepts: Accepts) -> float:
         """How long to hold a POST for a plain JSON answer before switching to SSE."""
         if not accepts.sse:
             return math.inf
-        wait = self.http.options.stream_after
-        if self.http.options.close_idle_streams is not None:
-            wait = min(wait, self.http.options.close_idle_streams)
+        wait = self.options.stream_after
+        if self.options.close_idle_streams is not None:
+            wait = min(wait, self.options.close_idle_streams)
         return wait
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcpframe import core, jsonrpc
 
@@ -12,7 +12,10 @@ from .asgi import Receive, Send, wait_disconnect
 from .pipe import Pipe
 from .streams import KEEPALIVE, Stream
 
-__all__ = ["SSE_HEADERS", "Answer", "Reply", "SseReply", "error_response", "json_response"]
+if TYPE_CHECKING:
+    from .sessions import HttpSession
+
+__all__ = ["SSE_HEADERS", "Answer", "Reply", "SseReply", "StreamReplies", "error_response", "json_response"]
 
 _JSON = "application/json"
 SSE_HEADERS = {
@@ -128,6 +131,55 @@ class SseReply:
 
 Answer = Reply | SseReply
 """What the endpoint answers with: call it with the ASGI `receive` and `send`."""
+
+
+class StreamReplies:
+    """SSE replies on the streams of an HTTP session (or of a stateless POST), for GET and POST alike.
+
+    Decides whether a stream is primed (a `retry` for clients that resume) and keeps the session counted
+    busy while a reply is open, so the reaper never closes a session somebody is reading.
+    """
+
+    __slots__ = ("keepalive", "retry_ms")
+
+    def __init__(self, *, retry_ms: int, keepalive: float) -> None:
+        self.retry_ms = retry_ms
+        self.keepalive = keepalive
+
+    def priming(self, session: HttpSession | None) -> int | None:
+        """The `retry` to prime a stream of this session with, or `None` (old clients get no priming).
+
+        Decided from the negotiated version, not the per-request header: a 2025-11-25 client that sends an
+        older header still understands priming events.
+        """
+        if session is None or session.store is None or session.version is None:
+            return None
+        return self.retry_ms if session.version >= "2025-11-25" else None
+
+    def reply(
+        self,
+        session: HttpSession | None,
+        stream: Stream,
+        receive: Pipe,
+        *,
+        close_idle: float | None,
+        on_end: Callable[[], Any] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> SseReply:
+        """Stream `receive` as `text/event-stream`; the session counts as busy while it is open."""
+        if session is not None:
+            session.touch(+1)
+
+        def ended() -> None:
+            if session is not None:
+                session.touch(-1)
+                session.stream_ended(stream)
+            if on_end is not None:
+                on_end()
+
+        return SseReply(
+            stream, receive, keepalive=self.keepalive, close_idle=close_idle, headers=headers, on_end=ended
+        )
 
 
 def error_response(

@@ -8,33 +8,36 @@ await serve_http(server, port=8000)          # or: uvicorn on 127.0.0.1
 POST answers a body of requests with JSON when the handlers sent nothing else, or with an SSE stream that
 carries their notifications and requests before the responses; notifications and responses get 202. Legacy
 (2025-xx) clients get a stateful session (`Mcp-Session-Id`); 2026-07-28 requests are served statelessly.
+
+The server is a composition: it builds the session manager, the admission bound, the SSE replies and the
+`PostHandler`, and hands each only what it needs (the handler gets `server.connection`, not the server).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import socket
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
 import uvicorn
 
 from mcpframe import jsonrpc
-from mcpframe.server.eras import LEGACY_VERSIONS, SUPPORTED_VERSIONS
+from mcpframe.server.eras import SUPPORTED_VERSIONS
 
+from .admission import Admission
 from .asgi import HttpRequest, Receive, Scope, Send
-from .events import EventStore, MemoryEventStore, split_event_id
+from .events import split_event_id
 from .handling import PostHandler
 from .headers import Accepts
-from .pipe import Pipe
-from .responses import SSE_HEADERS, Answer, Reply, SseReply, error_response
-from .security import AccessToken, BearerAuth, HostGuard
+from .options import HttpOptions
+from .responses import SSE_HEADERS, Answer, Reply, StreamReplies, error_response
+from .security import AccessToken, HostGuard
 from .sessions import HttpSession, SessionManager
-from .streams import Stream, format_event
+from .streams import format_event
 
 if TYPE_CHECKING:
     from mcpframe.server import Server
@@ -47,49 +50,28 @@ _TEXT = "text/plain; charset=utf-8"
 _METHODS = ("GET", "POST", "DELETE")
 
 
-@dataclasses.dataclass(slots=True)
-class HttpOptions:
-    """Knobs of the HTTP server; the defaults suit a local server on loopback."""
-
-    path: str = "/mcp"
-    allowed_hosts: Sequence[str] | None = None  # None: loopback hosts on any port; ["*"]: no check
-    allowed_origins: Sequence[str] | None = None  # None: loopback origins on any port
-    max_body: int = 4 * 1024 * 1024
-    event_store: EventStore | None = dataclasses.field(default_factory=MemoryEventStore)
-    retry_ms: int = 1000  # the `retry` of priming events: how long a client waits before resuming
-    close_idle_streams: float | None = None  # SSE polling: close a POST stream quiet this long (seconds)
-    # "auto": JSON unless a handler sends something before its response (or stays quiet `stream_after`);
-    # "sse": always SSE when the client accepts it; "resumable" (default): SSE where the stream is primed
-    # and resumable (event store, client at 2025-11-25 or later), "auto" elsewhere.
-    response_mode: Literal["resumable", "auto", "sse"] = "resumable"
-    stream_after: float = 1.0
-    keepalive: float = 15.0
-    idle_timeout: float | None = 1800.0  # sessions with no HTTP request for this long are closed
-    max_sessions: int = 10_000
-    # flow control, per server (every session and the stateless requests): past `max_in_flight` requests
-    # being answered a POST waits, first come first served, among at most `max_queued` others; past that it
-    # gets 503 with Retry-After (see http/admission.py)
-    max_in_flight: int = 1024
-    max_queued: int = 1024
-    auth: BearerAuth | None = None
-    session_options: dict[str, Any] = dataclasses.field(default_factory=dict)
-
-
 class StreamableHTTPServer:
     """An mcpframe `Server` behind one Streamable HTTP endpoint; `app` is the ASGI application."""
 
-    def __init__(self, server: Server, options: HttpOptions | None = None, **overrides: Any) -> None:
-        opts = dataclasses.replace(options or HttpOptions(), **overrides)
+    def __init__(self, server: Server, options: HttpOptions | None = None) -> None:
+        opts = options if options is not None else HttpOptions()
         self.server = server
         self.options = opts
         self.guard = HostGuard.create(opts.allowed_hosts, opts.allowed_origins)
         self.sessions = SessionManager(
-            server,
+            server.connection,
             store=opts.event_store,
             idle_timeout=opts.idle_timeout,
             max_sessions=opts.max_sessions,
         )
-        self.posts = PostHandler(self)
+        self.replies = StreamReplies(retry_ms=opts.retry_ms, keepalive=opts.keepalive)
+        self.posts = PostHandler(
+            opts,
+            sessions=self.sessions,
+            admission=Admission(opts.max_in_flight, opts.max_queued),
+            connect=server.connection,
+            replies=self.replies,
+        )
         self._tg: anyio.abc.TaskGroup | None = None
 
     @property
@@ -217,36 +199,13 @@ class StreamableHTTPServer:
             )
         return token
 
-    def find_session(self, request: HttpRequest, owner: str | None) -> HttpSession | Reply:
-        """The request's legacy session: 400 without the header, 404 for an unknown or expired one."""
-        session_id = request.headers.get("mcp-session-id")
-        if session_id is None:
-            return error_response(400, "Bad Request: the Mcp-Session-Id header is required")
-        session = self.sessions.get(session_id)
-        if session is None or session.closed or session.owner != owner:
-            return error_response(404, "Not Found: unknown or expired session", code=jsonrpc.INVALID_REQUEST)
-        version = request.headers.get("mcp-protocol-version")
-        if version is not None and version not in LEGACY_VERSIONS:
-            return error_response(400, f"Bad Request: MCP-Protocol-Version {version!r} has no sessions")
-        return session
-
-    def priming(self, session: HttpSession | None) -> int | None:
-        """The `retry` to prime a stream of this session with, or `None` (old clients get no priming).
-
-        Decided from the negotiated version, not the per-request header: a 2025-11-25 client that sends an
-        older header still understands priming events.
-        """
-        if session is None or session.store is None or session.version is None:
-            return None
-        return self.options.retry_ms if session.version >= "2025-11-25" else None
-
     async def _get(self, request: HttpRequest, owner: str | None) -> Answer:
         if not Accepts.parse(request.headers.get("accept")).sse:
             return error_response(406, "Not Acceptable: GET needs Accept: text/event-stream")
         modern = request.headers.get("mcp-protocol-version", "") >= "2026"
         if modern and "mcp-session-id" not in request.headers:
             return Reply(405, headers={"Allow": "POST"})
-        found = self.find_session(request, owner)
+        found = self.sessions.find(request.headers, owner)
         if isinstance(found, Reply):
             return found
         session = found
@@ -256,8 +215,8 @@ class StreamableHTTPServer:
         stream = session.get_stream
         if stream.attached:
             return error_response(409, "Conflict: this session's GET stream is already open")
-        receive = await stream.attach(retry_ms=self.priming(session))
-        return self.sse_response(session, stream, receive, close_idle=None)
+        receive = await stream.attach(retry_ms=self.replies.priming(session))
+        return self.replies.reply(session, stream, receive, close_idle=None)
 
     async def _resume(self, session: HttpSession, last_event_id: str) -> Answer:
         parsed = split_event_id(last_event_id)
@@ -265,7 +224,7 @@ class StreamableHTTPServer:
         if stream is not None:
             receive = await stream.resume(last_event_id)
             if receive is not None:
-                return self.sse_response(session, stream, receive, close_idle=None)
+                return self.replies.reply(session, stream, receive, close_idle=None)
         elif session.store is not None:
             replay = await session.store.replay(session.id, last_event_id)
             if replay is not None:  # the stream ended: what it still owed, then the end
@@ -274,43 +233,11 @@ class StreamableHTTPServer:
         return error_response(404, "Not Found: unknown Last-Event-ID for this session")
 
     async def _delete(self, request: HttpRequest, owner: str | None) -> Reply:
-        found = self.find_session(request, owner)
+        found = self.sessions.find(request.headers, owner)
         if isinstance(found, Reply):
             return found
         await self.sessions.end(found)
         return Reply(200)
-
-    # ---------------------------------------------------------------- SSE
-
-    def sse_response(
-        self,
-        session: HttpSession | None,
-        stream: Stream,
-        receive: Pipe,
-        *,
-        close_idle: float | None,
-        on_end: Callable[[], Any] | None = None,
-        headers: dict[str, str] | None = None,
-    ) -> SseReply:
-        """Stream `receive` as `text/event-stream`; the session counts as busy while it is open."""
-        if session is not None:
-            session.touch(+1)
-
-        def ended() -> None:
-            if session is not None:
-                session.touch(-1)
-                session.stream_ended(stream)
-            if on_end is not None:
-                on_end()
-
-        return SseReply(
-            stream,
-            receive,
-            keepalive=self.options.keepalive,
-            close_idle=close_idle,
-            headers=headers,
-            on_end=ended,
-        )
 
 
 async def serve_http(

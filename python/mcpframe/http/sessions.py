@@ -17,14 +17,17 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.abc
 
+from mcpframe import jsonrpc
+from mcpframe.server.eras import LEGACY_VERSIONS
 from mcpframe.session import Session
 
 from .events import EventStore
 from .exchange import LanePool, Router
+from .responses import Reply, error_response
 from .streams import Stream
 
 if TYPE_CHECKING:
-    from mcpframe.server import Server, ServerConnection
+    from mcpframe.server import ServerConnection
 
     from .exchange import Exchange
 
@@ -135,13 +138,13 @@ class SessionManager:
 
     def __init__(
         self,
-        server: Server,
+        connect: Callable[[], ServerConnection],
         *,
         store: EventStore | None,
         idle_timeout: float | None = 1800.0,
         max_sessions: int = 10_000,
     ) -> None:
-        self.server = server
+        self.connect = connect  # a new connection of the MCP server, one per session
         self.store = store
         self.idle_timeout = idle_timeout
         self.max_sessions = max_sessions
@@ -200,7 +203,7 @@ class SessionManager:
     def create(self, owner: str | None) -> HttpSession:
         """A new session with a fresh, unguessable id; its main Session starts running."""
         session_id = secrets.token_urlsafe(24)
-        session = HttpSession(session_id, self.server.connection(), self.store)
+        session = HttpSession(session_id, self.connect(), self.store)
         session.owner = owner
         self.sessions[session_id] = session
         self.task_group.start_soon(self._run_main, session)
@@ -216,6 +219,20 @@ class SessionManager:
     def get(self, session_id: str) -> HttpSession | None:
         """The live session with this id."""
         return self.sessions.get(session_id)
+
+    def find(self, headers: dict[str, str], owner: str | None) -> HttpSession | Reply:
+        """The session a request names: 400 without the header, 404 for an unknown or expired one (or one
+        of another principal), 400 for a protocol version that has no sessions."""
+        session_id = headers.get("mcp-session-id")
+        if session_id is None:
+            return error_response(400, "Bad Request: the Mcp-Session-Id header is required")
+        session = self.sessions.get(session_id)
+        if session is None or session.closed or session.owner != owner:
+            return error_response(404, "Not Found: unknown or expired session", code=jsonrpc.INVALID_REQUEST)
+        version = headers.get("mcp-protocol-version")
+        if version is not None and version not in LEGACY_VERSIONS:
+            return error_response(400, f"Bad Request: MCP-Protocol-Version {version!r} has no sessions")
+        return session
 
     async def end(self, session: HttpSession) -> None:
         """Close and forget a session (DELETE, idle, or a failed initialize)."""

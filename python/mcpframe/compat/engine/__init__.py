@@ -24,6 +24,7 @@ What cannot be carried over is listed at start-up (``StartupReport``): one warni
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -175,8 +176,10 @@ async def _serve(
         )
 
         options = http_options if http_options is not None else HttpOptions()
-        if session_options:
-            options.session_options = {**options.session_options, **session_options}
+        if session_options:  # HttpOptions and SessionOptions are frozen: derive new values
+            base = options.session_options or options.lane_options()
+            tuned = dataclasses.replace(base, **session_options)
+            options = dataclasses.replace(options, session_options=tuned)
         async with server.lifespan():
             serving()
             await serve_http(server, host=host, port=port, options=options, ready=ready)

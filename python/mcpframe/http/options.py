@@ -1,0 +1,83 @@
+"""`HttpOptions`: every knob of the Streamable HTTP server, one frozen value.
+
+Its own module so that the pieces the server is composed of (`PostHandler`, the session manager, the SSE
+replies) can each take the options without importing the server that builds them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Literal
+
+from mcpframe.session import SessionOptions
+
+from .events import EventStore, MemoryEventStore
+from .security import BearerAuth
+
+__all__ = ["HttpOptions", "ResponseMode"]
+
+ResponseMode = Literal["resumable", "auto", "sse"]
+"""How a POST that carries requests is answered (see `HttpOptions.response_mode`)."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class HttpOptions:
+    """Knobs of the HTTP server; the defaults suit a local server on loopback."""
+
+    path: str = "/mcp"
+    """The endpoint's path (POST, GET and DELETE); the resource metadata lives beside it (with `auth`)."""
+
+    allowed_hosts: Sequence[str] | None = None
+    """Accepted `Host` headers: `None` loopback hosts on any port, `["*"]` no check."""
+
+    allowed_origins: Sequence[str] | None = None
+    """Accepted `Origin` headers: `None` loopback origins on any port."""
+
+    max_body: int = 4 * 1024 * 1024
+    """Longest request body in bytes (413 past it); also the lanes' `max_frame` by default."""
+
+    event_store: EventStore | None = dataclasses.field(default_factory=MemoryEventStore)
+    """Where SSE events are kept for resumption (`None`: streams are not resumable)."""
+
+    retry_ms: int = 1000
+    """The `retry` of priming events: how long a client waits before resuming."""
+
+    close_idle_streams: float | None = None
+    """SSE polling: close a resumable POST stream quiet this long (seconds)."""
+
+    response_mode: ResponseMode = "resumable"
+    """`"auto"`: JSON unless a handler sends something before its response (or stays quiet `stream_after`);
+    `"sse"`: always SSE when the client accepts it; `"resumable"`: SSE where the stream is primed and
+    resumable (event store, client at 2025-11-25 or later), `"auto"` elsewhere."""
+
+    stream_after: float = 1.0
+    """Seconds a POST is held for a plain JSON answer before it switches to SSE."""
+
+    keepalive: float = 15.0
+    """Seconds between keep-alive comments on a quiet SSE stream."""
+
+    idle_timeout: float | None = 1800.0
+    """Sessions with no HTTP request for this long are closed (`None`: never)."""
+
+    max_sessions: int = 10_000
+    """HTTP sessions at once; past it `initialize` gets 503."""
+
+    max_in_flight: int = 1024
+    """Requests being answered at once, per server (every session and the stateless requests together);
+    past it a POST waits, first come first served (see `http/admission.py`)."""
+
+    max_queued: int = 1024
+    """POSTs that may wait for room; past it a POST gets 503 with `Retry-After`."""
+
+    auth: BearerAuth | None = None
+    """Bearer-token verification (and the protected resource metadata); `None`: no authentication."""
+
+    session_options: SessionOptions | None = None
+    """The tuning of the Sessions answering POSTs; `None`: their defaults with `max_frame` = `max_body`."""
+
+    def lane_options(self) -> SessionOptions:
+        """The options every lane's Session is built with (one value, shared by all of them)."""
+        if self.session_options is not None:
+            return self.session_options
+        return SessionOptions(max_frame=self.max_body)
