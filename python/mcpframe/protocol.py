@@ -29,7 +29,6 @@ __all__ = [
     "LOGGING_LEVELS",
     "LOGGING_SET_LEVEL",
     "LOG_LEVEL_KEY",
-    "META",
     "META_KEY_PREFIX",
     "MODERN_META_KEYS",
     "MODERN_VERSIONS",
@@ -194,8 +193,6 @@ REF_RESOURCE: Final = "ref/resource"
 
 # ---------------------------------------------------------------------------------------------- _meta keys
 
-META: Final = "_meta"
-"""The params/result member that carries metadata."""
 PROGRESS_TOKEN: Final = "progressToken"
 """In a request's `_meta`: the token its `notifications/progress` will carry (also a param there)."""
 

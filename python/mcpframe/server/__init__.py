@@ -17,6 +17,9 @@ server.run()   # stdio
 
 from __future__ import annotations
 
+# The revision lists live in mcpframe.protocol; re-exported here because README and callers use them.
+from mcpframe.protocol import LATEST_LEGACY, LEGACY_VERSIONS, MODERN_VERSIONS, SUPPORTED_VERSIONS
+
 from .app import Server
 from .connection import ServerConnection
 from .content import (
@@ -34,7 +37,6 @@ from .content import (
     user,
 )
 from .context import Context
-from .eras import LATEST_LEGACY, LEGACY_VERSIONS, MODERN_VERSIONS, SUPPORTED_VERSIONS
 
 __all__ = [
     "LATEST_LEGACY",

@@ -16,22 +16,11 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 
-from mcpframe import jsonrpc
+from mcpframe import jsonrpc, protocol
 from mcpframe.session import JSONRPCError, Message, Request, Session
 
 from .context import CallInfo, InputRequired
-from .eras import (
-    CLIENT_CAPABILITIES_KEY,
-    LATEST_LEGACY,
-    LEGACY_VERSIONS,
-    LOG_LEVEL_KEY,
-    LOG_LEVELS,
-    SERVER_INFO_KEY,
-    SUBSCRIPTION_ID_KEY,
-    SUPPORTED_VERSIONS,
-    batches_allowed,
-    modern_version,
-)
+from .eras import LOG_LEVELS, modern_version
 from .handlers import HANDLERS, Handler, invalid
 
 if TYPE_CHECKING:
@@ -40,35 +29,38 @@ if TYPE_CHECKING:
 __all__ = ["ServerConnection"]
 
 _CAPABILITY = {
-    "tools/list": "tools",
-    "tools/call": "tools",
-    "resources/list": "resources",
-    "resources/templates/list": "resources",
-    "resources/read": "resources",
-    "resources/subscribe": "resources",
-    "resources/unsubscribe": "resources",
-    "prompts/list": "prompts",
-    "prompts/get": "prompts",
-    "completion/complete": "completions",
-    "logging/setLevel": "logging",
+    protocol.TOOLS_LIST: "tools",
+    protocol.TOOLS_CALL: "tools",
+    protocol.RESOURCES_LIST: "resources",
+    protocol.RESOURCES_TEMPLATES_LIST: "resources",
+    protocol.RESOURCES_READ: "resources",
+    protocol.RESOURCES_SUBSCRIBE: "resources",
+    protocol.RESOURCES_UNSUBSCRIBE: "resources",
+    protocol.PROMPTS_LIST: "prompts",
+    protocol.PROMPTS_GET: "prompts",
+    protocol.COMPLETION_COMPLETE: "completions",
+    protocol.LOGGING_SET_LEVEL: "logging",
 }
 # Legacy methods answered without a handler (or before initialize).
-_UNVERSIONED = frozenset({"initialize", "ping"})
+_UNVERSIONED = frozenset({protocol.INITIALIZE, protocol.PING})
 # Gone in 2026-07-28: the level travels per request, subscriptions/listen replaces subscribe.
-_LEGACY_ONLY = frozenset({"logging/setLevel", "resources/subscribe", "resources/unsubscribe"})
+_LEGACY_ONLY = frozenset(
+    {protocol.LOGGING_SET_LEVEL, protocol.RESOURCES_SUBSCRIBE, protocol.RESOURCES_UNSUBSCRIBE}
+)
 # Methods that may answer `input_required` (multi round-trip), and the param naming their target.
-_ROUND_TRIP = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+_ROUND_TRIP = {protocol.TOOLS_CALL: "name", protocol.PROMPTS_GET: "name", protocol.RESOURCES_READ: "uri"}
 # Results that carry caching hints (ttlMs, cacheScope) in 2026-07-28.
 _CACHEABLE = frozenset(
     {
-        "server/discover",
-        "tools/list",
-        "prompts/list",
-        "resources/list",
-        "resources/templates/list",
-        "resources/read",
+        protocol.SERVER_DISCOVER,
+        protocol.TOOLS_LIST,
+        protocol.PROMPTS_LIST,
+        protocol.RESOURCES_LIST,
+        protocol.RESOURCES_TEMPLATES_LIST,
+        protocol.RESOURCES_READ,
     }
 )
+_LIST_CHANGED = dict(protocol.LIST_CHANGED_NOTIFICATIONS)
 _LIST_FLAGS = {
     "tools": "toolsListChanged",
     "prompts": "promptsListChanged",
@@ -172,7 +164,7 @@ class ServerConnection:
     async def _deliver(self, kind: str, value: str) -> None:
         if kind == "list":
             method, legacy, flag = (
-                f"notifications/{value}/list_changed",
+                _LIST_CHANGED[value],
                 self.version is not None,
                 _LIST_FLAGS[value],
             )
@@ -180,7 +172,7 @@ class ServerConnection:
             wanted = [lst for lst in self._listeners.values() if lst.accepted.get(flag)]
         else:
             method, legacy, params = (
-                "notifications/resources/updated",
+                protocol.NOTIFICATIONS_RESOURCES_UPDATED,
                 value in self.subscriptions,
                 {"uri": value},
             )
@@ -192,14 +184,14 @@ class ServerConnection:
         if legacy and self.session is not None:
             await self.session.notify(method, params or None)
         for listener in wanted:
-            tagged = {**params, "_meta": {SUBSCRIPTION_ID_KEY: listener.request.id}}
+            tagged = {**params, "_meta": {protocol.SUBSCRIPTION_ID_KEY: listener.request.id}}
             await listener.request.send_notification(method, tagged)
 
     # ----------------------------------------------------------------- dispatch
 
     async def handle_notification(self, message: Message) -> None:
         """The Session's notification handler."""
-        if message.method == "notifications/initialized":
+        if message.method == protocol.NOTIFICATIONS_INITIALIZED:
             self.initialized = True
 
     async def handle_request(self, request: Request) -> Any:
@@ -231,9 +223,9 @@ class ServerConnection:
 
     def _unversioned(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """A legacy request that needs no handler: initialize, ping, or anything before initialize."""
-        if method == "initialize":
+        if method == protocol.INITIALIZE:
             return self._initialize(params)
-        if method == "ping":
+        if method == protocol.PING:
             return {}
         if method in self.server.handlers:
             raise JSONRPCError(jsonrpc.INVALID_REQUEST, f"Invalid Request: send initialize before {method}")
@@ -261,9 +253,9 @@ class ServerConnection:
                 jsonrpc.INVALID_REQUEST, "Invalid Request: the connection is already initialized"
             )
         requested = params.get("protocolVersion")
-        self.version = requested if requested in LEGACY_VERSIONS else LATEST_LEGACY
-        if self.session is not None:  # the one batch rule (eras.batches_allowed), now that it is known
-            self.session.batches = batches_allowed(self.version)
+        self.version = requested if requested in protocol.LEGACY_VERSIONS else protocol.LATEST_LEGACY
+        if self.session is not None:  # the one batch rule (protocol.batches_allowed), now that it is known
+            self.session.batches = protocol.batches_allowed(self.version)
         capabilities = params.get("capabilities")
         self.client_capabilities = capabilities if isinstance(capabilities, dict) else {}
         self.client_info = params.get("clientInfo")
@@ -278,16 +270,16 @@ class ServerConnection:
 
     async def _modern(self, request: Request, version: str, params: dict[str, Any]) -> dict[str, Any]:
         method = request.method
-        if method == "server/discover":
+        if method == protocol.SERVER_DISCOVER:
             return self._discover()
-        if method == "subscriptions/listen":
+        if method == protocol.SUBSCRIPTIONS_LISTEN:
             return await self._listen(request, params)
         if method in _LEGACY_ONLY:
-            raise _method_not_found(method, " (not part of 2026-07-28)")
+            raise _method_not_found(method, f" (not part of {protocol.V2026_07_28})")
         handler = self._handler(method)
         meta = request.meta
-        capabilities = meta.get(CLIENT_CAPABILITIES_KEY)
-        level = LOG_LEVELS.get(str(meta.get(LOG_LEVEL_KEY)))
+        capabilities = meta.get(protocol.CLIENT_CAPABILITIES_KEY)
+        level = LOG_LEVELS.get(str(meta.get(protocol.LOG_LEVEL_KEY)))
         call = CallInfo(version, True, capabilities if isinstance(capabilities, dict) else {}, level)
         target = _ROUND_TRIP.get(method)
         if target is None or handler is not HANDLERS.get(method):
@@ -317,13 +309,13 @@ class ServerConnection:
             result.setdefault("ttlMs", self.server.cache_ttl_ms)
             result.setdefault("cacheScope", self.server.cache_scope)
         meta = result.get("_meta")
-        stamp = {SERVER_INFO_KEY: self.server.info}
+        stamp = {protocol.SERVER_INFO_KEY: self.server.info}
         result["_meta"] = {**meta, **stamp} if isinstance(meta, dict) else stamp
         return result
 
     def _discover(self) -> dict[str, Any]:
         result = {
-            "supportedVersions": list(SUPPORTED_VERSIONS),
+            "supportedVersions": list(protocol.SUPPORTED_VERSIONS),
             "capabilities": self.server.modern_capabilities(),
         }
         if self.server.instructions is not None:
@@ -345,9 +337,9 @@ class ServerConnection:
         listener = _Listener(request, accepted, anyio.Event())
         self._listeners[request.id] = listener
         try:
-            ack = {"notifications": accepted, "_meta": {SUBSCRIPTION_ID_KEY: request.id}}
-            await request.send_notification("notifications/subscriptions/acknowledged", ack)
+            ack = {"notifications": accepted, "_meta": {protocol.SUBSCRIPTION_ID_KEY: request.id}}
+            await request.send_notification(protocol.NOTIFICATIONS_SUBSCRIPTIONS_ACKNOWLEDGED, ack)
             await listener.closed.wait()
         finally:
             self._listeners.pop(request.id, None)
-        return {"_meta": {SUBSCRIPTION_ID_KEY: request.id}}
+        return {"_meta": {protocol.SUBSCRIPTION_ID_KEY: request.id}}

@@ -10,7 +10,7 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from mcpframe import jsonrpc
+from mcpframe import jsonrpc, protocol
 from mcpframe.session import JSONRPCError, Request
 
 from .content import ToolResult, to_builtins, to_content, to_json_text, to_messages
@@ -30,7 +30,11 @@ __all__ = ["HANDLERS", "Handler"]
 Handler = Callable[["ServerConnection", Request, CallInfo, dict[str, Any]], Awaitable[dict[str, Any]]]
 
 # Listing fields newer than some revisions: (field, first revision that knows it).
-_NEW_FIELDS = (("title", "2025-06-18"), ("outputSchema", "2025-06-18"), ("icons", "2025-11-25"))
+_NEW_FIELDS = (
+    ("title", protocol.V2025_06_18),
+    ("outputSchema", protocol.V2025_06_18),
+    ("icons", protocol.V2025_11_25),
+)
 
 
 def invalid(message: str) -> JSONRPCError:
@@ -40,7 +44,7 @@ def invalid(message: str) -> JSONRPCError:
 
 def _for_version(wire: dict[str, Any], call: CallInfo) -> dict[str, Any]:
     """A listing entry as `call`'s revision knows it (no fields it has never heard of)."""
-    if call.modern or at_least(call.version, "2025-11-25"):
+    if call.modern or at_least(call.version, protocol.V2025_11_25):
         return wire
     unknown = {key for key, since in _NEW_FIELDS if not at_least(call.version, since)}
     return {key: value for key, value in wire.items() if key not in unknown}
@@ -79,7 +83,7 @@ def _tool_result(tool: Tool, value: Any, call: CallInfo) -> dict[str, Any]:
     else:
         content, structured, is_error, meta = to_content(value), None, False, None
     result: dict[str, Any] = {"content": content}
-    if structured is not None and (call.modern or at_least(call.version, "2025-06-18")):
+    if structured is not None and (call.modern or at_least(call.version, protocol.V2025_06_18)):
         result["structuredContent"] = structured
     if is_error:
         result["isError"] = True
@@ -108,7 +112,7 @@ async def tools_call(
         kwargs = signature.bind(params.get("arguments"))
     except ArgumentError as exc:
         # 2025-11-25 made input validation a tool execution error the model can see and correct.
-        if call.modern or at_least(call.version, "2025-11-25"):
+        if call.modern or at_least(call.version, protocol.V2025_11_25):
             return _error_result(str(exc))
         raise invalid(str(exc)) from None
     try:
@@ -237,8 +241,12 @@ def _completion_key(conn: ServerConnection, params: dict[str, Any]) -> tuple[str
     if not isinstance(ref, dict) or not isinstance(argument, dict):
         raise invalid('completion/complete needs "ref" and "argument" objects')
     kind, registry = ref.get("type"), conn.server.registry
-    target = ref.get("name") if kind == "ref/prompt" else ref.get("uri")
-    known = registry.prompts if kind == "ref/prompt" else registry.templates if kind == "ref/resource" else {}
+    target = ref.get("name") if kind == protocol.REF_PROMPT else ref.get("uri")
+    known: dict[str, Any] = {}
+    if kind == protocol.REF_PROMPT:
+        known = registry.prompts
+    elif kind == protocol.REF_RESOURCE:
+        known = registry.templates
     if not isinstance(target, str) or target not in known:
         raise invalid(f"unknown completion reference {ref!r}")
     return str(kind), target, str(argument.get("name"))
@@ -270,15 +278,15 @@ async def set_level(
 
 
 HANDLERS: dict[str, Handler] = {
-    "tools/list": tools_list,
-    "tools/call": tools_call,
-    "resources/list": resources_list,
-    "resources/templates/list": templates_list,
-    "resources/read": resources_read,
-    "resources/subscribe": subscribe,
-    "resources/unsubscribe": unsubscribe,
-    "prompts/list": prompts_list,
-    "prompts/get": prompts_get,
-    "completion/complete": complete,
-    "logging/setLevel": set_level,
+    protocol.TOOLS_LIST: tools_list,
+    protocol.TOOLS_CALL: tools_call,
+    protocol.RESOURCES_LIST: resources_list,
+    protocol.RESOURCES_TEMPLATES_LIST: templates_list,
+    protocol.RESOURCES_READ: resources_read,
+    protocol.RESOURCES_SUBSCRIBE: subscribe,
+    protocol.RESOURCES_UNSUBSCRIBE: unsubscribe,
+    protocol.PROMPTS_LIST: prompts_list,
+    protocol.PROMPTS_GET: prompts_get,
+    protocol.COMPLETION_COMPLETE: complete,
+    protocol.LOGGING_SET_LEVEL: set_level,
 }
