@@ -1,10 +1,36 @@
-"""Answering a JSON-RPC batch: the responses to its elements go back together, as one array."""
+"""JSON-RPC batches on the incoming side: which batch an element belongs to, and answering it as one array.
+
+The decoder marks each element of a batch with its index (``item.batch``); ``Intake`` adds a ``SEAL`` after
+the last one. ``Batches`` turns that into answers: a batch's first element opens a ``Batch`` that collects
+the response frames of its elements and writes them as one array once all are in, or, with batches off,
+refuses the batch with one ``-32600`` error (``id: null``) and its elements are skipped. One batch at a time
+is open, since the elements of a batch are handled in order as a unit.
+
+Besides it, one batch may be answered at once as *busy* (``Batches.answer_busy``): one that starts while
+the Session's backlog is at its cap and reading goes on for the peer's answers. Its requests get ``-32603
+"Server busy"``, its answers to our own requests are resolved, its notifications are dropped.
+
+``Stub`` keeps the place of an element already dealt with (a cancelled request, an answer resolved ahead of
+the backlog), so its batch keeps its shape; ``SEAL`` marks a batch's end in the sequence of items.
+"""
 
 from __future__ import annotations
 
+import enum
+import logging
 from collections.abc import Callable
+from typing import Any, Final, Literal
 
-__all__ = ["Batch"]
+from mcpframe import core, jsonrpc
+
+__all__ = ["BATCH_REFUSAL", "REFUSED", "SEAL", "Batch", "Batches", "Seal", "Stub"]
+
+logger = logging.getLogger("mcpframe.session")
+
+BATCH_REFUSAL: Final = "Invalid Request: batches are not supported"
+_BUSY: Final = (
+    "Server busy: too many requests waiting while this session waits for the peer's answers; retry later"
+)
 
 
 class Batch:
@@ -44,3 +70,103 @@ class Batch:
         frames, self._frames = self._frames, []
         body = b",".join(frame.rstrip(b"\n") for frame in frames)
         self._write(b"[" + body + b"]\n")
+
+
+class Seal:
+    """Marks the end of a batch in the item sequence (its elements are all handled: answer it)."""
+
+    __slots__ = ()
+    kind = "seal"
+    batch = None
+
+
+SEAL: Final = Seal()
+
+
+class Stub:
+    """Stands in the backlog for an element of a batch already dealt with (a cancelled request, a response
+    resolved ahead of the backlog): it keeps the batch's shape and runs nothing."""
+
+    __slots__ = ("batch", "offset")
+    kind = "stub"
+
+    def __init__(self, item: Any) -> None:
+        self.batch = item.batch
+        self.offset = item.offset
+
+
+class _Refused(enum.Enum):
+    REFUSED = "refused"
+
+
+REFUSED: Final = _Refused.REFUSED
+"""What ``Batches.of`` returns for an element of a refused batch: skip it (the batch got one error)."""
+
+BatchOf = Batch | Literal[_Refused.REFUSED] | None
+
+
+class Batches:
+    """The batch state of one Session's input (module doc). ``enabled`` is read at each batch's start."""
+
+    __slots__ = ("_busy", "_current", "_write", "enabled")
+
+    def __init__(self, write: Callable[[bytes], None], *, enabled: bool) -> None:
+        self._write = write
+        self.enabled = enabled
+        self._current: BatchOf = None  # the batch being handled
+        self._busy: BatchOf = None  # the batch being answered at once as busy
+
+    def _open(self) -> Batch | Literal[_Refused.REFUSED]:
+        if self.enabled:
+            return Batch(self._write)
+        self._write(core.encode_error(None, jsonrpc.INVALID_REQUEST, BATCH_REFUSAL))
+        return REFUSED
+
+    def of(self, item: Any) -> BatchOf:
+        """The batch ``item`` belongs to (``None`` outside one); its first element opens it, or refuses it."""
+        index = item.batch
+        if index is None:
+            return None
+        if index == 0:
+            if not self.enabled:
+                logger.warning("refused a batch at stream byte %d: %s", item.offset, BATCH_REFUSAL)
+            self._current = self._open()
+        return self._current
+
+    def seal(self) -> None:
+        """The batch being handled has ended: answer it once its requests are answered."""
+        batch, self._current = self._current, None
+        if isinstance(batch, Batch):
+            batch.seal()
+
+    @property
+    def busy(self) -> bool:
+        """Whether a batch is being answered at once as busy (its elements go to ``answer_busy``)."""
+        return self._busy is not None
+
+    def answer_busy(self, item: Any, resolve: Callable[[Any], None]) -> None:
+        """Answer ``item``, an element (or the ``SEAL``) of a batch refused whole as busy (module doc);
+        ``resolve`` takes the peer's answers to our own requests."""
+        if self._busy is None:  # its first element
+            self._busy = self._open()
+        busy = self._busy
+        if item is SEAL:
+            self._busy = None
+            if isinstance(busy, Batch):
+                busy.seal()
+        elif not isinstance(item, core.FrameError) and item.kind in ("result", "error"):
+            resolve(item)
+        elif busy is REFUSED or busy is None:
+            return
+        elif isinstance(item, core.FrameError):
+            if not item.notification:
+                busy.add(item.to_response())
+        elif item.kind == "request":
+            busy.expect()
+            busy.answer(core.encode_error(item.id, jsonrpc.INTERNAL_ERROR, _BUSY))
+        else:
+            logger.warning("dropped notification %r: its batch came while the session was busy", item.method)
+
+    def clear(self) -> None:
+        """The session is over: forget the open batches."""
+        self._current = self._busy = None

@@ -22,8 +22,9 @@ warning once ``2 * max_in_flight`` wait for their handler, and anything else is 
 starts past the cap is answered at once as a whole (its requests "Server busy"), so the backlog holds at most
 one batch beyond the cap.
 
-Batches: every batch is decoded; with ``batches`` off (``Session.batches``, settable at any time; it is
-read when a batch's first element is handled) a batch is answered with one ``-32600`` error,
+Batches: every batch is decoded; what belongs to which batch, and the answer of each as one array, is the
+``Batches`` object's (``session/batch.py``). With ``batches`` off (``Session.batches``, settable at any time;
+it is read when a batch's first element is handled) a batch is answered with one ``-32600`` error,
 ``"Invalid Request: batches are not supported"``, ``id: null``.
 
 Guard: an exception from the decoder, or while handling one item, is logged and never ends the Session.
@@ -42,7 +43,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 from mcpframe import core, jsonrpc
-from mcpframe.session.batch import Batch
+from mcpframe.protocol import NOTIFICATIONS_CANCELLED, NOTIFICATIONS_PROGRESS, PING
+from mcpframe.session.batch import REFUSED, SEAL, Batches, Seal, Stub
 from mcpframe.session.errors import JSONRPCError
 
 if TYPE_CHECKING:
@@ -54,10 +56,6 @@ __all__ = ["Intake"]
 
 logger = logging.getLogger("mcpframe.session")
 
-BATCH_REFUSAL: Final = "Invalid Request: batches are not supported"
-_BUSY_BATCH: Final = (
-    "Server busy: too many requests waiting while this session waits for the peer's answers; retry later"
-)
 # the lookbehind starts a match only at the head of a digit run: each run is scanned once (linear)
 _LONG_DIGITS: Final = re.compile(rb"(?<![0-9])[0-9]{%d,}" % (core.MAX_INT_DIGITS + 1))
 
@@ -78,31 +76,7 @@ def response_shaped(raw: bytes | None) -> bool:
     return isinstance(value, dict) and "method" not in value and ("result" in value or "error" in value)
 
 
-class _Seal:
-    """Marks the end of a batch in the item sequence (its elements are all handled: answer it)."""
-
-    __slots__ = ()
-    kind = "seal"
-    batch = None
-
-
-_SEAL: Final = _Seal()
-
-
-class _Stub:
-    """Stands in the backlog for an element of a batch already dealt with (a cancelled request, a response
-    resolved ahead of the backlog): it keeps the batch's shape and runs nothing."""
-
-    __slots__ = ("batch", "offset")
-    kind = "stub"
-
-    def __init__(self, item: Any) -> None:
-        self.batch = item.batch
-        self.offset = item.offset
-
-
 _FRAME_ERROR: Final = core.FrameError
-_REFUSED: Final = object()  # the batch being handled is refused: skip its elements
 
 
 def log_frame_error(error: Any) -> None:
@@ -121,8 +95,7 @@ class Intake:
 
     __slots__ = (
         "_backlog",
-        "_batch",
-        "_busy",
+        "_batches",
         "_decoder",
         "_max_frame",
         "_outbox",
@@ -132,7 +105,6 @@ class Intake:
         "_resume",
         "_scheduled",
         "_session",
-        "batches",
         "reading",
     )
 
@@ -144,10 +116,8 @@ class Intake:
         self._outbox = outbox  # its fullness is one of the bounds; a dispatch holds it and flushes once
         self._max_frame = max_frame
         self._decoder = core.Decoder(max_frame=max_frame)
-        self.batches = batches
+        self._batches = Batches(session._write, enabled=batches)
         self._backlog: deque[Any] = deque()
-        self._batch: Any = None  # the batch being handled: a Batch, _REFUSED, or None
-        self._busy: Any = None  # a batch answered at once as busy (``_busy_batch``): Batch, _REFUSED or None
         transport = session.transport
         self._pause: Callable[[], None] | None = getattr(transport, "pause_reading", None)
         self._resume: Callable[[], None] | None = getattr(transport, "resume_reading", None)
@@ -160,6 +130,15 @@ class Intake:
     def can_pause(self) -> bool:
         """Whether the transport can stop handing us chunks (what ``pump`` needs)."""
         return self._pause is not None and self._resume is not None
+
+    @property
+    def batches(self) -> bool:
+        """Whether batches are handled (read at each batch's first element); settable."""
+        return self._batches.enabled
+
+    @batches.setter
+    def batches(self, value: bool) -> None:
+        self._batches.enabled = value
 
     @property
     def waiting(self) -> int:
@@ -228,7 +207,7 @@ class Intake:
             for item in items:
                 index = item.batch
                 if in_batch and (index is None or index == 0):
-                    self._admit(_SEAL)
+                    self._admit(SEAL)
                 in_batch = index is not None
                 if (  # the common case, straight to the Session: a lone request with room, nothing waiting
                     index is None
@@ -244,7 +223,7 @@ class Intake:
                     continue
                 self._admit(item)
             if in_batch:
-                self._admit(_SEAL)
+                self._admit(SEAL)
         finally:
             outbox.holding = False
             outbox.flush_now()  # the answers of this chunk, in one write
@@ -257,10 +236,10 @@ class Intake:
             if not self._run(item):
                 backlog.append(item)
             return
-        if self._busy is not None or (
+        if self._batches.busy or (
             item.batch == 0 and len(backlog) >= self._session.max_in_flight and self._outgoing.pending
-        ):
-            self._busy_batch(item)
+        ):  # the backlog never holds more than one batch past its cap: this one is answered at once
+            self._batches.answer_busy(item, self._outgoing.resolve)
             return
         try:
             if self._bypass(item):
@@ -271,7 +250,7 @@ class Intake:
         session = self._session
         if (
             item.batch is not None
-            or item is _SEAL
+            or item is SEAL
             or len(backlog) < session.max_in_flight
             or not self._outgoing.pending
         ):
@@ -281,52 +260,22 @@ class Intake:
 
     def _bypass(self, item: Any) -> bool:
         """Handle ``item`` ahead of the backlog if it is one of what may go past it (module doc)."""
-        if isinstance(item, core.FrameError | _Seal):
+        if isinstance(item, core.FrameError | Seal):
             return False
         kind = item.kind
         session = self._session
         if item.batch is not None:
             return self._batched_answer(item)
         if kind == "request":
-            return item.method == "ping" and session._has_room(item) and self._run(item)
+            return item.method == PING and session._has_room(item) and self._run(item)
         if kind == "notification":
             method = item.method
-            if method == "notifications/cancelled":
+            if method == NOTIFICATIONS_CANCELLED:
                 self.cancel(item.params)
                 return True
-            return method == "notifications/progress" and self._outgoing.progress(item.params)
+            return method == NOTIFICATIONS_PROGRESS and self._outgoing.progress(item.params)
         self._outgoing.resolve(item)
         return True
-
-    def _busy_batch(self, item: Any) -> None:
-        """A batch that starts while the backlog is at its cap and reading goes on for the peer's answers is
-        answered at once, as a whole: its requests ``-32603 "Server busy"``, its answers to our requests
-        resolved, its notifications dropped (or one ``-32600`` when batches are off). The backlog never
-        holds more than one batch past its cap."""
-        session = self._session
-        if self._busy is None:  # its first element
-            if self.batches:
-                self._busy = Batch(session._write)
-            else:
-                self._busy = _REFUSED
-                session._write(core.encode_error(None, jsonrpc.INVALID_REQUEST, BATCH_REFUSAL))
-        busy = self._busy
-        if item is _SEAL:
-            self._busy = None
-            if isinstance(busy, Batch):
-                busy.seal()
-        elif not isinstance(item, core.FrameError) and item.kind in ("result", "error"):
-            self._outgoing.resolve(item)
-        elif busy is _REFUSED:
-            return
-        elif isinstance(item, core.FrameError):
-            if not item.notification:
-                session._reply(item.to_response(), busy)
-        elif item.kind == "request":
-            busy.expect()
-            busy.answer(core.encode_error(item.id, jsonrpc.INTERNAL_ERROR, _BUSY_BATCH))
-        else:
-            logger.warning("dropped notification %r: its batch came while the session was busy", item.method)
 
     def _batched_answer(self, item: Any) -> bool:
         """A batch waits as a unit, but its answers to our own requests cannot (a handler may be waiting
@@ -334,7 +283,7 @@ class Intake:
         if item.kind not in ("result", "error") or not self.batches:
             return False
         self._outgoing.resolve(item)
-        self._backlog.append(_Stub(item))
+        self._backlog.append(Stub(item))
         return True
 
     def _overflow(self, item: Any) -> None:
@@ -373,7 +322,7 @@ class Intake:
         backlog = self._backlog
         for index, item in enumerate(backlog):
             if getattr(item, "kind", None) == "request" and item.id == rid:
-                backlog[index] = _Stub(item)  # it never runs and is not answered; its batch keeps its shape
+                backlog[index] = Stub(item)  # it never runs and is not answered; its batch keeps its shape
                 return
 
     # ------------------------------------------------------------------ handling one item
@@ -387,13 +336,11 @@ class Intake:
             return True
 
     def _handle(self, item: Any, room: bool) -> bool:
-        if type(item) is _Stub:
-            self._batch_of(item)  # it may open its batch (or refuse it) for the elements after it
+        if type(item) is Stub:
+            self._batches.of(item)  # it may open its batch (or refuse it) for the elements after it
             return True
-        if item is _SEAL:
-            batch, self._batch = self._batch, None
-            if isinstance(batch, Batch):
-                batch.seal()
+        if item is SEAL:
+            self._batches.seal()
             return True
         if isinstance(item, core.FrameError):
             return self._frame_error(item, room)
@@ -403,9 +350,9 @@ class Intake:
         if item.kind == "notification":
             if room and session._jobs_queued >= session.max_in_flight:
                 return False
-            if self._batch_of(item) is not _REFUSED:
+            if self._batches.of(item) is not REFUSED:
                 session._on_notification(item)
-        elif self._batch_of(item) is not _REFUSED:
+        elif self._batches.of(item) is not REFUSED:
             self._outgoing.resolve(item)
         return True
 
@@ -413,8 +360,8 @@ class Intake:
         """A request: started once a handler slot is free and the outbox has room."""
         if room and not self._session._has_room(request):
             return False
-        batch = self._batch_of(request)
-        if batch is not _REFUSED:
+        batch = self._batches.of(request)
+        if batch is not REFUSED:
             self._session._on_request(request, batch)
         return True
 
@@ -424,8 +371,8 @@ class Intake:
         session = self._session
         if room and self._outbox.full:
             return False
-        batch = self._batch_of(error)
-        if batch is not _REFUSED:
+        batch = self._batches.of(error)
+        if batch is not REFUSED:
             log_frame_error(error)
             if response_shaped(error.raw):  # never answered: a response gets no response
                 self._fail_our_request(error)
@@ -441,20 +388,6 @@ class Intake:
             self._outgoing.reject(
                 rid, JSONRPCError(error.code, f"the peer's answer is invalid: {error.message}")
             )
-
-    def _batch_of(self, item: Any) -> Any:
-        """The batch ``item`` belongs to (``None`` outside one); its first element opens it, or refuses it."""
-        index = item.batch
-        if index is None:
-            return None
-        if index == 0:
-            if self.batches:
-                self._batch = Batch(self._session._write)
-            else:
-                self._batch = _REFUSED
-                logger.warning("refused a batch at stream byte %d: %s", item.offset, BATCH_REFUSAL)
-                self._session._write(core.encode_error(None, jsonrpc.INVALID_REQUEST, BATCH_REFUSAL))
-        return self._batch
 
     # ------------------------------------------------------------------ draining and steering
 
@@ -506,5 +439,5 @@ class Intake:
     def clear(self) -> None:
         """The session is over: forget what waits."""
         self._backlog.clear()
-        self._batch = self._busy = None
+        self._batches.clear()
         self._readable.set()  # a read loop waiting for room ends with the session

@@ -24,6 +24,7 @@ import anyio
 
 from mcpframe import core
 from mcpframe._api import MessageLike
+from mcpframe.protocol import NOTIFICATIONS_CANCELLED, PROGRESS_TOKEN
 from mcpframe.session.errors import ConnectionClosed, JSONRPCError, RequestTimeout
 from mcpframe.session.request import ProgressCallback
 
@@ -120,10 +121,10 @@ def with_progress_token(params: Any, token: Id) -> tuple[Any, Id]:
         raise TypeError("on_progress needs params to be a dict (the token travels in params._meta)")
     meta = params.get("_meta")
     meta = dict(meta) if isinstance(meta, dict) else {}
-    existing = meta.get("progressToken")
+    existing = meta.get(PROGRESS_TOKEN)
     if is_id(existing):
         return params, existing
-    meta["progressToken"] = token
+    meta[PROGRESS_TOKEN] = token
     return {**params, "_meta": meta}, token
 
 
@@ -235,7 +236,7 @@ class Outgoing:
     def progress(self, params: Any) -> bool:
         """``notifications/progress``: if it is for one of our requests, extend its timeout and queue its
         callback, and return ``True``; ``False`` when no request of ours listens for its token."""
-        token = params.get("progressToken") if isinstance(params, dict) else None
+        token = params.get(PROGRESS_TOKEN) if isinstance(params, dict) else None
         waiter = self._progress.get(token) if is_id(token) else None
         if waiter is None:
             return False
@@ -304,4 +305,4 @@ class Outgoing:
     def _cancel_remote(self, rid: Id, reason: str) -> None:
         if self.sending and not self.eof:
             params = {"requestId": rid, "reason": reason}
-            self._write(core.encode_notification("notifications/cancelled", params))
+            self._write(core.encode_notification(NOTIFICATIONS_CANCELLED, params))

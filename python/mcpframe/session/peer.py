@@ -44,6 +44,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from mcpframe import jsonrpc
 from mcpframe._api import MessageLike
+from mcpframe.protocol import NOTIFICATIONS_CANCELLED, NOTIFICATIONS_PROGRESS, PING
 from mcpframe.session.batch import Batch
 from mcpframe.session.eager import AVAILABLE as EAGER
 from mcpframe.session.eager import EagerStarter
@@ -432,7 +433,7 @@ class Session:
             return False
         running = len(self._incoming)
         limit = self.max_in_flight
-        return running < limit or (running < 2 * limit and message.method == "ping")
+        return running < limit or (running < 2 * limit and message.method == PING)
 
     def _on_request(self, message: MessageLike, batch: Batch | None) -> None:
         rid = message.id
@@ -505,10 +506,10 @@ class Session:
     def _on_notification(self, message: MessageLike) -> None:
         method = message.method
         params = message.params
-        if method == "notifications/cancelled":
+        if method == NOTIFICATIONS_CANCELLED:
             self._intake.cancel(params)
             return
-        if method == "notifications/progress" and self._outgoing.progress(params):
+        if method == NOTIFICATIONS_PROGRESS and self._outgoing.progress(params):
             return
         if self.notification_handler is not None:
             self._queue(self.notification_handler, message)

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from mcpframe._api import MessageLike
+from mcpframe.protocol import NOTIFICATIONS_PROGRESS, PROGRESS_TOKEN
 
 if TYPE_CHECKING:
     from mcpframe.session.batch import Batch
@@ -22,7 +23,7 @@ Id = int | str
 
 
 def _progress_token(meta: dict[str, Any]) -> Id | None:
-    token = meta.get("progressToken")
+    token = meta.get(PROGRESS_TOKEN)
     if isinstance(token, int | str) and not isinstance(token, bool):
         return token
     return None
@@ -124,12 +125,12 @@ class Request:
         """Send ``notifications/progress`` for this request's token (nothing without a token or once done)."""
         if self.progress_token is None or self._done:
             return
-        params: dict[str, Any] = {"progressToken": self.progress_token, "progress": progress}
+        params: dict[str, Any] = {PROGRESS_TOKEN: self.progress_token, "progress": progress}
         if total is not None:
             params["total"] = total
         if message is not None:
             params["message"] = message
-        await self.session.notify("notifications/progress", params)
+        await self.session.notify(NOTIFICATIONS_PROGRESS, params)
 
     async def send_notification(self, method: str, params: Any = None) -> None:
         """Send a notification related to this request (nothing once it is done).
