@@ -28,6 +28,8 @@ from typing import Any, Literal
 
 import orjson
 
+from mcpframe import jsonrpc, protocol
+
 __all__ = ["CORPORA", "Corpus", "CorpusName", "Rng", "big_frame", "build", "kind_of"]
 
 CorpusName = Literal["small", "mixed", "large"]
@@ -122,8 +124,8 @@ _TOOLS = (
 )
 _LEVELS = ("debug", "info", "notice", "warning", "error")
 _MODERN_META = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientCapabilities": {"sampling": {}, "elicitation": {}},
+    protocol.PROTOCOL_VERSION_KEY: protocol.V2026_07_28,
+    protocol.CLIENT_CAPABILITIES_KEY: {"sampling": {}, "elicitation": {}},
 }
 
 
@@ -254,17 +256,17 @@ def _handshake(s: _Session) -> None:
     caps = {"roots": {"listChanged": True}, "sampling": {}}
     server_caps = {"tools": {"listChanged": True}, "resources": {"subscribe": True}, "logging": {}}
     s.call(
-        "initialize",
-        {"protocolVersion": "2025-11-25", "capabilities": caps, "clientInfo": client},
+        protocol.INITIALIZE,
+        {"protocolVersion": protocol.V2025_11_25, "capabilities": caps, "clientInfo": client},
         {
-            "protocolVersion": "2025-11-25",
+            "protocolVersion": protocol.V2025_11_25,
             "capabilities": server_caps,
             "serverInfo": {"name": "bench-server", "version": "0.9.0"},
             "instructions": s.rng.text(120),
         },
     )
-    s.notify("notifications/initialized")
-    s.call("tools/list", {}, {"tools": [_tool_def(s.rng, name) for name in _TOOLS[:3]]})
+    s.notify(protocol.NOTIFICATIONS_INITIALIZED)
+    s.call(protocol.TOOLS_LIST, {}, {"tools": [_tool_def(s.rng, name) for name in _TOOLS[:3]]})
 
 
 def _text_result(rng: Rng, size: int) -> dict[str, Any]:
@@ -281,14 +283,14 @@ def _small_call(s: _Session) -> None:
         params["_meta"] = dict(_MODERN_META)
     token = rng.between(1, 1 << 20)
     if rng.chance(0.25):
-        params.setdefault("_meta", {})["progressToken"] = token
+        params.setdefault("_meta", {})[protocol.PROGRESS_TOKEN] = token
         total = rng.between(2, 4)
         for step in range(1, total + 1):
             s.notify(
-                "notifications/progress",
-                {"progressToken": token, "progress": step, "total": total, "message": rng.text(20)},
+                protocol.NOTIFICATIONS_PROGRESS,
+                {protocol.PROGRESS_TOKEN: token, "progress": step, "total": total, "message": rng.text(20)},
             )
-    s.call("tools/call", params, _text_result(rng, rng.between(16, 300)))
+    s.call(protocol.TOOLS_CALL, params, _text_result(rng, rng.between(16, 300)))
 
 
 def _small_step(s: _Session) -> None:
@@ -297,23 +299,30 @@ def _small_step(s: _Session) -> None:
     if roll < 55:
         _small_call(s)
     elif roll < 65:
-        s.call("ping", None, {})
+        s.call(protocol.PING, None, {})
     elif roll < 75:
         level = rng.pick(_LEVELS)
-        s.notify("notifications/message", {"level": level, "logger": "bench", "data": rng.text(60)})
+        s.notify(protocol.NOTIFICATIONS_MESSAGE, {"level": level, "logger": "bench", "data": rng.text(60)})
     elif roll < 82:
-        s.fail("tools/call", {"name": "no_such_tool", "arguments": {}}, -32602, "Unknown tool: no_such_tool")
+        s.fail(
+            protocol.TOOLS_CALL,
+            {"name": "no_such_tool", "arguments": {}},
+            jsonrpc.INVALID_PARAMS,
+            "Unknown tool: no_such_tool",
+        )
     elif roll < 87:
-        s.notify("notifications/cancelled", {"requestId": rng.between(1, 9999), "reason": "user cancelled"})
+        s.notify(
+            protocol.NOTIFICATIONS_CANCELLED, {"requestId": rng.between(1, 9999), "reason": "user cancelled"}
+        )
     elif roll < 95:
         uri = f"file:///project/src/{rng.pick(_WORDS)}.py"
         s.call(
-            "resources/read",
+            protocol.RESOURCES_READ,
             {"uri": uri},
             {"contents": [{"uri": uri, "mimeType": "text/x-python", "text": rng.text(200)}]},
         )
     else:
-        s.call("prompts/get", {"name": "summarize", "arguments": {"style": "short"}}, {"messages": []})
+        s.call(protocol.PROMPTS_GET, {"name": "summarize", "arguments": {"style": "short"}}, {"messages": []})
 
 
 def _medium_step(s: _Session) -> None:
@@ -321,18 +330,22 @@ def _medium_step(s: _Session) -> None:
     roll = rng.between(0, 2)
     if roll == 0:
         s.call(
-            "tools/call",
+            protocol.TOOLS_CALL,
             {"name": "read_file", "arguments": {"path": "README.md"}},
             _text_result(rng, rng.between(1 * _KIB, 32 * _KIB)),
         )
     elif roll == 1:
         tools = [_tool_def(rng, f"{rng.pick(_TOOLS)}_{i}") for i in range(rng.between(10, 60))]
-        s.call("tools/list", {"cursor": f"page-{rng.between(1, 9)}"}, {"tools": tools, "nextCursor": "end"})
+        s.call(
+            protocol.TOOLS_LIST,
+            {"cursor": f"page-{rng.between(1, 9)}"},
+            {"tools": tools, "nextCursor": "end"},
+        )
     else:
         uri = "file:///project/docs/guide.md"
         text = rng.text(rng.between(2 * _KIB, 24 * _KIB))
         s.call(
-            "resources/read",
+            protocol.RESOURCES_READ,
             {"uri": uri},
             {"contents": [{"uri": uri, "mimeType": "text/markdown", "text": text}]},
         )
@@ -344,7 +357,7 @@ def _large_step(s: _Session, lo: int, hi: int) -> None:
     roll = rng.between(0, 3)
     if roll == 0:
         s.call(
-            "tools/call",
+            protocol.TOOLS_CALL,
             {"name": "fetch_url", "arguments": {"url": "https://example.com/log"}},
             _text_result(rng, size),
         )
@@ -352,7 +365,7 @@ def _large_step(s: _Session, lo: int, hi: int) -> None:
         data = base64.b64encode(rng.blob(size * 3 // 4)).decode("ascii")
         image = {"type": "image", "data": data, "mimeType": "image/png"}
         s.call(
-            "tools/call",
+            protocol.TOOLS_CALL,
             {"name": "screenshot", "arguments": {"page": 1}},
             {"content": [{"type": "text", "text": "captured"}, image], "isError": False},
         )
@@ -366,7 +379,7 @@ def _large_step(s: _Session, lo: int, hi: int) -> None:
                 mimeType="application/octet-stream",
                 blob=base64.b64encode(rng.blob(size * 3 // 4)).decode("ascii"),
             )
-        s.call("resources/read", {"uri": uri}, {"contents": [content]})
+        s.call(protocol.RESOURCES_READ, {"uri": uri}, {"contents": [content]})
 
 
 def _generate(name: CorpusName, count: int) -> list[dict[str, Any]]:
