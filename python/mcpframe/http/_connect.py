@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Unpack
 
 from mcpframe.client import Client, ClientSettings
+from mcpframe.http.options import HttpClientOptions
 
 if TYPE_CHECKING:
     import httpx
@@ -24,13 +25,16 @@ def connect(
     *,
     headers: Mapping[str, str] | None = None,
     http_client: httpx.AsyncClient | None = None,
+    http_options: HttpClientOptions | None = None,
     **settings: Unpack[ClientSettings],
 ) -> Client:
     """A client for the Streamable HTTP endpoint ``url``; use it as ``async with connect(url) as client``.
 
     ``headers`` go with every request (e.g. ``Authorization``); ``http_client`` is an ``httpx.AsyncClient``
-    to send them with (proxies, TLS, event hooks; the caller closes it). The other keywords are the
-    client's, as for ``Client(...)``: ``mode``, ``timeout``, the handlers, ``session_options``...
+    to send them with (proxies, TLS, event hooks; the caller closes it); ``http_options`` are the
+    transport's knobs (``HttpClientOptions``: connect timeout, reconnection, the GET stream). The other
+    keywords are the client's, as for ``Client(...)``: ``mode``, ``timeout``, the handlers,
+    ``session_options``...
     """
     try:
         from mcpframe.http.client import StreamableHTTPTransport  # noqa: PLC0415 (optional: httpx)
@@ -42,6 +46,6 @@ def connect(
 
     def open_http() -> StreamableHTTPTransport:
         # The transport is its own async context manager: it runs its background tasks while entered.
-        return StreamableHTTPTransport(url, headers=headers, http_client=http_client)
+        return StreamableHTTPTransport(url, headers=headers, http_client=http_client, options=http_options)
 
     return Client(opener=open_http, **settings)

@@ -20,9 +20,10 @@ that version in `MCP-Protocol-Version` and without a session id; every request a
 `Mcp-Method` and, for named targets, `Mcp-Name`.
 
 This module owns the transport's lifecycle, the `Transport` interface, headers, posting (one exchange per
-request, with re-initialization of an expired session) and the standalone GET stream. Reading what comes
-back (JSON bodies, SSE streams and their resumption, handing messages to `receive`) is the `AnswerReader`
-mixin in `client_answers.py`; the wire helpers (SSE parsing, header values) are in `client_wire.py`.
+request, with re-initialization of an expired session) and the standalone GET stream. The transport is
+composed of: its `HttpClientOptions` (`options.py`), the `SessionState` it shares with its `AnswerReader`
+and its `Inbox` (`client_answers.py`: reading JSON bodies and SSE streams, resuming them, handing messages
+to `receive`); the wire helpers (SSE parsing, header values) are in `client_wire.py`.
 """
 
 from __future__ import annotations
@@ -39,9 +40,9 @@ import httpx
 
 from mcpframe import core, jsonrpc
 from mcpframe._api import MessageLike
-from mcpframe.http.client_answers import AnswerReader
-from mcpframe.http.client_answers import Undeliverable as _Undeliverable
+from mcpframe.http.client_answers import AnswerReader, Inbox, Undeliverable
 from mcpframe.http.client_wire import (
+    SessionState,
     content_type,
     encode_header_value,
     mcp_name,
@@ -51,9 +52,10 @@ from mcpframe.http.client_wire import (
     shared_ssl_context,
     synthesized_error,
 )
+from mcpframe.http.options import HttpClientOptions
 from mcpframe.transports.base import TransportClosedError
 
-__all__ = ["StreamableHTTPTransport"]
+__all__ = ["HttpClientOptions", "StreamableHTTPTransport"]
 
 logger = logging.getLogger("mcpframe.http.client")
 
@@ -61,8 +63,12 @@ Id = int | str
 _ACCEPT: Final = "application/json, text/event-stream"
 
 
-class StreamableHTTPTransport(AnswerReader):
-    """A `Transport` speaking MCP Streamable HTTP to one endpoint (see the module doc)."""
+class StreamableHTTPTransport:
+    """A `Transport` speaking MCP Streamable HTTP to one endpoint (see the module doc).
+
+    `headers` go with every request (e.g. `Authorization`); `http_client` is an `httpx.AsyncClient` to send
+    them with (proxies, TLS, event hooks; the caller closes it); `options` are the transport's knobs.
+    """
 
     def __init__(
         self,
@@ -70,30 +76,29 @@ class StreamableHTTPTransport(AnswerReader):
         *,
         headers: Mapping[str, str] | None = None,
         http_client: httpx.AsyncClient | None = None,
-        timeout: float = 30.0,
-        reconnect_delay: float = 1.0,
-        max_reconnects: int = 3,
-        get_stream: bool = True,
-        terminate_on_close: bool = True,
-        max_buffer: int = 1024,
+        options: HttpClientOptions | None = None,
     ) -> None:
+        opts = options if options is not None else HttpClientOptions()
         self.url = url
-        self.headers = dict(headers or {})
+        self.options = opts
         self._own_http = http_client is None
         # No read timeout (streams stay quiet while a tool works) and no pool timeout (past 100 open
         # exchanges, requests queue for a connection): the Session's request timeouts govern waiting.
         self._http = http_client or httpx.AsyncClient(
-            timeout=httpx.Timeout(timeout, read=None, pool=None),
+            timeout=httpx.Timeout(opts.timeout, read=None, pool=None),
             follow_redirects=False,
             verify=shared_ssl_context(),
         )
-        self.reconnect_delay = reconnect_delay
-        self.max_reconnects = max_reconnects
-        self.get_stream = get_stream
-        self.terminate_on_close = terminate_on_close
-        self.session_id: str | None = None
-        self.protocol_version: str | None = None
-        self._initialize: MessageLike | None = None
+        self._state = SessionState(headers)
+        self._inbox = Inbox(opts.max_buffer)
+        self._reader = AnswerReader(
+            self._http,
+            url,
+            state=self._state,
+            inbox=self._inbox,
+            options=opts,
+            answered_elsewhere=self._stop_waiting,
+        )
         self._reinit_count = 0
         self._exchanges: dict[Id, anyio.CancelScope] = {}
         self._reinit_lock = anyio.Lock()
@@ -102,7 +107,6 @@ class StreamableHTTPTransport(AnswerReader):
         self._closing = anyio.Event()
         self._closed = False
         self._stack: AsyncExitStack | None = None
-        self._in, self._out = anyio.create_memory_object_stream[bytes](max_buffer)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -140,11 +144,11 @@ class StreamableHTTPTransport(AnswerReader):
         if self._closed:
             return
         self._closed = True
-        self._in.close()
-        if self.terminate_on_close and self.session_id is not None and self._tg is not None:
+        self._inbox.close()
+        if self.options.terminate_on_close and self.session_id is not None and self._tg is not None:
             with anyio.CancelScope(shield=True), anyio.move_on_after(2.0):
                 try:
-                    await self._http.delete(self.url, headers=self._session_headers())
+                    await self._http.delete(self.url, headers=self._state.headers())
                 except httpx.HTTPError as exc:
                     logger.debug("DELETE of the HTTP session failed: %s", exc)
         self._closing.set()
@@ -159,14 +163,26 @@ class StreamableHTTPTransport(AnswerReader):
         """How many requests are still being posted or waiting for their answer stream."""
         return len(self._exchanges)
 
+    @property
+    def headers(self) -> dict[str, str]:
+        """The caller's headers, sent with every request (mutable: e.g. a refreshed `Authorization`)."""
+        return self._state.base
+
+    @property
+    def session_id(self) -> str | None:
+        """The HTTP session's `Mcp-Session-Id` (`None` before `initialize` was answered, and stateless)."""
+        return self._state.session_id
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The version negotiated by `initialize`, sent as `MCP-Protocol-Version` inside the session."""
+        return self._state.protocol_version
+
     # ------------------------------------------------------------------ the Transport interface
 
     async def receive(self) -> bytes:
         """The next message(s) from the server as NDJSON; `b""` once closed."""
-        try:
-            return await self._out.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            return b""
+        return await self._inbox.receive()
 
     async def send(self, data: bytes) -> None:
         """Post each message in `data` (requests in the background, the rest before returning)."""
@@ -181,7 +197,7 @@ class StreamableHTTPTransport(AnswerReader):
                 logger.warning("not sending an invalid frame: %s", item.message)
             elif item.kind == "request":
                 if item.method == "initialize":
-                    self._initialize = item
+                    self._state.initialize = item
                 tg.start_soon(self._post_request, item)
             else:
                 await self._post_other(item)
@@ -192,29 +208,26 @@ class StreamableHTTPTransport(AnswerReader):
         """The caller gave up on a request: stop waiting for its answer and close its stream (in 2026-07-28
         closing the stream is itself the cancellation)."""
         rid = params.get("requestId") if isinstance(params, dict) else None
-        scope = self._exchanges.get(rid) if isinstance(rid, int | str) else None
+        if isinstance(rid, int | str):
+            self._stop_waiting(rid)
+
+    def _stop_waiting(self, rid: Id) -> None:
+        """End the exchange of request `rid` (if still running): its answer came elsewhere, or never will."""
+        scope = self._exchanges.get(rid)
         if scope is not None:
             scope.cancel()
 
     # ------------------------------------------------------------------ headers
 
-    def _session_headers(self) -> dict[str, str]:
-        headers = dict(self.headers)
-        if self.session_id is not None:
-            headers["mcp-session-id"] = self.session_id
-        if self.protocol_version is not None:
-            headers["mcp-protocol-version"] = self.protocol_version
-        return headers
-
     def _post_headers(self, message: MessageLike) -> dict[str, str]:
         params = message.params if message.method is not None else None
         version = modern_version(params)
         if message.method == "initialize":
-            headers = dict(self.headers)  # a new session: no session id, no version yet
+            headers = dict(self._state.base)  # a new session: no session id, no version yet
         elif version is None:
-            headers = self._session_headers()
+            headers = self._state.headers()
         else:
-            headers = dict(self.headers)
+            headers = dict(self._state.base)
             headers["mcp-protocol-version"] = version
         headers["accept"] = _ACCEPT
         headers["content-type"] = "application/json"
@@ -234,8 +247,8 @@ class StreamableHTTPTransport(AnswerReader):
             with scope:
                 failure = await self._exchange_or_failure(message)
                 if failure is not None:
-                    await self._push([failure])
-        except _Undeliverable:
+                    await self._inbox.push([failure])
+        except Undeliverable:
             pass
         finally:
             if self._exchanges.get(rid) is scope:
@@ -246,7 +259,7 @@ class StreamableHTTPTransport(AnswerReader):
         rid = request_id(message)
         try:
             await self._exchange(message)
-        except _Undeliverable:
+        except Undeliverable:
             raise
         except httpx.HTTPError as exc:
             return synthesized_error(rid, jsonrpc.CONNECTION_CLOSED, f"HTTP request failed: {exc!r}")
@@ -296,11 +309,11 @@ class StreamableHTTPTransport(AnswerReader):
                     await resp.aread()
                     if await self._reinitialize(sent_session):  # type: ignore[arg-type]
                         continue
-                delay = retry_after(resp) if busy < self.max_reconnects else None
+                delay = retry_after(resp) if busy < self.options.max_reconnects else None
                 if delay is None:
-                    answer = await self._answer(message, resp, intercept=False)
+                    answer = await self._reader.answer(message, resp, intercept=False)
                     if answer is not None:
-                        await self._push([answer])
+                        await self._inbox.push([answer])
                     return
                 await resp.aread()
             busy += 1
@@ -310,23 +323,23 @@ class StreamableHTTPTransport(AnswerReader):
     # ------------------------------------------------------------------ the standalone GET stream
 
     def _start_get_stream(self) -> None:
-        if self.get_stream and not self._get_running and self._tg is not None and not self._closed:
+        if self.options.get_stream and not self._get_running and self._tg is not None and not self._closed:
             self._get_running = True
             self._tg.start_soon(self._get_stream)
 
     async def _get_stream(self) -> None:
         """The standalone stream for server-initiated messages; ends quietly if the server has none."""
         try:
-            headers = self._session_headers()
+            headers = self._state.headers()
             headers["accept"] = "text/event-stream"
             async with self._http.stream("GET", self.url, headers=headers) as resp:
                 if resp.status_code != 200 or content_type(resp) != "text/event-stream":
                     logger.debug("no standalone SSE stream: HTTP %d", resp.status_code)
                     return
-                await self._follow(resp, None, intercept=False)
+                await self._reader.follow(resp, None, intercept=False)
         except httpx.HTTPError as exc:
             logger.debug("the standalone SSE stream failed: %r", exc)
-        except _Undeliverable:
+        except Undeliverable:
             pass
         finally:
             self._get_running = False
@@ -336,10 +349,11 @@ class StreamableHTTPTransport(AnswerReader):
     async def _reinitialize(self, stale: str) -> bool:
         """Start a new HTTP session after a 404 for `stale`; `True` when the message may be sent again."""
         async with self._reinit_lock:
-            if self.session_id != stale:
-                return self.session_id is not None  # another task already did it
-            self.session_id = None
-            init = self._initialize
+            state = self._state
+            if state.session_id != stale:
+                return state.session_id is not None  # another task already did it
+            state.session_id = None
+            init = state.initialize
             if init is None:
                 return False
             self._reinit_count += 1
@@ -351,13 +365,13 @@ class StreamableHTTPTransport(AnswerReader):
                 if resp.status_code >= 300:
                     logger.warning("re-initializing the HTTP session failed: HTTP %d", resp.status_code)
                     return False
-                self.session_id = resp.headers.get("mcp-session-id")
-                answer = await self._answer(request, resp, intercept=True)
+                state.session_id = resp.headers.get("mcp-session-id")
+                answer = await self._reader.answer(request, resp, intercept=True)
             if answer is None or answer.kind != "result":
                 return False
             result = answer.result
             if isinstance(result, dict) and isinstance(result.get("protocolVersion"), str):
-                self.protocol_version = result["protocolVersion"]
+                state.protocol_version = result["protocolVersion"]
             initialized = core.decode(core.encode_notification("notifications/initialized"))[0]
             assert not isinstance(initialized, core.FrameError)
             await self._http.post(self.url, content=initialized.raw, headers=self._post_headers(initialized))

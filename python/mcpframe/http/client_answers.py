@@ -1,26 +1,27 @@
-"""``AnswerReader``: how ``StreamableHTTPTransport`` (``client.py``) reads what the server sends back.
+"""How `StreamableHTTPTransport` (`client.py`) reads what the server sends back: `AnswerReader` and `Inbox`.
 
-A mixin of the transport. It owns everything between an HTTP response and the transport's ``receive``: the
-answer to one POST (a JSON body or an SSE stream; an error status, a 202 or a body without the answer
-becomes a synthesized JSON-RPC error), forwarding the server's messages as NDJSON, adopting the negotiated
-version from the answer to ``initialize``, releasing an exchange whose response arrived on another stream,
-and resuming an SSE stream with ``GET`` + ``Last-Event-ID``. Posting, headers, the HTTP session and the
-lifecycle stay in ``client.py``, which creates the state declared here.
+The transport owns one `AnswerReader` and hands it the answer to each POST and the standalone GET stream.
+The reader owns everything between an HTTP response and the transport's `receive`: the answer to one POST
+(a JSON body or an SSE stream; an error status, a 202 or a body without the answer becomes a synthesized
+JSON-RPC error), forwarding the server's messages to the `Inbox` as NDJSON, resuming an SSE stream with
+`GET` + `Last-Event-ID`, and telling the transport when a request was answered on another stream. What it
+learns about the HTTP session (its id, the negotiated version) goes to the shared `SessionState`. Posting,
+the HTTP session's lifecycle and the transport's own lifecycle stay in `client.py`.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Final
+from collections.abc import Callable, Iterable
+from typing import Final
 
 import anyio
 import httpx
-from anyio.streams.memory import MemoryObjectSendStream
 
 from mcpframe import core, jsonrpc
 from mcpframe._api import MessageLike
 from mcpframe.http.client_wire import (
+    SessionState,
     SSEParser,
     StreamState,
     content_type,
@@ -29,9 +30,10 @@ from mcpframe.http.client_wire import (
     request_id,
     synthesized_error,
 )
+from mcpframe.http.options import HttpClientOptions
 from mcpframe.session.intake import response_shaped
 
-__all__ = ["AnswerReader", "Undeliverable"]
+__all__ = ["AnswerReader", "Inbox", "Undeliverable"]
 
 logger = logging.getLogger("mcpframe.http.client")
 
@@ -43,34 +45,73 @@ class Undeliverable(Exception):
     """The transport was closed while a message from the server was being handed over."""
 
 
+class Inbox:
+    """The server's messages on their way to the transport's `receive`: NDJSON chunks, a bounded queue.
+
+    A full inbox makes the reader wait (reading the HTTP responses stops), so a Session that reads slowly
+    slows the server's streams instead of growing memory.
+    """
+
+    def __init__(self, max_buffer: int) -> None:
+        self._in, self._out = anyio.create_memory_object_stream[bytes](max_buffer)
+        self.closed = False
+
+    async def push(self, messages: list[MessageLike]) -> None:
+        """Queue `messages` as one chunk; `Undeliverable` once the inbox is closed."""
+        if not messages:
+            return
+        data = b"".join(ndjson_frame(m) for m in messages)
+        try:
+            await self._in.send(data)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
+            raise Undeliverable from exc
+
+    async def receive(self) -> bytes:
+        """The next chunk; `b""` once closed and read to the end."""
+        try:
+            return await self._out.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            self._out.close()  # the end was read: nothing more can come
+            return b""
+
+    def close(self) -> None:
+        """Nothing more is delivered: pushes fail, `receive` ends after what is queued. Idempotent."""
+        self.closed = True
+        self._in.close()
+
+
 class AnswerReader:
-    """Reads POST answers and SSE streams and hands the server's messages to ``receive``."""
+    """Reads POST answers and SSE streams and hands the server's messages to the `Inbox`."""
 
-    url: str
-    session_id: str | None
-    protocol_version: str | None
-    reconnect_delay: float
-    max_reconnects: int
-    _http: httpx.AsyncClient
-    _initialize: MessageLike | None
-    _exchanges: dict[Id, anyio.CancelScope]
-    _closed: bool
-    _in: MemoryObjectSendStream[bytes]
-
-    if TYPE_CHECKING:  # defined by StreamableHTTPTransport
-
-        def _session_headers(self) -> dict[str, str]: ...
+    def __init__(
+        self,
+        http: httpx.AsyncClient,
+        url: str,
+        *,
+        state: SessionState,
+        inbox: Inbox,
+        options: HttpClientOptions,
+        answered_elsewhere: Callable[[Id], None],
+    ) -> None:
+        self._http = http
+        self._url = url
+        self._state = state
+        self._inbox = inbox
+        self._options = options
+        # a response arrived on another stream (a server may send it on a GET): the transport stops
+        # waiting on that request's own exchange
+        self._answered_elsewhere = answered_elsewhere
 
     # ------------------------------------------------------------------ answers
 
-    async def _answer(
+    async def answer(
         self, message: MessageLike, resp: httpx.Response, *, intercept: bool
     ) -> MessageLike | None:
         """Read the POST's answer, forwarding everything the server sends; the request's own response is
         forwarded too, or returned when `intercept`. Missing answers become synthesized errors."""
         rid = request_id(message)
         if message.method == "initialize" and resp.status_code < 300:
-            self.session_id = resp.headers.get("mcp-session-id", self.session_id)
+            self._state.session_id = resp.headers.get("mcp-session-id", self._state.session_id)
         kind = content_type(resp)
         if resp.status_code >= 400:
             return await self._error_answer(rid, resp)
@@ -84,7 +125,7 @@ class AnswerReader:
         if kind == "application/json":
             found = await self._deliver(core.decode(await resp.aread(), lazy=True), rid, intercept)
         else:
-            found = await self._follow(resp, rid, intercept)
+            found = await self.follow(resp, rid, intercept=intercept)
         if isinstance(found, bool):
             if found:
                 return None
@@ -127,42 +168,16 @@ class AnswerReader:
                 item = synthesized_error(rid, item.code, why)  # noqa: PLW2901
             answer = item.kind in ("result", "error")
             if answer and rid is not None and item.id == rid and found is False:
-                self._note_answer(item)
+                self._state.adopt(item)
                 if intercept:
                     found = item
                     continue
                 found = True
-            elif answer:
+            elif answer and item.id is not None:
                 self._answered_elsewhere(item.id)
             forward.append(item)
-        await self._push(forward)
+        await self._inbox.push(forward)
         return found
-
-    def _answered_elsewhere(self, rid: Id | None) -> None:
-        """A response arrived on another stream (a server may send it on a GET): that request's own
-        exchange has nothing left to wait for."""
-        scope = self._exchanges.get(rid) if rid is not None else None
-        if scope is not None:
-            scope.cancel()
-
-    def _note_answer(self, answer: MessageLike) -> None:
-        """Adopt the negotiated version from the answer to `initialize`."""
-        init = self._initialize
-        if init is None or answer.id != init.id or answer.kind != "result":
-            return
-        result = answer.result
-        version = result.get("protocolVersion") if isinstance(result, dict) else None
-        if isinstance(version, str):
-            self.protocol_version = version
-
-    async def _push(self, messages: list[MessageLike]) -> None:
-        if not messages:
-            return
-        data = b"".join(ndjson_frame(m) for m in messages)
-        try:
-            await self._in.send(data)
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
-            raise Undeliverable from exc
 
     # ------------------------------------------------------------------ SSE streams
 
@@ -192,22 +207,26 @@ class AnswerReader:
             await resp.aclose()
         return False
 
-    async def _follow(self, resp: httpx.Response, rid: Id | None, intercept: bool) -> MessageLike | bool:
-        """Read an SSE stream and, while its answer is missing, resume it with GET + Last-Event-ID."""
+    async def follow(self, resp: httpx.Response, rid: Id | None, *, intercept: bool) -> MessageLike | bool:
+        """Read an SSE stream and, while its answer is missing, resume it with GET + Last-Event-ID.
+
+        With `rid`, the stream carries that request's answer: forwarded (`True` once seen) or, with
+        `intercept`, returned instead. Without, it is the standalone stream: everything is forwarded.
+        """
         stream = StreamState()
         found = await self._read_sse(resp, stream, rid, intercept)
         misses = 0
-        while found is False and not self._closed and misses <= self.max_reconnects:
+        while found is False and not self._inbox.closed and misses <= self._options.max_reconnects:
             if not stream.last_event_id and rid is not None:
                 break  # nothing to resume from: the answer is lost
             await anyio.sleep(self._retry_delay(stream))
             before = stream.last_event_id
-            headers = self._session_headers()
+            headers = self._state.headers()
             headers["accept"] = "text/event-stream"
             if stream.last_event_id:
                 headers["last-event-id"] = stream.last_event_id
             try:
-                async with self._http.stream("GET", self.url, headers=headers) as again:
+                async with self._http.stream("GET", self._url, headers=headers) as again:
                     if again.status_code != 200 or content_type(again) != "text/event-stream":
                         logger.debug("resuming the SSE stream: HTTP %d", again.status_code)
                         break
@@ -218,4 +237,4 @@ class AnswerReader:
         return found
 
     def _retry_delay(self, stream: StreamState) -> float:
-        return stream.retry_ms / 1000 if stream.retry_ms is not None else self.reconnect_delay
+        return stream.retry_ms / 1000 if stream.retry_ms is not None else self._options.reconnect_delay

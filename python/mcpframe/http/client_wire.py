@@ -12,7 +12,7 @@ import base64
 import dataclasses
 import functools
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any, Final
 
 import anyio
@@ -25,6 +25,7 @@ __all__ = [
     "MODERN_VERSION_KEY",
     "SSEEvent",
     "SSEParser",
+    "SessionState",
     "StreamState",
     "content_type",
     "drain",
@@ -167,6 +168,42 @@ class StreamState:
     def __init__(self) -> None:
         self.last_event_id: str | None = None
         self.retry_ms: int | None = None
+
+
+class SessionState:
+    """The HTTP session as the client knows it: the caller's headers, the `Mcp-Session-Id` and negotiated
+    version, and the `initialize` request (kept to start a new session when the server forgets ours).
+
+    Shared by the transport (which posts with these headers) and its answer reader (which learns the
+    session id and the version from the answer to `initialize`).
+    """
+
+    __slots__ = ("base", "initialize", "protocol_version", "session_id")
+
+    def __init__(self, headers: Mapping[str, str] | None) -> None:
+        self.base = dict(headers or {})
+        self.session_id: str | None = None
+        self.protocol_version: str | None = None
+        self.initialize: MessageLike | None = None
+
+    def headers(self) -> dict[str, str]:
+        """The caller's headers plus the session id and the negotiated version, when known."""
+        headers = dict(self.base)
+        if self.session_id is not None:
+            headers["mcp-session-id"] = self.session_id
+        if self.protocol_version is not None:
+            headers["mcp-protocol-version"] = self.protocol_version
+        return headers
+
+    def adopt(self, answer: MessageLike) -> None:
+        """Take the negotiated version from the answer to `initialize` (other answers change nothing)."""
+        init = self.initialize
+        if init is None or answer.id != init.id or answer.kind != "result":
+            return
+        result = answer.result
+        version = result.get("protocolVersion") if isinstance(result, dict) else None
+        if isinstance(version, str):
+            self.protocol_version = version
 
 
 def encode_header_value(value: str) -> str:

@@ -1,7 +1,8 @@
-"""`HttpOptions`: every knob of the Streamable HTTP server, one frozen value.
+"""Every knob of the Streamable HTTP host as a frozen value: `HttpOptions` (server), `HttpClientOptions`.
 
-Its own module so that the pieces the server is composed of (`PostHandler`, the session manager, the SSE
-replies) can each take the options without importing the server that builds them.
+Its own module so that the pieces the server and the client are composed of (`PostHandler`, the session
+manager, the SSE replies, the client's answer reader) can each take the options without importing what
+builds them. A misspelt knob is a `TypeError` where the options are written.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from mcpframe.session import SessionOptions
 from .events import EventStore, MemoryEventStore
 from .security import BearerAuth
 
-__all__ = ["HttpOptions", "ResponseMode"]
+__all__ = ["HttpClientOptions", "HttpOptions", "ResponseMode"]
 
 ResponseMode = Literal["resumable", "auto", "sse"]
 """How a POST that carries requests is answered (see `HttpOptions.response_mode`)."""
@@ -81,3 +82,28 @@ class HttpOptions:
         if self.session_options is not None:
             return self.session_options
         return SessionOptions(max_frame=self.max_body)
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class HttpClientOptions:
+    """Knobs of the Streamable HTTP client transport (`StreamableHTTPTransport`)."""
+
+    timeout: float = 30.0
+    """Seconds to connect and to write a request; reading has no limit (a stream stays quiet while a tool
+    works: the Session's request timeouts govern waiting for answers)."""
+
+    reconnect_delay: float = 1.0
+    """Seconds before resuming a broken SSE stream when the server gave no `retry`."""
+
+    max_reconnects: int = 3
+    """Resumptions in a row that bring nothing new before a stream is given up; also how many times a 503
+    with a short `Retry-After` is waited out before its error is the answer."""
+
+    get_stream: bool = True
+    """Open the standalone GET stream (the server's own notifications and requests) once initialized."""
+
+    terminate_on_close: bool = True
+    """Send `DELETE` for the HTTP session when the transport closes."""
+
+    max_buffer: int = 1024
+    """Chunks from the server waiting for the Session to read them; past it, reading responses waits."""
