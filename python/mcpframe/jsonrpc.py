@@ -1,4 +1,4 @@
-"""JSON-RPC 2.0 and MCP error codes and method names, as named constants."""
+"""JSON-RPC 2.0 and MCP error codes, as named constants (MCP method names: `mcpframe.protocol`)."""
 
 from __future__ import annotations
 
