@@ -141,7 +141,7 @@ async def test_lifespan_context_and_progress_in_memory(mode: Any, era: str) -> N
                 progress.append((value, total, message))
                 reported.set()
 
-            result = await client.call_tool("state", {}, progress=on_progress)
+            result = await client.call_tool("state", {}, on_progress=on_progress)
             assert result["content"] == [{"type": "text", "text": "connected"}]
             assert result["structuredContent"] == {"result": "connected"}
             await reported.wait()  # progress callbacks run in the client's notification task

@@ -11,7 +11,7 @@ from typing import Any, Literal, TypeVar, overload
 import anyio
 
 from mcpframe._gc import freeze_startup_heap
-from mcpframe.session import Session
+from mcpframe.session import Session, SessionOptions
 from mcpframe.transports.base import Transport
 from mcpframe.transports.stdio import stdio_server
 
@@ -101,7 +101,20 @@ class Server:
         icons: list[dict[str, Any]] | None = None,
         meta: dict[str, Any] | None = None,
     ) -> Callable[[F], F]: ...
-    def tool(self, fn: F | None = None, /, **options: Any) -> F | Callable[[F], F]:
+    def tool(
+        self,
+        fn: F | None = None,
+        /,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        input_schema: dict[str, Any] | None = None,
+        output_schema: dict[str, Any] | bool | None = None,
+        annotations: dict[str, Any] | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> F | Callable[[F], F]:
         """Register a tool (`@server.tool` or `@server.tool(name=..., ...)`).
 
         The input schema comes from the type hints (`Annotated[T, "description"]` or `msgspec.Meta`
@@ -112,7 +125,18 @@ class Server:
         """
 
         def register(func: F) -> F:
-            self.registry.add_tool(make_tool(func, **options))
+            tool = make_tool(
+                func,
+                name=name,
+                title=title,
+                description=description,
+                input_schema=input_schema,
+                output_schema=output_schema,
+                annotations=annotations,
+                icons=icons,
+                meta=meta,
+            )
+            self.registry.add_tool(tool)
             return func
 
         return register(fn) if fn is not None else register
@@ -169,7 +193,16 @@ class Server:
         description: str | None = None,
         icons: list[dict[str, Any]] | None = None,
     ) -> Callable[[F], F]: ...
-    def prompt(self, fn: F | None = None, /, **options: Any) -> F | Callable[[F], F]:
+    def prompt(
+        self,
+        fn: F | None = None,
+        /,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        icons: list[dict[str, Any]] | None = None,
+    ) -> F | Callable[[F], F]:
         """Register a prompt (`@server.prompt` or `@server.prompt(name=...)`); parameters are its arguments.
 
         The function returns a string (one user message), messages (`user()`, `assistant()`), content
@@ -177,7 +210,8 @@ class Server:
         """
 
         def register(func: F) -> F:
-            self.registry.add_prompt(make_prompt(func, **options))
+            prompt = make_prompt(func, name=name, title=title, description=description, icons=icons)
+            self.registry.add_prompt(prompt)
             return func
 
         return register(fn) if fn is not None else register
@@ -258,27 +292,29 @@ class Server:
         """Fresh per-connection state; give its handlers to a Session (see docs/session-api.md)."""
         return ServerConnection(self)
 
-    async def serve(self, transport: Transport, **session_options: Any) -> None:
+    async def serve(self, transport: Transport, *, session_options: SessionOptions | None = None) -> None:
         """Serve one connection on `transport` until the peer goes away.
 
-        JSON-RPC batches follow `eras.batches_allowed`: refused (one -32600 error) until `initialize`
-        has negotiated 2025-03-26, the one revision that has them.
+        `session_options` tune the connection's Session (`None`: its defaults). JSON-RPC batches follow
+        `eras.batches_allowed`: refused (one -32600 error) until `initialize` has negotiated 2025-03-26,
+        the one revision that has them.
         """
         connection = self.connection()
         session = Session(
             transport,
             request_handler=connection.handle_request,
             notification_handler=connection.handle_notification,
-            **{"batches": False, **session_options},
+            options=session_options,
+            batches=False,
         )
         await connection.run(session)
 
-    async def serve_stdio(self, **session_options: Any) -> None:
+    async def serve_stdio(self, *, session_options: SessionOptions | None = None) -> None:
         """Serve on this process's stdin/stdout (stdout protected from stray prints)."""
         async with stdio_server() as transport:
-            await self.serve(transport, **session_options)
+            await self.serve(transport, session_options=session_options)
 
-    def run(self, **session_options: Any) -> None:
+    def run(self, *, session_options: SessionOptions | None = None) -> None:
         """Serve on stdio until stdin closes (blocking).
 
         This owns the process, so once the event loop runs the start-up heap is frozen out of the cyclic
@@ -286,6 +322,6 @@ class Server:
         """
         anyio.run(self._freeze_then_serve_stdio, session_options)
 
-    async def _freeze_then_serve_stdio(self, session_options: dict[str, Any]) -> None:
+    async def _freeze_then_serve_stdio(self, session_options: SessionOptions | None) -> None:
         freeze_startup_heap()  # in the loop, so the loop's own long-lived objects are frozen too
-        await self.serve_stdio(**session_options)
+        await self.serve_stdio(session_options=session_options)

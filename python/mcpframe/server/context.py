@@ -9,7 +9,8 @@ handler simply runs again and this time `elicit()` / `sample()` return the clien
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 from mcpframe.session import JSONRPCError, Request
 
@@ -112,10 +113,34 @@ class Context:
         return await self._ask("elicitation", "elicitation/create", params)
 
     async def sample(
-        self, messages: list[dict[str, Any]], *, max_tokens: int, **extra: Any
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        max_tokens: int,
+        system_prompt: str | None = None,
+        temperature: float | None = None,
+        stop_sequences: Sequence[str] | None = None,
+        model_preferences: dict[str, Any] | None = None,
+        include_context: Literal["none", "thisServer", "allServers"] | None = None,
+        metadata: dict[str, Any] | None = None,
+        extra: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """Ask the client's model for a completion (`sampling/createMessage`); returns the result."""
-        params = {"messages": messages, "maxTokens": max_tokens, **extra}
+        """Ask the client's model for a completion (`sampling/createMessage`); returns the result.
+
+        The keywords are the request's optional fields (`systemPrompt`, `temperature`, ...), sent when
+        given; `extra` adds any other field verbatim, by its wire name (e.g. `{"tools": [...]}`).
+        """
+        params: dict[str, Any] = {"messages": messages, "maxTokens": max_tokens}
+        optional = {
+            "systemPrompt": system_prompt,
+            "temperature": temperature,
+            "stopSequences": None if stop_sequences is None else list(stop_sequences),
+            "modelPreferences": model_preferences,
+            "includeContext": include_context,
+            "metadata": metadata,
+        }
+        params.update((key, value) for key, value in optional.items() if value is not None)
+        params.update(extra or {})
         return await self._ask("sampling", "sampling/createMessage", params)
 
     async def list_roots(self) -> list[dict[str, Any]]:

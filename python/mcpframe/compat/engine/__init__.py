@@ -32,6 +32,7 @@ import anyio
 
 from mcpframe._gc import freeze_startup_heap
 from mcpframe.server.registry import ListKind
+from mcpframe.session import SessionOptions
 from mcpframe.transports.base import Transport
 from mcpframe.transports.stdio import stdio_server
 
@@ -168,7 +169,7 @@ async def _serve(
     if transport == "stdio":
         async with stdio_server() as stdio, server.lifespan():
             serving()
-            await server.serve(stdio, **session_options)
+            await server.serve(stdio, session_options=SessionOptions(**session_options))
     elif transport == "http":
         from mcpframe.http.server import (  # noqa: PLC0415 - the HTTP stack is optional
             HttpOptions,
@@ -186,4 +187,4 @@ async def _serve(
     else:
         async with server.lifespan():
             serving()
-            await server.serve(transport, **session_options)
+            await server.serve(transport, session_options=SessionOptions(**session_options))

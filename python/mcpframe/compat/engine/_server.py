@@ -41,7 +41,7 @@ from pydantic import ValidationError
 from mcpframe._threads import WorkerPool, threaded
 from mcpframe.server import Server, ServerConnection
 from mcpframe.server.context import CallInfo
-from mcpframe.session import JSONRPCError, Message, Request
+from mcpframe.session import JSONRPCError, Message, Request, SessionOptions
 from mcpframe.transports.base import Transport
 
 from . import _tracing as tracing
@@ -373,7 +373,7 @@ class EngineServer(Server):
 
         return undo
 
-    async def serve(self, transport: Transport, **session_options: Any) -> None:
+    async def serve(self, transport: Transport, *, session_options: SessionOptions | None = None) -> None:
         """Serve one connection on ``transport`` inside the SDK server's lifespan."""
         async with self.lifespan():
-            await super().serve(transport, **session_options)
+            await super().serve(transport, session_options=session_options)
