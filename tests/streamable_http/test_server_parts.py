@@ -6,7 +6,10 @@ import socket
 
 import pytest
 
+from mcpframe import protocol
 from mcpframe.cli.serve import serve_main
+from mcpframe.http import headers as http_headers
+from mcpframe.http.client_wire import encode_header_value, mcp_name
 from mcpframe.http.events import MemoryEventStore, split_event_id
 from mcpframe.http.headers import Accepts, decode_header_value, is_json_content, mirror_mismatch
 from mcpframe.http.post import one_line
@@ -77,6 +80,23 @@ def test_content_type_and_mirror_values() -> None:
     assert mirror_mismatch(headers, "resources/read", {"uri": "file:///a", "_meta": meta}) is None
     assert mirror_mismatch(headers, "resources/read", {"uri": "file:///b", "_meta": meta}) is not None
     assert mirror_mismatch(headers, "tools/list", {"_meta": meta}) is not None
+
+
+def test_one_list_of_http_facts_that_server_and_client_agree_on() -> None:
+    assert all(name == name.lower() for name in http_headers.MCP_HEADERS)  # ASGI hands them lower-cased
+    assert len(set(http_headers.MCP_HEADERS)) == len(http_headers.MCP_HEADERS)
+    assert min(protocol.MODERN_VERSIONS) == http_headers.FIRST_STATELESS
+    assert all(v < http_headers.FIRST_STATELESS for v in protocol.LEGACY_VERSIONS)
+    # every target the server checks, the client names; what the client encodes, the server decodes
+    for method, param in http_headers.NAME_PARAMS.items():
+        assert http_headers.CLIENT_NAME_PARAMS[method] == param
+        params = {param: "t\u00e9st", "_meta": {protocol.PROTOCOL_VERSION_KEY: protocol.LATEST_MODERN}}
+        sent = {
+            http_headers.MCP_PROTOCOL_VERSION: protocol.LATEST_MODERN,
+            http_headers.MCP_METHOD: method,
+            http_headers.MCP_NAME: encode_header_value(mcp_name(method, params) or ""),
+        }
+        assert mirror_mismatch(sent, method, params) is None
 
 
 def test_sse_framing_and_one_line() -> None:

@@ -38,7 +38,7 @@ import anyio
 import anyio.abc
 import httpx
 
-from mcpframe import core, jsonrpc
+from mcpframe import core, jsonrpc, protocol
 from mcpframe._api import MessageLike
 from mcpframe.http.client_answers import AnswerReader, Inbox, Undeliverable
 from mcpframe.http.client_wire import (
@@ -52,6 +52,7 @@ from mcpframe.http.client_wire import (
     shared_ssl_context,
     synthesized_error,
 )
+from mcpframe.http.headers import MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID
 from mcpframe.http.options import HttpClientOptions
 from mcpframe.transports.base import TransportClosedError
 
@@ -196,12 +197,12 @@ class StreamableHTTPTransport:
             if isinstance(item, core.FrameError):
                 logger.warning("not sending an invalid frame: %s", item.message)
             elif item.kind == "request":
-                if item.method == "initialize":
+                if item.method == protocol.INITIALIZE:
                     self._state.initialize = item
                 tg.start_soon(self._post_request, item)
             else:
                 await self._post_other(item)
-                if item.method == "notifications/cancelled":
+                if item.method == protocol.NOTIFICATIONS_CANCELLED:
                     self._abandon(item.params)
 
     def _abandon(self, params: Any) -> None:
@@ -222,20 +223,20 @@ class StreamableHTTPTransport:
     def _post_headers(self, message: MessageLike) -> dict[str, str]:
         params = message.params if message.method is not None else None
         version = modern_version(params)
-        if message.method == "initialize":
+        if message.method == protocol.INITIALIZE:
             headers = dict(self._state.base)  # a new session: no session id, no version yet
         elif version is None:
             headers = self._state.headers()
         else:
             headers = dict(self._state.base)
-            headers["mcp-protocol-version"] = version
+            headers[MCP_PROTOCOL_VERSION] = version
         headers["accept"] = _ACCEPT
         headers["content-type"] = "application/json"
         if message.method is not None:
-            headers["mcp-method"] = encode_header_value(message.method)
+            headers[MCP_METHOD] = encode_header_value(message.method)
             name = mcp_name(message.method, params)
             if name is not None:
-                headers["mcp-name"] = encode_header_value(name)
+                headers[MCP_NAME] = encode_header_value(name)
         return headers
 
     # ------------------------------------------------------------------ posting
@@ -287,7 +288,7 @@ class StreamableHTTPTransport:
         except httpx.HTTPError as exc:
             logger.warning("posting a %s failed: %r", message.kind, exc)
             return
-        if message.method == "notifications/initialized":
+        if message.method == protocol.NOTIFICATIONS_INITIALIZED:
             self._start_get_stream()
 
     async def _exchange(self, message: MessageLike) -> None:
@@ -304,7 +305,7 @@ class StreamableHTTPTransport:
             headers = self._post_headers(message)
             async with self._http.stream("POST", self.url, content=message.raw, headers=headers) as resp:
                 expired = resp.status_code == 404 and sent_session is not None and not renewed
-                if expired and message.method != "initialize":
+                if expired and message.method != protocol.INITIALIZE:
                     renewed = True
                     await resp.aread()
                     if await self._reinitialize(sent_session):  # type: ignore[arg-type]
@@ -365,14 +366,14 @@ class StreamableHTTPTransport:
                 if resp.status_code >= 300:
                     logger.warning("re-initializing the HTTP session failed: HTTP %d", resp.status_code)
                     return False
-                state.session_id = resp.headers.get("mcp-session-id")
+                state.session_id = resp.headers.get(MCP_SESSION_ID)
                 answer = await self._reader.answer(request, resp, intercept=True)
             if answer is None or answer.kind != "result":
                 return False
             result = answer.result
             if isinstance(result, dict) and isinstance(result.get("protocolVersion"), str):
                 state.protocol_version = result["protocolVersion"]
-            initialized = core.decode(core.encode_notification("notifications/initialized"))[0]
+            initialized = core.decode(core.encode_notification(protocol.NOTIFICATIONS_INITIALIZED))[0]
             assert not isinstance(initialized, core.FrameError)
             await self._http.post(self.url, content=initialized.raw, headers=self._post_headers(initialized))
         self._start_get_stream()

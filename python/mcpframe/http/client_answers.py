@@ -18,7 +18,7 @@ from typing import Final
 import anyio
 import httpx
 
-from mcpframe import core, jsonrpc
+from mcpframe import core, jsonrpc, protocol
 from mcpframe._api import MessageLike
 from mcpframe.http.client_wire import (
     SessionState,
@@ -30,6 +30,7 @@ from mcpframe.http.client_wire import (
     request_id,
     synthesized_error,
 )
+from mcpframe.http.headers import LAST_EVENT_ID, MCP_SESSION_ID
 from mcpframe.http.options import HttpClientOptions
 from mcpframe.session.intake import response_shaped
 
@@ -110,8 +111,8 @@ class AnswerReader:
         """Read the POST's answer, forwarding everything the server sends; the request's own response is
         forwarded too, or returned when `intercept`. Missing answers become synthesized errors."""
         rid = request_id(message)
-        if message.method == "initialize" and resp.status_code < 300:
-            self._state.session_id = resp.headers.get("mcp-session-id", self._state.session_id)
+        if message.method == protocol.INITIALIZE and resp.status_code < 300:
+            self._state.session_id = resp.headers.get(MCP_SESSION_ID, self._state.session_id)
         kind = content_type(resp)
         if resp.status_code >= 400:
             return await self._error_answer(rid, resp)
@@ -224,7 +225,7 @@ class AnswerReader:
             headers = self._state.headers()
             headers["accept"] = "text/event-stream"
             if stream.last_event_id:
-                headers["last-event-id"] = stream.last_event_id
+                headers[LAST_EVENT_ID] = stream.last_event_id
             try:
                 async with self._http.stream("GET", self._url, headers=headers) as again:
                     if again.status_code != 200 or content_type(again) != "text/event-stream":

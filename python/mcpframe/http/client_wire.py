@@ -18,11 +18,12 @@ from typing import Any, Final
 import anyio
 import httpx
 
-from mcpframe import core
+from mcpframe import core, protocol
 from mcpframe._api import MessageLike
 
+from .headers import BASE64_PREFIX, BASE64_SUFFIX, CLIENT_NAME_PARAMS, MCP_PROTOCOL_VERSION, MCP_SESSION_ID
+
 __all__ = [
-    "MODERN_VERSION_KEY",
     "SSEEvent",
     "SSEParser",
     "SessionState",
@@ -39,23 +40,11 @@ __all__ = [
     "synthesized_error",
 ]
 
-MODERN_VERSION_KEY: Final = "io.modelcontextprotocol/protocolVersion"
-"""The `_meta` key that makes a message 2026-07-28 (stateless) rather than part of an initialized session."""
-
 MAX_RETRY_AFTER: Final = 30.0
 """The longest `Retry-After` of a 503 the client waits out before sending a request again (seconds)."""
 
 DRAIN_SECONDS: Final = 0.5
 DRAIN_CHUNKS: Final = 8
-_BASE64_PREFIX: Final = "=?base64?"
-_BASE64_SUFFIX: Final = "?="
-_NAME_PARAM: Final = {
-    "tools/call": "name",
-    "prompts/get": "name",
-    "resources/read": "uri",
-    "resources/subscribe": "uri",
-    "resources/unsubscribe": "uri",
-}
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -190,9 +179,9 @@ class SessionState:
         """The caller's headers plus the session id and the negotiated version, when known."""
         headers = dict(self.base)
         if self.session_id is not None:
-            headers["mcp-session-id"] = self.session_id
+            headers[MCP_SESSION_ID] = self.session_id
         if self.protocol_version is not None:
-            headers["mcp-protocol-version"] = self.protocol_version
+            headers[MCP_PROTOCOL_VERSION] = self.protocol_version
         return headers
 
     def adopt(self, answer: MessageLike) -> None:
@@ -212,11 +201,11 @@ def encode_header_value(value: str) -> str:
         value.isascii()
         and value.isprintable()
         and value == value.strip(" \t")
-        and not (value.startswith(_BASE64_PREFIX) and value.endswith(_BASE64_SUFFIX))
+        and not (value.startswith(BASE64_PREFIX) and value.endswith(BASE64_SUFFIX))
     )
     if plain:
         return value
-    return _BASE64_PREFIX + base64.b64encode(value.encode("utf-8")).decode("ascii") + _BASE64_SUFFIX
+    return BASE64_PREFIX + base64.b64encode(value.encode("utf-8")).decode("ascii") + BASE64_SUFFIX
 
 
 def modern_version(params: Any) -> str | None:
@@ -226,13 +215,13 @@ def modern_version(params: Any) -> str | None:
     meta = params.get("_meta")
     if not isinstance(meta, dict):
         return None
-    version = meta.get(MODERN_VERSION_KEY)
+    version = meta.get(protocol.PROTOCOL_VERSION_KEY)
     return version if isinstance(version, str) else None
 
 
 def mcp_name(method: str, params: Any) -> str | None:
     """What the `Mcp-Name` header carries for this method (tool/prompt name, resource URI), if anything."""
-    key = _NAME_PARAM.get(method)
+    key = CLIENT_NAME_PARAMS.get(method)
     if key is None or not isinstance(params, dict):
         return None
     value = params.get(key)

@@ -10,16 +10,23 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from mcpframe import jsonrpc
-from mcpframe.server.eras import batches_allowed
+from mcpframe import jsonrpc, protocol
+from mcpframe._api import MessageLike
 from mcpframe.session import Session
 
 from .admission import Admission, Slot
 from .asgi import ClientDisconnect, HttpRequest, TooLarge
 from .exchange import Exchange, Lane, LanePool, RequestHandler, Router
-from .headers import Accepts, is_json_content, mirror_mismatch
+from .headers import (
+    FIRST_STATELESS,
+    MCP_PROTOCOL_VERSION,
+    MCP_SESSION_ID,
+    Accepts,
+    is_json_content,
+    mirror_mismatch,
+)
 from .options import HttpOptions
 from .post import Body, one_line
 from .responses import Answer, Reply, StreamReplies, error_response, json_response
@@ -31,7 +38,6 @@ if TYPE_CHECKING:
 
 __all__ = ["PostHandler"]
 
-_FIRST_MODERN = "2026-07-28"  # revisions from this one on are stateless
 # idle lanes kept for the next POSTs: per HTTP session (there may be thousands), and for stateless requests
 _SESSION_LANES = 4
 _STATELESS_LANES = 64
@@ -64,11 +70,11 @@ class PostHandler:
         data = await self._read(request, accepts)
         if isinstance(data, Reply):
             return data
-        modern = request.headers.get("mcp-protocol-version", "") >= _FIRST_MODERN
+        modern = request.headers.get(MCP_PROTOCOL_VERSION, "") >= FIRST_STATELESS
         found = self._session(request, owner) if not modern else None  # 2026-07-28 has no sessions
         if isinstance(found, Reply):
             return found
-        batches = found is not None and batches_allowed(found.version)
+        batches = found is not None and protocol.batches_allowed(found.version)
         body = Body.decode(data, max_frame=self.options.max_body, batches=batches)
         error = body.rejected
         if error is not None:  # MCP: a rejected notification or response gets an error status too
@@ -83,7 +89,7 @@ class PostHandler:
     async def _admit(self, request: HttpRequest, body: Body) -> Slot | Reply:
         """Room for the POST's requests (waiting in the queue if need be), or the reply refusing it."""
         admission = self.admission
-        ping = all(r.method == "ping" for r in body.requests)
+        ping = all(r.method == protocol.PING for r in body.requests)
         got = await admission.enter(len(body.requests), request.receive, ping=ping)
         if isinstance(got, Slot):
             return got
@@ -99,7 +105,7 @@ class PostHandler:
         return error_response(503, why, code=jsonrpc.INTERNAL_ERROR, rid=rid, headers=retry)
 
     def _session(self, request: HttpRequest, owner: str | None) -> HttpSession | Reply | None:
-        if "mcp-session-id" not in request.headers:
+        if MCP_SESSION_ID not in request.headers:
             return None
         return self.sessions.find(request.headers, owner)
 
@@ -192,11 +198,11 @@ class PostHandler:
         )
         exchange.extra = body.error_frames()
         exchange.on_close.append(slot.release)
-        headers = {"Mcp-Session-Id": session.id}
+        headers = {MCP_SESSION_ID: session.id}
         response = await self._answer(exchange, body, session, accepts, headers=headers)
         if created and exchange.stream.finished.is_set() and session.version is None:
             await self.sessions.end(session)  # initialize failed: no session
-            response.headers.pop("mcp-session-id", None)
+            response.headers.pop(MCP_SESSION_ID, None)
         return response
 
     def _lanes(self, session: HttpSession) -> LanePool:
@@ -217,10 +223,10 @@ class PostHandler:
     def _make_session(self, lane: Lane, handler: RequestHandler, *, batches: bool) -> Session:
         return Session(lane.transport, request_handler=handler, batches=batches, options=self._lane_options)
 
-    def _route(self, session: HttpSession, message: Any) -> None:
+    def _route(self, session: HttpSession, message: MessageLike) -> None:
         if message.kind in ("result", "error"):
             session.router.response(message)
-        elif message.method == "notifications/cancelled":
+        elif message.method == protocol.NOTIFICATIONS_CANCELLED:
             session.router.cancelled(message)
         else:
             session.transport.feed(one_line(message.raw))
@@ -231,7 +237,7 @@ class PostHandler:
         if why is not None:
             return error_response(400, why, code=jsonrpc.HEADER_MISMATCH, rid=message.id)
         ids = [message.id] if message.id is not None else []
-        if message.method == "subscriptions/listen":
+        if message.method == protocol.SUBSCRIPTIONS_LISTEN:
             # not admitted: a listen stream lives as long as its client listens and runs no handler
             conn = self.connect()
             lane = self._one_shot(Router(), conn.handle_request, batches=False)

@@ -1,15 +1,30 @@
-"""Reading the Streamable HTTP request headers: Accept, Content-Type, and the 2026-07-28 mirror headers."""
+"""The Streamable HTTP headers: the names MCP adds (one list), Accept, Content-Type, the mirror headers.
+
+These are facts of the HTTP binding only, so they live here rather than in `mcpframe.protocol`; the
+server and the client both take them from this module. Names are lower-case: ASGI hands them over
+lower-cased, `Reply` writes them so, and httpx compares them without regard to case.
+"""
 
 from __future__ import annotations
 
 import base64
 import binascii
 import dataclasses
-from typing import Any
+from typing import Any, Final
 
-from mcpframe.server.eras import PROTOCOL_VERSION_KEY
+from mcpframe import protocol
 
 __all__ = [
+    "BASE64_PREFIX",
+    "BASE64_SUFFIX",
+    "CLIENT_NAME_PARAMS",
+    "FIRST_STATELESS",
+    "LAST_EVENT_ID",
+    "MCP_HEADERS",
+    "MCP_METHOD",
+    "MCP_NAME",
+    "MCP_PROTOCOL_VERSION",
+    "MCP_SESSION_ID",
     "NAME_PARAMS",
     "Accepts",
     "decode_header_value",
@@ -17,11 +32,39 @@ __all__ = [
     "mirror_mismatch",
 ]
 
-NAME_PARAMS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
-"""Methods whose target is mirrored in `Mcp-Name`, and the param it comes from."""
+MCP_SESSION_ID: Final = "mcp-session-id"
+"""The HTTP session a legacy (2025-xx) request belongs to; the server assigns it answering `initialize`."""
+MCP_PROTOCOL_VERSION: Final = "mcp-protocol-version"
+"""The revision a request speaks: the negotiated one in a session, the `_meta` one in 2026-07-28."""
+MCP_METHOD: Final = "mcp-method"
+"""2026-07-28: the JSON-RPC method of the body, mirrored so intermediaries can route without parsing it."""
+MCP_NAME: Final = "mcp-name"
+"""2026-07-28: the target of the body's method (tool or prompt name, resource URI), mirrored likewise."""
+LAST_EVENT_ID: Final = "last-event-id"
+"""SSE resumption: the last event id a client saw on the stream it resumes."""
+MCP_HEADERS: Final = (MCP_SESSION_ID, MCP_PROTOCOL_VERSION, MCP_METHOD, MCP_NAME, LAST_EVENT_ID)
+"""Every header the Streamable HTTP binding adds to plain HTTP."""
 
-_B64_PREFIX = "=?base64?"
-_B64_SUFFIX = "?="
+FIRST_STATELESS: Final = protocol.MODERN_VERSIONS[-1]
+"""Revisions from this one on have no HTTP sessions (revision strings compare in date order)."""
+
+NAME_PARAMS: Final = {
+    protocol.TOOLS_CALL: "name",
+    protocol.PROMPTS_GET: "name",
+    protocol.RESOURCES_READ: "uri",
+}
+"""Methods whose target a 2026-07-28 request mirrors in `Mcp-Name` (the server checks these), and the
+param it comes from."""
+CLIENT_NAME_PARAMS: Final = {
+    **NAME_PARAMS,
+    protocol.RESOURCES_SUBSCRIBE: "uri",
+    protocol.RESOURCES_UNSUBSCRIBE: "uri",
+}
+"""What mcpframe's client names in `Mcp-Name`: the mirrored targets, and the resource of (un)subscribe."""
+
+BASE64_PREFIX: Final = "=?base64?"
+BASE64_SUFFIX: Final = "?="
+"""A mirror header value that is not plain visible ASCII travels as `=?base64?<UTF-8, base64>?=`."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -72,9 +115,9 @@ def decode_header_value(value: str | None) -> str | None:
     """A mirror header's value: plain ASCII, or `=?base64?...?=` carrying UTF-8 (`None` if malformed)."""
     if value is None:
         return None
-    if not (value.startswith(_B64_PREFIX) and value.endswith(_B64_SUFFIX)):
+    if not (value.startswith(BASE64_PREFIX) and value.endswith(BASE64_SUFFIX)):
         return value
-    payload = value[len(_B64_PREFIX) : len(value) - len(_B64_SUFFIX)]
+    payload = value[len(BASE64_PREFIX) : len(value) - len(BASE64_SUFFIX)]
     try:
         return base64.b64decode(payload, validate=True).decode("utf-8")
     except (binascii.Error, UnicodeDecodeError, ValueError):
@@ -84,14 +127,14 @@ def decode_header_value(value: str | None) -> str | None:
 def mirror_mismatch(headers: dict[str, str], method: str, params: Any) -> str | None:
     """Why a 2026-07-28 request's headers disagree with its body, or `None` when they agree."""
     meta = params.get("_meta") if isinstance(params, dict) else None
-    version = meta.get(PROTOCOL_VERSION_KEY) if isinstance(meta, dict) else None
-    if headers.get("mcp-protocol-version") != version:
+    version = meta.get(protocol.PROTOCOL_VERSION_KEY) if isinstance(meta, dict) else None
+    if headers.get(MCP_PROTOCOL_VERSION) != version:
         return "MCP-Protocol-Version header does not match the request's protocol version"
-    if headers.get("mcp-method") != method:
+    if headers.get(MCP_METHOD) != method:
         return "Mcp-Method header does not match the request's method"
     key = NAME_PARAMS.get(method)
     if key is not None and isinstance(params, dict):
         value = params.get(key)
-        if value is not None and decode_header_value(headers.get("mcp-name")) != value:
+        if value is not None and decode_header_value(headers.get(MCP_NAME)) != value:
             return f"Mcp-Name header does not match the request's {key!r} parameter"
     return None

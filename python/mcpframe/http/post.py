@@ -5,9 +5,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from mcpframe import core
+from mcpframe import core, protocol
 from mcpframe._api import MessageLike
-from mcpframe.server.eras import PROTOCOL_VERSION_KEY
 
 __all__ = ["Body", "one_line"]
 
@@ -66,12 +65,12 @@ class Body:
             return False
         params = self.requests[0].params
         meta = params.get("_meta") if isinstance(params, dict) else None
-        return isinstance(meta, dict) and PROTOCOL_VERSION_KEY in meta
+        return isinstance(meta, dict) and protocol.PROTOCOL_VERSION_KEY in meta
 
     @property
     def initialize(self) -> bool:
         """A single `initialize` request."""
-        return not self.batch and len(self.requests) == 1 and self.requests[0].method == "initialize"
+        return not self.batch and len(self.requests) == 1 and self.requests[0].method == protocol.INITIALIZE
 
     def session_input(self) -> bytes:
         """What the exchange's Session reads: the requests (as a batch when the body was one)."""

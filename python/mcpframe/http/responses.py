@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from mcpframe import core, jsonrpc
+from mcpframe import core, jsonrpc, protocol
 
 from .asgi import Receive, Send, wait_disconnect
 from .pipe import Pipe
@@ -154,7 +154,7 @@ class StreamReplies:
         """
         if session is None or session.store is None or session.version is None:
             return None
-        return self.retry_ms if session.version >= "2025-11-25" else None
+        return self.retry_ms if session.version >= protocol.V2025_11_25 else None  # it added `retry`
 
     def reply(
         self,

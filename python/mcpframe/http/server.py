@@ -26,13 +26,13 @@ import anyio.abc
 import uvicorn
 
 from mcpframe import jsonrpc
-from mcpframe.server.eras import SUPPORTED_VERSIONS
+from mcpframe.protocol import SUPPORTED_VERSIONS
 
 from .admission import Admission
 from .asgi import HttpRequest, Receive, Scope, Send
 from .events import split_event_id
 from .handling import PostHandler
-from .headers import Accepts
+from .headers import FIRST_STATELESS, LAST_EVENT_ID, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, Accepts
 from .options import HttpOptions
 from .responses import SSE_HEADERS, Answer, Reply, StreamReplies, error_response
 from .security import AccessToken, HostGuard
@@ -170,7 +170,7 @@ class StreamableHTTPServer:
             if isinstance(principal_or_refusal, Reply):
                 return principal_or_refusal
             principal = principal_or_refusal
-        version = request.headers.get("mcp-protocol-version")
+        version = request.headers.get(MCP_PROTOCOL_VERSION)
         if version is not None and version not in SUPPORTED_VERSIONS:
             return error_response(400, f"Bad Request: unsupported MCP-Protocol-Version {version!r}")
         owner = None if principal is None else (principal.subject or "")
@@ -202,14 +202,14 @@ class StreamableHTTPServer:
     async def _get(self, request: HttpRequest, owner: str | None) -> Answer:
         if not Accepts.parse(request.headers.get("accept")).sse:
             return error_response(406, "Not Acceptable: GET needs Accept: text/event-stream")
-        modern = request.headers.get("mcp-protocol-version", "") >= "2026"
-        if modern and "mcp-session-id" not in request.headers:
+        modern = request.headers.get(MCP_PROTOCOL_VERSION, "") >= FIRST_STATELESS
+        if modern and MCP_SESSION_ID not in request.headers:
             return Reply(405, headers={"Allow": "POST"})
         found = self.sessions.find(request.headers, owner)
         if isinstance(found, Reply):
             return found
         session = found
-        last_event_id = request.headers.get("last-event-id")
+        last_event_id = request.headers.get(LAST_EVENT_ID)
         if last_event_id is not None:
             return await self._resume(session, last_event_id)
         stream = session.get_stream

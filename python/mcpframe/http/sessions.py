@@ -18,11 +18,12 @@ import anyio
 import anyio.abc
 
 from mcpframe import jsonrpc
-from mcpframe.server.eras import LEGACY_VERSIONS
+from mcpframe.protocol import LEGACY_VERSIONS
 from mcpframe.session import Session
 
 from .events import EventStore
 from .exchange import LanePool, Router
+from .headers import MCP_PROTOCOL_VERSION, MCP_SESSION_ID
 from .responses import Reply, error_response
 from .streams import Stream
 
@@ -223,13 +224,13 @@ class SessionManager:
     def find(self, headers: dict[str, str], owner: str | None) -> HttpSession | Reply:
         """The session a request names: 400 without the header, 404 for an unknown or expired one (or one
         of another principal), 400 for a protocol version that has no sessions."""
-        session_id = headers.get("mcp-session-id")
+        session_id = headers.get(MCP_SESSION_ID)
         if session_id is None:
             return error_response(400, "Bad Request: the Mcp-Session-Id header is required")
         session = self.sessions.get(session_id)
         if session is None or session.closed or session.owner != owner:
             return error_response(404, "Not Found: unknown or expired session", code=jsonrpc.INVALID_REQUEST)
-        version = headers.get("mcp-protocol-version")
+        version = headers.get(MCP_PROTOCOL_VERSION)
         if version is not None and version not in LEGACY_VERSIONS:
             return error_response(400, f"Bad Request: MCP-Protocol-Version {version!r} has no sessions")
         return session
