@@ -23,9 +23,6 @@ _FACTS = frozenset().union(*_METHOD_SETS, _REVISIONS, protocol.MODERN_META_KEYS,
 # Modules that still held literals when `protocol` was introduced (issue 9); each owner replaces them.
 _NOT_YET = frozenset(
     {
-        "client/connection.py",
-        "client/inbound.py",
-        "client/methods.py",
         "compat/engine/_fast.py",
         "compat/engine/_report.py",
         "compat/engine/_server.py",
@@ -37,7 +34,6 @@ _NOT_YET = frozenset(
         "http/headers.py",
         "http/post.py",
         "http/responses.py",
-        "server/context.py",
     }
 )
 

@@ -15,7 +15,7 @@ from typing import Any, Final
 
 import anyio
 
-from mcpframe import jsonrpc
+from mcpframe import jsonrpc, protocol
 from mcpframe.client.inbound import Inbound
 from mcpframe.client.methods import Era, LogLevel
 from mcpframe.client.options import ClientOptions
@@ -24,13 +24,10 @@ from mcpframe.transports import Transport
 
 __all__ = ["LEGACY_VERSIONS", "MODERN_VERSION", "Connection", "IncompatibleServerError"]
 
-MODERN_VERSION: Final = "2026-07-28"
-LEGACY_VERSIONS: Final = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
-PROTOCOL_VERSION_KEY: Final = "io.modelcontextprotocol/protocolVersion"
-CLIENT_CAPABILITIES_KEY: Final = "io.modelcontextprotocol/clientCapabilities"
-CLIENT_INFO_KEY: Final = "io.modelcontextprotocol/clientInfo"
-LOG_LEVEL_KEY: Final = "io.modelcontextprotocol/logLevel"
-SERVER_INFO_KEY: Final = "io.modelcontextprotocol/serverInfo"
+MODERN_VERSION: Final = protocol.LATEST_MODERN
+"""The revision a client speaks without a handshake."""
+LEGACY_VERSIONS: Final = protocol.LEGACY_VERSIONS
+"""The handshake revisions a client accepts, newest first (it offers the first)."""
 _MAX_INPUT_ROUNDS = 16
 _TIMEOUT_HINT: Final = (
     "; to wait longer pass timeout=<seconds> to this call, or Client(timeout=<seconds>) for"
@@ -99,7 +96,7 @@ class Connection:
         if mode != "legacy":
             try:
                 discovered = await self.session.request(
-                    "server/discover",
+                    protocol.SERVER_DISCOVER,
                     {"_meta": self._modern_meta()},
                     timeout=self.options.discover_timeout,
                 )
@@ -129,19 +126,20 @@ class Connection:
             "capabilities": self.inbound.capabilities(),
             "clientInfo": self.client_info,
         }
-        result = await self._timed("initialize", params, timeout=None)
+        result = await self._timed(protocol.INITIALIZE, params, timeout=None)
         version = result.get("protocolVersion") if isinstance(result, dict) else None
         if version not in LEGACY_VERSIONS:
             raise IncompatibleServerError(f"the server chose protocol version {version!r}, unsupported here")
         self.protocol_version = version
         self._take_server_facts(result)
-        await self.session.notify("notifications/initialized")
+        await self.session.notify(protocol.NOTIFICATIONS_INITIALIZED)
 
     def _take_server_facts(self, result: dict[str, Any]) -> None:
         capabilities = result.get("capabilities")
         self.server_capabilities = capabilities if isinstance(capabilities, dict) else {}
         meta = result.get("_meta")
-        info = result.get("serverInfo") or (meta.get(SERVER_INFO_KEY) if isinstance(meta, dict) else None)
+        in_meta = meta.get(protocol.SERVER_INFO_KEY) if isinstance(meta, dict) else None
+        info = result.get("serverInfo") or in_meta
         self.server_info = info if isinstance(info, dict) else None
         instructions = result.get("instructions")
         self.instructions = instructions if isinstance(instructions, str) else None
@@ -150,12 +148,12 @@ class Connection:
 
     def _modern_meta(self) -> dict[str, Any]:
         meta: dict[str, Any] = {
-            PROTOCOL_VERSION_KEY: MODERN_VERSION,
-            CLIENT_CAPABILITIES_KEY: self.inbound.capabilities(),
-            CLIENT_INFO_KEY: self.client_info,
+            protocol.PROTOCOL_VERSION_KEY: MODERN_VERSION,
+            protocol.CLIENT_CAPABILITIES_KEY: self.inbound.capabilities(),
+            protocol.CLIENT_INFO_KEY: self.client_info,
         }
         if self.log_level is not None:
-            meta[LOG_LEVEL_KEY] = self.log_level
+            meta[protocol.LOG_LEVEL_KEY] = self.log_level
         return meta
 
     def _stamp(self, params: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -235,7 +233,7 @@ class Connection:
         """Ask for log messages at ``level`` and above (per request ``_meta`` in 2026-07-28)."""
         self.log_level = level
         if self.era != "modern":
-            await self.request("logging/setLevel", {"level": level})
+            await self.request(protocol.LOGGING_SET_LEVEL, {"level": level})
 
     @asynccontextmanager
     async def listen(
@@ -271,4 +269,4 @@ class Connection:
                 tg.cancel_scope.cancel()  # cancels the request: the server ends the stream
 
     async def _listen(self, params: dict[str, Any]) -> None:
-        await self.request("subscriptions/listen", params, timeout=math.inf)
+        await self.request(protocol.SUBSCRIPTIONS_LISTEN, params, timeout=math.inf)

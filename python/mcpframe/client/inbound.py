@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
 
-from mcpframe import jsonrpc
+from mcpframe import jsonrpc, protocol
 from mcpframe.session import JSONRPCError, Message, Request
 
 __all__ = [
@@ -82,13 +82,13 @@ class Inbound:
 
     async def answer(self, method: str, params: dict[str, Any]) -> Any:
         """The result for one server request, from the user's handlers."""
-        if method == "ping":
+        if method == protocol.PING:
             return {}
-        if method == "sampling/createMessage" and self.sampling is not None:
+        if method == protocol.SAMPLING_CREATE_MESSAGE and self.sampling is not None:
             return await self.sampling(params)
-        if method == "elicitation/create" and self.elicitation is not None:
+        if method == protocol.ELICITATION_CREATE and self.elicitation is not None:
             return await self.elicitation(params)
-        if method == "roots/list" and self.roots is not None:
+        if method == protocol.ROOTS_LIST and self.roots is not None:
             roots = self.roots if isinstance(self.roots, Sequence) else await self.roots()
             return {"roots": list(roots)}
         raise JSONRPCError(
@@ -111,12 +111,12 @@ class Inbound:
         """The Session's notification handler."""
         method = message.method or ""
         params = message.params
-        if method == "notifications/subscriptions/acknowledged" and self.acknowledged is not None:
+        if method == protocol.NOTIFICATIONS_SUBSCRIPTIONS_ACKNOWLEDGED and self.acknowledged is not None:
             accepted = params.get("notifications") if isinstance(params, dict) else None
             with suppress(anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
                 self.acknowledged.send_nowait(accepted if isinstance(accepted, dict) else {})
             return
-        if method == "notifications/message" and self.logging is not None and isinstance(params, dict):
+        if method == protocol.NOTIFICATIONS_MESSAGE and self.logging is not None and isinstance(params, dict):
             await _maybe_await(self.logging(params))
         if self.notifications is not None:
             await _maybe_await(self.notifications(method, params))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, Protocol
 
+from mcpframe import protocol
 from mcpframe.session import ProgressCallback
 
 __all__ = ["Era", "LogLevel", "Methods", "Requester"]
@@ -117,12 +118,12 @@ class Methods:
 
     async def ping(self, *, timeout: float | None = None) -> None:
         """Check the server answers (``ping``; ``server/discover`` in 2026-07-28, which has no ping)."""
-        method = "server/discover" if self.era == "modern" else "ping"
+        method = protocol.SERVER_DISCOVER if self.era == "modern" else protocol.PING
         await self._requester.request(method, timeout=timeout)
 
     async def list_tools(self) -> list[dict[str, Any]]:
         """Every tool the server offers (all pages)."""
-        return await self.list_all("tools/list", "tools")
+        return await self.list_all(protocol.TOOLS_LIST, "tools")
 
     async def call_tool(
         self,
@@ -139,20 +140,20 @@ class Methods:
         """
         params: dict[str, Any] = {"name": name, "arguments": arguments or {}}
         return await self._requester.interactive(
-            "tools/call", params, timeout=timeout, on_progress=on_progress, max_timeout=max_timeout
+            protocol.TOOLS_CALL, params, timeout=timeout, on_progress=on_progress, max_timeout=max_timeout
         )
 
     async def list_resources(self) -> list[dict[str, Any]]:
         """Every resource (all pages)."""
-        return await self.list_all("resources/list", "resources")
+        return await self.list_all(protocol.RESOURCES_LIST, "resources")
 
     async def list_resource_templates(self) -> list[dict[str, Any]]:
         """Every resource template (all pages)."""
-        return await self.list_all("resources/templates/list", "resourceTemplates")
+        return await self.list_all(protocol.RESOURCES_TEMPLATES_LIST, "resourceTemplates")
 
     async def read_resource(self, uri: str, *, timeout: float | None = None) -> list[dict[str, Any]]:
         """The ``contents`` of a resource."""
-        result = await self._requester.interactive("resources/read", {"uri": uri}, timeout=timeout)
+        result = await self._requester.interactive(protocol.RESOURCES_READ, {"uri": uri}, timeout=timeout)
         contents: list[dict[str, Any]] = result.get("contents") or []
         return contents
 
@@ -162,13 +163,13 @@ class Methods:
         Handshake era only: 2026-07-28 has no such method; there ``listen(resource_uris=[...])`` subscribes
         for as long as its block runs (a ``RuntimeError`` here says so rather than a -32601 from the server).
         """
-        self._legacy_only("resources/subscribe")
-        await self._requester.request("resources/subscribe", {"uri": uri})
+        self._legacy_only(protocol.RESOURCES_SUBSCRIBE)
+        await self._requester.request(protocol.RESOURCES_SUBSCRIBE, {"uri": uri})
 
     async def unsubscribe(self, uri: str) -> None:
         """``resources/unsubscribe`` (handshake era only, as ``subscribe``)."""
-        self._legacy_only("resources/unsubscribe")
-        await self._requester.request("resources/unsubscribe", {"uri": uri})
+        self._legacy_only(protocol.RESOURCES_UNSUBSCRIBE)
+        await self._requester.request(protocol.RESOURCES_UNSUBSCRIBE, {"uri": uri})
 
     def _legacy_only(self, method: str) -> None:
         if self.era == "modern":
@@ -178,7 +179,7 @@ class Methods:
 
     async def list_prompts(self) -> list[dict[str, Any]]:
         """Every prompt (all pages)."""
-        return await self.list_all("prompts/list", "prompts")
+        return await self.list_all(protocol.PROMPTS_LIST, "prompts")
 
     async def get_prompt(
         self, name: str, arguments: dict[str, str] | None = None, *, timeout: float | None = None
@@ -187,7 +188,7 @@ class Methods:
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
-        return await self._requester.interactive("prompts/get", params, timeout=timeout)
+        return await self._requester.interactive(protocol.PROMPTS_GET, params, timeout=timeout)
 
     async def complete(
         self,
@@ -203,10 +204,10 @@ class Methods:
         params: dict[str, Any] = {"ref": ref, "argument": argument}
         if context is not None:
             params["context"] = context
-        result = await self._requester.request("completion/complete", params)
+        result = await self._requester.request(protocol.COMPLETION_COMPLETE, params)
         completion: dict[str, Any] = result.get("completion") or {}
         return completion
 
     async def notify_roots_changed(self) -> None:
         """Tell the server the roots changed."""
-        await self._requester.notify("notifications/roots/list_changed")
+        await self._requester.notify(protocol.NOTIFICATIONS_ROOTS_LIST_CHANGED)

@@ -12,6 +12,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from mcpframe import protocol
 from mcpframe.session import JSONRPCError, Request
 
 from .eras import LOG_LEVELS, MISSING_REQUIRED_CLIENT_CAPABILITY
@@ -87,7 +88,7 @@ class Context:
         params: dict[str, Any] = {"level": level, "data": data}
         if logger is not None:
             params["logger"] = logger
-        await self._request.send_notification("notifications/message", params)
+        await self._request.send_notification(protocol.NOTIFICATIONS_MESSAGE, params)
 
     async def debug(self, data: Any) -> None:
         """Log at `debug`."""
@@ -110,7 +111,7 @@ class Context:
         params = {"mode": "form", "message": message, "requestedSchema": requested_schema}
         if not self._call.modern:
             params.pop("mode")
-        return await self._ask("elicitation", "elicitation/create", params)
+        return await self._ask("elicitation", protocol.ELICITATION_CREATE, params)
 
     async def sample(
         self,
@@ -141,11 +142,11 @@ class Context:
         }
         params.update((key, value) for key, value in optional.items() if value is not None)
         params.update(extra or {})
-        return await self._ask("sampling", "sampling/createMessage", params)
+        return await self._ask("sampling", protocol.SAMPLING_CREATE_MESSAGE, params)
 
     async def list_roots(self) -> list[dict[str, Any]]:
         """The client's roots (`roots/list`)."""
-        result = await self._ask("roots", "roots/list", None)
+        result = await self._ask("roots", protocol.ROOTS_LIST, None)
         roots = result.get("roots", [])
         return roots if isinstance(roots, list) else []
 
