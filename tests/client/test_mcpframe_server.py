@@ -33,7 +33,9 @@ async def test_in_memory_round_trip(mode: Any, era: str) -> None:
             assert client.era == era
             assert client.server_info == {"name": "demo", "version": "1.0.0"}
             assert [tool["name"] for tool in await client.list_tools()] == ["add"]
-            result = await client.call_tool("add", {"a": 1, "b": 2}, on_progress=lambda p, t, m: seen.append(p))
+            result = await client.call_tool(
+                "add", {"a": 1, "b": 2}, on_progress=lambda p, t, m: seen.append(p)
+            )
             assert result["content"] == [{"type": "text", "text": "3"}]
             await client.ping()
             assert client.session.pending == 0

@@ -14,7 +14,7 @@ from mcpframe.client.inbound import (
     Roots,
     SamplingHandler,
 )
-from mcpframe.client.methods import LogLevel, Methods, Requester
+from mcpframe.client.methods import Era, LogLevel, Methods, Requester
 from mcpframe.client.options import DEFAULT_TIMEOUT, ClientOptions, ClientSettings, Mode
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "ClientOptions",
     "ClientSettings",
     "ElicitationHandler",
+    "Era",
     "IncompatibleServerError",
     "LogLevel",
     "LoggingHandler",
