@@ -1,6 +1,6 @@
 """The Streamable HTTP client, as a `Transport`: the Session above it keeps speaking NDJSON.
 
-`async with StreamableHTTPTransport(url) as t, Session(t) as session: ...`, or `Client.http(url)`.
+`async with StreamableHTTPTransport(url) as t, Session(t) as session: ...`, or `mcpframe.http.connect(url)`.
 Each outgoing message becomes one POST (`Accept: application/json, text/event-stream`). Requests are posted
 from background tasks, so a call may wait for its answer while other messages go out; notifications and
 responses are posted in order before `send` returns. Answers arrive as JSON bodies or SSE streams and are
