@@ -36,7 +36,7 @@ def test_options_are_frozen_and_keyword_only_and_know_their_fields() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         options.max_in_flight = 9  # type: ignore[misc]
     with pytest.raises(TypeError):
-        SessionOptions(8)  # type: ignore[misc]
+        SessionOptions(8)  # type: ignore[call-arg]
     with pytest.raises(TypeError):
         SessionOptions(max_in_flite=8)  # type: ignore[call-arg]
 
