@@ -29,14 +29,15 @@ import anyio.lowlevel
 import anyio.to_thread
 import sniffio
 
-try:  # where anyio's worker threads keep their event loop token (for anyio.from_thread)
-    from anyio._core._eventloop import threadlocals as _anyio_locals
-except ImportError:  # pragma: no cover - a future anyio moved it; from_thread then needs an explicit token
-    _anyio_locals = threading.local()
+from mcpframe._unstable.anyio_tasks import THREAD_TOKEN, clear_thread_token, set_thread_token
+from mcpframe._unstable.asyncio_tasks import running_loop as _running_loop
 
-__all__ = ["WorkerPool", "call_sync", "default_pool", "run_sync", "threaded"]
+__all__ = ["POOLED", "WorkerPool", "call_sync", "default_pool", "run_sync", "threaded"]
 
-_running_loop = asyncio._get_running_loop
+POOLED = THREAD_TOKEN
+"""Whether calls on asyncio go to this pool's threads. Those threads carry anyio's event-loop token (so
+``anyio.from_thread`` works in them) only through a private anyio name (``mcpframe._unstable.anyio_tasks``);
+without it, every call takes ``anyio.to_thread.run_sync`` instead, as off asyncio."""
 _NO_KWARGS: dict[str, Any] = {}
 
 
@@ -152,7 +153,7 @@ class _Inbox:
 
 def _run(call: _Waiter) -> None:
     """Run a call's function here (a worker thread) and keep its outcome on the call."""
-    _anyio_locals.current_token = call._inbox.token
+    set_thread_token(call._inbox.token)
     try:
         call._value = call._context.run(call._fn, *call._args, **call._kwargs)
         call._error = None
@@ -160,7 +161,7 @@ def _run(call: _Waiter) -> None:
         call._value = None
         call._error = exc
     finally:
-        del _anyio_locals.current_token
+        clear_thread_token()
 
 
 class _Worker:
@@ -310,10 +311,12 @@ class WorkerPool:
         Call it on a running asyncio loop, in a task, and await the future in that same task at once.
         """
         future = self.start(fn, args, kwargs)
-        if not isinstance(future, asyncio.Future):  # pragma: no cover - asyncio only, as documented
-            future.close()  # type: ignore[attr-defined]
-            raise RuntimeError("WorkerPool.submit() needs a running asyncio event loop")
-        return future
+        if isinstance(future, asyncio.Future):
+            return future
+        if not POOLED and _running_loop() is not None:  # anyio's threads, wrapped as asyncio wants
+            return asyncio.ensure_future(future)
+        future.close()  # type: ignore[attr-defined]  # pragma: no cover - asyncio only, as documented
+        raise RuntimeError("WorkerPool.submit() needs a running asyncio event loop")
 
     def start(
         self,
@@ -331,7 +334,7 @@ class WorkerPool:
         loop = _running_loop()
         cached = self._inbox
         if cached is None or cached[0] is not loop:
-            if loop is None or sniffio.current_async_library() != "asyncio":
+            if loop is None or not POOLED or sniffio.current_async_library() != "asyncio":
                 call = functools.partial(fn, *args, **kwargs)
                 return anyio.to_thread.run_sync(call, abandon_on_cancel=abandon_on_cancel)
             cached = self._inbox = (loop, _Inbox(loop, anyio.lowlevel.current_token()))

@@ -21,12 +21,17 @@ from fastmcp.server.middleware import Middleware
 from fastmcp.utilities import async_utils
 from mcp.server.mcpserver import MCPServer
 
-from mcpframe._threads import WorkerPool
+from mcpframe._threads import POOLED, WorkerPool
 from mcpframe.client import Client
 from mcpframe.compat.engine import engine_server
 from mcpframe.compat.engine._fastmcp import KNOWN_HOLDERS, NAME, pool_fastmcp, stand_in
 
 pytestmark = pytest.mark.anyio
+
+needs_pool = pytest.mark.skipif(
+    not POOLED,
+    reason="mcpframe's own worker threads are the private path; without it calls take anyio.to_thread",
+)
 
 ORIGINAL = async_utils.call_sync_fn_in_threadpool
 WORKER = "mcpframe-worker"
@@ -115,6 +120,7 @@ def gate() -> Any:
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
+@needs_pool
 async def test_sync_tools_resources_and_prompts_run_on_the_pool(mode: Any, gate: threading.Event) -> None:
     server = engine_server(build_app(gate))
     with anyio.fail_after(10):
@@ -130,6 +136,7 @@ async def test_sync_tools_resources_and_prompts_run_on_the_pool(mode: Any, gate:
             assert completion["values"] == [WORKER]
 
 
+@needs_pool
 async def test_every_fastmcp_holder_is_swapped_while_serving_and_restored_after(
     gate: threading.Event,
 ) -> None:
@@ -143,6 +150,7 @@ async def test_every_fastmcp_holder_is_swapped_while_serving_and_restored_after(
     assert set(holders().values()) == {ORIGINAL}
 
 
+@needs_pool
 async def test_context_variables_reach_the_worker(gate: threading.Event) -> None:
     with anyio.fail_after(10):
         async with Client(engine_server(build_app(gate)), mode="legacy") as client:
@@ -167,6 +175,7 @@ async def test_a_tool_exception_reaches_fastmcp(gate: threading.Event) -> None:
             assert "broken on purpose" in text(result)
 
 
+@needs_pool
 async def test_a_tool_timeout_fires_while_the_worker_is_still_busy(gate: threading.Event) -> None:
     with anyio.fail_after(10):
         async with Client(engine_server(build_app(gate)), mode="legacy") as client:
@@ -178,6 +187,7 @@ async def test_a_tool_timeout_fires_while_the_worker_is_still_busy(gate: threadi
             assert text(await client.call_tool("where", {})) == WORKER
 
 
+@needs_pool
 async def test_nested_engines_share_one_swap_and_the_last_restores(gate: threading.Event) -> None:
     with anyio.fail_after(10):
         async with Client(engine_server(build_app(gate))) as outer:
@@ -220,6 +230,7 @@ async def test_other_apps_and_no_pool_leave_fastmcp_alone() -> None:
             assert set(holders().values()) == {ORIGINAL}
 
 
+@needs_pool
 async def test_the_stand_in_runs_like_fastmcps_own_and_defers_to_it_off_asyncio() -> None:
     calls: list[tuple[Any, ...]] = []
 

@@ -13,16 +13,22 @@ import anyio.from_thread
 import pytest
 
 from mcpframe import _threads
-from mcpframe._threads import WorkerPool, _Inbox, _Waiter, call_sync, default_pool, run_sync
+from mcpframe._threads import POOLED, WorkerPool, _Inbox, _Waiter, call_sync, default_pool, run_sync
 from mcpframe.server import Context, Server
 
 from ._driver import legacy
 
 pytestmark = pytest.mark.anyio
 
+needs_pool = pytest.mark.skipif(
+    not POOLED,
+    reason="mcpframe's own worker threads are the private path; without it calls take anyio.to_thread",
+)
+
 _TAG: contextvars.ContextVar[str] = contextvars.ContextVar("tag", default="unset")
 
 
+@needs_pool
 async def test_sync_tools_run_on_pool_threads_and_may_call_back_into_the_loop() -> None:
     server = Server("threads")
     loop_thread = threading.get_ident()
@@ -51,6 +57,7 @@ async def test_run_sync_copies_context_and_reraises() -> None:
         await run_sync(boom)
 
 
+@needs_pool
 async def test_blocked_workers_do_not_hold_the_queue_up_and_the_limit_holds() -> None:
     pool = WorkerPool(max_workers=2)
     gate = threading.Event()
@@ -79,6 +86,7 @@ async def test_blocked_workers_do_not_hold_the_queue_up_and_the_limit_holds() ->
     assert pool._threads == 2
 
 
+@needs_pool
 async def test_calls_that_block_together_get_a_worker_each_up_to_the_limit() -> None:
     pool = WorkerPool(max_workers=8)
     barrier = threading.Barrier(8, timeout=5)  # passes only when all eight calls run at once
@@ -102,6 +110,7 @@ async def test_quick_calls_are_not_held_up_behind_one_that_blocks() -> None:
     assert values == [str(n) for n in range(300)]
 
 
+@needs_pool
 async def test_short_calls_in_a_burst_share_one_awake_worker() -> None:
     pool = WorkerPool(max_workers=8, stall=3600)  # no stall watch here: only the hand-over rule decides
     with anyio.fail_after(10):
@@ -110,6 +119,7 @@ async def test_short_calls_in_a_burst_share_one_awake_worker() -> None:
     assert pool._threads == 1  # queued behind the awake worker, not one wake-up (and thread) each
 
 
+@needs_pool
 async def test_one_call_at_a_time_always_finds_the_same_worker_idle() -> None:
     pool = WorkerPool(max_workers=8)
     with anyio.fail_after(10):
@@ -118,6 +128,7 @@ async def test_one_call_at_a_time_always_finds_the_same_worker_idle() -> None:
     assert pool._threads == 1
 
 
+@needs_pool
 async def test_a_thread_that_cannot_start_fails_its_call_and_the_pool_goes_on(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -135,6 +146,7 @@ async def test_a_thread_that_cannot_start_fails_its_call_and_the_pool_goes_on(
     assert pool._threads == 1
 
 
+@needs_pool
 async def test_a_stall_watch_left_by_a_loop_that_ended_is_taken_over() -> None:
     pool = WorkerPool(max_workers=2)
     gate, second = threading.Event(), threading.Event()
@@ -150,6 +162,7 @@ async def test_a_stall_watch_left_by_a_loop_that_ended_is_taken_over() -> None:
     assert pool._threads == 2
 
 
+@needs_pool
 async def test_a_cancelled_call_is_abandoned_and_the_worker_reused() -> None:
     pool = WorkerPool(max_workers=1)
     started, release = threading.Event(), threading.Event()
@@ -228,6 +241,7 @@ async def test_the_function_sees_the_callers_context_and_its_changes_stay_there(
     assert _TAG.get() == "caller"
 
 
+@needs_pool
 async def test_a_call_cancelled_while_queued_is_dropped_and_the_pool_goes_on() -> None:
     pool = WorkerPool(max_workers=1)
     started, release = threading.Event(), threading.Event()
@@ -256,6 +270,7 @@ async def test_a_call_cancelled_while_queued_is_dropped_and_the_pool_goes_on() -
     assert ran == ["queued"]  # abandoned, not withdrawn: it ran, and its result was dropped
 
 
+@needs_pool
 async def test_the_future_behaves_as_a_future_for_other_callbacks() -> None:
     pool = WorkerPool(max_workers=1)
     seen: list[object] = []
@@ -308,6 +323,7 @@ def test_a_resumed_task_that_escapes_leaves_the_rest_of_the_batch_for_later() ->
         loop.close()
 
 
+@needs_pool
 async def test_a_burst_of_sync_tool_calls_each_gets_its_own_answer() -> None:
     server = Server("burst")
 
@@ -338,6 +354,7 @@ async def test_a_burst_of_sync_tool_calls_each_gets_its_own_answer() -> None:
             assert text == f"{n} on mcpframe-worker"
 
 
+@needs_pool
 async def test_the_pool_asks_which_library_runs_once_per_loop(monkeypatch: pytest.MonkeyPatch) -> None:
     pool = WorkerPool(max_workers=1)
     asked: list[str] = []

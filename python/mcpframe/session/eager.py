@@ -11,30 +11,34 @@ Session cancels. A new idle host is then made for the next handler.
 
 A host whose handler cancelled its own task during an inline step is retired rather than reused (the
 pending cancellation must not land in another handler).
+
+Switching the current task is private asyncio API (``mcpframe._unstable.asyncio_tasks``, verified on
+3.11 to 3.13). Where that module takes its public path, a handler instead gets a task of its own from
+``asyncio.eager_task_factory`` (3.12+; same semantics, one task per handler), and on 3.11 there is no eager
+start (``AVAILABLE`` is False: the Session spawns an ordinary task per handler).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
-from collections.abc import Callable, Coroutine, Generator
+from collections.abc import Coroutine, Generator
 from typing import Any
 
+from mcpframe._unstable import asyncio_tasks
 from mcpframe.session.frames import Spawner
 
-__all__ = ["AVAILABLE", "EagerStarter"]
+__all__ = ["AVAILABLE", "HOSTED", "EagerStarter"]
 
-_enter_task: Callable[[asyncio.AbstractEventLoop, asyncio.Task[Any]], None] | None = getattr(
-    asyncio.tasks, "_enter_task", None
-)
-_leave_task: Callable[[asyncio.AbstractEventLoop, asyncio.Task[Any]], None] | None = getattr(
-    asyncio.tasks, "_leave_task", None
-)
-_current_tasks: dict[asyncio.AbstractEventLoop, asyncio.Task[Any]] | None = getattr(
-    asyncio.tasks, "_current_tasks", None
-)
-AVAILABLE = _enter_task is not None and _leave_task is not None
-"""Whether this Python lets us switch the current task (3.11 to 3.13 do); without it, no eager start."""
+HOSTED = asyncio_tasks.CHOICE.private
+"""Whether handlers start on reusable host tasks (the private path); else on public eager tasks."""
+
+_PUBLIC_EAGER = asyncio_tasks.PUBLIC_EAGER
+_enter_task, _leave_task = asyncio_tasks.enter_task, asyncio_tasks.leave_task
+_current_task = asyncio_tasks.current_task
+
+AVAILABLE = HOSTED or _PUBLIC_EAGER is not None
+"""Whether handlers can start eagerly here (False on 3.11 without the private path: no eager start)."""
 
 _Adoption = tuple[Coroutine[Any, Any, None], contextvars.Context, Any]
 
@@ -110,7 +114,7 @@ class EagerStarter:
     ) -> None:
         self._loop = loop
         self._spawn = spawn
-        self._host: _Host | None = _Host(loop)
+        self._host: _Host | None = _Host(loop) if HOSTED else None
 
     def start(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None] | None:
         """Run ``coro``'s first step now; ``None`` if it finished, else the task that runs the rest of it.
@@ -118,6 +122,8 @@ class EagerStarter:
         While no started host is idle (right after one was taken, until the loop has run the new one),
         ``coro`` gets a task of its own the ordinary way.
         """
+        if not HOSTED:
+            return self._start_public(coro)
         loop = self._loop
         host = self._host
         if host is None or not host.started:
@@ -126,10 +132,10 @@ class EagerStarter:
             return self._spawn(coro)
         task = host.task
         ctx = contextvars.copy_context()
-        enter, leave = _enter_task, _leave_task
+        enter, leave = _enter_task, _leave_task  # inline, not switch_task(): this runs once per request
         assert enter is not None
         assert leave is not None
-        current = _current_tasks.get(loop) if _current_tasks is not None else asyncio.current_task(loop)
+        current = _current_task(loop)
         if current is not None:
             leave(loop, current)
         enter(loop, task)
@@ -149,6 +155,12 @@ class EagerStarter:
         host.adoption.set_result((coro, ctx, yielded))
         self._host = _Host(loop)
         return task
+
+    def _start_public(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None] | None:
+        """The public path: a task of its own whose first step runs now (``asyncio.eager_task_factory``)."""
+        assert _PUBLIC_EAGER is not None
+        task: asyncio.Task[None] = _PUBLIC_EAGER(self._loop, coro)
+        return None if task.done() else task
 
     def close(self) -> asyncio.Task[None] | None:
         """Retire the idle host (if any); the returned task ends on its own at the next loop iteration."""

@@ -475,7 +475,7 @@ class Session:
             if not request._cancelled:  # cancelled before it started: the handler never runs
                 request._started = True
                 try:
-                    result = await self.request_handler(request)  # type: ignore[misc]
+                    result = await request._call(self.request_handler)  # type: ignore[arg-type]
                 except (JSONRPCError, Exception) as exc:
                     frame = failure_frame(request, exc)
                 else:

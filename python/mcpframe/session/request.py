@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+import anyio
+
 from mcpframe._api import MessageLike
+from mcpframe._unstable.anyio_tasks import SHIELD_AWARE, in_shield
 from mcpframe.protocol import NOTIFICATIONS_PROGRESS, PROGRESS_TOKEN
 
 if TYPE_CHECKING:
@@ -31,18 +33,7 @@ def _progress_token(meta: dict[str, Any]) -> Id | None:
 
 _SHIELD_POLL = 0.005
 
-
-def _in_shield(task: asyncio.Task[None]) -> bool:
-    """Whether ``task`` is inside a shielded anyio cancel scope (anyio's asyncio backend records that)."""
-    backend = sys.modules.get("anyio._backends._asyncio")
-    states = getattr(backend, "_task_states", None)
-    state = states.get(task) if states is not None else None
-    scope = getattr(state, "cancel_scope", None)
-    while scope is not None:
-        if getattr(scope, "shield", False):
-            return True
-        scope = getattr(scope, "_parent_scope", None)
-    return False
+Handler = Callable[["Request"], Awaitable[Any]]
 
 
 class Request:
@@ -52,6 +43,7 @@ class Request:
         "_batch",
         "_cancelled",
         "_done",
+        "_scope",
         "_started",
         "_task",
         "id",
@@ -85,6 +77,7 @@ class Request:
         self._started = False
         self._done = False
         self._batch = batch
+        self._scope: anyio.CancelScope | None = None  # the public path's scope around the handler
 
     def __repr__(self) -> str:
         return f"Request(id={self.id!r}, method={self.method!r})"
@@ -100,10 +93,10 @@ class Request:
         return self._done
 
     def cancel(self) -> None:
-        """Cancel the handler (``Task.cancel()`` on its task); no response will be sent.
+        """Cancel the handler; no response will be sent.
 
         A handler that has not started yet never runs. One inside a shielded anyio cancel scope is cancelled
-        once it has left the shield (checked every ``_SHIELD_POLL`` seconds).
+        once it has left the shield.
         """
         if self._cancelled:
             return
@@ -111,13 +104,36 @@ class Request:
         self._deliver_cancel()
 
     def _deliver_cancel(self) -> None:
+        """``Task.cancel()``, held back while the handler is shielded (checked every ``_SHIELD_POLL`` s).
+
+        That needs anyio's private task records (``mcpframe._unstable.anyio_tasks``); without them the
+        handler runs in a cancel scope of its own (``_call``), which anyio cancels past any shield itself.
+        """
         task = self._task
         if not self._started or self._done or task is None or task.done():
             return
-        if _in_shield(task):
+        scope = self._scope
+        if scope is not None:
+            scope.cancel()
+            return
+        if in_shield(task):
             task.get_loop().call_later(_SHIELD_POLL, self._deliver_cancel)
             return
         task.cancel()
+
+    def _call(self, handler: Handler) -> Awaitable[Any]:
+        """``handler(self)``, awaited by the Session: the handler's own coroutine, nothing around it."""
+        return handler(self)
+
+    async def _call_in_scope(self, handler: Handler) -> Any:
+        """``_call`` without anyio's private records: the handler inside a cancel scope ``cancel`` uses."""
+        with anyio.CancelScope() as scope:
+            self._scope = scope
+            return await handler(self)
+        raise asyncio.CancelledError  # our scope caught the cancellation: end as a cancelled handler would
+
+    if not SHIELD_AWARE:
+        _call = _call_in_scope
 
     async def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None

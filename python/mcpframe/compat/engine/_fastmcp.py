@@ -23,7 +23,6 @@ outside ``fastmcp`` that imported the function while serving keeps the stand-in,
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import sys
 import threading
@@ -34,6 +33,7 @@ from typing import Any
 import sniffio
 
 from mcpframe._threads import WorkerPool
+from mcpframe._unstable.asyncio_tasks import running_loop as _running_loop
 
 __all__ = ["KNOWN_HOLDERS", "NAME", "pool_fastmcp", "stand_in"]
 
@@ -53,7 +53,6 @@ KNOWN_HOLDERS = (
 """The modules known (fastmcp 4.1) to hold the function; the swap finds them by scanning, this is a check."""
 
 _ORIGINAL_ATTRIBUTE = "__mcpframe_original__"
-_running_loop = asyncio._get_running_loop
 
 
 def _noop() -> None:
