@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcpframe._threads import call_sync
 from mcpframe.session import Request
 
 from .context import CallInfo, Context
 from .schema import Signature
+
+if TYPE_CHECKING:
+    from .connection import ServerConnection
 
 __all__ = ["invoke"]
 
@@ -25,7 +28,7 @@ async def invoke(
     *,
     request: Request,
     call: CallInfo,
-    connection: Any,
+    connection: ServerConnection,
 ) -> Any:
     """Call a handler with validated `kwargs`, injecting a `Context` where its signature asks for one.
 
