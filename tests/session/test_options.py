@@ -23,7 +23,7 @@ pytestmark = pytest.mark.anyio
         ("max_in_flight", 0),
         ("outbox_high_water", 0),
         ("drain_timeout", -1.0),
-        ("default_timeout", -0.5),
+        ("timeout", -0.5),
     ],
 )
 def test_out_of_range_values_are_refused_where_they_are_written(field: str, value: Any) -> None:
@@ -48,17 +48,17 @@ def test_the_defaults_are_the_documented_ones() -> None:
         65536,
         core.DEFAULT_MAX_FRAME,
     )
-    assert (options.outbox_high_water, options.default_timeout, options.drain_timeout) == (1 << 20, None, 5.0)
+    assert (options.outbox_high_water, options.timeout, options.drain_timeout) == (1 << 20, None, 5.0)
 
 
 def test_one_value_serves_many_sessions_and_readme_keywords_override_only_their_field() -> None:
-    shared = SessionOptions(max_in_flight=5, drain_timeout=1.5, default_timeout=2.0)
+    shared = SessionOptions(max_in_flight=5, drain_timeout=1.5, timeout=2.0)
     left, right = memory_pair()
     plain = Session(left, options=shared)
     assert plain.options is shared
     tuned = Session(right, options=shared, max_in_flight=2, outbox_high_water=4096)
     assert tuned.options == dataclasses.replace(shared, max_in_flight=2, outbox_high_water=4096)
-    assert (tuned.max_in_flight, tuned.drain_timeout, tuned.default_timeout) == (2, 1.5, 2.0)
+    assert (tuned.max_in_flight, tuned.drain_timeout, tuned.timeout) == (2, 1.5, 2.0)
     assert shared.max_in_flight == 5  # the caller's value is never changed
 
 
@@ -105,17 +105,17 @@ async def test_max_pending_and_max_frame_from_options_reach_the_core() -> None:
             assert (await peer.receive()).result == [1]
 
 
-async def test_default_timeout_from_options_is_settable_on_the_session() -> None:
+async def test_the_timeout_from_options_is_settable_on_the_session() -> None:
     left, right = memory_pair()
     peer = RawPeer(left)
-    async with Session(right, options=SessionOptions(default_timeout=0.01)) as session:
+    async with Session(right, options=SessionOptions(timeout=0.01)) as session:
         with anyio.fail_after(10):
             with pytest.raises(TimeoutError):
                 await session.request("never answered")
             asked, cancelled = await peer.receive(), await peer.receive()
             assert (asked.method, cancelled.method) == ("never answered", "notifications/cancelled")
             assert cancelled.params["requestId"] == asked.id
-            session.default_timeout = None
+            session.timeout = None
             async with anyio.create_task_group() as tg:
                 tg.start_soon(session.request, "answered")
                 asked = await peer.receive()

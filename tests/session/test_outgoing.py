@@ -39,7 +39,7 @@ class Wiring:
         self.expected += 1
 
     def outgoing(self, **overrides: Any) -> Outgoing:
-        options: dict[str, Any] = {"max_pending": 8, "default_timeout": None, **overrides}
+        options: dict[str, Any] = {"max_pending": 8, "timeout": None, **overrides}
         return Outgoing(
             write=self.write, send=self.send, queue=self.queue, expect_answer=self.expect_answer, **options
         )
@@ -106,7 +106,7 @@ async def test_progress_is_queued_for_the_job_worker_and_an_error_answer_raises(
 
 async def test_a_timeout_writes_the_cancellation_unless_sending_stopped() -> None:
     wiring = Wiring()
-    outgoing = wiring.outgoing(default_timeout=0.01)
+    outgoing = wiring.outgoing(timeout=0.01)
     with anyio.fail_after(10), pytest.raises(TimeoutError):
         await outgoing.request("slow")
     (cancel,) = [one(frame) for frame in wiring.written]

@@ -32,7 +32,7 @@ async def test_timeout_raises_cancels_the_handler_and_cleans_up() -> None:
 
 async def test_default_timeout_applies() -> None:
     handlers = Handlers()
-    async with connected(handlers, options=SessionOptions(default_timeout=0.05)) as (client, server):
+    async with connected(handlers, options=SessionOptions(timeout=0.05)) as (client, server):
         with pytest.raises(RequestTimeout):
             await client.request("slow")
         await handlers.cancelled_event(1).wait()

@@ -34,9 +34,9 @@ class SessionOptions:
     outbox_high_water: int = HIGH_WATER
     """Bytes of answers the transport has not taken before reading stops (resumes at a quarter of it)."""
 
-    default_timeout: float | None = None
-    """Seconds ``request`` waits for an answer or progress when the call gives no ``timeout``;
-    ``None``: no limit."""
+    timeout: float | None = None
+    """Seconds ``request`` waits for an answer or progress when the call gives no ``timeout`` (the same
+    knob as ``Client(timeout=...)``, which sets it per call); ``None``: no limit."""
 
     drain_timeout: float = 5.0
     """Seconds the end of a session may take: at EOF, for running handlers to answer and queued
@@ -49,5 +49,5 @@ class SessionOptions:
             raise ValueError(f"outbox_high_water must be at least 1 byte, got {self.outbox_high_water}")
         if self.drain_timeout < 0:
             raise ValueError(f"drain_timeout must not be negative, got {self.drain_timeout}")
-        if self.default_timeout is not None and self.default_timeout < 0:
-            raise ValueError(f"default_timeout must be None or not negative, got {self.default_timeout}")
+        if self.timeout is not None and self.timeout < 0:
+            raise ValueError(f"timeout must be None or not negative, got {self.timeout}")

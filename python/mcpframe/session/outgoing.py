@@ -153,9 +153,9 @@ class Outgoing:
         "_queue",
         "_send",
         "_write",
-        "default_timeout",
         "eof",
         "sending",
+        "timeout",
     )
 
     def __init__(
@@ -166,7 +166,7 @@ class Outgoing:
         queue: Callable[..., None],
         expect_answer: Callable[[], None],
         max_pending: int,
-        default_timeout: float | None,
+        timeout: float | None,
     ) -> None:
         self._write = write
         self._send = send
@@ -174,7 +174,7 @@ class Outgoing:
         self._expect_answer = expect_answer
         self._pending = core.Correlator(max_pending=max_pending)
         self._progress: dict[Id, Pending] = {}
-        self.default_timeout = default_timeout
+        self.timeout = timeout  # for a request that names none
         self.sending = True  # False once the session is closed or a write failed: nothing more goes out
         self.eof = False  # the peer's input has ended: no answer can arrive any more
 
@@ -274,7 +274,7 @@ class Outgoing:
     ) -> Any:
         """Send a request and return its result (``Session.request`` documents the outcomes)."""
         self._check_open()
-        waiter = Pending(method, self.default_timeout if timeout is None else timeout, on_progress)
+        waiter = Pending(method, self.timeout if timeout is None else timeout, on_progress)
         rid = self._pending.allocate(waiter)
         self._expect_answer()
         token: Id | None = None

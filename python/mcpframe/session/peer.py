@@ -130,7 +130,7 @@ class Session:
             queue=self._queue,
             expect_answer=self._expect_answer,
             max_pending=options.max_pending,
-            default_timeout=options.default_timeout,
+            timeout=options.timeout,
         )
         high_water = options.outbox_high_water
         self._outbox = Outbox(transport, self._connection_lost, self._room_made, high_water=high_water)
@@ -182,13 +182,13 @@ class Session:
         return self._outgoing.progress_waiters
 
     @property
-    def default_timeout(self) -> float | None:
+    def timeout(self) -> float | None:
         """Seconds ``request`` waits when the call gives no ``timeout`` (``None``: no limit); settable."""
-        return self._outgoing.default_timeout
+        return self._outgoing.timeout
 
-    @default_timeout.setter
-    def default_timeout(self, value: float | None) -> None:
-        self._outgoing.default_timeout = value
+    @timeout.setter
+    def timeout(self, value: float | None) -> None:
+        self._outgoing.timeout = value
 
     @property
     def batches(self) -> bool:
@@ -336,7 +336,7 @@ class Session:
         """Send a request and return its result.
 
         Raises ``JSONRPCError`` for an error response, ``RequestTimeout`` when ``timeout`` (default:
-        ``default_timeout``) passes without a response or progress, or ``max_timeout`` passes at all,
+        ``Session.timeout``) passes without a response or progress, or ``max_timeout`` passes at all,
         ``ConnectionClosed`` when the connection ends first. On timeout or cancellation of the caller,
         ``notifications/cancelled`` is sent to the peer. ``on_progress(progress, total, message)`` is called
         for each ``notifications/progress`` for this request (the token travels in ``params._meta``).
