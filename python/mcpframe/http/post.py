@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from collections.abc import Sequence
 
 from mcpframe import core, protocol
 from mcpframe._api import MessageLike
@@ -27,11 +27,11 @@ def one_line(data: bytes) -> bytes:
 class Body:
     """A decoded POST body, sorted by what the transport does with each part."""
 
-    items: list[Any]
+    items: Sequence[MessageLike | core.FrameError]
     batch: bool
     requests: list[MessageLike] = dataclasses.field(default_factory=list)
     others: list[MessageLike] = dataclasses.field(default_factory=list)  # notifications and responses
-    errors: list[Any] = dataclasses.field(default_factory=list)  # FrameErrors that deserve an answer
+    errors: list[core.FrameError] = dataclasses.field(default_factory=list)  # invalid parts owed an answer
 
     @classmethod
     def decode(cls, data: bytes, *, max_frame: int, batches: bool) -> Body:
@@ -52,11 +52,12 @@ class Body:
         return body
 
     @property
-    def rejected(self) -> Any:
+    def rejected(self) -> core.FrameError | None:
         """The `FrameError` of a body that is one invalid message (not a batch), else `None`."""
-        if self.batch or not isinstance(self.items[0], core.FrameError):
+        first = self.items[0]
+        if self.batch or not isinstance(first, core.FrameError):
             return None
-        return self.items[0]
+        return first
 
     @property
     def modern(self) -> bool:
