@@ -27,13 +27,6 @@ _NOT_YET = frozenset(
         "compat/engine/_report.py",
         "compat/engine/_server.py",
         "compat/engine/_shapes.py",
-        "http/client.py",
-        "http/client_answers.py",
-        "http/client_wire.py",
-        "http/handling.py",
-        "http/headers.py",
-        "http/post.py",
-        "http/responses.py",
     }
 )
 

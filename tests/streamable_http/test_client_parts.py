@@ -46,7 +46,7 @@ def _reader(inbox: Inbox, state: SessionState, elsewhere: list[int | str]) -> An
 async def test_the_reader_forwards_an_answer_and_tells_who_else_was_answered() -> None:
     inbox, state, elsewhere = Inbox(8), SessionState({"authorization": "Bearer t"}), []
     init = _message({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}})
-    state.initialize = init
+    state.init_request = init
     body = [
         {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "x"}},
         {"jsonrpc": "2.0", "id": 9, "result": {}},  # another request's answer, on this POST's body

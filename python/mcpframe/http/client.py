@@ -198,7 +198,7 @@ class StreamableHTTPTransport:
                 logger.warning("not sending an invalid frame: %s", item.message)
             elif item.kind == "request":
                 if item.method == protocol.INITIALIZE:
-                    self._state.initialize = item
+                    self._state.init_request = item
                 tg.start_soon(self._post_request, item)
             else:
                 await self._post_other(item)
@@ -354,7 +354,7 @@ class StreamableHTTPTransport:
             if state.session_id != stale:
                 return state.session_id is not None  # another task already did it
             state.session_id = None
-            init = state.initialize
+            init = state.init_request
             if init is None:
                 return False
             self._reinit_count += 1

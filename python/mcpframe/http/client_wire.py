@@ -167,13 +167,13 @@ class SessionState:
     session id and the version from the answer to `initialize`).
     """
 
-    __slots__ = ("base", "initialize", "protocol_version", "session_id")
+    __slots__ = ("base", "init_request", "protocol_version", "session_id")
 
     def __init__(self, headers: Mapping[str, str] | None) -> None:
         self.base = dict(headers or {})
         self.session_id: str | None = None
         self.protocol_version: str | None = None
-        self.initialize: MessageLike | None = None
+        self.init_request: MessageLike | None = None  # the `initialize` request
 
     def headers(self) -> dict[str, str]:
         """The caller's headers plus the session id and the negotiated version, when known."""
@@ -186,7 +186,7 @@ class SessionState:
 
     def adopt(self, answer: MessageLike) -> None:
         """Take the negotiated version from the answer to `initialize` (other answers change nothing)."""
-        init = self.initialize
+        init = self.init_request
         if init is None or answer.id != init.id or answer.kind != "result":
             return
         result = answer.result
