@@ -15,7 +15,6 @@ import sys
 from typing import Any
 
 import pytest
-
 from tests.conftest import Backends
 
 SWITCH = "MCPFRAME_PUBLIC_ONLY"
