@@ -15,7 +15,6 @@ use super::errors::new_error;
 use crate::encode::{self as json, Output};
 
 mod bytes_out;
-mod cpython311;
 mod walk;
 
 use bytes_out::BytesOut;
@@ -240,7 +239,6 @@ fn encode_many<'py>(
 
 /// Add the encoding functions to the module.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    cpython311::detect(m.py());
     m.add_function(wrap_pyfunction!(encode_request, m)?)?;
     m.add_function(wrap_pyfunction!(encode_notification, m)?)?;
     m.add_function(wrap_pyfunction!(encode_result, m)?)?;

@@ -7,10 +7,13 @@ mod correlator;
 mod decoder;
 mod encoder;
 mod errors;
+mod ffi;
 
 /// The native backend of `mcpframe.core` (see `docs/core-contract.md`).
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    ffi::init(m.py())?;
+    ffi::register(m)?;
     decoder::register(m)?;
     encoder::register(m)?;
     correlator::register(m)?;

@@ -1,16 +1,15 @@
 //! `BytesOut`: the encoder's output buffer. A line is first written into a per-thread scratch
 //! buffer and copied into its `bytes` object at the end (cheap for the usual small line, and no
-//! allocator churn); a line that outgrows the scratch buffer moves, once, into a Python `bytes`
-//! object that is then written in place, grown with `_PyBytes_Resize` and shrunk to its length
-//! at the end, so a large line is never copied as a whole (that copy cost up to a seventh of the
-//! time of a large message).
-//!
-//! `_PyBytes_Resize` is the function CPython exports for exactly this (building a `bytes` object
-//! of unknown final size); the object is never visible to Python code before `finish`.
+//! allocator churn). A line that outgrows the scratch buffer:
+//! - where `ffi::can_resize_bytes()` (CPython 3.11 to 3.13, `_PyBytes_Resize`): moves, once, into
+//!   a Python `bytes` object that is then written in place, grown and at the end shrunk to its
+//!   length, so a large line is never copied as a whole (that copy cost up to a seventh of the
+//!   time of a large message);
+//! - elsewhere (public C API only): keeps growing the scratch buffer, and is copied into a new
+//!   `bytes` object at the end like a small line.
 
 use std::alloc::{handle_alloc_error, Layout};
 use std::cell::Cell;
-use std::os::raw::c_int;
 use std::ptr::NonNull;
 
 use pyo3::ffi;
@@ -18,15 +17,13 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::encode::Output;
-
-extern "C" {
-    /// CPython: resize a `bytes` object with a reference count of 1 (in place when possible).
-    /// On failure the object is released, `*bytes` set to NULL and `MemoryError` raised.
-    fn _PyBytes_Resize(bytes: *mut *mut ffi::PyObject, newsize: ffi::Py_ssize_t) -> c_int;
-}
+use crate::python::ffi::{can_resize_bytes, resize_bytes};
 
 /// Size of the per-thread scratch buffer: lines up to this size are copied once at the end.
 const SCRATCH_SIZE: usize = 16 * 1024;
+/// A scratch buffer grown past this (public path, a large line) is freed rather than kept for the
+/// thread's next line.
+const SCRATCH_KEPT: usize = 4 * SCRATCH_SIZE;
 
 thread_local! {
     /// The scratch buffer, taken by a `BytesOut` for its life (a re-entrant encoder call, only
@@ -84,8 +81,18 @@ impl BytesOut {
         let capacity = roomy.max(self.capacity.saturating_mul(2));
         match self.bytes {
             Some(bytes) => self.resize(bytes, capacity),
-            None => self.leave_scratch(capacity),
+            None if can_resize_bytes() => self.leave_scratch(capacity),
+            None => self.grow_scratch(capacity),
         }
+    }
+
+    /// Public path: grow the scratch buffer itself to `capacity` bytes.
+    fn grow_scratch(&mut self, capacity: usize) {
+        // SAFETY: the first `len` bytes at `data` (the scratch buffer's) were written.
+        unsafe { self.scratch.set_len(self.len) };
+        self.scratch.reserve_exact(capacity - self.len);
+        self.data = self.scratch.as_mut_ptr();
+        self.capacity = self.scratch.capacity();
     }
 
     /// Move the line from the scratch buffer into a new `bytes` object of `capacity` bytes.
@@ -105,11 +112,12 @@ impl BytesOut {
     /// Resize the `bytes` object to `capacity` bytes (it is never shared before `finish`).
     fn resize(&mut self, bytes: NonNull<ffi::PyObject>, capacity: usize) {
         let mut raw = bytes.as_ptr();
-        // SAFETY: the object is a `bytes` object with a reference count of 1 (created here and
-        // never handed out), as `_PyBytes_Resize` requires; the GIL is held by the encoder.
-        let status = unsafe { _PyBytes_Resize(&mut raw, size(capacity)) };
+        // SAFETY: `bytes` exists only where `can_resize_bytes()` (`grow`); the object is a `bytes`
+        // object with a reference count of 1 (created here and never handed out); the GIL is held
+        // by the encoder.
+        let resized = unsafe { resize_bytes(&mut raw, size(capacity)) };
         match NonNull::new(raw) {
-            Some(bytes) if status == 0 => {
+            Some(bytes) if resized => {
                 self.bytes = Some(bytes);
                 self.data = data_of(bytes);
                 self.capacity = capacity;
@@ -179,6 +187,10 @@ impl Drop for BytesOut {
             // lives inside one encoder call, which never releases it).
             unsafe { ffi::Py_DECREF(bytes.as_ptr()) };
         }
-        SCRATCH.set(std::mem::take(&mut self.scratch));
+        let mut scratch = std::mem::take(&mut self.scratch);
+        if scratch.capacity() <= SCRATCH_KEPT {
+            scratch.clear(); // `grow_scratch` may have set a length
+            SCRATCH.set(scratch);
+        }
     }
 }

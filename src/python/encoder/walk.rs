@@ -12,9 +12,10 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 
 use super::bytes_out::BytesOut;
-use super::cpython311::{small_int, Entries};
 use crate::digits;
 use crate::encode::{self, Output, MAX_CONTAINER_DEPTH};
+// The direct reads of CPython internals, where verified and allowed (else `None`: public path).
+use crate::python::ffi::{dict_entries, small_int};
 
 /// Why a value could not be encoded.
 pub(crate) enum Failure {
@@ -280,7 +281,7 @@ impl<'py> Walker<'py> {
         // SAFETY: `ptr` is a live dict (or subclass) that nothing mutates during the walk; both
         // iterations hand out borrowed references that live as long as the dict.
         unsafe {
-            if let Some(entries) = Entries::of(ptr) {
+            if let Some(entries) = dict_entries(ptr) {
                 for (i, (key, value)) in entries.enumerate() {
                     self.entry(i == 0, key, value)?;
                 }

@@ -1,51 +1,29 @@
-//! Fast paths of the encoder that read CPython 3.11 object layouts directly, instead of calling
-//! an exported function per item (which cost a fifth of the time of dict-heavy messages):
+//! The CPython 3.11 layouts the encoder reads directly, instead of calling an exported function
+//! per item (which costs a fifth of the time of dict-heavy messages). Compiled only for 3.11
+//! (verified on 3.11.7) and used only when `ffi::init` enabled them:
 //! - `Entries`: the entry array of a combined-table dict (`Include/cpython/dictobject.h`,
 //!   `Include/internal/pycore_dict.h`), in the order `PyDict_Next` gives (entry array order,
 //!   skipping deleted entries, whose value is NULL);
 //! - `small_int`: the value of an int of at most two 30-bit digits (`Include/cpython/longintrepr.h`).
 //!
-//! They are used only when the running interpreter is CPython 3.11 with 30-bit digits (checked
-//! once at module import); the callers fall back to `PyDict_Next` / `PyLong_AsLongLongAndOverflow`
-//! otherwise, and for split tables and larger ints.
-
-use std::sync::atomic::{AtomicBool, Ordering};
+//! Split tables and larger ints are left to the public path (`PyDict_Next`,
+//! `PyLong_AsLongLongAndOverflow`).
 
 use pyo3::ffi;
-use pyo3::prelude::*;
 
-/// Whether the running interpreter has the CPython 3.11 layouts.
-static LAYOUT_311: AtomicBool = AtomicBool::new(false);
+/// This build has the layouts (`ffi::init` still checks the digit size at run time).
+pub(crate) const COMPILED: bool = true;
 
-/// Bits per digit of an int (`PYLONG_BITS_IN_DIGIT`).
+/// Bits per digit of an int (`PYLONG_BITS_IN_DIGIT`; `ffi::init` checks it).
 const DIGIT_BITS: u32 = 30;
-
-/// Enable the direct paths when running on CPython 3.11 with 30-bit int digits (called once at
-/// module import).
-pub(crate) fn detect(py: Python<'_>) {
-    let version = py.version_info();
-    let check = || -> PyResult<bool> {
-        let sys = py.import("sys")?;
-        let name: String = sys.getattr("implementation")?.getattr("name")?.extract()?;
-        let int_info = sys.getattr("int_info")?;
-        let bits: u32 = int_info.getattr("bits_per_digit")?.extract()?;
-        let size: u32 = int_info.getattr("sizeof_digit")?.extract()?;
-        Ok(name == "cpython" && bits == DIGIT_BITS && size == 4)
-    };
-    let layout = version.major == 3 && version.minor == 11 && check().unwrap_or(false);
-    LAYOUT_311.store(layout, Ordering::Relaxed);
-}
 
 /// The value of the int (or subclass) object `int` when it has at most two digits, or `None`.
 ///
 /// # Safety
-/// `int` must be a live int object, with the GIL held.
+/// `int` must be a live int object, with the GIL held, on CPython 3.11 with 30-bit digits.
 #[inline]
 pub(crate) unsafe fn small_int(int: *mut ffi::PyObject) -> Option<i64> {
-    if !LAYOUT_311.load(Ordering::Relaxed) {
-        return None;
-    }
-    // SAFETY: on CPython 3.11 with 30-bit digits (checked above) an int is a `PyVarObject`
+    // SAFETY: on CPython 3.11 with 30-bit digits (the caller's contract) an int is a `PyVarObject`
     // whose `ob_size` is the signed count of `u32` digits stored right after the header.
     unsafe {
         let size = (*int.cast::<ffi::PyVarObject>()).ob_size;
@@ -106,12 +84,10 @@ impl Entries {
     ///
     /// # Safety
     /// `dict` must be a live `dict` (or subclass) instance that is not mutated while the
-    /// returned iterator is used, with the GIL held.
+    /// returned iterator is used, with the GIL held, on CPython 3.11.
+    #[inline]
     pub(crate) unsafe fn of(dict: *mut ffi::PyObject) -> Option<Entries> {
-        if !LAYOUT_311.load(Ordering::Relaxed) {
-            return None;
-        }
-        // SAFETY: on CPython 3.11 (checked above) every dict instance starts with the
+        // SAFETY: on CPython 3.11 (the caller's contract) every dict instance starts with the
         // `DictObject` layout and `ma_keys` points to a keys object whose entry array starts
         // `1 << dk_log2_index_bytes` bytes after the fixed head and holds `dk_nentries` entries.
         unsafe {

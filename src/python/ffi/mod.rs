@@ -1,0 +1,170 @@
+//! Every use of CPython internals by the native core, and the switch between them and the public C
+//! API. "Internal" means outside CPython's documented C API: functions named with a leading
+//! underscore (`_PyBytes_Resize`) and object layouts the documentation does not describe (the
+//! entry table of a dict, the digits of an int). Documented macros and functions over the
+//! non-limited API (`PyUnicode_DATA`, `PyList_GET_ITEM`, `PyDict_Next`, ...) are public and used
+//! where they are needed.
+//!
+//! Each internal use is compiled only for the CPython minor versions it was verified on (the
+//! `Py_3_*` cfgs of `build.rs`: the extension is built per interpreter, not for abi3):
+//! - `py311`: the dict entry table and the int digits of CPython 3.11 (verified on 3.11.7);
+//! - `bytes`: `_PyBytes_Resize`, unchanged from 3.11 to 3.13 (verified on 3.11.7, 3.12.1, 3.13.0).
+//!
+//! At module import (`init`) each is switched on only when the running interpreter is CPython
+//! with the expected int digits and `MCPFRAME_PUBLIC_ONLY` is unset (or `0`, `false`, `no`, `off`,
+//! empty). Otherwise the callers take the public path: `PyDict_Next`, `PyLong_AsLongLongAndOverflow`,
+//! and a line built in a Rust buffer that is copied into its `bytes` object once. `paths` names the
+//! path each one takes (`_core._ffi_paths()`), so a test can see the switch take effect.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+mod bytes;
+#[cfg(all(Py_3_11, not(Py_3_12), not(PyPy), not(GraalPy)))]
+mod py311;
+#[cfg(not(all(Py_3_11, not(Py_3_12), not(PyPy), not(GraalPy))))]
+mod py311 {
+    //! Stand-in where the 3.11 layouts do not apply: no direct path, ever.
+
+    use pyo3::ffi;
+
+    /// Never constructed: `Entries::of` always answers `None` here.
+    pub(crate) enum Entries {}
+
+    impl Entries {
+        /// No direct path on this interpreter.
+        pub(crate) unsafe fn of(_dict: *mut ffi::PyObject) -> Option<Entries> {
+            None
+        }
+    }
+
+    impl Iterator for Entries {
+        type Item = (*mut ffi::PyObject, *mut ffi::PyObject);
+
+        fn next(&mut self) -> Option<Self::Item> {
+            match *self {}
+        }
+    }
+
+    /// No direct path on this interpreter.
+    pub(crate) unsafe fn small_int(_int: *mut ffi::PyObject) -> Option<i64> {
+        None
+    }
+
+    /// This build has no layouts to enable.
+    pub(crate) const COMPILED: bool = false;
+}
+
+pub(crate) use py311::Entries;
+
+/// The environment variable that forces every public path (read once, at module import).
+pub(crate) const PUBLIC_ONLY_VAR: &str = "MCPFRAME_PUBLIC_ONLY";
+
+/// Whether the 3.11 dict and int layouts are read (set once by `init`).
+static LAYOUTS: AtomicBool = AtomicBool::new(false);
+/// Whether large lines are grown in place with `_PyBytes_Resize` (set once by `init`).
+static BYTES_RESIZE: AtomicBool = AtomicBool::new(false);
+
+/// Whether `value` (of `MCPFRAME_PUBLIC_ONLY`) asks for the public paths: any value but the
+/// usual spellings of "off" does (the same rule as the Python side's `_unstable`).
+fn asks_public_only(value: &str) -> bool {
+    let value = value.trim().to_ascii_lowercase();
+    !matches!(value.as_str(), "" | "0" | "false" | "no" | "off")
+}
+
+/// Decide, once, which internal paths this process may take (called at module import).
+pub(crate) fn init(py: Python<'_>) -> PyResult<()> {
+    let public_only = std::env::var(PUBLIC_ONLY_VAR).is_ok_and(|value| asks_public_only(&value));
+    let sys = py.import("sys")?;
+    let name: String = sys.getattr("implementation")?.getattr("name")?.extract()?;
+    let int_info = sys.getattr("int_info")?;
+    let bits: u32 = int_info.getattr("bits_per_digit")?.extract()?;
+    let digit_size: u32 = int_info.getattr("sizeof_digit")?.extract()?;
+    let cpython = name == "cpython" && !public_only;
+    // The cfgs already pin the minor version the extension was built for; the import machinery
+    // refuses to load it into another one, so only the digit size remains to check.
+    let layouts = cpython && py311::COMPILED && bits == 30 && digit_size == 4;
+    LAYOUTS.store(layouts, Ordering::Relaxed);
+    BYTES_RESIZE.store(cpython && bytes::COMPILED, Ordering::Relaxed);
+    Ok(())
+}
+
+/// `_core._ffi_paths()`: the path each internal use takes in this process, as
+/// `{"dict": ..., "int": ..., "bytes": ...}`, each value starting with `private:` or `public:`.
+#[pyfunction]
+fn _ffi_paths(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let layouts = LAYOUTS.load(Ordering::Relaxed);
+    let pick = |private: bool, yes: &'static str, no: &'static str| if private { yes } else { no };
+    let paths = PyDict::new(py);
+    let dict = pick(
+        layouts,
+        "private:cpython311-dict-entries",
+        "public:PyDict_Next",
+    );
+    paths.set_item("dict", dict)?;
+    let int = pick(
+        layouts,
+        "private:cpython311-int-digits",
+        "public:PyLong_AsLongLongAndOverflow",
+    );
+    paths.set_item("int", int)?;
+    let resize = BYTES_RESIZE.load(Ordering::Relaxed);
+    let bytes = pick(resize, "private:_PyBytes_Resize", "public:copy-into-bytes");
+    paths.set_item("bytes", bytes)?;
+    Ok(paths)
+}
+
+/// Add `_ffi_paths` to the module (after `init`).
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(_ffi_paths, m)?)
+}
+
+/// The live `(key, value)` entries of the dict `dict` read straight from its table, or `None`
+/// when the caller must use `PyDict_Next` (public path, or a table the direct path skips).
+///
+/// # Safety
+/// `dict` must be a live `dict` (or subclass) instance that is not mutated while the returned
+/// iterator is used, with the GIL held.
+#[inline]
+pub(crate) unsafe fn dict_entries(dict: *mut ffi::PyObject) -> Option<Entries> {
+    if !LAYOUTS.load(Ordering::Relaxed) {
+        return None;
+    }
+    // SAFETY: the layouts were verified for this interpreter (`init`); the caller's contract.
+    unsafe { Entries::of(dict) }
+}
+
+/// The value of the int (or subclass) `int` read from its digits when it is small, or `None`
+/// when the caller must use `PyLong_AsLongLongAndOverflow`.
+///
+/// # Safety
+/// `int` must be a live int object, with the GIL held.
+#[inline]
+pub(crate) unsafe fn small_int(int: *mut ffi::PyObject) -> Option<i64> {
+    if !LAYOUTS.load(Ordering::Relaxed) {
+        return None;
+    }
+    // SAFETY: as for `dict_entries`.
+    unsafe { py311::small_int(int) }
+}
+
+/// Whether `resize_bytes` may be used (else a line is built in a Rust buffer and copied).
+#[inline]
+pub(crate) fn can_resize_bytes() -> bool {
+    BYTES_RESIZE.load(Ordering::Relaxed)
+}
+
+/// Resize the `bytes` object `*bytes` to `size` bytes, in place when possible; `false` (and
+/// `*bytes` NULL, the object released, `MemoryError` set) when memory ran out.
+///
+/// # Safety
+/// `can_resize_bytes()` must be true; `*bytes` must be a `bytes` object with a reference count of
+/// 1 that no Python code has seen; the GIL must be held.
+#[inline]
+pub(crate) unsafe fn resize_bytes(bytes: &mut *mut ffi::PyObject, size: ffi::Py_ssize_t) -> bool {
+    // SAFETY: the caller's contract.
+    unsafe { bytes::resize(bytes, size) }
+}
