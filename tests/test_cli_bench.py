@@ -113,13 +113,37 @@ def test_bench_prints_table_and_writes_svg(quick_run: Run) -> None:
         "orjson.loads per line",
         "msgspec Struct + Raw",
         "mcp SDK validate_json per line",
-        "targets",
     ):
         assert label in text
+    # the last lines are for users: what was measured, how mcpframe compared, in words; no target checklist
+    tail = text[text.index("\nsummary\n") :]
+    assert "--quick: tiny corpora and one round: a smoke test" in tail
+    native = "native: available" in text
+    assert ("decoding, mcpframe (native core) ran " in tail) is native
+    assert "without Rust (python core), decoding ran " in tail
+    assert "met, " not in text
+    assert "MISSED" not in text
+    assert tail.rstrip().endswith("mcpframe bench --targets)")
     root = ET.fromstring(svg_path.read_text())
+    # a smoke run's chart says so under its title
+    notes = [t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}text")]
+    assert any(
+        n.startswith("--quick SMOKE RUN") and "NOT A MEASUREMENT" in n and "cpu clock" in n for n in notes
+    )
     assert root.tag == "{http://www.w3.org/2000/svg}svg"
     bars = root.findall("{http://www.w3.org/2000/svg}rect")
     assert len(bars) >= 1 + 4  # background, then at least python, orjson, msgspec, SDK on decode
+
+
+def test_bench_targets_flag_adds_the_goal_checklist() -> None:
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        status = cli.main(["bench", "--quick", "--corpus", "small", "--clock", "cpu", "--targets"])
+    assert status == 0, stderr.getvalue()
+    text = stdout.getvalue()
+    assert text.index("\nsummary\n") < text.index("\ntargets (")
+    assert f"of {TARGETS} met, " in text
+    assert "mcpframe bench --targets)" not in text
 
 
 def test_python_m_mcpframe_runs_the_bench(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from mcpframe import __version__
 from mcpframe.bench.contenders import backend_status
 from mcpframe.bench.runner import MIB, FrameRow, Results, Row, Target
 
-__all__ = ["environment", "render", "summary", "to_json"]
+__all__ = ["environment", "method", "render", "summary", "to_json"]
 
 SCHEMA = 1
 
@@ -103,6 +103,71 @@ def _targets_text(targets: list[Target]) -> list[str]:
     return lines
 
 
+def _span(values: list[float]) -> str:
+    """``1.4x`` or ``1.1x to 1.4x``: a speed factor over the corpora."""
+    low, high = min(values), max(values)
+    return f"{low:.1f}x" if f"{low:.1f}" == f"{high:.1f}" else f"{low:.1f}x to {high:.1f}x"
+
+
+def _speeds(rows: list[Row], op: str, key: str, base: str) -> list[float]:
+    """How many times faster ``key`` was than ``base`` on each corpus (both measured)."""
+    times = {(r.corpus, r.key): r.best_s for r in rows if r.op == op and r.status == "ok" and r.best_s}
+    return [
+        times[(corpus, base)] / mine
+        for (corpus, k), mine in times.items()
+        if k == key and (corpus, base) in times
+    ]
+
+
+_PLAIN: tuple[tuple[str, str, str, str], ...] = (
+    # (operation, contender, compared with, the sentence's subject and object)
+    ("decode", "native-eager", "orjson", "decoding, mcpframe (native core) ran {} the speed of orjson.loads"),
+    ("decode", "native-lazy", "orjson", "  with lazy params (envelope checked, params kept as raw JSON) {}"),
+    ("decode", "native-eager", "mcp-sdk", "  and {} the speed of the official mcp SDK's message validation"),
+    (
+        "encode",
+        "native-encode",
+        "orjson",
+        "encoding, mcpframe (native core) ran {} the speed of orjson.dumps",
+    ),
+    (
+        "decode",
+        "python-eager",
+        "orjson",
+        "without Rust (python core), decoding ran {} the speed of orjson.loads",
+    ),
+)
+
+
+def _rounds(count: int) -> str:
+    return "one round" if count == 1 else f"best of >= {count} rounds"
+
+
+def _plain_summary(results: Results) -> list[str]:
+    """What was measured and how mcpframe compared, in words a user reads (speeds: higher is faster)."""
+    settings = results.settings
+    count = sum(info["messages"] for info in results.corpora.values())
+    size = sum(info["bytes"] for info in results.corpora.values()) / 1e6
+    lines = [
+        "\nsummary",
+        f"  measured: decoding and encoding {count:,} MCP JSON-RPC messages ({size:.1f} MB, corpora "
+        f"{', '.join(results.corpora)}), {settings.clock} clock, {_rounds(settings.min_rounds)}",
+    ]
+    if settings.quick:
+        lines.append(
+            "  --quick: tiny corpora and one round: a smoke test, these figures are not a measurement"
+        )
+    said = False
+    for op, key, base, sentence in _PLAIN:
+        speeds = _speeds(results.rows, op, key, base)
+        if speeds:
+            lines.append("  " + sentence.format(_span(speeds)))
+            said = True
+    if not said:
+        lines.append("  no comparison: the native core or orjson was unavailable (see the rows above)")
+    return lines
+
+
 def summary(env: dict[str, Any]) -> str:
     """One line naming the machine and the backends (the chart's subtitle)."""
     states = ", ".join(
@@ -113,8 +178,21 @@ def summary(env: dict[str, Any]) -> str:
     )
 
 
-def render(results: Results, env: dict[str, Any]) -> str:
-    """The report printed by ``mcpframe bench``."""
+def method(results: Results) -> str:
+    """How the figures were taken, for the chart: clock, rounds, chunk, and whether this was a smoke run."""
+    settings = results.settings
+    how = (
+        f"{settings.clock} clock, {_rounds(settings.min_rounds)}, streaming decoders fed "
+        f"{settings.chunk // 1024} KiB chunks"
+    )
+    if settings.quick:
+        return f"--quick SMOKE RUN (tiny corpora, one round): NOT A MEASUREMENT; {how}"
+    return how
+
+
+def render(results: Results, env: dict[str, Any], *, targets: bool = False) -> str:
+    """The report printed by ``mcpframe bench``: tables, then a summary in words (``targets``: the project's
+    own goals, met or missed, after it)."""
     settings = results.settings
     backends = "; ".join(f"{name}: {state}" for name, state in env["backends"].items())
     rounds = (
@@ -130,7 +208,11 @@ def render(results: Results, env: dict[str, Any]) -> str:
     lines.append("t/orjson: time relative to orjson on the same corpus and operation (lower is faster)")
     lines += _rows_text(results)
     lines += _frames_text(results.frames, settings.chunk)
-    lines += _targets_text(results.targets)
+    lines += _plain_summary(results)
+    if targets:
+        lines += _targets_text(results.targets)
+    else:
+        lines.append("  (the project's own speed goals, met or missed: mcpframe bench --targets)")
     return "\n".join(lines) + "\n"
 
 

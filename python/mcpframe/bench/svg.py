@@ -86,8 +86,12 @@ def _frame_rows(frames: list[FrameRow], chunk: int) -> list[Row]:
     return rows
 
 
-def chart(results: Results, title: str = "mcpframe benchmark", subtitle: str = "") -> str:
-    """The SVG document for ``results``: the corpora, then the big frames."""
+def chart(results: Results, title: str = "mcpframe benchmark", subtitle: str = "", method: str = "") -> str:
+    """The SVG document for ``results``: the corpora, then the big frames.
+
+    ``method`` (how it was measured: clock, rounds, a ``--quick`` smoke run) goes under the title, in red
+    for a smoke run, so a chart of a smoke run is never taken for a measurement.
+    """
     rows = results.rows + _frame_rows(results.frames, results.settings.chunk)
     lo, hi = _domain(rows)
     parts: list[str] = [_text(12, 22, title, font_size="16", font_weight="bold")]
@@ -95,6 +99,18 @@ def chart(results: Results, title: str = "mcpframe benchmark", subtitle: str = "
     if subtitle:
         parts.append(_text(12, 40, subtitle, fill="#495057"))
         y += 12
+    if method:
+        smoke = results.settings.quick
+        y += 16
+        parts.append(
+            _text(
+                12,
+                y,
+                method,
+                fill="#c92a2a" if smoke else "#495057",
+                font_weight="bold" if smoke else "normal",
+            )
+        )
     for op, corpus in dict.fromkeys((r.op, r.corpus) for r in rows):
         group = [r for r in rows if (r.op, r.corpus) == (op, corpus)]
         parts.append(_text(12, y + 18, f"{op} {corpus}", font_weight="bold"))
