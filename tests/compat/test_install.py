@@ -81,7 +81,7 @@ def test_missing_sdk_is_an_import_error(monkeypatch: pytest.MonkeyPatch) -> None
         raise mcpframe.compat.metadata.PackageNotFoundError(name)
 
     monkeypatch.setattr(mcpframe.compat.metadata, "version", missing)
-    with pytest.raises(ImportError, match=r"pip install 'mcpframe\[sdk\]'"):
+    with pytest.raises(ImportError, match=r"pip install 'mcp==2\.3\.0'"):
         mcpframe.compat.install()
 
 

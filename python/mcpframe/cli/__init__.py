@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TextIO
 
 from mcpframe import __version__, core
+from mcpframe._extras import install_hint
 from mcpframe.bench.corpus import CORPORA
 from mcpframe.bench.report import environment, method, render, summary, to_json
 from mcpframe.bench.runner import Settings, run
@@ -127,7 +128,7 @@ def _serve(argv: list[str]) -> int:
             print(f"mcpframe serve: this build has no server ({_SERVE_MODULE} is missing)", file=sys.stderr)
         else:
             print(
-                f"mcpframe serve: a dependency is missing ({exc}); try: pip install 'mcpframe[http]'",
+                f"mcpframe serve: a dependency is missing ({exc}); try: {install_hint('http')}",
                 file=sys.stderr,
             )
         return 2

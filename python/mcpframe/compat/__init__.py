@@ -25,6 +25,8 @@ import sys
 from importlib import metadata
 from typing import Any
 
+from mcpframe._extras import install_hint
+
 __all__ = [
     "SUPPORTED_MCP",
     "engine_server",
@@ -50,13 +52,13 @@ def _check_mcp_version(*, missing_ok: bool = False) -> None:
         if missing_ok:
             return
         raise ImportError(
-            "mcpframe.compat needs the official MCP SDK: pip install 'mcpframe[sdk]'", name="mcp"
+            f"mcpframe.compat needs the official MCP SDK: {install_hint('sdk')}", name="mcp"
         ) from None
     major = version.split(".", 1)[0]
     if major != "2":
         raise RuntimeError(
             f"mcpframe.compat supports {SUPPORTED_MCP}, but mcp {version} is installed. mcp 1.x uses "
-            "another message model: upgrade to mcp 2 (pip install 'mcpframe[sdk]') or leave the SDK's "
+            f"another message model: upgrade to mcp 2 ({install_hint('sdk')}) or leave the SDK's "
             "transports in place."
         )
 

@@ -1,7 +1,7 @@
 """Streamable HTTP: the server side (`server`, a plain ASGI app served by uvicorn) and the client.
 
 A host layer: it sits above `server` and `client` and nothing below imports it; the HTTP stack is an
-optional dependency (`pip install mcpframe[http]`). Shared by both sides:
+optional dependencies (the `http` extra: `pip install '.[http]'` in a clone). Shared by both sides:
 
 - `options`: `HttpOptions` (server) and `HttpClientOptions` (client), frozen, one field per knob;
 - `headers`: the header names the binding adds (one list), Accept/Content-Type, the mirror headers.

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Unpack
 
+from mcpframe._extras import install_hint
 from mcpframe.client import Client, ClientSettings
 from mcpframe.http.options import HttpClientOptions
 
@@ -40,7 +41,7 @@ def connect(
         from mcpframe.http.client import StreamableHTTPTransport  # noqa: PLC0415 (optional: httpx)
     except ModuleNotFoundError as exc:
         raise ModuleNotFoundError(
-            f"mcpframe.http.connect needs the http extra ({exc}); try: pip install 'mcpframe[http]'",
+            f"mcpframe.http.connect needs the http extra ({exc}); try: {install_hint('http')}",
             name=exc.name,
         ) from exc
 
