@@ -2,7 +2,7 @@
 
 The client layer sits below HTTP and never imports it: it takes an *opener* (``Client(opener=...)``), and
 this module hands it one that makes a ``StreamableHTTPTransport``. The transport needs ``httpx`` (the
-``mcpframe[http]`` extra), imported when ``connect`` is called, so ``import mcpframe.http`` works without
+``http`` extra), imported when ``connect`` is called, so ``import mcpframe.http`` works without
 it and a missing extra is reported where the client is made, with the command that installs it.
 """
 
