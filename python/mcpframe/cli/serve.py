@@ -1,136 +1,198 @@
-"""`mcpframe serve module:attr [--http]`: load a Server object and serve it on stdio or Streamable HTTP."""
+"""`mcpframe serve TARGET [--http]`: find a server (`cli.target`), serve it on stdio or Streamable HTTP.
+
+An mcpframe `Server` is served directly; an official-SDK `MCPServer` or FastMCP app on the engine drop-in
+(`mcpframe.compat.engine`), which one line on stderr says. Anything wrong with the target is one line on
+stderr (`cli.failures`) and exit status 2 (the command line) or 1 (the user's code); `--traceback` or
+`MCPFRAME_DEBUG=1` adds the whole traceback. Logging goes to stderr; on stdio, stdout carries the protocol
+alone, even while the user's module is imported.
+"""
 
 from __future__ import annotations
 
 import argparse
-import importlib
+import contextlib
+import logging
 import os
 import sys
+import traceback
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from mcpframe._gc import freeze_startup_heap
-from mcpframe.server import Server
+from mcpframe._extras import install_hint
+
+from .http_flags import add_http_flags, http_options, http_warnings, ready_callback
+from .target import Target, TargetError, load_target
+
+if TYPE_CHECKING:
+    from mcpframe.server import Server
 
 __all__ = ["load_server", "serve_main"]
 
+_LEVELS = ("debug", "info", "warning", "error", "critical")
+_FORMAT = "%(levelname)s %(name)s: %(message)s"
 
-def load_server(spec: str) -> Server:
-    """The Server named by `module:attr` (`attr` defaults to `server`), importable from the cwd."""
-    module_name, _, attr = spec.partition(":")
-    if not module_name:
-        raise ValueError(f"expected module:attr, got {spec!r}")
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    module = importlib.import_module(module_name)
-    try:
-        target = getattr(module, attr or "server")
-    except AttributeError:
-        raise ValueError(f"module {module_name!r} has no attribute {attr or 'server'!r}") from None
-    if callable(target) and not isinstance(target, Server):
-        target = target()
-    if not isinstance(target, Server):
-        raise ValueError(f"{spec} is a {type(target).__name__}, not an mcpframe Server")
-    return target
+
+def load_server(spec: str) -> Any:
+    """The server `spec` names (an mcpframe `Server` or an SDK app); `TargetError` says why not."""
+    return load_target(spec).obj
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="mcpframe serve", description="Serve an mcpframe Server.")
-    parser.add_argument("target", help="module:attr naming a Server (or a function returning one)")
-    parser.add_argument("--stdio", action="store_true", help="serve on stdin/stdout (the default)")
-    parser.add_argument("--http", action="store_true", help="serve Streamable HTTP (needs mcpframe[http])")
-    parser.add_argument("--host", default="127.0.0.1", help="HTTP: address to bind (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8000, help="HTTP: port (default 8000; 0 picks one)")
-    parser.add_argument("--path", default="/mcp", help="HTTP: endpoint path (default /mcp)")
+    parser = argparse.ArgumentParser(
+        prog="mcpframe serve",
+        description="Serve an MCP server: an mcpframe Server, or an official-SDK MCPServer or FastMCP app "
+        "(on mcpframe's engine drop-in).",
+        epilog="TARGET: server.py, path/to/server.py:NAME, package.module or package.module:NAME. Without "
+        "NAME the first of server, mcp, app holding a server is served, else the module's only server. "
+        "NAME may be a function returning a server (called with no arguments).",
+    )
+    parser.add_argument("target", metavar="TARGET", help="what to serve (see below)")
+    transport = parser.add_mutually_exclusive_group()
+    transport.add_argument("--stdio", action="store_true", help="serve on stdin/stdout (the default)")
+    transport.add_argument("--http", action="store_true", help="serve Streamable HTTP (the http extra)")
+    transport.add_argument(
+        "--transport",
+        "-t",
+        choices=("stdio", "http", "streamable-http"),
+        help="the same choice in FastMCP's words",
+    )
     parser.add_argument(
-        "--allow-host",
-        action="append",
+        "--log-level",
+        type=str.lower,
+        choices=_LEVELS,
         default=None,
-        metavar="HOST",
-        help="HTTP: allowed Host (repeatable; default: loopback names; '*' disables the check)",
+        help="log to stderr from this level (default: warning, or the level your module configured)",
     )
     parser.add_argument(
-        "--allow-origin",
-        action="append",
-        default=None,
-        metavar="ORIGIN",
-        help="HTTP: allowed Origin (repeatable; default: loopback origins)",
+        "--traceback",
+        action="store_true",
+        default=os.environ.get("MCPFRAME_DEBUG", "") not in ("", "0"),
+        help="on an error in your module, print the whole traceback too (also: MCPFRAME_DEBUG=1)",
     )
-    parser.add_argument(
-        "--sse-close-idle",
-        type=float,
-        default=None,
-        metavar="SECONDS",
-        help="HTTP: close POST SSE streams quiet this long; clients resume them (SSE polling)",
-    )
-    parser.add_argument("--retry-ms", type=int, default=1000, help="HTTP: SSE retry hint (default 1000)")
-    parser.add_argument(
-        "--max-in-flight",
-        type=int,
-        default=1024,
-        metavar="N",
-        help="HTTP: requests answered at once, server-wide; past it POSTs wait (default 1024)",
-    )
-    parser.add_argument(
-        "--max-queued",
-        type=int,
-        default=1024,
-        metavar="N",
-        help="HTTP: POSTs that may wait for room; past it: 503 + Retry-After (default 1024)",
-    )
+    add_http_flags(parser)
     return parser
 
 
-def _serve_http(server: Server, args: argparse.Namespace) -> int:
-    try:  # the HTTP stack is optional: imported only when asked for
-        from mcpframe.http.server import HttpOptions, serve_http  # noqa: PLC0415
-    except ImportError as exc:
-        hint = "--http needs the http extra (pip install mcpframe[http])"
-        print(f"mcpframe serve: {hint}: {exc}", file=sys.stderr)
-        return 2
-    options = HttpOptions(
-        path=args.path,
-        allowed_hosts=args.allow_host,
-        allowed_origins=args.allow_origin,
-        close_idle_streams=args.sse_close_idle,
-        retry_ms=args.retry_ms,
-        max_in_flight=args.max_in_flight,
-        max_queued=args.max_queued,
-    )
+def _configure_logging(level: str | None) -> None:
+    """Log to stderr, unless the user's module configured logging itself (an explicit level still applies)."""
+    root = logging.getLogger()
+    if not root.handlers:
+        logging.basicConfig(stream=sys.stderr, level=(level or "warning").upper(), format=_FORMAT)
+    elif level is not None:
+        root.setLevel(level.upper())
 
-    def ready(url: str) -> None:
-        freeze_startup_heap()  # listening: the app, its imports and the HTTP stack exist (see mcpframe._gc)
-        print(f"mcpframe serve: Streamable HTTP on {url}", file=sys.stderr, flush=True)
 
+def _load(spec: str, *, stdio: bool, show_traceback: bool) -> Target | int:
+    """The target, or the exit status after one line on stderr (and the traceback when asked)."""
+    # on stdio, a print() while the user's module is imported must not reach the client as a frame
+    guard = contextlib.redirect_stdout(sys.stderr) if stdio else contextlib.nullcontext()
     try:
-        anyio.run(lambda: serve_http(server, host=args.host, port=args.port, options=options, ready=ready))
-    except KeyboardInterrupt:
-        return 130
-    except OSError as exc:
-        print(f"mcpframe serve: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
-        return 1
+        with guard:
+            return load_target(spec)
+    except TargetError as exc:
+        if show_traceback and exc.cause is not None:
+            traceback.print_exception(exc.cause, file=sys.stderr)
+        print(exc, file=sys.stderr, flush=True)
+        return exc.status
+
+
+def _serve_http(server: Server, args: argparse.Namespace, options: Any) -> int:
+    from mcpframe.http.server import serve_http  # noqa: PLC0415 - the HTTP stack is optional
+
+    level = args.log_level or "warning"
+    anyio.run(
+        lambda: serve_http(
+            server,
+            host=args.host,
+            port=args.port,
+            options=options,
+            ready=ready_callback(options),
+            log_level=level,
+        )
+    )
     return 0
+
+
+def _serve_sdk(target: Target, args: argparse.Namespace, options: Any) -> int:
+    """An SDK or FastMCP app, on the engine drop-in (`mcpframe.compat.engine`)."""
+    try:
+        from mcpframe.compat import engine  # noqa: PLC0415 - needs the official SDK
+    except (ImportError, RuntimeError) as exc:
+        print(f"mcpframe serve: {target.where} is {target.kind} app, but {exc}", file=sys.stderr)
+        return 1
+    article = "an" if target.kind[0] in "AEIOUM" else "a"
+    print(
+        f"mcpframe serve: {target.where} is {article} {target.kind} app: serving it on mcpframe's engine "
+        "(the mcpframe.compat drop-in)",
+        file=sys.stderr,
+        flush=True,
+    )
+    if options is None:
+        engine.serve(target.obj, "stdio")
+    else:
+        engine.serve(
+            target.obj,
+            "http",
+            host=args.host,
+            port=args.port,
+            http_options=options,
+            ready=ready_callback(options),
+        )
+    return 0
+
+
+def _serve(target: Target, args: argparse.Namespace, options: Any) -> int:
+    """Serve until the client goes (stdio) or the process is stopped; the exit status."""
+    if target.sdk:
+        return _serve_sdk(target, args, options)
+    if options is None:
+        target.obj.run()
+        return 0
+    return _serve_http(target.obj, args, options)
+
+
+def _options(args: argparse.Namespace) -> Any:
+    """`HttpOptions` for `--http`, `None` for stdio, or the exit status after one line on stderr."""
+    if not (args.http or args.transport in ("http", "streamable-http")):
+        if args.auth_token_flag is not None:
+            print(
+                "mcpframe serve: --auth-token protects HTTP: add --http (stdio has no auth)", file=sys.stderr
+            )
+            return 2
+        return None
+    try:
+        return http_options(args)
+    except ImportError as exc:
+        print(f"mcpframe serve: --http needs the http extra ({exc}); {install_hint('http')}", file=sys.stderr)
+    except ValueError as exc:
+        print(f"mcpframe serve: {exc}", file=sys.stderr)
+    return 2
 
 
 def serve_main(argv: Sequence[str] | None = None) -> int:
     """Entry point of `mcpframe serve`; returns the process exit status."""
     args = _parser().parse_args(argv)
-    if args.http and args.stdio:
-        print("mcpframe serve: choose one of --stdio and --http", file=sys.stderr)
-        return 2
+    options = _options(args)
+    if isinstance(options, int):
+        return options
+    target = _load(args.target, stdio=options is None, show_traceback=args.traceback)
+    if isinstance(target, int):
+        return target
+    _configure_logging(args.log_level)
+    if options is not None:
+        for warning in http_warnings(args):
+            print(f"mcpframe serve: {warning}", file=sys.stderr)
     try:
-        server = load_server(args.target)
-    except (ImportError, ValueError) as exc:
-        print(f"mcpframe serve: {exc}", file=sys.stderr)
-        return 2
-    if args.http:
-        return _serve_http(server, args)
-    try:
-        server.run()
+        return _serve(target, args, options)
     except KeyboardInterrupt:
         return 130
-    return 0
+    except OSError as exc:
+        if options is None:
+            raise
+        print(f"mcpframe serve: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -1,0 +1,184 @@
+"""The operator's flags of `mcpframe serve --http`, and the `HttpOptions` they make.
+
+Defaults are `HttpOptions`' own (see `mcpframe/http/options.py`): loopback Host/Origin allow-lists, HTTP
+sessions closed after 1,800 s without a request, at most 10,000 sessions at once. An idle session costs
+its state and its event store, roughly 75 KiB (1,000 idle sessions hold ~75 MiB), so the default cap
+bounds idle sessions near 750 MiB; lower `--max-sessions` on a small machine.
+
+`--auth-token` (or `MCPFRAME_AUTH_TOKEN`, which keeps the token out of `ps`) requires
+`Authorization: Bearer <token>` on every request to the endpoint, compared in constant time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from mcpframe._gc import freeze_startup_heap
+
+__all__ = ["add_http_flags", "http_options", "http_warnings", "ready_callback"]
+
+_ENV_TOKEN = "MCPFRAME_AUTH_TOKEN"
+_LOOPBACK = ("localhost", "::1", "[::1]")
+
+
+def add_http_flags(parser: argparse.ArgumentParser) -> None:
+    """The `--http` options, in their own group of `--help`."""
+    http = parser.add_argument_group("Streamable HTTP (with --http)")
+    http.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    http.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 picks a free one)")
+    http.add_argument("--path", default="/mcp", help="endpoint path (default /mcp)")
+    http.add_argument(
+        "--auth-token",
+        dest="auth_token_flag",
+        default=None,
+        metavar="TOKEN",
+        help=f"require 'Authorization: Bearer TOKEN' (better: set {_ENV_TOKEN}, which ps does not show)",
+    )
+    http.add_argument(
+        "--allow-host",
+        "--allowed-host",
+        dest="allow_host",
+        action="append",
+        default=None,
+        metavar="HOST",
+        help="allowed Host header, host or host:port (repeatable; default: loopback names; '*': any)",
+    )
+    http.add_argument(
+        "--allow-origin",
+        "--allowed-origin",
+        dest="allow_origin",
+        action="append",
+        default=None,
+        metavar="ORIGIN",
+        help="allowed Origin header, scheme://host[:port] (repeatable; default: loopback origins)",
+    )
+    http.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=1800.0,
+        metavar="SECONDS",
+        help="close an HTTP session after this long without a request (default 1800; 0: never)",
+    )
+    http.add_argument(
+        "--max-sessions",
+        type=int,
+        default=10_000,
+        metavar="N",
+        help="HTTP sessions at once; past it initialize gets 503 (default 10000; an idle one holds ~75 KiB)",
+    )
+    _add_tuning(http)
+
+
+def _add_tuning(http: argparse._ArgumentGroup) -> None:
+    http.add_argument(
+        "--sse-close-idle",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="close POST SSE streams quiet this long; clients resume them (SSE polling)",
+    )
+    http.add_argument("--retry-ms", type=int, default=1000, help="SSE retry hint (default 1000)")
+    http.add_argument(
+        "--max-in-flight",
+        type=int,
+        default=1024,
+        metavar="N",
+        help="requests answered at once, server-wide; past it POSTs wait (default 1024)",
+    )
+    http.add_argument(
+        "--max-queued",
+        type=int,
+        default=1024,
+        metavar="N",
+        help="POSTs that may wait for room; past it: 503 + Retry-After (default 1024)",
+    )
+
+
+def _check(args: argparse.Namespace) -> None:
+    """`ValueError` naming the first flag out of range."""
+    limits = [
+        ("--port", args.port, 0 <= args.port <= 65535, "0 to 65535"),
+        ("--idle-timeout", args.idle_timeout, args.idle_timeout >= 0, "0 (never) or more seconds"),
+        ("--max-sessions", args.max_sessions, args.max_sessions >= 1, "at least 1"),
+        ("--max-in-flight", args.max_in_flight, args.max_in_flight >= 1, "at least 1"),
+        ("--max-queued", args.max_queued, args.max_queued >= 0, "0 or more"),
+        ("--retry-ms", args.retry_ms, args.retry_ms >= 0, "0 or more"),
+    ]
+    for flag, value, ok, expected in limits:
+        if not ok:
+            raise ValueError(f"{flag} {value} is out of range: expected {expected}")
+
+
+def _token(args: argparse.Namespace) -> str | None:
+    token: str | None = args.auth_token_flag
+    if token is None:
+        token = os.environ.get(_ENV_TOKEN) or None
+        source = _ENV_TOKEN
+    else:
+        source = "--auth-token"
+    if token is not None and (not token.strip() or any(c.isspace() for c in token)):
+        raise ValueError(f"{source} must be one word with no spaces (a bearer token)")
+    return token
+
+
+def ready_callback(options: Any) -> Callable[[str], None]:
+    """What to do once listening: freeze the start-up heap, and say the URL in one line on stderr."""
+
+    def ready(url: str) -> None:
+        listening = getattr(options.auth, "listening", None)
+        if listening is not None:  # a StaticTokenAuth's metadata names the bound URL
+            listening.append(url)
+        freeze_startup_heap()  # listening: the app, its imports and the HTTP stack exist (see mcpframe._gc)
+        print(f"mcpframe serve: Streamable HTTP on {url}", file=sys.stderr, flush=True)
+
+    return ready
+
+
+def http_options(args: argparse.Namespace) -> Any:
+    """The `HttpOptions` the flags make; `ImportError` without the http extra, `ValueError` for a bad flag."""
+    from mcpframe.http.server import HttpOptions  # noqa: PLC0415 - the http extra, checked before the import
+
+    _check(args)
+    token = _token(args)
+    options = HttpOptions(
+        path=args.path,
+        allowed_hosts=args.allow_host,
+        allowed_origins=args.allow_origin,
+        close_idle_streams=args.sse_close_idle,
+        retry_ms=args.retry_ms,
+        max_in_flight=args.max_in_flight,
+        max_queued=args.max_queued,
+        idle_timeout=args.idle_timeout or None,
+        max_sessions=args.max_sessions,
+    )
+    if token is not None:
+        from .token_auth import static_token_auth  # noqa: PLC0415 - HTTP only
+
+        host = f"[{args.host.strip('[]')}]" if ":" in args.host else args.host
+        auth = static_token_auth(token, f"http://{host}:{args.port}{args.path}")
+        options = dataclasses.replace(options, auth=auth)
+    return options
+
+
+def http_warnings(args: argparse.Namespace) -> list[str]:
+    """What an operator should hear before serving beyond this machine."""
+    host = args.host.strip("[]")
+    if host in _LOOPBACK or host.startswith("127."):
+        return []
+    warnings = []
+    if args.allow_host is None:
+        warnings.append(
+            f"listening on {args.host}, but only loopback Host names are accepted (DNS-rebinding "
+            "protection): add --allow-host with the name clients use, or --allow-host '*'"
+        )
+    if args.auth_token_flag is None and not os.environ.get(_ENV_TOKEN):
+        warnings.append(
+            f"listening on {args.host} with no authentication: anyone who reaches it can call its tools "
+            f"(set {_ENV_TOKEN} or --auth-token)"
+        )
+    return warnings
