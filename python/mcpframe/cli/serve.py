@@ -63,7 +63,7 @@ def _parser() -> argparse.ArgumentParser:
         type=str.lower,
         choices=_LEVELS,
         default=None,
-        help="log to stderr from this level (default: warning, or the level your module configured)",
+        help="log to stderr from this level (default: warning, unless your module configures logging)",
     )
     parser.add_argument(
         "--traceback",
@@ -76,7 +76,11 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _configure_logging(level: str | None) -> None:
-    """Log to stderr, unless the user's module configured logging itself (an explicit level still applies)."""
+    """Log to stderr from `level` (default warning) unless logging is configured already.
+
+    Called before the user's module is imported when `--log-level` is given (the flag wins, and what
+    the module logs while importing shows), and after it otherwise (the module's own set-up wins).
+    """
     root = logging.getLogger()
     if not root.handlers:
         logging.basicConfig(stream=sys.stderr, level=(level or "warning").upper(), format=_FORMAT)
@@ -177,10 +181,12 @@ def serve_main(argv: Sequence[str] | None = None) -> int:
     options = _options(args)
     if isinstance(options, int):
         return options
+    if args.log_level is not None:
+        _configure_logging(args.log_level)
     target = _load(args.target, stdio=options is None, show_traceback=args.traceback)
     if isinstance(target, int):
         return target
-    _configure_logging(args.log_level)
+    _configure_logging(None)
     if options is not None:
         for warning in http_warnings(args):
             print(f"mcpframe serve: {warning}", file=sys.stderr)

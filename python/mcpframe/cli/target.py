@@ -118,7 +118,8 @@ def _import_file(source: str) -> ModuleType:
         spec.loader.exec_module(module)
     except Exception as exc:
         del sys.modules[name]
-        raise TargetError(describe(exc, f"raised while importing {shown(str(path))}"), status=1, cause=exc) from exc
+        context = f"raised while importing {shown(str(path))}"
+        raise TargetError(describe(exc, context), status=1, cause=exc) from exc
     return module
 
 
