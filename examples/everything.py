@@ -1,5 +1,6 @@
-"""The conformance fixture server: every tool, resource, template, prompt and completion the MCP
-conformance suite exercises (docs: SERVER_EXPECTATIONS.md, part A.2).
+"""The conformance fixture server: every tool, resource, template, prompt and completion the official MCP
+conformance suite (`@modelcontextprotocol/conformance`, its server scenarios) exercises, by the names the
+suite calls (`test_*`). `scripts/conformance.sh server` runs the suite against it.
 
 Run it with `mcpframe serve examples.everything:server` (stdio).
 """
