@@ -64,6 +64,10 @@ FILES = {
         def make_server():
             return Server("m")
     """,
+    "relpkg/__init__.py": "",
+    "relpkg/mod.py": """
+        from . import helper
+    """,
     "badtype.py": """
         from typing import IO
 
@@ -117,6 +121,11 @@ def test_user_code_failures_name_the_file_and_line(project: Path, capsys: pytest
     assert run(["plenty.py:broken"], capsys) == (
         1,
         "plenty.py:17: RuntimeError: the database is down (raised by plenty.py:broken())",
+    )
+    assert run(["relpkg/mod.py"], capsys) == (
+        1,
+        "relpkg/mod.py:1: attempted relative import with no known parent package; serve it as a module "
+        "instead: mcpframe serve relpkg.mod",
     )
 
 

@@ -86,6 +86,8 @@ def _is_definition_error(exc: BaseException) -> bool:
 
 def _import_error(exc: ImportError, frame: traceback.FrameSummary | None) -> str:
     """`No module named 'foo' (imported by your module)`, or by the library in between."""
+    if "relative import" in str(exc):  # nothing is missing: a file run alone has no package
+        return _first_line(str(exc))
     deepest = _frames(exc)[-1:]
     if (
         frame is not None

@@ -183,16 +183,16 @@ def serve_main(argv: Sequence[str] | None = None) -> int:
         return options
     if args.log_level is not None:
         _configure_logging(args.log_level)
-    target = _load(args.target, stdio=options is None, show_traceback=args.traceback)
-    if isinstance(target, int):
-        return target
-    _configure_logging(None)
-    if options is not None:
-        for warning in http_warnings(args):
-            print(f"mcpframe serve: {warning}", file=sys.stderr)
     try:
+        target = _load(args.target, stdio=options is None, show_traceback=args.traceback)
+        if isinstance(target, int):
+            return target
+        _configure_logging(None)
+        if options is not None:
+            for warning in http_warnings(args):
+                print(f"mcpframe serve: {warning}", file=sys.stderr)
         return _serve(target, args, options)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # Ctrl-C while the module imports, or while serving
         return 130
     except OSError as exc:
         if options is None:

@@ -119,8 +119,21 @@ def _import_file(source: str) -> ModuleType:
     except Exception as exc:
         del sys.modules[name]
         context = f"raised while importing {shown(str(path))}"
-        raise TargetError(describe(exc, context), status=1, cause=exc) from exc
+        line = describe(exc, context)
+        if isinstance(exc, ImportError) and "relative import" in str(exc):
+            line += f"; serve it as a module instead: mcpframe serve {_dotted(path)}"
+        raise TargetError(line, status=1, cause=exc) from exc
     return module
+
+
+def _dotted(path: Path) -> str:
+    """`pkg.sub.mod` for `pkg/sub/mod.py`: the module name of a file inside packages."""
+    parts = [path.stem]
+    folder = path.parent
+    while (folder / "__init__.py").is_file():
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    return ".".join(parts)
 
 
 def _missing(exc: ModuleNotFoundError, name: str) -> bool:
