@@ -46,11 +46,24 @@ APP = """
         return a + b
 """
 
+SDK_APP = """
+    from mcp.server.mcpserver import MCPServer
+
+    mcp = MCPServer("sdk-over-http")
+
+
+    @mcp.tool()
+    def add(a: int, b: int) -> int:
+        return a + b
+"""
+
 
 @asynccontextmanager
-async def serving(project: Path, *flags: str, **env: str) -> AsyncIterator[tuple[str, list[str]]]:
-    """`mcpframe serve app.py --http --port 0 FLAGS`: its URL (from its stderr line) and its stderr so far."""
-    command = [*SERVE, "app.py", "--http", "--port", "0", *flags]
+async def serving(
+    project: Path, *flags: str, target: str = "app.py", **env: str
+) -> AsyncIterator[tuple[str, list[str]]]:
+    """`mcpframe serve TARGET --http --port 0 FLAGS`: its URL (from its stderr line) and its stderr so far."""
+    command = [*SERVE, target, "--http", "--port", "0", *flags]
     async with await anyio.open_process(command, cwd=project, env=child_env(**env)) as child:
         assert child.stderr is not None
         lines: list[str] = []
@@ -73,7 +86,7 @@ async def serving(project: Path, *flags: str, **env: str) -> AsyncIterator[tuple
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    return write_project(tmp_path, {"app.py": APP})
+    return write_project(tmp_path, {"app.py": APP, "sdk_app.py": SDK_APP})
 
 
 async def test_url_auth_allow_lists_and_session_cap(project: Path) -> None:
@@ -112,6 +125,22 @@ async def test_url_auth_allow_lists_and_session_cap(project: Path) -> None:
             second = await http.post(url, json=INIT, headers={**ACCEPT, **auth})
         assert first.status_code == 200
         assert second.status_code == 503  # --max-sessions 1
+
+
+async def test_an_sdk_app_over_http_takes_the_same_flags(project: Path) -> None:
+    pytest.importorskip("mcp.server.mcpserver")
+    async with serving(project, "--auth-token", TOKEN, target="sdk_app.py") as (url, lines):
+        assert lines[0] == (
+            "mcpframe serve: sdk_app.py:mcp is an MCPServer app: serving it on mcpframe's engine "
+            "(the mcpframe.compat drop-in)"
+        )
+        assert lines[-1] == f"mcpframe serve: Streamable HTTP on {url}"
+        async with httpx.AsyncClient(timeout=20) as http:
+            assert (await http.post(url, json=INIT, headers=ACCEPT)).status_code == 401
+        with anyio.fail_after(30):
+            async with connect(url, headers={"authorization": f"Bearer {TOKEN}"}) as client:
+                result = await client.call_tool("add", {"a": 2, "b": 3})
+        assert result["structuredContent"] == {"result": 5}
 
 
 def test_an_exposed_address_is_warned_about(monkeypatch: pytest.MonkeyPatch) -> None:
