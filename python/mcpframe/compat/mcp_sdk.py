@@ -25,21 +25,19 @@ import logging
 import sys
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
-from contextvars import Context
 from typing import Any, TextIO
 
 import anyio
 import anyio.lowlevel
 import mcp.client.stdio as _sdk_client
 import mcp.server.stdio as _sdk_server
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from mcp.client._transport import TransportStreams
+from anyio.streams.memory import MemoryObjectReceiveStream
 from mcp.client.stdio import StdioServerParameters
 from mcp.os.win32.utilities import ServerProcess
-from mcp.shared._context_streams import ContextReceiveStream, ContextSendStream, create_context_streams
 from mcp.shared.message import SessionMessage
 
 from mcpframe import core
+from mcpframe._unstable import mcp_sdk as unstable
 from mcpframe.compat._messages import InvalidFrameError, encode_messages, to_session_item
 from mcpframe.transports.base import RECEIVE_CHUNK
 from mcpframe.transports.stdio import stdio_server as _fd_stdio_server
@@ -65,8 +63,12 @@ limits = _Limits()
 
 Receive = Callable[[], Awaitable[bytes]]
 Write = Callable[[bytes], Awaitable[None]]
-Sink = MemoryObjectSendStream[SessionMessage | Exception] | ContextSendStream[SessionMessage | Exception]
-ServerStreams = tuple[ContextReceiveStream[SessionMessage | Exception], ContextSendStream[SessionMessage]]
+Sink = unstable.MessageSend[SessionMessage | Exception]
+Streams = tuple[unstable.MessageReceive[SessionMessage | Exception], unstable.MessageSend[SessionMessage]]
+ServerStreams = Streams
+"""What ``stdio_server`` yields: the SDK's context-carrying streams, or anyio's (``mcpframe._unstable``)."""
+TransportStreams = Streams
+"""What ``stdio_client`` yields: anyio memory streams, or the SDK transport's own for a non-UTF-8 server."""
 _GONE = (anyio.ClosedResourceError, anyio.BrokenResourceError)
 
 
@@ -75,7 +77,7 @@ async def _deliver(items: list[Any], sink: Sink) -> None:
         await sink.send(to_session_item(item))
 
 
-async def _pump_in(receive: Receive, decoder: Any, sink: Sink) -> None:
+async def _pump_in(receive: Receive, decoder: core.Decoder, sink: Sink) -> None:
     """Chunks -> decoder -> one ``send`` per message (the rendezvous paces the reading)."""
     try:
         async with sink:
@@ -96,12 +98,14 @@ def _take_ready(source: MemoryObjectReceiveStream[Any], first: Any) -> list[Any]
             return batch
 
 
-async def _pump_out(source: MemoryObjectReceiveStream[tuple[Context, SessionMessage]], write: Write) -> None:
+async def _pump_out(
+    source: MemoryObjectReceiveStream[object], unwrap: Callable[[object], SessionMessage], write: Write
+) -> None:
     """Whatever is ready -> one encoded write (no flush per message)."""
     try:
         async with source:
             async for first in source:
-                await write(encode_messages([message for _, message in _take_ready(source, first)]))
+                await write(encode_messages([unwrap(item) for item in _take_ready(source, first)]))
     except (*_GONE, OSError) as exc:
         logger.debug("stdio_server: writing to stdout failed: %r", exc)
 
@@ -151,12 +155,12 @@ async def stdio_server(
             receive = _line_reader(stdin)
         if stdout is not None:
             write = _text_writer(stdout)
-        read_writer, read_stream = create_context_streams[SessionMessage | Exception](0)
-        raw_send, raw_receive = anyio.create_memory_object_stream[tuple[Context, SessionMessage]](0)
+        read_writer, read_stream = unstable.read_streams()
+        write_stream, raw_receive, unwrap = unstable.write_streams()
         async with anyio.create_task_group() as tg:
             tg.start_soon(_pump_in, receive, decoder, read_writer)
-            tg.start_soon(_pump_out, raw_receive, write)
-            yield read_stream, ContextSendStream(raw_send)
+            tg.start_soon(_pump_out, raw_receive, unwrap, write)
+            yield read_stream, write_stream
 
 
 class _ClientPipes:
@@ -184,7 +188,7 @@ class _ClientPipes:
                 try:
                     await _pump_in(self.receive, self.decoder, self.read_writer)
                 finally:
-                    await _sdk_client._drain_stdout(self.process)
+                    await unstable.drain_stdout(self.process)
         except anyio.ClosedResourceError:
             pass  # our own shutdown closed the pipe under the read
         except (anyio.BrokenResourceError, ConnectionError):
@@ -208,9 +212,9 @@ class _ClientPipes:
         """Stop traffic, let accepted messages out (bounded), stop the server, release the streams."""
         self.read_stream.close()
         self.write_stream.close()
-        with anyio.move_on_after(_sdk_client._WRITER_FLUSH_TIMEOUT):
+        with anyio.move_on_after(unstable.WRITER_FLUSH_TIMEOUT):
             await self.writer_done.wait()
-        await _sdk_client._stop_server_process(self.process)
+        await unstable.stop_server_process(self.process)
         for stream in (self.read_stream, self.write_stream, self.read_writer, self.write_reader):
             await stream.aclose()
         await anyio.lowlevel.checkpoint()
@@ -240,13 +244,9 @@ async def stdio_client(
         async with SDK_STDIO_CLIENT(server, errlog) as streams:
             yield streams
         return
-    command = await _sdk_client._get_executable_command(server.command)
-    process = await _sdk_client._create_platform_compatible_process(
-        command=command,
-        args=server.args,
-        env=_sdk_client.get_default_environment() | (server.env or {}),
-        errlog=errlog,
-        cwd=server.cwd,
+    command = await unstable.executable_command(server.command)
+    process = await unstable.open_server_process(
+        command, server.args, _sdk_client.get_default_environment() | (server.env or {}), errlog, server.cwd
     )
     pipes = _ClientPipes(
         process, max_frame or limits.max_frame
