@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any
 
 import anyio
 import pytest
 
 from mcpframe.client import Client
-from mcpframe.session import Request, RequestTimeout, Session
+from mcpframe.session import Request, RequestTimeout, Session, SessionOptions
 from mcpframe.transports import Transport
 
 pytestmark = pytest.mark.anyio
@@ -58,7 +59,32 @@ async def test_an_expired_request_says_which_method_after_how_long_and_how_to_wa
                 await client.call_tool("t", {})
     message = raised.value.message
     assert message.startswith("Request timed out: tools/call (no response after 0.2")
-    assert "pass timeout=<seconds> to this call, or Client(timeout=<seconds>) for every call" in message
+    assert "pass timeout=<seconds> to this call (math.inf: no limit), or Client(timeout=<seconds>)" in message
+
+
+async def test_none_means_no_limit_for_the_client_and_the_clients_value_for_a_call() -> None:
+    seen: list[Any] = []
+    with anyio.fail_after(10):
+        async with Client(SilentServer(), timeout=None) as client:
+            real = client.session.request
+
+            async def spy(method: str, params: Any = None, **options: Any) -> Any:
+                seen.append(options["timeout"])
+                return {}
+
+            client.session.request = spy  # type: ignore[method-assign]
+            await client.call_tool("t", {}, timeout=None)  # the client's: no limit
+            await client.call_tool("t", {}, timeout=math.inf)
+            await client.call_tool("t", {}, timeout=3)
+            client.session.request = real  # type: ignore[method-assign]
+    assert seen == [math.inf, math.inf, 3]
+
+
+def test_the_session_options_cannot_carry_a_second_request_timeout() -> None:
+    with pytest.raises(ValueError, match=r"Client\(timeout=\.\.\.\); leave SessionOptions.timeout unset"):
+        Client(SilentServer(), session_options=SessionOptions(timeout=0.1))
+    with pytest.raises(ValueError, match="timeout must be None or not negative"):
+        Client(SilentServer(), timeout=-1)
 
 
 class BrokenTransport:

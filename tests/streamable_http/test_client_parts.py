@@ -91,7 +91,7 @@ async def test_a_missing_answer_becomes_an_error_and_a_closed_inbox_refuses_deli
 async def test_transport_options_are_typed_and_frozen() -> None:
     options = HttpClientOptions(get_stream=False, max_reconnects=1)
     with pytest.raises(dataclasses.FrozenInstanceError):
-        options.timeout = 1.0  # type: ignore[misc]
+        options.connect_timeout = 1.0  # type: ignore[misc]
     with pytest.raises(TypeError):  # the knobs are the options' fields, not keywords of the transport
         StreamableHTTPTransport(URL, timeout=5)  # type: ignore[call-arg]
     transport = StreamableHTTPTransport(URL, headers={"x-a": "1"}, http_client=HTTP, options=options)

@@ -179,7 +179,9 @@ async def test_unanswered_requests_fail_instead_of_hanging(reply: Reply, code: i
 
 
 async def test_connection_refused_fails_the_request() -> None:
-    transport = StreamableHTTPTransport("http://127.0.0.1:9/mcp", options=HttpClientOptions(timeout=5))
+    transport = StreamableHTTPTransport(
+        "http://127.0.0.1:9/mcp", options=HttpClientOptions(connect_timeout=5)
+    )
     async with transport, Session(transport) as session:
         with anyio.fail_after(10), pytest.raises(JSONRPCError) as caught:
             await session.request("ping")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import MutableMapping
 from typing import Any
 
@@ -13,7 +14,7 @@ import pytest
 from mcpframe.http.admission import Admission
 from mcpframe.http.asgi import HttpRequest
 from mcpframe.http.handling import PostHandler
-from mcpframe.http.options import HttpOptions
+from mcpframe.http.options import HttpClientOptions, HttpOptions
 from mcpframe.http.responses import Reply, StreamReplies
 from mcpframe.http.server import StreamableHTTPServer
 from mcpframe.http.sessions import SessionManager
@@ -41,8 +42,34 @@ def test_options_are_frozen_and_every_knob_is_a_typed_field() -> None:
 
 
 @pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"max_body": 0}, "HttpOptions.max_body must be at least 1, got 0"),
+        ({"retry_ms": -1}, "HttpOptions.retry_ms must be at least 0, got -1"),
+        ({"keepalive": 0}, "HttpOptions.keepalive must be more than 0, got 0"),
+        ({"idle_timeout": 0}, "HttpOptions.idle_timeout must be more than 0 (or None), got 0"),
+        ({"response_mode": "json"}, "response_mode must be 'resumable', 'auto' or 'sse', got 'json'"),
+        ({"path": "mcp"}, "path must start with '/', got 'mcp'"),
+    ],
+)
+def test_options_out_of_range_are_refused_where_they_are_written(
+    options: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        HttpOptions(**options)
+    assert HttpOptions(idle_timeout=None, stream_after=0).idle_timeout is None
+
+
+def test_client_options_out_of_range_are_refused_where_they_are_written() -> None:
+    with pytest.raises(ValueError, match=re.escape("HttpClientOptions.connect_timeout must be more than 0")):
+        HttpClientOptions(connect_timeout=0)
+    with pytest.raises(ValueError, match=re.escape("HttpClientOptions.max_buffer must be at least 1, got 0")):
+        HttpClientOptions(max_buffer=0)
+
+
+@pytest.mark.parametrize(
     ("session_options", "max_frame", "max_in_flight"),
-    [(None, 5000, SessionOptions().max_in_flight), (SessionOptions(max_in_flight=3), None, 3)],
+    [(None, 5000, SessionOptions().max_in_flight), (SessionOptions(max_in_flight=3), 5000, 3)],
 )
 async def test_lane_sessions_get_the_typed_session_options(
     session_options: SessionOptions | None, max_frame: int | None, max_in_flight: int
@@ -58,10 +85,25 @@ async def test_lane_sessions_get_the_typed_session_options(
         assert session.lanes is not None
         lane = session.lanes.acquire()
         assert lane.session.options.max_in_flight == max_in_flight
-        # None: the lanes read at most what a body may hold; given: the options are used as they are
-        expected = max_frame if session_options is None else session_options.max_frame
-        assert lane.session.options.max_frame == expected
+        # the lanes read at most what a body may hold, whether the options were given or not
+        assert lane.session.options.max_frame == 5000
         lane.done()
+
+
+async def test_a_frame_longer_than_the_lanes_max_frame_is_refused_on_the_post_not_lost() -> None:
+    # A lane refuses a frame past its max_frame; the POST is decoded with the same limit, so such a
+    # request gets its error answer instead of waiting for a response that never comes.
+    options = SessionOptions(max_frame=300)
+    async with asgi_client(response_mode="auto", max_body=5000, session_options=options) as (client, _):
+        headers = session_headers(await initialize(client))
+        with anyio.fail_after(10):
+            refused = await client.post("/mcp", json=call("echo", {"text": "x" * 400}), headers=headers)
+            answered = await client.post("/mcp", json=call("echo", {"text": "y"}), headers=headers)
+        assert refused.status_code == 400
+        error = refused.json()["error"]
+        assert error["code"] == -32600
+        assert "300" in error["message"]
+        assert answered.json()["result"]["content"][0]["text"] == "y"  # the session goes on
 
 
 async def _post(handler: PostHandler, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, bytes]:

@@ -30,8 +30,8 @@ LEGACY_VERSIONS: Final = protocol.LEGACY_VERSIONS
 """The handshake revisions a client accepts, newest first (it offers the first)."""
 _MAX_INPUT_ROUNDS = 16
 _TIMEOUT_HINT: Final = (
-    "; to wait longer pass timeout=<seconds> to this call, or Client(timeout=<seconds>) for"
-    " every call (None: no limit)"
+    "; to wait longer pass timeout=<seconds> to this call (math.inf: no limit), or"
+    " Client(timeout=<seconds>) for every call (None: no limit)"
 )
 
 
@@ -188,7 +188,11 @@ class Connection:
         max_timeout: float | None = None,
     ) -> Any:
         """``session.request`` with the client's timeout; its ``RequestTimeout`` says how to wait longer."""
+        # The client's timeout governs its requests (the Session's own default never applies under a
+        # Client): a call's timeout, else the client's; None there means no limit.
         limit = self.options.timeout if timeout is None else timeout
+        if limit is None:
+            limit = math.inf
         try:
             return await self.session.request(
                 method, params, timeout=limit, on_progress=on_progress, max_timeout=max_timeout

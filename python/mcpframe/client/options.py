@@ -45,8 +45,10 @@ class ClientOptions:
     """Which era to speak: ``"auto"`` probes ``server/discover`` and falls back to ``initialize``."""
 
     timeout: float | None = DEFAULT_TIMEOUT
-    """Seconds each request waits for its response (progress restarts the clock); a call's own
-    ``timeout=`` wins; ``None`` (or ``math.inf``) waits for ever."""
+    """Seconds each request waits for its response (progress restarts the clock); ``None`` (or
+    ``math.inf``) waits for ever. A call's own ``timeout=`` wins; there ``None`` means this value and
+    ``math.inf`` no limit. The client's one request timeout: ``session_options.timeout`` must stay
+    unset."""
 
     discover_timeout: float = 10.0
     """Seconds the ``server/discover`` probe waits before the client falls back to ``initialize``."""
@@ -72,6 +74,13 @@ class ClientOptions:
     def __post_init__(self) -> None:
         if self.mode not in ("auto", "modern", "legacy"):
             raise ValueError(f"mode must be 'auto', 'modern' or 'legacy', got {self.mode!r}")
+        if self.timeout is not None and self.timeout < 0:
+            raise ValueError(f"timeout must be None or not negative, got {self.timeout}")
+        if self.session_options is not None and self.session_options.timeout is not None:
+            raise ValueError(
+                "a client's request timeout is Client(timeout=...); leave SessionOptions.timeout unset "
+                f"(got {self.session_options.timeout})"
+            )
 
 
 class ClientSettings(TypedDict, total=False):

@@ -86,7 +86,7 @@ class StreamableHTTPTransport:
         # No read timeout (streams stay quiet while a tool works) and no pool timeout (past 100 open
         # exchanges, requests queue for a connection): the Session's request timeouts govern waiting.
         self._http = http_client or httpx.AsyncClient(
-            timeout=httpx.Timeout(opts.timeout, read=None, pool=None),
+            timeout=httpx.Timeout(opts.connect_timeout, read=None, pool=None),
             follow_redirects=False,
             verify=shared_ssl_context(),
         )

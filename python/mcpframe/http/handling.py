@@ -75,7 +75,7 @@ class PostHandler:
         if isinstance(found, Reply):
             return found
         batches = found is not None and protocol.batches_allowed(found.version)
-        body = Body.decode(data, max_frame=self.options.max_body, batches=batches)
+        body = Body.decode(data, max_frame=self._lane_options.max_frame, batches=batches)
         error = body.rejected
         if error is not None:  # MCP: a rejected notification or response gets an error status too
             rid = None if error.notification else error.id

@@ -75,22 +75,40 @@ class HttpOptions:
     """Bearer-token verification (and the protected resource metadata); `None`: no authentication."""
 
     session_options: SessionOptions | None = None
-    """The tuning of the Sessions answering POSTs; `None`: their defaults with `max_frame` = `max_body`."""
+    """The tuning of the Sessions answering POSTs (`None`: their defaults); their `max_frame` is capped at
+    `max_body`, since no frame can be longer than the body that carries it."""
+
+    def __post_init__(self) -> None:
+        _check(self, ("max_body", "max_sessions", "max_in_flight"), low=1)
+        _check(self, ("retry_ms", "max_queued", "stream_after"), low=0)
+        _check(self, ("keepalive",), low=0, above=True)
+        _check(self, ("close_idle_streams", "idle_timeout"), low=0, above=True, optional=True)
+        if self.response_mode not in ("resumable", "auto", "sse"):
+            raise ValueError(
+                f"response_mode must be 'resumable', 'auto' or 'sse', got {self.response_mode!r}"
+            )
+        if not self.path.startswith("/"):
+            raise ValueError(f"path must start with '/', got {self.path!r}")
 
     def lane_options(self) -> SessionOptions:
-        """The options every lane's Session is built with (one value, shared by all of them)."""
-        if self.session_options is not None:
-            return self.session_options
-        return SessionOptions(max_frame=self.max_body)
+        """The options every lane's Session is built with (one value, shared by all of them).
+
+        The body is decoded with the same `max_frame` as the lanes use: a frame the lane would refuse is
+        refused on the POST itself (an error answer), never handed to a lane that drops it unanswered.
+        """
+        base = self.session_options if self.session_options is not None else SessionOptions()
+        if base.max_frame <= self.max_body:
+            return base
+        return dataclasses.replace(base, max_frame=self.max_body)
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class HttpClientOptions:
     """Knobs of the Streamable HTTP client transport (`StreamableHTTPTransport`)."""
 
-    timeout: float = 30.0
+    connect_timeout: float = 30.0
     """Seconds to connect and to write a request; reading has no limit (a stream stays quiet while a tool
-    works: the Session's request timeouts govern waiting for answers)."""
+    works: the client's request ``timeout`` governs waiting for answers)."""
 
     reconnect_delay: float = 1.0
     """Seconds before resuming a broken SSE stream when the server gave no `retry`."""
@@ -107,3 +125,23 @@ class HttpClientOptions:
 
     max_buffer: int = 1024
     """Chunks from the server waiting for the Session to read them; past it, reading responses waits."""
+
+    def __post_init__(self) -> None:
+        _check(self, ("connect_timeout",), low=0, above=True)
+        _check(self, ("reconnect_delay", "max_reconnects"), low=0)
+        _check(self, ("max_buffer",), low=1)
+
+
+def _check(
+    options: object, names: tuple[str, ...], *, low: float, above: bool = False, optional: bool = False
+) -> None:
+    """Refuse a knob out of range where the options are written, not at the first request: each value
+    at least ``low`` (``above``: more than ``low``), or ``None`` when ``optional``."""
+    for name in names:
+        value = getattr(options, name)
+        if value is None and optional:
+            continue
+        if value is None or value < low or (above and value == low):
+            bound = f"more than {low}" if above else f"at least {low}"
+            also = " (or None)" if optional else ""
+            raise ValueError(f"{type(options).__name__}.{name} must be {bound}{also}, got {value!r}")

@@ -35,8 +35,9 @@ class SessionOptions:
     """Bytes of answers the transport has not taken before reading stops (resumes at a quarter of it)."""
 
     timeout: float | None = None
-    """Seconds ``request`` waits for an answer or progress when the call gives no ``timeout`` (the same
-    knob as ``Client(timeout=...)``, which sets it per call); ``None``: no limit."""
+    """Seconds ``request`` waits for an answer or progress when the call gives no ``timeout``; ``None``:
+    no limit. For a bare Session only: a ``Client`` passes its own ``timeout`` with every request and
+    refuses this field (its knob is ``Client(timeout=...)``)."""
 
     drain_timeout: float = 5.0
     """Seconds the end of a session may take: at EOF, for running handlers to answer and queued
