@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 from typing import Any
 
 import anyio
@@ -70,6 +71,19 @@ async def test_the_reader_forwards_an_answer_and_tells_who_else_was_answered() -
         "mcp-session-id": "s-1",
         "mcp-protocol-version": "2025-11-25",
     }
+
+
+async def test_a_priming_event_is_not_taken_for_an_invalid_message(caplog: pytest.LogCaptureFixture) -> None:
+    inbox, state = Inbox(8), SessionState(None)
+    request = _message({"jsonrpc": "2.0", "id": 4, "method": "tools/list"})
+    answer = json.dumps({"jsonrpc": "2.0", "id": 4, "result": {"tools": []}})
+    stream = f"id: 0\nretry: 10\ndata:\n\nid: 1\nevent: message\ndata: {answer}\n\n"
+    resp = httpx.Response(200, content=stream.encode(), headers={"content-type": "text/event-stream"})
+    with anyio.fail_after(5):
+        assert await _reader(inbox, state, []).answer(request, resp, intercept=False) is None
+        forwarded = await inbox.receive()
+    assert json.loads(forwarded) == json.loads(answer)
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
 
 
 async def test_a_missing_answer_becomes_an_error_and_a_closed_inbox_refuses_delivery() -> None:

@@ -196,8 +196,8 @@ class AnswerReader:
                 if parser.retry is not None:
                     stream.retry_ms = parser.retry
                 for event in events:
-                    if event.event != "message":
-                        continue
+                    if event.event != "message" or not event.data:
+                        continue  # a priming event (an id and an empty `data:`) carries no message
                     found = await self._deliver(core.decode(event.data, lazy=True), rid, intercept)
                     if found is not False:
                         await drain(chunks)
