@@ -72,6 +72,18 @@ def test_the_tree_keeps_the_contract() -> None:
         ("transports/fd.py", "import mcpframe.jsonrpc", "mcpframe.transports.fd -> mcpframe.jsonrpc"),
         # the bottom layer must stay at the bottom
         ("protocol.py", "import mcpframe.session", "mcpframe.protocol -> mcpframe.session"),
+        # an import only for the type checker counts too
+        (
+            "session/batch.py",
+            "import typing\nif typing.TYPE_CHECKING:\n    import mcpframe.server.app",
+            "mcpframe.session.batch -> mcpframe.server.app",
+        ),
+        # so does a lazy import inside a function
+        (
+            "core.py",
+            "def _late() -> None:\n    import mcpframe.http.server",
+            "mcpframe.core -> mcpframe.http.server",
+        ),
     ],
 )
 def test_an_injected_import_breaks_it(tmp_path: Path, module: str, line: str, culprit: str) -> None:

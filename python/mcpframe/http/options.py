@@ -45,7 +45,8 @@ class HttpOptions:
     """The `retry` of priming events: how long a client waits before resuming."""
 
     close_idle_streams: float | None = None
-    """SSE polling: close a resumable POST stream quiet this long (seconds)."""
+    """SSE polling: seconds after which a quiet resumable POST stream is closed (the client resumes it
+    with GET + `Last-Event-ID`); `None`: kept open. Streams, unlike `idle_timeout`'s sessions."""
 
     response_mode: ResponseMode = "resumable"
     """`"auto"`: JSON unless a handler sends something before its response (or stays quiet `stream_after`);
@@ -66,7 +67,8 @@ class HttpOptions:
 
     max_in_flight: int = 1024
     """Requests being answered at once, per server (every session and the stateless requests together);
-    past it a POST waits, first come first served (see `http/admission.py`)."""
+    past it a POST waits, first come first served (see `http/admission.py`). The bound of the whole
+    server: `SessionOptions.max_in_flight` (in `session_options`) bounds each lane's Session."""
 
     max_queued: int = 1024
     """POSTs that may wait for room; past it a POST gets 503 with `Retry-After`."""
