@@ -1,8 +1,7 @@
 """`mcpframe.protocol`: the protocol facts are consistent, and no module grows a new copy of them.
 
-The literal scan is a ratchet: a module that spells a method name, a revision or a `_meta` key as a string
-literal fails here, unless it is in `_NOT_YET`, the modules written before `protocol` existed that still
-do (they are being moved to the constants; remove a module from the list once it is clean).
+The literal scan: a module that spells a method name, a revision or a `_meta` key as a string literal
+fails here (only `protocol` itself holds them).
 """
 
 from __future__ import annotations
@@ -19,17 +18,6 @@ PACKAGE = Path(protocol.__file__).resolve().parent
 _METHOD_SETS = (protocol.SERVER_METHODS, protocol.CLIENT_METHODS, protocol.NOTIFICATIONS)
 _REVISIONS = frozenset(protocol.SUPPORTED_VERSIONS)
 _FACTS = frozenset().union(*_METHOD_SETS, _REVISIONS, protocol.MODERN_META_KEYS, {protocol.PROGRESS_TOKEN})
-
-# Modules that still held literals when `protocol` was introduced (issue 9); each owner replaces them.
-_NOT_YET = frozenset(
-    {
-        "compat/engine/_fast.py",
-        "compat/engine/_report.py",
-        "compat/engine/_server.py",
-        "compat/engine/_shapes.py",
-    }
-)
-
 
 def _constant_name(value: str) -> str:
     """The naming rule of the module docstring: `logging/setLevel` is `LOGGING_SET_LEVEL`."""
@@ -105,7 +93,7 @@ def test_no_new_module_spells_protocol_facts_as_literals() -> None:
     offenders = {}
     for path in sorted(PACKAGE.rglob("*.py")):
         relative = path.relative_to(PACKAGE).as_posix()
-        if relative == "protocol.py" or relative in _NOT_YET:
+        if relative == "protocol.py":
             continue
         found = _literals(path)
         if found:

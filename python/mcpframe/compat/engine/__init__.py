@@ -31,6 +31,7 @@ from typing import Any, Literal
 import anyio
 
 from mcpframe._gc import freeze_startup_heap
+from mcpframe._unstable import mcp_sdk as unstable
 from mcpframe.server.registry import ListKind
 from mcpframe.session import SessionOptions
 from mcpframe.transports.base import Transport
@@ -60,7 +61,7 @@ _LISTS: dict[str, ListKind] = {
 
 def _bridge_subscriptions(app: Any, server: EngineServer) -> None:
     """Forward ``ctx.notify_*_changed()`` / ``notify_resource_updated()`` from the SDK's bus to clients."""
-    bus = getattr(app, "_subscriptions", None)
+    bus = unstable.subscription_bus(app)
     subscribe = getattr(bus, "subscribe", None)
     if subscribe is None:
         return

@@ -43,12 +43,13 @@ from mcp.server.mcpserver.exceptions import (
 )
 from mcp.server.mcpserver.tools import Tool as SDKTool
 from mcp.server.request_state import RequestStateBoundary
-from mcp.server.runner import ServerRunner, _dump_result
+from mcp.server.runner import ServerRunner
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
     CLIENT_CAPABILITIES_META_KEY,
     CLIENT_INFO_META_KEY,
     PROTOCOL_VERSION_META_KEY,
+    CallToolRequestParams,
     CallToolResult,
     TextContent,
 )
@@ -56,13 +57,15 @@ from mcp_types.methods import is_input_required
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
+from mcpframe._unstable import mcp_sdk as unstable
+from mcpframe.protocol import TOOLS_CALL
+
 from ._shapes import quick_result
 
 __all__ = ["eligible", "modern_eligible", "plain_tool_call", "seal", "short_tool_call"]
 
 _PLAIN_KEYS = (frozenset({"name"}), frozenset({"name", "arguments"}))
 _ENVELOPE_KEYS = frozenset({PROTOCOL_VERSION_META_KEY, CLIENT_INFO_META_KEY, CLIENT_CAPABILITIES_META_KEY})
-_SDK_CALL_TOOL = MCPServer._handle_call_tool
 
 
 def _plain_params(params: dict[str, Any]) -> bool:
@@ -76,28 +79,31 @@ def _plain_params(params: dict[str, Any]) -> bool:
 def _plain_server(app: MCPServer, kernel: Any) -> bool:
     """The SDK's own handler, no cache hint, and nothing in the chain the kernel would run (``_Kernel``
     leaves OpenTelemetry's out while it records nothing) but the request-state boundary."""
-    lowlevel = app._lowlevel_server
-    entry = lowlevel._request_handlers.get("tools/call")
-    handler = getattr(entry, "handler", None)
-    if (
-        getattr(handler, "__self__", None) is not app
-        or getattr(handler, "__func__", None) is not _SDK_CALL_TOOL
-    ):
+    lowlevel = unstable.lowlevel_server(app)
+    if lowlevel is None:
         return False
-    if "tools/call" in lowlevel.cache_hints:
+    entry = lowlevel.get_request_handler(TOOLS_CALL)
+    if not unstable.is_sdk_call_tool(app, getattr(entry, "handler", None)):
+        return False
+    if TOOLS_CALL in lowlevel.cache_hints:
         return False
     return all(isinstance(middleware, RequestStateBoundary) for middleware in kernel.middleware)
 
 
 def _plain_tool(app: MCPServer, name: str) -> bool:
     """A tool the SDK runs without touching the request context (or no such tool)."""
-    tool = app._tool_manager.get_tool(name)
+    tool = unstable.tool(app, name)
     return tool is None or (tool.context_kwarg is None and not tool.resolved_params)
 
 
 def eligible(runner: ServerRunner[Any], app: Any, params: dict[str, Any] | None) -> bool:
     """Whether this ``tools/call`` may take the short way (see the module docstring)."""
-    if params is None or not isinstance(app, MCPServer) or not _plain_params(params):
+    if (
+        not unstable.SHORT_WAY
+        or params is None
+        or not isinstance(app, MCPServer)
+        or not _plain_params(params)
+    ):
         return False
     connection = runner.connection
     if connection.protocol_version in MODERN_PROTOCOL_VERSIONS or not connection.initialize_accepted:
@@ -109,13 +115,13 @@ def modern_eligible(kernel: Any, app: Any, params: dict[str, Any] | None) -> boo
     """Whether a 2026-07-28 ``tools/call`` may take the short way: plain params whose ``_meta`` is nothing but
     the envelope (version, client info and capabilities, which a context-free tool never reads), an existing
     context-free tool, and a server as plain as ``eligible`` asks."""
-    if params is None or not isinstance(app, MCPServer):
+    if not unstable.SHORT_WAY or params is None or not isinstance(app, MCPServer):
         return False
     meta = params.get("_meta")
     if not isinstance(meta, dict) or not meta.keys() <= _ENVELOPE_KEYS:
         return False
     plain = {key: value for key, value in params.items() if key != "_meta"}
-    if not _plain_params(plain) or app._tool_manager.get_tool(plain["name"]) is None:
+    if not _plain_params(plain) or unstable.tool(app, plain["name"]) is None:
         return False
     return _plain_server(app, kernel) and _plain_tool(app, plain["name"])
 
@@ -167,12 +173,12 @@ Sealer = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 def seal(runner: ServerRunner[Any], dctx: Any, params: dict[str, Any], version: str, dumped: Any) -> Any:
     """An ``input_required`` result sealed by the chain's request-state boundaries, inner-first."""
     server = runner.server
-    ctx = runner._make_context(dctx, "tools/call", params, None, version)
+    ctx = unstable.make_context(runner, dctx, TOOLS_CALL, params, version)
     sealed: Any = dumped
     for middleware in reversed(server.middleware):
         if isinstance(middleware, RequestStateBoundary):
-            sealed = middleware._seal_result(ctx, sealed, None)
-    return _dump_result(sealed)
+            sealed = unstable.seal_result(middleware, ctx, sealed)
+    return unstable.dump_result(sealed)
 
 
 async def short_tool_call(
@@ -185,16 +191,17 @@ async def short_tool_call(
     requests (shaping depends on the server and the revision, not on the client) and ``sealer`` builds the
     request's own kernel; ``plain_tool_call`` passes the connection's.
     """
-    tool = app._tool_manager.get_tool(params["name"])
+    tool = unstable.tool(app, params["name"])
     if tool is not None:  # the params are plain: the handler's model would take them as they are
         result = await _run_tool(tool, params.get("arguments") or {}, version, runner)
         if type(result) is dict:  # already the wire form
             return result
     else:  # the SDK's own unknown-tool answer (it needs no context either)
-        handler = runner.server._request_handlers["tools/call"]
-        typed = handler.params_type.model_validate(params, by_name=False)
-        result = await app._handle_call_tool(None, typed)  # type: ignore[arg-type]
-    dumped = runner._serialize("tools/call", version, result)
+        handler = runner.server.get_request_handler(TOOLS_CALL)
+        assert handler is not None  # _plain_server saw it
+        typed = cast("CallToolRequestParams", handler.params_type.model_validate(params, by_name=False))
+        result = await unstable.call_tool(app, typed)
+    dumped = unstable.serialize(runner, TOOLS_CALL, version, result)
     return await sealer(dumped) if is_input_required(dumped) else dumped
 
 

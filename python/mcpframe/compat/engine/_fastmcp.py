@@ -33,9 +33,10 @@ from typing import Any
 import sniffio
 
 from mcpframe._threads import WorkerPool
+from mcpframe._unstable import mcp_sdk as unstable
 from mcpframe._unstable.asyncio_tasks import running_loop as _running_loop
 
-__all__ = ["KNOWN_HOLDERS", "NAME", "pool_fastmcp", "stand_in"]
+__all__ = ["KNOWN_HOLDERS", "NAME", "is_fastmcp", "pool_fastmcp", "stand_in"]
 
 NAME = "call_sync_fn_in_threadpool"
 """The FastMCP function swapped, by its name in every module that holds it."""
@@ -105,7 +106,8 @@ _LOCK = threading.Lock()
 _ACTIVE: list[_Swap] = []  # empty, or the swap in force
 
 
-def _is_fastmcp(app: Any) -> bool:
+def is_fastmcp(app: object) -> bool:
+    """Whether ``app`` is a FastMCP server (without importing ``fastmcp`` when nothing else has)."""
     server = sys.modules.get("fastmcp.server.server")  # loaded whenever a FastMCP app exists
     cls = getattr(server, "FastMCP", None)
     return isinstance(cls, type) and isinstance(app, cls)
@@ -143,10 +145,11 @@ def _release(swap: _Swap) -> None:
 def pool_fastmcp(app: Any, pool: WorkerPool | None) -> Callable[[], None]:
     """Run FastMCP's sync calls on ``pool`` while ``app`` (a FastMCP app) is served; returns the undo.
 
-    Anything else (an ``MCPServer``, no ``fastmcp``, no pool) is left alone and the undo does nothing.
+    Anything else (an ``MCPServer``, no ``fastmcp``, no pool, a ``fastmcp`` release other than the one whose
+    modules were read: ``mcpframe._unstable.mcp_sdk``) is left alone and the undo does nothing.
     The undo may be called more than once; only its first call counts.
     """
-    if pool is None or not _is_fastmcp(app):
+    if pool is None or not unstable.FASTMCP_CHOICE.private or not is_fastmcp(app):
         return _noop
     original = _original()
     if original is None:

@@ -14,6 +14,11 @@ from typing import Any, Literal
 from mcp.server.lowlevel.server import Server as LowLevelServer
 from mcp.server.subscriptions import ListenHandler
 
+from mcpframe._unstable import mcp_sdk as unstable
+from mcpframe.protocol import PING, SERVER_DISCOVER, SUBSCRIPTIONS_LISTEN
+
+from ._fastmcp import is_fastmcp
+
 __all__ = ["StartupReport", "Unsupported", "UnsupportedFeatureError", "inspect_app"]
 
 logger = logging.getLogger("mcpframe.compat.engine")
@@ -73,8 +78,7 @@ def _auth(app: Any) -> list[Unsupported]:
     settings = getattr(app, "settings", None)
     found = (
         getattr(settings, "auth", None) is not None
-        or getattr(app, "_token_verifier", None) is not None
-        or getattr(app, "_auth_server_provider", None) is not None
+        or unstable.auth_configured(app)
         or (not hasattr(app, "settings") and getattr(app, "auth", None) is not None)  # FastMCP
     )
     if not found:
@@ -87,9 +91,7 @@ def _auth(app: Any) -> list[Unsupported]:
 
 
 def _routes(app: Any, transport: str) -> list[Unsupported]:
-    routes = list(getattr(app, "_custom_starlette_routes", None) or []) + list(
-        getattr(app, "_additional_http_routes", None) or []
-    )
+    routes = unstable.custom_routes(app)
     if transport != "http" or not routes:
         return []
     paths = ", ".join(sorted({str(getattr(route, "path", route)) for route in routes}))
@@ -109,17 +111,16 @@ def _middleware(lowlevel: LowLevelServer[Any]) -> list[Unsupported]:
 
 
 def _owned_handlers(lowlevel: LowLevelServer[Any]) -> list[Unsupported]:
-    handlers = lowlevel._request_handlers
     items: list[Unsupported] = []
-    ping = handlers.get("ping")
+    ping = lowlevel.get_request_handler(PING)
     if ping is not None and getattr(ping.handler, "__name__", "") != "_ping_handler":
         items.append(Unsupported("ping handler", f"a custom ping handler is not called ({_OWN_WORDS})"))
-    discover = handlers.get("server/discover")
+    discover = lowlevel.get_request_handler(SERVER_DISCOVER)
     if discover is not None and getattr(discover.handler, "__name__", "") != "_handle_discover":
         items.append(
             Unsupported("server/discover handler", f"a custom discover handler is not called ({_OWN_WORDS})")
         )
-    listen = handlers.get("subscriptions/listen")
+    listen = lowlevel.get_request_handler(SUBSCRIPTIONS_LISTEN)
     if listen is not None and not isinstance(listen.handler, ListenHandler):
         items.append(
             Unsupported(
@@ -131,7 +132,7 @@ def _owned_handlers(lowlevel: LowLevelServer[Any]) -> list[Unsupported]:
 
 def _fastmcp(app: Any) -> list[Unsupported]:
     middleware = getattr(app, "middleware", None)
-    if not hasattr(app, "_mcp_server") or not isinstance(middleware, list) or not middleware:
+    if not is_fastmcp(app) or not isinstance(middleware, list) or not middleware:
         return []
     names = ", ".join(type(mw).__name__ for mw in middleware)
     return [

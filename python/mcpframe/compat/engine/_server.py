@@ -17,15 +17,10 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from functools import partial
 from typing import Any, cast
 
-from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.connection import Connection
 from mcp.server.lowlevel.server import Server as LowLevelServer
-from mcp.server.mcpserver.prompts.base import Prompt
-from mcp.server.mcpserver.resources.templates import ResourceTemplate
-from mcp.server.mcpserver.resources.types import FunctionResource
 from mcp.server.mcpserver.tools import Tool as SDKTool
 from mcp.server.runner import ServerRunner, aclose_shielded
-from mcp.shared._callable_inspection import is_async_callable
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
     CLIENT_CAPABILITIES_META_KEY,
@@ -38,7 +33,9 @@ from mcp_types import (
 from mcp_types.version import LATEST_HANDSHAKE_VERSION, LATEST_MODERN_VERSION
 from pydantic import ValidationError
 
+from mcpframe import protocol
 from mcpframe._threads import WorkerPool, threaded
+from mcpframe._unstable import mcp_sdk as unstable
 from mcpframe.server import Server, ServerConnection
 from mcpframe.server.context import CallInfo
 from mcpframe.session import JSONRPCError, Message, Request, SessionOptions
@@ -52,18 +49,21 @@ from ._report import StartupReport
 
 __all__ = ["OWNED_METHODS", "EngineConnection", "EngineServer", "lowlevel_of"]
 
-OWNED_METHODS = frozenset({"ping", "server/discover", "subscriptions/listen"})
+OWNED_METHODS = frozenset({protocol.PING, protocol.SERVER_DISCOVER, protocol.SUBSCRIPTIONS_LISTEN})
 """Methods mcpframe answers itself, whatever the SDK server registered for them."""
 
 
 def lowlevel_of(app: Any) -> LowLevelServer[Any]:
-    """The SDK low-level ``Server`` behind an ``MCPServer``, a FastMCP app, or a low-level server itself."""
-    if isinstance(app, LowLevelServer):
-        return app
-    for attribute in ("_lowlevel_server", "_mcp_server"):
-        inner = getattr(app, attribute, None)
-        if isinstance(inner, LowLevelServer):
-            return inner
+    """The SDK low-level ``Server`` behind an ``MCPServer``, a FastMCP app, or a low-level server itself.
+
+    A FastMCP app's is reached by a private name only: with another ``fastmcp`` release than the pinned
+    one, or ``MCPFRAME_PUBLIC_ONLY=1``, it is refused (``mcpframe._unstable.mcp_sdk``).
+    """
+    lowlevel = unstable.lowlevel_server(app)
+    if lowlevel is not None:
+        return lowlevel
+    if hasattr(app, "_mcp_server"):
+        raise TypeError(f"a FastMCP app needs fastmcp's private names here: {unstable.FASTMCP_CHOICE.reason}")
     raise TypeError(
         f"expected an mcp MCPServer, a FastMCP app or an mcp low-level Server, not {type(app).__name__}"
     )
@@ -88,8 +88,9 @@ class _Kernel:
     def middleware(self) -> list[Any]:
         """The server's middleware chain (OpenTelemetry's only while spans would be recorded)."""
         chain = self._lowlevel.middleware
-        if tracing.quiet():
-            return [mw for mw in chain if not isinstance(mw, OpenTelemetryMiddleware)]
+        otel = unstable.OTEL_MIDDLEWARE
+        if otel is not None and tracing.quiet():
+            return [mw for mw in chain if not isinstance(mw, otel)]
         return chain
 
 
@@ -146,7 +147,7 @@ class EngineConnection(ServerConnection):
         await super().handle_notification(message)
         if self.version is None or self.session is None or message.method is None:
             return
-        if message.method == "notifications/initialized":
+        if message.method == protocol.NOTIFICATIONS_INITIALIZED:
             return  # the SDK connection was opened at initialize
         channel = NotificationChannel(self.session)
         params = message.params if isinstance(message.params, dict) else None
@@ -156,21 +157,6 @@ class EngineConnection(ServerConnection):
         """Forget the SDK kernel with the connection."""
         super().close()
         self._runner = None
-
-
-def _sync_registries(app: Any) -> list[tuple[dict[str, Any], type[Any]]]:
-    """An ``MCPServer``'s registries of function-backed entries, with the entry type that has an ``fn``."""
-    found: list[tuple[dict[str, Any], type[Any]]] = []
-    for manager, attribute, kind in (
-        ("_tool_manager", "_tools", SDKTool),
-        ("_resource_manager", "_resources", FunctionResource),
-        ("_resource_manager", "_templates", ResourceTemplate),
-        ("_prompt_manager", "_prompts", Prompt),
-    ):
-        table = getattr(getattr(app, manager, None), attribute, None)
-        if isinstance(table, dict):
-            found.append((table, kind))
-    return found
 
 
 def _channel(request: Request) -> RequestChannel:
@@ -186,7 +172,7 @@ async def _served(conn: ServerConnection, request: Request, call: CallInfo, para
     try:
         if not call.modern:
             runner = conn.legacy_runner()
-            if request.method == "tools/call" and eligible(runner, server.app, raw):
+            if request.method == protocol.TOOLS_CALL and eligible(runner, server.app, raw):
                 assert raw is not None
                 return await plain_tool_call(runner, server.app, partial(_channel, request), raw)
             return await runner.on_request(_channel(request), request.method, raw)
@@ -229,7 +215,7 @@ class EngineServer(Server):
             # What the SDK's result sieve leaves of them at the newest handshake revision (it drops
             # fields that revision does not define, such as `extensions`).
             shaped = methods.serialize_server_result(
-                "initialize",
+                protocol.INITIALIZE,
                 LATEST_HANDSHAKE_VERSION,
                 {
                     "protocolVersion": LATEST_HANDSHAKE_VERSION,
@@ -246,7 +232,7 @@ class EngineServer(Server):
             capabilities = self.lowlevel.get_capabilities(protocol_version=LATEST_MODERN_VERSION)
             dumped = capabilities.model_dump(by_alias=True, mode="json", exclude_none=True)
             shaped = methods.serialize_server_result(
-                "server/discover",
+                protocol.SERVER_DISCOVER,
                 LATEST_MODERN_VERSION,
                 {
                     "supportedVersions": [LATEST_MODERN_VERSION],
@@ -263,8 +249,11 @@ class EngineServer(Server):
         """Take the SDK server's method table and capabilities again (after adding handlers at run time)."""
         self._sdk_capabilities = self._sdk_modern_capabilities = None
         # Exactly the SDK server's methods: none of mcpframe's own registry-backed ones stay behind.
+        # Publicly only the methods mcpframe knows can be asked for: a custom method is then not served.
         self.handlers = {
-            method: _served for method in self.lowlevel._request_handlers if method not in OWNED_METHODS
+            method: _served
+            for method in unstable.request_methods(self.lowlevel, sorted(protocol.SERVER_METHODS))
+            if method not in OWNED_METHODS
         }
 
     def connection(self) -> EngineConnection:
@@ -277,7 +266,7 @@ class EngineServer(Server):
         self, conn: EngineConnection, request: Request, call: CallInfo, raw: dict[str, Any] | None
     ) -> Any:
         """One 2026-07-28 request on a born-ready SDK connection from its envelope (as the SDK does)."""
-        if request.method == "tools/call" and modern_eligible(self.kernel, self.app, raw):
+        if request.method == protocol.TOOLS_CALL and modern_eligible(self.kernel, self.app, raw):
             assert raw is not None
             params = raw
 
@@ -327,7 +316,7 @@ class EngineServer(Server):
             stack = AsyncExitStack()
             await stack.__aenter__()
             try:
-                manager: Callable[[], Any] | None = getattr(self.app, "_lifespan_manager", None)
+                manager = unstable.fastmcp_lifespan(self.app)
                 if manager is not None:  # FastMCP keeps its own lifespan state beside the SDK's
                     await stack.enter_async_context(manager())
                 self.lifespan_state = await stack.enter_async_context(self.lowlevel.lifespan(self.lowlevel))
@@ -356,10 +345,10 @@ class EngineServer(Server):
         """
         if self.pool is None:
             return lambda: None
-        swapped: list[tuple[dict[str, Any], str, Any, Any]] = []
-        for table, kind in _sync_registries(self.app):
+        swapped: list[tuple[dict[str, object], str, object, object]] = []
+        for table, kind in unstable.sync_registries(self.app):
             for key, entry in list(table.items()):
-                if isinstance(entry, kind) and not is_async_callable(entry.fn):
+                if isinstance(entry, kind) and not unstable.is_async_callable(entry.fn):
                     update: dict[str, Any] = {"fn": threaded(entry.fn, self.pool)}
                     if isinstance(entry, SDKTool):
                         update["is_async"] = True

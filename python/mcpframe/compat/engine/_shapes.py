@@ -29,7 +29,11 @@ from typing import Any
 
 import pydantic_core
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
+from mcp.server.runner import ServerRunner
 from mcp_types import CallToolResult, TextContent
+
+from mcpframe._unstable import mcp_sdk as unstable
+from mcpframe.protocol import TOOLS_CALL
 
 __all__ = ["quick_result"]
 
@@ -65,7 +69,7 @@ class _Shape:
         self.result_type = result_type
 
     def build(
-        self, text: str, structured: dict[str, Any] | None, kernel: Any, version: str
+        self, text: str, structured: dict[str, Any] | None, kernel: ServerRunner[Any], version: str
     ) -> dict[str, Any]:
         item = dict.fromkeys(self.item)
         item["text"] = text
@@ -79,7 +83,7 @@ class _Shape:
             out["resultType"] = "complete"
         if "_meta" in out:
             out["_meta"] = None  # the stamp fills it in place
-            kernel._stamp_server_info(version, out)
+            unstable.stamp_server_info(kernel, version, out)
         return out
 
 
@@ -87,21 +91,24 @@ _SHAPES: dict[str, _Shape | None] = {}
 _CORE_KEYS = frozenset({"content", "isError", "structuredContent"})
 
 
-def _extras_fit(dumped: dict[str, Any], stamp: dict[str, Any]) -> bool:
+def _extras_fit(dumped: dict[str, Any], stamp: object) -> bool:
     """The keys beyond the core ones are what ``_Shape.build`` makes: ``resultType`` and the stamp."""
     extras = {key: value for key, value in dumped.items() if key not in _CORE_KEYS}
     expected = {key: value for key, value in (("resultType", "complete"), ("_meta", stamp)) if key in extras}
     return extras == expected
 
 
-def _learn(kernel: Any, version: str) -> _Shape | None:
+def _learn(kernel: ServerRunner[Any], version: str) -> _Shape | None:
     """The key orders the kernel's serializer gives two probe results at ``version``, if as expected."""
     content: list[Any] = [TextContent(type="text", text=_PROBE_TEXT)]
-    plain = kernel._serialize("tools/call", version, CallToolResult(content=content))
-    structured = kernel._serialize(
-        "tools/call", version, CallToolResult(content=content, structured_content=dict(_PROBE_STRUCTURED))
+    plain = unstable.serialize(kernel, TOOLS_CALL, version, CallToolResult(content=content))
+    structured = unstable.serialize(
+        kernel,
+        TOOLS_CALL,
+        version,
+        CallToolResult(content=content, structured_content=dict(_PROBE_STRUCTURED)),
     )
-    stamp = kernel._stamp_server_info(version, {"_meta": None}).get("_meta")
+    stamp = unstable.stamp_server_info(kernel, version, {"_meta": None}).get("_meta")
     item = {"type": "text", "text": _PROBE_TEXT}
     core_plain = {key: value for key, value in plain.items() if key in _CORE_KEYS}
     core_structured = {key: value for key, value in structured.items() if key in _CORE_KEYS}
@@ -115,7 +122,7 @@ def _learn(kernel: Any, version: str) -> _Shape | None:
     return _Shape(tuple(plain), tuple(structured), tuple(plain["content"][0]), "resultType" in plain)
 
 
-def _shape(kernel: Any, version: str) -> _Shape | None:
+def _shape(kernel: ServerRunner[Any], version: str) -> _Shape | None:
     try:
         return _SHAPES[version]
     except KeyError:
@@ -158,7 +165,9 @@ def _wrapper_type(meta: FuncMetadata) -> type | None:
     return annotation if annotation in _PRIMITIVES else None
 
 
-def quick_result(meta: FuncMetadata, value: Any, version: str, kernel: Any) -> dict[str, Any] | None:
+def quick_result(
+    meta: FuncMetadata, value: Any, version: str, kernel: ServerRunner[Any]
+) -> dict[str, Any] | None:
     """The wire dict ``kernel`` (a ``ServerRunner``) gives ``value`` returned by a tool with ``meta``, or None
     (see the module docstring)."""
     kind = type(value)
