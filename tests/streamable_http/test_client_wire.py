@@ -14,7 +14,7 @@ from mcpframe.http.client_wire import (
     SSEParser,
     encode_header_value,
     mcp_name,
-    modern_version,
+    stamped_version,
 )
 
 
@@ -130,7 +130,7 @@ def test_mcp_name_and_modern_version() -> None:
     assert mcp_name("tools/call", {"name": 3}) is None
     assert mcp_name("tools/call", None) is None
     meta = {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}
-    assert modern_version(meta) == "2026-07-28"
-    assert modern_version({"_meta": {}}) is None
-    assert modern_version({"_meta": "x"}) is None
-    assert modern_version([1]) is None
+    assert stamped_version(meta) == "2026-07-28"
+    assert stamped_version({"_meta": {}}) is None
+    assert stamped_version({"_meta": "x"}) is None
+    assert stamped_version([1]) is None

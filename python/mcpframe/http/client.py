@@ -46,10 +46,10 @@ from mcpframe.http.client_wire import (
     content_type,
     encode_header_value,
     mcp_name,
-    modern_version,
     request_id,
     retry_after,
     shared_ssl_context,
+    stamped_version,
     synthesized_error,
 )
 from mcpframe.http.headers import MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MCP_SESSION_ID
@@ -222,7 +222,7 @@ class StreamableHTTPTransport:
 
     def _post_headers(self, message: MessageLike) -> dict[str, str]:
         params = message.params if message.method is not None else None
-        version = modern_version(params)
+        version = stamped_version(params)
         if message.method == protocol.INITIALIZE:
             headers = dict(self._state.base)  # a new session: no session id, no version yet
         elif version is None:
@@ -275,7 +275,7 @@ class StreamableHTTPTransport:
         """Notifications and responses: the server answers 202; any body is ignored (it answers nothing)."""
         try:
             for attempt in range(2):
-                sent_session = None if modern_version(message.params) else self.session_id
+                sent_session = None if stamped_version(message.params) else self.session_id
                 response = await self._http.post(
                     self.url, content=message.raw, headers=self._post_headers(message)
                 )
@@ -301,7 +301,7 @@ class StreamableHTTPTransport:
         renewed = False
         busy = 0
         while True:
-            sent_session = None if modern_version(message.params) else self.session_id
+            sent_session = None if stamped_version(message.params) else self.session_id
             headers = self._post_headers(message)
             async with self._http.stream("POST", self.url, content=message.raw, headers=headers) as resp:
                 expired = resp.status_code == 404 and sent_session is not None and not renewed

@@ -32,11 +32,11 @@ __all__ = [
     "drain",
     "encode_header_value",
     "mcp_name",
-    "modern_version",
     "ndjson_frame",
     "request_id",
     "retry_after",
     "shared_ssl_context",
+    "stamped_version",
     "synthesized_error",
 ]
 
@@ -208,8 +208,9 @@ def encode_header_value(value: str) -> str:
     return BASE64_PREFIX + base64.b64encode(value.encode("utf-8")).decode("ascii") + BASE64_SUFFIX
 
 
-def modern_version(params: Any) -> str | None:
-    """The protocol version in `params._meta` when the message is a 2026-07-28 one, else `None`."""
+def stamped_version(params: Any) -> str | None:
+    """The protocol version a message carries in `params._meta` (a 2026-07-28 message), else `None`; unlike
+    `server.eras.modern_version` it checks nothing: the client only reads what it stamped itself."""
     if not isinstance(params, dict):
         return None
     meta = params.get("_meta")
