@@ -37,6 +37,7 @@ from .content import (
     user,
 )
 from .context import Context
+from .types import ToolDefinitionError
 
 __all__ = [
     "LATEST_LEGACY",
@@ -48,6 +49,7 @@ __all__ = [
     "PromptMessage",
     "Server",
     "ServerConnection",
+    "ToolDefinitionError",
     "ToolResult",
     "assistant",
     "audio",

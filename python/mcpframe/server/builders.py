@@ -8,7 +8,7 @@ from typing import Any
 
 from .context import Context
 from .registry import Prompt, Resource, ResourceTemplate, Tool, compile_template, describe
-from .schema import analyze, output_schema, return_annotation, wants_structured
+from .schema import analyze, jsonschema_check, output_schema, return_annotation, wants_structured
 
 __all__ = ["make_prompt", "make_resource", "make_tool"]
 
@@ -20,19 +20,23 @@ def _doc(fn: Callable[..., Any], description: str | None) -> str | None:
     return doc or None
 
 
-def _output(fn: Callable[..., Any], spec: dict[str, Any] | bool | None) -> tuple[dict[str, Any] | None, bool]:
+_Output = tuple[dict[str, Any] | None, bool, Callable[[Any], str | None] | None]
+
+
+def _output(fn: Callable[..., Any], spec: dict[str, Any] | bool | None, owner: str) -> _Output:
+    """The output schema, whether results are wrapped as `{"result": v}`, and the check of each result."""
     if isinstance(spec, dict):
-        return spec, False
+        return spec, False, jsonschema_check(spec)
     if spec is False:
-        return None, False
-    annotation = return_annotation(fn)
+        return None, False, None
+    annotation = return_annotation(fn, owner=owner)
     if annotation is inspect.Signature.empty or annotation is None:
         if spec is True:
             raise TypeError(f"{fn.__qualname__}: output_schema=True needs a return annotation")
-        return None, False
+        return None, False, None
     if spec is True or wants_structured(annotation):
-        return output_schema(annotation)
-    return None, False
+        return output_schema(annotation, owner=owner)
+    return None, False, None
 
 
 def make_tool(
@@ -48,8 +52,9 @@ def make_tool(
     meta: dict[str, Any] | None = None,
 ) -> Tool:
     """A Tool for `fn`: input schema from its hints (or verbatim), output schema for structured returns."""
-    signature = analyze(fn, context_type=Context, var_keyword=input_schema is not None)
-    schema_out, wrap = _output(fn, output_schema)
+    owner = f"tool {name or fn.__name__!r}"
+    signature = analyze(fn, context_type=Context, var_keyword=input_schema is not None, owner=owner)
+    schema_out, wrap, check = _output(fn, output_schema, owner)
     wire = describe(
         name=name or fn.__name__,
         title=title,
@@ -60,7 +65,7 @@ def make_tool(
         icons=icons,
         _meta=meta,
     )
-    return Tool(wire["name"], fn, signature, wire, schema_out, wrap)
+    return Tool(wire["name"], fn, signature, wire, schema_out, wrap, check)
 
 
 def make_resource(
@@ -77,7 +82,7 @@ def make_resource(
 ) -> Resource | ResourceTemplate:
     """A Resource for a fixed URI, or a ResourceTemplate when `uri` has `{variables}`."""
     pattern, variables = compile_template(uri)
-    signature = analyze(fn, context_type=Context, strict=False)
+    signature = analyze(fn, context_type=Context, strict=False, owner=f"resource {uri!r}")
     common = {
         "name": name or fn.__name__,
         "title": title,
@@ -107,7 +112,7 @@ def make_prompt(
     icons: list[dict[str, Any]] | None = None,
 ) -> Prompt:
     """A Prompt for `fn`; its parameters are the prompt's (string) arguments."""
-    signature = analyze(fn, context_type=Context, strict=False)
+    signature = analyze(fn, context_type=Context, strict=False, owner=f"prompt {name or fn.__name__!r}")
     properties = signature.schema.get("properties", {})
     required = set(signature.schema.get("required", ()))
     arguments = [

@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 import msgspec
 
+from .types import encode_hook
+
 __all__ = [
     "Content",
     "PromptMessage",
@@ -136,13 +138,13 @@ def assistant(content: str | dict[str, Any]) -> PromptMessage:
 
 
 def to_json_text(value: Any) -> str:
-    """Compact JSON text of any msgspec-encodable value (Structs, dataclasses, dicts, ...)."""
-    return msgspec.json.encode(value).decode("utf-8")
+    """Compact JSON text of any msgspec-encodable value (Structs, dataclasses, dicts, pydantic models...)."""
+    return msgspec.json.encode(value, enc_hook=encode_hook).decode("utf-8")
 
 
 def to_builtins(value: Any) -> Any:
-    """Plain JSON data (dict/list/str/...) for any msgspec-encodable value."""
-    return msgspec.to_builtins(value)
+    """Plain JSON data (dict/list/str/...) for any msgspec-encodable value (pydantic models and paths too)."""
+    return msgspec.to_builtins(value, enc_hook=encode_hook)
 
 
 _CONTENT_TYPES = frozenset({"text", "image", "audio", "resource", "resource_link"})

@@ -67,7 +67,7 @@ async def tools_list(
     return _page(conn, "tools", tools, params)
 
 
-def _tool_result(tool: Tool, value: Any, call: CallInfo) -> dict[str, Any]:
+def _tool_result(conn: ServerConnection, tool: Tool, value: Any, call: CallInfo) -> dict[str, Any]:
     if isinstance(value, ToolResult):
         content, structured, is_error, meta = (
             to_content(value.content),
@@ -76,12 +76,19 @@ def _tool_result(tool: Tool, value: Any, call: CallInfo) -> dict[str, Any]:
             value.meta,
         )
     elif tool.output_schema is not None:
-        structured = to_builtins(value)
+        try:
+            structured = to_builtins(value)
+        except (TypeError, ValueError) as exc:  # not JSON data at all: the same mistake as a wrong shape
+            return _mismatch(conn, tool, f"cannot be encoded as JSON ({exc})")
         if tool.wrap_result:
             structured = {"result": structured}
         content, is_error, meta = [_text_block(to_json_text(structured))], False, None
     else:
         content, structured, is_error, meta = to_content(value), None, False, None
+    if tool.check_output is not None and not is_error:
+        problem = tool.check_output(structured)
+        if problem is not None:
+            return _mismatch(conn, tool, f"does not match its outputSchema: {problem}")
     result: dict[str, Any] = {"content": content}
     if structured is not None and (call.modern or at_least(call.version, protocol.V2025_06_18)):
         result["structuredContent"] = structured
@@ -90,6 +97,13 @@ def _tool_result(tool: Tool, value: Any, call: CallInfo) -> dict[str, Any]:
     if meta:
         result["_meta"] = meta
     return result
+
+
+def _mismatch(conn: ServerConnection, tool: Tool, problem: str) -> dict[str, Any]:
+    """A result that breaks the tool's declared outputSchema: the spec forbids sending it, so say why."""
+    message = f"Error executing tool {tool.name}: its result {problem}"
+    conn.server.logger.error("%s", message)
+    return _error_result(message)
 
 
 def _text_block(text: str) -> dict[str, Any]:
@@ -127,7 +141,7 @@ async def tools_call(
         return _error_result(f"Error executing tool {tool.name}: {exc}")
     if type(value) is str and tool.output_schema is None:  # the common case, built here
         return {"content": [{"type": "text", "text": value}]}
-    return _tool_result(tool, value, call)
+    return _tool_result(conn, tool, value, call)
 
 
 async def resources_list(

@@ -49,6 +49,8 @@ class Tool:
     wire: dict[str, Any]
     output_schema: dict[str, Any] | None = None
     wrap_result: bool = False
+    # None when results are not checked: no output schema, or a verbatim one without `jsonschema` installed
+    check_output: Callable[[Any], str | None] | None = None
 
 
 @dataclasses.dataclass(slots=True)
