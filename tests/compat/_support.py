@@ -8,16 +8,31 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types import PromptReference, ResourceTemplateReference
 
 import mcpframe
+from mcpframe._unstable import mcp_sdk as unstable_sdk
 
 HERE = Path(__file__).resolve().parent
 SDK_SERVER = HERE / "sdk_server.py"
 FASTMCP_SERVER = HERE / "fastmcp_server.py"
 MiB = 1024 * 1024
+
+needs_private_mcp = pytest.mark.skipif(
+    not unstable_sdk.CHOICE.private,
+    reason=f"tests a path built on mcp's private names, off here: {unstable_sdk.CHOICE.reason}",
+)
+"""For a test of the engine's short way, sync pool, OpenTelemetry filter, subscription bridge or full start-up
+report: off on the public fallback (``mcpframe._unstable.mcp_sdk``), where every request takes the SDK's
+kernel instead (the rest of the suite checks that path's answers)."""
+needs_private_fastmcp = pytest.mark.skipif(
+    not unstable_sdk.FASTMCP_CHOICE.private,
+    reason=f"tests a path built on fastmcp's private names, off here: {unstable_sdk.FASTMCP_CHOICE.reason}",
+)
+"""For a test of the engine serving a FastMCP app (its pool swap included)."""
 
 
 def child_env(**extra: str) -> dict[str, str]:

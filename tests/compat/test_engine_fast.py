@@ -21,6 +21,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, TextContent
 from mcp_types.version import LATEST_MODERN_VERSION
 from pydantic import BaseModel
+from tests.compat._support import needs_private_mcp
 
 from mcpframe.compat.engine import _fast
 from mcpframe.compat.engine._server import _Kernel
@@ -126,6 +127,7 @@ async def answer(call: Any) -> Any:
         return ("error", exc.error.code, exc.error.message, exc.error.data)
 
 
+@needs_private_mcp
 @pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.parametrize("params", CALLS, ids=lambda p: f"{p['name']}-{p.get('arguments')}")
 async def test_short_way_answers_as_the_kernel(version: str, params: dict[str, Any]) -> None:
@@ -161,6 +163,7 @@ def refusals(app: MCPServer) -> dict[str, bool]:
     }
 
 
+@needs_private_mcp
 async def test_eligibility_refuses_what_needs_the_kernel() -> None:
     app = build_app()
     assert refusals(app) == {

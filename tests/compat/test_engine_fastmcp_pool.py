@@ -20,6 +20,7 @@ from fastmcp.server.dependencies import get_context
 from fastmcp.server.middleware import Middleware
 from fastmcp.utilities import async_utils
 from mcp.server.mcpserver import MCPServer
+from tests.compat._support import needs_private_fastmcp
 
 from mcpframe._threads import POOLED, WorkerPool
 from mcpframe.client import Client
@@ -161,12 +162,14 @@ async def test_context_variables_reach_the_worker(gate: threading.Event) -> None
             assert tag == "tagged request_id"
 
 
+@needs_private_fastmcp
 async def test_anyio_from_thread_works_inside_a_sync_tool(gate: threading.Event) -> None:
     with anyio.fail_after(10):
         async with Client(engine_server(build_app(gate))) as client:
             assert text(await client.call_tool("hop", {})) == threading.current_thread().name
 
 
+@needs_private_fastmcp
 async def test_a_tool_exception_reaches_fastmcp(gate: threading.Event) -> None:
     with anyio.fail_after(10):
         async with Client(engine_server(build_app(gate)), mode="legacy") as client:
@@ -200,6 +203,7 @@ async def test_nested_engines_share_one_swap_and_the_last_restores(gate: threadi
     assert set(holders().values()) == {ORIGINAL}
 
 
+@needs_private_fastmcp
 async def test_undo_puts_back_only_its_own_stand_in() -> None:
     app = FastMCP("undo")
     undo = pool_fastmcp(app, WorkerPool())
@@ -220,6 +224,7 @@ async def test_undo_puts_back_only_its_own_stand_in() -> None:
         setattr(theirs, NAME, ORIGINAL)
 
 
+@needs_private_fastmcp
 async def test_other_apps_and_no_pool_leave_fastmcp_alone() -> None:
     pool_fastmcp(MCPServer("plain"), WorkerPool())()
     assert set(holders().values()) == {ORIGINAL}

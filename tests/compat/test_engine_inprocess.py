@@ -21,6 +21,7 @@ from mcp.server.lowlevel.server import Server as LowLevelServer
 from mcp.server.mcpserver import Context, MCPServer
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
+from tests.compat._support import needs_private_mcp
 
 import mcpframe.compat
 from mcpframe.client import Client
@@ -62,6 +63,7 @@ def awkward_app() -> MCPServer:
     return app
 
 
+@needs_private_mcp
 def test_startup_report_lists_every_piece_not_carried_over(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.INFO, logger="mcpframe.compat.engine"):
         server = engine_server(awkward_app(), transport="http")
@@ -150,6 +152,7 @@ async def test_lifespan_context_and_progress_in_memory(mode: Any, era: str) -> N
     assert events == ["start", "stop"]
 
 
+@needs_private_mcp
 async def test_sdk_bus_notifications_reach_listening_clients() -> None:
     server = engine_server(lifespan_app([]))
     changed = anyio.Event()

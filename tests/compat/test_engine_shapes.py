@@ -26,6 +26,7 @@ from mcp_types import (
     InputRequiredResult,
 )
 from pydantic import Field
+from tests.compat._support import needs_private_mcp
 from tests.compat.test_engine_fast import CALLS as FAST_CALLS
 from tests.compat.test_engine_fast import VERSIONS, Dispatch, answer, runner_for
 from tests.compat.test_engine_fast import build_app as build_fast_app
@@ -113,6 +114,7 @@ def wire(answer: Any) -> str:
     return json.dumps(answer)
 
 
+@needs_private_mcp
 @pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.parametrize("tool", TOOLS)
 async def test_quick_results_are_the_kernels_to_the_byte(version: str, tool: str) -> None:
@@ -148,6 +150,7 @@ SLOW = [
 ]
 
 
+@needs_private_mcp
 @pytest.mark.parametrize(("tool", "value"), QUICK + SLOW)
 async def test_quick_way_is_taken_exactly_where_it_claims(tool: str, value: Any) -> None:
     app = build_app()
@@ -200,6 +203,7 @@ async def fast_modern(app: MCPServer, params: dict[str, Any]) -> Any:
     return await answer(_fast.short_tool_call(shaper, app, MODERN, dict(params), sealer))
 
 
+@needs_private_mcp
 @pytest.mark.parametrize("tool", TOOLS)
 async def test_modern_quick_results_are_the_kernels_to_the_byte(tool: str) -> None:
     app = build_app()
@@ -208,6 +212,7 @@ async def test_modern_quick_results_are_the_kernels_to_the_byte(tool: str) -> No
         assert wire(await fast_modern(app, params)) == wire(await kernel_modern(app, params)), (tool, value)
 
 
+@needs_private_mcp
 @pytest.mark.parametrize("params", FAST_CALLS, ids=lambda p: f"{p['name']}-{p.get('arguments')}")
 async def test_modern_short_way_answers_as_the_kernel(params: dict[str, Any]) -> None:
     """Every call of the handshake-era table (failures and protocol errors included), at 2026-07-28."""
@@ -219,6 +224,7 @@ async def test_modern_short_way_answers_as_the_kernel(params: dict[str, Any]) ->
     assert wire(await fast_modern(app, modern)) == wire(await kernel_modern(app, modern))
 
 
+@needs_private_mcp
 def test_modern_eligibility_refuses_what_needs_the_kernel() -> None:
     app = build_fast_app()
     plain = {"name": "echo", "arguments": {"text": "x"}}
@@ -249,6 +255,7 @@ def test_modern_eligibility_refuses_what_needs_the_kernel() -> None:
     assert not _fast.modern_eligible(_Kernel(app._lowlevel_server), app, cases["plain"])
 
 
+@needs_private_mcp
 async def test_modern_input_required_is_sealed_by_the_requests_own_kernel() -> None:
     app = build_fast_app()
 

@@ -16,6 +16,7 @@ pytest.importorskip("mcp")
 
 from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.mcpserver import MCPServer
+from tests.compat._support import needs_private_mcp
 
 from mcpframe.compat.engine import _tracing
 from mcpframe.compat.engine._server import EngineServer
@@ -51,6 +52,7 @@ INSTALLED = textwrap.dedent(
 )
 
 
+@needs_private_mcp
 def test_quiet_without_a_provider_leaves_the_otel_middleware_out() -> None:
     app = MCPServer("quiet")
     engine = EngineServer(app)
@@ -59,6 +61,7 @@ def test_quiet_without_a_provider_leaves_the_otel_middleware_out() -> None:
     assert not any(isinstance(m, OpenTelemetryMiddleware) for m in engine.kernel.middleware)
 
 
+@needs_private_mcp
 def test_an_installed_provider_puts_the_otel_middleware_back_and_the_short_way_off() -> None:
     child = subprocess.run(
         [sys.executable, "-c", INSTALLED],
