@@ -44,7 +44,7 @@ from mcpframe.transports.base import Transport
 from . import _tracing as tracing
 from ._channels import ConnectionChannel, NotificationChannel, RequestChannel
 from ._fast import eligible, modern_eligible, plain_tool_call, seal, short_tool_call
-from ._fastmcp import pool_fastmcp
+from ._fastmcp import is_fastmcp, pool_fastmcp
 from ._report import StartupReport
 
 __all__ = ["OWNED_METHODS", "EngineConnection", "EngineServer", "lowlevel_of"]
@@ -62,7 +62,7 @@ def lowlevel_of(app: Any) -> LowLevelServer[Any]:
     lowlevel = unstable.lowlevel_server(app)
     if lowlevel is not None:
         return lowlevel
-    if hasattr(app, "_mcp_server"):
+    if is_fastmcp(app):
         raise TypeError(f"a FastMCP app needs fastmcp's private names here: {unstable.FASTMCP_CHOICE.reason}")
     raise TypeError(
         f"expected an mcp MCPServer, a FastMCP app or an mcp low-level Server, not {type(app).__name__}"
