@@ -80,7 +80,6 @@ class Signature:
     strict: bool
     var_keyword: bool = False
     is_async: bool = False
-    dec_hook: Callable[[type, Any], Any] | None = None  # only when a parameter needs it (a model, a path)
 
     def bind(self, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
         """Validate `arguments` and return the keyword arguments to call the handler with."""
@@ -92,13 +91,36 @@ class Signature:
         if struct is None:
             return {k: v for k, v in arguments.items() if k not in self.params} if self.var_keyword else {}
         try:
-            if self.dec_hook is None:  # the common case pays no hook
-                value = msgspec.convert(arguments, struct, strict=self.strict)
-            else:
-                value = msgspec.convert(arguments, struct, strict=self.strict, dec_hook=self.dec_hook)
+            value = msgspec.convert(arguments, struct, strict=self.strict)
         except msgspec.ValidationError as exc:
             raise ArgumentError(f"Invalid arguments: {exc}") from None
         named = msgspec.structs.asdict(value)  # the Struct's fields are exactly `params`
+        if self.var_keyword:
+            return {**{k: v for k, v in arguments.items() if k not in self.params}, **named}
+        return named
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class HookedSignature(Signature):
+    """A Signature whose parameters need `types.decode_hook` (a pydantic model, a path).
+
+    A subclass rather than a branch in `Signature.bind`, so that the common tool does not pay for it.
+    """
+
+    dec_hook: Callable[[type, Any], Any] = decode_hook
+
+    def bind(self, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
+        """Validate `arguments` and return the keyword arguments to call the handler with."""
+        if arguments is None:
+            arguments = {}
+        elif not isinstance(arguments, Mapping):
+            raise ArgumentError("arguments must be an object")
+        assert self.struct is not None  # a hook is only needed by some parameter's type
+        try:
+            value = msgspec.convert(arguments, self.struct, strict=self.strict, dec_hook=self.dec_hook)
+        except msgspec.ValidationError as exc:
+            raise ArgumentError(f"Invalid arguments: {exc}") from None
+        named = msgspec.structs.asdict(value)
         if self.var_keyword:
             return {**{k: v for k, v in arguments.items() if k not in self.params}, **named}
         return named
@@ -222,10 +244,8 @@ def analyze(
     except (TypeError, ValueError) as exc:
         raise _culprit(owner, fields, exc) from exc
     schema = _inline(components, name)
-    hook = decode_hook if hooks.used else None
-    return Signature(
-        tuple(names), context_param, schema, struct, strict, has_var_keyword, _is_async(fn), hook
-    )
+    kind = HookedSignature if hooks.used else Signature
+    return kind(tuple(names), context_param, schema, struct, strict, has_var_keyword, _is_async(fn))
 
 
 _STRUCTURED_ORIGINS = (dict, Mapping)
