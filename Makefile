@@ -91,6 +91,11 @@ ci: ## what CI runs: lint, the suite (3.11), public-only, 3.12 and 3.13, each st
 bench: ## pytest-benchmark suites, side by side
 	$(PYTEST) benches --benchmark-enable --benchmark-only --benchmark-columns=mean,median,ops --benchmark-sort=name
 
+# docs/ is a directory: without .PHONY make would call the target up to date
+.PHONY: docs
+docs: ## the documentation site into site/ (mkdocs build --strict: a warning fails; the docs extra)
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet
+
 FUZZ_SECONDS ?= 60
 fuzz: ## fuzz each target FUZZ_SECONDS (60): cargo-fuzz core, atheris and hypothesis native-vs-python; fails on a finding
 	$(PY) fuzz/run.py --seconds $(FUZZ_SECONDS) $(if $(FUZZ_TARGETS),--targets $(FUZZ_TARGETS))

@@ -52,4 +52,4 @@ if not TYPE_CHECKING:
     globals().update({name: getattr(_backend, name) for name in _backend.__all__})
 
 __all__ = ["BACKEND", "INVALID_REQUEST", "PARSE_ERROR", "load_backend"]
-__all__ += _backend.__all__
+__all__ += list(_backend.__all__)  # a call, which griffe (the docs site) skips instead of misreading
