@@ -54,7 +54,7 @@ from mcpframe.session.intake import Intake
 from mcpframe.session.options import SessionOptions
 from mcpframe.session.outbox import IO_ERRORS, Outbox
 from mcpframe.session.outgoing import Outgoing
-from mcpframe.session.request import ProgressCallback, Request
+from mcpframe.session.request import IN_SCOPE, ProgressCallback, Request
 from mcpframe.transports.base import Transport
 
 __all__ = ["NotificationHandler", "RequestHandler", "Session"]
@@ -474,8 +474,9 @@ class Session:
         try:
             if not request._cancelled:  # cancelled before it started: the handler never runs
                 request._started = True
-                try:
-                    result = await request._call(self.request_handler)  # type: ignore[arg-type]
+                handler: RequestHandler = self.request_handler  # type: ignore[assignment]
+                try:  # the default path awaits the handler itself: no frame between (request.IN_SCOPE)
+                    result = await (request._call_in_scope(handler) if IN_SCOPE else handler(request))
                 except (JSONRPCError, Exception) as exc:
                     frame = failure_frame(request, exc)
                 else:
