@@ -26,7 +26,7 @@ import anyio.abc
 import uvicorn
 
 from mcpframe import jsonrpc
-from mcpframe.protocol import SUPPORTED_VERSIONS
+from mcpframe.protocol import SUPPORTED_VERSIONS, at_least
 
 from .admission import Admission
 from .asgi import HttpRequest, Receive, Scope, Send
@@ -202,7 +202,7 @@ class StreamableHTTPServer:
     async def _get(self, request: HttpRequest, owner: str | None) -> Answer:
         if not Accepts.parse(request.headers.get("accept")).sse:
             return error_response(406, "Not Acceptable: GET needs Accept: text/event-stream")
-        modern = request.headers.get(MCP_PROTOCOL_VERSION, "") >= FIRST_STATELESS
+        modern = at_least(request.headers.get(MCP_PROTOCOL_VERSION, ""), FIRST_STATELESS)
         if modern and MCP_SESSION_ID not in request.headers:
             return Reply(405, headers={"Allow": "POST"})
         found = self.sessions.find(request.headers, owner)

@@ -35,9 +35,7 @@ fails is lost (it is answered ``-32603`` with ``id: null``).
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import re
 from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
@@ -55,26 +53,6 @@ if TYPE_CHECKING:
 __all__ = ["Intake"]
 
 logger = logging.getLogger("mcpframe.session")
-
-# the lookbehind starts a match only at the head of a digit run: each run is scanned once (linear)
-_LONG_DIGITS: Final = re.compile(rb"(?<![0-9])[0-9]{%d,}" % (core.MAX_INT_DIGITS + 1))
-
-
-def response_shaped(raw: bytes | None) -> bool:
-    """Whether a rejected frame is an object with ``result`` or ``error`` and no ``method``: a response.
-
-    Cold path (only rejected frames come here). Digit runs beyond the core's limit are shortened first
-    (inside a string that changes nothing of the frame's shape), so that the stdlib parser can read the
-    top-level members of a frame the core refused only for an over-long integer.
-    """
-    if not raw:
-        return False
-    try:
-        value = json.loads(_LONG_DIGITS.sub(b"0", raw))
-    except (ValueError, RecursionError):
-        return False
-    return isinstance(value, dict) and "method" not in value and ("result" in value or "error" in value)
-
 
 _FRAME_ERROR: Final = core.FrameError
 
@@ -374,7 +352,7 @@ class Intake:
         batch = self._batches.of(error)
         if batch is not REFUSED:
             log_frame_error(error)
-            if response_shaped(error.raw):  # never answered: a response gets no response
+            if jsonrpc.response_shaped(error.raw):  # never answered: a response gets no response
                 self._fail_our_request(error)
             elif not error.notification:
                 session._reply(error.to_response(), batch)

@@ -43,7 +43,7 @@ import anyio.abc
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from mcpframe import jsonrpc
-from mcpframe._api import MessageLike
+from mcpframe._api import Id, MessageLike
 from mcpframe.protocol import NOTIFICATIONS_CANCELLED, NOTIFICATIONS_PROGRESS, PING
 from mcpframe.session.batch import Batch
 from mcpframe.session.eager import AVAILABLE as EAGER
@@ -64,7 +64,6 @@ logger = logging.getLogger("mcpframe.session")
 RequestHandler = Callable[[Request], Awaitable[Any]]
 NotificationHandler = Callable[[MessageLike], Awaitable[None]]
 _Job = tuple[Callable[..., Any], tuple[Any, ...]]
-Id = int | str
 
 _IO_ERRORS = IO_ERRORS
 

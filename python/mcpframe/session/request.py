@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 
-from mcpframe._api import MessageLike
+from mcpframe._api import Id, MessageLike
 from mcpframe._unstable.anyio_tasks import SHIELD_AWARE, in_shield
 from mcpframe.protocol import NOTIFICATIONS_PROGRESS, PROGRESS_TOKEN
 
@@ -20,8 +20,6 @@ __all__ = ["ProgressCallback", "Request"]
 
 ProgressCallback = Callable[[float, float | None, str | None], Any]
 """``on_progress(progress, total, message)``; may return an awaitable."""
-
-Id = int | str
 
 
 def _progress_token(meta: dict[str, Any]) -> Id | None:
