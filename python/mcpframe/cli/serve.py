@@ -104,18 +104,20 @@ def _load(spec: str, *, stdio: bool, show_traceback: bool) -> Target | int:
 
 def _serve_http(server: Server, args: argparse.Namespace, options: Any) -> int:
     from mcpframe.http.server import serve_http  # noqa: PLC0415 - the HTTP stack is optional
+    from mcpframe.server.lifecycle import LifespanError, run_stoppable  # noqa: PLC0415
 
-    level = args.log_level or "warning"
-    anyio.run(
-        lambda: serve_http(
-            server,
-            host=args.host,
-            port=args.port,
-            options=options,
-            ready=ready_callback(options),
-            log_level=level,
+    level, ready = args.log_level or "warning", ready_callback(options)
+
+    async def main() -> None:
+        await serve_http(
+            server, host=args.host, port=args.port, options=options, ready=ready, log_level=level
         )
-    )
+
+    try:  # SIGTERM/SIGINT: uvicorn's graceful stop, the lifespan's teardown, status 0
+        anyio.run(lambda: run_stoppable(main))
+    except LifespanError as exc:
+        print(f"mcpframe serve: {exc}", file=sys.stderr, flush=True)
+        return 1
     return 0
 
 

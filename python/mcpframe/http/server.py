@@ -15,10 +15,12 @@ The server is a composition: it builds the session manager, the admission bound,
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import math
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -27,6 +29,7 @@ import uvicorn
 
 from mcpframe import jsonrpc
 from mcpframe.protocol import SUPPORTED_VERSIONS, at_least
+from mcpframe.server.lifecycle import shutdown_grace
 
 from .admission import Admission
 from .asgi import HttpRequest, Receive, Scope, Send
@@ -248,8 +251,15 @@ async def serve_http(
     options: HttpOptions | None = None,
     ready: Callable[[str], Any] | None = None,
     log_level: str = "warning",
+    grace: float | None = None,
 ) -> None:
-    """Serve over Streamable HTTP with uvicorn until cancelled; `ready(url)` is called once listening."""
+    """Serve over Streamable HTTP with uvicorn until cancelled; `ready(url)` is called once listening.
+
+    The server's lifespan starts before the socket is announced and ends after uvicorn stopped. Cancelled,
+    uvicorn stops taking connections and gives the requests in flight `grace` seconds (default:
+    `mcpframe.server.lifecycle.shutdown_grace()`, 10 s) before cutting them. uvicorn's own signal handlers
+    are not installed: the entry point running the loop decides what SIGTERM and SIGINT do.
+    """
     opts = options or HttpOptions()
     http = StreamableHTTPServer(server, opts)
     family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
@@ -263,14 +273,24 @@ async def serve_http(
     sock.set_inheritable(True)
     bound = sock.getsockname()[1]
     shown = f"[{host.strip('[]')}]" if family == socket.AF_INET6 else host
-    config = uvicorn.Config(http.app, log_level=log_level, lifespan="on", timeout_graceful_shutdown=1)
-    uv = uvicorn.Server(config)
-    if ready is not None:
-        ready(f"http://{shown}:{bound}{opts.path}")
+    wait = math.ceil(shutdown_grace(grace))  # uvicorn takes whole seconds
+    config = uvicorn.Config(http.app, log_level=log_level, lifespan="on", timeout_graceful_shutdown=wait)
+    uv = _Uvicorn(config)
     try:
-        await _serve_until_cancelled(uv, sock)
+        async with server.lifespan():
+            if ready is not None:
+                ready(f"http://{shown}:{bound}{opts.path}")
+            await _serve_until_cancelled(uv, sock)
     finally:
         sock.close()
+
+
+class _Uvicorn(uvicorn.Server):
+    """uvicorn without its signal handlers, which would raise a caught SIGTERM/SIGINT again at the end."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
 
 
 async def _serve_until_cancelled(uv: uvicorn.Server, sock: socket.socket) -> None:

@@ -118,6 +118,7 @@ class Stop:
         self.signal: int | None = None
         self.refusing = False
         self.claimed = False  # a connection drains itself (Server.serve): main is not cancelled
+        self.on_request: Callable[[], object] = lambda: None
         self._running: dict[asyncio.Task[Any], Request] = {}
         self._cut: set[asyncio.Task[Any]] = set()
         self._idle: anyio.Event | None = None
@@ -127,6 +128,7 @@ class Stop:
         if not self.requested.is_set():
             self.signal = sig
             self.requested.set()
+            self.on_request()
 
     # ------------------------------------------------------------ requests
 
@@ -226,16 +228,9 @@ async def run_stoppable(main: Callable[[], Awaitable[None]], *, grace: float | N
     stop = Stop(shutdown_grace(grace))
     token = _CURRENT.set(stop)
     try:
-        with stop.signals():
-            async with anyio.create_task_group() as tg:
-
-                async def watch() -> None:
-                    await stop.requested.wait()
-                    if not stop.claimed:  # nothing drains itself (HTTP): cancel, the host drains
-                        tg.cancel_scope.cancel()
-
-                tg.start_soon(watch)
-                await main()
-                tg.cancel_scope.cancel()
+        with stop.signals(), anyio.CancelScope() as scope:
+            # when no connection drains itself (Streamable HTTP), cancelling lets the host drain its way
+            stop.on_request = lambda: None if stop.claimed else scope.cancel()
+            await main()
     finally:
         _CURRENT.reset(token)

@@ -32,6 +32,7 @@ import anyio
 
 from mcpframe._gc import freeze_startup_heap
 from mcpframe._unstable import mcp_sdk as unstable
+from mcpframe.server.lifecycle import run_stoppable
 from mcpframe.server.registry import ListKind
 from mcpframe.session import SessionOptions
 from mcpframe.transports.base import Transport
@@ -135,9 +136,10 @@ def serve(app: Any, transport: TransportName = "stdio", **options: Any) -> None:
     """Blocking ``serve_async`` (the drop-in for ``app.run()`` / ``app.run("streamable-http")``).
 
     This owns the process, so once the app's lifespan has started the start-up heap is frozen out of the
-    cyclic GC (``MCPFRAME_GC_FREEZE=0`` turns that off; see ``mcpframe._gc``).
+    cyclic GC (``MCPFRAME_GC_FREEZE=0`` turns that off; see ``mcpframe._gc``). SIGTERM and SIGINT stop it
+    gracefully, as they stop ``Server.run()`` (``mcpframe.server.lifecycle``).
     """
-    anyio.run(lambda: _serve(app, transport, freeze_startup_heap, **options))
+    anyio.run(lambda: run_stoppable(lambda: _serve(app, transport, freeze_startup_heap, **options)))
 
 
 def _nothing() -> None:
