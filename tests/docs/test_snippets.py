@@ -12,6 +12,7 @@ import inspect
 import os
 import subprocess
 import sys
+import types
 from pathlib import Path
 from typing import Any
 
@@ -124,7 +125,10 @@ def _serve_http(where: Path) -> subprocess.Popen[str]:
 
 
 async def run_async(block: Block, where: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    namespace: dict[str, Any] = {"__name__": "snippet"}
+    # a real module, so what the server block defines (a dataclass, a pydantic model) can find it
+    module = types.ModuleType("snippet")
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    namespace = module.__dict__
     source = block.source
     # what `Client.stdio("mcpframe", ...)` in a block finds: this interpreter's scripts, this backend
     env = child_env()
