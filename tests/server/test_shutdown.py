@@ -236,3 +236,38 @@ async def test_mcpframe_serve_http_stops_gracefully(project: Path) -> None:
     assert status == 0
     assert (project / "torn-down").read_text() == "torn down"
     _no_traceback(stderr)
+
+
+async def test_mcpframe_serve_http_answers_a_request_cut_at_the_end_of_the_grace_period(
+    project: Path,
+) -> None:
+    httpx = pytest.importorskip("httpx")
+    pytest.importorskip("uvicorn")
+    command = [*ENTRY_POINTS["mcpframe serve"], "--http", "--port", "0"]
+    headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+    env = _env(project, MCPFRAME_SHUTDOWN_GRACE="0")
+    answers: list[Any] = []
+    async with child(command, project, **env) as server, httpx.AsyncClient(timeout=60) as http:
+        url = (await server.stderr_line("Streamable HTTP on ")).rsplit(" ", 1)[-1]
+        first = await http.post(url, json=INITIALIZE, headers=headers)
+        headers = {
+            **headers,
+            "mcp-session-id": first.headers["mcp-session-id"],
+            "mcp-protocol-version": "2025-06-18",
+        }
+        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "stuck"}}
+
+        async def post() -> None:
+            answers.append(await http.post(url, json=call, headers=headers))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(post)
+            await server.stderr_line("slow: started")
+            server.signal(signal.SIGTERM)
+        status, _rest, stderr = await server.end()
+    assert answers[0].status_code == 200
+    assert '"code":-32000' in answers[0].text
+    assert "did not finish in the 0 s grace period" in answers[0].text
+    assert status == 0
+    assert (project / "torn-down").read_text() == "torn down"
+    _no_traceback(stderr)

@@ -20,7 +20,8 @@ import json
 import logging
 import math
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -29,7 +30,7 @@ import uvicorn
 
 from mcpframe import jsonrpc
 from mcpframe.protocol import SUPPORTED_VERSIONS, at_least
-from mcpframe.server.lifecycle import shutdown_grace
+from mcpframe.server.lifecycle import Stop, current_stop, shutdown_grace
 
 from .admission import Admission
 from .asgi import HttpRequest, Receive, Scope, Send
@@ -132,6 +133,12 @@ class StreamableHTTPServer:
             raise
         finally:
             self._tg = None
+
+    def end_streams(self) -> None:
+        """Shutting down: GET streams end (one opened later ends at once) and open listens answer."""
+        for session in list(self.sessions.sessions.values()):
+            session.get_stream.finish()
+        self.server.close_connections()
 
     # ---------------------------------------------------------------- routes
 
@@ -280,9 +287,16 @@ async def serve_http(
         async with server.lifespan():
             if ready is not None:
                 ready(f"http://{shown}:{bound}{opts.path}")
-            await _serve_until_cancelled(uv, sock)
+            await _serve_until_cancelled(uv, sock, partial(_stopping, http, current_stop()))
     finally:
         sock.close()
+
+
+async def _stopping(http: StreamableHTTPServer, stop: Stop | None) -> None:
+    """Before uvicorn stops: end the GET streams, then (under a graceful stop) let requests settle."""
+    http.end_streams()
+    if stop is not None:  # new requests are refused, those in flight get the grace period, then -32000
+        await stop.settle()
 
 
 class _Uvicorn(uvicorn.Server):
@@ -293,8 +307,14 @@ class _Uvicorn(uvicorn.Server):
         yield
 
 
-async def _serve_until_cancelled(uv: uvicorn.Server, sock: socket.socket) -> None:
-    """Run uvicorn; when cancelled, ask it to shut down (lifespan included) instead of tearing it apart."""
+async def _serve_until_cancelled(
+    uv: uvicorn.Server, sock: socket.socket, stopping: Callable[[], Awaitable[None]]
+) -> None:
+    """Run uvicorn; when cancelled, ask it to shut down (lifespan included) instead of tearing it apart.
+
+    `stopping()` runs first (shielded): responses that would never end by themselves (GET streams) end and
+    the requests in flight settle, so uvicorn then finds its connections idle instead of waiting them out.
+    """
     done = anyio.Event()
 
     async def serve() -> None:
@@ -309,6 +329,7 @@ async def _serve_until_cancelled(uv: uvicorn.Server, sock: socket.socket) -> Non
         try:
             await done.wait()
         finally:
-            uv.should_exit = True
             with anyio.CancelScope(shield=True):
+                await stopping()
+                uv.should_exit = True
                 await done.wait()

@@ -301,11 +301,24 @@ class Server:
         for connection in list(self._connections):
             connection.post("updated", uri)
 
+    def close_connections(self) -> None:
+        """Shutting down: open `subscriptions/listen` requests answer; change notifications stop."""
+        for connection in list(self._connections):
+            connection.close()
+
     # ---------------------------------------------------------------- serving
 
     def connection(self) -> ServerConnection:
-        """Fresh per-connection state; give its handlers to a Session (see docs/session-api.md)."""
-        return ServerConnection(self)
+        """Fresh per-connection state; give its handlers to a Session (see docs/session-api.md).
+
+        Under an entry point that stops gracefully (`lifecycle.run_stoppable`) its requests are tracked, so
+        a stop can wait for them (the HTTP host makes its connections here too).
+        """
+        connection = ServerConnection(self)
+        stop = current_stop()
+        if stop is not None:
+            stop.track_connection(connection)
+        return connection
 
     @asynccontextmanager
     async def lifespan(self) -> AsyncIterator[Any]:
@@ -343,10 +356,11 @@ class Server:
         """
         connection = self.connection()
         stop = current_stop()
-        handler = connection.handle_request if stop is None else stop.track(connection.handle_request)
+        if stop is not None:
+            stop.track_connection(connection)  # a subclass's connection() may not have
         session = Session(
             transport,
-            request_handler=handler,
+            request_handler=connection.handle_request,
             notification_handler=connection.handle_notification,
             options=session_options,
             batches=False,

@@ -28,15 +28,19 @@ import os
 import signal
 import sys
 import traceback
+import weakref
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from mcpframe import jsonrpc
 from mcpframe._unstable import asyncio_tasks
 from mcpframe.session import JSONRPCError, Request, Session
+
+if TYPE_CHECKING:
+    from .connection import ServerConnection
 
 __all__ = ["DEFAULT_GRACE", "LifespanError", "Stop", "current_stop", "run_stoppable", "shutdown_grace"]
 
@@ -123,6 +127,8 @@ class Stop:
         self._running: dict[asyncio.Task[Any] | None, Request] = {}
         self._cut: set[asyncio.Task[Any]] = set()
         self._idle: anyio.Event | None = None
+        self._settled: anyio.Event | None = None
+        self._tracked: weakref.WeakSet[ServerConnection] = weakref.WeakSet()
 
     def request(self, sig: int | None = None) -> None:
         """Begin the stop (what a first signal does); idempotent."""
@@ -169,11 +175,19 @@ class Stop:
             self._idle = anyio.Event()
             await self._idle.wait()
 
-    async def drain(self, session: Session, before: Callable[[], object]) -> None:
-        """Once the stop is requested: refuse, wait, cut, then close ``session``; ``before()`` runs first."""
-        await self.requested.wait()
+    def track_connection(self, connection: ServerConnection) -> None:
+        """Route ``connection``'s requests through ``track`` (once, however often it is asked)."""
+        if connection not in self._tracked:
+            self._tracked.add(connection)
+            connection.handle_request = self.track(connection.handle_request)  # type: ignore[method-assign,assignment]
+
+    async def settle(self) -> None:
+        """Refuse new requests, wait up to ``grace`` for the running ones, cut the rest (done once)."""
+        if self._settled is not None:
+            await self._settled.wait()
+            return
+        self._settled = anyio.Event()
         self.refusing = True
-        before()
         with anyio.move_on_after(self.grace):
             await self._all_done()
         if self._running:
@@ -188,6 +202,13 @@ class Stop:
                     task.cancel()
             with anyio.move_on_after(_CUT_WAIT):
                 await self._all_done()
+        self._settled.set()
+
+    async def drain(self, session: Session, before: Callable[[], object]) -> None:
+        """Once the stop is requested: ``before()``, ``settle()``, then close ``session``."""
+        await self.requested.wait()
+        before()
+        await self.settle()
         await session.aclose()
 
     # ------------------------------------------------------------ signals
