@@ -89,6 +89,13 @@ SDK_APP = """
         return f"{ctx.request_context.lifespan_context['greeting']}, finished"
 
 
+    @app.tool()
+    async def stuck() -> str:
+        print("slow: started", file=sys.stderr, flush=True)
+        await anyio.sleep_forever()
+        return "never"
+
+
     if __name__ == "__main__":
         mcpframe.compat.serve(app)
 """
@@ -238,12 +245,15 @@ async def test_mcpframe_serve_http_stops_gracefully(project: Path) -> None:
     _no_traceback(stderr)
 
 
+@pytest.mark.parametrize("target", ["server.py", "sdk_app.py"])
 async def test_mcpframe_serve_http_answers_a_request_cut_at_the_end_of_the_grace_period(
-    project: Path,
+    project: Path, target: str
 ) -> None:
     httpx = pytest.importorskip("httpx")
     pytest.importorskip("uvicorn")
-    command = [*ENTRY_POINTS["mcpframe serve"], "--http", "--port", "0"]
+    if target == "sdk_app.py":
+        pytest.importorskip("mcp")
+    command = [PYTHON, "-m", "mcpframe", "serve", target, "--http", "--port", "0"]
     headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
     env = _env(project, MCPFRAME_SHUTDOWN_GRACE="0")
     answers: list[Any] = []

@@ -23,7 +23,7 @@ from .builders import make_prompt, make_resource, make_tool
 from .connection import ServerConnection
 from .eras import RequestState
 from .handlers import HANDLERS, Handler
-from .lifecycle import LifespanError, current_stop, run_stoppable, startup_failure
+from .lifecycle import LifespanError, current_stop, run_stoppable, startup_failure, tracked
 from .registry import ListKind, Registry, Resource
 
 __all__ = ["Lifespan", "Server"]
@@ -314,11 +314,7 @@ class Server:
         Under an entry point that stops gracefully (`lifecycle.run_stoppable`) its requests are tracked, so
         a stop can wait for them (the HTTP host makes its connections here too).
         """
-        connection = ServerConnection(self)
-        stop = current_stop()
-        if stop is not None:
-            stop.track_connection(connection)
-        return connection
+        return tracked(ServerConnection(self))
 
     @asynccontextmanager
     async def lifespan(self) -> AsyncIterator[Any]:
@@ -354,10 +350,8 @@ class Server:
         the one revision that has them. Under `run()` (or another entry point that handles SIGTERM and
         SIGINT) the connection stops gracefully on a signal (`server/lifecycle.py`).
         """
-        connection = self.connection()
+        connection = tracked(self.connection())  # a subclass's connection() may not have
         stop = current_stop()
-        if stop is not None:
-            stop.track_connection(connection)  # a subclass's connection() may not have
         session = Session(
             transport,
             request_handler=connection.handle_request,

@@ -31,7 +31,7 @@ import traceback
 import weakref
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
@@ -42,7 +42,15 @@ from mcpframe.session import JSONRPCError, Request, Session
 if TYPE_CHECKING:
     from .connection import ServerConnection
 
-__all__ = ["DEFAULT_GRACE", "LifespanError", "Stop", "current_stop", "run_stoppable", "shutdown_grace"]
+__all__ = [
+    "DEFAULT_GRACE",
+    "LifespanError",
+    "Stop",
+    "current_stop",
+    "run_stoppable",
+    "shutdown_grace",
+    "tracked",
+]
 
 logger = logging.getLogger("mcpframe.server")
 
@@ -56,6 +64,7 @@ _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _CURRENT: contextvars.ContextVar[Stop | None] = contextvars.ContextVar("mcpframe_stop", default=None)
 
 RequestHandler = Callable[[Request], Awaitable[Any]]
+C = TypeVar("C", bound="ServerConnection")
 
 
 class LifespanError(RuntimeError):
@@ -87,6 +96,14 @@ def _checked(grace: float, name: str) -> float:
 def current_stop() -> Stop | None:
     """The ``Stop`` of the ``run_stoppable`` this task runs under, if any."""
     return _CURRENT.get()
+
+
+def tracked(connection: C) -> C:
+    """``connection``, its requests tracked by the current ``Stop`` if there is one (see ``Stop.track``)."""
+    stop = _CURRENT.get()
+    if stop is not None:
+        stop.track_connection(connection)
+    return connection
 
 
 def startup_failure(server_name: str, exc: BaseException) -> LifespanError:

@@ -38,6 +38,7 @@ from mcpframe._threads import WorkerPool, threaded
 from mcpframe._unstable import mcp_sdk as unstable
 from mcpframe.server import Server, ServerConnection
 from mcpframe.server.context import CallInfo
+from mcpframe.server.lifecycle import tracked
 from mcpframe.session import JSONRPCError, Message, Request, SessionOptions
 from mcpframe.transports.base import Transport
 
@@ -258,7 +259,7 @@ class EngineServer(Server):
 
     def connection(self) -> EngineConnection:
         """Fresh per-connection state (an SDK kernel is attached once the client has initialized)."""
-        return EngineConnection(self)
+        return tracked(EngineConnection(self))  # a graceful stop (SIGTERM) waits for its requests
 
     # ----------------------------------------------------------------- serving
 
