@@ -162,6 +162,20 @@ async def test_a_signal_lets_the_request_in_flight_finish(
     _no_traceback(stderr)
 
 
+@pytest.mark.parametrize("entry", list(ENTRY_POINTS))
+async def test_an_idle_server_stops_at_once_with_its_teardown(project: Path, entry: str) -> None:
+    if entry == "compat.serve":
+        pytest.importorskip("mcp")
+    async with child(ENTRY_POINTS[entry], project, **_env(project)) as server:
+        await server.initialize()  # answered: the lifespan has started, signals are handled
+        server.signal(signal.SIGTERM)
+        status, rest, stderr = await server.end()
+    assert status == 0
+    assert rest == b""
+    assert (project / "torn-down").read_text() == "torn down"
+    _no_traceback(stderr)
+
+
 async def test_a_request_past_the_grace_period_is_answered_with_an_error(project: Path) -> None:
     env = _env(project, MCPFRAME_SHUTDOWN_GRACE="0")
     async with child(ENTRY_POINTS["server.run()"], project, **env) as server:
