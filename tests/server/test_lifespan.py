@@ -104,3 +104,15 @@ async def test_a_start_up_failure_is_one_line_naming_the_users_line() -> None:
     )
     assert isinstance(caught.value.__cause__, ConnectionError)
     assert "\n" not in str(caught.value)
+
+
+async def test_the_http_host_runs_the_lifespan_as_its_asgi_lifespan() -> None:
+    pytest.importorskip("uvicorn")
+    from mcpframe.http.server import StreamableHTTPServer  # noqa: PLC0415 - the http extra is optional
+
+    events: list[str] = []
+    server, _ = _recording_server(events)
+    async with StreamableHTTPServer(server):  # what the ASGI lifespan's startup and shutdown do
+        assert events == ["start with-lifespan"]
+        assert server.lifespan_state == {"pool": "connected"}
+    assert events == ["start with-lifespan", "stop"]

@@ -21,6 +21,7 @@ import logging
 import math
 import socket
 from collections.abc import Awaitable, Callable, Iterator
+from contextlib import AbstractAsyncContextManager
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -77,6 +78,7 @@ class StreamableHTTPServer:
             replies=self.replies,
         )
         self._tg: anyio.abc.TaskGroup | None = None
+        self._server_lifespan: AbstractAsyncContextManager[Any] | None = None
 
     @property
     def app(self) -> StreamableHTTPServer:
@@ -116,7 +118,11 @@ class StreamableHTTPServer:
         await send({"type": "lifespan.shutdown.complete"})
 
     async def __aenter__(self) -> StreamableHTTPServer:
-        """Start the session manager (tests with an ASGI transport, which sends no lifespan events)."""
+        """Start the server's lifespan, then the session manager (what the ASGI lifespan does; tests with
+        an ASGI transport, which sends no lifespan events, use it directly)."""
+        lifespan = self.server.lifespan()  # counted: a no-op inside serve_http's own entry
+        await lifespan.__aenter__()
+        self._server_lifespan = lifespan
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         await self._tg.start(self.sessions.run)
@@ -133,6 +139,9 @@ class StreamableHTTPServer:
             raise
         finally:
             self._tg = None
+            lifespan, self._server_lifespan = self._server_lifespan, None
+            if lifespan is not None:
+                await lifespan.__aexit__(None, None, None)
 
     def end_streams(self) -> None:
         """Shutting down: GET streams end (one opened later ends at once) and open listens answer."""
