@@ -18,6 +18,8 @@ from typing import Any
 import anyio
 import pytest
 
+from mcpframe.server.lifecycle import GRACE_ENV
+
 from ._children import INITIALIZE, PYTHON, child
 
 pytestmark = pytest.mark.anyio
@@ -176,9 +178,17 @@ async def test_an_idle_server_stops_at_once_with_its_teardown(project: Path, ent
     _no_traceback(stderr)
 
 
-async def test_a_request_past_the_grace_period_is_answered_with_an_error(project: Path) -> None:
-    env = _env(project, MCPFRAME_SHUTDOWN_GRACE="0")
-    async with child(ENTRY_POINTS["server.run()"], project, **env) as server:
+GRACE_ZERO = {  # the grace period set to 0 by the environment, and by the CLI flag
+    "server.run() with MCPFRAME_SHUTDOWN_GRACE=0": (ENTRY_POINTS["server.run()"], {GRACE_ENV: "0"}),
+    "mcpframe serve --grace 0": ([*ENTRY_POINTS["mcpframe serve"], "--grace", "0"], {}),
+}
+
+
+@pytest.mark.parametrize("how", list(GRACE_ZERO))
+async def test_a_request_past_the_grace_period_is_answered_with_an_error(project: Path, how: str) -> None:
+    argv, extra = GRACE_ZERO[how]
+    env = _env(project, **extra)
+    async with child(argv, project, **env) as server:
         await server.initialize()
         await server.call(2, "stuck")
         await server.stderr_line("slow: started")

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from mcpframe._extras import install_hint
+from mcpframe.server.lifecycle import GRACE_ENV
 
 from .http_flags import add_http_flags, http_options, http_warnings, ready_callback
 from .target import Target, TargetError, load_target
@@ -70,6 +71,14 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         default=os.environ.get("MCPFRAME_DEBUG", "") not in ("", "0"),
         help="on an error in your module, print the whole traceback too (also: MCPFRAME_DEBUG=1)",
+    )
+    parser.add_argument(
+        "--grace",
+        type=float,
+        metavar="SECONDS",
+        default=None,
+        help="on SIGTERM/SIGINT, how long requests in flight get to finish before they are cancelled "
+        "(default: MCPFRAME_SHUTDOWN_GRACE, else 10)",
     )
     add_http_flags(parser)
     return parser
@@ -177,9 +186,23 @@ def _options(args: argparse.Namespace) -> Any:
     return 2
 
 
+def _set_grace(grace: float | None) -> bool:
+    """Put `--grace` where every entry point reads it; False after one line on stderr if it is invalid."""
+    if grace is None:
+        return True
+    if not grace >= 0:  # NaN fails too; inf waits for every request
+        print(f"mcpframe serve: --grace must be 0 or more seconds; got {grace:g}", file=sys.stderr)
+        return False
+    # Server.run, the HTTP host and the engine drop-in all read the environment (lifecycle.shutdown_grace)
+    os.environ[GRACE_ENV] = repr(grace)
+    return True
+
+
 def serve_main(argv: Sequence[str] | None = None) -> int:
     """Entry point of `mcpframe serve`; returns the process exit status."""
     args = _parser().parse_args(argv)
+    if not _set_grace(args.grace):
+        return 2
     options = _options(args)
     if isinstance(options, int):
         return options

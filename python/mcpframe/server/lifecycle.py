@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_GRACE",
+    "GRACE_ENV",
     "LifespanError",
     "Stop",
     "current_stop",
@@ -59,7 +60,8 @@ logger = logging.getLogger("mcpframe.server")
 DEFAULT_GRACE = 10.0
 """Seconds requests in flight get to answer after SIGTERM/SIGINT (``MCPFRAME_SHUTDOWN_GRACE`` overrides)."""
 
-_GRACE_ENV = "MCPFRAME_SHUTDOWN_GRACE"
+GRACE_ENV = "MCPFRAME_SHUTDOWN_GRACE"
+"""The environment variable every entry point reads the grace period from (`mcpframe serve --grace`)."""
 _CUT_WAIT = 1.0  # after the grace period: how long cancelled handlers get to leave before the session ends
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -80,13 +82,13 @@ def shutdown_grace(grace: float | None = None) -> float:
     stop = _CURRENT.get()
     if stop is not None:
         return stop.grace
-    text = os.environ.get(_GRACE_ENV, "").strip()
+    text = os.environ.get(GRACE_ENV, "").strip()
     if not text:
         return DEFAULT_GRACE
     try:
-        return _checked(float(text), _GRACE_ENV)
+        return _checked(float(text), GRACE_ENV)
     except ValueError:
-        raise ValueError(f"{_GRACE_ENV}={text!r}: give the seconds requests get to finish, e.g. 10") from None
+        raise ValueError(f"{GRACE_ENV}={text!r}: give the seconds requests get to finish, e.g. 10") from None
 
 
 def _checked(grace: float, name: str) -> float:
