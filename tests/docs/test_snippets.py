@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import inspect
 import os
+import re
 import subprocess
 import sys
 import types
@@ -206,6 +207,9 @@ async def test_python_block_runs(block: Block, tmp_path: Path, monkeypatch: pyte
     mode = block.mode
     if mode in ("unmarked", "no"):
         pytest.skip(f"not run: {block.marker or 'no marker'}")
+    for package in re.findall(r"^(?:from|import) (mcp|fastmcp)\b", block.source, re.MULTILINE):
+        if not has_module(package):
+            pytest.skip("needs the sdk extra")
     with anyio.fail_after(CHILD_TIMEOUT):
         if mode == "server":
             await run_server(block, tmp_path)
