@@ -44,7 +44,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from mcpframe import jsonrpc
 from mcpframe._api import Id, MessageLike
-from mcpframe.protocol import NOTIFICATIONS_CANCELLED, NOTIFICATIONS_PROGRESS, PING
+from mcpframe.protocol import NOTIFICATIONS_CANCELLED, NOTIFICATIONS_PROGRESS
 from mcpframe.session.batch import Batch
 from mcpframe.session.eager import AVAILABLE as EAGER
 from mcpframe.session.eager import EagerStarter
@@ -115,12 +115,10 @@ class Session:
             max_frame=max_frame,
             outbox_high_water=outbox_high_water,
         )
-        self.options = options
+        self._options = options  # the one place of every knob (frozen): nothing here keeps a copy
         self.transport = transport
         self.request_handler = request_handler
         self.notification_handler = notification_handler
-        self.max_in_flight = options.max_in_flight
-        self.drain_timeout = options.drain_timeout
         self.closed = False
         self._incoming: dict[Id, Request] = {}
         self._outgoing = Outgoing(
@@ -134,7 +132,18 @@ class Session:
         high_water = options.outbox_high_water
         self._outbox = Outbox(transport, self._connection_lost, self._room_made, high_water=high_water)
         self._intake = Intake(
-            self, self._outgoing, self._outbox, max_frame=options.max_frame, batches=batches
+            transport,
+            self._outgoing,
+            self._outbox,
+            self._incoming,
+            options=options,
+            batches=batches,
+            on_request=self._on_request,
+            on_notification=self._on_notification,
+            reply=self._reply,
+            write=self._write,
+            jobs_waiting=self._jobs_waiting,
+            on_idle=self._check_idle,
         )
         self._loop: asyncio.AbstractEventLoop | None = None
         self._spawn: Spawner
@@ -154,6 +163,21 @@ class Session:
         self._jobs_in, self._jobs_out = anyio.create_memory_object_stream[_Job](math.inf)
 
     # ------------------------------------------------------------------ introspection
+
+    @property
+    def options(self) -> SessionOptions:
+        """The knobs this Session was built with (the keywords applied); frozen."""
+        return self._options
+
+    @property
+    def max_in_flight(self) -> int:
+        """``options.max_in_flight``: request handlers running at once (flow control)."""
+        return self._options.max_in_flight
+
+    @property
+    def drain_timeout(self) -> float:
+        """``options.drain_timeout``: seconds the end of the session may take."""
+        return self._options.drain_timeout
 
     @property
     def in_flight(self) -> int:
@@ -231,6 +255,7 @@ class Session:
             self._loop = asyncio.get_running_loop()
             self._spawn = task_spawner(self._loop)
             self._eager = EagerStarter(self._loop, self._spawn) if self.eager_handlers and EAGER else None
+            self._intake.start(self._loop)
         except RuntimeError:
             raise RuntimeError("mcpframe's Session runs on asyncio (or anyio's asyncio backend)") from None
         try:
@@ -263,10 +288,11 @@ class Session:
         """Stop now: cancel handlers, fail pending requests, close the transport. Idempotent."""
         running = self._tg is not None and not self.closed
         self.closed = True
+        self._intake.halt()
         self._outgoing.stop_sending()
         if running:
             assert self._tg is not None
-            with anyio.move_on_after(self.drain_timeout):
+            with anyio.move_on_after(self._options.drain_timeout):
                 await self._flush()  # what was already sent is delivered, not dropped
             self._tg.cancel_scope.cancel()
         if self._done is not None:
@@ -278,7 +304,7 @@ class Session:
         """EOF: nothing more can arrive; let running handlers answer (bounded), then flush the writes."""
         self._eof = True
         self._outgoing.end_of_input(ConnectionClosed("the peer closed the connection"))
-        with anyio.move_on_after(self.drain_timeout):
+        with anyio.move_on_after(self._options.drain_timeout):
             if self._incoming or self._intake.waiting:  # the backlog is still handled after EOF
                 self._handlers_idle = asyncio.Event()
                 await self._handlers_idle.wait()
@@ -423,17 +449,6 @@ class Session:
         else:
             batch.add(frame)
 
-    def _has_room(self, message: MessageLike) -> bool:
-        """Whether a request may start now: a handler slot is free and the outbox is not over its mark.
-
-        ``ping`` is cheap and says the peer is alive: it gets room past the bound, up to twice it.
-        """
-        if self._outbox.full:
-            return False
-        running = len(self._incoming)
-        limit = self.max_in_flight
-        return running < limit or (running < 2 * limit and message.method == PING)
-
     def _on_request(self, message: MessageLike, batch: Batch | None) -> None:
         rid = message.id
         assert rid is not None
@@ -489,7 +504,7 @@ class Session:
             if incoming.get(request.id) is request:
                 del incoming[request.id]
             intake = self._intake
-            if intake._backlog or not intake.reading:  # a slot is free: what waits may start
+            if intake.backlog or not intake.reading:  # a slot is free: what waits may start
                 intake.wake()
             elif not incoming and self._handlers_idle is not None:
                 self._handlers_idle.set()
@@ -514,6 +529,10 @@ class Session:
         if self.notification_handler is not None:
             self._queue(self.notification_handler, message)
 
+    def _jobs_waiting(self) -> int:
+        """Notification jobs not yet taken by the worker (the Intake bounds them too)."""
+        return self._jobs_queued
+
     def _queue(self, func: Callable[..., Any], *args: Any) -> None:
         try:
             self._jobs_in.send_nowait((func, args))
@@ -526,7 +545,7 @@ class Session:
         try:
             async for func, args in self._jobs_out:
                 self._jobs_queued -= 1
-                if self._intake._backlog:  # a job slot is free: a waiting notification may go on
+                if self._intake.backlog:  # a job slot is free: a waiting notification may go on
                     self._intake.wake()
                 try:
                     outcome = func(*args)
