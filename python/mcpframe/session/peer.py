@@ -236,14 +236,31 @@ class Session:
         return self
 
     async def __aexit__(self, *exc_info: Any) -> bool | None:
-        await self.aclose()
+        closing: BaseException | None = None
+        try:
+            await self.aclose()
+        except BaseException as exc:
+            # A failed run() cancels _outer's scope, and so this task: aclose() can then end in that
+            # CancelledError (wherever it awaits; which await depends on the scheduling, e.g. with or without
+            # the eager start). _outer must still be exited, or its cancel scope stays this task's current
+            # one and the caller's next scope fails to exit (anyio's RuntimeError); handed the
+            # CancelledError, the task group absorbs it and raises run()'s error instead.
+            closing = exc
+            exc_info = (type(exc), exc, exc.__traceback__)
         assert self._outer is not None
         try:
-            return await self._outer.__aexit__(*exc_info)
+            suppressed = await self._outer.__aexit__(*exc_info)
         except BaseExceptionGroup as group:
             if only(group, exc_info[1]):
+                if closing is not None:
+                    raise closing from None  # aclose()'s own failure, unwrapped
                 return False  # the block's own exception: let it propagate unwrapped
             raise
+        if closing is None:
+            return suppressed
+        if suppressed:
+            return False  # the group absorbed aclose()'s cancellation (its own): the block's error goes on
+        raise closing
 
     async def run(self) -> None:
         """Read and dispatch until EOF or ``aclose()``; then clean everything up and close the transport."""
