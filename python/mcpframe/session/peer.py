@@ -503,6 +503,9 @@ class Session:
     async def _handle(self, request: Request) -> None:
         frame: bytes | None = None
         try:
+            if self._outbox.full:  # a task of its own run after the outbox filled: the answer would overshoot
+                request._started = True  # a cancel now ends the wait (Task.cancel); the handler never runs
+                await self._outbox.room()
             if not request._cancelled:  # cancelled before it started: the handler never runs
                 request._started = True
                 handler: RequestHandler = self.request_handler  # type: ignore[assignment]
