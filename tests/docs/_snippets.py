@@ -15,6 +15,9 @@ A marker is an HTML comment on the line just above a fenced block (invisible on 
   it runs as a child and the tool must answer TEXT.
 - `sh`: each line of a shell block runs and must end with status 0 (only cheap commands are marked).
 - `no: REASON`: not run (a fragment); the reason is shown.
+- `(private-fastmcp)` after the kind, e.g. `server (private-fastmcp); call ...`: the block serves a FastMCP
+  app on the engine, which reaches it through fastmcp's private names only; where mcpframe took the public
+  fallback (`MCPFRAME_PUBLIC_ONLY=1`, another fastmcp release) it is skipped, with that reason.
 
 Every python block of a checked page must have a marker, so a new block cannot go untested by accident.
 """
@@ -67,8 +70,9 @@ class Block:
 
     @property
     def needs(self) -> set[str]:
-        """What an `async` block runs against: `server`, `http`."""
-        found = re.search(r"\((.*)\)", self.marker or "")
+        """What the block runs against or needs: `server`, `http` (an `async` block), `private-fastmcp`."""
+        # the first parentheses only: the text a call must answer may hold some too
+        found = re.search(r"\((.*?)\)", self.marker or "")
         return {part.strip() for part in found.group(1).split(",")} if found else set()
 
     @property

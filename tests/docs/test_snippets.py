@@ -202,14 +202,27 @@ async def run_sdk_app(block: Block, where: Path) -> None:
         assert _text(await client.call_tool(call.name, call.arguments)) == call.expected
 
 
+def _skip_unless_runnable(block: Block) -> None:
+    """Skip, saying why, a block whose extra is not installed or that needs fastmcp's private path."""
+    for package in re.findall(r"^(?:from|import) (mcp|fastmcp)\b", block.source, re.MULTILINE):
+        if not has_module(package):
+            pytest.skip("needs the sdk extra")
+    if "private-fastmcp" in block.needs:
+        from mcpframe._unstable import mcp_sdk  # noqa: PLC0415 - needs mcp, which fastmcp brings
+
+        if not mcp_sdk.FASTMCP_CHOICE.private:  # the child inherits this environment: it chooses the same
+            pytest.skip(
+                "serves a FastMCP app on the engine, through fastmcp's private names, off here: "
+                + mcp_sdk.FASTMCP_CHOICE.reason
+            )
+
+
 @pytest.mark.parametrize("block", PYTHON, ids=[block.id for block in PYTHON])
 async def test_python_block_runs(block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     mode = block.mode
     if mode in ("unmarked", "no"):
         pytest.skip(f"not run: {block.marker or 'no marker'}")
-    for package in re.findall(r"^(?:from|import) (mcp|fastmcp)\b", block.source, re.MULTILINE):
-        if not has_module(package):
-            pytest.skip("needs the sdk extra")
+    _skip_unless_runnable(block)
     with anyio.fail_after(CHILD_TIMEOUT):
         if mode == "server":
             await run_server(block, tmp_path)

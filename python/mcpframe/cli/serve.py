@@ -138,6 +138,22 @@ def _serve_sdk(target: Target, args: argparse.Namespace, options: Any) -> int:
         print(f"mcpframe serve: {target.where} is {target.kind} app, but {exc}", file=sys.stderr)
         return 1
     article = "an" if target.kind[0] in "AEIOUM" else "a"
+    if target.kind == "FastMCP":
+        # refused before any start-up line, as one line saying what to do: this is the environment's
+        # choice (MCPFRAME_PUBLIC_ONLY, another fastmcp release), not a bug in the user's code
+        from mcpframe.compat.engine._server import lowlevel_of  # noqa: PLC0415 - internal, not engine's API
+
+        try:
+            lowlevel_of(target.obj)
+        except engine.PrivateNamesUnavailable as exc:
+            print(
+                f"mcpframe serve: {target.where} is {article} {target.kind} app, which mcpframe's engine "
+                f"serves only through {exc.runtime}'s private names, off here because {exc.reason}: "
+                f"{exc.remedy} ({exc.runtime} run {target.where})",
+                file=sys.stderr,
+                flush=True,
+            )
+            return 1
     print(
         f"mcpframe serve: {target.where} is {article} {target.kind} app: serving it on mcpframe's engine "
         "(the mcpframe.compat drop-in)",

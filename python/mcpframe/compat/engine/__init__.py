@@ -39,7 +39,7 @@ from mcpframe.transports.base import Transport
 from mcpframe.transports.stdio import stdio_server
 
 from ._report import StartupReport, Unsupported, UnsupportedFeatureError, inspect_app
-from ._server import EngineConnection, EngineServer, lowlevel_of
+from ._server import EngineConnection, EngineServer, PrivateNamesUnavailable, lowlevel_of
 
 if TYPE_CHECKING:
     from mcpframe.http.options import HttpOptions
@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 __all__ = [
     "EngineConnection",
     "EngineServer",
+    "PrivateNamesUnavailable",
     "StartupReport",
     "Unsupported",
     "UnsupportedFeatureError",
