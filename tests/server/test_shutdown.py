@@ -236,20 +236,23 @@ async def test_a_lifespan_failing_at_start_up_is_one_line_and_status_1(project: 
     assert lines[0].endswith(f"server.py:{where}: RuntimeError: database unreachable")
 
 
+async def _open_http_session(server: Any, http: Any) -> tuple[str, dict[str, str]]:
+    """The URL a `mcpframe serve --http` child announced, and the headers of a session initialized on it."""
+    url = (await server.stderr_line("Streamable HTTP on ")).rsplit(" ", 1)[-1]
+    headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+    first = await http.post(url, json=INITIALIZE, headers=headers)
+    assert first.status_code == 200, first.text
+    session = {"mcp-session-id": first.headers["mcp-session-id"], "mcp-protocol-version": "2025-06-18"}
+    return url, {**headers, **session}
+
+
 async def test_mcpframe_serve_http_stops_gracefully(project: Path) -> None:
     httpx = pytest.importorskip("httpx")
     pytest.importorskip("uvicorn")
     command = [*ENTRY_POINTS["mcpframe serve"], "--http", "--port", "0"]
-    headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
     answers: list[Any] = []
     async with child(command, project, **_env(project)) as server, httpx.AsyncClient(timeout=60) as http:
-        url = (await server.stderr_line("Streamable HTTP on ")).rsplit(" ", 1)[-1]
-        first = await http.post(url, json=INITIALIZE, headers=headers)
-        headers = {
-            **headers,
-            "mcp-session-id": first.headers["mcp-session-id"],
-            "mcp-protocol-version": "2025-06-18",
-        }
+        url, headers = await _open_http_session(server, http)
         call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "slow"}}
 
         async def post() -> None:
@@ -278,17 +281,10 @@ async def test_mcpframe_serve_http_answers_a_request_cut_at_the_end_of_the_grace
     if target == "sdk_app.py":
         pytest.importorskip("mcp")
     command = [PYTHON, "-m", "mcpframe", "serve", target, "--http", "--port", "0"]
-    headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
     env = _env(project, MCPFRAME_SHUTDOWN_GRACE="0")
     answers: list[Any] = []
     async with child(command, project, **env) as server, httpx.AsyncClient(timeout=60) as http:
-        url = (await server.stderr_line("Streamable HTTP on ")).rsplit(" ", 1)[-1]
-        first = await http.post(url, json=INITIALIZE, headers=headers)
-        headers = {
-            **headers,
-            "mcp-session-id": first.headers["mcp-session-id"],
-            "mcp-protocol-version": "2025-06-18",
-        }
+        url, headers = await _open_http_session(server, http)
         call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "stuck"}}
 
         async def post() -> None:
