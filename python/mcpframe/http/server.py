@@ -38,6 +38,7 @@ from .asgi import HttpRequest, Receive, Scope, Send
 from .events import split_event_id
 from .handling import PostHandler
 from .headers import FIRST_STATELESS, LAST_EVENT_ID, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, Accepts
+from .legacy import MESSAGES_PATH, SSE_PATH, LegacySSE, LegacyStream
 from .options import HttpOptions
 from .responses import SSE_HEADERS, Answer, Reply, StreamReplies, error_response
 from .security import AccessToken, HostGuard
@@ -53,6 +54,7 @@ logger = logging.getLogger("mcpframe.http")
 
 _TEXT = "text/plain; charset=utf-8"
 _METHODS = ("GET", "POST", "DELETE")
+_LEGACY_PATHS = (SSE_PATH, MESSAGES_PATH, MESSAGES_PATH.rstrip("/"))
 
 
 class StreamableHTTPServer:
@@ -77,6 +79,8 @@ class StreamableHTTPServer:
             connect=server.connection,
             replies=self.replies,
         )
+        # the 2024-11-05 HTTP+SSE transport on /sse and /messages/ (its sessions run inside their GETs)
+        self.legacy = LegacySSE(server.connection, opts) if opts.legacy_sse else None
         self._tg: anyio.abc.TaskGroup | None = None
         self._server_lifespan: AbstractAsyncContextManager[Any] | None = None
 
@@ -147,6 +151,8 @@ class StreamableHTTPServer:
         """Shutting down: GET streams end (one opened later ends at once) and open listens answer."""
         for session in list(self.sessions.sessions.values()):
             session.get_stream.finish()
+        if self.legacy is not None:
+            self.legacy.end_all()
         self.server.close_connections()
 
     # ---------------------------------------------------------------- routes
@@ -156,8 +162,9 @@ class StreamableHTTPServer:
         """Where the protected resource metadata is served (RFC 9728, path-based)."""
         return "/.well-known/oauth-protected-resource" + self.options.path.rstrip("/")
 
-    async def _route(self, request: HttpRequest) -> Answer:
-        """The endpoint, the resource metadata (with `auth`), 404 elsewhere and 405 for other methods."""
+    async def _route(self, request: HttpRequest) -> Answer | LegacyStream:
+        """The endpoint, the legacy SSE paths (with `legacy_sse`), the resource metadata (with `auth`), 404
+        elsewhere and 405 for other methods."""
         path: str = request.scope["path"]
         root: str = request.scope.get("root_path", "")
         if root and path.startswith(root):
@@ -166,6 +173,8 @@ class StreamableHTTPServer:
             if request.method in _METHODS:
                 return await self.endpoint(request)
             return Reply(405, b"Method Not Allowed", {"allow": ", ".join(_METHODS)}, _TEXT)
+        if self.legacy is not None and path in _LEGACY_PATHS:
+            return await self.legacy_endpoint(request, path)
         if self.options.auth is not None and path == self.metadata_path:
             if request.method in ("GET", "HEAD"):
                 return self.resource_metadata()
@@ -180,6 +189,32 @@ class StreamableHTTPServer:
 
     async def endpoint(self, request: HttpRequest) -> Answer:
         """The MCP endpoint: security checks first, then POST, GET or DELETE."""
+        owner = await self._admit(request)
+        if isinstance(owner, Reply):
+            return owner
+        if request.method == "POST":
+            return await self.posts.handle(request, owner)
+        if request.method == "GET":
+            return await self._get(request, owner)
+        return await self._delete(request, owner)
+
+    async def legacy_endpoint(self, request: HttpRequest, path: str) -> Reply | LegacyStream:
+        """GET `/sse` and POST `/messages/`: the same security checks as the endpoint, then the legacy
+        transport (`http/legacy.py`)."""
+        assert self.legacy is not None
+        method = "GET" if path == SSE_PATH else "POST"
+        if request.method != method:
+            return Reply(405, b"Method Not Allowed", {"allow": method}, _TEXT)
+        owner = await self._admit(request)
+        if isinstance(owner, Reply):
+            return owner
+        if method == "GET":
+            return self.legacy.open(request, owner)
+        return await self.legacy.post(request, owner)
+
+    async def _admit(self, request: HttpRequest) -> str | None | Reply:
+        """Host/Origin, bearer token and protocol version header: the owner of the request's sessions (the
+        token's subject, `None` without `auth`), or the reply refusing it."""
         refusal = self.guard.check(request.headers.get("host"), request.headers.get("origin"))
         if refusal is not None:
             return error_response(refusal[0], refusal[1])
@@ -192,12 +227,7 @@ class StreamableHTTPServer:
         version = request.headers.get(MCP_PROTOCOL_VERSION)
         if version is not None and version not in SUPPORTED_VERSIONS:
             return error_response(400, f"Bad Request: unsupported MCP-Protocol-Version {version!r}")
-        owner = None if principal is None else (principal.subject or "")
-        if request.method == "POST":
-            return await self.posts.handle(request, owner)
-        if request.method == "GET":
-            return await self._get(request, owner)
-        return await self._delete(request, owner)
+        return None if principal is None else (principal.subject or "")
 
     async def _authenticate(self, request: HttpRequest) -> AccessToken | Reply:
         auth = self.options.auth
