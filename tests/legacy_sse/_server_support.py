@@ -12,10 +12,10 @@ from typing import Any
 import anyio
 import httpx
 import uvicorn
+from tests.streamable_http._server_support import EventReader, init_body, make_server, sse_events
 
 from mcpframe.http.server import HttpOptions, StreamableHTTPServer
 from mcpframe.server import Server
-from tests.streamable_http._server_support import EventReader, init_body, make_server, sse_events
 
 JSON = {"content-type": "application/json"}
 
@@ -32,7 +32,9 @@ __all__ = [
 
 
 @contextlib.asynccontextmanager
-async def live(server: Server | None = None, **options: Any) -> AsyncIterator[tuple[str, StreamableHTTPServer]]:
+async def live(
+    server: Server | None = None, **options: Any
+) -> AsyncIterator[tuple[str, StreamableHTTPServer]]:
     """uvicorn on 127.0.0.1 (a free port) in this event loop; yields the base URL and the ASGI app (whose
     `legacy` registry the tests inspect). The socket listens before uvicorn starts: early requests wait."""
     http = StreamableHTTPServer(server or make_server(), HttpOptions(**options))

@@ -24,18 +24,22 @@ def echo(rid: int, text: str) -> dict[str, object]:
 
 
 async def test_the_endpoint_event_then_answers_as_message_events() -> None:
-    async with live() as (base, app), httpx.AsyncClient(timeout=20) as http:
-        async with open_stream(http, base) as stream:
-            assert stream.endpoint.startswith("/messages/?session_id=")
-            assert len(stream.session_id) >= 32  # token_urlsafe(24): as unguessable as an Mcp-Session-Id
-            assert app.legacy is not None and len(app.legacy) == 1
-            accepted = await stream.post(init_body("2024-11-05"))
-            assert (accepted.status_code, accepted.text) == (202, "Accepted")
-            answer = await stream.next()
-            assert answer["id"] == 1
-            assert answer["result"]["protocolVersion"] == "2024-11-05"
-            await stream.post(echo(2, "hi"))
-            assert (await stream.next())["result"]["content"][0]["text"] == "hi"
+    async with (
+        live() as (base, app),
+        httpx.AsyncClient(timeout=20) as http,
+        open_stream(http, base) as stream,
+    ):
+        assert stream.endpoint.startswith("/messages/?session_id=")
+        assert len(stream.session_id) >= 32  # token_urlsafe(24): as unguessable as an Mcp-Session-Id
+        assert app.legacy is not None
+        assert len(app.legacy) == 1
+        accepted = await stream.post(init_body("2024-11-05"))
+        assert (accepted.status_code, accepted.text) == (202, "Accepted")
+        answer = await stream.next()
+        assert answer["id"] == 1
+        assert answer["result"]["protocolVersion"] == "2024-11-05"
+        await stream.post(echo(2, "hi"))
+        assert (await stream.next())["result"]["content"][0]["text"] == "hi"
 
 
 async def test_the_endpoint_names_the_root_path() -> None:
@@ -51,45 +55,54 @@ async def test_the_endpoint_names_the_root_path() -> None:
 
 @pytest.mark.parametrize("version", protocol.LEGACY_VERSIONS)
 async def test_every_legacy_revision_is_served(version: str) -> None:
-    async with live() as (base, _), httpx.AsyncClient(timeout=20) as http:
-        async with open_stream(http, base) as stream:
-            result = await stream.initialize(version)
-            assert result["protocolVersion"] == version
-            await stream.post(echo(2, version))
-            assert (await stream.next())["result"]["content"][0]["text"] == version
+    async with (
+        live() as (base, _),
+        httpx.AsyncClient(timeout=20) as http,
+        open_stream(http, base) as stream,
+    ):
+        result = await stream.initialize(version)
+        assert result["protocolVersion"] == version
+        await stream.post(echo(2, version))
+        assert (await stream.next())["result"]["content"][0]["text"] == version
 
 
 async def test_batches_only_where_the_revision_has_them() -> None:
     batch = [PING_REQUEST, {**PING_REQUEST, "id": 8}]
-    async with live() as (base, _), httpx.AsyncClient(timeout=20) as http:
-        async with open_stream(http, base) as stream:
-            await stream.initialize("2025-03-26")
-            assert (await stream.post(batch)).status_code == 202
-            answered = await stream.next()
-            assert isinstance(answered, list)
-            assert sorted(a["id"] for a in answered) == [7, 8]
-        async with open_stream(http, base) as stream:
-            await stream.initialize("2025-06-18")
-            refused = await stream.post(batch)
+    async with (
+        live() as (base, _),
+        httpx.AsyncClient(timeout=20) as http,
+        open_stream(http, base) as stream,
+    ):
+        await stream.initialize("2025-03-26")
+        assert (await stream.post(batch)).status_code == 202
+        answered = await stream.next()
+        assert isinstance(answered, list)
+        assert sorted(a["id"] for a in answered) == [7, 8]
+        async with open_stream(http, base) as later:
+            await later.initialize("2025-06-18")
+            refused = await later.post(batch)
             assert refused.status_code == 400
             assert refused.json()["error"]["code"] == -32600
 
 
 async def test_malformed_bodies_get_400_and_the_session_goes_on() -> None:
-    async with live() as (base, _), httpx.AsyncClient(timeout=20) as http:
-        async with open_stream(http, base) as stream:
-            await stream.initialize()
-            parse = await stream.post(b'{"jsonrpc": "2.0", "id": 3, "method": ')
-            assert parse.status_code == 400
-            assert parse.json()["error"]["code"] == -32700
-            invalid = await stream.post({"jsonrpc": "2.0", "id": 4})
-            assert invalid.status_code == 400
-            assert invalid.json()["error"]["code"] == -32600
-            empty = await stream.post(b"")
-            assert (empty.status_code, empty.json()["error"]["code"]) == (400, -32700)
-            await stream.post(echo(5, "still here"))
-            answer = await stream.next()
-            assert (answer["id"], answer["result"]["content"][0]["text"]) == (5, "still here")
+    async with (
+        live() as (base, _),
+        httpx.AsyncClient(timeout=20) as http,
+        open_stream(http, base) as stream,
+    ):
+        await stream.initialize()
+        parse = await stream.post(b'{"jsonrpc": "2.0", "id": 3, "method": ')
+        assert parse.status_code == 400
+        assert parse.json()["error"]["code"] == -32700
+        invalid = await stream.post({"jsonrpc": "2.0", "id": 4})
+        assert invalid.status_code == 400
+        assert invalid.json()["error"]["code"] == -32600
+        empty = await stream.post(b"")
+        assert (empty.status_code, empty.json()["error"]["code"]) == (400, -32700)
+        await stream.post(echo(5, "still here"))
+        answer = await stream.next()
+        assert (answer["id"], answer["result"]["content"][0]["text"]) == (5, "still here")
 
 
 async def test_posts_without_a_live_session() -> None:
@@ -115,15 +128,18 @@ async def test_posts_without_a_live_session() -> None:
 
 
 async def test_a_quiet_stream_gets_keepalive_comments() -> None:
-    async with live(keepalive=0.05) as (base, _), httpx.AsyncClient(timeout=20) as http:
-        async with http.stream("GET", base + "/sse", headers={"accept": "text/event-stream"}) as response:
-            seen = b""
-            with anyio.fail_after(10):
-                async for chunk in response.aiter_raw():
-                    seen += chunk
-                    if seen.count(PING) >= 2:
-                        break
-            assert seen.startswith(b"event: endpoint\ndata: /messages/?session_id=")
+    async with (
+        live(keepalive=0.05) as (base, _),
+        httpx.AsyncClient(timeout=20) as http,
+        http.stream("GET", base + "/sse", headers={"accept": "text/event-stream"}) as response,
+    ):
+        seen = b""
+        with anyio.fail_after(10):
+            async for chunk in response.aiter_raw():
+                seen += chunk
+                if seen.count(PING) >= 2:
+                    break
+        assert seen.startswith(b"event: endpoint\ndata: /messages/?session_id=")
 
 
 async def test_a_get_that_does_not_accept_sse_is_refused() -> None:

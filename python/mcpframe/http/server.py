@@ -212,7 +212,7 @@ class StreamableHTTPServer:
             return self.legacy.open(request, owner)
         return await self.legacy.post(request, owner)
 
-    async def _admit(self, request: HttpRequest) -> str | None | Reply:
+    async def _admit(self, request: HttpRequest) -> str | Reply | None:
         """Host/Origin, bearer token and protocol version header: the owner of the request's sessions (the
         token's subject, `None` without `auth`), or the reply refusing it."""
         refusal = self.guard.check(request.headers.get("host"), request.headers.get("origin"))
