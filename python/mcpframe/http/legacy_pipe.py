@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections import deque
+from collections.abc import Iterable
 
 from mcpframe.transports.base import TransportClosedError
 
@@ -152,15 +153,37 @@ class LegacyTransport:
         return chunk or b""
 
     async def send(self, data: bytes) -> None:
-        """Each frame as one SSE `message` event, queued for the stream (waits while it is full)."""
-        if b"\n" in data.rstrip(b"\n"):
-            events = b"".join(format_event(frame) for frame in data.split(b"\n") if frame)
+        """Each frame as one SSE `message` event, queued for the stream (waits while it is full).
+
+        The Session hands over what its outbox joined (up to its mark and more), so the events are queued
+        in pieces of at most the queue's bound: the queue never holds more, unless one event is longer.
+        """
+        outbound = self.outbound
+        if b"\n" not in data.rstrip(b"\n"):
+            pieces = [format_event(data)]
         else:
-            events = format_event(data)
-        if not await self.outbound.put(events):
-            raise TransportClosedError("the SSE stream of this session is closed")
+            pieces = _pieces((format_event(f) for f in data.split(b"\n") if f), outbound.limit)
+        for piece in pieces:
+            if not await outbound.put(piece):
+                raise TransportClosedError("the SSE stream of this session is closed")
 
     async def aclose(self) -> None:
         """Idempotent: the stream ends after the events already queued."""
         self.inbound.close()
         self.outbound.close()
+
+
+def _pieces(events: Iterable[bytes], limit: int) -> list[bytes]:
+    """The events joined into as few pieces as fit in `limit` bytes each (an event is never cut)."""
+    pieces: list[bytes] = []
+    current: list[bytes] = []
+    size = 0
+    for event in events:
+        if current and size + len(event) > limit:
+            pieces.append(b"".join(current))
+            current, size = [], 0
+        current.append(event)
+        size += len(event)
+    if current:
+        pieces.append(b"".join(current))
+    return pieces
