@@ -15,6 +15,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -24,14 +25,20 @@ from tests._process import stop_child
 
 SDK_SSE_SERVER = Path(__file__).with_name("client_sdk_sse_server.py")
 ROOT = Path(__file__).resolve().parents[2]
-EVERYTHING = ROOT / ".cache/server-everything/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+EVERYTHING = (
+    ROOT / ".cache/server-everything/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+)
 
 ASGIApp = Callable[[Any, Any, Any], Any]
 
 
 def init_result(version: str = "2024-11-05") -> dict[str, Any]:
     """What a legacy server answers to initialize."""
-    return {"protocolVersion": version, "capabilities": {"tools": {}}, "serverInfo": {"name": "fake", "version": "1"}}
+    return {
+        "protocolVersion": version,
+        "capabilities": {"tools": {}},
+        "serverInfo": {"name": "fake", "version": "1"},
+    }
 
 
 def answer(message: dict[str, Any]) -> dict[str, Any] | None:
@@ -107,7 +114,9 @@ class FakeLegacy:
                 await self._out.send(b"event: message\ndata: " + json.dumps(reply).encode() + b"\n\n")
         else:
             status = self.probe_status
-        await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", b"text/plain")]})
+        await send(
+            {"type": "http.response.start", "status": status, "headers": [(b"content-type", b"text/plain")]}
+        )
         await send({"type": "http.response.body", "body": b"Accepted" if status == 202 else b"nope"})
 
     async def _stream(self, receive: Any, send: Any) -> None:
@@ -183,7 +192,11 @@ def everything_sse() -> Iterator[str]:
     port = _free_port()  # it prints the port it was given, not the one it got: pick one for it
     env = {**os.environ, "PORT": str(port)}
     child = subprocess.Popen(
-        ["node", str(EVERYTHING), "sse"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        ["node", str(EVERYTHING), "sse"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         assert child.stderr is not None
@@ -193,12 +206,7 @@ def everything_sse() -> Iterator[str]:
         else:
             raise RuntimeError("server-everything (sse) ended before listening")
         # keep reading its stderr (a log line per message) so that it never blocks on a full pipe
-        drain = subprocess.Popen(["cat"], stdin=child.stderr, stdout=subprocess.DEVNULL)
-        try:
-            yield f"http://127.0.0.1:{port}"
-        finally:
-            stop_child(child)
-            drain.wait(timeout=10)
+        threading.Thread(target=child.stderr.read, daemon=True).start()
+        yield f"http://127.0.0.1:{port}"
     finally:
-        if child.poll() is None:
-            stop_child(child)
+        stop_child(child)

@@ -54,20 +54,22 @@ def connect(
     """
     if transport not in ("auto", "streamable-http", "sse"):
         raise ValueError(f"transport must be 'auto', 'streamable-http' or 'sse', got {transport!r}")
-    try:
-        from mcpframe.http import client, client_sse, client_sse_auto  # noqa: PLC0415 (optional: httpx)
+    try:  # optional: httpx (the Streamable HTTP transport first: every kind builds on its modules)
+        from mcpframe.http.client import StreamableHTTPTransport  # noqa: PLC0415
+        from mcpframe.http.client_sse import SSETransport  # noqa: PLC0415
+        from mcpframe.http.client_sse_auto import AutoTransport  # noqa: PLC0415
     except ModuleNotFoundError as exc:
         raise ModuleNotFoundError(
             f"mcpframe.http.connect needs the http extra ({exc}); try: {install_hint('http')}",
             name=exc.name,
         ) from exc
-    make: type[client_sse_auto.AutoTransport | client.StreamableHTTPTransport | client_sse.SSETransport]
+    make: type[AutoTransport | StreamableHTTPTransport | SSETransport]
     if transport == "auto":
-        make = client_sse_auto.AutoTransport
+        make = AutoTransport
     elif transport == "sse":
-        make = client_sse.SSETransport
+        make = SSETransport
     else:
-        make = client.StreamableHTTPTransport
+        make = StreamableHTTPTransport
 
     def open_http() -> AbstractAsyncContextManager[Transport]:
         # Each transport is its own async context manager: it runs its background tasks while entered.
