@@ -9,6 +9,9 @@ POST answers a body of requests with JSON when the handlers sent nothing else, o
 carries their notifications and requests before the responses; notifications and responses get 202. Legacy
 (2025-xx) clients get a stateful session (`Mcp-Session-Id`); 2026-07-28 requests are served statelessly.
 
+The same app serves the legacy HTTP+SSE transport of 2024-11-05 (GET `/sse`, POST `/messages/`; see
+`legacy.py`) behind the same security checks, unless `HttpOptions(legacy_sse=False)`.
+
 The server is a composition: it builds the session manager, the admission bound, the SSE replies and the
 `PostHandler`, and hands each only what it needs (the handler gets `server.connection`, not the server).
 """
