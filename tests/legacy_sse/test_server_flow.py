@@ -113,3 +113,41 @@ async def test_a_shutdown_ends_the_streams_after_their_answers() -> None:
             while app.legacy is not None and len(app.legacy):
                 await anyio.lowlevel.checkpoint()
     assert stream.events()[0]["id"] == 1  # run() returned: the response ended by itself
+
+
+async def test_posts_wait_while_the_session_reads_nothing() -> None:
+    server = make_server()
+    session_options = SessionOptions(max_in_flight=1)
+    app = StreamableHTTPServer(server, HttpOptions(max_body=1024, session_options=session_options))
+    stream = AsgiStream(app)
+    statuses: list[int] = []
+
+    async def post(rid: int) -> None:
+        params = {"name": "echo", "arguments": {"text": "x" * 200}}
+        call = {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
+        statuses.append((await asgi_post(app, stream.endpoint, call))[0])
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(stream.run)
+        await stream.wait_for(b"\n\n")
+        assert (await asgi_post(app, stream.endpoint, init_body()))[0] == 202
+        await stream.wait_for(b'"protocolVersion"')
+        assert app.legacy is not None
+        (legacy,) = app.legacy.sessions.values()
+        blocker = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "wait"}}
+        assert (await asgi_post(app, stream.endpoint, blocker))[0] == 202
+        with anyio.fail_after(10):
+            await server.started.wait()  # type: ignore[attr-defined]  # the one handler slot is taken
+        posts = anyio.create_task_group()
+        async with posts:
+            for rid in range(10, 30):  # ~5 KiB of requests, the queue holds 1 KiB
+                posts.start_soon(post, rid)
+            await anyio.wait_all_tasks_blocked()
+            assert len(statuses) < 20  # some POSTs wait for their 202: back-pressure on the client
+            assert legacy.transport.inbound.peak <= 1024
+            server.gate.set()  # type: ignore[attr-defined]
+        assert statuses == [202] * 20
+        for rid in (2, *range(10, 30)):  # every request is answered, none lost
+            await stream.wait_for(b'"id":%d,"result"' % rid)
+        stream.leave()
+    assert legacy.transport.inbound.peak <= 1024
