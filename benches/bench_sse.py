@@ -12,13 +12,17 @@ both under uvicorn. Two modes:
 - `leak`: `--connects` times (default 1,000) a client opens `/sse`, initializes, and drops its stream; the
   server's RSS (/proc VmRSS) after a warm-up of 100, after the first `--connects`, and after as many again.
   A leak shows as growth between the second and third figure; the last dropped session must answer 404.
+- `in-process`: mcpframe's app alone, driven in this process (GET /sse and the POSTs straight into the ASGI
+  app, no sockets, no HTTP parser, no client), `--calls` sequential calls: CPU ms per call, the steadiest
+  figure of the server's own cost (compare `bench_http.py --in-process`).
 
-    .venv/bin/python benches/bench_sse.py [--mode load|leak] [--clients 8] [--calls 100]
+    .venv/bin/python benches/bench_sse.py [--mode load|leak|in-process] [--clients 8] [--calls 100]
                                           [--clients-kind sdk,mcpframe] [--servers mcpframe,sdk]
                                           [--connects 1000] [--repeat 1]
 
 Under pytest (`--benchmark-disable`, the default) `test_sse_servers_answer` runs the load mode once with
-2 clients x 3 calls and `test_leak_mode_runs` the leak mode with 20 connects, as tests.
+2 clients x 3 calls, `test_in_process_driver_answers` 3 calls in process and `test_leak_mode_runs` the
+leak mode with 20 connects, as tests.
 """
 
 from __future__ import annotations
@@ -64,22 +68,26 @@ INIT = {
 # ---------------------------------------------------------------------------------------------- the servers
 
 
+def _mcpframe_app() -> Any:
+    from mcpframe.http.server import StreamableHTTPServer  # noqa: PLC0415
+    from mcpframe.server import Server  # noqa: PLC0415
+
+    server = Server("bench-sse", version="1.0.0")
+
+    @server.tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    return StreamableHTTPServer(server).app
+
+
 def _serve(name: str) -> None:
     """A child: `name`'s server on a free port; prints `URL <sse url>` once listening."""
     import uvicorn  # noqa: PLC0415
 
     if name == "mcpframe":
-        from mcpframe.http.server import StreamableHTTPServer  # noqa: PLC0415
-        from mcpframe.server import Server  # noqa: PLC0415
-
-        server = Server("bench-sse", version="1.0.0")
-
-        @server.tool
-        def add(a: int, b: int) -> int:
-            """Add two integers."""
-            return a + b
-
-        app: Any = StreamableHTTPServer(server).app
+        app: Any = _mcpframe_app()
     else:
         from mcp.server.mcpserver import MCPServer  # noqa: PLC0415
 
@@ -317,6 +325,91 @@ def run_leak(servers: list[str], connects: int) -> str:
     return "\n".join(lines)
 
 
+# ---------------------------------------------------------------------------------------------- in process
+
+
+def _scope(method: str, target: str) -> dict[str, Any]:
+    path, _, query = target.partition("?")
+    headers = [(b"host", b"127.0.0.1:8000"), (b"accept", b"text/event-stream")]
+    if method == "POST":
+        headers.append((b"content-type", b"application/json"))
+    return {
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method,
+        "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": query.encode(),
+        "root_path": "", "headers": headers, "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 8000),
+    }  # fmt: skip
+
+
+async def _post(app: Any, target: str, body: bytes) -> int:
+    """One POST straight into the ASGI app; its status."""
+    sent: list[dict[str, Any]] = [{"type": "http.request", "body": body, "more_body": False}]
+    status = 0
+
+    async def receive() -> dict[str, Any]:
+        if sent:
+            return sent.pop()
+        await anyio.sleep_forever()
+        raise AssertionError
+
+    async def send(message: dict[str, Any]) -> None:
+        nonlocal status
+        if message["type"] == "http.response.start":
+            status = message["status"]
+
+    await app(_scope("POST", target), receive, send)
+    return status
+
+
+class _Stream:
+    """GET /sse straight into the ASGI app: what it wrote so far, and a wait for a needle in it."""
+
+    def __init__(self) -> None:
+        self.body = bytearray()
+        self.grew = asyncio.Event()
+        self.gone = asyncio.Event()
+
+    async def receive(self) -> dict[str, Any]:
+        await self.gone.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(self, message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.body":
+            self.body += message.get("body", b"")
+            self.grew.set()
+
+    async def until(self, needle: bytes) -> bytes:
+        """Wait until `needle` was written; return what came before it (and forget it)."""
+        while (at := self.body.find(needle)) < 0:
+            self.grew.clear()
+            await self.grew.wait()
+        before = bytes(self.body[:at])
+        del self.body[: at + len(needle)]
+        return before
+
+
+async def in_process(calls: int) -> float:
+    """CPU ms per `add` call of mcpframe's legacy SSE server alone: no sockets, no HTTP parser, no client."""
+    app = _mcpframe_app()
+    stream = _Stream()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(app, _scope("GET", "/sse"), stream.receive, stream.send)
+        await stream.until(b"event: endpoint\ndata: ")
+        target = (await stream.until(b"\n\n")).decode()
+        assert await _post(app, target, json.dumps(INIT).encode()) == 202
+        await stream.until(b'"protocolVersion"')
+        assert await _post(app, target, core.encode_notification("notifications/initialized")) == 202
+        cpu = time.process_time()
+        for rid in range(2, calls + 2):
+            body = core.encode_request(rid, "tools/call", {"name": "add", "arguments": {"a": rid, "b": 1}})
+            assert await _post(app, target, body) == 202
+            answer = await stream.until(b'"id":%d,"result"' % rid) + await stream.until(b"\n\n")
+            if b'"text":"%d"' % (rid + 1) not in answer + bytes(stream.body):
+                raise AssertionError(f"add({rid}, 1) answered {answer!r}")
+        spent = time.process_time() - cpu
+        stream.gone.set()
+    return 1000 * spent / calls
+
+
 # ---------------------------------------------------------------------------------------------- entry points
 
 
@@ -326,6 +419,11 @@ def test_sse_servers_answer() -> None:
     assert [(r.client, r.server) for r in rows] == [("sdk", s) for s in SERVERS]
     assert all(len(r.latencies) == 6 for r in rows)
     assert "req/s" in load_table(rows)
+
+
+def test_in_process_driver_answers() -> None:
+    """The in-process mode checks every answer."""
+    assert anyio.run(in_process, 3) > 0
 
 
 def test_leak_mode_runs() -> None:
@@ -338,7 +436,7 @@ def main(argv: list[str]) -> int:
     """`--serve NAME` (a child) or the benchmark runner."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--serve", choices=SERVERS)
-    parser.add_argument("--mode", choices=("load", "leak"), default="load")
+    parser.add_argument("--mode", choices=("load", "leak", "in-process"), default="load")
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--calls", type=int, default=100, help="calls per client")
     parser.add_argument("--clients-kind", default="sdk", help="sdk, mcpframe or both: sdk,mcpframe")
@@ -357,6 +455,10 @@ def main(argv: list[str]) -> int:
         parser.error("--clients-kind: sdk,mcpframe; --servers: mcpframe,sdk")
     if args.mode == "leak":
         print(run_leak(servers, args.connects))
+        return 0
+    if args.mode == "in-process":
+        best = min(anyio.run(in_process, args.calls) for _ in range(max(1, args.repeat)))
+        print(f"legacy SSE, mcpframe server app in process ({core.BACKEND} core): {best:.3f} CPU ms/call")
         return 0
     rows = run_load(
         kinds, servers, args.clients, args.calls, max_seconds=args.max_seconds, repeat=max(1, args.repeat)
