@@ -150,13 +150,21 @@ class StreamableHTTPServer:
             if lifespan is not None:
                 await lifespan.__aexit__(None, None, None)
 
-    def end_streams(self) -> None:
-        """Shutting down: GET streams end (one opened later ends at once) and open listens answer."""
+    def end_streams(self, *, legacy: bool = True) -> None:
+        """Shutting down: GET streams end (one opened later ends at once) and open listens answer; with
+        `legacy`, the legacy SSE sessions too (see `end_legacy`)."""
         for session in list(self.sessions.sessions.values()):
             session.get_stream.finish()
+        if legacy:
+            self.end_legacy()
+        self.server.close_connections()
+
+    def end_legacy(self) -> None:
+        """Shutting down: the legacy SSE sessions take no more input, and each stream ends once its
+        running handlers answered. Their answers travel on those streams, so a graceful stop calls this
+        after the requests in flight settled."""
         if self.legacy is not None:
             self.legacy.end_all()
-        self.server.close_connections()
 
     # ---------------------------------------------------------------- routes
 
@@ -335,10 +343,12 @@ async def serve_http(
 
 
 async def _stopping(http: StreamableHTTPServer, stop: Stop | None) -> None:
-    """Before uvicorn stops: end the GET streams, then (under a graceful stop) let requests settle."""
-    http.end_streams()
+    """Before uvicorn stops: end the GET streams, then (under a graceful stop) let requests settle, then
+    end the legacy SSE streams, which carry those requests' answers."""
+    http.end_streams(legacy=False)
     if stop is not None:  # new requests are refused, those in flight get the grace period, then -32000
         await stop.settle()
+    http.end_legacy()
 
 
 class _Uvicorn(uvicorn.Server):
