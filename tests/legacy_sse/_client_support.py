@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 from tests._process import stop_child
 
 SDK_SSE_SERVER = Path(__file__).with_name("client_sdk_sse_server.py")
@@ -64,7 +65,7 @@ class FakeLegacy:
 
     `endpoint`: the data of the `endpoint` event (`None`: never sent); `refuse(path, body)`: a status to
     answer a POST with instead of 202 (`None`: accept); a POST to `/sse` gets `probe_status` (405, as
-    Starlette's route does).
+    Starlette's route does); `endless`: a refusal's body never ends.
     """
 
     def __init__(
@@ -73,8 +74,10 @@ class FakeLegacy:
         endpoint: str | None = "/messages/?session_id=abc",
         refuse: Callable[[str, Any], int | None] = lambda path, body: None,
         probe_status: int = 405,
+        endless: bool = False,
     ) -> None:
         self.endpoint = endpoint
+        self.endless = endless
         self.refuse = refuse
         self.probe_status = probe_status
         self.seen: list[tuple[str, str]] = []
@@ -117,6 +120,9 @@ class FakeLegacy:
         await send(
             {"type": "http.response.start", "status": status, "headers": [(b"content-type", b"text/plain")]}
         )
+        if status >= 300 and self.endless:
+            await _endless(receive, send)
+            return
         await send({"type": "http.response.body", "body": b"Accepted" if status == 202 else b"nope"})
 
     async def _stream(self, receive: Any, send: Any) -> None:
@@ -139,6 +145,21 @@ class FakeLegacy:
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
             await send({"type": "http.response.body", "body": b""})
             tg.cancel_scope.cancel()
+
+
+async def _endless(receive: Any, send: Any) -> None:
+    """A body that never ends, until the client hangs up."""
+    async with anyio.create_task_group() as tg:
+
+        async def watch() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(watch)
+        while True:
+            await send({"type": "http.response.body", "body": b"nope " * 1000, "more_body": True})
+            await anyio.lowlevel.checkpoint()  # a send to a gone client may not yield: let `watch` run
 
 
 class Counted:

@@ -110,6 +110,15 @@ async def test_a_post_answered_500_fails_its_request_with_the_status() -> None:
             await client.ping()
 
 
+async def test_a_refusal_whose_body_never_ends_does_not_hold_the_client() -> None:
+    fake = FakeLegacy(refuse=lambda path, body: 500 if body.get("method") == "ping" else None, endless=True)
+    async with serve_asgi(fake, "/sse") as url, connect_sse(url, mode="legacy") as client:
+        with anyio.fail_after(10):
+            with pytest.raises(JSONRPCError, match=r"HTTP 500: nope nope"):
+                await client.ping()
+            assert text_of(await client.call_tool("add", {"a": 1, "b": 1})) == "2"
+
+
 async def test_a_refused_get_says_so() -> None:
     fake = FakeLegacy()
     async with serve_asgi(fake, "/sse") as url:

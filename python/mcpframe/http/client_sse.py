@@ -173,8 +173,7 @@ class SSETransport:
     async def _first_event(self, response: httpx.Response) -> str:
         """Check the GET's answer and read up to its `endpoint` event; return the endpoint, resolved."""
         if response.status_code != 200:
-            body = await response.aread()
-            text = body[:_BODY_SNIPPET].decode("utf-8", "replace").strip()
+            text = await _snippet(response)
             raise SSEConnectError(
                 f"GET {self.url} answered HTTP {response.status_code}" + (f": {text}" if text else "")
             )
@@ -317,25 +316,28 @@ class SSETransport:
         rid = message.id if message.kind == "request" else None
         if rid is not None:
             self._waiting.add(rid)  # before posting: the answer may arrive before the POST returns
-        assert self._endpoint is not None
+        endpoint = self._endpoint
+        assert endpoint is not None
+        headers = self._post_headers(message)
         try:
-            response = await self._http.post(
-                self._endpoint, content=message.raw, headers=self._post_headers(message)
-            )
+            # streamed, so that a body that never ends cannot hold `send` (only its first bytes are read)
+            async with self._http.stream("POST", endpoint, content=message.raw, headers=headers) as response:
+                status = response.status_code
+                text = await _snippet(response)
         except httpx.HTTPError as exc:
-            text = f"POST {self._endpoint} failed: {exc!r}"
+            failure = f"POST {endpoint} failed: {exc!r}"
             if rid is None:
-                logger.warning("%s (a %s)", text, message.kind)
+                logger.warning("%s (a %s)", failure, message.kind)
                 return None
-            return synthesized_error(rid, jsonrpc.CONNECTION_CLOSED, text)
-        if response.status_code < 300:
+            return synthesized_error(rid, jsonrpc.CONNECTION_CLOSED, failure)
+        if status < 300:
             return None
-        text = _refusal(self._endpoint, response)
+        failure = _refusal(endpoint, status, text)
         if rid is None:
-            logger.warning("%s (a %s)", text, message.kind)
+            logger.warning("%s (a %s)", failure, message.kind)
             return None
-        code = jsonrpc.CONNECTION_CLOSED if response.status_code == 404 else jsonrpc.INTERNAL_ERROR
-        return synthesized_error(rid, code, text)
+        code = jsonrpc.CONNECTION_CLOSED if status == 404 else jsonrpc.INTERNAL_ERROR
+        return synthesized_error(rid, code, failure)
 
     def _post_headers(self, message: MessageLike) -> dict[str, str]:
         headers = {**self._headers, "content-type": "application/json"}
@@ -347,13 +349,22 @@ class SSETransport:
         return headers
 
 
-def _refusal(endpoint: str, response: httpx.Response) -> str:
+def _refusal(endpoint: str, status: int, text: str) -> str:
     """What to tell the caller about a refused POST: the status, what it means, the body's first words."""
-    text = response.text[:_BODY_SNIPPET].strip()
     detail = f": {text}" if text else ""
-    if response.status_code == 404:
+    if status == 404:
         return f"the server no longer knows this legacy SSE session (POST {endpoint}: HTTP 404{detail})"
-    return f"the server refused the message (POST {endpoint}: HTTP {response.status_code}{detail})"
+    return f"the server refused the message (POST {endpoint}: HTTP {status}{detail})"
+
+
+async def _snippet(response: httpx.Response) -> str:
+    """The first words of a streamed body, read no further than `_BODY_SNIPPET` bytes."""
+    body = b""
+    async for chunk in response.aiter_bytes():
+        body += chunk
+        if len(body) >= _BODY_SNIPPET:
+            break
+    return body[:_BODY_SNIPPET].decode("utf-8", "replace").strip()
 
 
 async def _events(response: httpx.Response) -> AsyncGenerator[SSEEvent, None]:
