@@ -40,6 +40,12 @@ async def test_the_endpoint_event_then_answers_as_message_events() -> None:
         assert answer["result"]["protocolVersion"] == "2024-11-05"
         await stream.post(echo(2, "hi"))
         assert (await stream.next())["result"]["content"][0]["text"] == "hi"
+        bare = stream.endpoint.replace("/messages/?", "/messages?")  # the path without its slash
+        posted = await http.post(
+            base + bare, json=echo(3, "bare"), headers={"content-type": "application/json"}
+        )
+        assert posted.status_code == 202
+        assert (await stream.next())["id"] == 3
 
 
 async def test_the_endpoint_names_the_root_path() -> None:
