@@ -184,3 +184,20 @@ async def test_auto_keeps_the_post_answer_when_there_is_no_sse_stream() -> None:
             async with connect(url.replace("/sse", "/mcp"), mode="legacy"):
                 pass
     assert fake.seen == [("POST", "/mcp"), ("GET", "/mcp")]  # probed once, then the 404 is the answer
+
+
+async def test_auto_keeps_the_post_answer_when_the_stream_names_no_endpoint(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    fake = FakeLegacy(endpoint=None)
+    options = HttpClientOptions(connect_timeout=0.3)
+    async with serve_asgi(fake, "/sse") as url:
+        with anyio.fail_after(10), pytest.raises(JSONRPCError, match="HTTP 405"):
+            async with connect(url, mode="legacy", http_options=options):
+                pass
+    assert "the legacy SSE probe failed: no `endpoint` event" in caplog.text
+
+
+def test_connect_refuses_an_unknown_transport() -> None:
+    with pytest.raises(ValueError, match="transport must be 'auto', 'streamable-http' or 'sse'"):
+        connect("http://127.0.0.1:9/mcp", transport="websocket")  # type: ignore[arg-type]

@@ -150,11 +150,10 @@ class AutoTransport:
         try:
             await legacy.open()
         except SSEConnectError as exc:
-            logger.info("POST %s answered HTTP %d and the legacy SSE probe failed: %s", self.url, status, exc)
+            # the caller gets the POST's refusal; this says why the legacy transport was no way out either
+            logger.warning("POST %s: HTTP %d, and the legacy SSE probe failed: %s", self.url, status, exc)
             return False
-        logger.info(
-            "POST %s answered HTTP %d: the server speaks the legacy HTTP+SSE transport", self.url, status
-        )
+        logger.info("POST %s: HTTP %d; the server speaks the legacy HTTP+SSE transport", self.url, status)
         self.legacy = legacy
         self._settle("sse")
         await self._tg.start(legacy.run)
