@@ -140,7 +140,7 @@ async def test_subscriptions_listen_over_http() -> None:
 
     async with (
         mcpframe_server(server) as url,
-        connect(url, notification_handler=on_notification) as client,
+        connect(url, transport="streamable-http", notification_handler=on_notification) as client,
     ):
         transport = client.session.transport
         assert isinstance(transport, StreamableHTTPTransport)

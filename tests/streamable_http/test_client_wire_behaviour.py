@@ -288,7 +288,7 @@ async def test_a_cancelled_request_stops_its_exchange_and_closes_the_stream() ->
         return await legacy(seen) or json_reply({})
 
     app = Scripted(handler)
-    async with serve_asgi(app) as url, connect(url, mode="legacy") as client:
+    async with serve_asgi(app) as url, connect(url, mode="legacy", transport="streamable-http") as client:
         transport = client.session.transport
         assert isinstance(transport, StreamableHTTPTransport)
         with pytest.raises(RequestTimeout):
@@ -370,7 +370,7 @@ async def test_answer_on_the_standalone_stream_ends_the_posts_exchange() -> None
         return await legacy(seen) or json_reply({})
 
     app = Scripted(handler)
-    async with serve_asgi(app) as url, connect(url, mode="legacy") as client:
+    async with serve_asgi(app) as url, connect(url, mode="legacy", transport="streamable-http") as client:
         transport = client.session.transport
         assert isinstance(transport, StreamableHTTPTransport)
         with anyio.fail_after(10):

@@ -72,6 +72,12 @@ def add_http_flags(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="HTTP sessions at once; past it initialize gets 503 (default 10000; an idle one holds ~70 KiB)",
     )
+    http.add_argument(
+        "--legacy-sse",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also serve the 2024-11-05 HTTP+SSE transport: GET /sse, POST /messages/ (default: on)",
+    )
     _add_tuning(http)
 
 
@@ -135,6 +141,9 @@ def ready_callback(options: Any) -> Callable[[str], None]:
         if listening is not None:  # a StaticTokenAuth's metadata names the bound URL
             listening.append(url)
         freeze_startup_heap()  # listening: the app, its imports and the HTTP stack exist (see mcpframe._gc)
+        if getattr(options, "legacy_sse", False):  # before the endpoint's line, which stays the last
+            base = url[: url.index("/", url.index("//") + 2)]
+            print(f"mcpframe serve: legacy HTTP+SSE on {base}/sse", file=sys.stderr, flush=True)
         print(f"mcpframe serve: Streamable HTTP on {url}", file=sys.stderr, flush=True)
 
     return ready
@@ -156,6 +165,7 @@ def http_options(args: argparse.Namespace) -> Any:
         max_queued=args.max_queued,
         idle_timeout=args.idle_timeout or None,
         max_sessions=args.max_sessions,
+        legacy_sse=args.legacy_sse,
     )
     if token is not None:
         from .token_auth import static_token_auth  # noqa: PLC0415 - HTTP only

@@ -1,4 +1,6 @@
-"""Streamable HTTP: the server side (`server`, a plain ASGI app served by uvicorn) and the client.
+"""MCP over HTTP, Streamable HTTP and the legacy HTTP+SSE transport (2024-11-05): server and client.
+
+The server side is `server` (a plain ASGI app served by uvicorn).
 
 A host layer: it sits above `server` and `client` and nothing below imports it; the HTTP stack is an
 optional dependencies (the `http` extra: `pip install '.[http]'` in a clone). Shared by both sides:
@@ -18,11 +20,15 @@ Server modules (`StreamableHTTPServer` composes them; each piece gets only the o
 - `security`: Host/Origin allow-lists and bearer-token verification.
 
 Client modules: `client` (`StreamableHTTPTransport`), `client_answers` (its `AnswerReader` and `Inbox`),
-`client_wire` (SSE parsing, the shared `SessionState`, header values).
+`client_wire` (SSE parsing, the shared `SessionState`, header values), `client_sse` (`SSETransport`: the
+legacy HTTP+SSE transport), `client_sse_auto` (`AutoTransport`: the specification's probe, Streamable HTTP
+first, then legacy SSE).
 
-`connect(url)` makes an MCP `Client` over Streamable HTTP (`_connect`; httpx is imported when it is called).
+`connect(url)` makes an MCP `Client` for either kind of server (`transport="auto"`, the default, probes;
+`"streamable-http"` or `"sse"` pick one), `connect_sse(url)` one for a legacy SSE server (`_connect`; httpx
+is imported when they are called).
 """
 
-from mcpframe.http._connect import connect
+from mcpframe.http._connect import HttpTransportKind, connect, connect_sse
 
-__all__ = ["connect"]
+__all__ = ["HttpTransportKind", "connect", "connect_sse"]

@@ -29,7 +29,7 @@ to `receive`); the wire helpers (SSE parsing, header values) are in `client_wire
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import Any, Final
@@ -56,11 +56,15 @@ from mcpframe.http.headers import MCP_METHOD, MCP_NAME, MCP_PROTOCOL_VERSION, MC
 from mcpframe.http.options import HttpClientOptions
 from mcpframe.transports.base import TransportClosedError
 
-__all__ = ["HttpClientOptions", "StreamableHTTPTransport"]
+__all__ = ["HttpClientOptions", "Probe", "StreamableHTTPTransport"]
 
 logger = logging.getLogger("mcpframe.http.client")
 
 _ACCEPT: Final = "application/json, text/event-stream"
+
+Probe = Callable[[MessageLike, httpx.Response], Awaitable[bool]]
+"""`StreamableHTTPTransport.probe`: given a request and the response to its POST (status and headers read,
+body not yet), returns `True` when it took the request over (its answer will come another way)."""
 
 
 class StreamableHTTPTransport:
@@ -107,6 +111,9 @@ class StreamableHTTPTransport:
         self._closing = anyio.Event()
         self._closed = False
         self._stack: AsyncExitStack | None = None
+        # `connect(transport="auto")` sets it until the server is known to speak Streamable HTTP: a 400,
+        # 404 or 405 to the first POST may mean a legacy HTTP+SSE server (`http/client_sse_auto.py`).
+        self.probe: Probe | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -303,6 +310,8 @@ class StreamableHTTPTransport:
             sent_session = None if stamped_version(message.params) else self.session_id
             headers = self._post_headers(message)
             async with self._http.stream("POST", self.url, content=message.raw, headers=headers) as resp:
+                if self.probe is not None and await self.probe(message, resp):
+                    return
                 expired = resp.status_code == 404 and sent_session is not None and not renewed
                 if expired and message.method != protocol.INITIALIZE:
                     renewed = True

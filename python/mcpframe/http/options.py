@@ -76,6 +76,10 @@ class HttpOptions:
     auth: BearerAuth | None = None
     """Bearer-token verification (and the protected resource metadata); `None`: no authentication."""
 
+    legacy_sse: bool = True
+    """Also serve the HTTP+SSE transport of 2024-11-05 beside `path`: GET `/sse` opens a session's stream,
+    POST `/messages/?session_id=` carries its messages (`http/legacy.py`); `False`: both are 404."""
+
     session_options: SessionOptions | None = None
     """The tuning of the Sessions answering POSTs (`None`: their defaults); their `max_frame` is capped at
     `max_body`, since no frame can be longer than the body that carries it."""

@@ -9,6 +9,9 @@ POST answers a body of requests with JSON when the handlers sent nothing else, o
 carries their notifications and requests before the responses; notifications and responses get 202. Legacy
 (2025-xx) clients get a stateful session (`Mcp-Session-Id`); 2026-07-28 requests are served statelessly.
 
+The same app serves the legacy HTTP+SSE transport of 2024-11-05 (GET `/sse`, POST `/messages/`; see
+`legacy.py`) behind the same security checks, unless `HttpOptions(legacy_sse=False)`.
+
 The server is a composition: it builds the session manager, the admission bound, the SSE replies and the
 `PostHandler`, and hands each only what it needs (the handler gets `server.connection`, not the server).
 """
@@ -38,6 +41,7 @@ from .asgi import HttpRequest, Receive, Scope, Send
 from .events import split_event_id
 from .handling import PostHandler
 from .headers import FIRST_STATELESS, LAST_EVENT_ID, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, Accepts
+from .legacy import MESSAGES_PATH, SSE_PATH, LegacySSE, LegacyStream
 from .options import HttpOptions
 from .responses import SSE_HEADERS, Answer, Reply, StreamReplies, error_response
 from .security import AccessToken, HostGuard
@@ -53,6 +57,7 @@ logger = logging.getLogger("mcpframe.http")
 
 _TEXT = "text/plain; charset=utf-8"
 _METHODS = ("GET", "POST", "DELETE")
+_LEGACY_PATHS = (SSE_PATH, MESSAGES_PATH, MESSAGES_PATH.rstrip("/"))
 
 
 class StreamableHTTPServer:
@@ -77,6 +82,8 @@ class StreamableHTTPServer:
             connect=server.connection,
             replies=self.replies,
         )
+        # the 2024-11-05 HTTP+SSE transport on /sse and /messages/ (its sessions run inside their GETs)
+        self.legacy = LegacySSE(server.connection, opts) if opts.legacy_sse else None
         self._tg: anyio.abc.TaskGroup | None = None
         self._server_lifespan: AbstractAsyncContextManager[Any] | None = None
 
@@ -143,11 +150,21 @@ class StreamableHTTPServer:
             if lifespan is not None:
                 await lifespan.__aexit__(None, None, None)
 
-    def end_streams(self) -> None:
-        """Shutting down: GET streams end (one opened later ends at once) and open listens answer."""
+    def end_streams(self, *, legacy: bool = True) -> None:
+        """Shutting down: GET streams end (one opened later ends at once) and open listens answer; with
+        `legacy`, the legacy SSE sessions too (see `end_legacy`)."""
         for session in list(self.sessions.sessions.values()):
             session.get_stream.finish()
+        if legacy:
+            self.end_legacy()
         self.server.close_connections()
+
+    def end_legacy(self) -> None:
+        """Shutting down: the legacy SSE sessions take no more input, and each stream ends once its
+        running handlers answered. Their answers travel on those streams, so a graceful stop calls this
+        after the requests in flight settled."""
+        if self.legacy is not None:
+            self.legacy.end_all()
 
     # ---------------------------------------------------------------- routes
 
@@ -156,8 +173,9 @@ class StreamableHTTPServer:
         """Where the protected resource metadata is served (RFC 9728, path-based)."""
         return "/.well-known/oauth-protected-resource" + self.options.path.rstrip("/")
 
-    async def _route(self, request: HttpRequest) -> Answer:
-        """The endpoint, the resource metadata (with `auth`), 404 elsewhere and 405 for other methods."""
+    async def _route(self, request: HttpRequest) -> Answer | LegacyStream:
+        """The endpoint, the legacy SSE paths (with `legacy_sse`), the resource metadata (with `auth`), 404
+        elsewhere and 405 for other methods."""
         path: str = request.scope["path"]
         root: str = request.scope.get("root_path", "")
         if root and path.startswith(root):
@@ -166,6 +184,8 @@ class StreamableHTTPServer:
             if request.method in _METHODS:
                 return await self.endpoint(request)
             return Reply(405, b"Method Not Allowed", {"allow": ", ".join(_METHODS)}, _TEXT)
+        if self.legacy is not None and path in _LEGACY_PATHS:
+            return await self.legacy_endpoint(request, path)
         if self.options.auth is not None and path == self.metadata_path:
             if request.method in ("GET", "HEAD"):
                 return self.resource_metadata()
@@ -180,6 +200,32 @@ class StreamableHTTPServer:
 
     async def endpoint(self, request: HttpRequest) -> Answer:
         """The MCP endpoint: security checks first, then POST, GET or DELETE."""
+        owner = await self._admit(request)
+        if isinstance(owner, Reply):
+            return owner
+        if request.method == "POST":
+            return await self.posts.handle(request, owner)
+        if request.method == "GET":
+            return await self._get(request, owner)
+        return await self._delete(request, owner)
+
+    async def legacy_endpoint(self, request: HttpRequest, path: str) -> Reply | LegacyStream:
+        """GET `/sse` and POST `/messages/`: the same security checks as the endpoint, then the legacy
+        transport (`http/legacy.py`)."""
+        assert self.legacy is not None
+        method = "GET" if path == SSE_PATH else "POST"
+        if request.method != method:
+            return Reply(405, b"Method Not Allowed", {"allow": method}, _TEXT)
+        owner = await self._admit(request)
+        if isinstance(owner, Reply):
+            return owner
+        if method == "GET":
+            return self.legacy.open(request, owner)
+        return await self.legacy.post(request, owner)
+
+    async def _admit(self, request: HttpRequest) -> str | Reply | None:
+        """Host/Origin, bearer token and protocol version header: the owner of the request's sessions (the
+        token's subject, `None` without `auth`), or the reply refusing it."""
         refusal = self.guard.check(request.headers.get("host"), request.headers.get("origin"))
         if refusal is not None:
             return error_response(refusal[0], refusal[1])
@@ -192,12 +238,7 @@ class StreamableHTTPServer:
         version = request.headers.get(MCP_PROTOCOL_VERSION)
         if version is not None and version not in SUPPORTED_VERSIONS:
             return error_response(400, f"Bad Request: unsupported MCP-Protocol-Version {version!r}")
-        owner = None if principal is None else (principal.subject or "")
-        if request.method == "POST":
-            return await self.posts.handle(request, owner)
-        if request.method == "GET":
-            return await self._get(request, owner)
-        return await self._delete(request, owner)
+        return None if principal is None else (principal.subject or "")
 
     async def _authenticate(self, request: HttpRequest) -> AccessToken | Reply:
         auth = self.options.auth
@@ -302,10 +343,12 @@ async def serve_http(
 
 
 async def _stopping(http: StreamableHTTPServer, stop: Stop | None) -> None:
-    """Before uvicorn stops: end the GET streams, then (under a graceful stop) let requests settle."""
-    http.end_streams()
+    """Before uvicorn stops: end the GET streams, then (under a graceful stop) let requests settle, then
+    end the legacy SSE streams, which carry those requests' answers."""
+    http.end_streams(legacy=False)
     if stop is not None:  # new requests are refused, those in flight get the grace period, then -32000
         await stop.settle()
+    http.end_legacy()
 
 
 class _Uvicorn(uvicorn.Server):
