@@ -89,6 +89,10 @@ class FakeLegacy:
         """End the open SSE stream (as a server that drops its clients)."""
         self._out.close()
 
+    async def send_raw(self, data: bytes) -> None:
+        """Write `data` on the open SSE stream as it is (no event framing added)."""
+        await self._out.send(data)
+
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
             while (await receive())["type"] != "lifespan.shutdown":

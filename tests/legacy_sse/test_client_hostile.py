@@ -90,6 +90,29 @@ async def test_a_stream_that_drops_mid_call_fails_the_call() -> None:
     assert "ended the SSE stream before answering" in str(caught.value)
 
 
+async def test_an_sse_event_past_max_message_fails_the_call_and_is_not_buffered() -> None:
+    fake = FakeLegacy()
+    options = HttpClientOptions(max_message=4096)
+    async with (
+        serve_asgi(fake, "/sse") as url,
+        connect_sse(url, mode="legacy", timeout=60, http_options=options) as client,
+    ):
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+
+                async def flood() -> None:  # an event whose data never ends, in 1 KiB pieces
+                    await fake.posted.wait()
+                    await fake.send_raw(b"event: message\ndata: ")
+                    for _ in range(8):
+                        await fake.send_raw(b"x" * 1024)
+
+                tg.start_soon(flood)
+                with pytest.raises(JSONRPCError) as caught:
+                    await client.call_tool("hang", {})
+    assert caught.value.code == jsonrpc.CONNECTION_CLOSED
+    assert "exceeds 4096 bytes (HttpClientOptions.max_message)" in str(caught.value)
+
+
 async def test_a_post_answered_404_fails_its_request_clearly() -> None:
     def gone(path: str, body: Any) -> int | None:
         return 404 if body.get("method") == "tools/call" else None

@@ -13,6 +13,7 @@ from tests.streamable_http._client_support import Reply, Scripted, Seen, json_re
 
 from mcpframe import jsonrpc
 from mcpframe.http import connect
+from mcpframe.http.options import HttpClientOptions
 from mcpframe.session import JSONRPCError
 
 from .test_client_wire_behaviour import legacy
@@ -54,6 +55,42 @@ async def test_an_answer_with_an_over_long_integer_fails_that_call_and_the_sessi
             assert caught.value.code == jsonrpc.INVALID_REQUEST
             assert "the server's answer is invalid" in caught.value.message
             assert TOO_LONG in caught.value.message
+            after = await client.call_tool("small", {})
+    assert after["content"][0]["text"] == "fine"
+
+
+async def endless_sse() -> AsyncIterator[bytes]:
+    yield b"id: e-1\ndata: "
+    while True:  # a line that never ends: the client must stop reading, not buffer it
+        yield b"7" * 1024
+        await anyio.sleep(0)
+
+
+@pytest.mark.parametrize("shape", ["json", "sse", "endless sse"])
+async def test_an_answer_past_max_message_fails_that_call_and_the_session_goes_on(shape: str) -> None:
+    async def handler(seen: Seen) -> Reply:
+        reply = await legacy(seen)
+        if reply is not None:
+            return reply
+        if seen.body["params"]["name"] != "big":
+            return json_reply(result(seen.body["id"], {"content": [{"type": "text", "text": "fine"}]}))
+        data = json.dumps(result(seen.body["id"], {"content": [{"type": "text", "text": "y" * 10_000}]}))
+        data = data.encode()
+        if shape == "json":
+            return Reply(200, {"content-type": "application/json"}, data)
+        body = sse_body(data) if shape == "sse" else endless_sse()
+        return Reply(200, {"content-type": "text/event-stream"}, body)
+
+    options = HttpClientOptions(max_message=8192)
+    async with (
+        serve_asgi(Scripted(handler)) as url,
+        connect(url, mode="legacy", http_options=options) as client,
+    ):
+        with anyio.fail_after(10):
+            with pytest.raises(JSONRPCError) as caught:
+                await client.call_tool("big", {})
+            assert caught.value.code == jsonrpc.INTERNAL_ERROR
+            assert "exceeds 8192 bytes (HttpClientOptions.max_message); not read" in caught.value.message
             after = await client.call_tool("small", {})
     assert after["content"][0]["text"] == "fine"
 

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from mcpframe.http.client_wire import (
     SSEEvent,
+    SSEEventTooLarge,
     SSEParser,
     encode_header_value,
     mcp_name,
@@ -48,6 +49,38 @@ def test_events_with_any_line_terminator(terminator: bytes) -> None:
     assert events == EXPECTED
     assert parser.last_event_id == "p-1"
     assert parser.retry == 500
+
+
+def test_an_event_up_to_max_event_passes_and_one_past_it_is_refused() -> None:
+    parser = SSEParser(max_event=16)
+    assert parser.feed(b"data: " + b"a" * 7 + b"\ndata: " + b"b" * 7 + b"\n\n") == [
+        SSEEvent("message", b"a" * 7 + b"\n" + b"b" * 7, None)
+    ]
+    parser.feed(b"data: " + b"c" * 7 + b"\n")
+    parser.feed(b"data: " + b"c" * 7 + b"\n")  # 16 bytes of data: still within
+    with pytest.raises(SSEEventTooLarge, match="exceeds 16 bytes"):  # data lines add up
+        parser.feed(b"data: c\n")
+
+
+@pytest.mark.parametrize("piece", [1, 100, 4096])
+def test_a_line_that_never_ends_is_refused_once_past_max_event(piece: int) -> None:
+    parser = SSEParser(max_event=4096)
+    fed = 0
+    refused = False
+    while not refused and fed <= 10 * 4096:
+        fed += piece
+        try:
+            parser.feed(b"d" * piece)
+        except SSEEventTooLarge:
+            refused = True
+    assert refused
+    assert fed <= 4096 + piece  # refused as soon as the line passed the bound, not later
+
+
+def test_the_default_bound_is_the_core_frame_limit() -> None:
+    from mcpframe import core  # noqa: PLC0415
+
+    assert SSEParser().max_event == core.DEFAULT_MAX_FRAME
 
 
 def test_priming_event_sets_id_and_retry() -> None:

@@ -22,11 +22,13 @@ from mcpframe import core, jsonrpc, protocol
 from mcpframe._api import Id, MessageLike
 from mcpframe.http.client_wire import (
     SessionState,
+    SSEEventTooLarge,
     SSEParser,
     StreamState,
     content_type,
     drain,
     ndjson_frame,
+    read_limited,
     request_id,
     synthesized_error,
 )
@@ -123,7 +125,10 @@ class AnswerReader:
                 f"the server answered HTTP {resp.status_code} ({kind or 'no body'})",
             )
         if kind == "application/json":
-            found = await self._deliver(core.decode(await resp.aread(), lazy=True), rid, intercept)
+            body = await read_limited(resp, self._options.max_message)
+            if body is None:
+                return synthesized_error(rid, jsonrpc.INTERNAL_ERROR, self._too_large("JSON answer"))
+            found = await self._deliver(core.decode(body, lazy=True), rid, intercept)
         else:
             found = await self.follow(resp, rid, intercept=intercept)
         if isinstance(found, bool):
@@ -185,7 +190,7 @@ class AnswerReader:
         self, resp: httpx.Response, stream: StreamState, rid: Id | None, intercept: bool
     ) -> MessageLike | bool:
         """Forward the events of one SSE response until it ends or carries the answer to `rid`."""
-        parser = SSEParser()
+        parser = SSEParser(self._options.max_message)
         parser.last_event_id = stream.last_event_id
         chunks = resp.aiter_bytes()
         try:
@@ -203,9 +208,17 @@ class AnswerReader:
                         return found
         except httpx.TransportError as exc:  # a dropped connection ends the stream like a close
             logger.debug("SSE stream interrupted: %r", exc)
+        except SSEEventTooLarge as exc:  # not buffered further: the stream is closed, its request failed
+            logger.warning("closing an SSE stream from %s: %s", resp.url, exc)
+            if rid is not None:
+                return synthesized_error(rid, jsonrpc.INTERNAL_ERROR, self._too_large("SSE event"))
         finally:
             await resp.aclose()
         return False
+
+    def _too_large(self, what: str) -> str:
+        limit = self._options.max_message
+        return f"the server's {what} exceeds {limit} bytes (HttpClientOptions.max_message); not read"
 
     async def follow(self, resp: httpx.Response, rid: Id | None, *, intercept: bool) -> MessageLike | bool:
         """Read an SSE stream and, while its answer is missing, resume it with GET + Last-Event-ID.

@@ -33,6 +33,7 @@ from mcpframe._api import Id, MessageLike
 from mcpframe.http.client_answers import Inbox, Undeliverable
 from mcpframe.http.client_wire import (
     SSEEvent,
+    SSEEventTooLarge,
     SSEParser,
     content_type,
     encode_header_value,
@@ -180,7 +181,7 @@ class SSETransport:
         if content_type(response) != "text/event-stream":
             kind = content_type(response) or "no content type"
             raise SSEConnectError(f"GET {self.url} answered {kind}, not an SSE stream (text/event-stream)")
-        self._events = _events(response)
+        self._events = _events(response, self.options.max_message)
         async for event in self._events:
             if event.event != "endpoint":
                 logger.debug("ignoring a %r event before the endpoint", event.event)
@@ -259,6 +260,9 @@ class SSETransport:
                     logger.debug("ignoring an SSE event of type %r", event.event)
         except httpx.HTTPError as exc:  # a dropped connection ends the stream like a close
             why = f"the SSE stream broke ({type(exc).__name__})"
+        except SSEEventTooLarge as exc:  # not buffered further: the session's only stream is given up
+            logger.warning("closing the legacy SSE stream of %s: %s", self.url, exc)
+            why = str(exc)
         except Undeliverable:
             return  # closed by us: nobody waits any more
         logger.debug("%s: %s", why, self.url)
@@ -367,9 +371,9 @@ async def _snippet(response: httpx.Response) -> str:
     return body[:_BODY_SNIPPET].decode("utf-8", "replace").strip()
 
 
-async def _events(response: httpx.Response) -> AsyncGenerator[SSEEvent, None]:
-    """The events of an SSE response, as they arrive."""
-    parser = SSEParser()
+async def _events(response: httpx.Response, max_event: int) -> AsyncGenerator[SSEEvent, None]:
+    """The events of an SSE response, as they arrive (`SSEEventTooLarge` past `max_event` bytes)."""
+    parser = SSEParser(max_event)
     async for chunk in response.aiter_bytes():
         for event in parser.feed(chunk):
             yield event

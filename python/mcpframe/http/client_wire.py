@@ -25,6 +25,7 @@ from .headers import BASE64_PREFIX, BASE64_SUFFIX, CLIENT_NAME_PARAMS, MCP_PROTO
 
 __all__ = [
     "SSEEvent",
+    "SSEEventTooLarge",
     "SSEParser",
     "SessionState",
     "StreamState",
@@ -33,6 +34,7 @@ __all__ = [
     "encode_header_value",
     "mcp_name",
     "ndjson_frame",
+    "read_limited",
     "request_id",
     "retry_after",
     "shared_ssl_context",
@@ -56,20 +58,28 @@ class SSEEvent:
     id: str | None
 
 
+class SSEEventTooLarge(ValueError):
+    """An SSE event (or the line being read) grew past the parser's `max_event` bytes."""
+
+
 class SSEParser:
     """Turns the bytes of an SSE stream into events, following the HTML Living Standard's parsing rules.
 
     `last_event_id` and `retry` (milliseconds) are updated by every `id:` / `retry:` field, also by events
     without a `data` field, which are never dispatched (a priming event's empty `data:` is dispatched, with
-    empty data). Work is linear in the bytes fed, however the stream is chunked.
+    empty data). Work is linear in the bytes fed, however the stream is chunked. Memory is bounded: once
+    the event being assembled (its data lines, plus an unterminated line) exceeds `max_event` bytes, `feed`
+    raises `SSEEventTooLarge` and the stream is not usable any more.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, max_event: int = core.DEFAULT_MAX_FRAME) -> None:
         self._buf = bytearray()
         self._scan = 0  # where the search for the next line terminator resumes
         self._data: list[bytes] = []
+        self._size = 0  # bytes of data lines in the event being assembled
         self._has_data = False
         self._event = ""
+        self.max_event = max_event
         self.last_event_id: str | None = None
         self.retry: int | None = None
 
@@ -79,7 +89,14 @@ class SSEParser:
         events: list[SSEEvent] = []
         for line in self._lines(final=False):
             self._line(line, events)
+        if self._size + len(self._buf) > self.max_event:
+            self._too_large()
         return events
+
+    def _too_large(self) -> None:
+        raise SSEEventTooLarge(
+            f"an SSE event from the server exceeds {self.max_event} bytes (HttpClientOptions.max_message)"
+        )
 
     def close(self) -> list[SSEEvent]:
         """End of stream: a last unterminated line counts; an event not ended by a blank line is dropped."""
@@ -128,7 +145,10 @@ class SSEParser:
             value = value[1:]
         if name == b"data":
             self._data.append(value)
+            self._size += len(value) + 1
             self._has_data = True
+            if self._size > self.max_event + 1:  # + 1: the last line's newline is not part of the data
+                self._too_large()
         elif name == b"event":
             self._event = value.decode("utf-8", "replace")
         elif name == b"id":
@@ -145,8 +165,22 @@ class SSEParser:
 
     def _reset_event(self) -> None:
         self._data = []
+        self._size = 0
         self._has_data = False
         self._event = ""
+
+
+async def read_limited(response: httpx.Response, limit: int) -> bytes | None:
+    """The whole body of `response`, or `None` (the response closed) once it passes `limit` bytes."""
+    parts: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > limit:
+            await response.aclose()
+            return None
+        parts.append(chunk)
+    return b"".join(parts)
 
 
 class StreamState:

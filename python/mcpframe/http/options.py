@@ -132,10 +132,15 @@ class HttpClientOptions:
     max_buffer: int = 1024
     """Chunks from the server waiting for the Session to read them; past it, reading responses waits."""
 
+    max_message: int = 64 * 1024 * 1024
+    """The largest JSON body or SSE event the client reads from the server (bytes; the core's default
+    frame limit). A larger one is not buffered: the request it answers fails with an error saying so and
+    the stream carrying it is closed, so a hostile or broken server cannot grow the client's memory."""
+
     def __post_init__(self) -> None:
         _check(self, ("connect_timeout",), low=0, above=True)
         _check(self, ("reconnect_delay", "max_reconnects"), low=0)
-        _check(self, ("max_buffer",), low=1)
+        _check(self, ("max_buffer", "max_message"), low=1)
 
 
 def _check(
