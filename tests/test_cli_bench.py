@@ -22,7 +22,7 @@ import pytest
 
 import mcpframe
 from mcpframe import cli
-from mcpframe.bench import corpus
+from mcpframe.bench import callgrind, corpus
 from mcpframe.bench.contenders import decoders, encoders
 from mcpframe.bench.runner import FrameRow, Row, judge, judge_frames
 
@@ -322,8 +322,6 @@ def test_bench_rejects_bad_strict_options(flag: str, value: str, capsys: pytest.
 def test_bench_instructions_without_valgrind(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from mcpframe.bench import callgrind
-
     monkeypatch.setattr(callgrind.shutil, "which", lambda name: None)
     assert cli.main(["bench", "--quick", "--corpus", "small", "--clock", "instructions"]) == 2
     assert "valgrind is not installed" in capsys.readouterr().err

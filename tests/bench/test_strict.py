@@ -82,7 +82,8 @@ def test_measure_gives_medians_and_ratios(source: strict.Source) -> None:
     for row in rows:
         if row.status == "ok":
             assert len(row.wall_s) == len(row.cpu_s) == 2
-            assert row.cpu_ratio is not None and row.cpu_ratio > 0
+            assert row.cpu_ratio is not None
+            assert row.cpu_ratio > 0
     assert any("GC off" in line for line in said)
     targets = judge_strict(rows, [])
     assert {t.corpus for t in targets} == {"generated (wall)", "generated (cpu)"}

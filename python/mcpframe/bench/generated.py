@@ -73,7 +73,7 @@ _BIG_IDS: dict[str, tuple[int, ...]] = {
     "negative": (-1, -(2**63)),
 }
 
-_WORDS = (
+_WORDS = (  # noqa: SIM905 (one string reads better than 70 quoted words)
     "the server returned a list of files matching the pattern in repository with status ok error warning "
     "request response tool call result content text image resource template prompt argument schema "
     "value weather forecast city temperature build test deploy commit branch merge issue user order "
@@ -81,7 +81,15 @@ _WORDS = (
     "✓ → 🚀 😀 👩‍💻 🇯🇵 é ñ ü a\u0301 n\u0303 o\u0308 e\u0301\u0327"
 ).split()
 _ODD = ('"quoted"', "back\\slash", "tab\there", "bell\u0007", "nul\u0000", "line\nbreak", "\u2028sep")
-_TOOLS = ("get_weather", "search_files", "read_file", "run_query", "create_issue", "list_commits", "fetch_url")
+_TOOLS = (
+    "get_weather",
+    "search_files",
+    "read_file",
+    "run_query",
+    "create_issue",
+    "list_commits",
+    "fetch_url",
+)
 _LIST_CHANGED = (
     "notifications/tools/list_changed",
     "notifications/prompts/list_changed",
@@ -127,7 +135,10 @@ def _number(rng: Rng) -> float | int:
 
 def _schema(rng: Rng) -> dict[str, Any]:
     props = {
-        f"arg_{i}": {"type": rng.pick(("string", "integer", "number", "boolean")), "description": _text(rng, 30)}
+        f"arg_{i}": {
+            "type": rng.pick(("string", "integer", "number", "boolean")),
+            "description": _text(rng, 30),
+        }
         for i in range(rng.between(1, 4))
     }
     return {"type": "object", "properties": props, "required": sorted(props)[:1]}
@@ -195,7 +206,12 @@ def _tool_call(w: _Writer) -> None:
         params["_meta"] = {"progressToken": token}
         total = rng.between(2, 4)
         for step in range(1, total + 1):
-            progress = {"progressToken": token, "progress": step, "total": total, "message": _text(rng, rng.between(16, 56))}
+            progress = {
+                "progressToken": token,
+                "progress": step,
+                "total": total,
+                "message": _text(rng, rng.between(16, 56)),
+            }
             w.notify("notifications/progress", progress)
     roll = rng.between(0, 9)
     content: list[dict[str, Any]] = [{"type": "text", "text": _text(rng, rng.between(16, 200))}]
@@ -229,8 +245,15 @@ def _resource(w: _Writer) -> None:
 
 
 def _other(w: _Writer) -> None:
+    roll = w.rng.between(0, 11)
+    if roll < 6:
+        _client_side(w, roll)
+    else:
+        _server_side(w, roll)
+
+
+def _client_side(w: _Writer, roll: int) -> None:
     rng = w.rng
-    roll = rng.between(0, 11)
     if roll == 0:
         w.call("prompts/list", {}, {"prompts": [{"name": "summarize", "description": _text(rng, 40)}]})
     elif roll == 1:
@@ -239,7 +262,11 @@ def _other(w: _Writer) -> None:
     elif roll == 2:
         ref = {"type": "ref/prompt", "name": "summarize"}
         completion = {"values": [_text(rng, 8) for _ in range(3)], "total": 3, "hasMore": False}
-        w.call("completion/complete", {"ref": ref, "argument": {"name": "style", "value": "s"}}, {"completion": completion})
+        w.call(
+            "completion/complete",
+            {"ref": ref, "argument": {"name": "style", "value": "s"}},
+            {"completion": completion},
+        )
     elif roll == 3:
         w.call("logging/setLevel", {"level": rng.pick(("debug", "info", "warning"))}, {})
     elif roll == 4:
@@ -248,7 +275,11 @@ def _other(w: _Writer) -> None:
         w.call("sampling/createMessage", {"messages": messages, "maxTokens": 256, "temperature": 0.7}, sample)
     elif roll == 5:
         w.call("roots/list", None, {"roots": [{"uri": "file:///project", "name": "project"}]})
-    elif roll == 6:
+
+
+def _server_side(w: _Writer, roll: int) -> None:
+    rng = w.rng
+    if roll == 6:
         schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
         w.call(
             "elicitation/create",
@@ -256,7 +287,11 @@ def _other(w: _Writer) -> None:
             {"action": "accept", "content": {"ok": True}},
         )
     elif roll == 7:
-        w.call("resources/templates/list", {}, {"resourceTemplates": [{"uriTemplate": "file:///{path}", "name": "f"}]})
+        w.call(
+            "resources/templates/list",
+            {},
+            {"resourceTemplates": [{"uriTemplate": "file:///{path}", "name": "f"}]},
+        )
     elif roll == 8:
         w.notify(rng.pick(_LIST_CHANGED))
     elif roll == 9:
@@ -267,10 +302,16 @@ def _other(w: _Writer) -> None:
 
 def _handshake(w: _Writer) -> None:
     caps = {"roots": {"listChanged": True}, "sampling": {}, "elicitation": {}}
-    params = {"protocolVersion": "2025-06-18", "capabilities": caps, "clientInfo": {"name": "gen", "version": "1"}}
+    params = {
+        "protocolVersion": "2025-06-18",
+        "capabilities": caps,
+        "clientInfo": {"name": "gen", "version": "1"},
+    }
     server = {"tools": {"listChanged": True}, "resources": {"subscribe": True}, "logging": {}}
     info = {"name": "gen-server", "version": "1"}
-    w.call("initialize", params, {"protocolVersion": "2025-06-18", "capabilities": server, "serverInfo": info})
+    w.call(
+        "initialize", params, {"protocolVersion": "2025-06-18", "capabilities": server, "serverInfo": info}
+    )
     w.notify("notifications/initialized")
     w.call("tools/list", {}, {"tools": [_tool(w.rng, name) for name in _TOOLS]})
 
@@ -280,7 +321,11 @@ def _big(w: _Writer, lo: int, hi: int) -> None:
     size = rng.between(lo, hi)
     roll = rng.between(0, 3)
     if roll == 0:
-        w.call("tools/call", {"name": "fetch_url", "arguments": {}}, {"content": [{"type": "text", "text": _text(rng, size)}]})
+        w.call(
+            "tools/call",
+            {"name": "fetch_url", "arguments": {}},
+            {"content": [{"type": "text", "text": _text(rng, size)}]},
+        )
     elif roll == 1:
         image = {"type": "image", "data": _blob(rng, size), "mimeType": "image/png"}
         w.call("tools/call", {"name": "screenshot", "arguments": {"page": 1}}, {"content": [image]})
@@ -305,7 +350,10 @@ def _step(w: _Writer) -> None:
         w.call("ping", None, {})
     elif roll < 79_000:
         level = rng.pick(("debug", "info", "notice", "warning", "error"))
-        w.notify("notifications/message", {"level": level, "logger": "gen", "data": _text(rng, rng.between(20, 120))})
+        w.notify(
+            "notifications/message",
+            {"level": level, "logger": "gen", "data": _text(rng, rng.between(20, 120))},
+        )
     elif roll < 90_000:
         _resource(w)
     else:
@@ -352,7 +400,7 @@ class Generated:
 
 
 def cache_dir() -> Path:
-    """``$MCPFRAME_BENCH_CACHE``, else ``$XDG_CACHE_HOME/mcpframe/bench``, else ``~/.cache/mcpframe/bench``."""
+    """``$MCPFRAME_BENCH_CACHE``, else ``$XDG_CACHE_HOME/mcpframe/bench``, else ``~/.cache/...``."""
     explicit = os.environ.get("MCPFRAME_BENCH_CACHE")
     if explicit:
         return Path(explicit)

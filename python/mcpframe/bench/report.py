@@ -87,9 +87,9 @@ def _strict_text(results: Results) -> list[str]:
         return []
     settings = results.settings
     lines = [
-        f"\nstrict decode (issue 14's method): {settings.chunk // 1024} KiB chunks to every contender, framing "
-        f"counted on every side, each chunk's messages dropped once counted, cyclic GC off, medians of "
-        f"{settings.strict_rounds} interleaved rounds, values checked against json first"
+        f"\nstrict decode (issue 14's method): {settings.chunk // 1024} KiB chunks to every contender, "
+        f"framing counted on every side, each chunk's messages dropped once counted, cyclic GC off, "
+        f"medians of {settings.strict_rounds} interleaved rounds, values checked against json first"
     ]
     for corpus in dict.fromkeys(r.corpus for r in results.strict):
         info = results.corpora.get(corpus, {})
@@ -103,11 +103,12 @@ def _strict_text(results: Results) -> list[str]:
                 continue
             wall, cpu = row.wall_median or 0.0, row.cpu_median or 0.0
             ratios = f"{_num(row.wall_ratio):>11}x {_num(row.cpu_ratio):>10}x"
-            lines.append(
-                f"  {row.label:<38} {wall * 1e3:>9.1f} {cpu * 1e3:>9.1f} {cpu / row.messages * 1e6:>11.3f} {ratios}"
-            )
+            per = cpu / row.messages * 1e6
+            lines.append(f"  {row.label:<38} {wall * 1e3:>9.1f} {cpu * 1e3:>9.1f} {per:>11.3f} {ratios}")
         if "seed" in info:
-            lines.append(f"  (seed {info['seed']}, sha256 {info['sha256'][:16]}..., cached at {info['path']})")
+            lines.append(
+                f"  (seed {info['seed']}, sha256 {info['sha256'][:16]}..., cached at {info['path']})"
+            )
     return lines
 
 
@@ -127,7 +128,9 @@ def _instructions_text(results: Results) -> list[str]:
                 lines.append(f"  {row.label:<38} {_why(row.status, row.reason)}")
                 continue
             ratio = f"{row.ratio:.3f}x" if row.ratio is not None else "-"
-            lines.append(f"  {row.label:<38} {row.instructions or 0:>14,} {_num(row.per_message, 0):>10} {ratio:>9}")
+            lines.append(
+                f"  {row.label:<38} {row.instructions or 0:>14,} {_num(row.per_message, 0):>10} {ratio:>9}"
+            )
     return lines
 
 

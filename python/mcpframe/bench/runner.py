@@ -284,8 +284,12 @@ def run(settings: Settings, say: Progress) -> Results:
             say(f"preparing corpus {name}")
             _strict_source(settings, name, results)  # the generated corpus is made before any child runs
             if name != GENERATED:
-                built = build(name)  # type: ignore[arg-type]
-                results.corpora[name] = {"messages": built.count, "bytes": built.nbytes, "sha256": built.sha256}
+                built = build(name)
+                results.corpora[name] = {
+                    "messages": built.count,
+                    "bytes": built.nbytes,
+                    "sha256": built.sha256,
+                }
             results.instructions += callgrind.count(_slice(settings, name), strict.KEYS, say)
         results.targets = judge_strict(results.strict, results.instructions)
         return results
@@ -317,8 +321,8 @@ def judge_strict(rows: list[strict.StrictRow], counts: list[callgrind.InstrRow])
         value = float(count.instructions) if count.instructions is not None else None
         table.setdefault((count.corpus, "instructions"), {})[count.key] = value
     targets: list[Target] = []
-    for (corpus, clock), t in table.items():
-        t = {key: t.get(key) for key in strict.KEYS}
+    for (corpus, clock), found in table.items():
+        t = {key: found.get(key) for key in strict.KEYS}
         where = f"{corpus} ({clock})"
         targets += [
             _target("strict: native eager / orjson", where, _ratio(t, "native-eager", "orjson"), 0.8, True),

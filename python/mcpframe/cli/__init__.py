@@ -67,7 +67,8 @@ def _parser() -> argparse.ArgumentParser:
         "--cache-dir",
         type=Path,
         metavar="DIR",
-        help="where the generated corpus is cached (default: $MCPFRAME_BENCH_CACHE or ~/.cache/mcpframe/bench)",
+        help="where the generated corpus is cached "
+        "(default: $MCPFRAME_BENCH_CACHE, else ~/.cache/mcpframe/bench)",
     )
     bench.add_argument(
         "--slice-mb",
