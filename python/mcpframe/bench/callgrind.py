@@ -11,6 +11,7 @@ baseline's, divided by the slice's messages: start-up, imports and reading cance
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import os
 import shutil
@@ -43,6 +44,7 @@ class SliceSpec:
     limit: int | None = None
     chunk: int = generated.CHUNK
     cache: Path | None = None
+    file: Path | None = None  # a built-in corpus written out once, so no child builds it under valgrind
 
     def argv(self) -> list[str]:
         """The child's command-line options for this slice."""
@@ -52,10 +54,14 @@ class SliceSpec:
             out += ["--limit", str(self.limit)]
         if self.cache is not None:
             out += ["--cache", str(self.cache)]
+        if self.file is not None:
+            out += ["--file", str(self.file)]
         return out
 
     def source(self) -> strict.Source:
         """The slice, read in chunks."""
+        if self.file is not None:
+            return strict.from_file(self.corpus, self.file, self.chunk, self.limit)
         if self.corpus == "generated":
             made = generated.load(self.seed, self.count, self.cache)
             return strict.from_file("generated", made.path, self.chunk, self.limit)
@@ -120,6 +126,10 @@ def count(
     with tempfile.TemporaryDirectory() as scratch:
         folder = keep or Path(scratch)
         folder.mkdir(parents=True, exist_ok=True)
+        if spec.corpus != "generated" and spec.file is None:
+            written = Path(scratch) / f"{spec.corpus}.ndjson"
+            written.write_bytes(b"".join(source.chunks))
+            spec = dataclasses.replace(spec, file=written)
         say(f"instructions {spec.corpus}: baseline child under callgrind")
         base, _ = _child(BASELINE, spec, folder / f"callgrind.{spec.corpus}.{BASELINE}")
         rows = []
@@ -157,8 +167,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--chunk", type=int, default=generated.CHUNK)
     parser.add_argument("--limit", type=int)
     parser.add_argument("--cache", type=Path)
+    parser.add_argument("--file", type=Path, help="read the corpus from this file")
     args = parser.parse_args(argv)
-    spec = SliceSpec(args.corpus, args.seed, args.count, args.limit, args.chunk, args.cache)
+    spec = SliceSpec(args.corpus, args.seed, args.count, args.limit, args.chunk, args.cache, args.file)
     source = spec.source()
     available = strict.feeders()  # every library imported in every child, the baseline included
     gc.disable()  # as in the timed runs
