@@ -142,7 +142,10 @@ def _verdict(target: Target) -> str:
 
 
 def _targets_text(targets: list[Target]) -> list[str]:
-    lines = ["\ntargets (time ratios per corpus; frames: per-byte cost, largest over smallest)"]
+    lines = [
+        "\ntargets (ratios per corpus, strict ones per corpus and clock; frames: per-byte cost, "
+        "largest over smallest)"
+    ]
     for name in dict.fromkeys(t.name for t in targets):
         mine = [t for t in targets if t.name == name]
         goal = f"{name} {mine[0].compare} {mine[0].threshold:g}x"
