@@ -22,7 +22,7 @@ import pytest
 
 import mcpframe
 from mcpframe import cli
-from mcpframe.bench import corpus
+from mcpframe.bench import callgrind, corpus
 from mcpframe.bench.contenders import decoders, encoders
 from mcpframe.bench.runner import FrameRow, Row, judge, judge_frames
 
@@ -37,6 +37,7 @@ DECODE_KEYS = {
 }
 ENCODE_KEYS = {"native-encode", "python-encode", "orjson"}
 TARGETS = 6
+STRICT_TARGETS = 3 * 2  # eager, lazy, msgspec per line; on the wall and the CPU clock
 
 
 Run = tuple[dict[str, Any], str, Path]
@@ -93,9 +94,9 @@ def test_bench_status_follows_backend_availability(quick_run: Run) -> None:
 def test_bench_targets_and_frames(quick_run: Run) -> None:
     doc, _, _ = quick_run
     targets = doc["targets"]
-    assert len(targets) == TARGETS
+    assert len(targets) == TARGETS + STRICT_TARGETS
     for target in targets:
-        assert target["corpus"] == "small"
+        assert target["corpus"] in {"small", "small (wall)", "small (cpu)"}
         assert target["compare"] in {"<=", ">="}
         assert (target["met"] is None) == (target["value"] is None)
     native = doc["environment"]["backends"]["native"] == "available"
@@ -142,7 +143,7 @@ def test_bench_targets_flag_adds_the_goal_checklist() -> None:
     assert status == 0, stderr.getvalue()
     text = stdout.getvalue()
     assert text.index("\nsummary\n") < text.index("\ntargets (")
-    assert f"of {TARGETS} met, " in text
+    assert f"of {TARGETS + STRICT_TARGETS} met, " in text
     assert "mcpframe bench --targets)" not in text
 
 
@@ -282,3 +283,45 @@ def test_frame_flatness_is_growth_relative_to_orjson() -> None:
     assert got["native-eager"] == (pytest.approx(1.25), True)
     assert got["native-lazy"] == (pytest.approx(2.0), False)
     assert judge_frames(frames[:1]) == []
+
+
+def test_bench_generated_corpus_strict_section(tmp_path: Path) -> None:
+    def run(*extra: str) -> dict[str, Any]:
+        out = tmp_path / "g.json"
+        argv = ["bench", "--quick", "--corpus", "generated", "--cache-dir", str(tmp_path), "--json", str(out)]
+        stdout, stderr = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+            assert cli.main([*argv, *extra]) == 0, stderr.getvalue()
+        assert "strict decode (issue 14's method)" in stdout.getvalue()
+        doc: dict[str, Any] = json.loads(out.read_text())
+        return doc
+
+    doc = run("--rounds", "2")
+    assert doc["results"] == []  # the generated corpus has the strict section only
+    assert doc["settings"]["seed"] == 1
+    assert doc["settings"]["strict_statistic"] == "median"
+    info = doc["corpora"]["generated"]
+    assert Path(info["path"]).parent == tmp_path
+    rows = {r["key"]: r for r in doc["strict"]}
+    assert set(rows) == {"native-eager", "native-lazy", "python-eager", "orjson", "msgspec-raw-line"}
+    for row in rows.values():
+        assert row["status"] in {"ok", "unavailable"}, row
+        assert row["messages"] == info["messages"]
+    assert rows["orjson"]["cpu_ratio"] == 1.0
+    other = run("--seed", "2")
+    assert other["corpora"]["generated"]["sha256"] != info["sha256"]
+    assert other["settings"]["seed"] == 2
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--rounds", "0"), ("--slice-mb", "0")])
+def test_bench_rejects_bad_strict_options(flag: str, value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["bench", flag, value]) == 2
+    assert flag in capsys.readouterr().err
+
+
+def test_bench_instructions_without_valgrind(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(callgrind.shutil, "which", lambda name: None)
+    assert cli.main(["bench", "--quick", "--corpus", "small", "--clock", "instructions"]) == 2
+    assert "valgrind is not installed" in capsys.readouterr().err

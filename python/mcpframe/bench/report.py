@@ -82,6 +82,58 @@ def _frames_text(frames: list[FrameRow], chunk: int) -> list[str]:
     return lines
 
 
+def _strict_text(results: Results) -> list[str]:
+    if not results.strict:
+        return []
+    settings = results.settings
+    lines = [
+        f"\nstrict decode (issue 14's method): {settings.chunk // 1024} KiB chunks to every contender, "
+        f"framing counted on every side, each chunk's messages dropped once counted, cyclic GC off, "
+        f"medians of {settings.strict_rounds} interleaved rounds, values checked against json first"
+    ]
+    for corpus in dict.fromkeys(r.corpus for r in results.strict):
+        info = results.corpora.get(corpus, {})
+        mine = [r for r in results.strict if r.corpus == corpus]
+        lines.append(f"\n  {corpus} ({mine[0].messages:,} messages, {mine[0].nbytes / 1e6:.2f} MB)")
+        head = f"{'wall ms':>9} {'cpu ms':>9} {'cpu us/msg':>11} {'wall/orjson':>12} {'cpu/orjson':>11}"
+        lines.append(f"  {'contender':<38} {head}")
+        for row in mine:
+            if row.status != "ok":
+                lines.append(f"  {row.label:<38} {_why(row.status, row.reason)}")
+                continue
+            wall, cpu = row.wall_median or 0.0, row.cpu_median or 0.0
+            ratios = f"{_num(row.wall_ratio):>11}x {_num(row.cpu_ratio):>10}x"
+            per = cpu / row.messages * 1e6
+            lines.append(f"  {row.label:<38} {wall * 1e3:>9.1f} {cpu * 1e3:>9.1f} {per:>11.3f} {ratios}")
+        if "seed" in info:
+            lines.append(
+                f"  (seed {info['seed']}, sha256 {info['sha256'][:16]}..., cached at {info['path']})"
+            )
+    return lines
+
+
+def _instructions_text(results: Results) -> list[str]:
+    if not results.instructions:
+        return []
+    lines = [
+        "\ninstructions (valgrind --tool=callgrind, one child per contender, a baseline child's start-up "
+        "subtracted; cyclic GC off)"
+    ]
+    for corpus in dict.fromkeys(r.corpus for r in results.instructions):
+        mine = [r for r in results.instructions if r.corpus == corpus]
+        lines.append(f"\n  {corpus} slice ({mine[0].messages:,} messages, {mine[0].nbytes / 1e6:.2f} MB)")
+        lines.append(f"  {'contender':<38} {'instructions':>14} {'per msg':>10} {'/orjson':>9}")
+        for row in mine:
+            if row.status != "ok":
+                lines.append(f"  {row.label:<38} {_why(row.status, row.reason)}")
+                continue
+            ratio = f"{row.ratio:.3f}x" if row.ratio is not None else "-"
+            lines.append(
+                f"  {row.label:<38} {row.instructions or 0:>14,} {_num(row.per_message, 0):>10} {ratio:>9}"
+            )
+    return lines
+
+
 def _verdict(target: Target) -> str:
     if target.met is None:
         return f"{target.corpus} n/a"
@@ -90,7 +142,10 @@ def _verdict(target: Target) -> str:
 
 
 def _targets_text(targets: list[Target]) -> list[str]:
-    lines = ["\ntargets (time ratios per corpus; frames: per-byte cost, largest over smallest)"]
+    lines = [
+        "\ntargets (ratios per corpus, strict ones per corpus and clock; frames: per-byte cost, "
+        "largest over smallest)"
+    ]
     for name in dict.fromkeys(t.name for t in targets):
         mine = [t for t in targets if t.name == name]
         goal = f"{name} {mine[0].compare} {mine[0].threshold:g}x"
@@ -146,12 +201,13 @@ def _rounds(count: int) -> str:
 def _plain_summary(results: Results) -> list[str]:
     """What was measured and how mcpframe compared, in words a user reads (speeds: higher is faster)."""
     settings = results.settings
-    count = sum(info["messages"] for info in results.corpora.values())
-    size = sum(info["bytes"] for info in results.corpora.values()) / 1e6
+    timed = {name: results.corpora[name] for name in dict.fromkeys(r.corpus for r in results.rows)}
+    count = sum(info["messages"] for info in timed.values())
+    size = sum(info["bytes"] for info in timed.values()) / 1e6
     lines = [
         "\nsummary",
         f"  measured: decoding and encoding {count:,} MCP JSON-RPC messages ({size:.1f} MB, corpora "
-        f"{', '.join(results.corpora)}), {settings.clock} clock, {_rounds(settings.min_rounds)}",
+        f"{', '.join(timed)}), {settings.clock} clock, {_rounds(settings.min_rounds)}",
     ]
     if settings.quick:
         lines.append(
@@ -208,7 +264,10 @@ def render(results: Results, env: dict[str, Any], *, targets: bool = False) -> s
     lines.append("t/orjson: time relative to orjson on the same corpus and operation (lower is faster)")
     lines += _rows_text(results)
     lines += _frames_text(results.frames, settings.chunk)
-    lines += _plain_summary(results)
+    lines += _strict_text(results)
+    lines += _instructions_text(results)
+    if results.rows:
+        lines += _plain_summary(results)
     if targets:
         lines += _targets_text(results.targets)
     else:
@@ -231,9 +290,16 @@ def to_json(results: Results, env: dict[str, Any]) -> dict[str, Any]:
             "budget_s": settings.budget,
             "statistic": "best",
             "clock": settings.clock,
+            "seed": settings.seed,
+            "strict_rounds": settings.strict_rounds,
+            "strict_statistic": "median",
+            "strict_results_retained": "per chunk, dropped once counted",
+            "instruction_slice_bytes": settings.slice_bytes,
         },
         "corpora": results.corpora,
         "results": [row.to_json() for row in results.rows],
         "frames": [frame.to_json() for frame in results.frames],
+        "strict": [row.to_json() for row in results.strict],
+        "instructions": [row.to_json() for row in results.instructions],
         "targets": [target.__dict__ for target in results.targets],
     }

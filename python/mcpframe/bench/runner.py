@@ -13,18 +13,23 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 import orjson
 
+from mcpframe.bench import callgrind, generated, strict
 from mcpframe.bench.contenders import Contender, Timed, decoders, encoders
-from mcpframe.bench.corpus import Corpus, CorpusName, big_frame, build
+from mcpframe.bench.corpus import CORPORA, Corpus, CorpusName, big_frame, build
 
 __all__ = ["FrameRow", "Results", "Row", "Settings", "Target", "judge", "judge_frames", "run"]
 
 Status = Literal["ok", "unavailable", "failed"]
 Progress = Callable[[str], None]
+Clock = Literal["wall", "cpu", "instructions"]
 MIB = 1024 * 1024
+GENERATED = "generated"
+_QUICK_COUNT = 3_000  # messages of the generated corpus under --quick
 
 _QUICK_SCALE: dict[str, float] = {"small": 0.04, "mixed": 0.04, "large": 0.125}
 _FRAME_KEYS = ("native-eager", "native-lazy", "python-eager", "orjson")
@@ -34,11 +39,30 @@ _FRAME_KEYS = ("native-eager", "native-lazy", "python-eager", "orjson")
 class Settings:
     """What to run and for how long."""
 
-    corpora: tuple[CorpusName, ...] = ("small", "mixed", "large")
+    corpora: tuple[str, ...] = (*CORPORA, GENERATED)
     quick: bool = False
     chunk: int = 64 * 1024
     frame_sizes: tuple[int, ...] = (1 * MIB, 8 * MIB, 32 * MIB)
-    clock: Literal["wall", "cpu"] = "wall"
+    clock: Clock = "wall"
+    seed: int = generated.DEFAULT_SEED
+    rounds: int = 5  # interleaved rounds of the strict decode section
+    cache: Path | None = None  # where the generated corpus is cached (default: generated.cache_dir())
+    slice_bytes: int = 8 * MIB  # how much of the generated corpus each callgrind child decodes
+
+    @property
+    def strict_rounds(self) -> int:
+        """Rounds of the strict decode section (one under --quick)."""
+        return 1 if self.quick else self.rounds
+
+    @property
+    def generated_count(self) -> int:
+        """Messages of the generated corpus."""
+        return _QUICK_COUNT if self.quick else generated.DEFAULT_COUNT
+
+    @property
+    def builtin(self) -> tuple[CorpusName, ...]:
+        """The built-in corpora chosen (the generated one aside)."""
+        return tuple(name for name in CORPORA if name in self.corpora)
 
     @property
     def budget(self) -> float:
@@ -140,6 +164,8 @@ class Results:
     rows: list[Row] = field(default_factory=list)
     frames: list[FrameRow] = field(default_factory=list)
     targets: list[Target] = field(default_factory=list)
+    strict: list[strict.StrictRow] = field(default_factory=list)
+    instructions: list[callgrind.InstrRow] = field(default_factory=list)
 
 
 def _interleaved(fns: dict[str, Timed], settings: Settings) -> dict[str, list[float]]:
@@ -148,7 +174,7 @@ def _interleaved(fns: dict[str, Timed], settings: Settings) -> dict[str, list[fl
     # other processes hold the cores. The order rotates from round to round: a contender run right
     # after a slow one that leaves the caches and the allocator in its own state (the python encoder
     # before orjson cost orjson 0.2-0.3 us per message) would otherwise pay for it in every round.
-    clock = time.process_time if settings.clock == "cpu" else time.perf_counter
+    clock = time.perf_counter if settings.clock == "wall" else time.process_time
     times: dict[str, list[float]] = {key: [] for key in fns}
     order = list(fns.items())
     gc.collect()
@@ -233,19 +259,83 @@ def _frame_rows(settings: Settings, say: Progress) -> list[FrameRow]:
     return rows
 
 
+def _slice(settings: Settings, name: str) -> callgrind.SliceSpec:
+    if name == GENERATED:
+        limit = 256 * 1024 if settings.quick else settings.slice_bytes
+        count = settings.generated_count
+        return callgrind.SliceSpec(name, settings.seed, count, limit, settings.chunk, settings.cache)
+    return callgrind.SliceSpec(name, chunk=settings.chunk)
+
+
+def _strict_source(settings: Settings, name: str, results: Results) -> strict.Source:
+    if name != GENERATED:
+        return strict.from_bytes(name, build(name, scale=settings.scale(name)).data, settings.chunk)  # type: ignore[arg-type]
+    made = generated.load(settings.seed, settings.generated_count, settings.cache)
+    info = {"messages": made.count, "bytes": made.nbytes, "sha256": made.sha256, "seed": made.seed}
+    results.corpora[name] = {**info, "path": str(made.path)}
+    return strict.from_file(name, made.path, settings.chunk)
+
+
 def run(settings: Settings, say: Progress) -> Results:
     """Measure everything ``settings`` asks for; ``say`` receives one line per step."""
     results = Results(settings)
+    if settings.clock == "instructions":
+        for name in settings.corpora:
+            say(f"preparing corpus {name}")
+            _strict_source(settings, name, results)  # the generated corpus is made before any child runs
+            if name != GENERATED:
+                built = build(name)
+                results.corpora[name] = {
+                    "messages": built.count,
+                    "bytes": built.nbytes,
+                    "sha256": built.sha256,
+                }
+            results.instructions += callgrind.count(_slice(settings, name), strict.KEYS, say)
+        results.targets = judge_strict(results.strict, results.instructions)
+        return results
     decode, encode = decoders(), encoders()
-    for name in settings.corpora:
+    for name in settings.builtin:
         say(f"building corpus {name}")
         corpus = build(name, scale=settings.scale(name))
         results.corpora[name] = {"messages": corpus.count, "bytes": corpus.nbytes, "sha256": corpus.sha256}
         results.rows += _corpus_rows(corpus, decode, settings, say)
         results.rows += _corpus_rows(corpus, encode, settings, say)
-    results.frames = _frame_rows(settings, say)
+    if settings.builtin:
+        results.frames = _frame_rows(settings, say)
+    for name in settings.corpora:
+        say(f"strict decode: reading corpus {name}")
+        source = _strict_source(settings, name, results)
+        results.strict += strict.measure(source, settings.strict_rounds, say)
     results.targets = judge(results.rows) + judge_frames(results.frames)
+    results.targets += judge_strict(results.strict, results.instructions)
     return results
+
+
+def judge_strict(rows: list[strict.StrictRow], counts: list[callgrind.InstrRow]) -> list[Target]:
+    """Issue 14's targets on the strict decode section, per corpus and clock (wall, CPU, instructions)."""
+    table: dict[tuple[str, str], dict[str, float | None]] = {}
+    for row in rows:
+        table.setdefault((row.corpus, "wall"), {})[row.key] = row.wall_median
+        table.setdefault((row.corpus, "cpu"), {})[row.key] = row.cpu_median
+    for count in counts:
+        value = float(count.instructions) if count.instructions is not None else None
+        table.setdefault((count.corpus, "instructions"), {})[count.key] = value
+    targets: list[Target] = []
+    for (corpus, clock), found in table.items():
+        t = {key: found.get(key) for key in strict.KEYS}
+        where = f"{corpus} ({clock})"
+        targets += [
+            _target("strict: native eager / orjson", where, _ratio(t, "native-eager", "orjson"), 0.8, True),
+            _target("strict: native lazy / orjson", where, _ratio(t, "native-lazy", "orjson"), 0.3, True),
+            _target(
+                "strict: msgspec Raw per line / native lazy",
+                where,
+                _ratio(t, "msgspec-raw-line", "native-lazy"),
+                2.5,
+                False,
+            ),
+        ]
+    return targets
 
 
 def _best(rows: list[Row], corpus: str, key: str) -> float | None:

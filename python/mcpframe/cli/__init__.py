@@ -18,9 +18,11 @@ from typing import TextIO
 
 from mcpframe import __version__, core
 from mcpframe._extras import install_hint
+from mcpframe.bench import generated
+from mcpframe.bench.callgrind import CallgrindMissing
 from mcpframe.bench.corpus import CORPORA
 from mcpframe.bench.report import environment, method, render, summary, to_json
-from mcpframe.bench.runner import Settings, run
+from mcpframe.bench.runner import GENERATED, Settings, run
 from mcpframe.bench.svg import chart
 
 __all__ = ["main"]
@@ -44,9 +46,36 @@ def _parser() -> argparse.ArgumentParser:
     )
     bench.add_argument(
         "--corpus",
-        choices=("small", "mixed", "large", "all"),
+        choices=(*CORPORA, GENERATED, "all"),
         default="all",
-        help="which corpus to run (default: all)",
+        help="which corpus to run: a built-in one, the generated ~47 MB one (made on first use and "
+        "cached), or all (default)",
+    )
+    bench.add_argument(
+        "--seed",
+        type=int,
+        default=generated.DEFAULT_SEED,
+        help=f"seed of the generated corpus (default: {generated.DEFAULT_SEED})",
+    )
+    bench.add_argument(
+        "--rounds",
+        type=int,
+        default=5,
+        help="interleaved rounds of the strict decode section, medians reported (default: 5)",
+    )
+    bench.add_argument(
+        "--cache-dir",
+        type=Path,
+        metavar="DIR",
+        help="where the generated corpus is cached "
+        "(default: $MCPFRAME_BENCH_CACHE, else ~/.cache/mcpframe/bench)",
+    )
+    bench.add_argument(
+        "--slice-mb",
+        type=float,
+        default=8.0,
+        metavar="MB",
+        help="--clock instructions: MiB of the generated corpus each callgrind child decodes (default: 8)",
     )
     bench.add_argument("--json", type=Path, metavar="PATH", help="write the results as JSON to PATH")
     bench.add_argument("--chart", type=Path, metavar="PATH", help="write an SVG bar chart to PATH")
@@ -64,9 +93,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     bench.add_argument(
         "--clock",
-        choices=("wall", "cpu"),
+        choices=("wall", "cpu", "instructions"),
         default="wall",
-        help="wall time, or this process's CPU time (steadier on a busy machine); default: wall",
+        help="wall time, this process's CPU time (steadier on a busy machine), or instructions counted by "
+        "valgrind's callgrind (strict decode contenders only, one child each); default: wall",
     )
     bench.add_argument(
         "--targets",
@@ -104,11 +134,27 @@ def _bench(args: argparse.Namespace) -> int:
     if args.chunk < 1:
         print("mcpframe bench: --chunk must be at least 1", file=sys.stderr)
         return 2
-    corpora = CORPORA if args.corpus == "all" else (args.corpus,)
-    settings = Settings(corpora=corpora, quick=args.quick, chunk=args.chunk, clock=args.clock)
+    if args.rounds < 1 or args.slice_mb <= 0:
+        print("mcpframe bench: --rounds must be at least 1 and --slice-mb positive", file=sys.stderr)
+        return 2
+    corpora = (*CORPORA, GENERATED) if args.corpus == "all" else (args.corpus,)
+    settings = Settings(
+        corpora=corpora,
+        quick=args.quick,
+        chunk=args.chunk,
+        clock=args.clock,
+        seed=args.seed,
+        rounds=args.rounds,
+        cache=args.cache_dir,
+        slice_bytes=int(args.slice_mb * 1024 * 1024),
+    )
     env = environment()
     progress = _Progress(sys.stderr)
-    results = run(settings, progress)
+    try:
+        results = run(settings, progress)
+    except CallgrindMissing as exc:
+        print(f"\nmcpframe bench: {exc}", file=sys.stderr)
+        return 2
     progress.done()
     sys.stdout.write(render(results, env, targets=args.targets))
     if args.json is not None:
