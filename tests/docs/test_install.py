@@ -112,7 +112,9 @@ def test_the_readme_install_gives_every_documented_entry_point(tmp_path: Path) -
             assert _run(["sh", "-c", line], work, env).strip(), (
                 f"README.md:{block.line}: {line} printed nothing"
             )
-    report = _run(["mcpframe", "bench", "--quick"], work, env)
+    # the generated corpus is cached in the test's directory, not the user's ~/.cache
+    bench_env = {**env, "MCPFRAME_BENCH_CACHE": str(tmp_path / "bench-cache")}
+    report = _run(["mcpframe", "bench", "--quick"], work, bench_env)
     # the installed wheel has the native core, and the SDK the bench extra brings was found and compared
     assert "mcpframe (native core) ran" in report, report
     assert "official mcp SDK" in report, report
