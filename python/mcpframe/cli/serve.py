@@ -114,6 +114,7 @@ def _serve_http(server: Server, args: argparse.Namespace, options: Any) -> int:
             options=options,
             ready=ready_callback(options),
             log_level=level,
+            http_server=args.http_server,
         )
     )
     return 0

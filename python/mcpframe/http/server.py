@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import socket
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 import anyio.abc
@@ -38,6 +39,7 @@ from .responses import SSE_HEADERS, Answer, Reply, StreamReplies, error_response
 from .security import AccessToken, HostGuard
 from .sessions import HttpSession, SessionManager
 from .streams import format_event
+from .wire import serve_asgi
 
 if TYPE_CHECKING:
     from mcpframe.server import Server
@@ -248,8 +250,17 @@ async def serve_http(
     options: HttpOptions | None = None,
     ready: Callable[[str], Any] | None = None,
     log_level: str = "warning",
+    http_server: Literal["uvicorn", "mcpframe"] | None = None,
 ) -> None:
-    """Serve over Streamable HTTP with uvicorn until cancelled; `ready(url)` is called once listening."""
+    """Serve over Streamable HTTP until cancelled; `ready(url)` is called once listening.
+
+    `http_server`: uvicorn (the default), or `"mcpframe"`, the lean HTTP/1.1 server of `http/wire.py`
+    (experimental: one write per complete answer, none of uvicorn's per-request extras). `None`: the
+    `MCPFRAME_HTTP_SERVER` environment variable's choice, else uvicorn, so that a whole test run can go
+    through either server unchanged.
+    """
+    if http_server is None:
+        http_server = "mcpframe" if os.environ.get("MCPFRAME_HTTP_SERVER") == "mcpframe" else "uvicorn"
     opts = options or HttpOptions()
     http = StreamableHTTPServer(server, opts)
     family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
@@ -268,7 +279,11 @@ async def serve_http(
     if ready is not None:
         ready(f"http://{shown}:{bound}{opts.path}")
     try:
-        await _serve_until_cancelled(uv, sock)
+        if http_server == "mcpframe":
+            async with http:  # the lifespan uvicorn would run
+                await serve_asgi(http.app, sock)
+        else:
+            await _serve_until_cancelled(uv, sock)
     finally:
         sock.close()
 
