@@ -110,9 +110,11 @@ class _Connection(asyncio.Protocol):
         except httptools.HttpParserUpgrade:
             self._refuse(400, b"Upgrade is not supported")
         except httptools.HttpParserError:
-            self._refuse(400, b"Bad Request")
-        except _HeadTooLarge:
-            self._refuse(431, b"Request Header Fields Too Large")
+            # httptools wraps what a callback raises: the head's size is told apart by its own flag
+            if self.head_bytes > _MAX_HEAD:
+                self._refuse(431, b"Request Header Fields Too Large")
+            else:
+                self._refuse(400, b"Bad Request")
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.lost = True
@@ -339,7 +341,7 @@ def _header_lines(cycle: _Cycle, headers: Any, parts: list[bytes]) -> bytes | No
 
 
 class _HeadTooLarge(Exception):
-    pass
+    """Raised from a parser callback to stop parsing (httptools re-raises it as its callback error)."""
 
 
 async def serve_asgi(app: Any, sock: Any, *, keepalive_timeout: float = 5.0) -> None:

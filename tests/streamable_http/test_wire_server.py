@@ -1,0 +1,133 @@
+"""mcpframe's own HTTP/1.1 server (`http/wire.py`) on raw sockets: framing, keep-alive, pipelining, limits.
+
+The MCP behaviour over it is covered by running `tests/streamable_http` with `MCPFRAME_HTTP_SERVER=mcpframe`;
+these cases pin down the HTTP/1.1 parts a client library would hide.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import pytest
+
+from mcpframe.http.wire import serve_asgi
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"  # the server is built on asyncio Protocols
+
+
+async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """Echo the body; `/stream` answers two chunks without a length; `/fail` raises."""
+    body = b""
+    while True:
+        message = await receive()
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            break
+    if scope["path"] == "/fail":
+        raise RuntimeError("boom")
+    if scope["path"] == "/stream":
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"text/event-stream")],
+            }
+        )
+        await send({"type": "http.response.body", "body": b"data: 1\n\n", "more_body": True})
+        await send({"type": "http.response.body", "body": b"data: 2\n\n", "more_body": False})
+        return
+    headers = [(b"content-type", b"text/plain"), (b"content-length", b"%d" % len(body))]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+@asynccontextmanager
+async def server() -> AsyncIterator[int]:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(16)
+    task = asyncio.get_running_loop().create_task(serve_asgi(app, sock))
+    try:
+        yield sock.getsockname()[1]
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        sock.close()
+
+
+async def exchange(port: int, data: bytes, until: bytes, count: int = 1) -> bytes:
+    """Send `data`; read until `until` has been seen `count` times, or the server closes."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(data)
+    got = b""
+    with anyio.fail_after(10):
+        while got.count(until) < count:
+            chunk = await reader.read(65536)
+            if not chunk:
+                break
+            got += chunk
+    writer.close()
+    return got
+
+
+def post(path: str, body: bytes, extra: bytes = b"") -> bytes:
+    return b"POST %s HTTP/1.1\r\nHost: x\r\n%sContent-Length: %d\r\n\r\n%s" % (
+        path.encode(),
+        extra,
+        len(body),
+        body,
+    )
+
+
+async def test_pipelined_requests_are_answered_in_order_on_one_connection() -> None:
+    async with server() as port:
+        got = await exchange(port, post("/", b"first") + post("/", b"second"), b"HTTP/1.1 200", count=2)
+    assert got.count(b"HTTP/1.1 200 OK") == 2
+    assert got.index(b"first") < got.index(b"second")
+    assert got.endswith(b"second")
+    assert b"connection: close" not in got
+
+
+async def test_a_streamed_answer_is_chunked() -> None:
+    async with server() as port:
+        got = await exchange(port, post("/stream", b""), b"0\r\n\r\n")
+    head, _, body = got.partition(b"\r\n\r\n")
+    assert b"transfer-encoding: chunked" in head
+    assert body == b"9\r\ndata: 1\n\n\r\n9\r\ndata: 2\n\n\r\n0\r\n\r\n"
+
+
+async def test_connection_close_is_honoured() -> None:
+    async with server() as port:
+        got = await exchange(port, post("/", b"x", b"Connection: close\r\n"), b"never")
+    assert got.startswith(b"HTTP/1.1 200 OK")
+    assert b"connection: close" in got
+
+
+async def test_an_oversized_head_is_refused_with_431() -> None:
+    async with server() as port:
+        got = await exchange(port, post("/", b"", b"X-Big: %s\r\n" % (b"a" * 70_000)), b"never")
+    assert got.startswith(b"HTTP/1.1 431")
+
+
+async def test_garbage_is_refused_with_400() -> None:
+    async with server() as port:
+        got = await exchange(port, b"NOT HTTP AT ALL\r\n\r\n", b"never")
+    assert got.startswith(b"HTTP/1.1 400")
+
+
+async def test_a_failing_app_costs_a_500_and_the_connection() -> None:
+    async with server() as port:
+        got = await exchange(port, post("/fail", b""), b"never")
+    assert got.startswith(b"HTTP/1.1 500")
+    assert b"connection: close" in got
