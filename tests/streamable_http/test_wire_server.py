@@ -131,3 +131,11 @@ async def test_a_failing_app_costs_a_500_and_the_connection() -> None:
         got = await exchange(port, post("/fail", b""), b"never")
     assert got.startswith(b"HTTP/1.1 500")
     assert b"connection: close" in got
+
+
+async def test_the_apps_content_length_is_written_once() -> None:
+    async with server() as port:
+        got = await exchange(port, post("/", b"hello"), b"hello")
+    head = got.partition(b"\r\n\r\n")[0].lower()
+    assert head.count(b"content-length:") == 1
+    assert head.endswith(b"content-length: 5") or b"content-length: 5\r\n" in head

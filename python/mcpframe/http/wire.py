@@ -22,6 +22,7 @@ import logging
 import time
 from collections import deque
 from email.utils import formatdate
+from http import HTTPStatus
 from typing import Any
 
 import httptools
@@ -35,7 +36,7 @@ logger = logging.getLogger("mcpframe.http")
 _MAX_HEAD = 64 * 1024  # request line + headers; uvicorn/h11 use the same order of magnitude
 _BODY_HIGH = 256 * 1024  # body bytes buffered for the app before reading stops
 _MAX_PIPELINED = 8  # requests parsed ahead of the one being answered before reading stops
-_REASONS = {200: b"OK", 202: b"Accepted", 204: b"No Content", 400: b"Bad Request", 404: b"Not Found"}
+_REASONS = {status.value: status.phrase.encode() for status in HTTPStatus}
 
 
 class _Clock:
@@ -305,7 +306,7 @@ class _Connection(asyncio.Protocol):
 
     def _refuse(self, status: int, text: bytes) -> None:
         if self.transport is not None and not self.transport.is_closing():
-            reason = {400: b"Bad Request", 431: b"Request Header Fields Too Large"}.get(status, b"Error")
+            reason = _REASONS.get(status, b"")
             self.transport.write(
                 b"HTTP/1.1 %d %s\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: %d\r\n"
                 b"connection: close\r\n\r\n%s" % (status, reason, len(text), text)
@@ -332,8 +333,9 @@ def _header_lines(cycle: _Cycle, headers: Any, parts: list[bytes]) -> bytes | No
             raise RuntimeError("an HTTP header value holds CR or LF")
         low = name.lower()
         if low == b"content-length":
-            length = value
-        elif low == b"connection" and b"close" in value.lower():
+            length = value  # written once, by the caller
+            continue
+        if low == b"connection" and b"close" in value.lower():
             cycle.keep_alive = False
             continue
         parts.append(b"%s: %s\r\n" % (name, value))
