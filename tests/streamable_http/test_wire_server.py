@@ -139,3 +139,25 @@ async def test_the_apps_content_length_is_written_once() -> None:
     head = got.partition(b"\r\n\r\n")[0].lower()
     assert head.count(b"content-length:") == 1
     assert head.endswith(b"content-length: 5") or b"content-length: 5\r\n" in head
+
+
+async def early(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """Answer 413 without reading the body, as a body limit does."""
+    await send({"type": "http.response.start", "status": 413, "headers": [(b"content-length", b"0")]})
+    await send({"type": "http.response.body", "body": b""})
+
+
+async def test_a_body_left_unread_is_dropped_and_the_connection_goes_on() -> None:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(4)
+    task = asyncio.get_running_loop().create_task(serve_asgi(early, sock))
+    try:
+        big = post("/", b"x" * 300_000)
+        got = await exchange(sock.getsockname()[1], big + post("/", b"y"), b"HTTP/1.1 413", count=2)
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        sock.close()
+    assert got.count(b"HTTP/1.1 413 Request Entity Too Large") == 2

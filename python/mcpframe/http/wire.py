@@ -24,6 +24,7 @@ from collections import deque
 from email.utils import formatdate
 from http import HTTPStatus
 from typing import Any
+from urllib.parse import unquote
 
 import httptools
 
@@ -87,6 +88,7 @@ class _Connection(asyncio.Protocol):
         self.client: tuple[str, int] | None = None
         self.pending: deque[_Cycle] = deque()  # parsed (head at least), not yet answered
         self.current: _Cycle | None = None
+        self.parsing: _Cycle | None = None  # the request whose bytes the parser is reading
         self.lost = False
         self.head_bytes = 0
         self.url = b""
@@ -155,7 +157,7 @@ class _Connection(asyncio.Protocol):
     def on_headers_complete(self) -> None:
         parsed = httptools.parse_url(self.url)
         version = self.parser.get_http_version()
-        path = parsed.path.decode("latin-1")
+        path = unquote(parsed.path.decode("latin-1"))  # ASGI's path is percent-decoded, raw_path is not
         scope: Scope = {
             "type": "http",
             "asgi": {"version": "3.0", "spec_version": "2.4"},
@@ -171,21 +173,25 @@ class _Connection(asyncio.Protocol):
             "server": self.server,
         }
         cycle = _Cycle(scope, self.parser.should_keep_alive())
+        self.parsing = cycle
         self.pending.append(cycle)
         if self.current is None:
             self._next()
 
     def on_body(self, body: bytes) -> None:
-        cycle = self.pending[-1] if self.pending else self.current
-        assert cycle is not None
+        cycle = self.parsing
+        if cycle is None or cycle.response_done:
+            return  # answered without reading its body (a 413, say): the rest is read and dropped
         cycle.body.append(body)
         cycle.more.set()
         if sum(map(len, cycle.body)) > _BODY_HIGH and self.transport is not None:
             self.transport.pause_reading()  # the app reads it (receive) before more comes in
 
     def on_message_complete(self) -> None:
-        cycle = self.pending[-1] if self.pending else self.current
-        assert cycle is not None
+        cycle = self.parsing
+        if cycle is None:
+            return
+        self.parsing = None
         cycle.complete = True
         cycle.more.set()
         if len(self.pending) > _MAX_PIPELINED and self.transport is not None:
