@@ -81,8 +81,8 @@ test-versions: testdata ## the suite on Python 3.12 and 3.13 (pyenv's), both bac
 	  done; \
 	done
 
-CI_STAGES := lint test test-public test-versions
-ci: ## what CI runs: lint, the suite (3.11), public-only, 3.12 and 3.13, each stage timed
+CI_STAGES := lint docs test test-public test-versions
+ci: ## what CI runs: lint, the docs site (strict), the suite (3.11), public-only, 3.12 and 3.13, each stage timed
 	@set -e; summary=""; for stage in $(CI_STAGES); do \
 	  start=$$(date +%s); $(MAKE) --no-print-directory $$stage; took=$$(( $$(date +%s) - start )); \
 	  echo "== ci: $$stage took $$((took / 60))m$$((took % 60))s"; summary="$$summary $$stage=$${took}s"; \

@@ -19,12 +19,15 @@ __all__ = [
     "DecoderLike",
     "FrameErrorClass",
     "FrameErrorLike",
+    "Id",
     "IdMapClass",
     "IdMapLike",
     "MessageLike",
 ]
 
 Id = int | str
+"""A JSON-RPC id as the core hands it out (``null`` is ``None`` where allowed): the one alias every layer
+imports."""
 Kind = Literal["request", "notification", "result", "error"]
 Buffer = bytes | bytearray | memoryview
 

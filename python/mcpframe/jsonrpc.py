@@ -1,7 +1,10 @@
-"""JSON-RPC 2.0 and MCP error codes, as named constants (MCP method names: `mcpframe.protocol`)."""
+"""JSON-RPC 2.0 and MCP error codes, as named constants (MCP method names: `mcpframe.protocol`), and
+`response_shaped`, what tells a rejected response from a rejected request on either side of a connection."""
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Final
 
 __all__ = [
@@ -17,6 +20,7 @@ __all__ = [
     "RESOURCE_NOT_FOUND",
     "UNSUPPORTED_PROTOCOL_VERSION",
     "URL_ELICITATION_REQUIRED",
+    "response_shaped",
 ]
 
 # JSON-RPC 2.0
@@ -35,3 +39,25 @@ REQUEST_TIMEOUT: Final = -32001
 HEADER_MISMATCH: Final = -32020
 MISSING_REQUIRED_CLIENT_CAPABILITY: Final = -32021
 UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
+
+
+# Digit runs are shortened before the stdlib parser reads a frame: it refuses integers longer than
+# sys.get_int_max_str_digits() (4300 by default, never below 640), and the core may have rejected the frame
+# for just that. The lookbehind starts a match only at the head of a run: each run is scanned once.
+_LONG_DIGITS: Final = re.compile(rb"(?<![0-9])[0-9]{100,}")
+
+
+def response_shaped(raw: bytes | None) -> bool:
+    """Whether a frame is an object with ``result`` or ``error`` and no ``method``: a response.
+
+    For frames the core rejected (a cold path): a rejected response must not be answered, and it fails the
+    request it answers. Long digit runs are cut to one digit first; a number stays a number and a string a
+    string, so the frame's shape is unchanged and a frame refused only for an over-long integer still reads.
+    """
+    if not raw:
+        return False
+    try:
+        value = json.loads(_LONG_DIGITS.sub(b"0", raw))
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(value, dict) and "method" not in value and ("result" in value or "error" in value)

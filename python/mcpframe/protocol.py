@@ -12,7 +12,7 @@ Names follow one rule: the method string upper-cased, `/` as `_`, camelCase spli
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, Literal, get_args
 
 __all__ = [
     "BATCH_VERSIONS",
@@ -70,6 +70,7 @@ __all__ = [
     "V2025_06_18",
     "V2025_11_25",
     "V2026_07_28",
+    "LoggingLevel",
     "batches_allowed",
 ]
 
@@ -95,6 +96,15 @@ LATEST_MODERN: Final = MODERN_VERSIONS[0]
 
 BATCH_VERSIONS: Final = frozenset({V2025_03_26})
 """The revisions whose peers may send JSON-RPC batches."""
+
+
+def at_least(version: str, minimum: str) -> bool:
+    """Whether revision ``version`` is ``minimum`` or newer: revision names are dates, so they sort as text.
+
+    The one way to compare revisions (an unknown or empty one compares by its text too: ``""`` is older
+    than every revision).
+    """
+    return version >= minimum
 
 
 def batches_allowed(version: str | None) -> bool:
@@ -219,5 +229,7 @@ MODERN_META_KEYS: Final = frozenset(
     }
 )
 
-LOGGING_LEVELS: Final = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
-"""The log levels, least severe first (syslog's order)."""
+LoggingLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
+"""A log level's name, for type checkers (what `logging/setLevel` and `notifications/message` carry)."""
+LOGGING_LEVELS: Final[tuple[LoggingLevel, ...]] = get_args(LoggingLevel)
+"""The log levels, least severe first (syslog's order): the same list as `LoggingLevel`, at run time."""

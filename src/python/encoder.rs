@@ -15,6 +15,7 @@ use super::errors::new_error;
 use crate::encode::{self as json, Output};
 
 mod bytes_out;
+mod call;
 mod walk;
 
 use bytes_out::BytesOut;
@@ -206,9 +207,7 @@ fn encode_error<'py>(
     })
 }
 
-/// Any JSON value as one compact line + LF.
-#[pyfunction]
-#[pyo3(signature = (message, /))]
+/// Any JSON value as one compact line + LF (the body of `encode`, see `call::encode`).
 fn encode<'py>(py: Python<'py>, message: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
     with_buffer(py, |w| {
         w.value(message)?;
@@ -243,7 +242,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(encode_notification, m)?)?;
     m.add_function(wrap_pyfunction!(encode_result, m)?)?;
     m.add_function(wrap_pyfunction!(encode_error, m)?)?;
-    m.add_function(wrap_pyfunction!(encode, m)?)?;
+    call::register_encode(m)?;
     m.add_function(wrap_pyfunction!(encode_many, m)?)?;
     Ok(())
 }

@@ -243,3 +243,13 @@ def test_a_real_child_prints_one_line_and_exits_1(project: Path, target: str, li
     assert child.stdout == ""
     (only,) = child.stderr.splitlines()
     assert only == syntax_line() if line is None else only.startswith(line)
+
+
+@pytest.mark.parametrize("value", ["-1", "nan"])
+def test_a_negative_grace_period_is_refused_in_one_line(
+    project: Path, capsys: pytest.CaptureFixture[str], value: str
+) -> None:
+    assert run(["plenty.py:a", "--grace", value], capsys) == (
+        2,
+        f"mcpframe serve: --grace must be 0 or more seconds; got {float(value):g}",
+    )

@@ -8,6 +8,7 @@ a case costs no child.
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 import anyio
 import pytest
 
+from mcpframe._unstable import Choice
 from mcpframe.cli.target import load_target
 from mcpframe.client import Client
 from mcpframe.server import Server
@@ -141,13 +143,59 @@ async def test_an_sdk_mcpserver_is_served_on_the_engine(project: Path) -> None:
     )
 
 
-@pytest.mark.skipif(importlib.util.find_spec("fastmcp") is None, reason="fastmcp is not installed")
+def _fastmcp_choice() -> Choice | None:
+    """mcpframe's path for fastmcp (the children inherit this environment, so they choose the same), or
+    None without fastmcp (``mcp_sdk`` needs ``mcp``, which fastmcp brings)."""
+    if importlib.util.find_spec("fastmcp") is None:
+        return None
+    from mcpframe._unstable import mcp_sdk  # noqa: PLC0415 - needs mcp
+
+    return mcp_sdk.FASTMCP_CHOICE
+
+
+FASTMCP = _fastmcp_choice()
+needs_fastmcp = pytest.mark.skipif(FASTMCP is None, reason="fastmcp is not installed")
+needs_private_fastmcp = pytest.mark.skipif(
+    FASTMCP is None or not FASTMCP.private,
+    reason="the engine serves a FastMCP app through fastmcp's private names, off here: "
+    + (FASTMCP.reason if FASTMCP is not None else "fastmcp is not installed"),
+)
+"""As ``tests/compat/_support.py``'s marker of that name, without importing ``mcp`` where it is absent."""
+
+
+@needs_private_fastmcp
 async def test_a_fastmcp_app_is_served_on_the_engine(project: Path) -> None:
     info, which, stderr = await serve_and_call(project, "fm_app.py", "--transport", "stdio")
     assert (info["name"], which) == ("fm", "fastmcp")
     assert stderr.splitlines()[0] == (
         "mcpframe serve: fm_app.py:app is a FastMCP app: serving it on mcpframe's engine "
         "(the mcpframe.compat drop-in)"
+    )
+
+
+@needs_fastmcp
+def test_a_fastmcp_app_without_fastmcps_private_names_is_one_line_and_status_1(project: Path) -> None:
+    """Under MCPFRAME_PUBLIC_ONLY the engine cannot reach a FastMCP app's SDK server: the command says so
+    and what to do, in one line, and starts nothing (no traceback, nothing on stdout)."""
+    child = subprocess.run(
+        [*SERVE, "fm_app.py"],
+        cwd=project,
+        env=child_env(MCPFRAME_PUBLIC_ONLY="1"),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert child.returncode == 1
+    assert child.stdout == ""
+    (only,) = child.stderr.splitlines()
+    assert only.startswith(
+        "mcpframe serve: fm_app.py:app is a FastMCP app, which mcpframe's engine serves only through "
+        "fastmcp's private names, off here because MCPFRAME_PUBLIC_ONLY is set (fastmcp "
+    )
+    assert only.endswith(
+        "unset MCPFRAME_PUBLIC_ONLY, or run it with fastmcp's own runner (fastmcp run fm_app.py:app)"
     )
 
 

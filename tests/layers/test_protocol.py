@@ -19,6 +19,7 @@ _METHOD_SETS = (protocol.SERVER_METHODS, protocol.CLIENT_METHODS, protocol.NOTIF
 _REVISIONS = frozenset(protocol.SUPPORTED_VERSIONS)
 _FACTS = frozenset().union(*_METHOD_SETS, _REVISIONS, protocol.MODERN_META_KEYS, {protocol.PROGRESS_TOKEN})
 
+
 def _constant_name(value: str) -> str:
     """The naming rule of the module docstring: `logging/setLevel` is `LOGGING_SET_LEVEL`."""
     return re.sub(r"([a-z])([A-Z])", r"\1_\2", value).replace("/", "_").upper()

@@ -8,8 +8,16 @@ import anyio
 import orjson
 
 from mcpframe import core
+from mcpframe._unstable import asyncio_tasks
 from mcpframe.session import JSONRPCError, Request
 from mcpframe.transports import Transport
+
+EAGER_START = asyncio_tasks.CHOICE.private or asyncio_tasks.PUBLIC_EAGER is not None
+"""Whether a handler can start inside the reader's dispatch (``Session.eager_handlers``): the private task
+switch, or the public eager task factory (3.12+). Without either (3.11 with ``MCPFRAME_PUBLIC_ONLY=1``)
+every handler is a task of its own that first runs after the chunk was read: what only an eager start
+can show (answers in arrival order, a handler that ran before the cancel in its chunk) is asserted only
+where it is chosen."""
 
 
 class RawPeer:

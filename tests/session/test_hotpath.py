@@ -11,7 +11,7 @@ from typing import Any
 
 import anyio
 import pytest
-from tests.session._support import Handlers, RawPeer
+from tests.session._support import EAGER_START, Handlers, RawPeer
 
 from mcpframe import core
 from mcpframe.session import Request, Session
@@ -103,8 +103,12 @@ async def serve(handler: Any, transport: Any, tg: anyio.abc.TaskGroup) -> Sessio
 
 @pytest.mark.parametrize("eager", [False, True])
 async def test_a_cancel_in_the_same_chunk(eager: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Lazy start: the handler never runs. Eager start: it has already answered; the cancel is harmless."""
+    """Lazy start: the handler never runs. Eager start: it has already answered; the cancel is harmless.
+
+    Eager start asked for where it is not available (3.11 on the public path) is the lazy start.
+    """
     monkeypatch.setattr(Session, "eager_handlers", eager)
+    eager = eager and EAGER_START
     rec = Recorder()
     async with hosted(rec) as (peer, session):
         await peer.send(core.encode_request(1, "echo", [1]) + cancel_frame(1))
@@ -404,7 +408,10 @@ async def test_eager_and_suspending_handlers_mixed_in_one_chunk() -> None:
 
 
 async def test_suspending_handlers_cancelled_in_the_same_chunk_are_really_cancelled() -> None:
-    """The cancel reaches each handler's host before the host ran again: the handler must see it."""
+    """The cancel reaches each handler's host before the host ran again: the handler must see it.
+
+    Without an eager start the handlers had not run when their cancel was read: they never run at all.
+    """
     rec = Recorder()
     async with hosted(rec) as (peer, session):
         await anyio.sleep(0)  # the idle host has started
@@ -414,7 +421,10 @@ async def test_suspending_handlers_cancelled_in_the_same_chunk_are_really_cancel
         reply, seen = await peer.until(9)
         assert reply.result == [9]
         assert seen == []  # no answers for the cancelled ones, not even "too late"
-        await rec.event("stubborn-cancelled").wait()
+        if EAGER_START:
+            await rec.event("stubborn-cancelled").wait()
+        else:
+            assert rec.ran == [9]
         with anyio.fail_after(5):
             while session.in_flight:
                 await anyio.sleep(0.001)

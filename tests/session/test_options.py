@@ -62,6 +62,18 @@ def test_one_value_serves_many_sessions_and_readme_keywords_override_only_their_
     assert shared.max_in_flight == 5  # the caller's value is never changed
 
 
+@pytest.mark.parametrize("name", ["options", "max_in_flight", "drain_timeout"])
+def test_the_options_are_the_one_place_of_the_knobs(name: str) -> None:
+    """The Session keeps no copy that could drift from its options: these read them and refuse a write."""
+    left, _ = memory_pair()
+    session = Session(left, options=SessionOptions(max_in_flight=3, drain_timeout=0.5))
+    before = getattr(session, name)
+    with pytest.raises(AttributeError):
+        setattr(session, name, before)
+    assert (session.max_in_flight, session.drain_timeout) == (3, 0.5)
+    assert session.options == SessionOptions(max_in_flight=3, drain_timeout=0.5)
+
+
 async def test_max_in_flight_from_options_bounds_the_running_handlers() -> None:
     release = anyio.Event()
 

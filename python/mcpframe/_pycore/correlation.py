@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Container
 from typing import Final
 
+from mcpframe._api import Id
 from mcpframe._pycore.digits import MAX_INT_DIGITS, int_to_text
 from mcpframe.errors import DuplicateIdError, EncodeError, PendingLimitError, UnknownIdError
 
 __all__ = ["Correlator", "IdMap"]
 
-Id = int | str
 
 LAST_ALLOCATED_ID: Final = 2**63 - 1
 _INT64_MIN: Final = -(2**63)

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from typing import Any, Literal, NoReturn
 
+from mcpframe._api import Id
 from mcpframe._pycore import scan
 from mcpframe._pycore.encode import encode_error, encode_id
 
 __all__ = ["FrameError", "Message", "MessageBuilder"]
 
 Kind = Literal["request", "notification", "result", "error"]
-Id = int | str
 
 # Slots that hold the raw spans, filled on first use of a raw_* attribute (``None`` = not yet scanned).
 _SPAN_NAMES = ("id", "params", "result", "error")

@@ -33,6 +33,8 @@ PUBLIC_ONLY: Final[bool] = os.environ.get(ENV_VAR, "").strip().lower() in _ON
 """Whether ``MCPFRAME_PUBLIC_ONLY`` asked for the public fallbacks only (read once, at import)."""
 
 _MODULES: Final = ("asyncio_tasks", "anyio_tasks", "mcp_sdk")
+_OPTIONAL: Final = {"mcp_sdk": "mcp"}
+"""The module whose runtime may be absent, and that runtime's top-level package."""
 
 Version = tuple[int, ...]
 
@@ -88,7 +90,15 @@ def choices() -> dict[str, Choice]:
     for name in _MODULES:
         try:
             module = importlib.import_module(f"{__name__}.{name}")
-        except ImportError:  # mcp_sdk without the official SDK installed
+        except ImportError as exc:
+            if not _absent(exc, _OPTIONAL.get(name)):
+                raise  # a broken module or another missing import: not "the runtime is not installed"
             continue
         found[name] = module.CHOICE
     return found
+
+
+def _absent(exc: ImportError, runtime: str | None) -> bool:
+    """Whether ``exc`` says that ``runtime`` (a top-level package) itself is not installed."""
+    missing = exc.name or ""
+    return runtime is not None and (missing == runtime or missing.startswith(f"{runtime}."))

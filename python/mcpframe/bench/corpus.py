@@ -29,12 +29,12 @@ from typing import Any, Literal
 import orjson
 
 from mcpframe import jsonrpc, protocol
+from mcpframe._api import Id
 
 __all__ = ["CORPORA", "Corpus", "CorpusName", "Rng", "big_frame", "build", "kind_of"]
 
 CorpusName = Literal["small", "mixed", "large"]
 CORPORA: tuple[CorpusName, ...] = ("small", "mixed", "large")
-Id = int | str
 Ref = tuple[str, Id | None]
 
 _MASK = (1 << 64) - 1

@@ -145,14 +145,18 @@ class Results:
 def _interleaved(fns: dict[str, Timed], settings: Settings) -> dict[str, list[float]]:
     # Round-robin: each round runs every contender once, so a burst of load from other processes hits
     # them all alike and the ratios stay steady. "cpu" (this process's CPU time) also ignores the time
-    # other processes hold the cores.
+    # other processes hold the cores. The order rotates from round to round: a contender run right
+    # after a slow one that leaves the caches and the allocator in its own state (the python encoder
+    # before orjson cost orjson 0.2-0.3 us per message) would otherwise pay for it in every round.
     clock = time.process_time if settings.clock == "cpu" else time.perf_counter
     times: dict[str, list[float]] = {key: [] for key in fns}
+    order = list(fns.items())
     gc.collect()
     deadline = time.perf_counter() + settings.budget * len(fns)
     rounds = 0
     while rounds < settings.min_rounds or (time.perf_counter() < deadline and rounds < 1000):
-        for key, fn in fns.items():
+        shift = rounds % len(order)
+        for key, fn in order[shift:] + order[:shift]:
             start = clock()
             fn()
             times[key].append(clock() - start)

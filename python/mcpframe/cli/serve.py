@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from mcpframe._extras import install_hint
+from mcpframe.server.lifecycle import GRACE_ENV
 
 from .http_flags import add_http_flags, http_options, http_warnings, ready_callback
 from .target import Target, TargetError, load_target
@@ -71,6 +72,14 @@ def _parser() -> argparse.ArgumentParser:
         default=os.environ.get("MCPFRAME_DEBUG", "") not in ("", "0"),
         help="on an error in your module, print the whole traceback too (also: MCPFRAME_DEBUG=1)",
     )
+    parser.add_argument(
+        "--grace",
+        type=float,
+        metavar="SECONDS",
+        default=None,
+        help="on SIGTERM/SIGINT, how long requests in flight get to finish before they are cancelled "
+        "(default: MCPFRAME_SHUTDOWN_GRACE, else 10)",
+    )
     add_http_flags(parser)
     return parser
 
@@ -104,19 +113,26 @@ def _load(spec: str, *, stdio: bool, show_traceback: bool) -> Target | int:
 
 def _serve_http(server: Server, args: argparse.Namespace, options: Any) -> int:
     from mcpframe.http.server import serve_http  # noqa: PLC0415 - the HTTP stack is optional
+    from mcpframe.server.lifecycle import LifespanError, run_stoppable  # noqa: PLC0415
 
-    level = args.log_level or "warning"
-    anyio.run(
-        lambda: serve_http(
+    level, ready = args.log_level or "warning", ready_callback(options)
+
+    async def main() -> None:
+        await serve_http(
             server,
             host=args.host,
             port=args.port,
             options=options,
-            ready=ready_callback(options),
+            ready=ready,
             log_level=level,
             http_server=args.http_server,
         )
-    )
+
+    try:  # SIGTERM/SIGINT: uvicorn's graceful stop, the lifespan's teardown, status 0
+        anyio.run(lambda: run_stoppable(main))
+    except LifespanError as exc:
+        print(f"mcpframe serve: {exc}", file=sys.stderr, flush=True)
+        return 1
     return 0
 
 
@@ -128,6 +144,22 @@ def _serve_sdk(target: Target, args: argparse.Namespace, options: Any) -> int:
         print(f"mcpframe serve: {target.where} is {target.kind} app, but {exc}", file=sys.stderr)
         return 1
     article = "an" if target.kind[0] in "AEIOUM" else "a"
+    if target.kind == "FastMCP":
+        # refused before any start-up line, as one line saying what to do: this is the environment's
+        # choice (MCPFRAME_PUBLIC_ONLY, another fastmcp release), not a bug in the user's code
+        from mcpframe.compat.engine._server import lowlevel_of  # noqa: PLC0415 - internal, not engine's API
+
+        try:
+            lowlevel_of(target.obj)
+        except engine.PrivateNamesUnavailable as exc:
+            print(
+                f"mcpframe serve: {target.where} is {article} {target.kind} app, which mcpframe's engine "
+                f"serves only through {exc.runtime}'s private names, off here because {exc.reason}: "
+                f"{exc.remedy} ({exc.runtime} run {target.where})",
+                file=sys.stderr,
+                flush=True,
+            )
+            return 1
     print(
         f"mcpframe serve: {target.where} is {article} {target.kind} app: serving it on mcpframe's engine "
         "(the mcpframe.compat drop-in)",
@@ -176,9 +208,23 @@ def _options(args: argparse.Namespace) -> Any:
     return 2
 
 
+def _set_grace(grace: float | None) -> bool:
+    """Put `--grace` where every entry point reads it; False after one line on stderr if it is invalid."""
+    if grace is None:
+        return True
+    if not grace >= 0:  # NaN fails too; inf waits for every request
+        print(f"mcpframe serve: --grace must be 0 or more seconds; got {grace:g}", file=sys.stderr)
+        return False
+    # Server.run, the HTTP host and the engine drop-in all read the environment (lifecycle.shutdown_grace)
+    os.environ[GRACE_ENV] = repr(grace)
+    return True
+
+
 def serve_main(argv: Sequence[str] | None = None) -> int:
     """Entry point of `mcpframe serve`; returns the process exit status."""
     args = _parser().parse_args(argv)
+    if not _set_grace(args.grace):
+        return 2
     options = _options(args)
     if isinstance(options, int):
         return options

@@ -14,7 +14,8 @@ from mcpframe.session import ProgressCallback
 
 __all__ = ["Era", "LogLevel", "Methods", "Requester"]
 
-LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
+LogLevel = protocol.LoggingLevel
+"""A log level's name (``mcpframe.protocol.LoggingLevel``, the one list)."""
 Era = Literal["modern", "legacy"]
 
 _MAX_PAGES = 10_000

@@ -39,7 +39,7 @@ import anyio.abc
 import httpx
 
 from mcpframe import core, jsonrpc, protocol
-from mcpframe._api import MessageLike
+from mcpframe._api import Id, MessageLike
 from mcpframe.http.client_answers import AnswerReader, Inbox, Undeliverable
 from mcpframe.http.client_wire import (
     SessionState,
@@ -60,7 +60,6 @@ __all__ = ["HttpClientOptions", "StreamableHTTPTransport"]
 
 logger = logging.getLogger("mcpframe.http.client")
 
-Id = int | str
 _ACCEPT: Final = "application/json, text/event-stream"
 
 

@@ -19,7 +19,7 @@ import anyio
 import httpx
 
 from mcpframe import core, jsonrpc, protocol
-from mcpframe._api import MessageLike
+from mcpframe._api import Id, MessageLike
 from mcpframe.http.client_wire import (
     SessionState,
     SSEParser,
@@ -32,13 +32,12 @@ from mcpframe.http.client_wire import (
 )
 from mcpframe.http.headers import LAST_EVENT_ID, MCP_SESSION_ID
 from mcpframe.http.options import HttpClientOptions
-from mcpframe.session.intake import response_shaped
+from mcpframe.jsonrpc import response_shaped
 
 __all__ = ["AnswerReader", "Inbox", "Undeliverable"]
 
 logger = logging.getLogger("mcpframe.http.client")
 
-Id = int | str
 _ERROR_BODY_LIMIT: Final = 64 * 1024
 
 

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from mcpframe import core
-from mcpframe._api import MessageLike
+from mcpframe._api import Id, MessageLike
 from mcpframe.errors import MCPFrameError
 from mcpframe.session import Request, Session
 
@@ -29,7 +29,6 @@ __all__ = ["Exchange", "ExchangeTransport", "Lane", "LanePool", "RequestHandler"
 
 logger = logging.getLogger("mcpframe.http")
 
-Id = int | str
 _NOTIFICATION = b'{"jsonrpc":"2.0","method":'
 
 

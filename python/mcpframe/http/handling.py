@@ -70,7 +70,7 @@ class PostHandler:
         data = await self._read(request, accepts)
         if isinstance(data, Reply):
             return data
-        modern = request.headers.get(MCP_PROTOCOL_VERSION, "") >= FIRST_STATELESS
+        modern = protocol.at_least(request.headers.get(MCP_PROTOCOL_VERSION, ""), FIRST_STATELESS)
         found = self._session(request, owner) if not modern else None  # 2026-07-28 has no sessions
         if isinstance(found, Reply):
             return found

@@ -15,11 +15,15 @@ The server is a composition: it builds the session manager, the admission bound,
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import math
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import AbstractAsyncContextManager
+from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
@@ -27,7 +31,8 @@ import anyio.abc
 import uvicorn
 
 from mcpframe import jsonrpc
-from mcpframe.protocol import SUPPORTED_VERSIONS
+from mcpframe.protocol import SUPPORTED_VERSIONS, at_least
+from mcpframe.server.lifecycle import Stop, current_stop, shutdown_grace
 
 from .admission import Admission
 from .asgi import HttpRequest, Receive, Scope, Send
@@ -75,6 +80,7 @@ class StreamableHTTPServer:
             replies=self.replies,
         )
         self._tg: anyio.abc.TaskGroup | None = None
+        self._server_lifespan: AbstractAsyncContextManager[Any] | None = None
 
     @property
     def app(self) -> StreamableHTTPServer:
@@ -114,7 +120,11 @@ class StreamableHTTPServer:
         await send({"type": "lifespan.shutdown.complete"})
 
     async def __aenter__(self) -> StreamableHTTPServer:
-        """Start the session manager (tests with an ASGI transport, which sends no lifespan events)."""
+        """Start the server's lifespan, then the session manager (what the ASGI lifespan does; tests with
+        an ASGI transport, which sends no lifespan events, use it directly)."""
+        lifespan = self.server.lifespan()  # counted: a no-op inside serve_http's own entry
+        await lifespan.__aenter__()
+        self._server_lifespan = lifespan
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         await self._tg.start(self.sessions.run)
@@ -131,6 +141,15 @@ class StreamableHTTPServer:
             raise
         finally:
             self._tg = None
+            lifespan, self._server_lifespan = self._server_lifespan, None
+            if lifespan is not None:
+                await lifespan.__aexit__(None, None, None)
+
+    def end_streams(self) -> None:
+        """Shutting down: GET streams end (one opened later ends at once) and open listens answer."""
+        for session in list(self.sessions.sessions.values()):
+            session.get_stream.finish()
+        self.server.close_connections()
 
     # ---------------------------------------------------------------- routes
 
@@ -204,7 +223,7 @@ class StreamableHTTPServer:
     async def _get(self, request: HttpRequest, owner: str | None) -> Answer:
         if not Accepts.parse(request.headers.get("accept")).sse:
             return error_response(406, "Not Acceptable: GET needs Accept: text/event-stream")
-        modern = request.headers.get(MCP_PROTOCOL_VERSION, "") >= FIRST_STATELESS
+        modern = at_least(request.headers.get(MCP_PROTOCOL_VERSION, ""), FIRST_STATELESS)
         if modern and MCP_SESSION_ID not in request.headers:
             return Reply(405, headers={"Allow": "POST"})
         found = self.sessions.find(request.headers, owner)
@@ -250,6 +269,7 @@ async def serve_http(
     options: HttpOptions | None = None,
     ready: Callable[[str], Any] | None = None,
     log_level: str = "warning",
+    grace: float | None = None,
     http_server: Literal["uvicorn", "mcpframe"] | None = None,
 ) -> None:
     """Serve over Streamable HTTP until cancelled; `ready(url)` is called once listening.
@@ -258,6 +278,11 @@ async def serve_http(
     (experimental: one write per complete answer, none of uvicorn's per-request extras). `None`: the
     `MCPFRAME_HTTP_SERVER` environment variable's choice, else uvicorn, so that a whole test run can go
     through either server unchanged.
+
+    The server's lifespan starts before the socket is announced and ends after uvicorn stopped. Cancelled,
+    uvicorn stops taking connections and gives the requests in flight `grace` seconds (default:
+    `mcpframe.server.lifecycle.shutdown_grace()`, 10 s) before cutting them. uvicorn's own signal handlers
+    are not installed: the entry point running the loop decides what SIGTERM and SIGINT do.
     """
     if http_server is None:
         http_server = "mcpframe" if os.environ.get("MCPFRAME_HTTP_SERVER") == "mcpframe" else "uvicorn"
@@ -274,22 +299,45 @@ async def serve_http(
     sock.set_inheritable(True)
     bound = sock.getsockname()[1]
     shown = f"[{host.strip('[]')}]" if family == socket.AF_INET6 else host
-    config = uvicorn.Config(http.app, log_level=log_level, lifespan="on", timeout_graceful_shutdown=1)
-    uv = uvicorn.Server(config)
-    if ready is not None:
-        ready(f"http://{shown}:{bound}{opts.path}")
+    wait = math.ceil(shutdown_grace(grace))  # uvicorn takes whole seconds
+    config = uvicorn.Config(http.app, log_level=log_level, lifespan="on", timeout_graceful_shutdown=wait)
+    uv = _Uvicorn(config)
     try:
-        if http_server == "mcpframe":
-            async with http:  # the lifespan uvicorn would run
-                await serve_asgi(http.app, sock)
-        else:
-            await _serve_until_cancelled(uv, sock)
+        async with server.lifespan():
+            if ready is not None:
+                ready(f"http://{shown}:{bound}{opts.path}")
+            if http_server == "mcpframe":
+                async with http:  # the app's lifespan, which uvicorn would run
+                    await serve_asgi(http.app, sock)
+            else:
+                await _serve_until_cancelled(uv, sock, partial(_stopping, http, current_stop()))
     finally:
         sock.close()
 
 
-async def _serve_until_cancelled(uv: uvicorn.Server, sock: socket.socket) -> None:
-    """Run uvicorn; when cancelled, ask it to shut down (lifespan included) instead of tearing it apart."""
+async def _stopping(http: StreamableHTTPServer, stop: Stop | None) -> None:
+    """Before uvicorn stops: end the GET streams, then (under a graceful stop) let requests settle."""
+    http.end_streams()
+    if stop is not None:  # new requests are refused, those in flight get the grace period, then -32000
+        await stop.settle()
+
+
+class _Uvicorn(uvicorn.Server):
+    """uvicorn without its signal handlers, which would raise a caught SIGTERM/SIGINT again at the end."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+async def _serve_until_cancelled(
+    uv: uvicorn.Server, sock: socket.socket, stopping: Callable[[], Awaitable[None]]
+) -> None:
+    """Run uvicorn; when cancelled, ask it to shut down (lifespan included) instead of tearing it apart.
+
+    `stopping()` runs first (shielded): responses that would never end by themselves (GET streams) end and
+    the requests in flight settle, so uvicorn then finds its connections idle instead of waiting them out.
+    """
     done = anyio.Event()
 
     async def serve() -> None:
@@ -304,6 +352,7 @@ async def _serve_until_cancelled(uv: uvicorn.Server, sock: socket.socket) -> Non
         try:
             await done.wait()
         finally:
-            uv.should_exit = True
             with anyio.CancelScope(shield=True):
+                await stopping()
+                uv.should_exit = True
                 await done.wait()

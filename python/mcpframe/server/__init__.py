@@ -37,6 +37,7 @@ from .content import (
     user,
 )
 from .context import Context
+from .lifecycle import LifespanError
 from .types import ToolDefinitionError
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "SUPPORTED_VERSIONS",
     "Content",
     "Context",
+    "LifespanError",
     "PromptMessage",
     "Server",
     "ServerConnection",

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import inspect
 import logging
+import os
 import secrets
-from collections.abc import Callable
+import sys
+import traceback
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any, Literal, TypeVar, overload
 
 import anyio
@@ -19,11 +23,16 @@ from .builders import make_prompt, make_resource, make_tool
 from .connection import ServerConnection
 from .eras import RequestState
 from .handlers import HANDLERS, Handler
+from .lifecycle import LifespanError, current_stop, run_stoppable, startup_failure, tracked
 from .registry import ListKind, Registry, Resource
 
-__all__ = ["Server"]
+__all__ = ["Lifespan", "Server"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+Lifespan = Callable[["Server"], AbstractAsyncContextManager[Any]]
+"""``lifespan(server)``: an async context manager (``@asynccontextmanager``) whose yielded value handlers
+read as ``ctx.lifespan_context``."""
 
 
 def _completer(fn: Callable[..., Any]) -> Callable[[str, dict[str, str]], Any]:
@@ -57,6 +66,7 @@ class Server:
         cache_ttl_ms: int = 0,
         cache_scope: Literal["public", "private"] = "private",
         logger: logging.Logger | None = None,
+        lifespan: Lifespan | None = None,
     ) -> None:
         if page_size is not None and page_size < 1:
             raise ValueError("page_size must be at least 1 (or None for unpaginated lists)")
@@ -81,6 +91,11 @@ class Server:
         self.request_state = RequestState(secrets.token_bytes(32))
         self._connections: set[ServerConnection] = set()
         self._capabilities: dict[str, Any] | None = None
+        self._lifespan = lifespan
+        self._lifespan_depth = 0
+        self._lifespan_stack: AsyncExitStack | None = None
+        self.lifespan_state: Any = None
+        """What the lifespan yielded, while it runs (``ctx.lifespan_context`` in a handler)."""
 
     # ------------------------------------------------------------ registration
 
@@ -286,20 +301,57 @@ class Server:
         for connection in list(self._connections):
             connection.post("updated", uri)
 
+    def close_connections(self) -> None:
+        """Shutting down: open `subscriptions/listen` requests answer; change notifications stop."""
+        for connection in list(self._connections):
+            connection.close()
+
     # ---------------------------------------------------------------- serving
 
     def connection(self) -> ServerConnection:
-        """Fresh per-connection state; give its handlers to a Session (see docs/session-api.md)."""
-        return ServerConnection(self)
+        """Fresh per-connection state; give its handlers to a Session (see docs/session-api.md).
+
+        Under an entry point that stops gracefully (`lifecycle.run_stoppable`) its requests are tracked, so
+        a stop can wait for them (the HTTP host makes its connections here too).
+        """
+        return tracked(ServerConnection(self))
+
+    @asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[Any]:
+        """Run the ``lifespan=`` given to the server (entered once however many connections share it).
+
+        The first entry starts it and keeps what it yields in ``lifespan_state``; the last exit runs its
+        teardown (shielded from cancellation, so a stop still tears down). ``serve()`` enters it, so it
+        also runs for ``Client(server)`` in memory. A failure while starting is a ``LifespanError``.
+        """
+        if self._lifespan_depth == 0 and self._lifespan is not None:
+            stack = AsyncExitStack()
+            try:
+                self.lifespan_state = await stack.enter_async_context(self._lifespan(self))
+            except Exception as exc:
+                raise startup_failure(self.name, exc) from exc
+            self._lifespan_stack = stack
+        self._lifespan_depth += 1
+        try:
+            yield self.lifespan_state
+        finally:
+            self._lifespan_depth -= 1
+            if self._lifespan_depth == 0 and self._lifespan_stack is not None:
+                stack, self._lifespan_stack = self._lifespan_stack, None
+                self.lifespan_state = None
+                with anyio.CancelScope(shield=True):
+                    await stack.aclose()
 
     async def serve(self, transport: Transport, *, session_options: SessionOptions | None = None) -> None:
-        """Serve one connection on `transport` until the peer goes away.
+        """Serve one connection on `transport` until the peer goes away, inside the server's lifespan.
 
         `session_options` tune the connection's Session (`None`: its defaults). JSON-RPC batches follow
         `eras.batches_allowed`: refused (one -32600 error) until `initialize` has negotiated 2025-03-26,
-        the one revision that has them.
+        the one revision that has them. Under `run()` (or another entry point that handles SIGTERM and
+        SIGINT) the connection stops gracefully on a signal (`server/lifecycle.py`).
         """
-        connection = self.connection()
+        connection = tracked(self.connection())  # a subclass's connection() may not have
+        stop = current_stop()
         session = Session(
             transport,
             request_handler=connection.handle_request,
@@ -307,21 +359,44 @@ class Server:
             options=session_options,
             batches=False,
         )
-        await connection.run(session)
+        async with self.lifespan():
+            if stop is None:
+                await connection.run(session)
+                return
+            stop.claimed = True
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(stop.drain, session, connection.close)  # listens end, notifications stop
+                await connection.run(session)
+                tg.cancel_scope.cancel()
 
     async def serve_stdio(self, *, session_options: SessionOptions | None = None) -> None:
         """Serve on this process's stdin/stdout (stdout protected from stray prints)."""
         async with stdio_server() as transport:
             await self.serve(transport, session_options=session_options)
 
-    def run(self, *, session_options: SessionOptions | None = None) -> None:
-        """Serve on stdio until stdin closes (blocking).
+    def run(self, *, session_options: SessionOptions | None = None, grace: float | None = None) -> None:
+        """Serve on stdio until stdin closes or SIGTERM/SIGINT stops it (blocking).
 
-        This owns the process, so once the event loop runs the start-up heap is frozen out of the cyclic
-        GC (``MCPFRAME_GC_FREEZE=0`` turns that off; see ``mcpframe._gc``).
+        On a signal, requests in flight get `grace` seconds (default 10, or `MCPFRAME_SHUTDOWN_GRACE`) to
+        answer, those still running are answered with an error, the lifespan's teardown runs, and this
+        returns; a second signal exits at once (status 130 for SIGINT, 143 for SIGTERM). A lifespan that
+        fails at start-up is one line on stderr and exit status 1 (`MCPFRAME_DEBUG=1` adds the traceback).
+
+        This owns the process, so once the lifespan has started the start-up heap is frozen out of the
+        cyclic GC (``MCPFRAME_GC_FREEZE=0`` turns that off; see ``mcpframe._gc``).
         """
-        anyio.run(self._freeze_then_serve_stdio, session_options)
+        try:
+            anyio.run(self._run_stdio, session_options, grace)
+        except LifespanError as exc:
+            if os.environ.get("MCPFRAME_DEBUG", "") not in ("", "0") and exc.__cause__ is not None:
+                traceback.print_exception(exc.__cause__, file=sys.stderr)
+            print(f"mcpframe: {exc}", file=sys.stderr, flush=True)
+            raise SystemExit(1) from None
 
-    async def _freeze_then_serve_stdio(self, session_options: SessionOptions | None) -> None:
-        freeze_startup_heap()  # in the loop, so the loop's own long-lived objects are frozen too
-        await self.serve_stdio(session_options=session_options)
+    async def _run_stdio(self, session_options: SessionOptions | None, grace: float | None) -> None:
+        async def main() -> None:
+            async with self.lifespan():
+                freeze_startup_heap()  # in the loop, so the loop's and the lifespan's objects are frozen too
+                await self.serve_stdio(session_options=session_options)
+
+        await run_stoppable(main, grace=grace)

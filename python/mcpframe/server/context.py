@@ -67,6 +67,11 @@ class Context:
         return self._call.client_capabilities
 
     @property
+    def lifespan_context(self) -> Any:
+        """What the server's `lifespan` yielded (`None` without one), as FastMCP and the SDK name it."""
+        return self._connection.server.lifespan_state
+
+    @property
     def is_cancelled(self) -> bool:
         """True once the client cancelled this request (check it in long synchronous loops)."""
         return self._request.cancelled

@@ -32,6 +32,7 @@ from mcpframe.protocol import (
     SERVER_INFO_KEY,
     SUBSCRIPTION_ID_KEY,
     SUPPORTED_VERSIONS,
+    at_least,
     batches_allowed,
 )
 from mcpframe.session import JSONRPCError
@@ -57,13 +58,8 @@ __all__ = [
 
 MISSING_REQUIRED_CLIENT_CAPABILITY: Final = jsonrpc.MISSING_REQUIRED_CLIENT_CAPABILITY
 
-LOG_LEVELS: Final = {name: rank for rank, name in enumerate(LOGGING_LEVELS)}
+LOG_LEVELS: Final[dict[str, int]] = {name: rank for rank, name in enumerate(LOGGING_LEVELS)}
 """Each log level's rank: a message passes a filter when its rank is at least the filter's."""
-
-
-def at_least(version: str, minimum: str) -> bool:
-    """True when `version` is `minimum` or newer (revision names sort by date)."""
-    return version >= minimum
 
 
 def modern_version(meta: dict[str, Any]) -> str | None:

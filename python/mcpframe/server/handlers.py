@@ -18,7 +18,7 @@ from .content import blob_contents as _blob
 from .content import text_contents as _text
 from .context import CallInfo, InputRequired
 from .eras import LOG_LEVELS, at_least
-from .invoke import invoke
+from .invoke import invoke, log_tool_failure
 from .registry import Tool, paginate
 from .schema import ArgumentError
 
@@ -137,7 +137,7 @@ async def tools_call(
     except (JSONRPCError, InputRequired):
         raise
     except Exception as exc:  # a failing tool is a result the model can read, not a protocol error
-        conn.server.logger.debug("tool %s failed", tool.name, exc_info=True)
+        log_tool_failure(conn.server.logger, tool.name, exc)
         return _error_result(f"Error executing tool {tool.name}: {exc}")
     if type(value) is str and tool.output_schema is None:  # the common case, built here
         return {"content": [{"type": "text", "text": value}]}

@@ -1,8 +1,15 @@
-"""Running user handlers: sync ones on a worker thread, async ones directly, with Context injected."""
+"""Running user handlers: sync ones on a worker thread, async ones directly, with Context injected.
+
+A tool that raises is logged here (``log_tool_failure``): at ERROR with its traceback on the logger
+``mcpframe.server``, which prints to stderr by itself unless the application configured logging (then its
+handlers alone do it; nothing is printed twice). stdout is never written to: on stdio it carries the protocol.
+"""
 
 from __future__ import annotations
 
 import inspect
+import logging
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +22,52 @@ from .schema import Signature
 if TYPE_CHECKING:
     from .connection import ServerConnection
 
-__all__ = ["invoke"]
+__all__ = ["invoke", "log_tool_failure"]
+
+_FORMAT = "%(levelname)s %(name)s: %(message)s"
+
+
+class _DefaultHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """stderr for ``mcpframe.server``, standing down while the application has handlers of its own.
+
+    Checked at each record, not once: ``mcpframe serve`` configures the root logger after the user's
+    module made its ``Server``, and an application may configure logging at any time.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setFormatter(logging.Formatter(_FORMAT))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if _configured_elsewhere(logging.getLogger(record.name)):
+            return
+        self.stream = sys.stderr  # the current one (a test's capture, a redirected stderr)
+        super().emit(record)
+
+
+def _configured_elsewhere(logger: logging.Logger) -> bool:
+    """Whether a handler other than ours will see records of `logger` (its own or an ancestor's)."""
+    current: logging.Logger | None = logger
+    while current is not None:
+        if any(not isinstance(handler, _DefaultHandler) for handler in current.handlers):
+            return True
+        if not current.propagate:
+            return False
+        current = current.parent
+    return False
+
+
+def _ensure_default_handler(logger: logging.Logger) -> None:
+    """Give mcpframe's own server logger its stderr handler, once (an application's logger is its own)."""
+    if logger.name == "mcpframe.server" and not any(isinstance(h, _DefaultHandler) for h in logger.handlers):
+        logger.addHandler(_DefaultHandler())
+
+
+def log_tool_failure(logger: logging.Logger, tool: str, exc: BaseException) -> None:
+    """Log a tool's exception at ERROR with its traceback (the client gets it as an error result)."""
+    _ensure_default_handler(logger)
+    logger.error("tool %r failed: %s: %s", tool, type(exc).__name__, exc, exc_info=exc)
+
 
 _PLAIN = frozenset({str, dict, list, int, float, bool, type(None), bytes, tuple})
 """Result types that are never awaitable: no need to ask ``inspect.isawaitable``."""

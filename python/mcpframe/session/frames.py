@@ -8,6 +8,7 @@ from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from mcpframe import core, jsonrpc
+from mcpframe._api import Id
 from mcpframe.errors import EncodeError
 from mcpframe.session.errors import JSONRPCError
 
@@ -18,7 +19,6 @@ __all__ = ["Spawner", "error_frame", "failure_frame", "result_frame", "task_spaw
 
 logger = logging.getLogger("mcpframe.session")
 
-Id = int | str
 Spawner = Callable[[Coroutine[Any, Any, None]], "asyncio.Task[None]"]
 
 

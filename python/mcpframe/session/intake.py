@@ -35,46 +35,28 @@ fails is lost (it is answered ``-32603`` with ``id: null``).
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import re
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from mcpframe import core, jsonrpc
+from mcpframe._api import Id, MessageLike
 from mcpframe.protocol import NOTIFICATIONS_CANCELLED, NOTIFICATIONS_PROGRESS, PING
 from mcpframe.session.batch import REFUSED, SEAL, Batches, Seal, Stub
 from mcpframe.session.errors import JSONRPCError
 
 if TYPE_CHECKING:
+    from mcpframe.session.batch import Batch
+    from mcpframe.session.options import SessionOptions
     from mcpframe.session.outbox import Outbox
     from mcpframe.session.outgoing import Outgoing
-    from mcpframe.session.peer import Session
+    from mcpframe.session.request import Request
+    from mcpframe.transports.base import Transport
 
 __all__ = ["Intake"]
 
 logger = logging.getLogger("mcpframe.session")
-
-# the lookbehind starts a match only at the head of a digit run: each run is scanned once (linear)
-_LONG_DIGITS: Final = re.compile(rb"(?<![0-9])[0-9]{%d,}" % (core.MAX_INT_DIGITS + 1))
-
-
-def response_shaped(raw: bytes | None) -> bool:
-    """Whether a rejected frame is an object with ``result`` or ``error`` and no ``method``: a response.
-
-    Cold path (only rejected frames come here). Digit runs beyond the core's limit are shortened first
-    (inside a string that changes nothing of the frame's shape), so that the stdlib parser can read the
-    top-level members of a frame the core refused only for an over-long integer.
-    """
-    if not raw:
-        return False
-    try:
-        value = json.loads(_LONG_DIGITS.sub(b"0", raw))
-    except (ValueError, RecursionError):
-        return False
-    return isinstance(value, dict) and "method" not in value and ("result" in value or "error" in value)
-
 
 _FRAME_ERROR: Final = core.FrameError
 
@@ -91,40 +73,81 @@ def log_frame_error(error: Any) -> None:
 
 
 class Intake:
-    """Decodes the Session's input and hands each item to it in order, within its bounds (module doc)."""
+    """Decodes the Session's input and hands each item to it in order, within its bounds (module doc).
+
+    Built with what it uses and nothing else: the ``transport`` (only to pause and resume reading), the
+    ``outgoing`` side (answers to our own requests), the ``outbox`` (its fullness is a bound), ``running``
+    (the requests whose handler runs, by id: read only, to count them and to cancel one) and the
+    ``options`` (``max_in_flight``, ``max_frame``), plus the Session's callables: ``on_request`` (start a
+    handler), ``on_notification``, ``reply`` (an answer, into its batch if it has one), ``write`` (a frame
+    out), ``jobs_waiting`` (notification jobs not yet taken) and ``on_idle`` (the backlog was handled).
+    """
 
     __slots__ = (
-        "_backlog",
         "_batches",
         "_decoder",
+        "_halted",
+        "_jobs_waiting",
+        "_limit",
+        "_loop",
         "_max_frame",
+        "_on_idle",
+        "_on_notification",
+        "_on_request",
         "_outbox",
         "_outgoing",
+        "_over",
         "_pause",
         "_readable",
+        "_reply",
         "_resume",
+        "_running",
         "_scheduled",
-        "_session",
+        "_write",
+        "backlog",
         "reading",
     )
 
     def __init__(
-        self, session: Session, outgoing: Outgoing, outbox: Outbox, *, max_frame: int, batches: bool
+        self,
+        transport: Transport,
+        outgoing: Outgoing,
+        outbox: Outbox,
+        running: Mapping[Id, Request],
+        *,
+        options: SessionOptions,
+        batches: bool,
+        on_request: Callable[[MessageLike, Batch | None], None],
+        on_notification: Callable[[MessageLike], None],
+        reply: Callable[[bytes, Batch | None], None],
+        write: Callable[[bytes], None],
+        jobs_waiting: Callable[[], int],
+        on_idle: Callable[[], None],
     ) -> None:
-        self._session = session  # what runs handlers and answers them (``_on_request``, ``_reply``, ...)
-        self._outgoing = outgoing  # what the peer's answers to our own requests go to
-        self._outbox = outbox  # its fullness is one of the bounds; a dispatch holds it and flushes once
-        self._max_frame = max_frame
-        self._decoder = core.Decoder(max_frame=max_frame)
-        self._batches = Batches(session._write, enabled=batches)
-        self._backlog: deque[Any] = deque()
-        transport = session.transport
+        self._outgoing = outgoing
+        self._outbox = outbox  # a dispatch holds it and flushes once
+        self._running = running
+        self._limit = options.max_in_flight  # options are frozen: this never differs from them
+        self._max_frame = options.max_frame
+        self._on_request = on_request
+        self._on_notification = on_notification
+        self._reply = reply
+        self._write = write
+        self._jobs_waiting = jobs_waiting
+        self._on_idle = on_idle
+        self._decoder = core.Decoder(max_frame=options.max_frame)
+        self._batches = Batches(write, enabled=batches)
+        self.backlog: deque[Any] = deque()
+        """Decoded items waiting for room, in order (read only outside: the Session checks it per answer)."""
         self._pause: Callable[[], None] | None = getattr(transport, "pause_reading", None)
         self._resume: Callable[[], None] | None = getattr(transport, "resume_reading", None)
         self.reading = True
         self._readable = asyncio.Event()
         self._readable.set()
         self._scheduled = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._halted = False  # the Session is closing: the backlog is no longer handled
+        self._over = False  # the Session is over: nothing is scheduled any more
 
     @property
     def can_pause(self) -> bool:
@@ -143,7 +166,26 @@ class Intake:
     @property
     def waiting(self) -> int:
         """Items in the backlog."""
-        return len(self._backlog)
+        return len(self.backlog)
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The Session runs on ``loop``: the backlog is drained from its callbacks."""
+        self._loop = loop
+
+    def halt(self) -> None:
+        """The Session is closing (``aclose``): what waits in the backlog is not handled any more."""
+        self._halted = True
+
+    def has_room(self, message: MessageLike) -> bool:
+        """Whether a request may start now: a handler slot is free and the outbox is not over its mark.
+
+        ``ping`` is cheap and says the peer is alive: it gets room past the bound, up to twice it.
+        """
+        if self._outbox.full:
+            return False
+        running = len(self._running)
+        limit = self._limit
+        return running < limit or (running < 2 * limit and message.method == PING)
 
     async def readable(self) -> None:
         """Wait until the Session takes input again."""
@@ -198,10 +240,9 @@ class Intake:
 
     def take(self, items: list[Any]) -> None:
         """Handle the items of one chunk in order; what finds no room waits in the backlog."""
-        session = self._session
         outbox = self._outbox
         outbox.holding = True  # the answers of this chunk go out together, at its end
-        backlog = self._backlog
+        backlog = self.backlog
         try:
             in_batch = False
             for item in items:
@@ -214,10 +255,10 @@ class Intake:
                     and not backlog
                     and type(item) is not _FRAME_ERROR
                     and item.kind == "request"
-                    and session._has_room(item)
+                    and self.has_room(item)
                 ):
                     try:
-                        session._on_request(item, None)
+                        self._on_request(item, None)
                     except Exception:
                         logger.exception("handling a frame failed; the session goes on")
                     continue
@@ -231,13 +272,13 @@ class Intake:
                 self.steer()
 
     def _admit(self, item: Any) -> None:
-        backlog = self._backlog
+        backlog = self.backlog
         if not backlog:
             if not self._run(item):
                 backlog.append(item)
             return
         if self._batches.busy or (
-            item.batch == 0 and len(backlog) >= self._session.max_in_flight and self._outgoing.pending
+            item.batch == 0 and len(backlog) >= self._limit and self._outgoing.pending
         ):  # the backlog never holds more than one batch past its cap: this one is answered at once
             self._batches.answer_busy(item, self._outgoing.resolve)
             return
@@ -247,13 +288,7 @@ class Intake:
         except Exception:
             logger.exception("handling a frame failed; the session goes on")
             return
-        session = self._session
-        if (
-            item.batch is not None
-            or item is SEAL
-            or len(backlog) < session.max_in_flight
-            or not self._outgoing.pending
-        ):
+        if item.batch is not None or item is SEAL or len(backlog) < self._limit or not self._outgoing.pending:
             backlog.append(item)
         else:  # reading goes on for the peer's answers: the backlog is full, nothing more waits
             self._overflow(item)
@@ -263,11 +298,10 @@ class Intake:
         if isinstance(item, core.FrameError | Seal):
             return False
         kind = item.kind
-        session = self._session
         if item.batch is not None:
             return self._batched_answer(item)
         if kind == "request":
-            return item.method == PING and session._has_room(item) and self._run(item)
+            return item.method == PING and self.has_room(item) and self._run(item)
         if kind == "notification":
             method = item.method
             if method == NOTIFICATIONS_CANCELLED:
@@ -283,43 +317,43 @@ class Intake:
         if item.kind not in ("result", "error") or not self.batches:
             return False
         self._outgoing.resolve(item)
-        self._backlog.append(Stub(item))
+        self.backlog.append(Stub(item))
         return True
 
     def _overflow(self, item: Any) -> None:
-        session = self._session
+        queued = self._jobs_waiting()
         if (
             not isinstance(item, core.FrameError)
             and item.kind == "notification"
-            and session._jobs_queued >= 2 * session.max_in_flight
+            and queued >= 2 * self._limit
         ):  # nothing answers a notification: past the jobs' hard bound it is dropped, and said so
             logger.warning(
                 "dropped notification %r: %d notifications wait for their handler while this session"
                 " waits for the peer's answers",
                 item.method,
-                session._jobs_queued,
+                queued,
             )
             return
         if isinstance(item, core.FrameError) or item.kind != "request":
             self._run(item, room=False)
             return
         message = (
-            f"Server busy: too many requests waiting (limit {session.max_in_flight}) while this session"
+            f"Server busy: too many requests waiting (limit {self._limit}) while this session"
             " waits for the peer's answers; retry later"
         )
         logger.warning("refused request %r (id %r): %s", item.method, item.id, message)
-        session._write(core.encode_error(item.id, jsonrpc.INTERNAL_ERROR, message))
+        self._write(core.encode_error(item.id, jsonrpc.INTERNAL_ERROR, message))
 
     def cancel(self, params: Any) -> None:
         """``notifications/cancelled``: cancel the running request it names, or drop the backlogged one."""
         rid = params.get("requestId") if isinstance(params, dict) else None
         if not isinstance(rid, int | str) or isinstance(rid, bool):
             return
-        request = self._session._incoming.get(rid)
+        request = self._running.get(rid)
         if request is not None:
             request.cancel()
             return
-        backlog = self._backlog
+        backlog = self.backlog
         for index, item in enumerate(backlog):
             if getattr(item, "kind", None) == "request" and item.id == rid:
                 backlog[index] = Stub(item)  # it never runs and is not answered; its batch keeps its shape
@@ -346,38 +380,36 @@ class Intake:
             return self._frame_error(item, room)
         if item.kind == "request":
             return self._request(item, room)
-        session = self._session
         if item.kind == "notification":
-            if room and session._jobs_queued >= session.max_in_flight:
+            if room and self._jobs_waiting() >= self._limit:
                 return False
             if self._batches.of(item) is not REFUSED:
-                session._on_notification(item)
+                self._on_notification(item)
         elif self._batches.of(item) is not REFUSED:
             self._outgoing.resolve(item)
         return True
 
     def _request(self, request: Any, room: bool) -> bool:
         """A request: started once a handler slot is free and the outbox has room."""
-        if room and not self._session._has_room(request):
+        if room and not self.has_room(request):
             return False
         batch = self._batches.of(request)
         if batch is not REFUSED:
-            self._session._on_request(request, batch)
+            self._on_request(request, batch)
         return True
 
     def _frame_error(self, error: Any, room: bool) -> bool:
         """A rejected frame: logged, and answered unless it is a notification or a response (once the
         outbox has room); a rejected response to one of our requests fails that request."""
-        session = self._session
         if room and self._outbox.full:
             return False
         batch = self._batches.of(error)
         if batch is not REFUSED:
             log_frame_error(error)
-            if response_shaped(error.raw):  # never answered: a response gets no response
+            if jsonrpc.response_shaped(error.raw):  # never answered: a response gets no response
                 self._fail_our_request(error)
             elif not error.notification:
-                session._reply(error.to_response(), batch)
+                self._reply(error.to_response(), batch)
         return True
 
     def _fail_our_request(self, error: Any) -> None:
@@ -393,24 +425,23 @@ class Intake:
 
     def wake(self) -> None:
         """Room may have appeared (a handler finished, the outbox drained): handle the backlog soon."""
-        if self._scheduled or (not self._backlog and self.reading):
+        if self._scheduled or (not self.backlog and self.reading):
             return
-        loop = self._session._loop
-        if loop is None or self._session._finished:
+        loop = self._loop
+        if loop is None or self._over:
             return
         self._scheduled = True
         loop.call_soon(self._drain)
 
     def _drain(self) -> None:
-        session = self._session
-        backlog = self._backlog
-        if session._finished:
+        backlog = self.backlog
+        if self._over:
             self._scheduled = False
             return
         outbox = self._outbox
         outbox.holding = True
         try:
-            while backlog and not session.closed:
+            while backlog and not self._halted:
                 if not self._run(backlog[0]):
                     break
                 backlog.popleft()
@@ -419,11 +450,11 @@ class Intake:
             outbox.holding = False
             outbox.flush_now()
             self.steer()
-            session._check_idle()
+            self._on_idle()
 
     def steer(self) -> None:
         """Pause or resume reading: read while nothing waits (or while the peer owes us an answer)."""
-        want = not self._outbox.full and (not self._backlog or self._outgoing.pending > 0)
+        want = not self._outbox.full and (not self.backlog or self._outgoing.pending > 0)
         if want is self.reading:
             return
         self.reading = want
@@ -437,7 +468,9 @@ class Intake:
                 self._pause()
 
     def clear(self) -> None:
-        """The session is over: forget what waits."""
-        self._backlog.clear()
+        """The session is over: forget what waits, schedule nothing more."""
+        self._over = True
+        self._halted = True
+        self.backlog.clear()
         self._batches.clear()
         self._readable.set()  # a read loop waiting for room ends with the session

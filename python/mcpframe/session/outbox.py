@@ -3,16 +3,20 @@
 ``put`` queues a frame and, once per loop iteration, schedules a flush with ``loop.call_soon``: everything
 the handlers finished in that iteration is joined and handed to the transport together. ``flush_now`` is
 the same flush done at once (the Session uses it when no other handler is running, so a lone answer is not
-held back by an extra loop iteration). A flush first tries the transport's optional synchronous
-``send_nowait(data) -> int`` (bytes taken); what it does not take, or everything on a transport without it,
-goes to a writer task that awaits ``transport.send``. While that task is writing, new frames queue behind it
-(their order is kept) and it sends them when it is done.
+held back by an extra loop iteration), and ``put`` does it at every 128th queued frame, so a long dispatch
+or many handlers finishing in one iteration do not hold the first answers back until the last one. A flush
+first tries the transport's optional synchronous ``send_nowait(data) -> int`` (bytes taken); what it does
+not take, or everything on a transport without it, goes to a writer task that awaits ``transport.send``.
+While that task is writing, new frames queue behind it (their order is kept) and it sends them when it is
+done.
 
 Flow control: ``queued`` counts the bytes not yet taken by the transport (queued frames, and the write the
 writer task is awaiting). Past ``high_water`` the outbox is ``full``, and stays so until the transport has
 taken enough for ``queued`` to fall to ``low_water`` (a quarter of it); then ``on_drained`` is called. The
 Session stops reading input while the outbox is full, so a peer that does not read our answers cannot
-make us queue them without bound.
+make us queue them without bound; a handler that had not started when the outbox filled waits in ``room()``
+before it runs (the Session's handlers started as tasks of their own, which answer after the reader moved
+on), so answers overshoot the mark by what the handlers already running add, not by every one admitted.
 
 asyncio only (``loop.call_soon``, ``asyncio.Event``), like the rest of the Session.
 """
@@ -31,7 +35,7 @@ __all__ = ["HIGH_WATER", "IO_ERRORS", "Outbox"]
 
 logger = logging.getLogger("mcpframe.session")
 
-_EARLY_FLUSH = 128  # answers queued while a dispatch is still running that are written without waiting for it
+_EARLY_FLUSH = 128  # answers queued in one go (a dispatch, a loop iteration) that are written without waiting
 
 IO_ERRORS = (TransportClosedError, OSError, anyio.BrokenResourceError, anyio.ClosedResourceError)
 
@@ -51,6 +55,7 @@ class Outbox:
         "_low",
         "_on_drained",
         "_on_lost",
+        "_room",
         "_scheduled",
         "_send_nowait",
         "_sending",
@@ -85,6 +90,8 @@ class Outbox:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
+        self._room = asyncio.Event()  # set while not full: what ``room()`` waits on
+        self._room.set()
 
     def __len__(self) -> int:
         return len(self._frames)
@@ -99,11 +106,15 @@ class Outbox:
         frames = self._frames
         frames.append(frame)
         self.queued += len(frame)
-        if self.queued > self._high:
+        if self.queued > self._high and not self.full:
             self.full = True
+            self._room.clear()
+        if len(frames) >= _EARLY_FLUSH:
+            # A long dispatch, or many handlers finishing in one loop iteration (tasks of their own): let
+            # the peer start on the first answers rather than wait for the last one.
+            self.flush_now()
+            return
         if self.holding:
-            if len(frames) >= _EARLY_FLUSH:  # a long dispatch: let the peer start on the first answers
-                self.flush_now()
             return
         if not self._scheduled and not self._sending and self._loop is not None:
             self._scheduled = True
@@ -142,6 +153,11 @@ class Outbox:
         while self._sending and not self._lost:
             await self._idle.wait()
 
+    async def room(self) -> None:
+        """Wait until the outbox is not full (the transport took enough, a write failed, or it closed)."""
+        while self.full:
+            await self._room.wait()
+
     async def writer(self) -> None:
         """The writer task: sends what ``send_nowait`` could not; run it while the outbox is in use."""
         self._loop = asyncio.get_running_loop()
@@ -168,6 +184,7 @@ class Outbox:
         self.queued -= size
         if self.full and self.queued <= self._low:
             self.full = False
+            self._room.set()
             self._on_drained()
 
     def _fail(self, exc: BaseException) -> None:
@@ -176,6 +193,7 @@ class Outbox:
         self._frames.clear()
         self.queued = 0
         self.full = False
+        self._room.set()
         self._idle.set()
         self._on_lost(exc)
 
@@ -184,6 +202,7 @@ class Outbox:
         self._frames.clear()
         self.queued = 0
         self.full = False
+        self._room.set()
         self._loop = None
         self._sending = False
         self._idle.set()

@@ -23,7 +23,7 @@ from typing import Any, TypeGuard
 import anyio
 
 from mcpframe import core
-from mcpframe._api import MessageLike
+from mcpframe._api import Id, MessageLike
 from mcpframe.protocol import NOTIFICATIONS_CANCELLED, PROGRESS_TOKEN
 from mcpframe.session.errors import ConnectionClosed, JSONRPCError, RequestTimeout
 from mcpframe.session.request import ProgressCallback
@@ -32,7 +32,6 @@ __all__ = ["PROGRESS_QUEUE", "Outgoing", "Pending", "is_id", "with_progress_toke
 
 logger = logging.getLogger("mcpframe.session")
 
-Id = int | str
 
 PROGRESS_QUEUE = 64
 """Progress callbacks queued per request at most. A callback that keeps up sees every update; one that falls

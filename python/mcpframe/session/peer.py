@@ -43,8 +43,8 @@ import anyio.abc
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from mcpframe import jsonrpc
-from mcpframe._api import MessageLike
-from mcpframe.protocol import NOTIFICATIONS_CANCELLED, NOTIFICATIONS_PROGRESS, PING
+from mcpframe._api import Id, MessageLike
+from mcpframe.protocol import NOTIFICATIONS_CANCELLED, NOTIFICATIONS_PROGRESS
 from mcpframe.session.batch import Batch
 from mcpframe.session.eager import AVAILABLE as EAGER
 from mcpframe.session.eager import EagerStarter
@@ -54,7 +54,7 @@ from mcpframe.session.intake import Intake
 from mcpframe.session.options import SessionOptions
 from mcpframe.session.outbox import IO_ERRORS, Outbox
 from mcpframe.session.outgoing import Outgoing
-from mcpframe.session.request import ProgressCallback, Request
+from mcpframe.session.request import IN_SCOPE, ProgressCallback, Request
 from mcpframe.transports.base import Transport
 
 __all__ = ["NotificationHandler", "RequestHandler", "Session"]
@@ -64,7 +64,6 @@ logger = logging.getLogger("mcpframe.session")
 RequestHandler = Callable[[Request], Awaitable[Any]]
 NotificationHandler = Callable[[MessageLike], Awaitable[None]]
 _Job = tuple[Callable[..., Any], tuple[Any, ...]]
-Id = int | str
 
 _IO_ERRORS = IO_ERRORS
 
@@ -116,12 +115,10 @@ class Session:
             max_frame=max_frame,
             outbox_high_water=outbox_high_water,
         )
-        self.options = options
+        self._options = options  # the one place of every knob (frozen): nothing here keeps a copy
         self.transport = transport
         self.request_handler = request_handler
         self.notification_handler = notification_handler
-        self.max_in_flight = options.max_in_flight
-        self.drain_timeout = options.drain_timeout
         self.closed = False
         self._incoming: dict[Id, Request] = {}
         self._outgoing = Outgoing(
@@ -135,7 +132,18 @@ class Session:
         high_water = options.outbox_high_water
         self._outbox = Outbox(transport, self._connection_lost, self._room_made, high_water=high_water)
         self._intake = Intake(
-            self, self._outgoing, self._outbox, max_frame=options.max_frame, batches=batches
+            transport,
+            self._outgoing,
+            self._outbox,
+            self._incoming,
+            options=options,
+            batches=batches,
+            on_request=self._on_request,
+            on_notification=self._on_notification,
+            reply=self._reply,
+            write=self._write,
+            jobs_waiting=self._jobs_waiting,
+            on_idle=self._check_idle,
         )
         self._loop: asyncio.AbstractEventLoop | None = None
         self._spawn: Spawner
@@ -155,6 +163,21 @@ class Session:
         self._jobs_in, self._jobs_out = anyio.create_memory_object_stream[_Job](math.inf)
 
     # ------------------------------------------------------------------ introspection
+
+    @property
+    def options(self) -> SessionOptions:
+        """The knobs this Session was built with (the keywords applied); frozen."""
+        return self._options
+
+    @property
+    def max_in_flight(self) -> int:
+        """``options.max_in_flight``: request handlers running at once (flow control)."""
+        return self._options.max_in_flight
+
+    @property
+    def drain_timeout(self) -> float:
+        """``options.drain_timeout``: seconds the end of the session may take."""
+        return self._options.drain_timeout
 
     @property
     def in_flight(self) -> int:
@@ -213,14 +236,31 @@ class Session:
         return self
 
     async def __aexit__(self, *exc_info: Any) -> bool | None:
-        await self.aclose()
+        closing: BaseException | None = None
+        try:
+            await self.aclose()
+        except BaseException as exc:
+            # A failed run() cancels _outer's scope, and so this task: aclose() can then end in that
+            # CancelledError (wherever it awaits; which await depends on the scheduling, e.g. with or without
+            # the eager start). _outer must still be exited, or its cancel scope stays this task's current
+            # one and the caller's next scope fails to exit (anyio's RuntimeError); handed the
+            # CancelledError, the task group absorbs it and raises run()'s error instead.
+            closing = exc
+            exc_info = (type(exc), exc, exc.__traceback__)
         assert self._outer is not None
         try:
-            return await self._outer.__aexit__(*exc_info)
+            suppressed = await self._outer.__aexit__(*exc_info)
         except BaseExceptionGroup as group:
             if only(group, exc_info[1]):
+                if closing is not None:
+                    raise closing from None  # aclose()'s own failure, unwrapped
                 return False  # the block's own exception: let it propagate unwrapped
             raise
+        if closing is None:
+            return suppressed
+        if suppressed:
+            return False  # the group absorbed aclose()'s cancellation (its own): the block's error goes on
+        raise closing
 
     async def run(self) -> None:
         """Read and dispatch until EOF or ``aclose()``; then clean everything up and close the transport."""
@@ -232,6 +272,7 @@ class Session:
             self._loop = asyncio.get_running_loop()
             self._spawn = task_spawner(self._loop)
             self._eager = EagerStarter(self._loop, self._spawn) if self.eager_handlers and EAGER else None
+            self._intake.start(self._loop)
         except RuntimeError:
             raise RuntimeError("mcpframe's Session runs on asyncio (or anyio's asyncio backend)") from None
         try:
@@ -264,10 +305,11 @@ class Session:
         """Stop now: cancel handlers, fail pending requests, close the transport. Idempotent."""
         running = self._tg is not None and not self.closed
         self.closed = True
+        self._intake.halt()
         self._outgoing.stop_sending()
         if running:
             assert self._tg is not None
-            with anyio.move_on_after(self.drain_timeout):
+            with anyio.move_on_after(self._options.drain_timeout):
                 await self._flush()  # what was already sent is delivered, not dropped
             self._tg.cancel_scope.cancel()
         if self._done is not None:
@@ -279,7 +321,7 @@ class Session:
         """EOF: nothing more can arrive; let running handlers answer (bounded), then flush the writes."""
         self._eof = True
         self._outgoing.end_of_input(ConnectionClosed("the peer closed the connection"))
-        with anyio.move_on_after(self.drain_timeout):
+        with anyio.move_on_after(self._options.drain_timeout):
             if self._incoming or self._intake.waiting:  # the backlog is still handled after EOF
                 self._handlers_idle = asyncio.Event()
                 await self._handlers_idle.wait()
@@ -424,17 +466,6 @@ class Session:
         else:
             batch.add(frame)
 
-    def _has_room(self, message: MessageLike) -> bool:
-        """Whether a request may start now: a handler slot is free and the outbox is not over its mark.
-
-        ``ping`` is cheap and says the peer is alive: it gets room past the bound, up to twice it.
-        """
-        if self._outbox.full:
-            return False
-        running = len(self._incoming)
-        limit = self.max_in_flight
-        return running < limit or (running < 2 * limit and message.method == PING)
-
     def _on_request(self, message: MessageLike, batch: Batch | None) -> None:
         rid = message.id
         assert rid is not None
@@ -472,10 +503,14 @@ class Session:
     async def _handle(self, request: Request) -> None:
         frame: bytes | None = None
         try:
+            if self._outbox.full:  # a task of its own run after the outbox filled: the answer would overshoot
+                request._started = True  # a cancel now ends the wait (Task.cancel); the handler never runs
+                await self._outbox.room()
             if not request._cancelled:  # cancelled before it started: the handler never runs
                 request._started = True
-                try:
-                    result = await request._call(self.request_handler)  # type: ignore[arg-type]
+                handler: RequestHandler = self.request_handler  # type: ignore[assignment]
+                try:  # the default path awaits the handler itself: no frame between (request.IN_SCOPE)
+                    result = await (request._call_in_scope(handler) if IN_SCOPE else handler(request))
                 except (JSONRPCError, Exception) as exc:
                     frame = failure_frame(request, exc)
                 else:
@@ -489,7 +524,7 @@ class Session:
             if incoming.get(request.id) is request:
                 del incoming[request.id]
             intake = self._intake
-            if intake._backlog or not intake.reading:  # a slot is free: what waits may start
+            if intake.backlog or not intake.reading:  # a slot is free: what waits may start
                 intake.wake()
             elif not incoming and self._handlers_idle is not None:
                 self._handlers_idle.set()
@@ -514,6 +549,10 @@ class Session:
         if self.notification_handler is not None:
             self._queue(self.notification_handler, message)
 
+    def _jobs_waiting(self) -> int:
+        """Notification jobs not yet taken by the worker (the Intake bounds them too)."""
+        return self._jobs_queued
+
     def _queue(self, func: Callable[..., Any], *args: Any) -> None:
         try:
             self._jobs_in.send_nowait((func, args))
@@ -526,7 +565,7 @@ class Session:
         try:
             async for func, args in self._jobs_out:
                 self._jobs_queued -= 1
-                if self._intake._backlog:  # a job slot is free: a waiting notification may go on
+                if self._intake.backlog:  # a job slot is free: a waiting notification may go on
                     self._intake.wake()
                 try:
                     outcome = func(*args)

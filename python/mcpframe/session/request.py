@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 
-from mcpframe._api import MessageLike
+from mcpframe._api import Id, MessageLike
 from mcpframe._unstable.anyio_tasks import SHIELD_AWARE, in_shield
 from mcpframe.protocol import NOTIFICATIONS_PROGRESS, PROGRESS_TOKEN
 
@@ -21,8 +21,6 @@ __all__ = ["ProgressCallback", "Request"]
 ProgressCallback = Callable[[float, float | None, str | None], Any]
 """``on_progress(progress, total, message)``; may return an awaitable."""
 
-Id = int | str
-
 
 def _progress_token(meta: dict[str, Any]) -> Id | None:
     token = meta.get(PROGRESS_TOKEN)
@@ -32,6 +30,10 @@ def _progress_token(meta: dict[str, Any]) -> Id | None:
 
 
 _SHIELD_POLL = 0.005
+
+IN_SCOPE: Final[bool] = not SHIELD_AWARE
+"""Whether each handler runs in a cancel scope of its own (``Request._call_in_scope``): decided once, at
+import, so the default path awaits the handler with no frame in between."""
 
 Handler = Callable[["Request"], Awaitable[Any]]
 
@@ -107,7 +109,7 @@ class Request:
         """``Task.cancel()``, held back while the handler is shielded (checked every ``_SHIELD_POLL`` s).
 
         That needs anyio's private task records (``mcpframe._unstable.anyio_tasks``); without them the
-        handler runs in a cancel scope of its own (``_call``), which anyio cancels past any shield itself.
+        handler runs in a cancel scope of its own (``_call_in_scope``), which anyio cancels past any shield.
         """
         task = self._task
         if not self._started or self._done or task is None or task.done():
@@ -121,19 +123,13 @@ class Request:
             return
         task.cancel()
 
-    def _call(self, handler: Handler) -> Awaitable[Any]:
-        """``handler(self)``, awaited by the Session: the handler's own coroutine, nothing around it."""
-        return handler(self)
-
     async def _call_in_scope(self, handler: Handler) -> Any:
-        """``_call`` without anyio's private records: the handler inside a cancel scope ``cancel`` uses."""
+        """``handler(self)`` inside a cancel scope that ``cancel`` uses: how the Session runs a handler
+        without anyio's private records (``IN_SCOPE``); otherwise it awaits ``handler(self)`` itself."""
         with anyio.CancelScope() as scope:
             self._scope = scope
             return await handler(self)
         raise asyncio.CancelledError  # our scope caught the cancellation: end as a cancelled handler would
-
-    if not SHIELD_AWARE:
-        _call = _call_in_scope
 
     async def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None

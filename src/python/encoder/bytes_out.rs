@@ -9,7 +9,6 @@
 //!   `bytes` object at the end like a small line.
 
 use std::alloc::{handle_alloc_error, Layout};
-use std::cell::Cell;
 use std::ptr::NonNull;
 
 use pyo3::ffi;
@@ -25,10 +24,67 @@ const SCRATCH_SIZE: usize = 16 * 1024;
 /// thread's next line.
 const SCRATCH_KEPT: usize = 4 * SCRATCH_SIZE;
 
-thread_local! {
-    /// The scratch buffer, taken by a `BytesOut` for its life (a re-entrant encoder call, only
-    /// possible through Python code run by `encode_many`'s iterator, makes its own).
-    static SCRATCH: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+/// The scratch buffer, taken by a `BytesOut` for its life and given back when it drops (a
+/// re-entrant encoder call, only possible through Python code run by `encode_many`'s iterator,
+/// finds it taken and makes its own). With a GIL, one buffer per process guarded by the GIL: a
+/// thread-local costs a `__tls_get_addr` call per access in a shared library, twice per line.
+#[cfg(not(Py_GIL_DISABLED))]
+mod scratch {
+    use std::cell::UnsafeCell;
+
+    use pyo3::Python;
+
+    /// A value only touched with the GIL held.
+    struct GilGuarded(UnsafeCell<Vec<u8>>);
+
+    // SAFETY: every access (`take`, `give_back`) happens with the GIL held, which serialises them;
+    // PyO3 refuses to load the module into a subinterpreter, which could have a GIL of its own.
+    unsafe impl Sync for GilGuarded {}
+
+    static SCRATCH: GilGuarded = GilGuarded(UnsafeCell::new(Vec::new()));
+
+    /// The buffer, leaving an empty one in its place.
+    #[inline]
+    pub(super) fn take(_py: Python<'_>) -> Vec<u8> {
+        // SAFETY: the GIL is held (the token), so no other access runs; no reference outlives
+        // this statement.
+        unsafe { std::mem::take(&mut *SCRATCH.0.get()) }
+    }
+
+    /// Put `buffer` back (dropping whatever a re-entrant call left there).
+    ///
+    /// # Safety
+    /// The GIL must be held.
+    #[inline]
+    pub(super) unsafe fn give_back(buffer: Vec<u8>) {
+        // SAFETY: the caller holds the GIL; as in `take`.
+        unsafe { *SCRATCH.0.get() = buffer };
+    }
+}
+
+/// Without a GIL (free-threaded builds), one buffer per thread.
+#[cfg(Py_GIL_DISABLED)]
+mod scratch {
+    use std::cell::Cell;
+
+    use pyo3::Python;
+
+    thread_local! {
+        static SCRATCH: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+    }
+
+    /// The buffer, leaving an empty one in its place.
+    pub(super) fn take(_py: Python<'_>) -> Vec<u8> {
+        SCRATCH.take()
+    }
+
+    /// Put `buffer` back (dropping whatever a re-entrant call left there).
+    ///
+    /// # Safety
+    /// None beyond `take`'s (the `unsafe` matches the GIL build's).
+    pub(super) unsafe fn give_back(buffer: Vec<u8>) {
+        SCRATCH.set(buffer);
+    }
 }
 
 /// A line under construction: `len` bytes written out of `capacity`, at `data`, which points
@@ -43,8 +99,8 @@ pub(crate) struct BytesOut {
 
 impl BytesOut {
     /// An empty buffer (GIL held).
-    pub(crate) fn new(_py: Python<'_>) -> Self {
-        let mut scratch = SCRATCH.take();
+    pub(crate) fn new(py: Python<'_>) -> Self {
+        let mut scratch = scratch::take(py);
         if scratch.capacity() < SCRATCH_SIZE {
             scratch = Vec::with_capacity(SCRATCH_SIZE);
         }
@@ -189,8 +245,10 @@ impl Drop for BytesOut {
         }
         let mut scratch = std::mem::take(&mut self.scratch);
         if scratch.capacity() <= SCRATCH_KEPT {
-            scratch.clear(); // `grow_scratch` may have set a length
-            SCRATCH.set(scratch);
+            // `grow_scratch` may have set a length.
+            scratch.clear();
+            // SAFETY: a buffer only lives inside one encoder call, which holds the GIL throughout.
+            unsafe { scratch::give_back(scratch) };
         }
     }
 }

@@ -117,9 +117,10 @@ fn _ffi_paths(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     Ok(paths)
 }
 
-/// Add `_ffi_paths` to the module (after `init`).
+/// Add `_ffi_paths` to the module (after `init`). Set as an attribute, not with `add_function`,
+/// which would also list it in `__all__`: the contract's names are the public ones only.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(_ffi_paths, m)?)
+    m.setattr("_ffi_paths", wrap_pyfunction!(_ffi_paths, m)?)
 }
 
 /// The live `(key, value)` entries of the dict `dict` read straight from its table, or `None`

@@ -26,23 +26,28 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
 from mcpframe._gc import freeze_startup_heap
 from mcpframe._unstable import mcp_sdk as unstable
+from mcpframe.server.lifecycle import run_stoppable
 from mcpframe.server.registry import ListKind
 from mcpframe.session import SessionOptions
 from mcpframe.transports.base import Transport
 from mcpframe.transports.stdio import stdio_server
 
 from ._report import StartupReport, Unsupported, UnsupportedFeatureError, inspect_app
-from ._server import EngineConnection, EngineServer, lowlevel_of
+from ._server import EngineConnection, EngineServer, PrivateNamesUnavailable, lowlevel_of
+
+if TYPE_CHECKING:
+    from mcpframe.http.options import HttpOptions
 
 __all__ = [
     "EngineConnection",
     "EngineServer",
+    "PrivateNamesUnavailable",
     "StartupReport",
     "Unsupported",
     "UnsupportedFeatureError",
@@ -106,9 +111,9 @@ async def serve_async(
     thread_pool: bool = True,
     host: str = "127.0.0.1",
     port: int = 8000,
-    http_options: Any = None,
-    ready: Any = None,
-    **session_options: Any,
+    http_options: HttpOptions | None = None,
+    ready: Callable[[str], object] | None = None,
+    **session_options: float | None,
 ) -> None:
     """Serve ``app`` on mcpframe until the peer goes (stdio, a ``Transport``) or until cancelled (HTTP).
 
@@ -135,9 +140,24 @@ def serve(app: Any, transport: TransportName = "stdio", **options: Any) -> None:
     """Blocking ``serve_async`` (the drop-in for ``app.run()`` / ``app.run("streamable-http")``).
 
     This owns the process, so once the app's lifespan has started the start-up heap is frozen out of the
-    cyclic GC (``MCPFRAME_GC_FREEZE=0`` turns that off; see ``mcpframe._gc``).
+    cyclic GC (``MCPFRAME_GC_FREEZE=0`` turns that off; see ``mcpframe._gc``). SIGTERM and SIGINT stop it
+    gracefully, as they stop ``Server.run()`` (``mcpframe.server.lifecycle``).
     """
-    anyio.run(lambda: _serve(app, transport, freeze_startup_heap, **options))
+    anyio.run(lambda: run_stoppable(lambda: _serve(app, transport, freeze_startup_heap, **options)))
+
+
+def _knobs(base: SessionOptions, given: dict[str, float | None]) -> SessionOptions:
+    """``base`` with the session knobs given as keywords; a keyword ``SessionOptions`` lacks is a
+    ``TypeError`` naming it (and the knobs there are), where the call was written."""
+    names = [field.name for field in dataclasses.fields(SessionOptions)]
+    unknown = [name for name in given if name not in names]
+    if unknown:
+        raise TypeError(
+            f"unexpected keyword argument {unknown[0]!r}: the session knobs are SessionOptions' fields"
+            f" ({', '.join(names)})"
+        )
+    fields: dict[str, Any] = dict(given)
+    return dataclasses.replace(base, **fields)
 
 
 def _nothing() -> None:
@@ -153,9 +173,9 @@ async def _serve(
     thread_pool: bool = True,
     host: str = "127.0.0.1",
     port: int = 8000,
-    http_options: Any = None,
-    ready: Any = None,
-    **session_options: Any,
+    http_options: HttpOptions | None = None,
+    ready: Callable[[str], object] | None = None,
+    **session_options: float | None,
 ) -> None:
     """``serve_async``, calling ``serving()`` once the app's lifespan has started, before the first byte.
 
@@ -170,7 +190,7 @@ async def _serve(
     if transport == "stdio":
         async with stdio_server() as stdio, server.lifespan():
             serving()
-            await server.serve(stdio, session_options=SessionOptions(**session_options))
+            await server.serve(stdio, session_options=_knobs(SessionOptions(), session_options))
     elif transport == "http":
         from mcpframe.http.server import (  # noqa: PLC0415 - the HTTP stack is optional
             HttpOptions,
@@ -178,9 +198,11 @@ async def _serve(
         )
 
         options = http_options if http_options is not None else HttpOptions()
+        if not isinstance(options, HttpOptions):
+            raise TypeError(f"http_options must be an HttpOptions, not {type(options).__name__}")
         if session_options:  # HttpOptions and SessionOptions are frozen: derive new values
             base = options.session_options or options.lane_options()
-            tuned = dataclasses.replace(base, **session_options)
+            tuned = _knobs(base, session_options)
             options = dataclasses.replace(options, session_options=tuned)
         async with server.lifespan():
             serving()
@@ -188,4 +210,4 @@ async def _serve(
     else:
         async with server.lifespan():
             serving()
-            await server.serve(transport, session_options=SessionOptions(**session_options))
+            await server.serve(transport, session_options=_knobs(SessionOptions(), session_options))

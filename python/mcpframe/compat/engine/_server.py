@@ -35,9 +35,11 @@ from pydantic import ValidationError
 
 from mcpframe import protocol
 from mcpframe._threads import WorkerPool, threaded
+from mcpframe._unstable import ENV_VAR, PUBLIC_ONLY
 from mcpframe._unstable import mcp_sdk as unstable
 from mcpframe.server import Server, ServerConnection
 from mcpframe.server.context import CallInfo
+from mcpframe.server.lifecycle import tracked
 from mcpframe.session import JSONRPCError, Message, Request, SessionOptions
 from mcpframe.transports.base import Transport
 
@@ -47,23 +49,43 @@ from ._fast import eligible, modern_eligible, plain_tool_call, seal, short_tool_
 from ._fastmcp import is_fastmcp, pool_fastmcp
 from ._report import StartupReport
 
-__all__ = ["OWNED_METHODS", "EngineConnection", "EngineServer", "lowlevel_of"]
+__all__ = ["OWNED_METHODS", "EngineConnection", "EngineServer", "PrivateNamesUnavailable", "lowlevel_of"]
 
 OWNED_METHODS = frozenset({protocol.PING, protocol.SERVER_DISCOVER, protocol.SUBSCRIPTIONS_LISTEN})
 """Methods mcpframe answers itself, whatever the SDK server registered for them."""
+
+
+class PrivateNamesUnavailable(TypeError):
+    """The app is reached only through a runtime's private names, and mcpframe's private path is off here.
+
+    FastMCP publishes no way to its SDK server, so the engine serves a FastMCP app only on the fastmcp
+    release it was read against, and not under ``MCPFRAME_PUBLIC_ONLY=1``. A class of its own so that a
+    caller (``mcpframe serve``) can tell this expected refusal from a bug and say what to do instead
+    (``remedy``); a ``TypeError`` still, as it was before it had a class.
+    """
+
+    def __init__(self, runtime: str, what: str, reason: str) -> None:
+        self.runtime = runtime
+        self.reason = reason
+        if PUBLIC_ONLY:
+            self.remedy = f"unset {ENV_VAR}, or run it with {runtime}'s own runner"
+        else:
+            self.remedy = f"install the verified {runtime} release, or run it with {runtime}'s own runner"
+        super().__init__(f"{what} needs {runtime}'s private names here: {reason}")
 
 
 def lowlevel_of(app: Any) -> LowLevelServer[Any]:
     """The SDK low-level ``Server`` behind an ``MCPServer``, a FastMCP app, or a low-level server itself.
 
     A FastMCP app's is reached by a private name only: with another ``fastmcp`` release than the pinned
-    one, or ``MCPFRAME_PUBLIC_ONLY=1``, it is refused (``mcpframe._unstable.mcp_sdk``).
+    one, or ``MCPFRAME_PUBLIC_ONLY=1``, it is refused with ``PrivateNamesUnavailable``
+    (``mcpframe._unstable.mcp_sdk``).
     """
     lowlevel = unstable.lowlevel_server(app)
     if lowlevel is not None:
         return lowlevel
     if is_fastmcp(app):
-        raise TypeError(f"a FastMCP app needs fastmcp's private names here: {unstable.FASTMCP_CHOICE.reason}")
+        raise PrivateNamesUnavailable("fastmcp", "a FastMCP app", unstable.FASTMCP_CHOICE.reason)
     raise TypeError(
         f"expected an mcp MCPServer, a FastMCP app or an mcp low-level Server, not {type(app).__name__}"
     )
@@ -258,7 +280,7 @@ class EngineServer(Server):
 
     def connection(self) -> EngineConnection:
         """Fresh per-connection state (an SDK kernel is attached once the client has initialized)."""
-        return EngineConnection(self)
+        return tracked(EngineConnection(self))  # a graceful stop (SIGTERM) waits for its requests
 
     # ----------------------------------------------------------------- serving
 

@@ -1,0 +1,285 @@
+"""A server process's life: the lifespan's start-up failure, and a graceful stop on SIGTERM or SIGINT.
+
+The entry points that own the process (``Server.run()``, ``mcpframe serve``, ``mcpframe.compat.serve``)
+run their serving coroutine under ``run_stoppable``. It turns SIGTERM and SIGINT into a ``Stop``:
+
+1. New requests are refused (a ``-32000`` "Server shutting down" error: answered, never left unread).
+2. Requests in flight get ``grace`` seconds (``DEFAULT_GRACE``; ``MCPFRAME_SHUTDOWN_GRACE`` in the
+   environment, or the entry point's ``grace=``) to answer as usual.
+3. What still runs then is cancelled and answered with a ``-32000`` error, so no request is lost.
+4. The session closes (what was written is flushed), the lifespan's teardown runs, and the entry point
+   returns: exit status 0, no ``KeyboardInterrupt`` traceback.
+
+A second signal during the grace period exits at once, with the shell's status for a death by that signal
+(128 + its number: 130 for SIGINT, 143 for SIGTERM), without the teardown.
+
+Every connection made under ``run_stoppable`` (``Server.connection``, or ``tracked`` for a subclass's)
+routes its requests through ``Stop.track``: about 0.25 us per request. A connection served by
+``Server.serve`` drains itself (steps 1 to 3) and then ends. When none does, the entry point's coroutine
+is cancelled instead: the Streamable HTTP host (``mcpframe.http.serve_http``) then ends its GET streams,
+calls ``Stop.settle`` (steps 1 to 3 for its requests) and lets uvicorn stop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import math
+import os
+import signal
+import sys
+import traceback
+import weakref
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import anyio
+
+from mcpframe import jsonrpc
+from mcpframe._unstable import asyncio_tasks
+from mcpframe.session import JSONRPCError, Request, Session
+
+if TYPE_CHECKING:
+    from .connection import ServerConnection
+
+__all__ = [
+    "DEFAULT_GRACE",
+    "GRACE_ENV",
+    "LifespanError",
+    "Stop",
+    "current_stop",
+    "run_stoppable",
+    "shutdown_grace",
+    "tracked",
+]
+
+logger = logging.getLogger("mcpframe.server")
+
+DEFAULT_GRACE = 10.0
+"""Seconds requests in flight get to answer after SIGTERM/SIGINT (``MCPFRAME_SHUTDOWN_GRACE`` overrides)."""
+
+GRACE_ENV = "MCPFRAME_SHUTDOWN_GRACE"
+"""The environment variable every entry point reads the grace period from (`mcpframe serve --grace`)."""
+_CUT_WAIT = 1.0  # after the grace period: how long cancelled handlers get to leave before the session ends
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+_CURRENT: contextvars.ContextVar[Stop | None] = contextvars.ContextVar("mcpframe_stop", default=None)
+
+RequestHandler = Callable[[Request], Awaitable[Any]]
+C = TypeVar("C", bound="ServerConnection")
+
+
+class LifespanError(RuntimeError):
+    """The server's lifespan failed while starting; ``str()`` is one line naming the user's file and line."""
+
+
+def shutdown_grace(grace: float | None = None) -> float:
+    """``grace`` if given, else the running ``Stop``'s, else ``MCPFRAME_SHUTDOWN_GRACE``, else 10 s."""
+    if grace is not None:
+        return _checked(grace, "grace")
+    stop = _CURRENT.get()
+    if stop is not None:
+        return stop.grace
+    text = os.environ.get(GRACE_ENV, "").strip()
+    if not text:
+        return DEFAULT_GRACE
+    try:
+        return _checked(float(text), GRACE_ENV)
+    except ValueError:
+        raise ValueError(f"{GRACE_ENV}={text!r}: give the seconds requests get to finish, e.g. 10") from None
+
+
+def _checked(grace: float, name: str) -> float:
+    if not grace >= 0 or math.isnan(grace):
+        raise ValueError(f"{name} must be a number of seconds, 0 or more; got {grace!r}")
+    return grace
+
+
+def current_stop() -> Stop | None:
+    """The ``Stop`` of the ``run_stoppable`` this task runs under, if any."""
+    return _CURRENT.get()
+
+
+def tracked(connection: C) -> C:
+    """``connection``, its requests tracked by the current ``Stop`` if there is one (see ``Stop.track``)."""
+    stop = _CURRENT.get()
+    if stop is not None:
+        stop.track_connection(connection)
+    return connection
+
+
+def startup_failure(server_name: str, exc: BaseException) -> LifespanError:
+    """A ``LifespanError`` saying where the user's lifespan failed, in one line."""
+    where = _user_frame(exc)
+    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    prefix = f"{where}: " if where else ""
+    return LifespanError(f"server {server_name!r}: its lifespan failed at start-up: {prefix}{text}")
+
+
+def _user_frame(exc: BaseException) -> str:
+    """``file:line`` of the innermost frame outside mcpframe and the standard library, or ``""``."""
+    found = ""
+    stdlib = os.path.dirname(os.__file__)
+    package = os.path.dirname(os.path.dirname(__file__))
+    for frame in traceback.extract_tb(exc.__traceback__):
+        name = frame.filename
+        if not name.startswith((stdlib, package)) and "site-packages" not in name:
+            found = f"{name}:{frame.lineno}"
+    return found
+
+
+class Stop:
+    """One graceful stop: the signal that asked for it, and the requests it waits for.
+
+    ``track`` wraps a connection's request handler so the stop sees what runs; ``drain`` waits for the
+    signal, then refuses new requests, waits up to ``grace`` seconds for the running ones, and answers
+    those still running then with an error before closing the session.
+    """
+
+    def __init__(self, grace: float) -> None:
+        self.grace = grace
+        self.requested = anyio.Event()
+        self.signal: int | None = None
+        self.refusing = False
+        self.claimed = False  # a connection drains itself (Server.serve): main is not cancelled
+        self.on_request: Callable[[], object] = lambda: None
+        self._running: dict[asyncio.Task[Any] | None, Request] = {}
+        self._cut: set[asyncio.Task[Any]] = set()
+        self._idle: anyio.Event | None = None
+        self._settled: anyio.Event | None = None
+        self._tracked: weakref.WeakSet[ServerConnection] = weakref.WeakSet()
+
+    def request(self, sig: int | None = None) -> None:
+        """Begin the stop (what a first signal does); idempotent."""
+        if not self.requested.is_set():
+            self.signal = sig
+            self.requested.set()
+            self.on_request()
+
+    # ------------------------------------------------------------ requests
+
+    def track(self, handler: RequestHandler) -> RequestHandler:
+        """``handler``, refusing requests once the stop began and answering those cut at its end.
+
+        Call it on the event loop. It costs a request about 0.4 us (one coroutine frame, one dict entry).
+        """
+        running, cut = self._running, self._cut
+        loop = asyncio.get_running_loop()
+        current = asyncio_tasks.current_task  # a dict lookup where verified; asyncio's own is ~0.3 us
+
+        async def tracked(request: Request) -> Any:
+            if self.refusing:
+                raise JSONRPCError(jsonrpc.CONNECTION_CLOSED, "Server shutting down: request not started")
+            task = current(loop)
+            running[task] = request
+            try:
+                return await handler(request)
+            except asyncio.CancelledError:
+                if task not in cut or request.cancelled:
+                    raise  # the client's cancellation, or the loop's: not ours to answer
+                cut.discard(task)
+                if task is not None:
+                    task.uncancel()
+                why = f"Server shutting down: the request did not finish in the {self.grace:g} s grace period"
+                raise JSONRPCError(jsonrpc.CONNECTION_CLOSED, why) from None
+            finally:
+                del running[task]
+                if self._idle is not None and not running:
+                    self._idle.set()
+
+        return tracked
+
+    async def _all_done(self) -> None:
+        while self._running:
+            self._idle = anyio.Event()
+            await self._idle.wait()
+
+    def track_connection(self, connection: ServerConnection) -> None:
+        """Route ``connection``'s requests through ``track`` (once, however often it is asked)."""
+        if connection not in self._tracked:
+            self._tracked.add(connection)
+            connection.handle_request = self.track(connection.handle_request)  # type: ignore[method-assign,assignment]
+
+    async def settle(self) -> None:
+        """Refuse new requests, wait up to ``grace`` for the running ones, cut the rest (done once)."""
+        if self._settled is not None:
+            await self._settled.wait()
+            return
+        self._settled = anyio.Event()
+        self.refusing = True
+        with anyio.move_on_after(self.grace):
+            await self._all_done()
+        if self._running:
+            logger.warning(
+                "shutting down: %d request(s) still running after the %g s grace period are cancelled",
+                len(self._running),
+                self.grace,
+            )
+            for task in list(self._running):
+                if task is not None:
+                    self._cut.add(task)
+                    task.cancel()
+            with anyio.move_on_after(_CUT_WAIT):
+                await self._all_done()
+        self._settled.set()
+
+    async def drain(self, session: Session, before: Callable[[], object]) -> None:
+        """Once the stop is requested: ``before()``, ``settle()``, then close ``session``."""
+        await self.requested.wait()
+        before()
+        await self.settle()
+        await session.aclose()
+
+    # ------------------------------------------------------------ signals
+
+    @contextmanager
+    def signals(self) -> Iterator[None]:
+        """SIGINT/SIGTERM begin this stop (a second one exits at once) while the block runs.
+
+        Only on the main thread of a Unix event loop; elsewhere signals keep their handlers.
+        """
+        loop = asyncio.get_running_loop()
+        previous: dict[int, Any] = {}
+        for sig in _SIGNALS:
+            handler = signal.getsignal(sig)
+            try:
+                loop.add_signal_handler(sig, self._on_signal, sig)
+            except (ValueError, RuntimeError, NotImplementedError):  # not the main thread, or no Unix
+                continue
+            previous[sig] = handler
+        try:
+            yield
+        finally:
+            for number, handler in previous.items():
+                loop.remove_signal_handler(number)
+                if handler is not None:
+                    signal.signal(number, handler)
+
+    def _on_signal(self, sig: int) -> None:
+        name = signal.Signals(sig).name
+        if self.requested.is_set():
+            sys.stderr.write(f"mcpframe: {name} again: exiting now, without waiting\n")
+            sys.stderr.flush()
+            os._exit(128 + sig)  # "at once": no teardown, no unwinding
+        logger.info(
+            "%s: shutting down (requests in flight get %g s; %s again exits at once)", name, self.grace, name
+        )
+        self.request(sig)
+
+
+async def run_stoppable(main: Callable[[], Awaitable[None]], *, grace: float | None = None) -> None:
+    """Run ``main()`` until it returns, stopping it gracefully on SIGTERM or SIGINT (see the module doc).
+
+    Connections ``Server.serve`` runs inside drain themselves; if none does, ``main`` is cancelled.
+    """
+    stop = Stop(shutdown_grace(grace))
+    token = _CURRENT.set(stop)
+    try:
+        with stop.signals(), anyio.CancelScope() as scope:
+            # when no connection drains itself (Streamable HTTP), cancelling lets the host drain its way
+            stop.on_request = lambda: None if stop.claimed else scope.cancel()
+            await main()
+    finally:
+        _CURRENT.reset(token)
