@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 import pytest
 
-from mcpframe.http.wire import serve_asgi
+from mcpframe.http.wire import WireServer, serve_asgi
 
 pytestmark = pytest.mark.anyio
 
@@ -161,3 +161,48 @@ async def test_a_body_left_unread_is_dropped_and_the_connection_goes_on() -> Non
             await task
         sock.close()
     assert got.count(b"HTTP/1.1 413 Request Entity Too Large") == 2
+
+
+async def test_a_drain_closes_idle_connections_and_lets_the_answer_under_way_finish() -> None:
+    release = asyncio.Event()
+    started = asyncio.Event()
+
+    async def hold(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await receive()
+        if scope["path"] == "/hold":
+            started.set()
+            await release.wait()
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(4)
+    wire = WireServer(hold)
+    await wire.listen(sock)
+    port = sock.getsockname()[1]
+    try:
+        idle_reader, idle_writer = await asyncio.open_connection("127.0.0.1", port)
+        idle_writer.write(post("/", b""))
+        busy_reader, busy_writer = await asyncio.open_connection("127.0.0.1", port)
+        busy_writer.write(post("/hold", b""))
+        with anyio.fail_after(10):
+            assert (await idle_reader.readuntil(b"ok")).startswith(b"HTTP/1.1 200")
+            await started.wait()
+            draining = asyncio.get_running_loop().create_task(wire.drain(10))
+            assert await idle_reader.read() == b""  # the idle connection is closed at once
+            assert not draining.done()  # the held answer is still under way
+            release.set()
+            last = await busy_reader.read()  # read to the end: the server closes after the answer
+            await draining
+        assert last.startswith(b"HTTP/1.1 200")
+        assert last.endswith(b"ok")
+        assert b"connection: close" in last
+        assert not wire.connections
+        with pytest.raises(ConnectionRefusedError):  # the listener is closed
+            await asyncio.open_connection("127.0.0.1", port)
+        idle_writer.close()
+        busy_writer.close()
+    finally:
+        await wire.close()
+        sock.close()

@@ -44,7 +44,7 @@ from .responses import SSE_HEADERS, Answer, Reply, StreamReplies, error_response
 from .security import AccessToken, HostGuard
 from .sessions import HttpSession, SessionManager
 from .streams import format_event
-from .wire import serve_asgi
+from .wire import WireServer
 
 if TYPE_CHECKING:
     from mcpframe.server import Server
@@ -307,8 +307,7 @@ async def serve_http(
             if ready is not None:
                 ready(f"http://{shown}:{bound}{opts.path}")
             if http_server == "mcpframe":
-                async with http:  # the app's lifespan, which uvicorn would run
-                    await serve_asgi(http.app, sock)
+                await _serve_lean(http, sock, current_stop(), wait)
             else:
                 await _serve_until_cancelled(uv, sock, partial(_stopping, http, current_stop()))
     finally:
@@ -320,6 +319,45 @@ async def _stopping(http: StreamableHTTPServer, stop: Stop | None) -> None:
     http.end_streams()
     if stop is not None:  # new requests are refused, those in flight get the grace period, then -32000
         await stop.settle()
+
+
+async def _serve_lean(
+    http: StreamableHTTPServer, sock: socket.socket, stop: Stop | None, bound: float
+) -> None:
+    """The lean server and the app's lifespan until cancelled, then the graceful stop uvicorn's path makes:
+    stop accepting, end the GET streams, settle the requests in flight (under a `Stop`), close the
+    connections once their answers are out (at most `bound` seconds, then cut), end the lifespan.
+
+    The serving runs shielded in a task of its own, as uvicorn does: the sessions' task group must not see
+    the cancellation that asks for the stop, or the requests in flight would die with it.
+    """
+    wire = WireServer(http.app)
+    stopped = anyio.Event()
+    done = anyio.Event()
+
+    async def serve() -> None:
+        try:
+            with anyio.CancelScope(shield=True):
+                async with http:  # the app's lifespan, which uvicorn would run
+                    await wire.listen(sock)
+                    try:
+                        await stopped.wait()
+                        wire.stop_accepting()
+                        await _stopping(http, stop)
+                        await wire.drain(bound)
+                    finally:
+                        await wire.close()
+        finally:
+            done.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(serve)
+        try:
+            await done.wait()
+        finally:
+            stopped.set()
+            with anyio.CancelScope(shield=True):
+                await done.wait()
 
 
 class _Uvicorn(uvicorn.Server):

@@ -12,6 +12,10 @@ answered in order, `Connection: close` and HTTP/1.0, a bound on the request head
 when the client goes, and flow control both ways: reading stops while a request body waits for the app
 (beyond `_BODY_HIGH` bytes) and while a response is being answered; `send` waits while the socket's write
 buffer is full (`pause_writing`), so a slow client holds back its own stream, never the server's memory.
+
+A graceful stop (`WireServer`: `stop_accepting`, then `drain`) closes the listening socket, lets the caller
+settle what runs, then closes each connection as soon as its current answer is out (`connection: close` on
+the answers written meanwhile), and cuts what is still open after a bound.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ import httptools
 
 from .asgi import Message, Scope
 
-__all__ = ["serve_asgi"]
+__all__ = ["WireServer", "serve_asgi"]
 
 logger = logging.getLogger("mcpframe.http")
 
@@ -38,6 +42,7 @@ _MAX_HEAD = 64 * 1024  # request line + headers; uvicorn/h11 use the same order 
 _BODY_HIGH = 256 * 1024  # body bytes buffered for the app before reading stops
 _MAX_PIPELINED = 8  # requests parsed ahead of the one being answered before reading stops
 _REASONS = {status.value: status.phrase.encode() for status in HTTPStatus}
+_ABORT_WAIT = 1.0  # after `drain`'s bound: how long closed connections get to flush before they are aborted
 
 
 class _Clock:
@@ -79,9 +84,10 @@ class _Cycle:
 class _Connection(asyncio.Protocol):
     """One client connection; requests are answered one at a time, in the order they came."""
 
-    def __init__(self, app: Any, keepalive_timeout: float, server: tuple[str, int]) -> None:
-        self.app = app
-        self.keepalive_timeout = keepalive_timeout
+    def __init__(self, owner: WireServer, server: tuple[str, int]) -> None:
+        self.owner = owner
+        self.app = owner.app
+        self.keepalive_timeout = owner.keepalive_timeout
         self.server = server
         self.transport: asyncio.Transport | None = None
         self.parser = httptools.HttpRequestParser(self)
@@ -103,6 +109,10 @@ class _Connection(asyncio.Protocol):
         self.transport = transport
         peer = transport.get_extra_info("peername")
         self.client = (str(peer[0]), int(peer[1])) if isinstance(peer, tuple) else None
+        self.owner.connections.add(self)
+        if self.owner.draining:
+            transport.close()  # accepted just before the listener closed: not served
+            return
         self._arm_idle()
 
     def data_received(self, data: bytes) -> None:
@@ -122,6 +132,7 @@ class _Connection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.lost = True
         self._disarm_idle()
+        self.owner.forget(self)
         for cycle in (self.current, *self.pending):
             if cycle is not None:
                 cycle.more.set()  # receive() answers http.disconnect from now on
@@ -205,7 +216,7 @@ class _Connection(asyncio.Protocol):
         if self.lost or not self.pending:
             return
         self.current = cycle = self.pending.popleft()
-        asyncio.get_running_loop().create_task(self._run(cycle))
+        self.owner.track(asyncio.get_running_loop().create_task(self._run(cycle)))
 
     async def _run(self, cycle: _Cycle) -> None:
         try:
@@ -224,7 +235,7 @@ class _Connection(asyncio.Protocol):
         self.current = None
         if self.lost or self.transport is None:
             return
-        if not cycle.keep_alive:
+        if not cycle.keep_alive or self.owner.draining:
             self.transport.close()
             return
         self.transport.resume_reading()
@@ -290,6 +301,8 @@ class _Connection(asyncio.Protocol):
         reason = _REASONS.get(status, b"")
         parts = [b"HTTP/1.1 %d %s\r\ndate: %s\r\nserver: mcpframe\r\n" % (status, reason, _Clock.date())]
         length = _header_lines(cycle, start.get("headers", ()), parts)
+        if self.owner.draining:
+            cycle.keep_alive = False  # stopping: this answer is the connection's last
         if not cycle.keep_alive:
             parts.append(b"connection: close\r\n")
         head_only = cycle.scope["method"] == "HEAD" or status in (204, 304)
@@ -317,6 +330,11 @@ class _Connection(asyncio.Protocol):
                 b"HTTP/1.1 %d %s\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: %d\r\n"
                 b"connection: close\r\n\r\n%s" % (status, reason, len(text), text)
             )
+            self.transport.close()
+
+    def close_when_idle(self) -> None:
+        """Stopping: close now if no answer is under way, else once the current one is out."""
+        if self.current is None and self.transport is not None:
             self.transport.close()
 
     def _arm_idle(self) -> None:
@@ -352,15 +370,85 @@ class _HeadTooLarge(Exception):
     """Raised from a parser callback to stop parsing (httptools re-raises it as its callback error)."""
 
 
+class WireServer:
+    """The lean server on one listening socket, and its graceful stop.
+
+    `listen(sock)` starts serving; `stop_accepting()` closes the listener (connections open stay served);
+    `drain(bound)` closes every idle connection and each busy one after its current answer, waits up to
+    `bound` seconds for them, then closes what is left and cancels the app calls still running.
+    """
+
+    def __init__(self, app: Any, *, keepalive_timeout: float = 5.0) -> None:
+        self.app = app
+        self.keepalive_timeout = keepalive_timeout
+        self.connections: set[_Connection] = set()
+        self.tasks: set[asyncio.Task[None]] = set()  # the app calls running (one per busy connection)
+        self.draining = False
+        self._server: asyncio.Server | None = None
+        self._all_closed: asyncio.Event | None = None
+
+    async def listen(self, sock: Any) -> None:
+        """Serve on the listening socket `sock` (returns once accepting)."""
+        loop = asyncio.get_running_loop()
+        name = sock.getsockname()
+        bound = (str(name[0]), int(name[1]))
+        self._server = await loop.create_server(lambda: _Connection(self, bound), sock=sock)
+
+    def stop_accepting(self) -> None:
+        """Close the listener: no new connection; those open are served as before."""
+        if self._server is not None:
+            self._server.close()
+
+    async def drain(self, bound: float) -> None:
+        """Close the connections as their answers finish, waiting at most `bound` seconds; then cut."""
+        self.stop_accepting()
+        self.draining = True
+        for connection in list(self.connections):
+            connection.close_when_idle()
+        self._all_closed = asyncio.Event()
+        if self.connections:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._all_closed.wait(), bound)
+        await self.close()
+
+    async def close(self) -> None:
+        """Close every connection (flushing what was written) and cancel the app calls still running."""
+        self.stop_accepting()
+        self.draining = True
+        for connection in list(self.connections):
+            if connection.transport is not None:
+                connection.transport.close()
+        for task in list(self.tasks):
+            task.cancel()
+        if self.tasks:
+            await asyncio.wait(list(self.tasks), timeout=_ABORT_WAIT)
+        if self.connections:
+            self._all_closed = asyncio.Event()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._all_closed.wait(), _ABORT_WAIT)
+        for connection in list(self.connections):
+            if connection.transport is not None:
+                connection.transport.abort()  # a client that never reads its last bytes
+
+    def track(self, task: asyncio.Task[None]) -> None:
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    def forget(self, connection: _Connection) -> None:
+        self.connections.discard(connection)
+        if not self.connections and self._all_closed is not None:
+            self._all_closed.set()
+
+
 async def serve_asgi(app: Any, sock: Any, *, keepalive_timeout: float = 5.0) -> None:
-    """Serve `app` (its lifespan run by the caller) on the listening socket `sock` until cancelled."""
-    loop = asyncio.get_running_loop()
-    name = sock.getsockname()
-    bound = (str(name[0]), int(name[1]))
-    server = await loop.create_server(lambda: _Connection(app, keepalive_timeout, bound), sock=sock)
+    """Serve `app` (its lifespan run by the caller) on the listening socket `sock` until cancelled.
+
+    Cancelled, it stops at once (connections closed, app calls cancelled); a graceful stop is
+    `WireServer`'s `stop_accepting` and `drain`.
+    """
+    wire = WireServer(app, keepalive_timeout=keepalive_timeout)
+    await wire.listen(sock)
     try:
-        await server.serve_forever()
+        await asyncio.get_running_loop().create_future()  # until cancelled
     finally:
-        server.close()
-        with contextlib.suppress(Exception):
-            await server.wait_closed()
+        await asyncio.shield(wire.close())
