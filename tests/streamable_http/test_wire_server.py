@@ -206,3 +206,23 @@ async def test_a_drain_closes_idle_connections_and_lets_the_answer_under_way_fin
     finally:
         await wire.close()
         sock.close()
+
+
+async def test_a_head_that_comes_too_slowly_is_refused_with_408() -> None:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(4)
+    task = asyncio.get_running_loop().create_task(serve_asgi(app, sock, head_timeout=0.05))
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", sock.getsockname()[1])
+        writer.write(b"POST / HTTP/1.1\r\nHost: x\r\n")  # and never the rest (slow-loris)
+        with anyio.fail_after(10):
+            got = await reader.read()  # to the end: the server closes
+        writer.close()
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        sock.close()
+    assert got.startswith(b"HTTP/1.1 408 Request Timeout")
+    assert b"connection: close" in got

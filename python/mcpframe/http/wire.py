@@ -7,7 +7,9 @@ over every header it writes, an access-log check). Here a complete reply (`more_
 body message) is written in one piece; a streamed one (SSE) is chunked, its head going out with its first
 chunk.
 
-What it keeps: HTTP/1.1 keep-alive (closed after `keepalive_timeout` idle seconds), pipelined requests
+What it keeps: HTTP/1.1 keep-alive (closed after `keepalive_timeout` idle seconds), a request head that must
+be complete within `head_timeout` seconds of its first byte (else 408: a slow-loris client holds a
+connection for that long at most, where uvicorn has no such bound), pipelined requests
 answered in order, `Connection: close` and HTTP/1.0, a bound on the request head (431), `http.disconnect`
 when the client goes, and flow control both ways: reading stops while a request body waits for the app
 (beyond `_BODY_HIGH` bytes) and while a response is being answered; `send` waits while the socket's write
@@ -101,6 +103,7 @@ class _Connection(asyncio.Protocol):
         self.headers: list[tuple[bytes, bytes]] = []
         self.writable: asyncio.Future[None] | None = None
         self.idle: asyncio.TimerHandle | None = None
+        self.head_timer: asyncio.TimerHandle | None = None
 
     # ---------------------------------------------------------------- the socket
 
@@ -132,6 +135,8 @@ class _Connection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.lost = True
         self._disarm_idle()
+        if self.head_timer is not None:
+            self.head_timer.cancel()
         self.owner.forget(self)
         for cycle in (self.current, *self.pending):
             if cycle is not None:
@@ -151,6 +156,7 @@ class _Connection(asyncio.Protocol):
 
     def on_message_begin(self) -> None:
         self.url, self.headers, self.head_bytes = b"", [], 0
+        self.head_timer = asyncio.get_running_loop().call_later(self.owner.head_timeout, self._head_late)
 
     def on_url(self, url: bytes) -> None:
         self.url += url
@@ -166,6 +172,9 @@ class _Connection(asyncio.Protocol):
             raise _HeadTooLarge
 
     def on_headers_complete(self) -> None:
+        if self.head_timer is not None:
+            self.head_timer.cancel()
+            self.head_timer = None
         parsed = httptools.parse_url(self.url)
         version = self.parser.get_http_version()
         path = unquote(parsed.path.decode("latin-1"))  # ASGI's path is percent-decoded, raw_path is not
@@ -332,6 +341,13 @@ class _Connection(asyncio.Protocol):
             )
             self.transport.close()
 
+    def _head_late(self) -> None:
+        self.head_timer = None
+        if self.current is None:
+            self._refuse(408, b"Request Timeout: the request head came too slowly")
+        elif self.transport is not None:
+            self.transport.close()  # an answer is being written: no room for a 408 in its middle
+
     def close_when_idle(self) -> None:
         """Stopping: close now if no answer is under way, else once the current one is out."""
         if self.current is None and self.transport is not None:
@@ -378,9 +394,10 @@ class WireServer:
     `bound` seconds for them, then closes what is left and cancels the app calls still running.
     """
 
-    def __init__(self, app: Any, *, keepalive_timeout: float = 5.0) -> None:
+    def __init__(self, app: Any, *, keepalive_timeout: float = 5.0, head_timeout: float = 10.0) -> None:
         self.app = app
         self.keepalive_timeout = keepalive_timeout
+        self.head_timeout = head_timeout
         self.connections: set[_Connection] = set()
         self.tasks: set[asyncio.Task[None]] = set()  # the app calls running (one per busy connection)
         self.draining = False
@@ -440,13 +457,15 @@ class WireServer:
             self._all_closed.set()
 
 
-async def serve_asgi(app: Any, sock: Any, *, keepalive_timeout: float = 5.0) -> None:
+async def serve_asgi(
+    app: Any, sock: Any, *, keepalive_timeout: float = 5.0, head_timeout: float = 10.0
+) -> None:
     """Serve `app` (its lifespan run by the caller) on the listening socket `sock` until cancelled.
 
     Cancelled, it stops at once (connections closed, app calls cancelled); a graceful stop is
     `WireServer`'s `stop_accepting` and `drain`.
     """
-    wire = WireServer(app, keepalive_timeout=keepalive_timeout)
+    wire = WireServer(app, keepalive_timeout=keepalive_timeout, head_timeout=head_timeout)
     await wire.listen(sock)
     try:
         await asyncio.get_running_loop().create_future()  # until cancelled
