@@ -311,13 +311,14 @@ class PostHandler:
     ) -> Reply | None:
         """Wait for the answer (up to `_json_wait`); `None` when it has to be SSE after all."""
         event = stream.wake if accepts.sse else stream.finished  # wake: a frame that is not a response
-        wait = self._json_wait(accepts)
-        timer = None if wait == math.inf else asyncio.get_running_loop().call_later(wait, stream.wake.set)
-        try:
-            await event.wait()
-        finally:
-            if timer is not None:
-                timer.cancel()
+        if not event.is_set():  # on the direct path most answers are in before we get here: no timer
+            wait = self._json_wait(accepts)
+            timer = None if wait == math.inf else asyncio.get_running_loop().call_later(wait, stream.wake.set)
+            try:
+                await event.wait()
+            finally:
+                if timer is not None:
+                    timer.cancel()
         if not stream.finished.is_set() or (stream.saw_other and accepts.sse):
             return None
         frames = stream.response_frames()
