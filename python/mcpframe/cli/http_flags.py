@@ -89,7 +89,7 @@ def _add_tuning(http: argparse._ArgumentGroup) -> None:
         choices=("uvicorn", "mcpframe"),
         default=None,
         help="the HTTP/1.1 server: uvicorn (default; or MCPFRAME_HTTP_SERVER) or mcpframe's own lean one "
-        "(experimental)",
+        "(asyncio + httptools, one write per answer; docs/transports.md)",
     )
     http.add_argument(
         "--response-mode",

@@ -275,14 +275,15 @@ async def serve_http(
     """Serve over Streamable HTTP until cancelled; `ready(url)` is called once listening.
 
     `http_server`: uvicorn (the default), or `"mcpframe"`, the lean HTTP/1.1 server of `http/wire.py`
-    (experimental: one write per complete answer, none of uvicorn's per-request extras). `None`: the
-    `MCPFRAME_HTTP_SERVER` environment variable's choice, else uvicorn, so that a whole test run can go
-    through either server unchanged.
+    (one write per complete answer, none of uvicorn's per-request extras; docs/transports.md says why it
+    is not the default). `None`: the `MCPFRAME_HTTP_SERVER` environment variable's choice, else uvicorn,
+    so that a whole test run can go through either server unchanged.
 
-    The server's lifespan starts before the socket is announced and ends after uvicorn stopped. Cancelled,
-    uvicorn stops taking connections and gives the requests in flight `grace` seconds (default:
-    `mcpframe.server.lifecycle.shutdown_grace()`, 10 s) before cutting them. uvicorn's own signal handlers
-    are not installed: the entry point running the loop decides what SIGTERM and SIGINT do.
+    The server's lifespan starts before the socket is announced and ends after the HTTP server stopped.
+    Cancelled, either server stops taking connections, ends the GET streams and gives the requests in
+    flight `grace` seconds (default: `mcpframe.server.lifecycle.shutdown_grace()`, 10 s) before cutting
+    them. uvicorn's own signal handlers are not installed: the entry point running the loop decides what
+    SIGTERM and SIGINT do.
     """
     if http_server is None:
         http_server = "mcpframe" if os.environ.get("MCPFRAME_HTTP_SERVER") == "mcpframe" else "uvicorn"
