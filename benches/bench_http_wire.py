@@ -25,7 +25,7 @@ stateless requests) x `--tools echo,aecho` (`def` and `async def`). `--slow` add
 
     python benches/bench_http_wire.py [--rounds 3] [--calls 4000] [--sessions 16]
         [--servers floor,mcpframe,sdk] [--modes json,sse] [--eras legacy,modern] [--tools echo,aecho]
-        [--sdk-tools echo] [--slow] [--open 1000] [--active 200]
+        [--sdk-tools echo] [--slow] [--open 1000] [--active 200] [--baseline ../other-checkout]
 """
 
 from __future__ import annotations
@@ -68,9 +68,14 @@ def _drain(stream: Any) -> None:
 
 
 @contextmanager
-def server_process(name: str, mode: str) -> Iterator[tuple[int, int]]:
-    """`name`'s server answering in `mode` in a child process; yields (port, pid)."""
-    path = os.pathsep.join(p for p in (str(ROOT / "python"), os.environ.get("PYTHONPATH")) if p)
+def server_process(name: str, mode: str, baseline: str | None = None) -> Iterator[tuple[int, int]]:
+    """`name`'s server answering in `mode` in a child process; yields (port, pid).
+
+    A name ending in `@base` is the same mcpframe server run from the `baseline` checkout's `python/`.
+    """
+    tree = Path(baseline) if name.endswith("@base") and baseline else ROOT
+    name = name.removesuffix("@base")
+    path = os.pathsep.join(p for p in (str(tree / "python"), os.environ.get("PYTHONPATH")) if p)
     env = {**os.environ, "PYTHONPATH": path, "MCPFRAME_BACKEND": core.BACKEND}
     if name.startswith("mcpframe"):
         response_mode = "auto" if mode == "json" else "resumable"
@@ -237,7 +242,9 @@ def run(args: argparse.Namespace) -> dict[tuple[str, str, str, str], list[Figure
     results: dict[tuple[str, str, str, str], list[Figures]] = {}
     for mode in args.modes:
         with ExitStack() as stack:
-            started = {name: stack.enter_context(server_process(name, mode)) for name in args.servers}
+            started = {
+                name: stack.enter_context(server_process(name, mode, args.baseline)) for name in args.servers
+            }
             for round_no in range(args.rounds):
                 order = (
                     args.servers[round_no % len(args.servers) :]
@@ -267,7 +274,7 @@ def table(results: dict[tuple[str, str, str, str], list[Figures]], args: argpars
         f"Streamable HTTP tools/call on 127.0.0.1; mcpframe core backend: {core.BACKEND}; mcpframe served by "
         f"`mcpframe serve --http`; {args.sessions} sessions x 1 in flight, {args.calls} calls; one-in-flight "
         f"latency over {args.latency_calls} calls; medians of {args.rounds} interleaved rounds",
-        f"{'mode':<5} {'era':<7} {'tool':<6} {'server':<13} {'calls/s':>8} {'x floor':>7} "
+        f"{'mode':<5} {'era':<7} {'tool':<6} {'server':<18} {'calls/s':>8} {'x floor':>7} "
         f"{'CPU us/call':>11} {'alone':>6} {'p50 us':>7} {'p99 us':>7}",
     ]
 
@@ -277,13 +284,13 @@ def table(results: dict[tuple[str, str, str, str], list[Figures]], args: argpars
     for (mode, era, tool, name), all_rows in results.items():
         rows = [r for r in all_rows if not r.timed_out]
         if not rows:
-            lines.append(f"{mode:<5} {era:<7} {tool:<6} {name:<13} timed out ({args.max_seconds:.0f} s)")
+            lines.append(f"{mode:<5} {era:<7} {tool:<6} {name:<18} timed out ({args.max_seconds:.0f} s)")
             continue
         floor = results.get((mode, era, tool, "floor"))
         ratio = med(rows, "calls_per_s") / med(floor, "calls_per_s") if floor else float("nan")
         alone = "" if tool == "slow" else f"{med(rows, 'alone_cpu_us'):.0f}"
         lines.append(
-            f"{mode:<5} {era:<7} {tool:<6} {name:<13} {med(rows, 'calls_per_s'):>8.0f} {ratio:>7.2f} "
+            f"{mode:<5} {era:<7} {tool:<6} {name:<18} {med(rows, 'calls_per_s'):>8.0f} {ratio:>7.2f} "
             f"{med(rows, 'cpu_us'):>11.0f} {alone:>6} {med(rows, 'p50_us'):>7.0f} {med(rows, 'p99_us'):>7.0f}"
         )
     return "\n".join(lines)
@@ -309,6 +316,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--active", type=int, default=200, help="of them calling for --slow")
     parser.add_argument("--slow-calls", type=int, default=10, help="calls per active session for --slow")
     parser.add_argument("--max-seconds", type=float, default=120.0, help="per server and configuration")
+    parser.add_argument(
+        "--baseline",
+        help="another checkout of mcpframe (e.g. a `git worktree` of the last release): its servers run "
+        "too, as rows `mcpframe@base` and `mcpframe-lean@base`, for a before/after in one run",
+    )
     return parser
 
 
@@ -333,6 +345,8 @@ def main(argv: list[str]) -> int:
     if args.serve == "sdk":
         serve_sdk(args.mode == "json")
         return 0
+    if args.baseline:
+        args.servers += [f"{name}@base" for name in args.servers if name.startswith("mcpframe")]
     print(table(run(args), args), flush=True)
     return 0
 
