@@ -226,3 +226,36 @@ async def test_a_head_that_comes_too_slowly_is_refused_with_408() -> None:
         sock.close()
     assert got.startswith(b"HTTP/1.1 408 Request Timeout")
     assert b"connection: close" in got
+
+
+async def test_expect_100_continue_is_answered_before_the_body_is_read() -> None:
+    async with server() as port:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        head = b"POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n"
+        writer.write(head)  # and wait, as a client that asked for 100 Continue does
+        with anyio.fail_after(10):
+            interim = await reader.readuntil(b"\r\n\r\n")
+            writer.write(b"hello")
+            got = await reader.readuntil(b"hello")
+        writer.close()
+    assert interim == b"HTTP/1.1 100 Continue\r\n\r\n"
+    assert got.startswith(b"HTTP/1.1 200 OK")
+    assert b"connection: close" not in got  # the body came: the connection goes on
+
+
+async def test_an_answer_given_before_100_continue_closes_the_connection() -> None:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(4)
+    task = asyncio.get_running_loop().create_task(serve_asgi(early, sock))
+    try:
+        head = b"POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n"
+        got = await exchange(sock.getsockname()[1], head, b"never")  # read to the end: the server closes
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        sock.close()
+    assert got.startswith(b"HTTP/1.1 413")
+    assert b"100 Continue" not in got
+    assert b"connection: close" in got

@@ -1,4 +1,4 @@
-"""A lean HTTP/1.1 server for one ASGI app, on asyncio Protocols and httptools (experimental, opt-in).
+"""A lean HTTP/1.1 server for one ASGI app, on asyncio Protocols and httptools (opt-in).
 
 Why not uvicorn alone: measured under `benches/bench_http_wire.py`, a tools/call answered through uvicorn
 costs two `send()` system calls (uvicorn writes the status line and headers on `http.response.start`, the
@@ -7,13 +7,14 @@ over every header it writes, an access-log check). Here a complete reply (`more_
 body message) is written in one piece; a streamed one (SSE) is chunked, its head going out with its first
 chunk.
 
-What it keeps: HTTP/1.1 keep-alive (closed after `keepalive_timeout` idle seconds), a request head that must
-be complete within `head_timeout` seconds of its first byte (else 408: a slow-loris client holds a
-connection for that long at most, where uvicorn has no such bound), pipelined requests
-answered in order, `Connection: close` and HTTP/1.0, a bound on the request head (431), `http.disconnect`
-when the client goes, and flow control both ways: reading stops while a request body waits for the app
-(beyond `_BODY_HIGH` bytes) and while a response is being answered; `send` waits while the socket's write
-buffer is full (`pause_writing`), so a slow client holds back its own stream, never the server's memory.
+What it keeps: HTTP/1.1 keep-alive (closed after `keepalive_timeout` idle seconds), `Expect: 100-continue`
+(answered when the app first waits for the body), a request head that must be complete within
+`head_timeout` seconds of its first byte (else 408: a slow-loris client holds a connection for that long
+at most, where uvicorn has no such bound), pipelined requests answered in order, `Connection: close` and
+HTTP/1.0, a bound on the request head (431), `http.disconnect` when the client goes, and flow control both
+ways: reading stops while a request body waits for the app (beyond `_BODY_HIGH` bytes) and while a
+response is being answered; `send` waits while the socket's write buffer is full (`pause_writing`), so a
+slow client holds back its own stream, never the server's memory.
 
 A graceful stop (`WireServer`: `stop_accepting`, then `drain`) closes the listening socket, lets the caller
 settle what runs, then closes each connection as soon as its current answer is out (`connection: close` on
@@ -66,8 +67,8 @@ class _Cycle:
     """One request: its scope, its body as it arrives, and its response's progress."""
 
     __slots__ = (
-        "body", "chunked", "complete", "delivered", "head_sent", "keep_alive", "more", "response_done",
-        "scope", "start",
+        "body", "chunked", "complete", "delivered", "expecting", "head_sent", "keep_alive", "more",
+        "response_done", "scope", "start",
     )  # fmt: skip
 
     def __init__(self, scope: Scope, keep_alive: bool) -> None:
@@ -81,6 +82,7 @@ class _Cycle:
         self.start: Message | None = None  # `http.response.start`, held until the first body message
         self.head_sent = False
         self.response_done = False
+        self.expecting = False  # `Expect: 100-continue` and no `100 Continue` sent yet
 
 
 class _Connection(asyncio.Protocol):
@@ -193,6 +195,9 @@ class _Connection(asyncio.Protocol):
             "server": self.server,
         }
         cycle = _Cycle(scope, self.parser.should_keep_alive())
+        cycle.expecting = version == "1.1" and any(
+            name == b"expect" and value.lower() == b"100-continue" for name, value in self.headers
+        )
         self.parsing = cycle
         self.pending.append(cycle)
         if self.current is None:
@@ -267,6 +272,10 @@ class _Connection(asyncio.Protocol):
             if cycle.complete and not cycle.delivered:
                 cycle.delivered = True
                 return {"type": "http.request", "body": b"", "more_body": False}
+            if cycle.expecting and not cycle.complete and self.transport is not None:
+                # the client waits for this before it sends the body (RFC 9110 10.1.1): the app reads it
+                cycle.expecting = False
+                self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
             cycle.more.clear()  # wait: more body, or (body all read) the client leaving
             await cycle.more.wait()
 
@@ -310,8 +319,10 @@ class _Connection(asyncio.Protocol):
         reason = _REASONS.get(status, b"")
         parts = [b"HTTP/1.1 %d %s\r\ndate: %s\r\nserver: mcpframe\r\n" % (status, reason, _Clock.date())]
         length = _header_lines(cycle, start.get("headers", ()), parts)
-        if self.owner.draining:
-            cycle.keep_alive = False  # stopping: this answer is the connection's last
+        if self.owner.draining or (cycle.expecting and not cycle.complete):
+            # stopping: this answer is the connection's last. Or answered before `100 Continue`: the client
+            # may or may not send the body now, so the next bytes cannot be trusted to be a new request
+            cycle.keep_alive = False
         if not cycle.keep_alive:
             parts.append(b"connection: close\r\n")
         head_only = cycle.scope["method"] == "HEAD" or status in (204, 304)
