@@ -116,3 +116,15 @@ async def test_sampling_from_a_direct_call_goes_out_on_its_stream_and_comes_back
                         text = event["result"]["content"][0]["text"]
         assert direct == [9]
         assert text == "HI"
+
+
+@pytest.mark.parametrize("mode", ["auto", "resumable"])
+async def test_a_direct_answer_leaves_no_stream_behind(direct: list[Any], mode: str) -> None:
+    async with asgi_client(response_mode=mode) as (client, http):
+        headers = session_headers(await initialize(client))
+        session = next(iter(http.sessions.sessions.values()))
+        for rid in (2, 3):
+            response = await client.post("/mcp", json=call("echo", {"text": "x"}, rid=rid), headers=headers)
+            assert answer(response)["result"]["content"][0]["text"] == "x"
+        assert direct == [2, 3]
+        assert [s for s in session.streams.values() if s is not session.get_stream] == []

@@ -283,12 +283,12 @@ class PostHandler:
         stream = exchange.stream
         spawn = self.sessions.spawn
         priming = self.replies.priming(session)
+        if session is not None:  # first: a direct answer may close the exchange before the next line
+            exchange.on_close.append(lambda: session.stream_ended(stream))
         if self._direct(exchange, body):
             start_inline(exchange.session, body.requests[0], exchange.answer)
         else:
             exchange.transport.feed(body.session_input())  # before anything routed to it can arrive
-        if session is not None:
-            exchange.on_close.append(lambda: session.stream_ended(stream))
         if exchange.lane.pool is None:  # a one-shot lane: pooled ones are already running
             spawn(exchange.lane.run, runner)
         if not (accepts.sse and self._prefer_sse(priming)):
