@@ -188,3 +188,24 @@ async def test_the_token_is_compared_exactly(monkeypatch: pytest.MonkeyPatch) ->
     assert await opts.auth.authenticate(f"bearer  {TOKEN} ") is not None  # the scheme is case-insensitive
     for header in (None, f"Bearer {TOKEN}x", f"Bearer {TOKEN[:-1]}", f"Basic {TOKEN}", "Bearer "):
         assert await opts.auth.authenticate(header) is None
+
+
+@pytest.mark.parametrize(
+    ("flags", "server", "media"),
+    [
+        (("--response-mode", "sse"), "uvicorn", "text/event-stream"),  # uvicorn: the default server
+        (("--http-server", "mcpframe", "--response-mode", "auto"), "mcpframe", "application/json"),
+    ],
+)
+async def test_the_http_server_and_response_mode_flags(
+    project: Path, flags: tuple[str, ...], server: str, media: str
+) -> None:
+    client = {"name": "t", "version": "1"}
+    init = {**INIT, "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": client}}
+    environment = {"MCPFRAME_HTTP_SERVER": ""}  # the flags decide, not the caller's environment
+    async with serving(project, *flags, **environment) as (url, _), httpx.AsyncClient(timeout=20) as http:
+        answer = await http.post(url, json=init, headers=ACCEPT)
+    assert answer.status_code == 200
+    assert answer.headers["server"] == server
+    assert answer.headers["content-type"].startswith(media)
+    assert "mcp-session-id" in answer.headers

@@ -22,7 +22,7 @@ import anyio
 import pytest
 
 import mcpframe
-from mcpframe._gc import ENV_VAR, freeze_enabled
+from mcpframe._gc import ENV_VAR, SERVER_THRESHOLDS, THRESHOLDS_VAR, freeze_enabled, server_thresholds
 from mcpframe.client import Client
 from mcpframe.http import connect
 
@@ -245,3 +245,54 @@ def test_the_setting(monkeypatch: pytest.MonkeyPatch, value: str, enabled: bool)
     assert freeze_enabled() is enabled
     monkeypatch.delenv(ENV_VAR)
     assert freeze_enabled() is True
+
+
+THRESHOLD_APP = '''
+import gc
+
+from mcpframe.server import Server
+
+server = Server("gc-thresholds")
+
+
+@server.tool
+def report() -> str:
+    """The collector's thresholds from inside a request."""
+    return str(list(gc.get_threshold()))
+
+
+if __name__ == "__main__":
+    server.run()
+'''
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("", list(SERVER_THRESHOLDS)), ("default", [700, 10, 10]), ("2000,15,10", [2000, 15, 10])],
+)
+async def test_serving_sets_the_collector_thresholds(tmp_path: Path, value: str, expected: list[int]) -> None:
+    (tmp_path / "threshold_app.py").write_text(textwrap.dedent(THRESHOLD_APP), encoding="utf-8")
+    env = {**child_env(tmp_path, ""), THRESHOLDS_VAR: value}
+    with anyio.fail_after(60):
+        async with Client.stdio(sys.executable, ["threshold_app.py"], env=env, cwd=tmp_path) as client:
+            result = await client.call_tool("report", {})
+    # a child interpreter starts at CPython's (700, 10, 10): what it reports is what serving set
+    assert json.loads(result["content"][0]["text"]) == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("", SERVER_THRESHOLDS), ("off", None), (" Default ", None), ("1000,10,5", (1000, 10, 5))],
+)
+def test_the_threshold_setting(
+    monkeypatch: pytest.MonkeyPatch, value: str, expected: tuple[int, int, int] | None
+) -> None:
+    monkeypatch.setenv(THRESHOLDS_VAR, value)
+    assert server_thresholds() == expected
+
+
+@pytest.mark.parametrize("value", ["1,2", "a,b,c", "-1,10,10"])
+def test_a_malformed_threshold_setting_is_refused(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv(THRESHOLDS_VAR, value)
+    with pytest.raises(ValueError, match=THRESHOLDS_VAR):
+        server_thresholds()

@@ -91,6 +91,20 @@ def _add_tuning(http: argparse._ArgumentGroup) -> None:
     )
     http.add_argument("--retry-ms", type=int, default=1000, help="SSE retry hint (default 1000)")
     http.add_argument(
+        "--http-server",
+        choices=("uvicorn", "mcpframe"),
+        default=None,
+        help="the HTTP/1.1 server: uvicorn (default; or MCPFRAME_HTTP_SERVER) or mcpframe's own lean one "
+        "(asyncio + httptools, one write per answer; docs/transports.md)",
+    )
+    http.add_argument(
+        "--response-mode",
+        choices=("resumable", "auto", "sse"),
+        default="resumable",
+        help="how POSTs with requests are answered: resumable SSE streams (default), auto (plain JSON unless "
+        "a handler streams), or always SSE",
+    )
+    http.add_argument(
         "--max-in-flight",
         type=int,
         default=1024,
@@ -161,6 +175,7 @@ def http_options(args: argparse.Namespace) -> Any:
         allowed_origins=args.allow_origin,
         close_idle_streams=args.sse_close_idle,
         retry_ms=args.retry_ms,
+        response_mode=args.response_mode,
         max_in_flight=args.max_in_flight,
         max_queued=args.max_queued,
         idle_timeout=args.idle_timeout or None,

@@ -119,7 +119,13 @@ def _serve_http(server: Server, args: argparse.Namespace, options: Any) -> int:
 
     async def main() -> None:
         await serve_http(
-            server, host=args.host, port=args.port, options=options, ready=ready, log_level=level
+            server,
+            host=args.host,
+            port=args.port,
+            options=options,
+            ready=ready,
+            log_level=level,
+            http_server=args.http_server,
         )
 
     try:  # SIGTERM/SIGINT: uvicorn's graceful stop, the lifespan's teardown, status 0

@@ -144,6 +144,7 @@ class Lane:
         self.exchange: Exchange | None = None
         self.reusable = reusable
         self.pool: LanePool | None = None
+        self.reused = False  # taken from the pool's idle lanes: its Session is running
 
     async def handle(self, request: Request) -> Any:
         """A request handler for `make_session` that calls this lane's current `handler`."""
@@ -194,6 +195,7 @@ class LanePool:
         while idle:
             lane = idle.pop()
             if lane.reusable and not lane.session.closed:
+                lane.reused = True
                 return lane
         lane = Lane(self.router, self.make_session, reusable=not self.closed)
         lane.pool = self
@@ -306,6 +308,19 @@ class Exchange:
             await self.stream.emit(frame, response=True)
         else:
             await self.stream.emit(frame, response=False)
+
+    async def answer(self, rid: Id, frame: bytes) -> None:
+        """The response to `rid` made outside the lane's Session (`session.inline`, the direct path): emitted
+        as the Session's own would be, without decoding it again (ignored once the exchange ended)."""
+        if self.closed:
+            return
+        if self._expected is not None:
+            self._expected.discard(rid)
+            self.router.release(self, rid)
+        await self.stream.emit(frame, response=True)
+        if self.complete and not self.closed:
+            self.close()
+            self.lane.done()
 
     def cancelled(self, rid: Id, frame: bytes) -> None:
         """The client cancelled one of this POST's requests: it gets no response, so stop waiting for it."""

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from mcpframe import jsonrpc, protocol
 from mcpframe._api import MessageLike
 from mcpframe.session import Session
+from mcpframe.session.inline import start_inline
 
 from .admission import Admission, Slot
 from .asgi import ClientDisconnect, HttpRequest, TooLarge
@@ -281,12 +282,15 @@ class PostHandler:
         """Run the exchange; answer JSON if only responses came, else switch to SSE."""
         stream = exchange.stream
         spawn = self.sessions.spawn
-        exchange.transport.feed(body.session_input())  # before anything routed to it can arrive
-        if session is not None:
+        priming = self.replies.priming(session)
+        if session is not None:  # first: a direct answer may close the exchange before the next line
             exchange.on_close.append(lambda: session.stream_ended(stream))
+        if self._direct(exchange, body):
+            start_inline(exchange.session, body.requests[0], exchange.answer)
+        else:
+            exchange.transport.feed(body.session_input())  # before anything routed to it can arrive
         if exchange.lane.pool is None:  # a one-shot lane: pooled ones are already running
             spawn(exchange.lane.run, runner)
-        priming = self.replies.priming(session)
         if not (accepts.sse and self._prefer_sse(priming)):
             answered = await self._json_answer(stream, session, accepts, headers)
             if answered is not None:
@@ -307,13 +311,14 @@ class PostHandler:
     ) -> Reply | None:
         """Wait for the answer (up to `_json_wait`); `None` when it has to be SSE after all."""
         event = stream.wake if accepts.sse else stream.finished  # wake: a frame that is not a response
-        wait = self._json_wait(accepts)
-        timer = None if wait == math.inf else asyncio.get_running_loop().call_later(wait, stream.wake.set)
-        try:
-            await event.wait()
-        finally:
-            if timer is not None:
-                timer.cancel()
+        if not event.is_set():  # on the direct path most answers are in before we get here: no timer
+            wait = self._json_wait(accepts)
+            timer = None if wait == math.inf else asyncio.get_running_loop().call_later(wait, stream.wake.set)
+            try:
+                await event.wait()
+            finally:
+                if timer is not None:
+                    timer.cancel()
         if not stream.finished.is_set() or (stream.saw_other and accepts.sse):
             return None
         frames = stream.response_frames()
@@ -323,6 +328,24 @@ class PostHandler:
             return Reply(202, headers=headers)
         joined = frames[0] if len(frames) == 1 else b"[" + b",".join(frames) + b"]"
         return json_response(joined, headers)
+
+    @staticmethod
+    def _direct(exchange: Exchange, body: Body) -> bool:
+        """Whether the POST's one request may skip its lane Session's reader (`session.inline`).
+
+        The common case: one request (not a batch, not `initialize`) with no progress token, on a lane
+        whose Session is already running. Only the way in and the answer's way out change: the lane's
+        Session still carries what the handler sends (logs, sampling, elicitation) and the client's
+        cancel, and the answer goes to the same `Stream` (stored there when resumable), so a handler that
+        sends something switches the answer to SSE exactly as on the full path.
+        """
+        if body.batch or len(body.requests) != 1 or body.initialize:
+            return False
+        if not exchange.lane.reused:
+            return False
+        params = body.requests[0].params
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        return not (isinstance(meta, dict) and protocol.PROGRESS_TOKEN in meta)
 
     def _prefer_sse(self, priming: int | None) -> bool:
         mode = self.options.response_mode

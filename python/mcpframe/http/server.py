@@ -22,11 +22,12 @@ import contextlib
 import json
 import logging
 import math
+import os
 import socket
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import AbstractAsyncContextManager
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 import anyio.abc
@@ -47,6 +48,7 @@ from .responses import SSE_HEADERS, Answer, Reply, StreamReplies, error_response
 from .security import AccessToken, HostGuard
 from .sessions import HttpSession, SessionManager
 from .streams import format_event
+from .wire import WireServer
 
 if TYPE_CHECKING:
     from mcpframe.server import Server
@@ -309,14 +311,23 @@ async def serve_http(
     ready: Callable[[str], Any] | None = None,
     log_level: str = "warning",
     grace: float | None = None,
+    http_server: Literal["uvicorn", "mcpframe"] | None = None,
 ) -> None:
-    """Serve over Streamable HTTP with uvicorn until cancelled; `ready(url)` is called once listening.
+    """Serve over Streamable HTTP until cancelled; `ready(url)` is called once listening.
 
-    The server's lifespan starts before the socket is announced and ends after uvicorn stopped. Cancelled,
-    uvicorn stops taking connections and gives the requests in flight `grace` seconds (default:
-    `mcpframe.server.lifecycle.shutdown_grace()`, 10 s) before cutting them. uvicorn's own signal handlers
-    are not installed: the entry point running the loop decides what SIGTERM and SIGINT do.
+    `http_server`: uvicorn (the default), or `"mcpframe"`, the lean HTTP/1.1 server of `http/wire.py`
+    (one write per complete answer, none of uvicorn's per-request extras; docs/transports.md says why it
+    is not the default). `None`: the `MCPFRAME_HTTP_SERVER` environment variable's choice, else uvicorn,
+    so that a whole test run can go through either server unchanged.
+
+    The server's lifespan starts before the socket is announced and ends after the HTTP server stopped.
+    Cancelled, either server stops taking connections, ends the GET streams and gives the requests in
+    flight `grace` seconds (default: `mcpframe.server.lifecycle.shutdown_grace()`, 10 s) before cutting
+    them. uvicorn's own signal handlers are not installed: the entry point running the loop decides what
+    SIGTERM and SIGINT do.
     """
+    if http_server is None:
+        http_server = "mcpframe" if os.environ.get("MCPFRAME_HTTP_SERVER") == "mcpframe" else "uvicorn"
     opts = options or HttpOptions()
     http = StreamableHTTPServer(server, opts)
     family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
@@ -337,7 +348,10 @@ async def serve_http(
         async with server.lifespan():
             if ready is not None:
                 ready(f"http://{shown}:{bound}{opts.path}")
-            await _serve_until_cancelled(uv, sock, partial(_stopping, http, current_stop()))
+            if http_server == "mcpframe":
+                await _serve_lean(http, sock, current_stop(), wait)
+            else:
+                await _serve_until_cancelled(uv, sock, partial(_stopping, http, current_stop()))
     finally:
         sock.close()
 
@@ -349,6 +363,45 @@ async def _stopping(http: StreamableHTTPServer, stop: Stop | None) -> None:
     if stop is not None:  # new requests are refused, those in flight get the grace period, then -32000
         await stop.settle()
     http.end_legacy()
+
+
+async def _serve_lean(
+    http: StreamableHTTPServer, sock: socket.socket, stop: Stop | None, bound: float
+) -> None:
+    """The lean server and the app's lifespan until cancelled, then the graceful stop uvicorn's path makes:
+    stop accepting, end the GET streams, settle the requests in flight (under a `Stop`), close the
+    connections once their answers are out (at most `bound` seconds, then cut), end the lifespan.
+
+    The serving runs shielded in a task of its own, as uvicorn does: the sessions' task group must not see
+    the cancellation that asks for the stop, or the requests in flight would die with it.
+    """
+    wire = WireServer(http.app)
+    stopped = anyio.Event()
+    done = anyio.Event()
+
+    async def serve() -> None:
+        try:
+            with anyio.CancelScope(shield=True):
+                async with http:  # the app's lifespan, which uvicorn would run
+                    await wire.listen(sock)
+                    try:
+                        await stopped.wait()
+                        wire.stop_accepting()
+                        await _stopping(http, stop)
+                        await wire.drain(bound)
+                    finally:
+                        await wire.close()
+        finally:
+            done.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(serve)
+        try:
+            await done.wait()
+        finally:
+            stopped.set()
+            with anyio.CancelScope(shield=True):
+                await done.wait()
 
 
 class _Uvicorn(uvicorn.Server):

@@ -1,0 +1,484 @@
+"""A lean HTTP/1.1 server for one ASGI app, on asyncio Protocols and httptools (opt-in).
+
+Why not uvicorn alone: measured under `benches/bench_http_wire.py`, a tools/call answered through uvicorn
+costs two `send()` system calls (uvicorn writes the status line and headers on `http.response.start`, the
+body on `http.response.body`) and per-request work this host never needs (proxy-header middleware, a regex
+over every header it writes, an access-log check). Here a complete reply (`more_body` false on its first
+body message) is written in one piece; a streamed one (SSE) is chunked, its head going out with its first
+chunk.
+
+What it keeps: HTTP/1.1 keep-alive (closed after `keepalive_timeout` idle seconds), `Expect: 100-continue`
+(answered when the app first waits for the body), a request head that must be complete within
+`head_timeout` seconds of its first byte (else 408: a slow-loris client holds a connection for that long
+at most, where uvicorn has no such bound), pipelined requests answered in order, `Connection: close` and
+HTTP/1.0, a bound on the request head (431), `http.disconnect` when the client goes, and flow control both
+ways: reading stops while a request body waits for the app (beyond `_BODY_HIGH` bytes) and while a
+response is being answered; `send` waits while the socket's write buffer is full (`pause_writing`), so a
+slow client holds back its own stream, never the server's memory.
+
+A graceful stop (`WireServer`: `stop_accepting`, then `drain`) closes the listening socket, lets the caller
+settle what runs, then closes each connection as soon as its current answer is out (`connection: close` on
+the answers written meanwhile), and cuts what is still open after a bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import deque
+from email.utils import formatdate
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import unquote
+
+import httptools
+
+from .asgi import Message, Scope
+
+__all__ = ["WireServer", "serve_asgi"]
+
+logger = logging.getLogger("mcpframe.http")
+
+_MAX_HEAD = 64 * 1024  # request line + headers; uvicorn/h11 use the same order of magnitude
+_BODY_HIGH = 256 * 1024  # body bytes buffered for the app before reading stops
+_MAX_PIPELINED = 8  # requests parsed ahead of the one being answered before reading stops
+_REASONS = {status.value: status.phrase.encode() for status in HTTPStatus}
+_ABORT_WAIT = 1.0  # after `drain`'s bound: how long closed connections get to flush before they are aborted
+
+
+class _Clock:
+    """The `Date` header, formatted at most once a second (RFC 9110 asks an origin server with a clock
+    to send it; formatting it per response would cost more than the rest of the head)."""
+
+    second = -1
+    value = b""
+
+    @classmethod
+    def date(cls) -> bytes:
+        now = int(time.time())
+        if now != cls.second:
+            cls.second, cls.value = now, formatdate(now, usegmt=True).encode()
+        return cls.value
+
+
+class _Cycle:
+    """One request: its scope, its body as it arrives, and its response's progress."""
+
+    __slots__ = (
+        "body", "chunked", "complete", "delivered", "expecting", "head_sent", "keep_alive", "more",
+        "response_done", "scope", "start",
+    )  # fmt: skip
+
+    def __init__(self, scope: Scope, keep_alive: bool) -> None:
+        self.scope = scope
+        self.body: deque[bytes] = deque()
+        self.complete = False  # the whole request body has been read
+        self.delivered = False  # ... and handed to the app
+        self.chunked = False
+        self.more = asyncio.Event()  # body arrived, the body completed, or the client left
+        self.keep_alive = keep_alive
+        self.start: Message | None = None  # `http.response.start`, held until the first body message
+        self.head_sent = False
+        self.response_done = False
+        self.expecting = False  # `Expect: 100-continue` and no `100 Continue` sent yet
+
+
+class _Connection(asyncio.Protocol):
+    """One client connection; requests are answered one at a time, in the order they came."""
+
+    def __init__(self, owner: WireServer, server: tuple[str, int]) -> None:
+        self.owner = owner
+        self.app = owner.app
+        self.keepalive_timeout = owner.keepalive_timeout
+        self.server = server
+        self.transport: asyncio.Transport | None = None
+        self.parser = httptools.HttpRequestParser(self)
+        self.client: tuple[str, int] | None = None
+        self.pending: deque[_Cycle] = deque()  # parsed (head at least), not yet answered
+        self.current: _Cycle | None = None
+        self.parsing: _Cycle | None = None  # the request whose bytes the parser is reading
+        self.lost = False
+        self.head_bytes = 0
+        self.url = b""
+        self.headers: list[tuple[bytes, bytes]] = []
+        self.writable: asyncio.Future[None] | None = None
+        self.idle: asyncio.TimerHandle | None = None
+        self.head_timer: asyncio.TimerHandle | None = None
+
+    # ---------------------------------------------------------------- the socket
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        peer = transport.get_extra_info("peername")
+        self.client = (str(peer[0]), int(peer[1])) if isinstance(peer, tuple) else None
+        self.owner.connections.add(self)
+        if self.owner.draining:
+            transport.close()  # accepted just before the listener closed: not served
+            return
+        self._arm_idle()
+
+    def data_received(self, data: bytes) -> None:
+        if self.current is None and not self.pending:
+            self._disarm_idle()
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            self._refuse(400, b"Upgrade is not supported")
+        except httptools.HttpParserError:
+            # httptools wraps what a callback raises: the head's size is told apart by its own flag
+            if self.head_bytes > _MAX_HEAD:
+                self._refuse(431, b"Request Header Fields Too Large")
+            else:
+                self._refuse(400, b"Bad Request")
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = True
+        self._disarm_idle()
+        if self.head_timer is not None:
+            self.head_timer.cancel()
+        self.owner.forget(self)
+        for cycle in (self.current, *self.pending):
+            if cycle is not None:
+                cycle.more.set()  # receive() answers http.disconnect from now on
+        if self.writable is not None and not self.writable.done():
+            self.writable.set_result(None)
+
+    def pause_writing(self) -> None:
+        self.writable = asyncio.get_running_loop().create_future()
+
+    def resume_writing(self) -> None:
+        if self.writable is not None and not self.writable.done():
+            self.writable.set_result(None)
+        self.writable = None
+
+    # ---------------------------------------------------------------- the parser's callbacks
+
+    def on_message_begin(self) -> None:
+        self.url, self.headers, self.head_bytes = b"", [], 0
+        self.head_timer = asyncio.get_running_loop().call_later(self.owner.head_timeout, self._head_late)
+
+    def on_url(self, url: bytes) -> None:
+        self.url += url
+        self._count(len(url))
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self.headers.append((name.lower(), value))
+        self._count(len(name) + len(value) + 4)
+
+    def _count(self, size: int) -> None:
+        self.head_bytes += size
+        if self.head_bytes > _MAX_HEAD:
+            raise _HeadTooLarge
+
+    def on_headers_complete(self) -> None:
+        if self.head_timer is not None:
+            self.head_timer.cancel()
+            self.head_timer = None
+        parsed = httptools.parse_url(self.url)
+        version = self.parser.get_http_version()
+        path = unquote(parsed.path.decode("latin-1"))  # ASGI's path is percent-decoded, raw_path is not
+        scope: Scope = {
+            "type": "http",
+            "asgi": {"version": "3.0", "spec_version": "2.4"},
+            "http_version": version,
+            "method": self.parser.get_method().decode("ascii"),
+            "scheme": "http",
+            "path": path,
+            "raw_path": parsed.path,
+            "query_string": parsed.query or b"",
+            "root_path": "",
+            "headers": self.headers,
+            "client": self.client,
+            "server": self.server,
+        }
+        cycle = _Cycle(scope, self.parser.should_keep_alive())
+        cycle.expecting = version == "1.1" and any(
+            name == b"expect" and value.lower() == b"100-continue" for name, value in self.headers
+        )
+        self.parsing = cycle
+        self.pending.append(cycle)
+        if self.current is None:
+            self._next()
+
+    def on_body(self, body: bytes) -> None:
+        cycle = self.parsing
+        if cycle is None or cycle.response_done:
+            return  # answered without reading its body (a 413, say): the rest is read and dropped
+        cycle.body.append(body)
+        cycle.more.set()
+        if sum(map(len, cycle.body)) > _BODY_HIGH and self.transport is not None:
+            self.transport.pause_reading()  # the app reads it (receive) before more comes in
+
+    def on_message_complete(self) -> None:
+        cycle = self.parsing
+        if cycle is None:
+            return
+        self.parsing = None
+        cycle.complete = True
+        cycle.more.set()
+        if len(self.pending) > _MAX_PIPELINED and self.transport is not None:
+            # requests are answered one at a time: a client pipelining many waits for room. Reading goes
+            # on otherwise, so that a client leaving is seen at once (the end of an SSE stream)
+            self.transport.pause_reading()
+
+    # ---------------------------------------------------------------- requests
+
+    def _next(self) -> None:
+        if self.lost or not self.pending:
+            return
+        self.current = cycle = self.pending.popleft()
+        self.owner.track(asyncio.get_running_loop().create_task(self._run(cycle)))
+
+    async def _run(self, cycle: _Cycle) -> None:
+        try:
+            await self.app(cycle.scope, lambda: self._receive(cycle), lambda m: self._send(cycle, m))
+        except Exception:
+            logger.exception("the ASGI app failed on %s %s", cycle.scope["method"], cycle.scope["path"])
+            if not cycle.head_sent:
+                self._refuse(500, b"Internal Server Error")
+                return
+            cycle.keep_alive = False
+        if not cycle.response_done:
+            cycle.keep_alive = False  # a response cut short: the connection cannot carry another one
+        self._finished(cycle)
+
+    def _finished(self, cycle: _Cycle) -> None:
+        self.current = None
+        if self.lost or self.transport is None:
+            return
+        if not cycle.keep_alive or self.owner.draining:
+            self.transport.close()
+            return
+        self.transport.resume_reading()
+        if self.pending:
+            self._next()
+        else:
+            self._arm_idle()
+
+    async def _receive(self, cycle: _Cycle) -> Message:
+        while True:
+            if cycle.body:
+                body = cycle.body.popleft() if len(cycle.body) == 1 else b"".join(cycle.body)
+                cycle.body.clear()
+                if self.transport is not None and not self.lost and not cycle.complete:
+                    self.transport.resume_reading()
+                cycle.delivered = cycle.complete
+                return {"type": "http.request", "body": body, "more_body": not cycle.complete}
+            if self.lost or cycle.response_done:
+                return {"type": "http.disconnect"}
+            if cycle.complete and not cycle.delivered:
+                cycle.delivered = True
+                return {"type": "http.request", "body": b"", "more_body": False}
+            if cycle.expecting and not cycle.complete and self.transport is not None:
+                # the client waits for this before it sends the body (RFC 9110 10.1.1): the app reads it
+                cycle.expecting = False
+                self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            cycle.more.clear()  # wait: more body, or (body all read) the client leaving
+            await cycle.more.wait()
+
+    async def _send(self, cycle: _Cycle, message: Message) -> None:
+        if self.writable is not None:
+            await self.writable  # the client reads slowly: wait rather than buffer
+        if self.lost or self.transport is None or cycle.response_done:
+            return
+        kind = message["type"]
+        if kind == "http.response.start":
+            # held for the body that a complete reply sends right after it (one write for both); a
+            # stream that has nothing to send yet still gets its head out within this loop iteration
+            cycle.start = message
+            asyncio.get_running_loop().call_soon(self._flush_head, cycle)
+            return
+        if kind != "http.response.body" or cycle.start is None:
+            raise RuntimeError(f"unexpected ASGI message {kind!r}")
+        body: bytes = message.get("body", b"")
+        more: bool = message.get("more_body", False)
+        if cycle.head_sent and not cycle.chunked:
+            self.transport.write(body)
+        elif cycle.head_sent:
+            chunk = (b"%x\r\n%s\r\n" % (len(body), body)) if body else b""
+            self.transport.write(chunk + (b"" if more else b"0\r\n\r\n"))
+        else:
+            cycle.head_sent = True
+            self.transport.write(self._head(cycle, cycle.start, body, more))
+        if not more:
+            cycle.response_done = True
+            cycle.more.set()
+
+    def _flush_head(self, cycle: _Cycle) -> None:
+        if cycle.head_sent or cycle.start is None or self.lost or self.transport is None:
+            return
+        cycle.head_sent = True
+        self.transport.write(self._head(cycle, cycle.start, b"", more=True))
+
+    def _head(self, cycle: _Cycle, start: Message, body: bytes, more: bool) -> bytes:
+        """The status line and headers, with the first (or only) part of the body."""
+        status: int = start["status"]
+        reason = _REASONS.get(status, b"")
+        parts = [b"HTTP/1.1 %d %s\r\ndate: %s\r\nserver: mcpframe\r\n" % (status, reason, _Clock.date())]
+        length = _header_lines(cycle, start.get("headers", ()), parts)
+        if self.owner.draining or (cycle.expecting and not cycle.complete):
+            # stopping: this answer is the connection's last. Or answered before `100 Continue`: the client
+            # may or may not send the body now, so the next bytes cannot be trusted to be a new request
+            cycle.keep_alive = False
+        if not cycle.keep_alive:
+            parts.append(b"connection: close\r\n")
+        head_only = cycle.scope["method"] == "HEAD" or status in (204, 304)
+        if length is not None or head_only or not more:
+            if length is None and not head_only:
+                length = b"%d" % len(body)
+            if length is not None:
+                parts.append(b"content-length: %s\r\n" % length)
+            parts.append(b"\r\n")
+            if not head_only:
+                parts.append(body)
+            return b"".join(parts)
+        cycle.chunked = True
+        parts.append(b"transfer-encoding: chunked\r\n\r\n")
+        if body:
+            parts.append(b"%x\r\n%s\r\n" % (len(body), body))
+        return b"".join(parts)
+
+    # ---------------------------------------------------------------- the rest
+
+    def _refuse(self, status: int, text: bytes) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            reason = _REASONS.get(status, b"")
+            self.transport.write(
+                b"HTTP/1.1 %d %s\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: %d\r\n"
+                b"connection: close\r\n\r\n%s" % (status, reason, len(text), text)
+            )
+            self.transport.close()
+
+    def _head_late(self) -> None:
+        self.head_timer = None
+        if self.current is None:
+            self._refuse(408, b"Request Timeout: the request head came too slowly")
+        elif self.transport is not None:
+            self.transport.close()  # an answer is being written: no room for a 408 in its middle
+
+    def close_when_idle(self) -> None:
+        """Stopping: close now if no answer is under way, else once the current one is out."""
+        if self.current is None and self.transport is not None:
+            self.transport.close()
+
+    def _arm_idle(self) -> None:
+        self._disarm_idle()
+        if self.transport is not None:
+            self.idle = asyncio.get_running_loop().call_later(self.keepalive_timeout, self.transport.close)
+
+    def _disarm_idle(self) -> None:
+        if self.idle is not None:
+            self.idle.cancel()
+            self.idle = None
+
+
+def _header_lines(cycle: _Cycle, headers: Any, parts: list[bytes]) -> bytes | None:
+    """Append the app's headers to `parts`; the Content-Length it gave, if any."""
+    length = None
+    for name, value in headers:
+        # the values are the app's own, but one holding CR/LF would split the response: refuse it
+        if b"\r" in value or b"\n" in value:
+            raise RuntimeError("an HTTP header value holds CR or LF")
+        low = name.lower()
+        if low == b"content-length":
+            length = value  # written once, by the caller
+            continue
+        if low == b"connection" and b"close" in value.lower():
+            cycle.keep_alive = False
+            continue
+        parts.append(b"%s: %s\r\n" % (name, value))
+    return length
+
+
+class _HeadTooLarge(Exception):
+    """Raised from a parser callback to stop parsing (httptools re-raises it as its callback error)."""
+
+
+class WireServer:
+    """The lean server on one listening socket, and its graceful stop.
+
+    `listen(sock)` starts serving; `stop_accepting()` closes the listener (connections open stay served);
+    `drain(bound)` closes every idle connection and each busy one after its current answer, waits up to
+    `bound` seconds for them, then closes what is left and cancels the app calls still running.
+    """
+
+    def __init__(self, app: Any, *, keepalive_timeout: float = 5.0, head_timeout: float = 10.0) -> None:
+        self.app = app
+        self.keepalive_timeout = keepalive_timeout
+        self.head_timeout = head_timeout
+        self.connections: set[_Connection] = set()
+        self.tasks: set[asyncio.Task[None]] = set()  # the app calls running (one per busy connection)
+        self.draining = False
+        self._server: asyncio.Server | None = None
+        self._all_closed: asyncio.Event | None = None
+
+    async def listen(self, sock: Any) -> None:
+        """Serve on the listening socket `sock` (returns once accepting)."""
+        loop = asyncio.get_running_loop()
+        name = sock.getsockname()
+        bound = (str(name[0]), int(name[1]))
+        self._server = await loop.create_server(lambda: _Connection(self, bound), sock=sock)
+
+    def stop_accepting(self) -> None:
+        """Close the listener: no new connection; those open are served as before."""
+        if self._server is not None:
+            self._server.close()
+
+    async def drain(self, bound: float) -> None:
+        """Close the connections as their answers finish, waiting at most `bound` seconds; then cut."""
+        self.stop_accepting()
+        self.draining = True
+        for connection in list(self.connections):
+            connection.close_when_idle()
+        self._all_closed = asyncio.Event()
+        if self.connections:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._all_closed.wait(), bound)
+        await self.close()
+
+    async def close(self) -> None:
+        """Close every connection (flushing what was written) and cancel the app calls still running."""
+        self.stop_accepting()
+        self.draining = True
+        for connection in list(self.connections):
+            if connection.transport is not None:
+                connection.transport.close()
+        for task in list(self.tasks):
+            task.cancel()
+        if self.tasks:
+            await asyncio.wait(list(self.tasks), timeout=_ABORT_WAIT)
+        if self.connections:
+            self._all_closed = asyncio.Event()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._all_closed.wait(), _ABORT_WAIT)
+        for connection in list(self.connections):
+            if connection.transport is not None:
+                connection.transport.abort()  # a client that never reads its last bytes
+
+    def track(self, task: asyncio.Task[None]) -> None:
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    def forget(self, connection: _Connection) -> None:
+        self.connections.discard(connection)
+        if not self.connections and self._all_closed is not None:
+            self._all_closed.set()
+
+
+async def serve_asgi(
+    app: Any, sock: Any, *, keepalive_timeout: float = 5.0, head_timeout: float = 10.0
+) -> None:
+    """Serve `app` (its lifespan run by the caller) on the listening socket `sock` until cancelled.
+
+    Cancelled, it stops at once (connections closed, app calls cancelled); a graceful stop is
+    `WireServer`'s `stop_accepting` and `drain`.
+    """
+    wire = WireServer(app, keepalive_timeout=keepalive_timeout, head_timeout=head_timeout)
+    await wire.listen(sock)
+    try:
+        await asyncio.get_running_loop().create_future()  # until cancelled
+    finally:
+        await asyncio.shield(wire.close())

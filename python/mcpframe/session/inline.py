@@ -1,0 +1,91 @@
+"""Answering one request outside a Session's reader: for a transport that already decoded it.
+
+Streamable HTTP decodes each POST body itself (it must, to route it). Feeding the request to a running
+Session would encode nothing new but cost a pipe hop, a second decode, the outbox and a third (lazy) decode
+of the answer to learn its id. ``answer_inline`` runs the Session's request handler on the message as the
+Session would (a ``Request`` registered among its incoming ones, so ``notifications/cancelled`` fed to the
+Session and ``Session.aclose()`` reach it; the same error answers) and returns the answer's frame instead
+of writing it. Whatever the handler sent meanwhile (notifications, requests to the client) went through the
+Session and is handed to its transport before this returns, so the caller's answer comes after it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+from mcpframe import jsonrpc
+from mcpframe._api import Id, MessageLike
+from mcpframe.session.errors import JSONRPCError
+from mcpframe.session.frames import error_frame, failure_frame, result_frame
+from mcpframe.session.request import IN_SCOPE, Request
+
+if TYPE_CHECKING:
+    from mcpframe.session.peer import Session
+
+__all__ = ["answer_inline", "start_inline"]
+
+
+def start_inline(
+    session: Session, message: MessageLike, deliver: Callable[[Id, bytes], Awaitable[None]]
+) -> None:
+    """Start ``answer_inline`` for ``message`` the way ``session`` starts its handlers (eagerly where it
+    can: most handlers have answered when this returns), then ``deliver(id, frame)`` its answer.
+
+    Call it only while ``session`` runs (``Session.run()`` has started).
+    """
+    rid = message.id
+    assert rid is not None
+
+    async def run() -> None:
+        frame = await answer_inline(session, message)
+        if frame is not None:
+            await deliver(rid, frame)
+
+    eager = session._eager
+    if eager is None or session._jobs_queued:
+        session._spawn(run())  # referenced by the Request in the Session's incoming ones while it runs
+    else:
+        eager.start(run())
+
+
+async def answer_inline(session: Session, message: MessageLike) -> bytes | None:
+    """Run ``session``'s request handler for ``message`` in this task; its answer frame (no newline).
+
+    ``None`` when the request was cancelled (``notifications/cancelled``, or the Session closing): a
+    cancelled request gets no answer. Run it in a task of its own: that task is what a cancel cancels.
+    """
+    rid = message.id
+    assert rid is not None
+    incoming = session._incoming
+    handler = session.request_handler
+    if rid in incoming or handler is None:
+        return error_frame(rid, session._refusal(message))
+    try:
+        request = Request(session, message)
+    except Exception as exc:  # e.g. params that cannot be built: answered, as the Session does
+        failure = JSONRPCError(jsonrpc.INTERNAL_ERROR, f"Internal error ({type(exc).__name__})")
+        return error_frame(rid, failure)
+    incoming[rid] = request
+    request._task = asyncio.current_task()
+    request._started = True
+    frame: bytes | None = None
+    try:
+        try:
+            result = await (request._call_in_scope(handler) if IN_SCOPE else handler(request))
+        except (JSONRPCError, Exception) as exc:
+            frame = failure_frame(request, exc)
+        else:
+            frame = result_frame(request, result)
+    except asyncio.CancelledError:
+        if not request._cancelled:
+            raise  # not the client's cancel (the loop, or the Session ending): let the task end cancelled
+    finally:
+        request._done = True
+        if incoming.get(rid) is request:
+            del incoming[rid]
+    if request._cancelled:
+        return None
+    await session._flush()  # what the handler sent (queued, or being written) goes first
+    return frame.rstrip(b"\n") if frame is not None else None
