@@ -60,10 +60,14 @@ def project(tmp_path: Path) -> Path:
 
 
 @asynccontextmanager
-async def calling(project: Path, tool: str, grace: str) -> AsyncIterator[tuple[Child, list[dict[str, Any]]]]:
-    """The server, a legacy stream initialized, `tool` called and started; yields the child and the list
-    the stream's messages go to (read until the stream ends); then the child's end is its `outcome`."""
+async def calling(
+    project: Path, tool: str, grace: str, http_server: str
+) -> AsyncIterator[tuple[Child, list[dict[str, Any]]]]:
+    """The server (on `http_server`), a legacy stream initialized, `tool` called and started; yields the
+    child and the list the stream's messages go to (read until the stream ends); then the child's end is
+    its `outcome`."""
     command = [PYTHON, "-m", "mcpframe", "serve", "server.py", "--http", "--port", "0"]
+    command += ["--http-server", http_server]
     env = {"RELEASE": str(project / "release"), "MCPFRAME_SHUTDOWN_GRACE": grace}
     messages: list[dict[str, Any]] = []
     async with child(command, project, **env) as server, httpx.AsyncClient(timeout=60) as http:
@@ -88,8 +92,12 @@ async def calling(project: Path, tool: str, grace: str) -> AsyncIterator[tuple[C
         server.outcome = await server.end()  # type: ignore[attr-defined]
 
 
-async def test_a_request_in_flight_is_answered_on_its_stream(project: Path) -> None:
-    async with calling(project, "slow", "30") as (server, messages):
+SERVERS = pytest.mark.parametrize("http_server", ["uvicorn", "mcpframe"])
+
+
+@SERVERS
+async def test_a_request_in_flight_is_answered_on_its_stream(project: Path, http_server: str) -> None:
+    async with calling(project, "slow", "30", http_server) as (server, messages):
         server.signal(signal.SIGTERM)
         await server.stderr_line("shutting down")  # the stop began while the tool waits
         (project / "release").touch()
@@ -100,8 +108,11 @@ async def test_a_request_in_flight_is_answered_on_its_stream(project: Path) -> N
     assert "Traceback" not in stderr
 
 
-async def test_a_request_cut_at_the_end_of_the_grace_period_gets_its_error(project: Path) -> None:
-    async with calling(project, "stuck", "0") as (server, messages):
+@SERVERS
+async def test_a_request_cut_at_the_end_of_the_grace_period_gets_its_error(
+    project: Path, http_server: str
+) -> None:
+    async with calling(project, "stuck", "0", http_server) as (server, messages):
         server.signal(signal.SIGTERM)
     status, _rest, stderr = server.outcome  # type: ignore[attr-defined]
     assert [m.get("id") for m in messages] == [1, 2]

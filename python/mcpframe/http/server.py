@@ -365,6 +365,11 @@ async def _stopping(http: StreamableHTTPServer, stop: Stop | None) -> None:
     http.end_legacy()
 
 
+_FLUSH_AT_LEAST = 1.0
+"""Seconds the lean server's graceful stop gives connections to write their last answers, whatever the
+grace period (uvicorn, too, flushes what was written before it closes)."""
+
+
 async def _serve_lean(
     http: StreamableHTTPServer, sock: socket.socket, stop: Stop | None, bound: float
 ) -> None:
@@ -388,7 +393,9 @@ async def _serve_lean(
                         await stopped.wait()
                         wire.stop_accepting()
                         await _stopping(http, stop)
-                        await wire.drain(bound)
+                        # at least a moment to write what settling produced (the -32000 of a request
+                        # cut at the end of a 0 s grace, legacy streams' last events), then cut
+                        await wire.drain(max(bound, _FLUSH_AT_LEAST))
                     finally:
                         await wire.close()
         finally:
