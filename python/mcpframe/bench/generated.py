@@ -28,6 +28,7 @@ from typing import Any
 
 import orjson
 
+from mcpframe import protocol
 from mcpframe.bench.corpus import Rng
 
 __all__ = [
@@ -91,10 +92,10 @@ _TOOLS = (
     "fetch_url",
 )
 _LIST_CHANGED = (
-    "notifications/tools/list_changed",
-    "notifications/prompts/list_changed",
-    "notifications/resources/list_changed",
-    "notifications/roots/list_changed",
+    protocol.NOTIFICATIONS_TOOLS_LIST_CHANGED,
+    protocol.NOTIFICATIONS_PROMPTS_LIST_CHANGED,
+    protocol.NOTIFICATIONS_RESOURCES_LIST_CHANGED,
+    protocol.NOTIFICATIONS_ROOTS_LIST_CHANGED,
 )
 
 
@@ -203,16 +204,16 @@ def _tool_call(w: _Writer) -> None:
     params: dict[str, Any] = {"name": rng.pick(_TOOLS), "arguments": args}
     if rng.chance(0.25):
         token = rng.between(1, 1 << 20) if rng.chance(0.5) else f"tok-{rng.between(1, 999)}"
-        params["_meta"] = {"progressToken": token}
+        params["_meta"] = {protocol.PROGRESS_TOKEN: token}
         total = rng.between(2, 4)
         for step in range(1, total + 1):
             progress = {
-                "progressToken": token,
+                protocol.PROGRESS_TOKEN: token,
                 "progress": step,
                 "total": total,
                 "message": _text(rng, rng.between(16, 56)),
             }
-            w.notify("notifications/progress", progress)
+            w.notify(protocol.NOTIFICATIONS_PROGRESS, progress)
     roll = rng.between(0, 9)
     content: list[dict[str, Any]] = [{"type": "text", "text": _text(rng, rng.between(16, 200))}]
     result: dict[str, Any] = {"content": content, "isError": False}
@@ -221,7 +222,7 @@ def _tool_call(w: _Writer) -> None:
     elif roll == 1:
         structured = {"temperature": _number(rng), "city": _text(rng, 10), "ok": True, "tags": None}
         result["structuredContent"] = structured
-    w.call("tools/call", params, result)
+    w.call(protocol.TOOLS_CALL, params, result)
 
 
 def _resource(w: _Writer) -> None:
@@ -229,19 +230,19 @@ def _resource(w: _Writer) -> None:
     uri = f"file:///project/{rng.pick(('src', 'docs', 'data'))}/{rng.between(1, 999)}.txt"
     roll = rng.between(0, 4)
     if roll == 0:
-        w.call("resources/subscribe", {"uri": uri}, {})
-        w.notify("notifications/resources/updated", {"uri": uri})
+        w.call(protocol.RESOURCES_SUBSCRIBE, {"uri": uri}, {})
+        w.notify(protocol.NOTIFICATIONS_RESOURCES_UPDATED, {"uri": uri})
     elif roll == 1:
-        w.call("resources/unsubscribe", {"uri": uri}, {})
+        w.call(protocol.RESOURCES_UNSUBSCRIBE, {"uri": uri}, {})
     elif roll == 2:
         item = {"uri": uri, "name": _text(rng, 12), "mimeType": "text/plain"}
-        w.call("resources/list", {}, {"resources": [item] * rng.between(1, 3)})
+        w.call(protocol.RESOURCES_LIST, {}, {"resources": [item] * rng.between(1, 3)})
     elif roll == 3:
         content = {"uri": uri, "mimeType": "text/plain", "text": _text(rng, rng.between(20, 200))}
-        w.call("resources/read", {"uri": uri}, {"contents": [content]})
+        w.call(protocol.RESOURCES_READ, {"uri": uri}, {"contents": [content]})
     else:
         blob = {"uri": uri, "mimeType": "application/octet-stream", "blob": _blob(rng, rng.between(60, 400))}
-        w.call("resources/read", {"uri": uri}, {"contents": [blob]})
+        w.call(protocol.RESOURCES_READ, {"uri": uri}, {"contents": [blob]})
 
 
 def _other(w: _Writer) -> None:
@@ -255,26 +256,34 @@ def _other(w: _Writer) -> None:
 def _client_side(w: _Writer, roll: int) -> None:
     rng = w.rng
     if roll == 0:
-        w.call("prompts/list", {}, {"prompts": [{"name": "summarize", "description": _text(rng, 40)}]})
+        w.call(protocol.PROMPTS_LIST, {}, {"prompts": [{"name": "summarize", "description": _text(rng, 40)}]})
     elif roll == 1:
         message = {"role": "user", "content": {"type": "text", "text": _text(rng, 60)}}
-        w.call("prompts/get", {"name": "summarize", "arguments": {"style": "short"}}, {"messages": [message]})
+        w.call(
+            protocol.PROMPTS_GET,
+            {"name": "summarize", "arguments": {"style": "short"}},
+            {"messages": [message]},
+        )
     elif roll == 2:
         ref = {"type": "ref/prompt", "name": "summarize"}
         completion = {"values": [_text(rng, 8) for _ in range(3)], "total": 3, "hasMore": False}
         w.call(
-            "completion/complete",
+            protocol.COMPLETION_COMPLETE,
             {"ref": ref, "argument": {"name": "style", "value": "s"}},
             {"completion": completion},
         )
     elif roll == 3:
-        w.call("logging/setLevel", {"level": rng.pick(("debug", "info", "warning"))}, {})
+        w.call(protocol.LOGGING_SET_LEVEL, {"level": rng.pick(("debug", "info", "warning"))}, {})
     elif roll == 4:
         sample = {"role": "assistant", "content": {"type": "text", "text": _text(rng, 50)}, "model": "m-1"}
         messages = [{"role": "user", "content": {"type": "text", "text": _text(rng, 40)}}]
-        w.call("sampling/createMessage", {"messages": messages, "maxTokens": 256, "temperature": 0.7}, sample)
+        w.call(
+            protocol.SAMPLING_CREATE_MESSAGE,
+            {"messages": messages, "maxTokens": 256, "temperature": 0.7},
+            sample,
+        )
     elif roll == 5:
-        w.call("roots/list", None, {"roots": [{"uri": "file:///project", "name": "project"}]})
+        w.call(protocol.ROOTS_LIST, None, {"roots": [{"uri": "file:///project", "name": "project"}]})
 
 
 def _server_side(w: _Writer, roll: int) -> None:
@@ -282,38 +291,45 @@ def _server_side(w: _Writer, roll: int) -> None:
     if roll == 6:
         schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
         w.call(
-            "elicitation/create",
+            protocol.ELICITATION_CREATE,
             {"message": _text(rng, 30), "requestedSchema": schema},
             {"action": "accept", "content": {"ok": True}},
         )
     elif roll == 7:
         w.call(
-            "resources/templates/list",
+            protocol.RESOURCES_TEMPLATES_LIST,
             {},
             {"resourceTemplates": [{"uriTemplate": "file:///{path}", "name": "f"}]},
         )
     elif roll == 8:
         w.notify(rng.pick(_LIST_CHANGED))
     elif roll == 9:
-        w.notify("notifications/cancelled", {"requestId": w.new_id(), "reason": _text(rng, 12)})
+        w.notify(protocol.NOTIFICATIONS_CANCELLED, {"requestId": w.new_id(), "reason": _text(rng, 12)})
     else:
-        w.fail("tools/call", {"name": "no_such_tool", "arguments": {}}, -32602, "Unknown tool: no_such_tool")
+        w.fail(
+            protocol.TOOLS_CALL,
+            {"name": "no_such_tool", "arguments": {}},
+            -32602,
+            "Unknown tool: no_such_tool",
+        )
 
 
 def _handshake(w: _Writer) -> None:
     caps = {"roots": {"listChanged": True}, "sampling": {}, "elicitation": {}}
     params = {
-        "protocolVersion": "2025-06-18",
+        "protocolVersion": protocol.V2025_06_18,
         "capabilities": caps,
         "clientInfo": {"name": "gen", "version": "1"},
     }
     server = {"tools": {"listChanged": True}, "resources": {"subscribe": True}, "logging": {}}
     info = {"name": "gen-server", "version": "1"}
     w.call(
-        "initialize", params, {"protocolVersion": "2025-06-18", "capabilities": server, "serverInfo": info}
+        protocol.INITIALIZE,
+        params,
+        {"protocolVersion": protocol.V2025_06_18, "capabilities": server, "serverInfo": info},
     )
-    w.notify("notifications/initialized")
-    w.call("tools/list", {}, {"tools": [_tool(w.rng, name) for name in _TOOLS]})
+    w.notify(protocol.NOTIFICATIONS_INITIALIZED)
+    w.call(protocol.TOOLS_LIST, {}, {"tools": [_tool(w.rng, name) for name in _TOOLS]})
 
 
 def _big(w: _Writer, lo: int, hi: int) -> None:
@@ -322,19 +338,19 @@ def _big(w: _Writer, lo: int, hi: int) -> None:
     roll = rng.between(0, 3)
     if roll == 0:
         w.call(
-            "tools/call",
+            protocol.TOOLS_CALL,
             {"name": "fetch_url", "arguments": {}},
             {"content": [{"type": "text", "text": _text(rng, size)}]},
         )
     elif roll == 1:
         image = {"type": "image", "data": _blob(rng, size), "mimeType": "image/png"}
-        w.call("tools/call", {"name": "screenshot", "arguments": {"page": 1}}, {"content": [image]})
+        w.call(protocol.TOOLS_CALL, {"name": "screenshot", "arguments": {"page": 1}}, {"content": [image]})
     elif roll == 2:
         tools = [_tool(rng, f"{rng.pick(_TOOLS)}_{i}") for i in range(max(1, size // 400))]
-        w.call("tools/list", {"cursor": "c"}, {"tools": tools, "nextCursor": "end"})
+        w.call(protocol.TOOLS_LIST, {"cursor": "c"}, {"tools": tools, "nextCursor": "end"})
     else:
         blob = {"uri": "file:///data.bin", "mimeType": "application/octet-stream", "blob": _blob(rng, size)}
-        w.call("resources/read", {"uri": "file:///data.bin"}, {"contents": [blob]})
+        w.call(protocol.RESOURCES_READ, {"uri": "file:///data.bin"}, {"contents": [blob]})
 
 
 def _step(w: _Writer) -> None:
@@ -347,11 +363,11 @@ def _step(w: _Writer) -> None:
     elif roll < 55_000:
         _tool_call(w)
     elif roll < 67_000:
-        w.call("ping", None, {})
+        w.call(protocol.PING, None, {})
     elif roll < 79_000:
         level = rng.pick(("debug", "info", "notice", "warning", "error"))
         w.notify(
-            "notifications/message",
+            protocol.NOTIFICATIONS_MESSAGE,
             {"level": level, "logger": "gen", "data": _text(rng, rng.between(20, 120))},
         )
     elif roll < 90_000:
