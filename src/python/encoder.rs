@@ -16,6 +16,7 @@ use crate::encode::{self as json, Output};
 
 mod bytes_out;
 mod call;
+mod keys;
 mod walk;
 
 use bytes_out::BytesOut;

@@ -11,6 +11,7 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 
 use super::bytes_out::BytesOut;
+use super::keys;
 use crate::digits;
 use crate::encode::{self, Output, MAX_CONTAINER_DEPTH};
 // The direct reads of CPython internals, where verified and allowed (else `None`: public path).
@@ -319,10 +320,31 @@ impl<'py> Walker<'py> {
         key: *mut ffi::PyObject,
         value: *mut ffi::PyObject,
     ) -> Walked {
+        // SAFETY: `key` and `value` are live borrowed references from the dict being walked;
+        // `keys::write` gets `WRITE_ROOM` bytes of spare capacity and writes no more than that,
+        // and the length it returns counts bytes it wrote.
+        unsafe {
+            if ffi::Py_TYPE(key) == addr_of_mut!(ffi::PyUnicode_Type) {
+                self.out.reserve(keys::WRITE_ROOM);
+                let len = self.out.len();
+                let written = keys::write(key, first, self.out.as_mut_ptr().add(len));
+                if written != 0 {
+                    self.out.set_len(len + written);
+                    return self.any(value);
+                }
+            }
+            self.key_uncached(first, key)?;
+        }
+        self.any(value)
+    }
+
+    /// `,"key":` (no comma when `first`) for a key the cache does not hold: any `str`.
+    #[inline(never)]
+    unsafe fn key_uncached(&mut self, first: bool, key: *mut ffi::PyObject) -> Walked {
         if !first {
             self.out.push(b',');
         }
-        // SAFETY: `key` and `value` are live borrowed references from the dict being walked.
+        // SAFETY: `key` is a live borrowed reference from the dict being walked.
         unsafe {
             if ffi::PyUnicode_Check(key) == 0 {
                 return self.fail(Failure::DictKey);
@@ -330,7 +352,7 @@ impl<'py> Walker<'py> {
             self.str(key)?;
         }
         self.out.push(b':');
-        self.any(value)
+        Ok(())
     }
 
     unsafe fn list(&mut self, ptr: *mut ffi::PyObject) -> Walked {
