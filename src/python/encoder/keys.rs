@@ -9,16 +9,21 @@
 //!
 //! A slot is found by the key's address and holds a strong reference to its key: while the slot
 //! holds it, the object lives, so no other object can take its address, and a `str` never
-//! changes, so the text stays right. A slot is replaced when another key lands on it (the old
-//! key released). At most `SLOTS` short keys are kept alive this way (a few kilobytes).
+//! changes, so the text stays right. A slot goes to another key that lands on it only after
+//! `PATIENCE` such misses in a row without a hit on its own key (the old key released then): two
+//! recurring keys that share a slot do not evict each other on every member, the second is
+//! written by the general path. At most `SLOTS` short keys are kept alive this way (tens of
+//! kilobytes).
 //! Only exact `str` keys of at most `MAX_KEY` ASCII characters that need no escaping are cached;
 //! the others take the general path. Public C API only (`Py_INCREF`/`Py_DECREF`, the documented
 //! `PyUnicode_*` macros).
 
 use pyo3::ffi;
 
-/// Slots of the table (a power of two).
-const SLOTS: usize = 256;
+/// Slots of the table (a power of two): a few hundred recurring keys rarely share one.
+const SLOTS: usize = 1024;
+/// Misses by other keys, with no hit in between, that give a slot to another key.
+const PATIENCE: u32 = 8;
 /// Bytes copied per hit; `,"` + key + `":` must fit.
 const ROOM: usize = 32;
 /// Longest key cached.
@@ -29,7 +34,9 @@ const MAX_KEY: usize = ROOM - 4;
 #[repr(C)]
 struct Slot {
     key: *mut ffi::PyObject,
-    len: usize,
+    len: u32,
+    /// Misses by other keys left before the slot goes to one of them.
+    patience: u32,
     /// `ROOM + 1` bytes: a first member copies `ROOM` bytes from offset 1 (no comma).
     text: [u8; ROOM + 8],
 }
@@ -37,6 +44,7 @@ struct Slot {
 const EMPTY: Slot = Slot {
     key: std::ptr::null_mut(),
     len: 0,
+    patience: 0,
     text: [0; ROOM + 8],
 };
 
@@ -77,12 +85,14 @@ pub(crate) unsafe fn write(key: *mut ffi::PyObject, first: bool, dst: *mut u8) -
     // this call; a slot's text has `ROOM + 8` bytes, so `ROOM` from offset 0 or 1 are in it.
     unsafe {
         let slot = &mut (*table::TABLE.0.get())[index(key)];
-        if slot.key != key && !fill(slot, key) {
+        if slot.key == key {
+            slot.patience = PATIENCE;
+        } else if !fill(slot, key) {
             return 0;
         }
         let skip = usize::from(first);
         std::ptr::copy_nonoverlapping(slot.text.as_ptr().add(skip), dst, ROOM);
-        slot.len - skip
+        slot.len as usize - skip
     }
 }
 
@@ -96,10 +106,15 @@ pub(crate) unsafe fn write(_key: *mut ffi::PyObject, _first: bool, _dst: *mut u8
     0
 }
 
-/// Put `key` in `slot` (releasing the key it held) when it can be cached; whether it was.
+/// Put `key` in `slot` (releasing the key it held) when the slot is free or has run out of
+/// patience and the key can be cached; whether it was.
 #[cfg(not(Py_GIL_DISABLED))]
 #[inline(never)]
 unsafe fn fill(slot: &mut Slot, key: *mut ffi::PyObject) -> bool {
+    if slot.patience > 0 {
+        slot.patience -= 1;
+        return false;
+    }
     // SAFETY: `key` is a live `str` (the caller's contract); a compact ASCII string stores its
     // `length` bytes inline at `PyUnicode_DATA`.
     let text = unsafe {
@@ -121,10 +136,12 @@ unsafe fn fill(slot: &mut Slot, key: *mut ffi::PyObject) -> bool {
     // slot) is released after the slot stops naming it: freeing a `str` runs no Python code.
     unsafe { ffi::Py_INCREF(key) };
     slot.key = key;
-    slot.len = text.len() + 4;
+    slot.patience = PATIENCE;
+    let end = text.len() + 4;
+    slot.len = end as u32;
     slot.text[..2].copy_from_slice(b",\"");
     slot.text[2..2 + text.len()].copy_from_slice(text);
-    slot.text[2 + text.len()..slot.len].copy_from_slice(b"\":");
+    slot.text[2 + text.len()..end].copy_from_slice(b"\":");
     if !old.is_null() {
         // SAFETY: the slot held this reference.
         unsafe { ffi::Py_DECREF(old) };
