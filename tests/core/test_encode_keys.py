@@ -29,7 +29,7 @@ KEYS = [
     "jsonrpc",
     "x" * 28,  # the longest key the native cache keeps
     "y" * 29,  # one more: written by the general path
-    "quote\"d",
+    'quote"d',
     "back\\slash",
     "new\nline",
     "unit\x1fsep",
