@@ -9,9 +9,10 @@ state for both); a noisy neighbour slows both alike.
 
 The orjson side is ``orjson.dumps(msg) + b"\n"`` (``--newline concat``, what the issue's target names and
 what code written against orjson's default API does), or ``orjson.dumps(msg, option=OPT_APPEND_NEWLINE)``
-(``--newline option``, orjson at its best: no second ``bytes`` object). ``--fresh SEED`` adds a corpus of
-another shape, generated here with that seed (``fresh``: deeper and wider objects, random field names,
-floats, non-ASCII text), so a figure does not rest on the bench corpora alone.
+(``--newline option``, no second ``bytes`` object). ``--drop`` times each encoder dropping every line as
+soon as it is made (a writer's pattern) instead of keeping them until the run ends. ``--fresh SEED`` adds
+a corpus of another shape, generated here with that seed (``fresh``: deeper and wider objects, random
+field names, floats, non-ASCII text), so a figure does not rest on the bench corpora alone.
 
 ``--only native|orjson --repeat N`` runs one encoder N times over each corpus and times nothing: run it
 under ``valgrind --tool=callgrind`` with two values of N and subtract, to count instructions per message
@@ -44,18 +45,34 @@ from mcpframe.bench.corpus import CORPORA, Corpus, build
 Run = Callable[[], list[bytes]]
 
 
-def _runs(corpus: Corpus, newline: str) -> dict[str, Run]:
+def _runs(corpus: Corpus, newline: str, *, drop: bool = False) -> dict[str, Run]:
+    """Both encoders over the corpus: each returns its lines, or with ``drop`` drops every line as soon
+    as it is made (a writer's pattern; the allocator then reuses the memory at once) and returns none."""
     encode, dumps, append = _core.encode, orjson.dumps, orjson.OPT_APPEND_NEWLINE
     messages = list(corpus.messages)
-    if newline == "option":
-        return {
-            "native": lambda: [encode(m) for m in messages],
-            "orjson": lambda: [dumps(m, option=append) for m in messages],
-        }
-    return {
-        "native": lambda: [encode(m) for m in messages],
-        "orjson": lambda: [dumps(m) + b"\n" for m in messages],
-    }
+
+    def native() -> list[bytes]:
+        if drop:
+            for m in messages:
+                encode(m)
+            return []
+        return [encode(m) for m in messages]
+
+    def concat() -> list[bytes]:
+        if drop:
+            for m in messages:
+                dumps(m) + b"\n"
+            return []
+        return [dumps(m) + b"\n" for m in messages]
+
+    def option() -> list[bytes]:
+        if drop:
+            for m in messages:
+                dumps(m, option=append)
+            return []
+        return [dumps(m, option=append) for m in messages]
+
+    return {"native": native, "orjson": option if newline == "option" else concat}
 
 
 _FIELDS = [f"{stem}_{i}" for stem in ("name", "size", "path", "tags", "score", "owner") for i in range(40)]
@@ -177,6 +194,7 @@ def main() -> None:
     parser.add_argument("--corpus", nargs="*", choices=CORPORA, default=list(CORPORA))
     parser.add_argument("--fresh", type=int, metavar="SEED", help="also a corpus of another shape, this seed")
     parser.add_argument("--newline", choices=("concat", "option"), default="concat")
+    parser.add_argument("--drop", action="store_true", help="time with each line dropped at once")
     parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu")
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--only", choices=("native", "orjson"))
@@ -196,12 +214,13 @@ def main() -> None:
                 runs[args.only]()
             continue
         _check(corpus, runs)
-        best, median = _time(runs, args.rounds, clock)
+        best, median = _time(_runs(corpus, args.newline, drop=args.drop), args.rounds, clock)
         per = {key: value / corpus.count * 1e6 for key, value in best.items()}
         print(
             f"{corpus.name:6} native {per['native']:8.3f} us/msg  orjson {per['orjson']:8.3f} us/msg  "
             f"best/best {best['native'] / best['orjson']:.3f}  median {median:.3f}  (orjson newline: "
-            f"{args.newline}, MCPFRAME_PUBLIC_ONLY={os.environ.get('MCPFRAME_PUBLIC_ONLY', '')!r})",
+            f"{args.newline}, {'dropped' if args.drop else 'kept'}, "
+            f"MCPFRAME_PUBLIC_ONLY={os.environ.get('MCPFRAME_PUBLIC_ONLY', '')!r})",
             flush=True,
         )
 
