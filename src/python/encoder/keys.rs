@@ -149,5 +149,17 @@ unsafe fn fill(slot: &mut Slot, key: *mut ffi::PyObject) -> bool {
     true
 }
 
+/// Empty the table without releasing its keys (called when the module is initialised). The table
+/// is a process-wide static: an embedding application that finalises the interpreter and starts a
+/// new one imports the module again, and the slots would otherwise name objects of the old one.
+/// In the usual single import it is already empty.
+pub(crate) fn reset(_py: pyo3::Python<'_>) {
+    #[cfg(not(Py_GIL_DISABLED))]
+    // SAFETY: the GIL is held (the token); no reference into the table is alive.
+    unsafe {
+        *table::TABLE.0.get() = [EMPTY; SLOTS];
+    }
+}
+
 /// Bytes the caller must have room for at `dst` (`write` always copies this many).
 pub(crate) const WRITE_ROOM: usize = ROOM;
