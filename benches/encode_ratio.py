@@ -3,8 +3,16 @@
 Usage: ``python benches/encode_ratio.py [--corpus small mixed large] [--clock cpu|wall] [--rounds 30]``.
 It prints the interpreter, which CPython paths the native core took (``_core._ffi_paths()``: the private
 layouts where verified, the public C API elsewhere or under ``MCPFRAME_PUBLIC_ONLY=1``), then per corpus
-the best time per message of each encoder and their ratio. Rounds alternate between the two encoders, so a
-noisy neighbour slows both alike.
+the best time per message of each encoder and their ratio. Each round times both encoders back to back, the
+one that goes first alternating from round to round, with the cyclic GC collected and then off (the same
+state for both); a noisy neighbour slows both alike.
+
+The orjson side is ``orjson.dumps(msg) + b"\n"`` (``--newline concat``, what the issue's target names and
+what code written against orjson's default API does), or ``orjson.dumps(msg, option=OPT_APPEND_NEWLINE)``
+(``--newline option``, no second ``bytes`` object). ``--drop`` times each encoder dropping every line as
+soon as it is made (a writer's pattern) instead of keeping them until the run ends. ``--fresh SEED`` adds
+a corpus of another shape, generated here with that seed (``fresh``: deeper and wider objects, random
+field names, floats, non-ASCII text), so a figure does not rest on the bench corpora alone.
 
 ``--only native|orjson --repeat N`` runs one encoder N times over each corpus and times nothing: run it
 under ``valgrind --tool=callgrind`` with two values of N and subtract, to count instructions per message
@@ -14,7 +22,9 @@ without the start-up (see ``benches/README.md``).
 from __future__ import annotations
 
 import argparse
+import gc
 import os
+import random
 import re
 import statistics
 import subprocess
@@ -22,6 +32,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 if __package__ is None and "mcpframe" not in sys.modules:  # pragma: no cover - run from a checkout
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
@@ -29,18 +40,74 @@ if __package__ is None and "mcpframe" not in sys.modules:  # pragma: no cover - 
 import orjson
 
 from mcpframe import _core
-from mcpframe.bench.corpus import CORPORA, Corpus, CorpusName, build
+from mcpframe.bench.corpus import CORPORA, Corpus, build
 
 Run = Callable[[], list[bytes]]
 
 
-def _runs(corpus: Corpus) -> dict[str, Run]:
-    encode, dumps = _core.encode, orjson.dumps
+def _runs(corpus: Corpus, newline: str, *, drop: bool = False) -> dict[str, Run]:
+    """Both encoders over the corpus: each returns its lines, or with ``drop`` drops every line as soon
+    as it is made (a writer's pattern; the allocator then reuses the memory at once) and returns none."""
+    encode, dumps, append = _core.encode, orjson.dumps, orjson.OPT_APPEND_NEWLINE
     messages = list(corpus.messages)
-    return {
-        "native": lambda: [encode(m) for m in messages],
-        "orjson": lambda: [dumps(m) + b"\n" for m in messages],
-    }
+
+    def native() -> list[bytes]:
+        if drop:
+            for m in messages:
+                encode(m)
+            return []
+        return [encode(m) for m in messages]
+
+    def concat() -> list[bytes]:
+        if drop:
+            for m in messages:
+                dumps(m) + b"\n"
+            return []
+        return [dumps(m) + b"\n" for m in messages]
+
+    def option() -> list[bytes]:
+        if drop:
+            for m in messages:
+                dumps(m, option=append)
+            return []
+        return [dumps(m, option=append) for m in messages]
+
+    return {"native": native, "orjson": option if newline == "option" else concat}
+
+
+_FIELDS = [f"{stem}_{i}" for stem in ("name", "size", "path", "tags", "score", "owner") for i in range(40)]
+_TEXT = ("alpha", "beta", "gamma", "δέλτα", "ε", "zeta", "η", "θ", "iota", "kappa", "λ", "🙂", "naïve", "x")
+
+
+def _fresh_value(rng: random.Random, depth: int) -> Any:
+    """One value of the fresh corpus: containers down to ``depth``, then scalars of every kind."""
+    pick = rng.random()
+    if depth > 0 and pick < 0.3:
+        return {rng.choice(_FIELDS): _fresh_value(rng, depth - 1) for _ in range(rng.randint(1, 8))}
+    if depth > 0 and pick < 0.45:
+        return [_fresh_value(rng, depth - 1) for _ in range(rng.randint(0, 6))]
+    if pick < 0.65:
+        return " ".join(rng.choice(_TEXT) for _ in range(rng.randint(1, 12)))
+    if pick < 0.8:
+        return rng.randint(-(2**40), 2**40) if rng.random() < 0.2 else rng.randint(0, 1000)
+    if pick < 0.9:
+        return rng.uniform(-1e6, 1e6)
+    return rng.choice((True, False, None))
+
+
+def _fresh(seed: int, count: int = 3000) -> Corpus:
+    """A corpus of another shape than the bench's: JSON-RPC results with random, nested payloads."""
+    rng = random.Random(seed)
+    messages = [
+        {
+            "jsonrpc": "2.0",
+            "id": i,
+            "result": {"items": [_fresh_value(rng, 4) for _ in range(rng.randint(1, 4))]},
+        }
+        for i in range(count)
+    ]
+    data = b"".join(orjson.dumps(m) + b"\n" for m in messages)
+    return Corpus(f"fresh{seed}", data, tuple(messages), ())
 
 
 def _check(corpus: Corpus, runs: dict[str, Run]) -> None:
@@ -55,21 +122,29 @@ def _time(runs: dict[str, Run], rounds: int, clock: Callable[[], float]) -> tupl
     round times both back to back, so the ratio of one round shares its moment's noise)."""
     best = dict.fromkeys(runs, float("inf"))
     ratios = []
-    for _ in range(rounds):
-        took = {}
-        for name, run in runs.items():
-            start = clock()
-            run()
-            took[name] = clock() - start
-            best[name] = min(best[name], took[name])
-        ratios.append(took["native"] / took["orjson"])
+    names = list(runs)
+    gc.collect()
+    gc.disable()
+    try:
+        for round_ in range(rounds):
+            took = {}
+            # Alternate who goes first: the second encoder of a round meets the heap and caches the
+            # first one left behind.
+            for name in names if round_ % 2 == 0 else names[::-1]:
+                start = clock()
+                runs[name]()
+                took[name] = clock() - start
+                best[name] = min(best[name], took[name])
+            ratios.append(took["native"] / took["orjson"])
+    finally:
+        gc.enable()
     return best, statistics.median(ratios)
 
 
-def _collected(only: str, corpus: str, repeat: int) -> int:
+def _collected(only: str, repeat: int, selection: list[str]) -> int:
     """Instructions callgrind counts over a whole run of this script with ``--only``/``--repeat``."""
     command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable]
-    command += [__file__, "--only", only, "--repeat", str(repeat), "--corpus", corpus]
+    command += [__file__, "--only", only, "--repeat", str(repeat), *selection]
     done = subprocess.run(command, capture_output=True, text=True, check=True)
     found = re.search(r"Collected : (\d+)", done.stderr)
     if found is None:
@@ -77,26 +152,49 @@ def _collected(only: str, corpus: str, repeat: int) -> int:
     return int(found.group(1))
 
 
-def _instructions(corpora: list[CorpusName], extra: int) -> None:
+def _instructions(args: argparse.Namespace) -> None:
     # Two runs that differ only in `extra` more passes over the corpus: their difference is the
     # encoding alone, free of interpreter start-up and corpus building.
-    for name in corpora:
-        count = build(name).count
+    extra = args.instructions
+    selections = [(name, ["--corpus", name]) for name in args.corpus]
+    if args.fresh is not None:
+        selections.append((f"fresh{args.fresh}", ["--corpus", "--fresh", str(args.fresh)]))
+    for name, selection in selections:
+        selection += ["--newline", args.newline]
+        count = _count(name)
         per = {}
         for only in ("native", "orjson"):
-            base = _collected(only, name, 1)
-            per[only] = (_collected(only, name, 1 + extra) - base) / (extra * count)
+            base = _collected(only, 1, selection)
+            per[only] = (_collected(only, 1 + extra, selection) - base) / (extra * count)
         print(
             f"{name:6} native {per['native']:8.0f} instr/msg  orjson {per['orjson']:8.0f} instr/msg  "
-            f"ratio {per['native'] / per['orjson']:.3f}",
+            f"ratio {per['native'] / per['orjson']:.3f}  (orjson newline: {args.newline})",
             flush=True,
         )
+
+
+def _count(name: str) -> int:
+    """Messages in the corpus ``name`` (a bench corpus or ``fresh<seed>``)."""
+    if name.startswith("fresh"):
+        return _fresh(int(name[5:])).count
+    return build(name).count  # type: ignore[arg-type]
+
+
+def _corpora(args: argparse.Namespace) -> list[Corpus]:
+    """The corpora the arguments name, in order."""
+    corpora = [build(name) for name in args.corpus]
+    if args.fresh is not None:
+        corpora.append(_fresh(args.fresh))
+    return corpora
 
 
 def main() -> None:
     """Parse the arguments, then time or repeat."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", nargs="+", choices=CORPORA, default=list(CORPORA))
+    parser.add_argument("--corpus", nargs="*", choices=CORPORA, default=list(CORPORA))
+    parser.add_argument("--fresh", type=int, metavar="SEED", help="also a corpus of another shape, this seed")
+    parser.add_argument("--newline", choices=("concat", "option"), default="concat")
+    parser.add_argument("--drop", action="store_true", help="time with each line dropped at once")
     parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu")
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--only", choices=("native", "orjson"))
@@ -106,23 +204,23 @@ def main() -> None:
     paths = getattr(_core, "_ffi_paths", dict)()
     print(f"python {sys.version.split()[0]}  ffi paths {paths}", flush=True)
     if args.instructions:
-        _instructions(args.corpus, args.instructions)
+        _instructions(args)
         return
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
-    for name in args.corpus:
-        corpus = build(name)
-        runs = _runs(corpus)
+    for corpus in _corpora(args):
+        runs = _runs(corpus, args.newline)
         if args.only is not None:
             for _ in range(args.repeat):
                 runs[args.only]()
             continue
         _check(corpus, runs)
-        best, median = _time(runs, args.rounds, clock)
+        best, median = _time(_runs(corpus, args.newline, drop=args.drop), args.rounds, clock)
         per = {key: value / corpus.count * 1e6 for key, value in best.items()}
         print(
-            f"{name:6} native {per['native']:8.3f} us/msg  orjson {per['orjson']:8.3f} us/msg  "
-            f"best/best {best['native'] / best['orjson']:.3f}  median {median:.3f}  (MCPFRAME_PUBLIC_ONLY="
-            f"{os.environ.get('MCPFRAME_PUBLIC_ONLY', '')!r})",
+            f"{corpus.name:6} native {per['native']:8.3f} us/msg  orjson {per['orjson']:8.3f} us/msg  "
+            f"best/best {best['native'] / best['orjson']:.3f}  median {median:.3f}  (orjson newline: "
+            f"{args.newline}, {'dropped' if args.drop else 'kept'}, "
+            f"MCPFRAME_PUBLIC_ONLY={os.environ.get('MCPFRAME_PUBLIC_ONLY', '')!r})",
             flush=True,
         )
 

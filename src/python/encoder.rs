@@ -16,6 +16,7 @@ use crate::encode::{self as json, Output};
 
 mod bytes_out;
 mod call;
+mod keys;
 mod walk;
 
 use bytes_out::BytesOut;
@@ -238,6 +239,7 @@ fn encode_many<'py>(
 
 /// Add the encoding functions to the module.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    keys::reset(m.py());
     m.add_function(wrap_pyfunction!(encode_request, m)?)?;
     m.add_function(wrap_pyfunction!(encode_notification, m)?)?;
     m.add_function(wrap_pyfunction!(encode_result, m)?)?;

@@ -79,6 +79,9 @@ def _verified_private() -> set[str]:
     private = set()
     if sys.version_info[:2] == (3, 11) and sys.int_info.bits_per_digit == 30:
         private |= {"dict", "int"}
+    # PyUnstable_Long_CompactValue (documented unstable API, written out from its inline definition).
+    if (3, 12) <= sys.version_info[:2] <= (3, 13) and sys.int_info.sizeof_digit == 4:
+        private.add("int")
     if (3, 11) <= sys.version_info[:2] <= (3, 13):
         private.add("bytes")
     return private

@@ -8,6 +8,9 @@
 //! Each internal use is compiled only for the CPython minor versions it was verified on (the
 //! `Py_3_*` cfgs of `build.rs`: the extension is built per interpreter, not for abi3):
 //! - `py311`: the dict entry table and the int digits of CPython 3.11 (verified on 3.11.7);
+//! - `compact_int`: `PyUnstable_Long_IsCompact`/`PyUnstable_Long_CompactValue`, the documented
+//!   unstable API of 3.12 and 3.13 for one-digit ints, written out from their `static inline`
+//!   definitions (verified on 3.12.1, 3.13.0);
 //! - `bytes`: `_PyBytes_Resize`, unchanged from 3.11 to 3.13 (verified on 3.11.7, 3.12.1, 3.13.0).
 //!
 //! At module import (`init`) each is switched on only when the running interpreter is CPython
@@ -23,6 +26,22 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 mod bytes;
+#[cfg(all(Py_3_12, not(Py_3_14), not(PyPy), not(GraalPy)))]
+mod compact_int;
+#[cfg(not(all(Py_3_12, not(Py_3_14), not(PyPy), not(GraalPy))))]
+mod compact_int {
+    //! Stand-in where the unstable int API is not verified: no direct path, ever.
+
+    use pyo3::ffi;
+
+    /// No direct path on this interpreter.
+    pub(crate) unsafe fn small_int(_int: *mut ffi::PyObject) -> Option<i64> {
+        None
+    }
+
+    /// This build has no unstable int API to enable.
+    pub(crate) const COMPILED: bool = false;
+}
 #[cfg(all(Py_3_11, not(Py_3_12), not(PyPy), not(GraalPy)))]
 mod py311;
 #[cfg(not(all(Py_3_11, not(Py_3_12), not(PyPy), not(GraalPy))))]
@@ -65,6 +84,8 @@ pub(crate) const PUBLIC_ONLY_VAR: &str = "MCPFRAME_PUBLIC_ONLY";
 
 /// Whether the 3.11 dict and int layouts are read (set once by `init`).
 static LAYOUTS: AtomicBool = AtomicBool::new(false);
+/// Whether ints are read with the unstable compact-int API of 3.12/3.13 (set once by `init`).
+static COMPACT_INT: AtomicBool = AtomicBool::new(false);
 /// Whether large lines are grown in place with `_PyBytes_Resize` (set once by `init`).
 static BYTES_RESIZE: AtomicBool = AtomicBool::new(false);
 
@@ -88,6 +109,9 @@ pub(crate) fn init(py: Python<'_>) -> PyResult<()> {
     // refuses to load it into another one, so only the digit size remains to check.
     let layouts = cpython && py311::COMPILED && bits == 30 && digit_size == 4;
     LAYOUTS.store(layouts, Ordering::Relaxed);
+    // The compact value is one digit read as a `uint32_t`: only with 4-byte digits.
+    let compact = cpython && compact_int::COMPILED && digit_size == 4;
+    COMPACT_INT.store(compact, Ordering::Relaxed);
     BYTES_RESIZE.store(cpython && bytes::COMPILED, Ordering::Relaxed);
     Ok(())
 }
@@ -105,11 +129,15 @@ fn _ffi_paths(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
         "public:PyDict_Next",
     );
     paths.set_item("dict", dict)?;
-    let int = pick(
-        layouts,
-        "private:cpython311-int-digits",
-        "public:PyLong_AsLongLongAndOverflow",
-    );
+    let int = if COMPACT_INT.load(Ordering::Relaxed) {
+        "private:PyUnstable_Long_CompactValue"
+    } else {
+        pick(
+            layouts,
+            "private:cpython311-int-digits",
+            "public:PyLong_AsLongLongAndOverflow",
+        )
+    };
     paths.set_item("int", int)?;
     let resize = BYTES_RESIZE.load(Ordering::Relaxed);
     let bytes = pick(resize, "private:_PyBytes_Resize", "public:copy-into-bytes");
@@ -145,11 +173,16 @@ pub(crate) unsafe fn dict_entries(dict: *mut ffi::PyObject) -> Option<Entries> {
 /// `int` must be a live int object, with the GIL held.
 #[inline]
 pub(crate) unsafe fn small_int(int: *mut ffi::PyObject) -> Option<i64> {
-    if !LAYOUTS.load(Ordering::Relaxed) {
-        return None;
+    // SAFETY: each path only where `init` verified it for this interpreter; the caller's contract.
+    unsafe {
+        if COMPACT_INT.load(Ordering::Relaxed) {
+            return compact_int::small_int(int);
+        }
+        if !LAYOUTS.load(Ordering::Relaxed) {
+            return None;
+        }
+        py311::small_int(int)
     }
-    // SAFETY: as for `dict_entries`.
-    unsafe { py311::small_int(int) }
 }
 
 /// Whether `resize_bytes` may be used (else a line is built in a Rust buffer and copied).
