@@ -163,7 +163,7 @@ fn escape_end(d: &[u8], i: usize) -> Scan<usize> {
 }
 
 /// The value of the four hex digits at `i`.
-fn hex4(d: &[u8], i: usize) -> Scan<u32> {
+pub(crate) fn hex4(d: &[u8], i: usize) -> Scan<u32> {
     let digits = d.get(i..i + 4).ok_or(Invalid)?;
     let mut n = 0;
     for &c in digits {

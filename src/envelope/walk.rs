@@ -239,9 +239,7 @@ fn scan_id(d: &[u8], i: usize) -> Scan<(IdTag, usize)> {
             let tag = if !int {
                 IdTag::Bad
             } else {
-                // the literal is ASCII digits with an optional sign
-                let literal = std::str::from_utf8(&d[i..end]).unwrap_or_default();
-                literal.parse::<i64>().map_or(IdTag::Big, IdTag::Int)
+                int_literal(&d[i..end]).map_or(IdTag::Big, IdTag::Int)
             };
             Ok((tag, end))
         }
@@ -250,6 +248,26 @@ fn scan_id(d: &[u8], i: usize) -> Scan<(IdTag, usize)> {
             Ok((IdTag::Null, end))
         }
         _ => Ok((IdTag::Bad, skip_value(d, i)?)),
+    }
+}
+
+/// The value of an integer literal (an optional `-`, then ASCII digits, as `number_end` found
+/// it), or `None` when it does not fit in `i64`. Read digit by digit: the literal is known to be
+/// ASCII, so neither a UTF-8 check nor `str::parse`'s generality is needed.
+pub(super) fn int_literal(literal: &[u8]) -> Option<i64> {
+    let (negative, digits) = match literal.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, literal),
+    };
+    let mut magnitude: u64 = 0;
+    for &c in digits {
+        let digit = u64::from(c.wrapping_sub(b'0'));
+        magnitude = magnitude.checked_mul(10)?.checked_add(digit)?;
+    }
+    if negative {
+        0i64.checked_sub_unsigned(magnitude)
+    } else {
+        i64::try_from(magnitude).ok()
     }
 }
 

@@ -12,7 +12,7 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString};
 use num_bigint::BigInt;
 
 use crate::envelope::{Payloads, Skip};
-use crate::scan::{number_end, string_end, ws, Invalid, Scan};
+use crate::scan::{hex4, number_end, string_end, ws, Invalid, Scan};
 
 /// Why building stopped: bad JSON (a frame error) or a Python failure (raised to the caller).
 enum Fail {
@@ -206,8 +206,8 @@ fn unescape(raw: &[u8]) -> Cow<'_, str> {
 /// The character of a (validated) escape whose backslash was just before `rest`, and how many
 /// bytes of `rest` it used.
 fn escaped(rest: &[u8]) -> (char, usize) {
-    let hex =
-        |b: &[u8]| u32::from_str_radix(std::str::from_utf8(b).unwrap_or("0"), 16).unwrap_or(0);
+    // the scan checked the four hex digits after each `\u` (so `hex4` cannot fail here)
+    let hex = |at: usize| hex4(rest, at).unwrap_or(0);
     match rest[0] {
         b'b' => ('\u{8}', 1),
         b'f' => ('\u{c}', 1),
@@ -215,10 +215,10 @@ fn escaped(rest: &[u8]) -> (char, usize) {
         b'r' => ('\r', 1),
         b't' => ('\t', 1),
         b'u' => {
-            let high = hex(&rest[1..5]);
+            let high = hex(1);
             if (0xD800..0xDC00).contains(&high) {
                 // a pair (the scan refused lone surrogates): `\uD83D\uDE00`
-                let low = hex(&rest[7..11]);
+                let low = hex(7);
                 let code = 0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00);
                 (char::from_u32(code).unwrap_or('\u{fffd}'), 11)
             } else {
