@@ -487,3 +487,56 @@ fn a_bare_long_integer_element_spans_the_whole_literal() {
     assert_eq!(f.preview, frame.as_bytes()[1..1 + PREVIEW_BYTES].to_vec());
     assert_eq!(m.kind, Kind::Notification);
 }
+
+#[test]
+fn envelope_keys_fast_path_agrees_with_the_full_key_scan() {
+    let names = [
+        "jsonrpc",
+        "method",
+        "id",
+        "params",
+        "result",
+        "error",
+        "i",
+        "idx",
+        "ids",
+        "param",
+        "params2",
+        "jsonrpc ",
+        "e",
+        "errors",
+        "m",
+        "resul",
+        "j",
+        "meth\\u006fd",
+        "i\\u0064",
+        "x",
+        "",
+        "r\\\"",
+        "p\\n",
+    ];
+    let ends = [":1", " : 1", "\t:\n1", "1", " ", "", ",", "\"", "\" :"];
+    for name in names {
+        for end in ends {
+            for close in ["\"", ""] {
+                let text = format!("\"{name}{close}{end}");
+                let d = text.as_bytes();
+                let slow = walk::key(d, 0).map(|(t, at)| (walk::field(t.as_bytes(d)), at));
+                assert_eq!(walk::field_key(d, 0), slow, "{text:?}");
+            }
+        }
+    }
+    // names cut by the end of the frame, and a control byte inside a name
+    for text in [
+        "\"jsonrpc",
+        "\"id",
+        "\"i",
+        "\"",
+        "\"method\u{1}\":1",
+        "x\"id\":1",
+    ] {
+        let d = text.as_bytes();
+        let slow = walk::key(d, 0).map(|(t, at)| (walk::field(t.as_bytes(d)), at));
+        assert_eq!(walk::field_key(d, 0), slow, "{text:?}");
+    }
+}

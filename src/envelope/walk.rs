@@ -9,8 +9,8 @@ use super::{classify, classify_element, frame_failure, ErrShape, IdTag, Item, Me
 use super::{Text, EMPTY_BATCH, INVALID_REQUEST, NOT_OBJECT, NO_BATCHES};
 use crate::scan::{number_end, skip_value, string_end, ws, Invalid, Scan};
 
-#[derive(Clone, Copy)]
-enum Field {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Field {
     Jsonrpc,
     Method,
     Id,
@@ -20,7 +20,7 @@ enum Field {
     Other,
 }
 
-fn field(key: &[u8]) -> Field {
+pub(super) fn field(key: &[u8]) -> Field {
     match key {
         b"jsonrpc" => Field::Jsonrpc,
         b"method" => Field::Method,
@@ -42,7 +42,7 @@ fn unescaped(quoted: &[u8]) -> Scan<Box<str>> {
 
 /// A key at `i` (its opening quote), its colon and the whitespace after it: the key's text (in
 /// place unless escaped) and the index of the member's value.
-fn key(d: &[u8], i: usize) -> Scan<(Text, usize)> {
+pub(super) fn key(d: &[u8], i: usize) -> Scan<(Text, usize)> {
     if d.get(i) != Some(&b'"') {
         return Err(Invalid);
     }
@@ -57,6 +57,36 @@ fn key(d: &[u8], i: usize) -> Scan<(Text, usize)> {
         return Err(Invalid);
     }
     Ok((text, ws(d, colon + 1)))
+}
+
+/// An envelope object's key at `i` (its opening quote), told apart as a [`Field`], and the index
+/// of the member's value. The six envelope names, written without escapes, are recognised by
+/// their first byte and one comparison of the name and its closing quote, without scanning the
+/// string for its end; any other key (or an escaped name) goes through [`key`] and [`field`].
+/// Both ways accept and refuse exactly the same bytes: a name matched here is a complete string
+/// token with no escape, no control byte and no inner quote.
+pub(super) fn field_key(d: &[u8], i: usize) -> Scan<(Field, usize)> {
+    let known: Option<(&[u8], Field)> = match d.get(i + 1) {
+        Some(b'j') => Some((b"jsonrpc\"", Field::Jsonrpc)),
+        Some(b'm') => Some((b"method\"", Field::Method)),
+        Some(b'i') => Some((b"id\"", Field::Id)),
+        Some(b'p') => Some((b"params\"", Field::Params)),
+        Some(b'r') => Some((b"result\"", Field::Result)),
+        Some(b'e') => Some((b"error\"", Field::Error)),
+        _ => None,
+    };
+    if let Some((name, f)) = known {
+        let end = i + 1 + name.len();
+        if d.get(i) == Some(&b'"') && d.get(i + 1..end) == Some(name) {
+            let colon = ws(d, end);
+            if d.get(colon) != Some(&b':') {
+                return Err(Invalid);
+            }
+            return Ok((f, ws(d, colon + 1)));
+        }
+    }
+    let (name, start) = key(d, i)?;
+    Ok((field(name.as_bytes(d)), start))
 }
 
 /// After an object member's value (ending at `i`): the index of the next key, or `None` at the
@@ -170,8 +200,8 @@ fn scan_object<P: Payloads>(d: &[u8], i: usize, p: &mut P) -> Scan<(Members<P::V
     let mut m = Members::default();
     let (mut next, mut end) = first_member(d, i);
     while let Some(at) = next {
-        let (name, start) = key(d, at)?;
-        let value_end = member(d, start, field(name.as_bytes(d)), &mut m, p)?;
+        let (f, start) = field_key(d, at)?;
+        let value_end = member(d, start, f, &mut m, p)?;
         (next, end) = next_member(d, value_end)?;
     }
     Ok((m, end))
