@@ -282,10 +282,35 @@ fn number<'py>(py: Python<'py>, literal: &str, int: bool) -> Result<Bound<'py, P
 /// refuses longer ones). Read into binary limbs in Rust and handed to CPython as bytes, so neither
 /// `sys.int_max_str_digits` nor CPython's quadratic `int(str)` is involved.
 pub(crate) fn big_int<'py>(py: Python<'py>, literal: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+    if let Some(value) = int_128(literal) {
+        // most "big" integers (ids beyond 2^63) are short: no big-number arithmetic for them
+        return Ok(value.into_pyobject(py)?.into_any());
+    }
     match BigInt::parse_bytes(literal, 10) {
         Some(value) => Ok(value.into_pyobject(py)?.into_any()),
         None => Err(PyValueError::new_err("invalid JSON integer")),
     }
+}
+
+/// The value of an integer literal (optional `-`, then ASCII digits) of at most 38 digits, which
+/// always fits in `i128`; `None` for a longer one or anything else.
+fn int_128(literal: &[u8]) -> Option<i128> {
+    let (negative, digits) = match literal.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, literal),
+    };
+    if digits.is_empty() || digits.len() > 38 {
+        return None;
+    }
+    let mut value: i128 = 0;
+    for &c in digits {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        // below 10^38 < i128::MAX by the length check: no overflow
+        value = value * 10 + i128::from(c - b'0');
+    }
+    Some(if negative { -value } else { value })
 }
 
 /// A payload builder of the bindings: it may meet a Python error, which stops the scan as if the
