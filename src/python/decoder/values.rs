@@ -5,6 +5,7 @@
 use std::borrow::Cow;
 
 use pyo3::exceptions::PyValueError;
+use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString};
 
@@ -244,7 +245,11 @@ impl<'a, 'py> PyValues<'a, 'py> {
                 return Err(Fail::Json);
             }
             let (v, end) = self.value(d, ws(d, colon + 1))?;
-            dict.set_item(key, v).map_err(Fail::Py)?;
+            // the C call itself: `set_item`'s generic conversions cost about as much again
+            // SAFETY: `dict` is a dict and `key`, `v` are live objects, borrowed (not stolen).
+            if unsafe { ffi::PyDict_SetItem(dict.as_ptr(), key.as_ptr(), v.as_ptr()) } != 0 {
+                return Err(Fail::Py(PyErr::fetch(py)));
+            }
             let after = ws(d, end);
             match d.get(after) {
                 Some(b',') => i = ws(d, after + 1),
