@@ -518,8 +518,14 @@ fn envelope_keys_fast_path_agrees_with_the_full_key_scan() {
     let ends = [":1", " : 1", "\t:\n1", "1", " ", "", ",", "\"", "\" :"];
     for name in names {
         for end in ends {
-            for close in ["\"", ""] {
-                let text = format!("\"{name}{close}{end}");
+            // with the rest of a frame after it (the 8-byte fast path) and without (cut short)
+            for (close, rest) in [
+                ("\"", ""),
+                ("", ""),
+                ("\"", ",\"more\":[1]}"),
+                ("", ",\"z\":1}"),
+            ] {
+                let text = format!("\"{name}{close}{end}{rest}");
                 let d = text.as_bytes();
                 let slow = walk::key(d, 0).map(|(t, at)| (walk::field(t.as_bytes(d)), at));
                 assert_eq!(walk::field_key(d, 0), slow, "{text:?}");

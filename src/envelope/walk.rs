@@ -66,19 +66,24 @@ pub(super) fn key(d: &[u8], i: usize) -> Scan<(Text, usize)> {
 /// Both ways accept and refuse exactly the same bytes: a name matched here is a complete string
 /// token with no escape, no control byte and no inner quote.
 pub(super) fn field_key(d: &[u8], i: usize) -> Scan<(Field, usize)> {
-    let known: Option<(&[u8], Field)> = match d.get(i + 1) {
-        Some(b'j') => Some((b"jsonrpc\"", Field::Jsonrpc)),
-        Some(b'm') => Some((b"method\"", Field::Method)),
-        Some(b'i') => Some((b"id\"", Field::Id)),
-        Some(b'p') => Some((b"params\"", Field::Params)),
-        Some(b'r') => Some((b"result\"", Field::Result)),
-        Some(b'e') => Some((b"error\"", Field::Error)),
+    // the name and its closing quote as a little-endian word, and its length (at most 8)
+    let known: Option<(u64, usize, Field)> = match d.get(i + 1) {
+        Some(b'j') => Some((name_word(b"jsonrpc\""), 8, Field::Jsonrpc)),
+        Some(b'm') => Some((name_word(b"method\""), 7, Field::Method)),
+        Some(b'i') => Some((name_word(b"id\""), 3, Field::Id)),
+        Some(b'p') => Some((name_word(b"params\""), 7, Field::Params)),
+        Some(b'r') => Some((name_word(b"result\""), 7, Field::Result)),
+        Some(b'e') => Some((name_word(b"error\""), 6, Field::Error)),
         _ => None,
     };
-    if let Some((name, f)) = known {
-        let end = i + 1 + name.len();
-        if d.get(i) == Some(&b'"') && d.get(i + 1..end) == Some(name) {
-            let colon = ws(d, end);
+    // one 8-byte load and a masked comparison, not a `memcmp` call (the key is followed by at
+    // least `:` and a value, so 8 bytes are there but near the very end of a frame)
+    if let (Some((word, len, f)), Some(chunk)) = (known, d.get(i + 1..i + 9)) {
+        let mut bytes = [0u8; 8];
+        bytes.copy_from_slice(chunk);
+        let mask = u64::MAX >> (8 * (8 - len));
+        if d[i] == b'"' && u64::from_le_bytes(bytes) & mask == word {
+            let colon = ws(d, i + 1 + len);
             if d.get(colon) != Some(&b':') {
                 return Err(Invalid);
             }
@@ -87,6 +92,17 @@ pub(super) fn field_key(d: &[u8], i: usize) -> Scan<(Field, usize)> {
     }
     let (name, start) = key(d, i)?;
     Ok((field(name.as_bytes(d)), start))
+}
+
+/// `name` (at most 8 bytes) as a little-endian word, zero-padded.
+const fn name_word(name: &[u8]) -> u64 {
+    let mut bytes = [0u8; 8];
+    let mut k = 0;
+    while k < name.len() {
+        bytes[k] = name[k];
+        k += 1;
+    }
+    u64::from_le_bytes(bytes)
 }
 
 /// After an object member's value (ending at `i`): the index of the next key, or `None` at the
