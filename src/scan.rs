@@ -23,7 +23,9 @@ const STACK_BITS: usize = 256;
 #[inline]
 pub fn ws(d: &[u8], mut i: usize) -> usize {
     while let Some(&b) = d.get(i) {
-        if !matches!(b, b' ' | b'\n' | b'\r' | b'\t') {
+        // one comparison for the usual case (compact JSON: no whitespace here at all), as every
+        // JSON whitespace byte is at most a space
+        if b > b' ' || !matches!(b, b' ' | b'\n' | b'\r' | b'\t') {
             break;
         }
         i += 1;
@@ -163,7 +165,7 @@ fn escape_end(d: &[u8], i: usize) -> Scan<usize> {
 }
 
 /// The value of the four hex digits at `i`.
-fn hex4(d: &[u8], i: usize) -> Scan<u32> {
+pub(crate) fn hex4(d: &[u8], i: usize) -> Scan<u32> {
     let digits = d.get(i..i + 4).ok_or(Invalid)?;
     let mut n = 0;
     for &c in digits {

@@ -295,6 +295,49 @@ fn invalid_utf8_index() {
 }
 
 #[test]
+fn invalid_utf8_index_matches_std_everywhere() {
+    // a chunk cut inside a character, or bad bytes at every place of a 64-byte run of mixed text
+    let text = "ab é日😀 cd ".repeat(4);
+    let bad: [&[u8]; 6] = [
+        b"\xc3",
+        b"\xff",
+        b"\xed\xa0\x80",
+        b"\xe6\x97",
+        b"\xf0\x9f\x98",
+        b"\x80",
+    ];
+    for cut in 0..=text.len() {
+        for b in bad {
+            let mut bytes = text.as_bytes()[..cut].to_vec();
+            bytes.extend_from_slice(b);
+            bytes.extend_from_slice(&text.as_bytes()[cut..]);
+            let want = std::str::from_utf8(&bytes).err().map(|e| e.valid_up_to());
+            assert_eq!(invalid_utf8_at(&bytes), want, "{bytes:?}");
+        }
+    }
+}
+
+#[test]
+fn integer_ids_read_like_str_parse() {
+    for literal in [
+        "0",
+        "-0",
+        "7",
+        "-42",
+        "9223372036854775807",
+        "9223372036854775808",
+        "-9223372036854775808",
+        "-9223372036854775809",
+        "18446744073709551615",
+        "18446744073709551616",
+        "123456789012345678901234567890",
+    ] {
+        let want = literal.parse::<i64>().ok();
+        assert_eq!(walk::int_literal(literal.as_bytes()), want, "{literal}");
+    }
+}
+
+#[test]
 fn preview_is_first_bytes() {
     let mut frame = br#"{"jsonrpc":"2.0","method":"x","params":["#.to_vec();
     frame.extend(std::iter::repeat_n(b'1', 100));
@@ -443,4 +486,63 @@ fn a_bare_long_integer_element_spans_the_whole_literal() {
     );
     assert_eq!(f.preview, frame.as_bytes()[1..1 + PREVIEW_BYTES].to_vec());
     assert_eq!(m.kind, Kind::Notification);
+}
+
+#[test]
+fn envelope_keys_fast_path_agrees_with_the_full_key_scan() {
+    let names = [
+        "jsonrpc",
+        "method",
+        "id",
+        "params",
+        "result",
+        "error",
+        "i",
+        "idx",
+        "ids",
+        "param",
+        "params2",
+        "jsonrpc ",
+        "e",
+        "errors",
+        "m",
+        "resul",
+        "j",
+        "meth\\u006fd",
+        "i\\u0064",
+        "x",
+        "",
+        "r\\\"",
+        "p\\n",
+    ];
+    let ends = [":1", " : 1", "\t:\n1", "1", " ", "", ",", "\"", "\" :"];
+    for name in names {
+        for end in ends {
+            // with the rest of a frame after it (the 8-byte fast path) and without (cut short)
+            for (close, rest) in [
+                ("\"", ""),
+                ("", ""),
+                ("\"", ",\"more\":[1]}"),
+                ("", ",\"z\":1}"),
+            ] {
+                let text = format!("\"{name}{close}{end}{rest}");
+                let d = text.as_bytes();
+                let slow = walk::key(d, 0).map(|(t, at)| (walk::field(t.as_bytes(d)), at));
+                assert_eq!(walk::field_key(d, 0), slow, "{text:?}");
+            }
+        }
+    }
+    // names cut by the end of the frame, and a control byte inside a name
+    for text in [
+        "\"jsonrpc",
+        "\"id",
+        "\"i",
+        "\"",
+        "\"method\u{1}\":1",
+        "x\"id\":1",
+    ] {
+        let d = text.as_bytes();
+        let slow = walk::key(d, 0).map(|(t, at)| (walk::field(t.as_bytes(d)), at));
+        assert_eq!(walk::field_key(d, 0), slow, "{text:?}");
+    }
 }

@@ -9,8 +9,8 @@ use super::{classify, classify_element, frame_failure, ErrShape, IdTag, Item, Me
 use super::{Text, EMPTY_BATCH, INVALID_REQUEST, NOT_OBJECT, NO_BATCHES};
 use crate::scan::{number_end, skip_value, string_end, ws, Invalid, Scan};
 
-#[derive(Clone, Copy)]
-enum Field {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Field {
     Jsonrpc,
     Method,
     Id,
@@ -20,7 +20,7 @@ enum Field {
     Other,
 }
 
-fn field(key: &[u8]) -> Field {
+pub(super) fn field(key: &[u8]) -> Field {
     match key {
         b"jsonrpc" => Field::Jsonrpc,
         b"method" => Field::Method,
@@ -42,7 +42,7 @@ fn unescaped(quoted: &[u8]) -> Scan<Box<str>> {
 
 /// A key at `i` (its opening quote), its colon and the whitespace after it: the key's text (in
 /// place unless escaped) and the index of the member's value.
-fn key(d: &[u8], i: usize) -> Scan<(Text, usize)> {
+pub(super) fn key(d: &[u8], i: usize) -> Scan<(Text, usize)> {
     if d.get(i) != Some(&b'"') {
         return Err(Invalid);
     }
@@ -57,6 +57,52 @@ fn key(d: &[u8], i: usize) -> Scan<(Text, usize)> {
         return Err(Invalid);
     }
     Ok((text, ws(d, colon + 1)))
+}
+
+/// An envelope object's key at `i` (its opening quote), told apart as a [`Field`], and the index
+/// of the member's value. The six envelope names, written without escapes, are recognised by
+/// their first byte and one comparison of the name and its closing quote, without scanning the
+/// string for its end; any other key (or an escaped name) goes through [`key`] and [`field`].
+/// Both ways accept and refuse exactly the same bytes: a name matched here is a complete string
+/// token with no escape, no control byte and no inner quote.
+pub(super) fn field_key(d: &[u8], i: usize) -> Scan<(Field, usize)> {
+    // the name and its closing quote as a little-endian word, and its length (at most 8)
+    let known: Option<(u64, usize, Field)> = match d.get(i + 1) {
+        Some(b'j') => Some((name_word(b"jsonrpc\""), 8, Field::Jsonrpc)),
+        Some(b'm') => Some((name_word(b"method\""), 7, Field::Method)),
+        Some(b'i') => Some((name_word(b"id\""), 3, Field::Id)),
+        Some(b'p') => Some((name_word(b"params\""), 7, Field::Params)),
+        Some(b'r') => Some((name_word(b"result\""), 7, Field::Result)),
+        Some(b'e') => Some((name_word(b"error\""), 6, Field::Error)),
+        _ => None,
+    };
+    // one 8-byte load and a masked comparison, not a `memcmp` call (the key is followed by at
+    // least `:` and a value, so 8 bytes are there but near the very end of a frame)
+    if let (Some((word, len, f)), Some(chunk)) = (known, d.get(i + 1..i + 9)) {
+        let mut bytes = [0u8; 8];
+        bytes.copy_from_slice(chunk);
+        let mask = u64::MAX >> (8 * (8 - len));
+        if d[i] == b'"' && u64::from_le_bytes(bytes) & mask == word {
+            let colon = ws(d, i + 1 + len);
+            if d.get(colon) != Some(&b':') {
+                return Err(Invalid);
+            }
+            return Ok((f, ws(d, colon + 1)));
+        }
+    }
+    let (name, start) = key(d, i)?;
+    Ok((field(name.as_bytes(d)), start))
+}
+
+/// `name` (at most 8 bytes) as a little-endian word, zero-padded.
+const fn name_word(name: &[u8]) -> u64 {
+    let mut bytes = [0u8; 8];
+    let mut k = 0;
+    while k < name.len() {
+        bytes[k] = name[k];
+        k += 1;
+    }
+    u64::from_le_bytes(bytes)
 }
 
 /// After an object member's value (ending at `i`): the index of the next key, or `None` at the
@@ -170,8 +216,8 @@ fn scan_object<P: Payloads>(d: &[u8], i: usize, p: &mut P) -> Scan<(Members<P::V
     let mut m = Members::default();
     let (mut next, mut end) = first_member(d, i);
     while let Some(at) = next {
-        let (name, start) = key(d, at)?;
-        let value_end = member(d, start, field(name.as_bytes(d)), &mut m, p)?;
+        let (f, start) = field_key(d, at)?;
+        let value_end = member(d, start, f, &mut m, p)?;
         (next, end) = next_member(d, value_end)?;
     }
     Ok((m, end))
@@ -239,9 +285,7 @@ fn scan_id(d: &[u8], i: usize) -> Scan<(IdTag, usize)> {
             let tag = if !int {
                 IdTag::Bad
             } else {
-                // the literal is ASCII digits with an optional sign
-                let literal = std::str::from_utf8(&d[i..end]).unwrap_or_default();
-                literal.parse::<i64>().map_or(IdTag::Big, IdTag::Int)
+                int_literal(&d[i..end]).map_or(IdTag::Big, IdTag::Int)
             };
             Ok((tag, end))
         }
@@ -250,6 +294,26 @@ fn scan_id(d: &[u8], i: usize) -> Scan<(IdTag, usize)> {
             Ok((IdTag::Null, end))
         }
         _ => Ok((IdTag::Bad, skip_value(d, i)?)),
+    }
+}
+
+/// The value of an integer literal (an optional `-`, then ASCII digits, as `number_end` found
+/// it), or `None` when it does not fit in `i64`. Read digit by digit: the literal is known to be
+/// ASCII, so neither a UTF-8 check nor `str::parse`'s generality is needed.
+pub(super) fn int_literal(literal: &[u8]) -> Option<i64> {
+    let (negative, digits) = match literal.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, literal),
+    };
+    let mut magnitude: u64 = 0;
+    for &c in digits {
+        let digit = u64::from(c.wrapping_sub(b'0'));
+        magnitude = magnitude.checked_mul(10)?.checked_add(digit)?;
+    }
+    if negative {
+        0i64.checked_sub_unsigned(magnitude)
+    } else {
+        i64::try_from(magnitude).ok()
     }
 }
 

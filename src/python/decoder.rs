@@ -24,6 +24,7 @@ mod frame_error;
 mod guard;
 mod message;
 mod methods;
+mod strings;
 mod values;
 
 use build::{frame_error, new_list, to_python, Buffer, Collector};

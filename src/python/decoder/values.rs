@@ -11,8 +11,9 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString};
 
 use num_bigint::BigInt;
 
+use super::strings::new_str;
 use crate::envelope::{Payloads, Skip};
-use crate::scan::{number_end, string_end, ws, Invalid, Scan};
+use crate::scan::{hex4, number_end, string_end, ws, Invalid, Scan};
 
 /// Why building stopped: bad JSON (a frame error) or a Python failure (raised to the caller).
 enum Fail {
@@ -23,151 +24,6 @@ enum Fail {
 impl From<Invalid> for Fail {
     fn from(_: Invalid) -> Self {
         Self::Json
-    }
-}
-
-/// A Python `str`, through the ASCII fast path when it applies.
-fn new_str<'py>(py: Python<'py>, s: &str) -> Bound<'py, PyString> {
-    let ascii = if s.len() >= BIG_STR {
-        big_ascii(py, s.as_bytes())
-    } else if s.is_ascii() {
-        // SAFETY: `s` was just checked to be ASCII only.
-        Some(unsafe { jiter::pystring_ascii_new(py, s) })
-    } else {
-        None
-    };
-    ascii
-        .or_else(|| utf8_str(py, s))
-        .unwrap_or_else(|| PyString::new(py, s))
-}
-
-/// The `str` of `s` (not all ASCII) made the way CPython stores it: the narrowest kind that
-/// holds its largest character, read off the UTF-8 lead bytes, then filled in one decoding pass
-/// (`None` if the allocation failed: the caller then tries `PyString::new`).
-fn utf8_str<'py>(py: Python<'py>, s: &str) -> Option<Bound<'py, PyString>> {
-    let bytes = s.as_bytes();
-    let (mut chars, mut top) = (0usize, 0u8);
-    for &b in bytes {
-        // every character has exactly one byte that is not a continuation byte (0x80..=0xBF)
-        chars += usize::from((b as i8) >= -0x40);
-        top = top.max(b);
-    }
-    // 4-byte sequences encode U+10000 and up, 3-byte ones U+0800 and up, 2-byte ones with a lead
-    // of C4 or more U+0100 and up; leads C2 and C3 alone mean a Latin-1 string
-    let maxchar: u32 = match top {
-        0xF0.. => 0x10_FFFF,
-        0xE0.. => 0xFFFF,
-        0xC4.. => 0x7FF,
-        _ => 0xFF,
-    };
-    let size = isize::try_from(chars).ok()?;
-    // SAFETY: `PyUnicode_New` returns a new reference or null; its data holds `chars` units of
-    // the kind `maxchar` selects (1, 2 or 4 bytes), each written once below, as `decode_into`
-    // writes exactly one unit per character; the values fit the kind by the choice above.
-    unsafe {
-        let string = new_unicode(py, size, maxchar)?;
-        let data = ffi::PyUnicode_DATA(string.as_ptr());
-        match maxchar {
-            0xFF => decode_into(bytes, data.cast::<u8>(), |c| c as u8),
-            0x10_FFFF => decode_into(bytes, data.cast::<u32>(), |c| c),
-            _ => decode_into(bytes, data.cast::<u16>(), |c| c as u16),
-        }
-        Some(string.cast_into_unchecked())
-    }
-}
-
-/// A new, unfilled `str` of `size` characters up to `maxchar`, or `None` if the allocation failed.
-/// The `MemoryError` is then taken: the caller falls back to another way of building the string,
-/// which raises (panics) in turn if memory is still short, and must not succeed with an exception
-/// left set.
-///
-/// # Safety
-/// The caller must fill the string's `size` characters before it is used.
-unsafe fn new_unicode(py: Python<'_>, size: isize, maxchar: u32) -> Option<Bound<'_, PyAny>> {
-    // SAFETY: `PyUnicode_New` returns a new reference or NULL with an exception set.
-    let string = unsafe { Bound::from_owned_ptr_or_opt(py, ffi::PyUnicode_New(size, maxchar)) };
-    if string.is_none() {
-        drop(PyErr::take(py));
-    }
-    string
-}
-
-/// Write the code points of valid UTF-8 `s`, converted by `unit`, to `out`, one per character;
-/// runs of ASCII go eight bytes at a time.
-///
-/// # Safety
-/// `out` must be valid for writing as many `T` as `s` has characters.
-unsafe fn decode_into<T>(s: &[u8], out: *mut T, unit: impl Fn(u32) -> T) {
-    let (mut i, mut k) = (0, 0);
-    let tail = |at: usize| u32::from(s[at] & 0x3F);
-    while i < s.len() {
-        if let Some(chunk) = s.get(i..i + 8) {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(chunk);
-            if u64::from_le_bytes(word) & 0x8080_8080_8080_8080 == 0 {
-                for (j, &b) in word.iter().enumerate() {
-                    // SAFETY: eight ASCII bytes are eight characters, all still unwritten.
-                    unsafe { out.add(k + j).write(unit(u32::from(b))) };
-                }
-                i += 8;
-                k += 8;
-                continue;
-            }
-        }
-        let b = s[i];
-        let (c, len) = match b {
-            0..=0x7F => (u32::from(b), 1),
-            0xC0..=0xDF => ((u32::from(b & 0x1F) << 6) | tail(i + 1), 2),
-            0xE0..=0xEF => (
-                (u32::from(b & 0x0F) << 12) | (tail(i + 1) << 6) | tail(i + 2),
-                3,
-            ),
-            _ => (
-                (u32::from(b & 0x07) << 18)
-                    | (tail(i + 1) << 12)
-                    | (tail(i + 2) << 6)
-                    | tail(i + 3),
-                4,
-            ),
-        };
-        // SAFETY: `k` counts the characters written so far, fewer than `s` has (the caller's
-        // bound) since one more starts at `i`.
-        unsafe { out.add(k).write(unit(c)) };
-        k += 1;
-        i += len;
-    }
-}
-
-/// Strings from this length on are built by [`big_ascii`] first.
-const BIG_STR: usize = 1 << 16;
-
-/// The `str` of a long `s` if it is ASCII (else `None`): checked and copied block by block into
-/// the new string, so each block is read from memory once (the copy finds it in cache), and
-/// with huge pages for a very long one.
-fn big_ascii<'py>(py: Python<'py>, s: &[u8]) -> Option<Bound<'py, PyString>> {
-    const BLOCK: usize = 1 << 14;
-    if !s[..BLOCK.min(s.len())].is_ascii() {
-        return None;
-    }
-    let len = isize::try_from(s.len()).ok()?;
-    // SAFETY: `new_unicode` gives a new string or `None` (the caller then tries another way);
-    // with a maximum character of 127 it is a compact ASCII string whose
-    // data is `s.len()` writable bytes (then its terminating NUL, written by `PyUnicode_New`).
-    // Only ASCII blocks are copied in; if a block is not, the string (never exposed, its
-    // contents never read) is dropped.
-    unsafe {
-        let string = new_unicode(py, len, 127)?;
-        let data = ffi::PyUnicode_DATA(string.as_ptr()).cast::<u8>();
-        if s.len() >= crate::pages::HUGE_FROM {
-            crate::pages::advise_huge(data, s.len());
-        }
-        for (k, block) in s.chunks(BLOCK).enumerate() {
-            if !block.is_ascii() {
-                return None;
-            }
-            std::ptr::copy_nonoverlapping(block.as_ptr(), data.add(k * BLOCK), block.len());
-        }
-        Some(string.cast_into_unchecked())
     }
 }
 
@@ -206,8 +62,8 @@ fn unescape(raw: &[u8]) -> Cow<'_, str> {
 /// The character of a (validated) escape whose backslash was just before `rest`, and how many
 /// bytes of `rest` it used.
 fn escaped(rest: &[u8]) -> (char, usize) {
-    let hex =
-        |b: &[u8]| u32::from_str_radix(std::str::from_utf8(b).unwrap_or("0"), 16).unwrap_or(0);
+    // the scan checked the four hex digits after each `\u` (so `hex4` cannot fail here)
+    let hex = |at: usize| hex4(rest, at).unwrap_or(0);
     match rest[0] {
         b'b' => ('\u{8}', 1),
         b'f' => ('\u{c}', 1),
@@ -215,10 +71,10 @@ fn escaped(rest: &[u8]) -> (char, usize) {
         b'r' => ('\r', 1),
         b't' => ('\t', 1),
         b'u' => {
-            let high = hex(&rest[1..5]);
+            let high = hex(1);
             if (0xD800..0xDC00).contains(&high) {
                 // a pair (the scan refused lone surrogates): `\uD83D\uDE00`
-                let low = hex(&rest[7..11]);
+                let low = hex(7);
                 let code = 0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00);
                 (char::from_u32(code).unwrap_or('\u{fffd}'), 11)
             } else {
@@ -389,7 +245,11 @@ impl<'a, 'py> PyValues<'a, 'py> {
                 return Err(Fail::Json);
             }
             let (v, end) = self.value(d, ws(d, colon + 1))?;
-            dict.set_item(key, v).map_err(Fail::Py)?;
+            // the C call itself: `set_item`'s generic conversions cost about as much again
+            // SAFETY: `dict` is a dict and `key`, `v` are live objects, borrowed (not stolen).
+            if unsafe { ffi::PyDict_SetItem(dict.as_ptr(), key.as_ptr(), v.as_ptr()) } != 0 {
+                return Err(Fail::Py(PyErr::fetch(py)));
+            }
             let after = ws(d, end);
             match d.get(after) {
                 Some(b',') => i = ws(d, after + 1),
@@ -427,10 +287,35 @@ fn number<'py>(py: Python<'py>, literal: &str, int: bool) -> Result<Bound<'py, P
 /// refuses longer ones). Read into binary limbs in Rust and handed to CPython as bytes, so neither
 /// `sys.int_max_str_digits` nor CPython's quadratic `int(str)` is involved.
 pub(crate) fn big_int<'py>(py: Python<'py>, literal: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+    if let Some(value) = int_128(literal) {
+        // most "big" integers (ids beyond 2^63) are short: no big-number arithmetic for them
+        return Ok(value.into_pyobject(py)?.into_any());
+    }
     match BigInt::parse_bytes(literal, 10) {
         Some(value) => Ok(value.into_pyobject(py)?.into_any()),
         None => Err(PyValueError::new_err("invalid JSON integer")),
     }
+}
+
+/// The value of an integer literal (optional `-`, then ASCII digits) of at most 38 digits, which
+/// always fits in `i128`; `None` for a longer one or anything else.
+fn int_128(literal: &[u8]) -> Option<i128> {
+    let (negative, digits) = match literal.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, literal),
+    };
+    if digits.is_empty() || digits.len() > 38 {
+        return None;
+    }
+    let mut value: i128 = 0;
+    for &c in digits {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        // below 10^38 < i128::MAX by the length check: no overflow
+        value = value * 10 + i128::from(c - b'0');
+    }
+    Some(if negative { -value } else { value })
 }
 
 /// A payload builder of the bindings: it may meet a Python error, which stops the scan as if the
