@@ -18,6 +18,7 @@ from functools import partial
 from types import ModuleType
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -130,8 +131,8 @@ def test_feed_matches_one_shot_decode(
 ) -> None:
     """A body with no LF is one frame either way: ``decode`` and ``feed`` (any chunking) agree."""
     body = body.replace(b"\n", b" ").rstrip(b"\r")
-    if not body.strip(b" \t\r"):
-        body = b"{}"  # blank: decode reports it, feed skips it (see the test below)
+    if not body.removeprefix(BOM).strip(b" \t\r"):
+        body = b"{}"  # blank (a leading BOM aside): decode reports it, feed skips it (see the test below)
     chunks = split_at(body, data.draw(split_points(body)))
     decoder = backend.Decoder(**options)
     fed = [item for chunk in chunks for item in decoder.feed(chunk)] + decoder.close()
@@ -242,6 +243,14 @@ def test_blank_bodies_are_parse_errors(backend: ModuleType, body: bytes, options
     assert (error.code, error.message, error.id, error.offset) == (-32700, "Parse error: empty body", None, 0)
     assert not error.notification
     assert items_of(backend, body, options) == []
+
+
+@pytest.mark.parametrize("blank", [b"", b" ", b"\t\r "])
+def test_a_bom_then_blank_is_an_empty_body_and_a_skipped_line(backend: ModuleType, blank: bytes) -> None:
+    """A BOM is not content: after it the body is blank (-32700 at offset 3); fed, nothing comes out."""
+    (error,) = backend.decode(BOM + blank)
+    assert (error.code, error.message, error.offset) == (-32700, "Parse error: empty body", 3)
+    assert items_of(backend, BOM + blank, {}) == []
 
 
 @fixtures_ok
