@@ -10,6 +10,7 @@ import asyncio
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from http import HTTPStatus
 from typing import Any
 
 import anyio
@@ -160,7 +161,8 @@ async def test_a_body_left_unread_is_dropped_and_the_connection_goes_on() -> Non
         with pytest.raises(asyncio.CancelledError):
             await task
         sock.close()
-    assert got.count(b"HTTP/1.1 413 Request Entity Too Large") == 2
+    # the standard phrase of the running Python (3.13 says RFC 9110's "Content Too Large")
+    assert got.count(b"HTTP/1.1 413 " + HTTPStatus(413).phrase.encode()) == 2
 
 
 async def test_a_drain_closes_idle_connections_and_lets_the_answer_under_way_finish() -> None:
