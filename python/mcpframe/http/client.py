@@ -30,8 +30,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from contextlib import AsyncExitStack
-from types import TracebackType
 from typing import Any, Final
 
 import anyio
@@ -42,13 +40,13 @@ from mcpframe import core, jsonrpc, protocol
 from mcpframe._api import Id, MessageLike
 from mcpframe.http.client_answers import AnswerReader, Inbox, Undeliverable
 from mcpframe.http.client_wire import (
+    BackgroundTransport,
     SessionState,
     content_type,
     encode_header_value,
     mcp_name,
     request_id,
     retry_after,
-    shared_ssl_context,
     stamped_version,
     synthesized_error,
 )
@@ -67,7 +65,7 @@ Probe = Callable[[MessageLike, httpx.Response], Awaitable[bool]]
 body not yet), returns `True` when it took the request over (its answer will come another way)."""
 
 
-class StreamableHTTPTransport:
+class StreamableHTTPTransport(BackgroundTransport):
     """A `Transport` speaking MCP Streamable HTTP to one endpoint (see the module doc).
 
     `headers` go with every request (e.g. `Authorization`); `http_client` is an `httpx.AsyncClient` to send
@@ -82,17 +80,8 @@ class StreamableHTTPTransport:
         http_client: httpx.AsyncClient | None = None,
         options: HttpClientOptions | None = None,
     ) -> None:
-        opts = options if options is not None else HttpClientOptions()
-        self.url = url
-        self.options = opts
-        self._own_http = http_client is None
-        # No read timeout (streams stay quiet while a tool works) and no pool timeout (past 100 open
-        # exchanges, requests queue for a connection): the Session's request timeouts govern waiting.
-        self._http = http_client or httpx.AsyncClient(
-            timeout=httpx.Timeout(opts.connect_timeout, read=None, pool=None),
-            follow_redirects=False,
-            verify=shared_ssl_context(),
-        )
+        super().__init__(url, http_client, options)
+        opts = self.options
         self._state = SessionState(headers)
         self._inbox = Inbox(opts.max_buffer)
         self._reader = AnswerReader(
@@ -110,7 +99,6 @@ class StreamableHTTPTransport:
         self._tg: anyio.abc.TaskGroup | None = None
         self._closing = anyio.Event()
         self._closed = False
-        self._stack: AsyncExitStack | None = None
         # `connect(transport="auto")` sets it until the server is known to speak Streamable HTTP: a 400,
         # 404 or 405 to the first POST may mean a legacy HTTP+SSE server (`http/client_sse_auto.py`).
         self.probe: Probe | None = None
@@ -130,21 +118,6 @@ class StreamableHTTPTransport:
             if self._own_http:
                 with anyio.CancelScope(shield=True):
                     await self._http.aclose()
-
-    async def __aenter__(self) -> StreamableHTTPTransport:
-        stack = AsyncExitStack()
-        tg = await stack.enter_async_context(anyio.create_task_group())
-        await tg.start(self.run)
-        self._stack = stack
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
-        stack, self._stack = self._stack, None
-        if stack is not None:
-            await stack.__aexit__(exc_type, exc, tb)
 
     async def aclose(self) -> None:
         """End the HTTP session (`DELETE`, best effort, 2 s at most) and stop everything. Idempotent."""

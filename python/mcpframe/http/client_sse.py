@@ -20,8 +20,7 @@ from __future__ import annotations
 import logging
 import urllib.parse
 from collections.abc import AsyncGenerator, Mapping, Sequence
-from contextlib import AsyncExitStack, suppress
-from types import TracebackType
+from contextlib import suppress
 from typing import Final
 
 import anyio
@@ -32,13 +31,13 @@ from mcpframe import core, jsonrpc
 from mcpframe._api import Id, MessageLike
 from mcpframe.http.client_answers import Inbox, Undeliverable
 from mcpframe.http.client_wire import (
+    BackgroundTransport,
     SSEEvent,
     SSEEventTooLarge,
     SSEParser,
     content_type,
     encode_header_value,
     mcp_name,
-    shared_ssl_context,
     synthesized_error,
 )
 from mcpframe.http.headers import MCP_METHOD, MCP_NAME
@@ -73,7 +72,7 @@ def same_origin(a: str, b: str) -> bool:
     )
 
 
-class SSETransport:
+class SSETransport(BackgroundTransport):
     """A `Transport` speaking the 2024-11-05 HTTP+SSE transport to one server (see the module doc).
 
     `headers` go with the GET and every POST (e.g. `Authorization`); `http_client` is an
@@ -90,16 +89,8 @@ class SSETransport:
         http_client: httpx.AsyncClient | None = None,
         options: HttpClientOptions | None = None,
     ) -> None:
-        opts = options if options is not None else HttpClientOptions()
-        self.url = url
-        self.options = opts
-        self._own_http = http_client is None
-        # No read timeout: the stream stays quiet while a tool works (the Session's timeouts govern waiting).
-        self._http = http_client or httpx.AsyncClient(
-            timeout=httpx.Timeout(opts.connect_timeout, read=None, pool=None),
-            follow_redirects=False,
-            verify=shared_ssl_context(),
-        )
+        super().__init__(url, http_client, options)
+        opts = self.options
         self._headers = dict(headers or {})
         self._inbox = Inbox(opts.max_buffer)
         self._endpoint: str | None = None
@@ -109,7 +100,6 @@ class SSETransport:
         self._send_lock = anyio.Lock()  # messages go out one at a time, in order
         self._closing = anyio.Event()
         self._closed = False
-        self._stack: AsyncExitStack | None = None
 
     # ------------------------------------------------------------------ what it knows
 
@@ -214,25 +204,6 @@ class SSETransport:
             if self._own_http:
                 with anyio.CancelScope(shield=True):
                     await self._http.aclose()
-
-    async def __aenter__(self) -> SSETransport:
-        stack = AsyncExitStack()
-        tg = await stack.enter_async_context(anyio.create_task_group())
-        try:
-            await tg.start(self.run)
-        except BaseException:
-            await stack.aclose()
-            raise
-        self._stack = stack
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
-        stack, self._stack = self._stack, None
-        if stack is not None:
-            await stack.__aexit__(exc_type, exc, tb)
 
     async def aclose(self) -> None:
         """Stop: the stream is closed (the server ends the session), `receive` reports the end. Idempotent."""

@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from contextlib import AsyncExitStack, suppress
-from types import TracebackType
+from contextlib import suppress
 from typing import Final, Literal
 
 import anyio
@@ -27,7 +26,7 @@ from mcpframe import protocol
 from mcpframe._api import MessageLike
 from mcpframe.http.client import StreamableHTTPTransport
 from mcpframe.http.client_sse import SSEConnectError, SSETransport
-from mcpframe.http.client_wire import ndjson_frame, shared_ssl_context
+from mcpframe.http.client_wire import BackgroundTransport, ndjson_frame
 from mcpframe.http.options import HttpClientOptions
 from mcpframe.transports.base import TransportClosedError
 
@@ -40,7 +39,7 @@ _LEGACY_HINTS: Final = frozenset({404, 405})
 `initialize`)."""
 
 
-class AutoTransport:
+class AutoTransport(BackgroundTransport):
     """A `Transport` that speaks Streamable HTTP, or the legacy HTTP+SSE transport when the server only
     knows that (see the module doc). The arguments are `StreamableHTTPTransport`'s."""
 
@@ -52,16 +51,9 @@ class AutoTransport:
         http_client: httpx.AsyncClient | None = None,
         options: HttpClientOptions | None = None,
     ) -> None:
-        opts = options if options is not None else HttpClientOptions()
-        self.url = url
-        self.options = opts
-        self._own_http = http_client is None
+        super().__init__(url, http_client, options)
+        opts = self.options
         # One connection pool for both kinds: the probe's GET reuses the POST's connection.
-        self._http = http_client or httpx.AsyncClient(
-            timeout=httpx.Timeout(opts.connect_timeout, read=None, pool=None),
-            follow_redirects=False,
-            verify=shared_ssl_context(),
-        )
         self.streamable = StreamableHTTPTransport(url, headers=headers, http_client=self._http, options=opts)
         self.streamable.probe = self._probe
         self.legacy: SSETransport | None = None
@@ -69,7 +61,6 @@ class AutoTransport:
         self._decided: Literal["streamable-http", "sse"] | None = None
         self._tg: anyio.abc.TaskGroup | None = None
         self._closing = anyio.Event()
-        self._stack: AsyncExitStack | None = None
 
     @property
     def kind(self) -> Literal["streamable-http", "sse"] | None:
@@ -92,21 +83,6 @@ class AutoTransport:
             if self._own_http:
                 with anyio.CancelScope(shield=True):
                     await self._http.aclose()
-
-    async def __aenter__(self) -> AutoTransport:
-        stack = AsyncExitStack()
-        tg = await stack.enter_async_context(anyio.create_task_group())
-        await tg.start(self.run)
-        self._stack = stack
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
-        stack, self._stack = self._stack, None
-        if stack is not None:
-            await stack.__aexit__(exc_type, exc, tb)
 
     async def aclose(self) -> None:
         """Close whichever transport is in use (Streamable HTTP ends its session with DELETE). Idempotent."""

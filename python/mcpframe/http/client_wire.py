@@ -8,22 +8,28 @@ reading answered streams.
 
 from __future__ import annotations
 
+import abc
 import base64
 import dataclasses
 import functools
 import ssl
 from collections.abc import AsyncIterator, Mapping
-from typing import Any, Final
+from contextlib import AsyncExitStack
+from types import TracebackType
+from typing import Any, Final, Self
 
 import anyio
+import anyio.abc
 import httpx
 
 from mcpframe import core, protocol
 from mcpframe._api import MessageLike
 
 from .headers import BASE64_PREFIX, BASE64_SUFFIX, CLIENT_NAME_PARAMS, MCP_PROTOCOL_VERSION, MCP_SESSION_ID
+from .options import HttpClientOptions
 
 __all__ = [
+    "BackgroundTransport",
     "SSEEvent",
     "SSEEventTooLarge",
     "SSEParser",
@@ -181,6 +187,55 @@ async def read_limited(response: httpx.Response, limit: int) -> bytes | None:
             return None
         parts.append(chunk)
     return b"".join(parts)
+
+
+class BackgroundTransport(abc.ABC):
+    """What the HTTP client transports share: the URL, the options, the `httpx.AsyncClient` (their own,
+    closed by them, unless the caller gave one), and the async context manager that runs `run()` in a task
+    group of its own while entered and calls `aclose()` on the way out."""
+
+    def __init__(
+        self, url: str, http_client: httpx.AsyncClient | None, options: HttpClientOptions | None
+    ) -> None:
+        opts = options if options is not None else HttpClientOptions()
+        self.url = url
+        self.options = opts
+        self._own_http = http_client is None
+        # No read timeout (streams stay quiet while a tool works) and no pool timeout (past 100 open
+        # exchanges, requests queue for a connection): the Session's request timeouts govern waiting.
+        self._http = http_client or httpx.AsyncClient(
+            timeout=httpx.Timeout(opts.connect_timeout, read=None, pool=None),
+            follow_redirects=False,
+            verify=shared_ssl_context(),
+        )
+        self._stack: AsyncExitStack | None = None
+
+    @abc.abstractmethod
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """The transport's background work until `aclose()`; for `TaskGroup.start`."""
+
+    @abc.abstractmethod
+    async def aclose(self) -> None:
+        """Stop the background work. Idempotent."""
+
+    async def __aenter__(self) -> Self:
+        stack = AsyncExitStack()
+        tg = await stack.enter_async_context(anyio.create_task_group())
+        try:
+            await tg.start(self.run)
+        except BaseException:
+            await stack.aclose()
+            raise
+        self._stack = stack
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+        stack, self._stack = self._stack, None
+        if stack is not None:
+            await stack.__aexit__(exc_type, exc, tb)
 
 
 class StreamState:
