@@ -10,18 +10,18 @@ reads waits for its `202`.
 from __future__ import annotations
 
 import asyncio
-import math
 from collections import deque
 from collections.abc import Iterable
 
 from mcpframe.transports.base import TransportClosedError
 
+from .pipe import ChunkReader
 from .streams import format_event
 
 __all__ = ["BoundedPipe", "LegacyTransport"]
 
 
-class BoundedPipe:
+class BoundedPipe(ChunkReader):
     """A queue of non-empty byte chunks holding at most `limit` bytes, from any writers to one reader.
 
     `put` waits while the chunk would take the queue past `limit`; an empty queue takes any chunk, so one
@@ -29,17 +29,15 @@ class BoundedPipe:
     reader gets what was queued, then `b""`. `peak` is the most bytes it ever held (what tests check).
     """
 
-    __slots__ = ("_items", "_reader", "_writers", "closed", "limit", "peak", "size")
+    __slots__ = ("_writers", "limit", "peak", "size")
 
     def __init__(self, limit: int) -> None:
         if limit < 1:
             raise ValueError(f"limit must be at least 1 byte, got {limit}")
+        super().__init__()
         self.limit = limit
         self.size = 0
         self.peak = 0
-        self.closed = False
-        self._items: deque[bytes] = deque()
-        self._reader: asyncio.Future[None] | None = None
         self._writers: deque[asyncio.Event] = deque()  # writers waiting for room, first in line first
 
     def _fits(self, length: int) -> bool:
@@ -59,7 +57,7 @@ class BoundedPipe:
             self._items.append(chunk)
             self.size += len(chunk)
             self.peak = max(self.peak, self.size)
-            _wake(self._reader)
+            self._wake()
         return True
 
     async def _wait_turn(self, length: int) -> None:
@@ -79,36 +77,18 @@ class BoundedPipe:
         if self.closed:
             return
         self.closed = True
-        _wake(self._reader)
+        self._wake()
         for turn in self._writers:
             turn.set()
 
     def get_nowait(self) -> bytes | None:
         """The next chunk, `b""` at the end, `None` when nothing is queued yet."""
-        if self._items:
-            chunk = self._items.popleft()
+        chunk = super().get_nowait()
+        if chunk:
             self.size -= len(chunk)
             if self._writers:
                 self._writers[0].set()
-            return chunk
-        return b"" if self.closed else None
-
-    async def get(self, timeout: float | None = None) -> bytes | None:
-        """The next chunk, `b""` at the end; `None` if nothing came within `timeout` seconds."""
-        chunk = self.get_nowait()
-        if chunk is not None:
-            return chunk
-        loop = asyncio.get_running_loop()
-        waiter: asyncio.Future[None] = loop.create_future()
-        self._reader = waiter
-        timer = None if timeout is None or timeout == math.inf else loop.call_later(timeout, _wake, waiter)
-        try:
-            await waiter
-        finally:
-            self._reader = None
-            if timer is not None:
-                timer.cancel()
-        return self.get_nowait()
+        return chunk
 
     def drain_nowait(self) -> tuple[list[bytes], bool]:
         """Everything queued right now, and whether the end came with it."""
@@ -120,11 +100,6 @@ class BoundedPipe:
             if not chunk:
                 return chunks, True
             chunks.append(chunk)
-
-
-def _wake(waiter: asyncio.Future[None] | None) -> None:
-    if waiter is not None and not waiter.done():
-        waiter.set_result(None)
 
 
 class LegacyTransport:

@@ -10,7 +10,7 @@ import asyncio
 import math
 from collections import deque
 
-__all__ = ["Pipe"]
+__all__ = ["ChunkReader", "Pipe"]
 
 
 def _expire(waiter: asyncio.Future[None]) -> None:
@@ -18,11 +18,10 @@ def _expire(waiter: asyncio.Future[None]) -> None:
         waiter.set_result(None)
 
 
-class Pipe:
-    """An unbounded queue of non-empty byte chunks, from any writer to one reader; `close()` ends it.
-
-    The reader gets what was queued before the close, then `b""` (the end).
-    """
+class ChunkReader:
+    """The reading side shared by the HTTP host's byte queues: non-empty chunks in a deque, one reader that
+    waits for the next (with a timeout), `b""` once the queue is closed and empty. Writers are the
+    subclasses' (`Pipe`: unbounded; `legacy_pipe.BoundedPipe`: bounded in bytes)."""
 
     __slots__ = ("_items", "_waiter", "closed")
 
@@ -30,21 +29,6 @@ class Pipe:
         self._items: deque[bytes] = deque()
         self._waiter: asyncio.Future[None] | None = None
         self.closed = False
-
-    def put(self, data: bytes) -> bool:
-        """Queue a chunk; `False` (and nothing queued) once the pipe is closed."""
-        if self.closed:
-            return False
-        if data:
-            self._items.append(data)
-            self._wake()
-        return True
-
-    def close(self) -> None:
-        """No more chunks: the reader ends after those already queued. Idempotent."""
-        if not self.closed:
-            self.closed = True
-            self._wake()
 
     def _wake(self) -> None:
         waiter = self._waiter
@@ -73,3 +57,27 @@ class Pipe:
             if timer is not None:
                 timer.cancel()
         return self.get_nowait()
+
+
+class Pipe(ChunkReader):
+    """An unbounded queue of non-empty byte chunks, from any writer to one reader; `close()` ends it.
+
+    The reader gets what was queued before the close, then `b""` (the end).
+    """
+
+    __slots__ = ()
+
+    def put(self, data: bytes) -> bool:
+        """Queue a chunk; `False` (and nothing queued) once the pipe is closed."""
+        if self.closed:
+            return False
+        if data:
+            self._items.append(data)
+            self._wake()
+        return True
+
+    def close(self) -> None:
+        """No more chunks: the reader ends after those already queued. Idempotent."""
+        if not self.closed:
+            self.closed = True
+            self._wake()
