@@ -84,13 +84,26 @@ def render_table(stats: dict[str, MethodStats]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _forward_signals(child: subprocess.Popen[bytes]) -> None:
-    def forward(signum: int, _frame: Any) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            child.send_signal(signum)
+class _SignalForwarder:
+    """SIGTERM/SIGINT go to the child; one that comes before the child exists is sent once it does."""
 
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, forward)
+    def __init__(self) -> None:
+        self.child: subprocess.Popen[bytes] | None = None
+        self._early: list[int] = []
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, self._forward)
+
+    def _forward(self, signum: int, _frame: Any = None) -> None:
+        if self.child is None:
+            self._early.append(signum)
+            return
+        with contextlib.suppress(ProcessLookupError):
+            self.child.send_signal(signum)
+
+    def started(self, child: subprocess.Popen[bytes]) -> None:
+        self.child = child
+        for signum in self._early:
+            self._forward(signum)
 
 
 def _close_child_stdin(child: subprocess.Popen[bytes]) -> None:
@@ -100,12 +113,13 @@ def _close_child_stdin(child: subprocess.Popen[bytes]) -> None:
 
 
 def _run(command: list[str], recorder: Recorder) -> int:
+    signals = _SignalForwarder()
     try:
         child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
     except OSError as exc:
         print(f"mcpframe tap: cannot run {command[0]!r}: {exc.strerror or exc}", file=sys.stderr)
         return 127
-    _forward_signals(child)
+    signals.started(child)
     assert child.stdin is not None and child.stdout is not None
     stdin_fd, stdout_fd = sys.stdin.fileno(), sys.stdout.fileno()
     inbound = threading.Thread(
