@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 import anyio
 
-from mcpframe import core
+from mcpframe import core, jsonrpc
 from mcpframe.client import Client
 from mcpframe.client.connection import IncompatibleServerError
 from mcpframe.session.errors import ConnectionClosed, JSONRPCError
@@ -49,14 +49,31 @@ class _Watched:
         self.inner = inner
         self.garbage: bytes | None = None
         self._decoder = core.Decoder(lazy=True)
+        self._tail = b""
 
     async def receive(self) -> bytes:
-        chunk = await self.inner.receive()
-        for item in self._decoder.feed(chunk) if chunk else ():
+        # Only whole lines are passed on, so the session never sees a part of the garbage either.
+        while True:
+            chunk = await self.inner.receive()
+            if not chunk:
+                whole, self._tail = self._tail, b""
+                return b"" if self._bad(self._decoder.close()) else whole
+            cut = chunk.rfind(b"\n") + 1
+            if not cut:  # no line ends in it yet
+                self._tail += chunk
+                continue
+            whole, self._tail = self._tail + chunk[:cut], chunk[cut:]
+            if self._bad(self._decoder.feed(whole)):
+                return b""
+            if whole:
+                return whole
+
+    def _bad(self, items: list[Any]) -> bool:
+        for item in items:
             if isinstance(item, core.FrameError):
                 self.garbage = item.raw if item.raw is not None else item.preview
-                return b""
-        return chunk
+                return True
+        return False
 
     async def send(self, data: bytes) -> None:
         await self.inner.send(data)
@@ -116,11 +133,13 @@ class _Target:
         for leaf in leaves:
             if isinstance(leaf, TimeoutError) and not isinstance(leaf, JSONRPCError):
                 return f"timeout: no answer to {step}"
-        if self.watched is not None and self.watched.inner.returncode is not None:
-            return f"the server exited (status {self.watched.inner.returncode}) during {step}"
-        for leaf in leaves:
+        for leaf in leaves:  # the server's own answer (the child may have exited since: we closed it)
+            if isinstance(leaf, JSONRPCError) and leaf.code == jsonrpc.CONNECTION_CLOSED:
+                continue
             if isinstance(leaf, IncompatibleServerError | JSONRPCError):
                 return f"{'handshake refused' if step == 'handshake' else step + ' failed'}: {leaf}"
+        if self.watched is not None and self.watched.inner.returncode is not None:
+            return f"the server exited (status {self.watched.inner.returncode}) during {step}"
         for leaf in leaves:
             if isinstance(leaf, ConnectionClosed | ConnectionError | EOFError):
                 return f"the connection closed during {step}: {leaf}"
