@@ -51,7 +51,8 @@ def _check_report(report: dict[str, object], transport: str) -> None:
     assert report["server_info"] == {"name": "mcpframe-everything", "version": "1.0.0"}
     assert {"tools", "resources", "prompts"} <= set(report["capabilities"])  # type: ignore[arg-type]
     tools = report["tools"]
-    assert isinstance(tools, dict) and tools["count"] == len(tools["names"]) > 0
+    assert isinstance(tools, dict)
+    assert tools["count"] == len(tools["names"]) > 0
     assert "test_simple_text" in tools["names"]
     assert "test://static-text" in report["resources"]["names"]  # type: ignore[index]
     assert "test_simple_prompt" in report["prompts"]["names"]  # type: ignore[index]
@@ -121,7 +122,9 @@ async def test_garbage_on_stdout() -> None:
     code = "import sys; print('Starting server v2...', flush=True); sys.stdin.read()"
     status, _, err = await _probe("--", sys.executable, "-c", code)
     assert status == 1
-    assert _one_line(err).startswith("non-JSON on the server's stdout during handshake: 'Starting server v2...'")
+    assert _one_line(err).startswith(
+        "non-JSON on the server's stdout during handshake: 'Starting server v2...'"
+    )
 
 
 async def test_child_exits() -> None:
@@ -134,11 +137,14 @@ async def test_handshake_refused() -> None:
     status, _, err = await _probe("--", sys.executable, "-c", REFUSER)
     assert status == 1
     line = _one_line(err)
-    assert line.startswith("handshake refused: ") and "no revision in common" in line
+    assert line.startswith("handshake refused: ")
+    assert "no revision in common" in line
 
 
 async def test_timeout() -> None:
-    status, _, err = await _probe("--timeout", "0.5", "--", sys.executable, "-c", "import sys; sys.stdin.read()")
+    status, _, err = await _probe(
+        "--timeout", "0.5", "--", sys.executable, "-c", "import sys; sys.stdin.read()"
+    )
     assert status == 1
     assert _one_line(err) == "timeout: no answer to handshake within 0.5 s"
 

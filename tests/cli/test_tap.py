@@ -12,6 +12,7 @@ import anyio
 import pytest
 from anyio.abc import Process
 
+from mcpframe.cli.tap_record import pretty_line
 from mcpframe.client import Client
 
 from .conftest import SERVE, child_env
@@ -58,7 +59,8 @@ async def _converse(command: list[str]) -> tuple[bytes, int, str]:
     replies = bytearray()
     buffered = bytearray()
     async with await anyio.open_process(command, env=child_env()) as child:
-        assert child.stdin is not None and child.stderr is not None
+        assert child.stdin is not None
+        assert child.stderr is not None
         with anyio.fail_after(60):
             for line, answered in SCRIPT:
                 await child.stdin.send(line)
@@ -85,24 +87,34 @@ async def test_bytes_unchanged_and_one_record_per_frame(tmp_path: Path) -> None:
     assert len(sent) == len(SCRIPT)
     assert [r["size"] for r in sent] == [len(line) - 1 for line, _ in SCRIPT]
     assert [r.get("id") for r in sent] == [1, None, 2, None, "three", 4]
-    assert [r["kind"] for r in sent] == ["request", "notification", "request", "invalid", "request", "request"]
+    assert [r["kind"] for r in sent] == [
+        "request",
+        "notification",
+        "request",
+        "invalid",
+        "request",
+        "request",
+    ]
     assert len(received) == len(tapped.splitlines())
     assert [r.get("id") for r in received] == [1, 2, None, "three", 4]
 
     bad = sent[3]  # logged whole, and it reached the server as it came (the server's parse error)
     assert bad["raw"] == BAD[:-1].decode()
-    assert bad["raw_b64"] and bad["error"]["code"] == -32700
+    assert bad["raw_b64"]
+    assert bad["error"]["code"] == -32700
     assert received[2]["kind"] == "error"
 
     answered = {r["id"]: r for r in received if "latency_ms" in r}
     assert set(answered) == {1, 2, "three", 4}
-    assert answered[4]["method"] == "tools/call" and answered[4]["latency_ms"] >= 0
+    assert answered[4]["method"] == "tools/call"
+    assert answered[4]["latency_ms"] >= 0
     by_id = {r["id"]: r["t"] for r in sent if "id" in r}
     assert all(answered[rid]["t"] >= by_id[rid] for rid in answered)
 
     table = stderr[stderr.index("method") :].splitlines()
     rows = {row.split()[0]: row.split() for row in table[1:]}
-    assert rows["tools/call"][1] == "1" and rows["tools/call"][2] != "-"
+    assert rows["tools/call"][1] == "1"
+    assert rows["tools/call"][2] != "-"
     assert rows["notifications/initialized"][1:] == ["1", "-", "-"]
 
 
@@ -110,7 +122,9 @@ async def test_client_through_the_tap_pretty(tmp_path: Path) -> None:
     log = tmp_path / "tap.jsonl"
     command = [*TAP, "--pretty", "--log", str(log), "--", *SERVER]
     with (tmp_path / "stderr").open("w+b") as stderr:
-        async with Client.stdio(command[0], command[1:], env=child_env(FORCE_COLOR="1"), stderr=stderr) as client:
+        async with Client.stdio(
+            command[0], command[1:], env=child_env(FORCE_COLOR="1"), stderr=stderr
+        ) as client:
             tools = await client.list_tools()
             result = await client.call_tool("test_simple_text", {})
         stderr.seek(0)
@@ -119,16 +133,17 @@ async def test_client_through_the_tap_pretty(tmp_path: Path) -> None:
     assert result["content"]
     coloured = [line for line in lines if "tools/call" in line and line.startswith("\x1b[")]
     assert len(coloured) == 2  # the request and its answer, coloured (FORCE_COLOR)
-    assert "-->" in coloured[0] and "<--" in coloured[1] and coloured[1].endswith("ms\x1b[0m")
+    assert "-->" in coloured[0]
+    assert "<--" in coloured[1]
+    assert coloured[1].endswith("ms\x1b[0m")
     records = [json.loads(line) for line in log.read_text().splitlines()]
     calls = [r for r in records if r.get("method") == "tools/call"]
     assert [r["dir"] for r in calls] == ["c2s", "s2c"]
-    assert calls[1]["id"] == calls[0]["id"] and "latency_ms" in calls[1]
+    assert calls[1]["id"] == calls[0]["id"]
+    assert "latency_ms" in calls[1]
 
 
 async def test_pretty_line_without_colour() -> None:
-    from mcpframe.cli.tap_record import pretty_line
-
     record = {"dir": "s2c", "kind": "result", "method": "ping", "id": 3, "size": 36, "latency_ms": 1.5}
     assert pretty_line(record, colour=False) == "<-- result ping id=3 36B 1.500ms"
 

@@ -108,7 +108,9 @@ def _parser() -> argparse.ArgumentParser:
         "tap", help="record the traffic of a stdio server (mcpframe tap --help)", add_help=False
     )
     commands.add_parser(
-        "probe", help="handshake with a server and list what it offers (mcpframe probe --help)", add_help=False
+        "probe",
+        help="handshake with a server and list what it offers (mcpframe probe --help)",
+        add_help=False,
     )
     return parser
 
@@ -195,7 +197,9 @@ def _probe(argv: list[str]) -> int:
     try:
         module = importlib.import_module("mcpframe.cli.probe")
     except ModuleNotFoundError as exc:
-        print(f"mcpframe probe: a dependency is missing ({exc}); try: {install_hint('http')}", file=sys.stderr)
+        print(
+            f"mcpframe probe: a dependency is missing ({exc}); try: {install_hint('http')}", file=sys.stderr
+        )
         return 2
     return int(module.probe_main(argv))
 
@@ -206,7 +210,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args[:1] == ["serve"]:
         return _serve(args[1:])  # everything after "serve" belongs to the server's own parser
     if args[:1] == ["tap"]:
-        from .tap import tap_main  # light: threads and the core only
+        from .tap import tap_main  # noqa: PLC0415 - light (threads and the core), loaded when used
 
         return tap_main(args[1:])
     if args[:1] == ["probe"]:

@@ -97,7 +97,7 @@ class _Target:
         if self.url is None:
             yield Client(opener=self._open, timeout=None)
             return
-        from .probe_http import open_client  # httpx: the http extra, needed only for a URL
+        from .probe_http import open_client  # noqa: PLC0415 - httpx (the http extra): only for a URL
 
         client, http, self.witness = open_client(self.url, self.headers)
         async with http:
@@ -119,31 +119,37 @@ class _Target:
             await inner.aclose()
 
     def explain(self, exc: BaseException, step: str) -> str:
-        """The one line for ``exc``, raised during ``step``."""
+        """The one line for ``exc``, raised during ``step``: what the wire showed first, then the error."""
         if self.watched is not None and self.watched.garbage is not None:
             seen = self.watched.garbage[:120].decode("utf-8", errors="replace")
-            return f"non-JSON on the server's stdout during {step}: {seen!r} (stdout carries only the protocol)"
+            return (
+                f"non-JSON on the server's stdout during {step}: {seen!r} (stdout carries only the protocol)"
+            )
         said = self.witness.reason(step) if self.witness is not None else None
         if said is not None:
             return str(said)
         leaves = [e for e in _chain(exc) if not isinstance(e, BaseExceptionGroup)]
-        for leaf in leaves:
-            if isinstance(leaf, ProbeFailure):
-                return str(leaf)
-        for leaf in leaves:
-            if isinstance(leaf, TimeoutError) and not isinstance(leaf, JSONRPCError):
-                return f"timeout: no answer to {step}"
-        for leaf in leaves:  # the server's own answer (the child may have exited since: we closed it)
-            if isinstance(leaf, JSONRPCError) and leaf.code == jsonrpc.CONNECTION_CLOSED:
-                continue
-            if isinstance(leaf, IncompatibleServerError | JSONRPCError):
-                return f"{'handshake refused' if step == 'handshake' else step + ' failed'}: {leaf}"
-        if self.watched is not None and self.watched.inner.returncode is not None:
-            return f"the server exited (status {self.watched.inner.returncode}) during {step}"
-        for leaf in leaves:
-            if isinstance(leaf, ConnectionClosed | ConnectionError | EOFError):
-                return f"the connection closed during {step}: {leaf}"
-        return f"{step} failed: {type(leaves[0]).__name__}: {leaves[0]}"
+        exited = self.watched.inner.returncode if self.watched is not None else None
+        return _reason(leaves, step, exited)
+
+
+def _reason(leaves: list[BaseException], step: str, exited: int | None) -> str:
+    """Our own failure, else a timeout, else the server's refusal, else the child's exit, else the rest."""
+    for leaf in leaves:
+        if isinstance(leaf, ProbeFailure):
+            return str(leaf)
+    if any(isinstance(leaf, TimeoutError) and not isinstance(leaf, JSONRPCError) for leaf in leaves):
+        return f"timeout: no answer to {step}"
+    for leaf in leaves:  # the server's own answer (the child may have exited since: we closed its stdin)
+        refused = isinstance(leaf, JSONRPCError) and leaf.code != jsonrpc.CONNECTION_CLOSED
+        if refused or isinstance(leaf, IncompatibleServerError):
+            return f"{'handshake refused' if step == 'handshake' else step + ' failed'}: {leaf}"
+    if exited is not None:
+        return f"the server exited (status {exited}) during {step}"
+    first = leaves[0]
+    if isinstance(first, ConnectionClosed | ConnectionError | EOFError):
+        return f"the connection closed during {step}: {first}"
+    return f"{step} failed: {type(first).__name__}: {first}"
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
@@ -186,7 +192,11 @@ async def _probe(target: _Target) -> dict[str, Any]:
             capabilities=client.server_capabilities,
             instructions=client.instructions,
         )
-        listers = {"tools": client.list_tools, "resources": client.list_resources, "prompts": client.list_prompts}
+        listers = {
+            "tools": client.list_tools,
+            "resources": client.list_resources,
+            "prompts": client.list_prompts,
+        }
         for kind, key in _LISTS:
             if kind not in client.server_capabilities:
                 report[kind] = None
@@ -225,7 +235,7 @@ def _text(target: str, report: dict[str, Any]) -> str:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mcpframe probe",
-        description="Handshake with an MCP server, list its tools, resources and prompts, and time each step.",
+        description="Handshake with an MCP server, list its tools, resources and prompts; time each step.",
         epilog="mcpframe probe -- python server.py | mcpframe probe http://127.0.0.1:8000/mcp --header "
         "'Authorization: Bearer TOKEN'",
     )
@@ -275,5 +285,7 @@ def probe_main(argv: Sequence[str]) -> int:
         print(f"mcpframe probe: {line}", file=sys.stderr)
         return 1
     shown = words[0] if is_url else " ".join(words)
-    sys.stdout.write(json.dumps({"target": shown, **report}, indent=2) + "\n" if args.json else _text(shown, report))
+    sys.stdout.write(
+        json.dumps({"target": shown, **report}, indent=2) + "\n" if args.json else _text(shown, report)
+    )
     return 0

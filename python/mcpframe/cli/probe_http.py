@@ -52,7 +52,7 @@ class Witness(httpx.AsyncBaseTransport):
 
 
 def open_client(url: str, headers: dict[str, str]) -> tuple[Any, httpx.AsyncClient, Witness]:
-    """A `Client` for ``url`` (auto transport), the httpx client under it (the caller closes it), the witness."""
+    """A `Client` for ``url`` (auto transport), its httpx client (the caller closes it), the witness."""
     witness = Witness()
     # the timeouts of the transport's own client: no read timeout (the probe has its own --timeout)
     http = httpx.AsyncClient(

@@ -20,7 +20,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Sequence
-from typing import IO, Any, TextIO
+from typing import Any, TextIO
 
 from .tap_record import Direction, MethodStats, Recorder, percentile
 
@@ -78,7 +78,9 @@ def render_table(stats: dict[str, MethodStats]) -> str:
         rows.append((method, str(entry.count), p50, p99))
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     lines = [
-        "  ".join([row[0].ljust(widths[0]), *(cell.rjust(w) for cell, w in zip(row[1:], widths[1:]))])
+        "  ".join(
+            [row[0].ljust(widths[0]), *(cell.rjust(w) for cell, w in zip(row[1:], widths[1:], strict=True))]
+        )
         for row in rows
     ]
     return "\n".join(lines) + "\n"
@@ -120,7 +122,8 @@ def _run(command: list[str], recorder: Recorder) -> int:
         print(f"mcpframe tap: cannot run {command[0]!r}: {exc.strerror or exc}", file=sys.stderr)
         return 127
     signals.started(child)
-    assert child.stdin is not None and child.stdout is not None
+    assert child.stdin is not None
+    assert child.stdout is not None
     stdin_fd, stdout_fd = sys.stdin.fileno(), sys.stdout.fileno()
     inbound = threading.Thread(
         target=_pump,
@@ -145,7 +148,7 @@ def tap_main(argv: Sequence[str]) -> int:
     if not command:
         print("mcpframe tap: no server command (mcpframe tap [--log FILE] -- command args)", file=sys.stderr)
         return 2
-    log: IO[str] | None = None
+    log: TextIO | None = None
     if args.log is not None:
         try:
             log = open(args.log, "a", encoding="utf-8")  # noqa: SIM115 - closed in finally
