@@ -19,8 +19,8 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Sequence
-from typing import Any, TextIO
+from collections.abc import Callable, Sequence
+from typing import IO, Any, TextIO
 
 from .tap_record import Direction, MethodStats, Recorder, percentile
 
@@ -52,15 +52,22 @@ def _colour(stream: TextIO) -> bool:
     return bool(os.environ.get("FORCE_COLOR")) or stream.isatty()
 
 
-def _pump(source: int, sink: int, direction: Direction, recorder: Recorder, on_eof: Any) -> None:
-    """Copy ``source`` to ``sink`` until EOF (or the sink is gone), showing each chunk to the recorder."""
+def _pump(
+    source: int, sink: int, direction: Direction, recorder: Recorder, on_eof: Callable[[], None]
+) -> None:
+    """Copy ``source`` to ``sink`` until EOF or until the sink is gone; show each chunk to the recorder.
+
+    ``on_eof`` runs either way: it closes what the other end needs closed (the child's stdin, so the
+    server sees EOF as it would without the tap; the child's stdout, so a server writing to a client
+    that is gone gets EPIPE instead of blocking for ever).
+    """
     try:
         while chunk := os.read(source, CHUNK):
             view = memoryview(chunk)
             while view:  # os.write may take part of a chunk on a pipe
                 view = view[os.write(sink, view) :]
             recorder.observe(direction, chunk)
-    except OSError:  # EPIPE/EBADF: the other side is gone; the child's exit ends the tap
+    except OSError:  # EPIPE: the side we write to is gone
         pass
     finally:
         recorder.end(direction)
@@ -108,16 +115,22 @@ class _SignalForwarder:
             self._forward(signum)
 
 
-def _close_child_stdin(child: subprocess.Popen[bytes]) -> None:
-    if child.stdin is not None:
-        with contextlib.suppress(OSError):
-            child.stdin.close()  # the server sees EOF, as it would without the tap
+def _closer(pipe: IO[bytes] | None) -> Callable[[], None]:
+    def close() -> None:
+        if pipe is not None:
+            with contextlib.suppress(OSError):
+                pipe.close()
+
+    return close
 
 
 def _run(command: list[str], recorder: Recorder) -> int:
     signals = _SignalForwarder()
     try:
-        child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+        # its own process group: a Ctrl-C on the terminal reaches the child once, through the tap
+        child = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0, process_group=0
+        )
     except OSError as exc:
         print(f"mcpframe tap: cannot run {command[0]!r}: {exc.strerror or exc}", file=sys.stderr)
         return 127
@@ -127,12 +140,14 @@ def _run(command: list[str], recorder: Recorder) -> int:
     stdin_fd, stdout_fd = sys.stdin.fileno(), sys.stdout.fileno()
     inbound = threading.Thread(
         target=_pump,
-        args=(stdin_fd, child.stdin.fileno(), "c2s", recorder, lambda: _close_child_stdin(child)),
+        args=(stdin_fd, child.stdin.fileno(), "c2s", recorder, _closer(child.stdin)),
         name="tap-c2s",
         daemon=True,  # blocked in a read of our stdin when the child ends first: not waited for
     )
     outbound = threading.Thread(
-        target=_pump, args=(child.stdout.fileno(), stdout_fd, "s2c", recorder, lambda: None), name="tap-s2c"
+        target=_pump,
+        args=(child.stdout.fileno(), stdout_fd, "s2c", recorder, _closer(child.stdout)),
+        name="tap-s2c",
     )
     inbound.start()
     outbound.start()

@@ -92,10 +92,12 @@ class Recorder:
             try:
                 self._queue.put_nowait(record)
             except queue.Full:
-                if self.dropped == 0:
+                with self._lock:
+                    self.dropped += 1
+                    first = self.dropped == 1
+                if first:
                     self._warn.write("mcpframe tap: the log cannot keep up; dropping records (counted)\n")
                     self._warn.flush()
-                self.dropped += 1
 
     def _describe(self, direction: Direction, item: Any, now: float) -> dict[str, Any]:
         self.frames += 1
