@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import json
 import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +14,7 @@ import anyio
 import pytest
 from anyio.abc import Process
 
+from mcpframe.cli import tap_record
 from mcpframe.cli.tap_record import pretty_line
 from mcpframe.client import Client
 
@@ -176,3 +179,31 @@ async def test_unknown_command_is_127() -> None:
         result = await anyio.run_process([*TAP, "--", "/nonexistent/server"], env=child_env(), check=False)
     assert result.returncode == 127
     assert b"cannot run '/nonexistent/server'" in result.stderr
+
+
+class _StuckLog(io.StringIO):
+    """A log file whose writes wait until released: a log that cannot keep up."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+
+    def write(self, text: str) -> int:
+        assert self.release.wait(60)
+        return super().write(text)
+
+
+async def test_slow_log_drops_records_never_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tap_record, "QUEUE_RECORDS", 4)
+    log, warn = _StuckLog(), io.StringIO()
+    recorder = tap_record.Recorder(log, None, colour=False, warn=warn)
+    frames = b"".join(_request(i, "ping") for i in range(50))
+    recorder.observe("c2s", frames)  # returns although the writer is stuck on the first record
+    assert recorder.frames == 50
+    assert recorder.dropped >= 50 - 4 - 1  # the queue's 4, and the one the writer holds
+    assert warn.getvalue().count("cannot keep up") == 1
+    log.release.set()
+    recorder.close()
+    written = log.getvalue().splitlines()
+    assert len(written) == recorder.frames - recorder.dropped
+    assert recorder.stats["ping"].count == 50  # the statistics count every frame, dropped or not
