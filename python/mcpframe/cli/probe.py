@@ -90,6 +90,7 @@ class _Target:
         self.watched: _Watched | None = None
         self.witness: Any = None  # probe_http.Witness for a URL
         self.spawn_ms: float | None = None
+        self.step = "handshake"  # the step in progress, for the failure line
 
     @asynccontextmanager
     async def client(self) -> AsyncIterator[Client]:
@@ -175,10 +176,9 @@ async def _timed(steps: list[dict[str, Any]], name: str, work: Callable[[], Awai
 
 
 async def _probe(target: _Target) -> dict[str, Any]:
-    """Connect, handshake, list: the report as a dict. Raises what went wrong (``_Step`` says where)."""
+    """Connect, handshake, list: the report as a dict. Raises what went wrong (``target.step`` says where)."""
     steps: list[dict[str, Any]] = []
     report: dict[str, Any] = {"transport": "http" if target.url else "stdio", "steps": steps}
-    _Step.name = "handshake"
     start = time.perf_counter()
     async with target.client() as client, client:
         handshake = (time.perf_counter() - start) * 1000.0
@@ -201,16 +201,10 @@ async def _probe(target: _Target) -> dict[str, Any]:
             if kind not in client.server_capabilities:
                 report[kind] = None
                 continue
-            _Step.name = f"{kind}/list"
-            items = await _timed(steps, _Step.name, listers[kind])
+            target.step = f"{kind}/list"
+            items = await _timed(steps, target.step, listers[kind])
             report[kind] = {"count": len(items), "names": [str(item.get(key)) for item in items]}
     return report
-
-
-class _Step:
-    """The step in progress, for the failure line (one probe per process)."""
-
-    name = "connect"
 
 
 def _text(target: str, report: dict[str, Any]) -> str:
@@ -279,7 +273,7 @@ def probe_main(argv: Sequence[str]) -> int:
     try:
         report = anyio.run(run)
     except Exception as exc:  # every failure is one line, by design of the command
-        line = target.explain(exc, _Step.name)
+        line = target.explain(exc, target.step)
         if isinstance(exc, TimeoutError) and line.startswith("timeout"):
             line += f" within {args.timeout:g} s"
         print(f"mcpframe probe: {line}", file=sys.stderr)
