@@ -118,7 +118,7 @@ async def test_nothing_listening() -> None:
     assert _one_line(err).startswith("connection refused")
 
 
-async def test_garbage_on_stdout() -> None:
+async def test_garbage_on_stdout_one_line() -> None:
     code = "import sys; print('Starting server v2...', flush=True); sys.stdin.read()"
     status, _, err = await _probe("--", sys.executable, "-c", code)
     assert status == 1
@@ -154,3 +154,11 @@ async def test_usage_errors() -> None:
         status, _, err = await _probe(*args)
         assert status == 2, args
         assert err.startswith("mcpframe probe: ")
+
+
+async def test_wrong_path_is_one_line() -> None:
+    pytest.importorskip("httpx")
+    async with _serving() as url:
+        status, _, err = await _probe("--header", f"Authorization: Bearer {TOKEN}", url + "-nothing")
+    assert status == 1
+    assert "HTTP 404" in _one_line(err)

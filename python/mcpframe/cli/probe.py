@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -265,6 +266,12 @@ def probe_main(argv: Sequence[str]) -> int:
         return 2
     is_url = args.target[:1] != ["--"] and len(words) == 1 and words[0].startswith(("http://", "https://"))
     target = _Target(None if is_url else words, words[0] if is_url else None, headers)
+
+    # the library's own warnings (a rejected frame, a failed legacy-SSE fallback) would be lines of their
+    # own; the failure line says it, so they are kept off stderr
+    quiet = logging.getLogger("mcpframe")
+    quiet.addHandler(logging.NullHandler())
+    quiet.propagate = False
 
     async def run() -> dict[str, Any]:
         with anyio.fail_after(args.timeout):
