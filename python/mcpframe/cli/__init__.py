@@ -1,4 +1,4 @@
-"""The ``mcpframe`` command: ``mcpframe bench`` measures, ``mcpframe serve`` runs a server.
+"""The ``mcpframe`` command: ``bench`` measures, ``serve`` runs a server, ``tap`` and ``probe`` inspect one.
 
 The server is imported only when ``serve`` runs (it lives in another layer, with optional
 dependencies); the benchmark machinery is light and uses only mcpframe's own dependencies.
@@ -104,6 +104,14 @@ def _parser() -> argparse.ArgumentParser:
         help="also judge the project's speed goals per corpus (for mcpframe's developers)",
     )
     commands.add_parser("serve", help="run an MCP server (options: mcpframe serve --help)", add_help=False)
+    commands.add_parser(
+        "tap", help="record the traffic of a stdio server (mcpframe tap --help)", add_help=False
+    )
+    commands.add_parser(
+        "probe",
+        help="handshake with a server and list what it offers (mcpframe probe --help)",
+        add_help=False,
+    )
     return parser
 
 
@@ -185,11 +193,28 @@ def _serve(argv: list[str]) -> int:
     return int(serve_main(argv))
 
 
+def _probe(argv: list[str]) -> int:
+    try:
+        module = importlib.import_module("mcpframe.cli.probe")
+    except ModuleNotFoundError as exc:
+        print(
+            f"mcpframe probe: a dependency is missing ({exc}); try: {install_hint('http')}", file=sys.stderr
+        )
+        return 2
+    return int(module.probe_main(argv))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``mcpframe`` command with ``argv`` (default: ``sys.argv[1:]``); return the exit status."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["serve"]:
         return _serve(args[1:])  # everything after "serve" belongs to the server's own parser
+    if args[:1] == ["tap"]:
+        from .tap import tap_main  # noqa: PLC0415 - light (threads and the core), loaded when used
+
+        return tap_main(args[1:])
+    if args[:1] == ["probe"]:
+        return _probe(args[1:])
     parser = _parser()
     namespace = parser.parse_args(args)
     if namespace.command == "bench":

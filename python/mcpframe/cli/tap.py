@@ -1,0 +1,185 @@
+"""`mcpframe tap [--log FILE.jsonl] [--pretty] -- command args`: watch a stdio MCP server's traffic.
+
+The tap runs the server as its child and sits between it and whoever runs the tap (a client): stdin is
+copied to the child's stdin and the child's stdout to stdout, byte for byte as read (never decoded and
+re-encoded; chunks may be cut differently, the bytes are the same), the child's stderr is its own.
+One thread per direction does a blocking read and a blocking write, so a slow reader on either side
+holds that direction back (the pipe's own flow control) and the tap never buffers more than one chunk.
+After each write the chunk is shown to the `Recorder` (`cli.tap_record`), which writes the JSONL log
+and the `--pretty` lines from its own thread. On exit a per-method table goes to stderr and the exit
+status is the child's; SIGTERM and SIGINT are passed on to the child.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from typing import IO, Any, TextIO
+
+from .tap_record import Direction, MethodStats, Recorder, percentile
+
+__all__ = ["render_table", "tap_main"]
+
+CHUNK = 64 * 1024
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mcpframe tap",
+        description="Run a stdio MCP server and record every frame between it and its client.",
+        epilog="Example, as the command in a client's server config: "
+        "mcpframe tap --log /tmp/mcp.jsonl -- python server.py",
+    )
+    parser.add_argument("--log", metavar="FILE.jsonl", help="append one JSON object per frame to this file")
+    parser.add_argument(
+        "--pretty",
+        action="store_true",
+        help="one line per message on stderr (coloured on a terminal or with FORCE_COLOR)",
+    )
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- the server's command and arguments")
+    return parser
+
+
+def _colour(stream: TextIO) -> bool:
+    if os.environ.get("NO_COLOR"):
+        return False
+    return bool(os.environ.get("FORCE_COLOR")) or stream.isatty()
+
+
+def _pump(
+    source: int, sink: int, direction: Direction, recorder: Recorder, on_eof: Callable[[], None]
+) -> None:
+    """Copy ``source`` to ``sink`` until EOF or until the sink is gone; show each chunk to the recorder.
+
+    ``on_eof`` runs either way: it closes what the other end needs closed (the child's stdin, so the
+    server sees EOF as it would without the tap; the child's stdout, so a server writing to a client
+    that is gone gets EPIPE instead of blocking for ever).
+    """
+    try:
+        while chunk := os.read(source, CHUNK):
+            view = memoryview(chunk)
+            while view:  # os.write may take part of a chunk on a pipe
+                view = view[os.write(sink, view) :]
+            recorder.observe(direction, chunk)
+    except OSError:  # EPIPE: the side we write to is gone
+        pass
+    finally:
+        recorder.end(direction)
+        on_eof()
+
+
+def render_table(stats: dict[str, MethodStats]) -> str:
+    """The exit table: per method, messages seen and the p50/p99 latency of their answers (ms)."""
+    rows = [("method", "count", "p50 ms", "p99 ms")]
+    for method in sorted(stats):
+        entry = stats[method]
+        values = sorted(entry.latencies)
+        p50 = f"{percentile(values, 0.50):.3f}" if values else "-"
+        p99 = f"{percentile(values, 0.99):.3f}" if values else "-"
+        rows.append((method, str(entry.count), p50, p99))
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    lines = [
+        "  ".join(
+            [row[0].ljust(widths[0]), *(cell.rjust(w) for cell, w in zip(row[1:], widths[1:], strict=True))]
+        )
+        for row in rows
+    ]
+    return "\n".join(lines) + "\n"
+
+
+class _SignalForwarder:
+    """SIGTERM/SIGINT go to the child; one that comes before the child exists is sent once it does."""
+
+    def __init__(self) -> None:
+        self.child: subprocess.Popen[bytes] | None = None
+        self._early: list[int] = []
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, self._forward)
+
+    def _forward(self, signum: int, _frame: Any = None) -> None:
+        if self.child is None:
+            self._early.append(signum)
+            return
+        with contextlib.suppress(ProcessLookupError):
+            self.child.send_signal(signum)
+
+    def started(self, child: subprocess.Popen[bytes]) -> None:
+        self.child = child
+        for signum in self._early:
+            self._forward(signum)
+
+
+def _closer(pipe: IO[bytes] | None) -> Callable[[], None]:
+    def close() -> None:
+        if pipe is not None:
+            with contextlib.suppress(OSError):
+                pipe.close()
+
+    return close
+
+
+def _run(command: list[str], recorder: Recorder) -> int:
+    signals = _SignalForwarder()
+    try:
+        # its own process group: a Ctrl-C on the terminal reaches the child once, through the tap
+        child = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0, process_group=0
+        )
+    except OSError as exc:
+        print(f"mcpframe tap: cannot run {command[0]!r}: {exc.strerror or exc}", file=sys.stderr)
+        return 127
+    signals.started(child)
+    assert child.stdin is not None
+    assert child.stdout is not None
+    stdin_fd, stdout_fd = sys.stdin.fileno(), sys.stdout.fileno()
+    inbound = threading.Thread(
+        target=_pump,
+        args=(stdin_fd, child.stdin.fileno(), "c2s", recorder, _closer(child.stdin)),
+        name="tap-c2s",
+        daemon=True,  # blocked in a read of our stdin when the child ends first: not waited for
+    )
+    outbound = threading.Thread(
+        target=_pump,
+        args=(child.stdout.fileno(), stdout_fd, "s2c", recorder, _closer(child.stdout)),
+        name="tap-s2c",
+    )
+    inbound.start()
+    outbound.start()
+    outbound.join()  # the child's stdout ends when the child does
+    status = child.wait()
+    return status if status >= 0 else 128 - status
+
+
+def tap_main(argv: Sequence[str]) -> int:
+    """Run ``mcpframe tap`` with ``argv`` (what follows ``tap``); return the exit status (the child's)."""
+    args = _parser().parse_args(list(argv))
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        print("mcpframe tap: no server command (mcpframe tap [--log FILE] -- command args)", file=sys.stderr)
+        return 2
+    log: TextIO | None = None
+    if args.log is not None:
+        try:
+            log = open(args.log, "a", encoding="utf-8")  # noqa: SIM115 - closed in finally
+        except OSError as exc:
+            print(f"mcpframe tap: cannot open --log {args.log}: {exc.strerror or exc}", file=sys.stderr)
+            return 2
+    pretty = sys.stderr if args.pretty else None
+    recorder = Recorder(log, pretty, colour=_colour(sys.stderr), warn=sys.stderr)
+    try:
+        status = _run(command, recorder)
+    finally:
+        recorder.close()
+        if log is not None:
+            log.close()
+    sys.stderr.write(render_table(recorder.stats))
+    if recorder.dropped:
+        sys.stderr.write(f"mcpframe tap: {recorder.dropped} of {recorder.frames} log records dropped\n")
+    sys.stderr.flush()
+    return status

@@ -1,0 +1,209 @@
+"""`mcpframe tap`: bytes pass unchanged, one JSONL record per frame, the exit table, status and signals."""
+
+from __future__ import annotations
+
+import io
+import json
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from anyio.abc import Process
+
+from mcpframe.cli import tap_record
+from mcpframe.cli.tap_record import pretty_line
+from mcpframe.client import Client
+
+from .conftest import SERVE, child_env
+
+pytestmark = pytest.mark.anyio
+
+EVERYTHING = str(Path(__file__).resolve().parents[2] / "examples" / "everything.py")
+TAP = [sys.executable, "-m", "mcpframe", "tap"]
+SERVER = [*SERVE, EVERYTHING]
+
+
+def _request(rid: int, method: str, params: dict[str, Any] | None = None) -> bytes:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
+    if params is not None:
+        message["params"] = params
+    return json.dumps(message).encode() + b"\n"
+
+
+INIT = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+BAD = b'{"jsonrpc": "2.0", "id": 9, "method": broken\n'
+# (line, answered?): each answered line is written only after the previous answer arrived (lock step),
+# so both runs see the same order and the replies can be compared byte for byte
+SCRIPT = [
+    (_request(1, "initialize", INIT), True),
+    (b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n', False),
+    (_request(2, "tools/list"), True),
+    (BAD, True),  # the server answers a parse error
+    (_request("three", "ping"), True),
+    (_request(4, "tools/call", {"name": "test_simple_text", "arguments": {}}), True),
+]
+
+
+async def _read_line(child: Process, buffered: bytearray) -> bytes:
+    assert child.stdout is not None
+    while b"\n" not in buffered:
+        buffered += await child.stdout.receive()
+    line, _, rest = bytes(buffered).partition(b"\n")
+    buffered[:] = rest
+    return line + b"\n"
+
+
+async def _converse(command: list[str]) -> tuple[bytes, int, str]:
+    """Run SCRIPT against ``command``: everything it wrote on stdout, its exit status and stderr."""
+    replies = bytearray()
+    buffered = bytearray()
+    async with await anyio.open_process(command, env=child_env()) as child:
+        assert child.stdin is not None
+        assert child.stderr is not None
+        with anyio.fail_after(60):
+            for line, answered in SCRIPT:
+                await child.stdin.send(line)
+                if answered:
+                    replies += await _read_line(child, buffered)
+            await child.stdin.aclose()
+            async for chunk in child.stdout:  # type: ignore[union-attr]
+                replies += chunk
+            status = await child.wait()
+            stderr = b"".join([chunk async for chunk in child.stderr]).decode()
+    return bytes(replies), status, stderr
+
+
+async def test_bytes_unchanged_and_one_record_per_frame(tmp_path: Path) -> None:
+    log = tmp_path / "tap.jsonl"
+    direct, direct_status, _ = await _converse(SERVER)
+    tapped, status, stderr = await _converse([*TAP, "--log", str(log), "--", *SERVER])
+    assert tapped == direct
+    assert (status, direct_status) == (0, 0)
+
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    sent = [r for r in records if r["dir"] == "c2s"]
+    received = [r for r in records if r["dir"] == "s2c"]
+    assert len(sent) == len(SCRIPT)
+    assert [r["size"] for r in sent] == [len(line) - 1 for line, _ in SCRIPT]
+    assert [r.get("id") for r in sent] == [1, None, 2, None, "three", 4]
+    assert [r["kind"] for r in sent] == [
+        "request",
+        "notification",
+        "request",
+        "invalid",
+        "request",
+        "request",
+    ]
+    assert len(received) == len(tapped.splitlines())
+    assert [r.get("id") for r in received] == [1, 2, None, "three", 4]
+
+    bad = sent[3]  # logged whole, and it reached the server as it came (the server's parse error)
+    assert bad["raw"] == BAD[:-1].decode()
+    assert bad["raw_b64"]
+    assert bad["error"]["code"] == -32700
+    assert received[2]["kind"] == "error"
+
+    answered = {r["id"]: r for r in received if "latency_ms" in r}
+    assert set(answered) == {1, 2, "three", 4}
+    assert answered[4]["method"] == "tools/call"
+    assert answered[4]["latency_ms"] >= 0
+    by_id = {r["id"]: r["t"] for r in sent if "id" in r}
+    assert all(answered[rid]["t"] >= by_id[rid] for rid in answered)
+
+    table = stderr[stderr.index("method") :].splitlines()
+    rows = {row.split()[0]: row.split() for row in table[1:]}
+    assert rows["tools/call"][1] == "1"
+    assert rows["tools/call"][2] != "-"
+    assert rows["notifications/initialized"][1:] == ["1", "-", "-"]
+
+
+async def test_client_through_the_tap_pretty(tmp_path: Path) -> None:
+    log = tmp_path / "tap.jsonl"
+    command = [*TAP, "--pretty", "--log", str(log), "--", *SERVER]
+    with (tmp_path / "stderr").open("w+b") as stderr:
+        async with Client.stdio(
+            command[0], command[1:], env=child_env(FORCE_COLOR="1"), stderr=stderr
+        ) as client:
+            tools = await client.list_tools()
+            result = await client.call_tool("test_simple_text", {})
+        stderr.seek(0)
+        lines = stderr.read().decode().splitlines()
+    assert any(tool["name"] == "test_simple_text" for tool in tools)
+    assert result["content"]
+    coloured = [line for line in lines if "tools/call" in line and line.startswith("\x1b[")]
+    assert len(coloured) == 2  # the request and its answer, coloured (FORCE_COLOR)
+    assert "-->" in coloured[0]
+    assert "<--" in coloured[1]
+    assert coloured[1].endswith("ms\x1b[0m")
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    calls = [r for r in records if r.get("method") == "tools/call"]
+    assert [r["dir"] for r in calls] == ["c2s", "s2c"]
+    assert calls[1]["id"] == calls[0]["id"]
+    assert "latency_ms" in calls[1]
+
+
+async def test_pretty_line_without_colour() -> None:
+    record = {"dir": "s2c", "kind": "result", "method": "ping", "id": 3, "size": 36, "latency_ms": 1.5}
+    assert pretty_line(record, colour=False) == "<-- result ping id=3 36B 1.500ms"
+
+
+async def test_exit_status_is_the_childs() -> None:
+    command = [*TAP, "--", sys.executable, "-c", "import sys; sys.exit(7)"]
+    with anyio.fail_after(60):
+        result = await anyio.run_process(command, env=child_env(), check=False, stdin=None)
+    assert result.returncode == 7
+    assert b"method" in result.stderr  # the (empty) table
+
+
+async def test_sigterm_is_forwarded_to_the_child() -> None:
+    child_code = (
+        "import signal, sys\n"
+        "signal.signal(signal.SIGTERM, lambda *_: sys.exit(9))\n"
+        "print('ready', flush=True)\n"
+        "signal.pause()\n"
+    )
+    command = [*TAP, "--", sys.executable, "-c", child_code]
+    async with await anyio.open_process(command, env=child_env()) as tap:
+        with anyio.fail_after(60):
+            assert await _read_line(tap, bytearray()) == b"ready\n"  # forwarded, so the child is running
+            tap.send_signal(signal.SIGTERM)
+            assert await tap.wait() == 9
+
+
+async def test_unknown_command_is_127() -> None:
+    with anyio.fail_after(60):
+        result = await anyio.run_process([*TAP, "--", "/nonexistent/server"], env=child_env(), check=False)
+    assert result.returncode == 127
+    assert b"cannot run '/nonexistent/server'" in result.stderr
+
+
+class _StuckLog(io.StringIO):
+    """A log file whose writes wait until released: a log that cannot keep up."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+
+    def write(self, text: str) -> int:
+        assert self.release.wait(60)
+        return super().write(text)
+
+
+async def test_slow_log_drops_records_never_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tap_record, "QUEUE_RECORDS", 4)
+    log, warn = _StuckLog(), io.StringIO()
+    recorder = tap_record.Recorder(log, None, colour=False, warn=warn)
+    frames = b"".join(_request(i, "ping") for i in range(50))
+    recorder.observe("c2s", frames)  # returns although the writer is stuck on the first record
+    assert recorder.frames == 50
+    assert recorder.dropped >= 50 - 4 - 1  # the queue's 4, and the one the writer holds
+    assert warn.getvalue().count("cannot keep up") == 1
+    log.release.set()
+    recorder.close()
+    written = log.getvalue().splitlines()
+    assert len(written) == recorder.frames - recorder.dropped
+    assert recorder.stats["ping"].count == 50  # the statistics count every frame, dropped or not
