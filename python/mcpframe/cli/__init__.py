@@ -1,4 +1,4 @@
-"""The ``mcpframe`` command: ``bench`` measures, ``serve`` runs a server, ``tap`` and ``probe`` inspect one.
+"""The ``mcpframe`` command: ``bench``, ``serve``, ``proxy`` (forwards), ``tap`` and ``probe`` (inspect).
 
 The server is imported only when ``serve`` runs (it lives in another layer, with optional
 dependencies); the benchmark machinery is light and uses only mcpframe's own dependencies.
@@ -108,6 +108,11 @@ def _parser() -> argparse.ArgumentParser:
         "tap", help="record the traffic of a stdio server (mcpframe tap --help)", add_help=False
     )
     commands.add_parser(
+        "proxy",
+        help="bridge, multiplex or gateway MCP traffic (mcpframe proxy --help)",
+        add_help=False,
+    )
+    commands.add_parser(
         "probe",
         help="handshake with a server and list what it offers (mcpframe probe --help)",
         add_help=False,
@@ -215,6 +220,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return tap_main(args[1:])
     if args[:1] == ["probe"]:
         return _probe(args[1:])
+    if args[:1] == ["proxy"]:
+        from .proxy import proxy_main  # noqa: PLC0415 - the proxy's parser, loaded when used
+
+        return proxy_main(args[1:])
     parser = _parser()
     namespace = parser.parse_args(args)
     if namespace.command == "bench":

@@ -1,0 +1,139 @@
+"""`mcpframe proxy`: bridge, multiplex or gateway MCP traffic (see docs/proxy.md).
+
+    mcpframe proxy -- python server.py                                  stdio client -> stdio server
+    mcpframe proxy --listen http://127.0.0.1:8080/mcp -- python server.py   HTTP/SSE clients -> stdio server
+    mcpframe proxy https://host/mcp --header "Authorization: Bearer T"  stdio client -> remote HTTP/SSE
+    mcpframe proxy --config servers.json [--listen URL]                 one endpoint, several servers
+
+The argument parsing lives here; each mode is a module of `mcpframe.proxy`, imported when it runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import cast
+
+from mcpframe._extras import install_hint
+
+__all__ = ["proxy_main"]
+
+_MODES = {
+    "gateway": ("mcpframe.proxy.gateway", "run_gateway"),
+    "listen": ("mcpframe.proxy.listen", "run_listen"),
+    "remote": ("mcpframe.proxy.remote", "run_remote"),
+    "stdio": ("mcpframe.proxy.stdio", "run_stdio"),
+}
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mcpframe proxy",
+        description="Forward MCP traffic between a client and a server that speak different transports, "
+        "many clients onto one server, or one endpoint onto several servers.",
+        epilog="Put the server's command after '--': mcpframe proxy -- python server.py",
+    )
+    parser.add_argument(
+        "url", nargs="?", default=None, metavar="URL", help="a remote server's endpoint (http:// or https://)"
+    )
+    parser.add_argument(
+        "--listen",
+        metavar="URL",
+        help="serve clients over Streamable HTTP and the legacy SSE transport at this http:// URL "
+        "(default: one client over this process's stdin/stdout)",
+    )
+    parser.add_argument(
+        "--config", type=Path, metavar="FILE", help='gateway: a {"mcpServers": {...}} JSON file'
+    )
+    parser.add_argument(
+        "--header",
+        action="append",
+        default=[],
+        metavar="NAME:VALUE",
+        help="header sent to a remote server (repeatable), e.g. 'Authorization: Bearer TOKEN'",
+    )
+    parser.add_argument(
+        "--env", action="append", default=[], metavar="NAME=VALUE", help="extra environment for the server"
+    )
+    parser.add_argument(
+        "--multiplex",
+        choices=("auto", "session", "shared"),
+        default="auto",
+        help="session: an upstream per client session; shared: many sessions over one upstream; "
+        "auto (default): shared for 2026-07-28 traffic, session otherwise",
+    )
+    parser.add_argument("--pool-size", type=int, default=64, help="most upstream children at once (64)")
+    parser.add_argument(
+        "--idle-timeout", type=float, default=300.0, help="seconds before an unused upstream child ends (300)"
+    )
+    parser.add_argument(
+        "--on-upstream-exit",
+        choices=("restart", "exit"),
+        default="restart",
+        help="when the server dies: fail its pending requests and restart it on the next request "
+        "(default), or exit with its status",
+    )
+    return parser
+
+
+def _pairs(items: Sequence[str], sep: str, flag: str) -> dict[str, str]:
+    pairs: dict[str, str] = {}
+    for item in items:
+        name, found, value = item.partition(sep)
+        if not found or not name.strip():
+            raise ValueError(f"{flag} {item!r}: expected NAME{sep}VALUE")
+        pairs[name.strip()] = value.strip() if sep == ":" else value
+    return pairs
+
+
+def _mode(options: object) -> str:
+    if getattr(options, "config", None) is not None:
+        return "gateway"
+    if getattr(options, "listen", None) is not None:
+        return "listen"
+    return "remote" if getattr(options, "url", None) is not None else "stdio"
+
+
+def proxy_main(argv: Sequence[str] | None = None) -> int:
+    """Run `mcpframe proxy` with `argv` (the arguments after `proxy`); return the exit status."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    command: list[str] = []
+    if "--" in args:
+        split = args.index("--")
+        args, command = args[:split], args[split + 1 :]
+    parser = _parser()
+    namespace = parser.parse_args(args)
+    try:
+        from mcpframe.proxy import ProxyOptions  # noqa: PLC0415 - the proxy loads only when it runs
+
+        options = ProxyOptions(
+            command=tuple(command),
+            url=namespace.url,
+            config=namespace.config,
+            listen=namespace.listen,
+            headers=_pairs(namespace.header, ":", "--header"),
+            env=_pairs(namespace.env, "=", "--env"),
+            multiplex=namespace.multiplex,
+            pool_size=namespace.pool_size,
+            idle_timeout=namespace.idle_timeout,
+            on_upstream_exit=namespace.on_upstream_exit,
+        )
+    except ValueError as exc:
+        parser.error(str(exc))
+    module_name, function = _MODES[_mode(options)]
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name == module_name:
+            print(f"mcpframe proxy: this build has no {_mode(options)} mode ({module_name})", file=sys.stderr)
+        else:
+            print(
+                f"mcpframe proxy: a dependency is missing ({exc}); try: {install_hint('http')}",
+                file=sys.stderr,
+            )
+        return 2
+    run = cast(Callable[[object], int], getattr(module, function))
+    return int(run(options))
