@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import signal
 import sys
 import threading
@@ -207,3 +208,44 @@ async def test_slow_log_drops_records_never_blocks(monkeypatch: pytest.MonkeyPat
     written = log.getvalue().splitlines()
     assert len(written) == recorder.frames - recorder.dropped
     assert recorder.stats["ping"].count == 50  # the statistics count every frame, dropped or not
+
+
+async def test_slow_log_bounds_the_bytes_of_bad_frames_queued(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bad frames' records hold the frame whole: the queue is capped by bytes as well as by count."""
+    monkeypatch.setattr(tap_record, "QUEUE_BYTES", 10_000)
+    log, warn = _StuckLog(), io.StringIO()
+    recorder = tap_record.Recorder(log, None, colour=False, warn=warn)
+    bad = b'{"jsonrpc":"2.0","id":1,"method":' + b"x" * 2_000 + b"\n"  # broken JSON, ~2 KB each
+    recorder.observe("c2s", bad * 20)
+    assert recorder.frames == 20
+    # 10,000 bytes hold at most 10,000 // (256 + 3 * ~2 KB) = 1 record besides the one the writer holds
+    assert recorder.dropped >= 20 - 2
+    log.release.set()
+    recorder.close()
+    assert len(log.getvalue().splitlines()) == recorder.frames - recorder.dropped
+    assert recorder._queued_bytes == 0  # every queued record's weight was given back
+
+
+def test_latency_histogram_is_within_one_percent_of_exact() -> None:
+    stats = tap_record.MethodStats()
+    values = [0.0005, *(0.001 * 1.37**k for k in range(40)), *(0.25 + i / 997 for i in range(997))]
+    for value in values:
+        stats.add_latency(value)
+    ordered = sorted(values)
+    for fraction in (0.5, 0.9, 0.99):
+        exact = ordered[max(1, math.ceil(fraction * len(ordered))) - 1]
+        estimate = stats.latency(fraction)
+        assert estimate is not None
+        assert exact <= estimate <= exact * 1.0101
+    assert stats.latency(0.0001) == 0.001  # under a microsecond: reported as 1 µs
+    assert len(stats.buckets) < len(values)
+    assert tap_record.MethodStats().latency(0.5) is None
+
+
+def test_method_table_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tap_record, "MAX_METHODS", 3)
+    recorder = tap_record.Recorder(None, None, colour=False, warn=io.StringIO())
+    recorder.observe("c2s", b"".join(_request(i, f"m{i}") for i in range(10)))
+    assert set(recorder.stats) == {"m0", "m1", "m2", tap_record.OTHER_METHODS}
+    assert recorder.stats[tap_record.OTHER_METHODS].count == 7
+    recorder.close()

@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import IO, Any, TextIO
 
-from .tap_record import Direction, MethodStats, Recorder, percentile
+from .tap_record import Direction, MethodStats, Recorder
 
 __all__ = ["render_table", "tap_main"]
 
@@ -75,14 +75,14 @@ def _pump(
 
 
 def render_table(stats: dict[str, MethodStats]) -> str:
-    """The exit table: per method, messages seen and the p50/p99 latency of their answers (ms)."""
+    """The exit table: per method, messages seen and the p50/p99 latency of their answers (ms, within 1%)."""
     rows = [("method", "count", "p50 ms", "p99 ms")]
     for method in sorted(stats):
         entry = stats[method]
-        values = sorted(entry.latencies)
-        p50 = f"{percentile(values, 0.50):.3f}" if values else "-"
-        p99 = f"{percentile(values, 0.99):.3f}" if values else "-"
-        rows.append((method, str(entry.count), p50, p99))
+        p50, p99 = (entry.latency(fraction) for fraction in (0.50, 0.99))
+        p50_text = "-" if p50 is None else f"{p50:.3f}"
+        p99_text = "-" if p99 is None else f"{p99:.3f}"
+        rows.append((method, str(entry.count), p50_text, p99_text))
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     lines = [
         "  ".join(

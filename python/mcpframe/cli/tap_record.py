@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import queue
 import threading
 import time
@@ -22,29 +23,54 @@ from typing import Any, Literal, TextIO
 
 from mcpframe import core
 
-__all__ = ["Direction", "MethodStats", "Recorder", "percentile"]
+__all__ = ["Direction", "MethodStats", "Recorder"]
 
 Direction = Literal["c2s", "s2c"]
 _OTHER: dict[Direction, Direction] = {"c2s": "s2c", "s2c": "c2s"}
 # A server that never answers must not make the pending map grow for ever: past this many requests in
 # flight the oldest is forgotten (its answer, if it comes, is recorded without a latency).
 MAX_PENDING = 100_000
+# The queue to the log writer is bounded twice: by records, and by the bytes they carry (a bad frame's
+# record holds the frame whole, up to the decoder's frame limit), so a stalled log holds at most this much.
 QUEUE_RECORDS = 10_000
+QUEUE_BYTES = 64 * 1024 * 1024
+# Method names come from the peers: a client sending endless new names must not grow the table; past
+# this many, the rest are counted under one row.
+MAX_METHODS = 1_000
+OTHER_METHODS = "(other methods)"
+# Latencies go into a log-scale histogram (buckets 1% wide, from 1 µs): memory stays bounded however many
+# answers pass, and a percentile read off it is within 1% of the exact one.
+_GROWTH = 1.01
+_LOG_GROWTH = math.log(_GROWTH)
 _STOP = None
-
-
-def percentile(sorted_values: list[float], fraction: float) -> float:
-    """The nearest-rank percentile of already sorted values (``fraction`` in 0..1)."""
-    rank = max(1, min(len(sorted_values), int(fraction * len(sorted_values) + 0.999999)))
-    return sorted_values[rank - 1]
 
 
 @dataclass
 class MethodStats:
-    """Per method: messages seen (requests and notifications) and answer latencies in milliseconds."""
+    """Per method: messages seen (requests and notifications) and a histogram of answer latencies."""
 
     count: int = 0
-    latencies: list[float] = field(default_factory=list)
+    answers: int = 0
+    buckets: dict[int, int] = field(default_factory=dict)
+
+    def add_latency(self, milliseconds: float) -> None:
+        """Count one answer that took ``milliseconds``."""
+        micros = milliseconds * 1000.0
+        bucket = int(math.log(micros) / _LOG_GROWTH) if micros > 1.0 else 0
+        self.buckets[bucket] = self.buckets.get(bucket, 0) + 1
+        self.answers += 1
+
+    def latency(self, fraction: float) -> float | None:
+        """The nearest-rank ``fraction`` percentile in milliseconds (the bucket's upper edge), or None."""
+        if not self.answers:
+            return None
+        rank = max(1, min(self.answers, math.ceil(fraction * self.answers)))
+        seen = 0
+        for bucket in sorted(self.buckets):
+            seen += self.buckets[bucket]
+            if seen >= rank:
+                return _GROWTH ** (bucket + 1) / 1000.0 if bucket else 0.001
+        raise AssertionError("unreachable: the buckets add up to answers")
 
 
 class Recorder:
@@ -57,6 +83,7 @@ class Recorder:
         self.stats: dict[str, MethodStats] = {}
         self.frames = 0
         self.dropped = 0
+        self._queued_bytes = 0
         self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue(QUEUE_RECORDS)
         self._log, self._pretty, self._colour, self._warn = log, pretty, colour, warn
         self._writer: threading.Thread | None = None
@@ -89,10 +116,19 @@ class Recorder:
         if self._writer is None:
             return
         for record in records:
+            weight = _weight(record)
+            with self._lock:
+                fits = self._queued_bytes + weight <= QUEUE_BYTES
+                if fits:
+                    self._queued_bytes += weight
             try:
+                if not fits:
+                    raise queue.Full
                 self._queue.put_nowait(record)
             except queue.Full:
                 with self._lock:
+                    if fits:
+                        self._queued_bytes -= weight
                     self.dropped += 1
                     first = self.dropped == 1
                 if first:
@@ -111,7 +147,7 @@ class Recorder:
         key = (direction, json.dumps(message_id)) if message_id is not None else None
         if item.kind in ("request", "notification"):
             record["method"] = method
-            self.stats.setdefault(str(method), MethodStats()).count += 1
+            self._stats_of(method).count += 1
             if item.kind == "request" and key is not None:
                 if len(self._pending) >= MAX_PENDING:
                     self._pending.pop(next(iter(self._pending)))
@@ -122,13 +158,24 @@ class Recorder:
                 latency = (now - asked[0]) * 1000.0
                 record["method"] = asked[1]
                 record["latency_ms"] = round(latency, 3)
-                self.stats.setdefault(str(asked[1]), MethodStats()).latencies.append(latency)
+                self._stats_of(asked[1]).add_latency(latency)
         if item.batch is not None:
             record["batch"] = item.batch
         return record
 
+    def _stats_of(self, method: str | None) -> MethodStats:
+        name = str(method)
+        entry = self.stats.get(name)
+        if entry is None:
+            if len(self.stats) >= MAX_METHODS:
+                name = OTHER_METHODS
+            entry = self.stats.setdefault(name, MethodStats())
+        return entry
+
     def _write_loop(self) -> None:
         while (record := self._queue.get()) is not _STOP:
+            with self._lock:
+                self._queued_bytes -= _weight(record)
             if self._log is not None:
                 self._log.write(json.dumps(record, ensure_ascii=False) + "\n")
             if self._pretty is not None:
@@ -136,6 +183,11 @@ class Recorder:
         for stream in (self._log, self._pretty):
             if stream is not None:
                 stream.flush()
+
+
+def _weight(record: dict[str, Any]) -> int:
+    """What a queued record holds, roughly: a bad frame's bytes (twice: text and base64), else a little."""
+    return 256 + 3 * record["size"] if record["kind"] == "invalid" else 256
 
 
 def _bad_frame(direction: Direction, error: Any, now: float) -> dict[str, Any]:
