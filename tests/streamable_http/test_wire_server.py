@@ -261,3 +261,45 @@ async def test_an_answer_given_before_100_continue_closes_the_connection() -> No
     assert got.startswith(b"HTTP/1.1 413")
     assert b"100 Continue" not in got
     assert b"connection: close" in got
+
+
+async def test_an_idle_keep_alive_connection_is_closed_and_a_busy_one_is_not() -> None:
+    """The keep-alive timeout closes a connection idle between requests, not one whose answer is slow."""
+    release = asyncio.Event()
+
+    async def slow(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await receive()
+        if scope["path"] == "/slow":
+            await release.wait()
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(4)
+    port = sock.getsockname()[1]
+    task = asyncio.get_running_loop().create_task(serve_asgi(slow, sock, keepalive_timeout=0.05))
+    try:
+        idle_reader, idle_writer = await asyncio.open_connection("127.0.0.1", port)
+        idle_writer.write(post("/", b""))
+        busy_reader, busy_writer = await asyncio.open_connection("127.0.0.1", port)
+        busy_writer.write(post("/slow", b""))
+        with anyio.fail_after(10):
+            first = await idle_reader.readuntil(b"ok")
+            assert await idle_reader.read() == b""  # closed by the server once idle past the timeout
+        # the busy connection outlived many sweeps: its answer is still to come, then it is kept alive
+        release.set()
+        with anyio.fail_after(10):
+            slow_answer = await busy_reader.readuntil(b"ok")
+            busy_writer.write(post("/", b""))
+            second = await busy_reader.readuntil(b"ok")
+        idle_writer.close()
+        busy_writer.close()
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        sock.close()
+    assert first.startswith(b"HTTP/1.1 200 OK")
+    assert slow_answer.startswith(b"HTTP/1.1 200 OK")
+    assert second.startswith(b"HTTP/1.1 200 OK")

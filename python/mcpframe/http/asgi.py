@@ -29,12 +29,11 @@ class HttpRequest:
     def __init__(self, scope: Scope, receive: Receive) -> None:
         self.scope = scope
         self.method: str = scope["method"]
-        headers: dict[str, str] = {}
-        for name, value in scope["headers"]:
-            key = name.decode("latin-1").lower()
-            if key not in headers:
-                headers[key] = value.decode("latin-1")
-        self.headers = headers
+        # ASGI servers give header names lower-cased (uvicorn, hypercorn, granian and `wire.py` do; Starlette
+        # relies on it too). Built from the end, so that the first of a repeated header is the one kept.
+        self.headers: dict[str, str] = {
+            name.decode("latin-1"): value.decode("latin-1") for name, value in reversed(scope["headers"])
+        }
         self.receive = receive
 
     @property

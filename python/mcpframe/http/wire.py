@@ -19,6 +19,17 @@ slow client holds back its own stream, never the server's memory.
 A graceful stop (`WireServer`: `stop_accepting`, then `drain`) closes the listening socket, lets the caller
 settle what runs, then closes each connection as soon as its current answer is out (`connection: close` on
 the answers written meanwhile), and cuts what is still open after a bound.
+
+The two timeouts are deadlines on the connection, checked by one sweep per server a few times per
+timeout (at most once a second), not a timer per request: arming and cancelling two `call_later` handles
+per request (a heap push, a cancel, a heap pop, their `TimerHandle`s) cost more than the rest of a
+request's head handling. A timeout therefore fires up to a quarter of itself (at most 1 s) late.
+
+A request is handed to the app once the bytes that carried it have been parsed (at the end of
+`data_received`, so a small request's body is already there), and its first step runs at once, eagerly
+(`mcpframe.session.eager`, as the Session starts handlers): an answer that needs no waiting is written
+before `data_received` returns, with no task created or scheduled for it. One that waits continues in a
+task of its own, as before.
 """
 
 from __future__ import annotations
@@ -28,12 +39,15 @@ import contextlib
 import logging
 import time
 from collections import deque
+from collections.abc import Coroutine
 from email.utils import formatdate
 from http import HTTPStatus
 from typing import Any
 from urllib.parse import unquote
 
 import httptools
+
+from mcpframe.session import eager
 
 from .asgi import Message, Scope
 
@@ -46,6 +60,8 @@ _BODY_HIGH = 256 * 1024  # body bytes buffered for the app before reading stops
 _MAX_PIPELINED = 8  # requests parsed ahead of the one being answered before reading stops
 _REASONS = {status.value: status.phrase.encode() for status in HTTPStatus}
 _ABORT_WAIT = 1.0  # after `drain`'s bound: how long closed connections get to flush before they are aborted
+_SWEEP_MAX = 1.0  # the longest pause between two checks of the connections' deadlines
+_SWEEP_MIN = 0.01
 
 
 class _Clock:
@@ -104,8 +120,10 @@ class _Connection(asyncio.Protocol):
         self.url = b""
         self.headers: list[tuple[bytes, bytes]] = []
         self.writable: asyncio.Future[None] | None = None
-        self.idle: asyncio.TimerHandle | None = None
-        self.head_timer: asyncio.TimerHandle | None = None
+        self.loop = asyncio.get_running_loop()
+        # deadlines on the loop's clock, checked by the server's sweep (`expire`); None: not running
+        self.idle_deadline: float | None = None
+        self.head_deadline: float | None = None
 
     # ---------------------------------------------------------------- the socket
 
@@ -125,6 +143,8 @@ class _Connection(asyncio.Protocol):
             self._disarm_idle()
         try:
             self.parser.feed_data(data)
+            if self.current is None and self.pending:
+                self._next()
         except httptools.HttpParserUpgrade:
             self._refuse(400, b"Upgrade is not supported")
         except httptools.HttpParserError:
@@ -136,9 +156,7 @@ class _Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.lost = True
-        self._disarm_idle()
-        if self.head_timer is not None:
-            self.head_timer.cancel()
+        self.idle_deadline = self.head_deadline = None
         self.owner.forget(self)
         for cycle in (self.current, *self.pending):
             if cycle is not None:
@@ -158,25 +176,22 @@ class _Connection(asyncio.Protocol):
 
     def on_message_begin(self) -> None:
         self.url, self.headers, self.head_bytes = b"", [], 0
-        self.head_timer = asyncio.get_running_loop().call_later(self.owner.head_timeout, self._head_late)
+        self.head_deadline = self.loop.time() + self.owner.head_timeout
 
     def on_url(self, url: bytes) -> None:
         self.url += url
-        self._count(len(url))
+        self.head_bytes += len(url)
+        if self.head_bytes > _MAX_HEAD:
+            raise _HeadTooLarge
 
     def on_header(self, name: bytes, value: bytes) -> None:
         self.headers.append((name.lower(), value))
-        self._count(len(name) + len(value) + 4)
-
-    def _count(self, size: int) -> None:
-        self.head_bytes += size
+        self.head_bytes += len(name) + len(value) + 4
         if self.head_bytes > _MAX_HEAD:
             raise _HeadTooLarge
 
     def on_headers_complete(self) -> None:
-        if self.head_timer is not None:
-            self.head_timer.cancel()
-            self.head_timer = None
+        self.head_deadline = None
         parsed = httptools.parse_url(self.url)
         version = self.parser.get_http_version()
         path = unquote(parsed.path.decode("latin-1"))  # ASGI's path is percent-decoded, raw_path is not
@@ -199,9 +214,7 @@ class _Connection(asyncio.Protocol):
             name == b"expect" and value.lower() == b"100-continue" for name, value in self.headers
         )
         self.parsing = cycle
-        self.pending.append(cycle)
-        if self.current is None:
-            self._next()
+        self.pending.append(cycle)  # started once the bytes parsed so far are (see `data_received`)
 
     def on_body(self, body: bytes) -> None:
         cycle = self.parsing
@@ -230,7 +243,7 @@ class _Connection(asyncio.Protocol):
         if self.lost or not self.pending:
             return
         self.current = cycle = self.pending.popleft()
-        self.owner.track(asyncio.get_running_loop().create_task(self._run(cycle)))
+        self.owner.start(self._run(cycle))
 
     async def _run(self, cycle: _Cycle) -> None:
         try:
@@ -352,8 +365,17 @@ class _Connection(asyncio.Protocol):
             )
             self.transport.close()
 
+    def expire(self, now: float) -> None:
+        """The sweep: act on a deadline that passed (a request head too slow, a keep-alive gone idle)."""
+        if self.head_deadline is not None and now >= self.head_deadline:
+            self.head_deadline = None
+            self._head_late()
+        if self.idle_deadline is not None and now >= self.idle_deadline:
+            self.idle_deadline = None
+            if self.transport is not None:
+                self.transport.close()
+
     def _head_late(self) -> None:
-        self.head_timer = None
         if self.current is None:
             self._refuse(408, b"Request Timeout: the request head came too slowly")
         elif self.transport is not None:
@@ -365,14 +387,11 @@ class _Connection(asyncio.Protocol):
             self.transport.close()
 
     def _arm_idle(self) -> None:
-        self._disarm_idle()
         if self.transport is not None:
-            self.idle = asyncio.get_running_loop().call_later(self.keepalive_timeout, self.transport.close)
+            self.idle_deadline = self.loop.time() + self.keepalive_timeout
 
     def _disarm_idle(self) -> None:
-        if self.idle is not None:
-            self.idle.cancel()
-            self.idle = None
+        self.idle_deadline = None
 
 
 def _header_lines(cycle: _Cycle, headers: Any, parts: list[bytes]) -> bytes | None:
@@ -414,6 +433,9 @@ class WireServer:
         self.draining = False
         self._server: asyncio.Server | None = None
         self._all_closed: asyncio.Event | None = None
+        self._sweeper: asyncio.Task[None] | None = None
+        self._eager: eager.EagerStarter | None = None
+        self._sweep_every = min(_SWEEP_MAX, max(_SWEEP_MIN, min(keepalive_timeout, head_timeout) / 4))
 
     async def listen(self, sock: Any) -> None:
         """Serve on the listening socket `sock` (returns once accepting)."""
@@ -421,6 +443,31 @@ class WireServer:
         name = sock.getsockname()
         bound = (str(name[0]), int(name[1]))
         self._server = await loop.create_server(lambda: _Connection(self, bound), sock=sock)
+        if self._sweeper is None:
+            self._sweeper = loop.create_task(self._sweep())
+        if self._eager is None and eager.AVAILABLE:
+            self._eager = eager.EagerStarter(loop, self._spawn)
+
+    def start(self, coro: Coroutine[Any, Any, None]) -> None:
+        """Run an app call: its first step now when it can (see the module doc), the rest in a task."""
+        if self._eager is None:
+            self._spawn(coro)
+        elif (task := self._eager.start(coro)) is not None:
+            self.track(task)
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        task = asyncio.get_running_loop().create_task(coro)
+        self.track(task)
+        return task
+
+    async def _sweep(self) -> None:
+        """Check every connection's deadlines a few times per timeout (see the module doc)."""
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(self._sweep_every)
+            now = loop.time()
+            for connection in list(self.connections):
+                connection.expire(now)
 
     def stop_accepting(self) -> None:
         """Close the listener: no new connection; those open are served as before."""
@@ -457,6 +504,12 @@ class WireServer:
         for connection in list(self.connections):
             if connection.transport is not None:
                 connection.transport.abort()  # a client that never reads its last bytes
+        if self._sweeper is not None:
+            self._sweeper.cancel()  # not awaited: this close may itself be under cancellation
+            self._sweeper = None
+        if self._eager is not None:
+            self._eager.close()  # its idle host task ends on its own
+            self._eager = None
 
     def track(self, task: asyncio.Task[None]) -> None:
         self.tasks.add(task)
