@@ -66,9 +66,11 @@ __all__ = [
     "SUBSCRIPTION_ID_KEY",
     "SUPPORTED_VERSIONS",
     "TASKS_CANCEL",
+    "TASKS_EXTENSION",
     "TASKS_GET",
     "TASKS_LIST",
     "TASKS_RESULT",
+    "TASKS_UPDATE",
     "TOOLS_CALL",
     "TOOLS_LIST",
     "V2024_11_05",
@@ -146,6 +148,8 @@ TASKS_GET: Final = "tasks/get"
 TASKS_RESULT: Final = "tasks/result"
 TASKS_LIST: Final = "tasks/list"
 TASKS_CANCEL: Final = "tasks/cancel"
+TASKS_UPDATE: Final = "tasks/update"
+"""2026-07-28's tasks extension: the client's answers to a task's ``inputRequests``."""
 
 # Requests a client answers.
 SAMPLING_CREATE_MESSAGE: Final = "sampling/createMessage"
@@ -186,6 +190,7 @@ SERVER_METHODS: Final = frozenset(
         TASKS_RESULT,
         TASKS_LIST,
         TASKS_CANCEL,
+        TASKS_UPDATE,
     }
 )
 """Every request method a server answers."""
@@ -235,6 +240,8 @@ SERVER_INFO_KEY: Final = "io.modelcontextprotocol/serverInfo"
 """In a modern result's `_meta`: the server's name and version."""
 SUBSCRIPTION_ID_KEY: Final = "io.modelcontextprotocol/subscriptionId"
 """In the `_meta` of what a `subscriptions/listen` stream carries: the id of that listen request."""
+TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
+"""2026-07-28: the tasks extension's name in ``capabilities.extensions`` (both sides declare it)."""
 RELATED_TASK_KEY: Final = "io.modelcontextprotocol/related-task"
 """In the `_meta` of a message that belongs to a task (2025-11-25): `{"taskId": ...}`."""
 MODERN_META_KEYS: Final = frozenset(

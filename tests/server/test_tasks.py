@@ -1,4 +1,7 @@
-"""Tools run as tasks (2025-11-25, SEP-1686): mcpframe's client against mcpframe's server, in memory."""
+"""Tools run as tasks (2025-11-25, SEP-1686): mcpframe's client against mcpframe's server, in memory.
+
+2026-07-28's tasks extension: test_tasks_modern.py (it shares this module's server).
+"""
 
 from __future__ import annotations
 
@@ -249,23 +252,6 @@ async def test_store_is_bounded_by_count() -> None:
                 await handle.result()
             third = await client.call_tool("double", {"x": 3}, task=True)  # a finished one makes room
             assert text(await third.result()) == "6"
-
-
-async def test_modern_era_runs_task_calls_directly() -> None:
-    server, gate = make_server()
-    gate.release.set()
-    with anyio.fail_after(10):
-        async with Client(server) as client:
-            assert client.era == "modern"
-            assert "tasks" not in client.server_capabilities
-            handle = await client.call_tool("double", {"x": 5}, task=True)
-            assert handle.task_id is None
-            assert handle.status == "completed"
-            assert text(await handle.result()) == "10"
-            assert text(await client.call_tool("blocking")) == "released"
-            with pytest.raises(JSONRPCError) as legacy_only:
-                await client.request(protocol.TASKS_GET, {"taskId": "x"})
-            assert legacy_only.value.code == jsonrpc.METHOD_NOT_FOUND
 
 
 async def test_a_server_without_task_tools_ignores_the_task_param() -> None:

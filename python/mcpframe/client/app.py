@@ -129,6 +129,7 @@ class Client(Methods):
                     await outcome
 
         inbound.notifications = route
+        tracker.fulfil = inbound.fulfil  # a 2026-07-28 task's inputRequests, answered by the same handlers
 
     @classmethod
     def stdio(

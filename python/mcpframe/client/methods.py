@@ -179,21 +179,33 @@ class Methods:
         """Call a tool; the CallToolResult (``content``, ``structuredContent``, ``isError``).
 
         ``on_progress(progress, total, message)`` receives the server's progress notifications.
-        ``task=True`` (or ``ttl=`` milliseconds to keep it) runs the call as a task (2025-11-25) and returns
-        a ``TaskHandle`` at once: ``await handle.result()`` waits for the CallToolResult (client/tasks.py).
+        ``task=True`` (or ``ttl=`` milliseconds to keep it) returns a ``TaskHandle`` as soon as the server
+        has made the task: ``await handle.result()`` waits for the CallToolResult (client/tasks.py). Without
+        it, a 2026-07-28 server's task answer is polled to its end here and the result returned.
         """
         params: dict[str, Any] = {"name": name, "arguments": arguments or {}}
-        if task or ttl is not None:
+        if (task or ttl is not None) and self.era != "modern":  # 2026-07-28: the server decides
             params["task"] = {} if ttl is None else {"ttl": ttl}
+        wants_handle = task or ttl is not None
         result = await self._requester.interactive(
             protocol.TOOLS_CALL, params, timeout=timeout, on_progress=on_progress, max_timeout=max_timeout
         )
-        if "task" not in params:
-            return result
-        created = result.get("task")
-        if isinstance(created, dict) and "content" not in result:
-            return self.tasks.track(TaskHandle(self._requester, created))
-        return TaskHandle(self._requester, None, result=result)  # the server ran it directly
+        handle = self._task_handle(result)
+        if not wants_handle:  # the caller wants the result: a 2026-07-28 task is polled to its end
+            return result if handle is None else await handle.result(timeout=timeout)
+        if handle is None:
+            return TaskHandle(self._requester, None, result=result)  # the server ran it directly
+        return handle
+
+    def _task_handle(self, result: dict[str, Any]) -> TaskHandle | None:
+        """A handle if ``result`` is a task (2025-11-25: ``{"task": ...}``; 2026-07-28: ``resultType``)."""
+        if result.get("resultType") == "task":
+            handle = TaskHandle(self._requester, result, modern=True, fulfil=self.tasks.fulfil)
+        elif isinstance(result.get("task"), dict) and "content" not in result:
+            handle = TaskHandle(self._requester, result["task"])
+        else:
+            return None
+        return self.tasks.track(handle)
 
     async def list_tasks(self) -> list[dict[str, Any]]:
         """Every task of this session the server still keeps (``tasks/list``, all pages)."""

@@ -9,33 +9,43 @@ result = await handle.result()        # polls tasks/get at the server's pollInte
 await handle.cancel()                 # tasks/cancel (a task already finished cannot be cancelled: -32602)
 ```
 
-A server that runs the call directly (it has no ``tasks`` capability, or speaks 2026-07-28, where tasks are
-an extension mcpframe does not implement yet) answers with the result itself; the handle then holds it and
-``result()`` returns it without a round trip. ``notifications/tasks/status`` wake a waiting handle early and
-reach ``client.tasks.on_status``; the specification makes them optional, so waiting never relies on them.
+A server that runs the call directly (it has no ``tasks`` capability, or decides so) answers with the
+result itself; the handle then holds it and ``result()`` returns it without a round trip.
+``notifications/tasks/status`` wake a waiting handle early and reach ``client.tasks.on_status``; the
+specification makes them optional, so waiting never relies on them.
+
+2026-07-28 (the tasks extension, which the client declares in every request): the server decides, so a plain
+``call_tool`` may be answered ``resultType: "task"``; the call then polls it to the end by itself and returns
+the result, as the extension suggests for callers that expect one. ``tasks/get`` carries the outcome inline,
+and a task's ``inputRequests`` (elicitation, sampling) are answered by the client's handlers and sent back
+with ``tasks/update``. There is no ``tasks/result`` or ``tasks/list`` in that era.
 """
 
 from __future__ import annotations
 
 import inspect
 import weakref
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from mcpframe import protocol
+from mcpframe import jsonrpc, protocol
+from mcpframe.session import JSONRPCError
 
 if TYPE_CHECKING:
     from .methods import Requester
 
-__all__ = ["TERMINAL_STATUSES", "TaskHandle", "TaskStatusCallback", "TaskTracker"]
+__all__ = ["TERMINAL_STATUSES", "Fulfil", "TaskHandle", "TaskStatusCallback", "TaskTracker"]
 
 TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
 """A task in one of these has finished: ``tasks/result`` answers at once."""
 
 TaskStatusCallback = Callable[[dict[str, Any]], Any]
 """Called with the Task of each ``notifications/tasks/status`` (``taskId``, ``status``, ...); may be async."""
+
+Fulfil = Callable[[Any], Awaitable[dict[str, Any]]]
+"""Answers ``inputRequests`` with the client's handlers (``Inbound.fulfil``), keyed like them."""
 
 _DEFAULT_POLL = 1.0  # seconds, when the server suggests no pollInterval
 
@@ -44,11 +54,23 @@ class TaskHandle:
     """A tool call running as a task on the server: its last known state, and how to wait or cancel."""
 
     def __init__(
-        self, requester: Requester, task: dict[str, Any] | None, *, result: dict[str, Any] | None = None
+        self,
+        requester: Requester,
+        task: dict[str, Any] | None,
+        *,
+        result: dict[str, Any] | None = None,
+        modern: bool = False,
+        fulfil: Fulfil | None = None,
     ) -> None:
         self._requester = requester
         self.task: dict[str, Any] = dict(task or {})
         """The Task as last seen (CreateTaskResult, ``tasks/get`` or a status notification)."""
+        self.task.pop("resultType", None)
+        self.task.pop("_meta", None)
+        self.modern = modern
+        """Whether it is a 2026-07-28 task (the tasks extension) rather than a 2025-11-25 one."""
+        self._fulfil = fulfil
+        self._answered: set[str] = set()  # inputRequests keys already sent back (2026-07-28)
         self._result = result
         self._changed = anyio.Event()
 
@@ -61,14 +83,14 @@ class TaskHandle:
     @property
     def status(self) -> str:
         """``working``, ``input_required``, ``completed``, ``failed`` or ``cancelled``."""
-        if self._result is not None:
+        if self._result is not None and self.task_id is None:  # the server ran the call directly
             return "failed" if self._result.get("isError") else "completed"
         return str(self.task.get("status", "working"))
 
     @property
     def poll_interval(self) -> float:
         """Seconds between polls: the server's ``pollInterval``, else one second."""
-        interval = self.task.get("pollInterval")
+        interval = self.task.get("pollIntervalMs" if self.modern else "pollInterval")
         if isinstance(interval, int | float) and not isinstance(interval, bool) and interval > 0:
             return float(interval) / 1000
         return _DEFAULT_POLL
@@ -84,14 +106,16 @@ class TaskHandle:
             return self.task
         found = await self._requester.request(protocol.TASKS_GET, {"taskId": self.task_id}, timeout=timeout)
         if isinstance(found, dict):
-            self.task = found
+            self.task = {key: value for key, value in found.items() if key not in ("resultType", "_meta")}
         return self.task
 
     async def wait(self) -> dict[str, Any]:
         """Poll until the task is terminal or needs input (``input_required``); the Task then."""
         while self.task_id is not None and self.status not in TERMINAL_STATUSES:
-            if self.status == "input_required":
+            if self.status == "input_required" and not self.modern:
                 break  # the specification: go to tasks/result now (the server's requests come meanwhile)
+            if self.status == "input_required":
+                await self._answer_inputs()
             self._changed = anyio.Event()
             with anyio.move_on_after(self.poll_interval):
                 await self._changed.wait()
@@ -107,6 +131,9 @@ class TaskHandle:
         if self._result is not None:
             return self._result
         await self.wait()
+        if self.modern:
+            self._result = self._outcome()
+            return self._result
         result = await self._requester.request(
             protocol.TASKS_RESULT, {"taskId": self.task_id}, timeout=timeout
         )
@@ -118,9 +145,37 @@ class TaskHandle:
         if self.task_id is None:
             raise RuntimeError("the server ran this call directly: there is no task to cancel")
         cancelled = await self._requester.request(protocol.TASKS_CANCEL, {"taskId": self.task_id})
+        if self.modern:  # an acknowledgement only: look at the task again
+            return await self.refresh()
         if isinstance(cancelled, dict):
             self.update(cancelled)
         return self.task
+
+    async def _answer_inputs(self) -> None:
+        """2026-07-28: answer new ``inputRequests`` with the client's handlers, in ``tasks/update``."""
+        wanted = self.task.get("inputRequests")
+        if not isinstance(wanted, dict):
+            return
+        fresh = {key: request for key, request in wanted.items() if key not in self._answered}
+        if not fresh:
+            return
+        if self._fulfil is None:
+            raise RuntimeError("this task needs input, and the handle has no way to answer it")
+        responses = await self._fulfil(fresh)
+        self._answered.update(fresh)
+        params = {"taskId": self.task_id, "inputResponses": responses}
+        await self._requester.request(protocol.TASKS_UPDATE, params)
+
+    def _outcome(self) -> dict[str, Any]:
+        """2026-07-28: the terminal Task's inline result; its error (or a cancellation) raises."""
+        if self.status == "completed" and isinstance(self.task.get("result"), dict):
+            return dict(self.task["result"])
+        error = self.task.get("error")
+        if self.status == "failed" and isinstance(error, dict):
+            raise JSONRPCError(
+                int(error.get("code", jsonrpc.INTERNAL_ERROR)), str(error.get("message")), error.get("data")
+            )
+        raise JSONRPCError(jsonrpc.INTERNAL_ERROR, f"Task {self.task_id} ended {self.status} with no result")
 
 
 class TaskTracker:
@@ -129,6 +184,8 @@ class TaskTracker:
     def __init__(self) -> None:
         self.on_status: TaskStatusCallback | None = None
         """Called with every Task a status notification carries (set it: ``client.tasks.on_status = fn``)."""
+        self.fulfil: Fulfil | None = None
+        """How a 2026-07-28 task's ``inputRequests`` are answered (the client sets its handlers here)."""
         self._handles: weakref.WeakValueDictionary[str, TaskHandle] = weakref.WeakValueDictionary()
 
     def track(self, handle: TaskHandle) -> TaskHandle:

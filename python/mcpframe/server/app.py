@@ -14,6 +14,7 @@ from typing import Any, Literal, TypeVar, overload
 
 import anyio
 
+from mcpframe import protocol
 from mcpframe._gc import freeze_startup_heap
 from mcpframe.session import Session, SessionOptions
 from mcpframe.transports.base import Transport
@@ -25,7 +26,8 @@ from .eras import RequestState
 from .handlers import HANDLERS, Handler
 from .lifecycle import LifespanError, current_stop, run_stoppable, startup_failure, tracked
 from .registry import ListKind, Registry, Resource
-from .tasks import TASK_CAPABILITY, TASK_HANDLERS, TaskManager, TaskSupport
+from .tasks import TASK_CAPABILITY, TaskManager, TaskSupport
+from .tasks_methods import TASK_HANDLERS
 
 __all__ = ["Lifespan", "Server"]
 
@@ -285,10 +287,14 @@ class Server:
         return self._capabilities
 
     def modern_capabilities(self) -> dict[str, Any]:
-        """The capabilities `server/discover` declares to 2026-07-28 clients (the same, less `tasks`:
-        2026-07-28 carries tasks as an extension mcpframe does not implement yet)."""
+        """The capabilities `server/discover` declares to 2026-07-28 clients: the same, except that tasks
+        are the `io.modelcontextprotocol/tasks` extension there (`extensions`), not a `tasks` capability."""
         caps = self.capabilities()
-        return {key: value for key, value in caps.items() if key != "tasks"} if "tasks" in caps else caps
+        if "tasks" not in caps:
+            return caps
+        modern = {key: value for key, value in caps.items() if key != "tasks"}
+        modern["extensions"] = {**caps.get("extensions", {}), protocol.TASKS_EXTENSION: {}}
+        return modern
 
     def _compute_capabilities(self) -> dict[str, Any]:
         registry = self.registry

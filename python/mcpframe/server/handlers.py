@@ -21,7 +21,7 @@ from .eras import LOG_LEVELS, at_least
 from .invoke import invoke, log_tool_failure
 from .registry import Tool, paginate
 from .schema import ArgumentError
-from .tasks import route
+from .tasks_methods import route
 
 if TYPE_CHECKING:
     from .connection import ServerConnection

@@ -14,10 +14,12 @@ id is told the task does not exist, exactly as for an unknown id, and never sees
 the session ends its running tasks are cancelled (nobody could fetch their results). Task ids are 128 random
 bits from ``secrets``.
 
-2026-07-28 moved tasks into an extension (``io.modelcontextprotocol/tasks``, a redesign: no ``tasks/result``
-or ``tasks/list``, a new ``tasks/update``) whose text is not part of the specification pages; until it is,
-modern requests see no ``tasks`` capability, ``params.task`` is ignored there, and a ``required`` tool runs
-as an ordinary call.
+2026-07-28 carries tasks as an extension (``io.modelcontextprotocol/tasks``, its draft text in the
+extension's repository): the server decides, a client that declares the extension may get ``resultType:
+"task"`` back, ``tasks/get`` inlines the result, error or ``inputRequests``, the client answers those with
+``tasks/update``, and there is neither ``tasks/result`` nor ``tasks/list``. Stateless requests have no
+session to scope by: there the task id, unguessable, is the bearer of access (as the extension allows).
+The ``tasks/*`` request handlers and the routing of ``tools/call`` are in ``tasks_methods.py``.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from .tasks_store import Clock, MemoryTaskStore, TaskLimitError, TaskRecord, Tas
 if TYPE_CHECKING:
     from .connection import ServerConnection
 
-__all__ = ["TASK_CAPABILITY", "TASK_HANDLERS", "TaskManager", "TaskRequest", "TaskSupport", "route"]
+__all__ = ["MODERN_OWNER", "TASK_CAPABILITY", "TaskManager", "TaskRequest", "TaskSupport"]
 
 RunTool = Callable[
     ["ServerConnection", Request, CallInfo, Tool, dict[str, Any]], Coroutine[Any, Any, dict[str, Any]]
@@ -54,6 +56,9 @@ TaskSupport = Literal["forbidden", "optional", "required"]
 
 TASK_CAPABILITY: dict[str, Any] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
 """The server capability ``tasks`` (declared when some tool supports tasks)."""
+
+MODERN_OWNER = "io.modelcontextprotocol/tasks"
+"""The scope of 2026-07-28 tasks: stateless requests have no session; the unguessable id is the key."""
 
 
 def related(task_id: str) -> dict[str, Any]:
@@ -92,6 +97,9 @@ class _Job:
     done: anyio.Event = dataclasses.field(default_factory=anyio.Event)
     scope: anyio.CancelScope | None = None
     runner: asyncio.Task[None] | None = None
+    # 2026-07-28: what the task asked the client, waiting for tasks/update (key -> [answered, answer])
+    waiting: dict[str, tuple[anyio.Event, list[Any]]] = dataclasses.field(default_factory=dict)
+    asked: int = 0
 
 
 class TaskRequest:
@@ -124,8 +132,11 @@ class TaskRequest:
     async def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None
     ) -> None:
-        """``notifications/progress`` for the call's token: it stays valid for the task's lifetime."""
-        if self.progress_token is None or self.done:
+        """``notifications/progress`` for the call's token: it stays valid for the task's lifetime.
+
+        A 2026-07-28 task has no stream left to carry it (its call was answered): nothing is sent.
+        """
+        if self.progress_token is None or self.done or self._job.record.modern:
             return
         params: dict[str, Any] = {protocol.PROGRESS_TOKEN: self.progress_token, "progress": progress}
         if total is not None:
@@ -137,13 +148,15 @@ class TaskRequest:
         )
 
     async def send_notification(self, method: str, params: Any = None) -> None:
-        """A notification tagged with the task (nothing once the task has ended)."""
-        if not self.done:
+        """A notification tagged with the task (nothing once it has ended, nor for a 2026-07-28 task)."""
+        if not self.done and not self._job.record.modern:
             await self.session.notify(method, _with_meta(params, self._job.record.task_id))
 
     async def send_request(self, method: str, params: Any = None, **options: Any) -> Any:
         """Ask the client (elicitation, sampling, roots): the task is ``input_required`` meanwhile."""
         job = self._job
+        if job.record.modern:
+            return await self._manager.ask(job, method, params)
         await self._manager.set_status(job, "input_required", f"Waiting for the client to answer {method}")
         try:
             return await self.session.request(method, _with_meta(params, job.record.task_id), **options)
@@ -179,8 +192,13 @@ class TaskManager:
 
     # ------------------------------------------------------------------ sessions
 
-    def owner_of(self, conn: ServerConnection) -> str:
-        """The scope of `conn`'s tasks: a random key per connection (override to key by an auth subject)."""
+    def owner_of(self, conn: ServerConnection, call: CallInfo | None = None) -> str:
+        """The scope of `conn`'s tasks: a random key per connection (override to key by an auth subject).
+
+        2026-07-28 requests (``call.modern``) share ``MODERN_OWNER``: the id alone grants access.
+        """
+        if call is not None and call.modern:
+            return MODERN_OWNER
         owner = self._owners.get(conn)
         if owner is None:
             owner = self._owners[conn] = secrets.token_hex(16)
@@ -188,7 +206,7 @@ class TaskManager:
 
     def forget(self, conn: ServerConnection) -> None:
         """The session ended: cancel its running tasks (their records expire with their ttl)."""
-        for job in [job for job in self._jobs.values() if job.conn is conn]:
+        for job in [job for job in self._jobs.values() if job.conn is conn and not job.record.modern]:
             job.record.status, job.record.status_message = "cancelled", "The session ended."
             if job.scope is not None:
                 job.scope.cancel()
@@ -216,21 +234,18 @@ class TaskManager:
         run: RunTool,
     ) -> dict[str, Any]:
         """Create the task, start ``run`` (the tool call) in the background, return the CreateTaskResult."""
-        task = params.get("task")
+        task = params.get("task", {}) if call.modern else params.get("task")
         if not isinstance(task, dict):
             raise JSONRPCError(
                 jsonrpc.INVALID_PARAMS, 'Invalid params: "task" must be an object ({"ttl": ms})'
             )
         now = self.clock()
+        ttl, poll, owner = self._ttl(task), self.poll_interval_ms, self.owner_of(conn, call)
         record = TaskRecord(
-            secrets.token_urlsafe(16),
-            self.owner_of(conn),
-            "working",
-            now,
-            now,
-            self._ttl(task),
-            self.poll_interval_ms,
+            secrets.token_urlsafe(16), owner, "working", now, now, ttl, poll, modern=call.modern
         )
+        if call.modern:  # its Context asks through TaskRequest.send_request (tasks/update), not MRTR
+            call = dataclasses.replace(call, modern=False)
         try:
             await self.store.add(record)
         except TaskLimitError as exc:
@@ -238,6 +253,8 @@ class TaskManager:
         job = self._jobs[record.task_id] = _Job(record, conn)
         running = run(conn, cast(Request, TaskRequest(self, job, request)), call, tool, params)
         job.runner = asyncio.get_running_loop().create_task(self._run(job, running))
+        if record.modern:
+            return {"resultType": "task", **record.detailed()}
         return {"task": record.wire()}
 
     async def _run(self, job: _Job, running: Coroutine[Any, Any, dict[str, Any]]) -> None:
@@ -274,7 +291,7 @@ class TaskManager:
             await self.finish(job, "failed", {"error": error}, error["message"])
             return
         result["_meta"] = {**result.get("_meta", {}), **related(task_id)}
-        if result.get("isError"):
+        if result.get("isError") and not job.record.modern:  # 2026-07-28: failed is for JSON-RPC errors only
             await self.finish(job, "failed", {"result": result}, _failure_text(result))
         else:
             await self.finish(job, "completed", {"result": result}, None)
@@ -305,7 +322,7 @@ class TaskManager:
     async def _announce(self, job: _Job) -> None:
         """``notifications/tasks/status`` with the whole Task (the specification makes it optional)."""
         session = job.conn.session
-        if session is None:
+        if session is None or job.record.modern:  # 2026-07-28 pushes only on subscriptions/listen: not yet
             return
         try:
             await session.notify(protocol.NOTIFICATIONS_TASKS_STATUS, job.record.wire())
@@ -314,12 +331,14 @@ class TaskManager:
 
     # ------------------------------------------------------------------ tasks/* methods
 
-    async def find(self, conn: ServerConnection, params: dict[str, Any]) -> TaskRecord:
+    async def find(
+        self, conn: ServerConnection, params: dict[str, Any], call: CallInfo | None = None
+    ) -> TaskRecord:
         """The session's task named by ``params.taskId``; -32602 when there is none."""
         task_id = params.get("taskId")
         if not isinstance(task_id, str):
             raise JSONRPCError(jsonrpc.INVALID_PARAMS, 'Invalid params: "taskId" must be a string')
-        record = await self.store.get(self.owner_of(conn), task_id)
+        record = await self.store.get(self.owner_of(conn, call), task_id)
         if record is None:
             raise _not_found(task_id)
         return record
@@ -344,9 +363,16 @@ class TaskManager:
             jsonrpc.INTERNAL_ERROR, f"Task {record.task_id} was cancelled", {**related(record.task_id)}
         )
 
-    async def cancel(self, conn: ServerConnection, params: dict[str, Any]) -> dict[str, Any]:
-        """Cancel a running task: it is ``cancelled`` before the answer goes out; its tool is stopped."""
-        record = await self.find(conn, params)
+    async def cancel(
+        self, conn: ServerConnection, params: dict[str, Any], call: CallInfo | None = None
+    ) -> dict[str, Any]:
+        """Cancel a running task: it is ``cancelled`` before the answer goes out; its tool is stopped.
+
+        2026-07-28 answers an empty acknowledgement, also for a task that had already ended.
+        """
+        record = await self.find(conn, params, call)
+        if record.terminal and record.modern:
+            return {}
         if record.terminal:
             raise JSONRPCError(
                 jsonrpc.INVALID_PARAMS, f"Cannot cancel task: already in terminal status {record.status!r}"
@@ -355,11 +381,11 @@ class TaskManager:
         if job is None:  # running elsewhere: mark it, that process's runner sees the status
             record.status, record.status_message, record.updated_at = "cancelled", None, self.clock()
             await self.store.save(record)
-            return record.wire()
-        await self.finish(job, "cancelled", None, "The task was cancelled by request.")
-        if job.scope is not None:
-            job.scope.cancel()
-        return record.wire()
+        else:
+            await self.finish(job, "cancelled", None, "The task was cancelled by request.")
+            if job.scope is not None:
+                job.scope.cancel()
+        return {} if record.modern else record.wire()
 
     async def page(self, conn: ServerConnection, params: dict[str, Any]) -> dict[str, Any]:
         """One page of the session's tasks, oldest first."""
@@ -370,79 +396,40 @@ class TaskManager:
             result["nextCursor"] = next_cursor
         return result
 
+    # ------------------------------------------------------------------ 2026-07-28 input
 
-# ---------------------------------------------------------------------- the tasks/* request handlers
+    async def ask(self, job: _Job, method: str, params: Any) -> Any:
+        """A 2026-07-28 task asks the client: the request is in ``inputRequests`` until ``tasks/update``."""
+        key = f"{method.split('/', maxsplit=1)[0]}-{job.asked}"  # never reused within the task
+        job.asked += 1
+        request: dict[str, Any] = {"method": method}
+        if params is not None:
+            request["params"] = params
+        answered, answer = anyio.Event(), list[Any]()
+        job.waiting[key] = (answered, answer)
+        record = job.record
+        record.input_requests = {**(record.input_requests or {}), key: request}
+        await self.set_status(job, "input_required", f"Waiting for the client to answer {method}")
+        try:
+            await answered.wait()
+        finally:
+            job.waiting.pop(key, None)
+            remaining = {k: v for k, v in (record.input_requests or {}).items() if k != key}
+            record.input_requests = remaining or None
+            if not remaining and not record.terminal:
+                await self.set_status(job, "working", None)
+        return answer[0]
 
-
-def _check(conn: ServerConnection, call: CallInfo, method: str) -> TaskManager:
-    if call.modern:
-        raise JSONRPCError(
-            jsonrpc.METHOD_NOT_FOUND,
-            f"Method not found: {method} (tasks are served to {protocol.V2025_11_25} sessions only)",
-        )
-    if "tasks" not in conn.server.capabilities():
-        raise JSONRPCError(
-            jsonrpc.METHOD_NOT_FOUND,
-            f"Method not found: {method} (this server has no tool that runs as a task)",
-        )
-    return conn.server.tasks
-
-
-async def tasks_get(
-    conn: ServerConnection, request: Request, call: CallInfo, params: dict[str, Any]
-) -> dict[str, Any]:
-    """``tasks/get``: the Task, as it stands."""
-    return (await _check(conn, call, protocol.TASKS_GET).find(conn, params)).wire()
-
-
-async def tasks_result(
-    conn: ServerConnection, request: Request, call: CallInfo, params: dict[str, Any]
-) -> dict[str, Any]:
-    """``tasks/result``: blocks until the task is terminal, then the tool's result or error."""
-    return await _check(conn, call, protocol.TASKS_RESULT).result(conn, params)
-
-
-async def tasks_list(
-    conn: ServerConnection, request: Request, call: CallInfo, params: dict[str, Any]
-) -> dict[str, Any]:
-    """``tasks/list``: the session's tasks, a page at a time (the server's ``page_size``)."""
-    return await _check(conn, call, protocol.TASKS_LIST).page(conn, params)
-
-
-async def tasks_cancel(
-    conn: ServerConnection, request: Request, call: CallInfo, params: dict[str, Any]
-) -> dict[str, Any]:
-    """``tasks/cancel``: the Task, now ``cancelled``."""
-    return await _check(conn, call, protocol.TASKS_CANCEL).cancel(conn, params)
-
-
-TASK_HANDLERS = {
-    protocol.TASKS_GET: tasks_get,
-    protocol.TASKS_RESULT: tasks_result,
-    protocol.TASKS_LIST: tasks_list,
-    protocol.TASKS_CANCEL: tasks_cancel,
-}
-"""The ``tasks/*`` methods, added to every ``Server``'s method table."""
-
-
-def route(conn: ServerConnection, call: CallInfo, tool: Tool, params: dict[str, Any]) -> bool:
-    """Whether this ``tools/call`` runs as a task; -32601 when the tool and the call disagree.
-
-    Only where tasks exist (a legacy session, a server declaring ``tasks``): elsewhere ``params.task`` is
-    ignored, as the specification asks of a receiver without the capability.
-    """
-    if call.modern or "tasks" not in conn.server.capabilities():
-        return False
-    wanted = params.get("task") is not None
-    if wanted and tool.task_support == "forbidden":
-        raise JSONRPCError(
-            jsonrpc.METHOD_NOT_FOUND,
-            f"Method not found: tool {tool.name!r} cannot run as a task (execution.taskSupport: forbidden)",
-        )
-    if not wanted and tool.task_support == "required":
-        raise JSONRPCError(
-            jsonrpc.METHOD_NOT_FOUND,
-            f"Method not found: tool {tool.name!r} must run as a task (taskSupport: required): "
-            'call it with params.task, e.g. {"ttl": 60000}',
-        )
-    return wanted
+    async def update(self, conn: ServerConnection, params: dict[str, Any], call: CallInfo) -> dict[str, Any]:
+        """``tasks/update``: hand the client's ``inputResponses`` to the task; unknown keys are ignored."""
+        record = await self.find(conn, params, call)
+        responses = params.get("inputResponses")
+        if not isinstance(responses, dict):
+            raise JSONRPCError(jsonrpc.INVALID_PARAMS, 'Invalid params: "inputResponses" must be an object')
+        job = self._jobs.get(record.task_id)
+        for key, response in responses.items():
+            pending = job.waiting.get(key) if job is not None else None
+            if pending is not None and not pending[0].is_set():
+                pending[1].append(response)
+                pending[0].set()
+        return {}

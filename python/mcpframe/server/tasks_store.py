@@ -63,6 +63,10 @@ class TaskRecord:
     poll_interval_ms: int | None
     status_message: str | None = None
     outcome: dict[str, Any] | None = None
+    modern: bool = False
+    """Made by a 2026-07-28 request (the tasks extension): its Task has that era's shape."""
+    input_requests: dict[str, Any] | None = None
+    """2026-07-28: the requests to the client the task waits on (``inputRequests`` while input_required)."""
 
     @property
     def terminal(self) -> bool:
@@ -86,6 +90,29 @@ class TaskRecord:
             task["statusMessage"] = self.status_message
         if self.poll_interval_ms is not None:
             task["pollInterval"] = self.poll_interval_ms
+        return task
+
+    def detailed(self) -> dict[str, Any]:
+        """The 2026-07-28 extension's ``DetailedTask``: ``ttlMs``/``pollIntervalMs``, and inline the
+        ``inputRequests`` (input_required), ``result`` (completed) or ``error`` (failed)."""
+        task: dict[str, Any] = {
+            "taskId": self.task_id,
+            "status": self.status,
+            "createdAt": iso8601(self.created_at),
+            "lastUpdatedAt": iso8601(self.updated_at),
+            "ttlMs": self.ttl_ms,
+        }
+        if self.status_message is not None:
+            task["statusMessage"] = self.status_message
+        if self.poll_interval_ms is not None:
+            task["pollIntervalMs"] = self.poll_interval_ms
+        outcome = self.outcome or {}
+        if self.status == "input_required" and self.input_requests:
+            task["inputRequests"] = dict(self.input_requests)
+        elif self.status == "completed" and "result" in outcome:
+            task["result"] = outcome["result"]
+        elif self.status == "failed" and "error" in outcome:
+            task["error"] = outcome["error"]
         return task
 
 
