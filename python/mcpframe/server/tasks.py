@@ -100,13 +100,19 @@ class _Job:
     # 2026-07-28: what the task asked the client, waiting for tasks/update (key -> [answered, answer])
     waiting: dict[str, tuple[anyio.Event, list[Any]]] = dataclasses.field(default_factory=dict)
     asked: int = 0
+    # 2025-11-25: the tasks/result requests waiting on this task (a request to the client can ride one)
+    carriers: list[Request] = dataclasses.field(default_factory=list)
+    carrier_came: anyio.Event = dataclasses.field(default_factory=anyio.Event)
 
 
 class TaskRequest:
     """What a task's ``Context`` speaks through once its ``tools/call`` has been answered.
 
-    The original request is done (its answer was the CreateTaskResult), so progress, notifications and
-    requests to the client go out on the connection's session, tagged with the related-task ``_meta``.
+    The original request is done (its answer was the CreateTaskResult), so progress and notifications go
+    out on the connection's session, tagged with the related-task ``_meta``. A request to the client rides
+    a waiting ``tasks/result`` when there is one (the specification's suggestion): over Streamable HTTP that
+    is the stream whose answers come back to the server. Where the connection has one session for everything
+    (stdio, memory) it goes out at once; otherwise it waits for the client's ``tasks/result``.
     """
 
     def __init__(self, manager: TaskManager, job: _Job, request: Request) -> None:
@@ -118,6 +124,7 @@ class TaskRequest:
         self.meta = request.meta
         self.progress_token = request.progress_token
         self.session = job.conn.session or request.session
+        self._direct = self.session is request.session  # one session carries everything (stdio, memory)
 
     @property
     def cancelled(self) -> bool:
@@ -158,8 +165,16 @@ class TaskRequest:
         if job.record.modern:
             return await self._manager.ask(job, method, params)
         await self._manager.set_status(job, "input_required", f"Waiting for the client to answer {method}")
+        tagged = _with_meta(params, job.record.task_id)
         try:
-            return await self.session.request(method, _with_meta(params, job.record.task_id), **options)
+            while True:
+                carrier = next((waiting for waiting in job.carriers if not waiting.done), None)
+                if carrier is not None:
+                    return await carrier.send_request(method, tagged, **options)
+                if self._direct:
+                    return await self.session.request(method, tagged, **options)
+                job.carrier_came = anyio.Event()
+                await job.carrier_came.wait()  # the client calls tasks/result on input_required
         finally:
             if not job.record.terminal:
                 await self._manager.set_status(job, "working", None)
@@ -343,13 +358,18 @@ class TaskManager:
             raise _not_found(task_id)
         return record
 
-    async def result(self, conn: ServerConnection, params: dict[str, Any]) -> dict[str, Any]:
-        """Wait for the task to end, then what ``tools/call`` would have answered (or its error)."""
+    async def result(
+        self, conn: ServerConnection, params: dict[str, Any], request: Request | None = None
+    ) -> dict[str, Any]:
+        """Wait for the task to end, then what ``tools/call`` would have answered (or its error).
+
+        Meanwhile the task's requests to the client may travel on `request` (see ``TaskRequest``).
+        """
         record = await self.find(conn, params)
         while not record.terminal:
             job = self._jobs.get(record.task_id)
             if job is not None:
-                await job.done.wait()
+                await self._wait_carrying(job, request)
             else:  # running in another process that shares the store: poll it
                 await anyio.sleep((record.poll_interval_ms or 1000) / 1000)
             record = await self.find(conn, params)
@@ -362,6 +382,19 @@ class TaskManager:
         raise JSONRPCError(
             jsonrpc.INTERNAL_ERROR, f"Task {record.task_id} was cancelled", {**related(record.task_id)}
         )
+
+    @staticmethod
+    async def _wait_carrying(job: _Job, request: Request | None) -> None:
+        """Wait for the job to end, offering `request` to carry its requests to the client meanwhile."""
+        if request is None:
+            await job.done.wait()
+            return
+        job.carriers.append(request)
+        job.carrier_came.set()
+        try:
+            await job.done.wait()
+        finally:
+            job.carriers.remove(request)
 
     async def cancel(
         self, conn: ServerConnection, params: dict[str, Any], call: CallInfo | None = None

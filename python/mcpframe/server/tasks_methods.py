@@ -102,7 +102,7 @@ async def tasks_result(
     conn: ServerConnection, request: Request, call: CallInfo, params: dict[str, Any]
 ) -> dict[str, Any]:
     """``tasks/result`` (2025-11-25): blocks until the task is terminal, then the tool's result or error."""
-    return await _check(conn, call, protocol.TASKS_RESULT).result(conn, params)
+    return await _check(conn, call, protocol.TASKS_RESULT).result(conn, params, request)
 
 
 async def tasks_list(
