@@ -277,3 +277,32 @@ def test_task_support_is_checked_at_registration() -> None:
     server = Server("bad")
     with pytest.raises(ValueError, match="task_support"):
         server.tool(task_support="sometimes")(lambda: None)  # type: ignore[call-overload]
+
+
+async def test_waiting_polls_without_status_notifications(monkeypatch: pytest.MonkeyPatch) -> None:
+    server, gate = make_server()
+
+    async def silent(job: Any) -> None:  # a server that never sends notifications/tasks/status
+        return None
+
+    monkeypatch.setattr(server.tasks, "_announce", silent)
+    seen: list[dict[str, Any]] = []
+    polls: list[str] = []
+    with anyio.fail_after(10):
+        async with Client(server, mode="legacy") as client:
+            client.tasks.on_status = seen.append
+            handle = await client.call_tool("blocking", task=True)
+            real_refresh = handle.refresh
+
+            async def counted(**kw: Any) -> dict[str, Any]:
+                task = await real_refresh(**kw)
+                polls.append(task["status"])
+                if len(polls) == 2:
+                    gate.release.set()  # finish only once the handle has polled twice
+                return task
+
+            monkeypatch.setattr(handle, "refresh", counted)
+            assert text(await handle.result()) == "released"
+    assert seen == []
+    assert polls[:2] == ["working", "working"]
+    assert polls[-1] == "completed"
