@@ -306,3 +306,26 @@ async def test_waiting_polls_without_status_notifications(monkeypatch: pytest.Mo
     assert seen == []
     assert polls[:2] == ["working", "working"]
     assert polls[-1] == "completed"
+
+
+async def test_a_tasks_result_that_times_out_goes_back_to_polling(monkeypatch: pytest.MonkeyPatch) -> None:
+    server, _ = make_server()
+    retried = anyio.Event()
+
+    async def slow_user(params: dict[str, Any]) -> dict[str, Any]:
+        await retried.wait()  # answers only after the client's tasks/result gave up once
+        return {"action": "accept", "content": {"name": "late"}}
+
+    with anyio.fail_after(10):
+        async with Client(server, mode="legacy", elicitation_handler=slow_user) as client:
+            handle = await client.call_tool("ask", task=True)
+            real_refresh = handle.refresh
+
+            async def watched(**kw: Any) -> dict[str, Any]:
+                if handle.status == "input_required":  # only after a timed-out tasks/result
+                    retried.set()
+                return await real_refresh(**kw)
+
+            monkeypatch.setattr(handle, "refresh", watched)
+            assert text(await handle.result(timeout=0.05)) == "hello late"
+    assert retried.is_set()

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from mcpframe import jsonrpc, protocol
-from mcpframe.session import JSONRPCError
+from mcpframe.session import JSONRPCError, RequestTimeout
 
 if TYPE_CHECKING:
     from .methods import Requester
@@ -126,19 +126,27 @@ class TaskHandle:
         """The tool's CallToolResult once the task ends; a JSON-RPC error of the call raises as it would.
 
         Polls ``tasks/get`` at the server's interval, then asks ``tasks/result`` (which the server holds
-        until the task is terminal). ``timeout`` bounds that last request (default: the client's).
+        until the task is terminal). ``timeout`` bounds each ``tasks/result`` (default: the client's): one
+        sent on ``input_required`` that outlasts it goes back to polling, so a long task never times out.
         """
         if self._result is not None:
             return self._result
-        await self.wait()
-        if self.modern:
-            self._result = self._outcome()
+        while True:
+            await self.wait()
+            if self.modern:
+                self._result = self._outcome()
+                return self._result
+            try:
+                result = await self._requester.request(
+                    protocol.TASKS_RESULT, {"taskId": self.task_id}, timeout=timeout
+                )
+            except RequestTimeout:
+                if self.status in TERMINAL_STATUSES:
+                    raise
+                await self.refresh()
+                continue
+            self._result = result if isinstance(result, dict) else {}
             return self._result
-        result = await self._requester.request(
-            protocol.TASKS_RESULT, {"taskId": self.task_id}, timeout=timeout
-        )
-        self._result = result if isinstance(result, dict) else {}
-        return self._result
 
     async def cancel(self) -> dict[str, Any]:
         """``tasks/cancel``: the Task, now ``cancelled`` (-32602 from the server if it had already ended)."""
