@@ -42,6 +42,7 @@ __all__ = [
     "NOTIFICATIONS_RESOURCES_UPDATED",
     "NOTIFICATIONS_ROOTS_LIST_CHANGED",
     "NOTIFICATIONS_SUBSCRIPTIONS_ACKNOWLEDGED",
+    "NOTIFICATIONS_TASKS_STATUS",
     "NOTIFICATIONS_TOOLS_LIST_CHANGED",
     "PING",
     "PROGRESS_TOKEN",
@@ -50,6 +51,7 @@ __all__ = [
     "PROTOCOL_VERSION_KEY",
     "REF_PROMPT",
     "REF_RESOURCE",
+    "RELATED_TASK_KEY",
     "RESOURCES_LIST",
     "RESOURCES_READ",
     "RESOURCES_SUBSCRIBE",
@@ -63,6 +65,12 @@ __all__ = [
     "SUBSCRIPTIONS_LISTEN",
     "SUBSCRIPTION_ID_KEY",
     "SUPPORTED_VERSIONS",
+    "TASKS_CANCEL",
+    "TASKS_EXTENSION",
+    "TASKS_GET",
+    "TASKS_LIST",
+    "TASKS_RESULT",
+    "TASKS_UPDATE",
     "TOOLS_CALL",
     "TOOLS_LIST",
     "V2024_11_05",
@@ -135,6 +143,13 @@ PROMPTS_GET: Final = "prompts/get"
 COMPLETION_COMPLETE: Final = "completion/complete"
 LOGGING_SET_LEVEL: Final = "logging/setLevel"
 SUBSCRIPTIONS_LISTEN: Final = "subscriptions/listen"
+# 2025-11-25 experimental tasks (SEP-1686): a receiver answers them; mcpframe's server is the receiver.
+TASKS_GET: Final = "tasks/get"
+TASKS_RESULT: Final = "tasks/result"
+TASKS_LIST: Final = "tasks/list"
+TASKS_CANCEL: Final = "tasks/cancel"
+TASKS_UPDATE: Final = "tasks/update"
+"""2026-07-28's tasks extension: the client's answers to a task's ``inputRequests``."""
 
 # Requests a client answers.
 SAMPLING_CREATE_MESSAGE: Final = "sampling/createMessage"
@@ -152,6 +167,7 @@ NOTIFICATIONS_RESOURCES_LIST_CHANGED: Final = "notifications/resources/list_chan
 NOTIFICATIONS_RESOURCES_UPDATED: Final = "notifications/resources/updated"
 NOTIFICATIONS_ROOTS_LIST_CHANGED: Final = "notifications/roots/list_changed"
 NOTIFICATIONS_SUBSCRIPTIONS_ACKNOWLEDGED: Final = "notifications/subscriptions/acknowledged"
+NOTIFICATIONS_TASKS_STATUS: Final = "notifications/tasks/status"
 
 SERVER_METHODS: Final = frozenset(
     {
@@ -170,6 +186,11 @@ SERVER_METHODS: Final = frozenset(
         COMPLETION_COMPLETE,
         LOGGING_SET_LEVEL,
         SUBSCRIPTIONS_LISTEN,
+        TASKS_GET,
+        TASKS_RESULT,
+        TASKS_LIST,
+        TASKS_CANCEL,
+        TASKS_UPDATE,
     }
 )
 """Every request method a server answers."""
@@ -187,6 +208,7 @@ NOTIFICATIONS: Final = frozenset(
         NOTIFICATIONS_RESOURCES_UPDATED,
         NOTIFICATIONS_ROOTS_LIST_CHANGED,
         NOTIFICATIONS_SUBSCRIPTIONS_ACKNOWLEDGED,
+        NOTIFICATIONS_TASKS_STATUS,
     }
 )
 """Every notification method either side sends."""
@@ -218,6 +240,10 @@ SERVER_INFO_KEY: Final = "io.modelcontextprotocol/serverInfo"
 """In a modern result's `_meta`: the server's name and version."""
 SUBSCRIPTION_ID_KEY: Final = "io.modelcontextprotocol/subscriptionId"
 """In the `_meta` of what a `subscriptions/listen` stream carries: the id of that listen request."""
+TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
+"""2026-07-28: the tasks extension's name in ``capabilities.extensions`` (both sides declare it)."""
+RELATED_TASK_KEY: Final = "io.modelcontextprotocol/related-task"
+"""In the `_meta` of a message that belongs to a task (2025-11-25): `{"taskId": ...}`."""
 MODERN_META_KEYS: Final = frozenset(
     {
         PROTOCOL_VERSION_KEY,

@@ -16,6 +16,7 @@ from mcpframe.client.inbound import (
 )
 from mcpframe.client.methods import Era, LogLevel, Methods, Requester
 from mcpframe.client.options import DEFAULT_TIMEOUT, ClientOptions, ClientSettings, Mode
+from mcpframe.client.tasks import TaskHandle, TaskStatusCallback, TaskTracker
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -37,4 +38,7 @@ __all__ = [
     "Roots",
     "SamplingHandler",
     "Servable",
+    "TaskHandle",
+    "TaskStatusCallback",
+    "TaskTracker",
 ]

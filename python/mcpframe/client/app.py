@@ -23,6 +23,7 @@ host) hand theirs in with ``Client(opener=...)``, so the client never imports th
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
@@ -111,7 +112,24 @@ class Client(Methods):
         self.options = ClientOptions(**settings)
         self.connection = Connection(self.options)
         super().__init__(self.connection)
+        self._route_task_status()
         self._stack: AsyncExitStack | None = None
+
+    def _route_task_status(self) -> None:
+        """Show each server notification to ``self.tasks`` first (task status), then to the user's handler."""
+        inbound = self.connection.inbound
+        user = inbound.notifications
+        tracker = self.tasks
+
+        async def route(method: str, params: Any) -> None:
+            await tracker.observe(method, params)
+            if user is not None:
+                outcome = user(method, params)
+                if inspect.isawaitable(outcome):
+                    await outcome
+
+        inbound.notifications = route
+        tracker.fulfil = inbound.fulfil  # a 2026-07-28 task's inputRequests, answered by the same handlers
 
     @classmethod
     def stdio(

@@ -28,6 +28,8 @@ MODERN_VERSION: Final = protocol.LATEST_MODERN
 """The revision a client speaks without a handshake."""
 LEGACY_VERSIONS: Final = protocol.LEGACY_VERSIONS
 """The handshake revisions a client accepts, newest first (it offers the first)."""
+_EXTENSIONS: dict[str, Any] = {"extensions": {protocol.TASKS_EXTENSION: {}}}
+"""2026-07-28 extensions the client speaks, in every request's capabilities."""
 _MAX_INPUT_ROUNDS = 16
 _TIMEOUT_HINT: Final = (
     "; to wait longer pass timeout=<seconds> to this call (math.inf: no limit), or"
@@ -149,7 +151,8 @@ class Connection:
     def _modern_meta(self) -> dict[str, Any]:
         meta: dict[str, Any] = {
             protocol.PROTOCOL_VERSION_KEY: MODERN_VERSION,
-            protocol.CLIENT_CAPABILITIES_KEY: self.inbound.capabilities(),
+            # The tasks extension: Methods.call_tool resolves a task answer (client/tasks.py)
+            protocol.CLIENT_CAPABILITIES_KEY: {**self.inbound.capabilities(), **_EXTENSIONS},
             protocol.CLIENT_INFO_KEY: self.client_info,
         }
         if self.log_level is not None:

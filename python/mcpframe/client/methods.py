@@ -7,9 +7,10 @@ is handed to it, so the helpers can be reused over another requester (a proxy's 
 
 from __future__ import annotations
 
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, overload
 
 from mcpframe import protocol
+from mcpframe.client.tasks import TaskHandle, TaskTracker
 from mcpframe.session import ProgressCallback
 
 __all__ = ["Era", "LogLevel", "Methods", "Requester"]
@@ -63,6 +64,8 @@ class Methods:
 
     def __init__(self, requester: Requester) -> None:
         self._requester = requester
+        self.tasks = TaskTracker()
+        """Task status notifications: set ``tasks.on_status`` to see them (client/tasks.py)."""
 
     @property
     def era(self) -> Era | None:
@@ -126,6 +129,7 @@ class Methods:
         """Every tool the server offers (all pages)."""
         return await self.list_all(protocol.TOOLS_LIST, "tools")
 
+    @overload
     async def call_tool(
         self,
         name: str,
@@ -134,15 +138,78 @@ class Methods:
         on_progress: ProgressCallback | None = None,
         timeout: float | None = None,
         max_timeout: float | None = None,
-    ) -> dict[str, Any]:
+        task: Literal[False] = False,
+        ttl: None = None,
+    ) -> dict[str, Any]: ...
+    @overload
+    async def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        on_progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+        max_timeout: float | None = None,
+        task: Literal[True],
+        ttl: int | None = None,
+    ) -> TaskHandle: ...
+    @overload
+    async def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        on_progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+        max_timeout: float | None = None,
+        task: bool = False,
+        ttl: int,
+    ) -> TaskHandle: ...
+    async def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        on_progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+        max_timeout: float | None = None,
+        task: bool = False,
+        ttl: int | None = None,
+    ) -> dict[str, Any] | TaskHandle:
         """Call a tool; the CallToolResult (``content``, ``structuredContent``, ``isError``).
 
         ``on_progress(progress, total, message)`` receives the server's progress notifications.
+        ``task=True`` (or ``ttl=`` milliseconds to keep it) returns a ``TaskHandle`` as soon as the server
+        has made the task: ``await handle.result()`` waits for the CallToolResult (client/tasks.py). Without
+        it, a 2026-07-28 server's task answer is polled to its end here and the result returned.
         """
         params: dict[str, Any] = {"name": name, "arguments": arguments or {}}
-        return await self._requester.interactive(
+        if (task or ttl is not None) and self.era != "modern":  # 2026-07-28: the server decides
+            params["task"] = {} if ttl is None else {"ttl": ttl}
+        wants_handle = task or ttl is not None
+        result = await self._requester.interactive(
             protocol.TOOLS_CALL, params, timeout=timeout, on_progress=on_progress, max_timeout=max_timeout
         )
+        handle = self._task_handle(result)
+        if not wants_handle:  # the caller wants the result: a 2026-07-28 task is polled to its end
+            return result if handle is None else await handle.result(timeout=timeout)
+        if handle is None:
+            return TaskHandle(self._requester, None, result=result)  # the server ran it directly
+        return handle
+
+    def _task_handle(self, result: dict[str, Any]) -> TaskHandle | None:
+        """A handle if ``result`` is a task (2025-11-25: ``{"task": ...}``; 2026-07-28: ``resultType``)."""
+        if result.get("resultType") == "task":
+            handle = TaskHandle(self._requester, result, modern=True, fulfil=self.tasks.fulfil)
+        elif isinstance(result.get("task"), dict) and "content" not in result:
+            handle = TaskHandle(self._requester, result["task"])
+        else:
+            return None
+        return self.tasks.track(handle)
+
+    async def list_tasks(self) -> list[dict[str, Any]]:
+        """Every task of this session the server still keeps (``tasks/list``, all pages)."""
+        return await self.list_all(protocol.TASKS_LIST, "tasks")
 
     async def list_resources(self) -> list[dict[str, Any]]:
         """Every resource (all pages)."""

@@ -38,6 +38,8 @@ from .content import (
 )
 from .context import Context
 from .lifecycle import LifespanError
+from .tasks import TaskManager, TaskSupport
+from .tasks_store import MemoryTaskStore, TaskRecord, TaskStore
 from .types import ToolDefinitionError
 
 __all__ = [
@@ -48,9 +50,14 @@ __all__ = [
     "Content",
     "Context",
     "LifespanError",
+    "MemoryTaskStore",
     "PromptMessage",
     "Server",
     "ServerConnection",
+    "TaskManager",
+    "TaskRecord",
+    "TaskStore",
+    "TaskSupport",
     "ToolDefinitionError",
     "ToolResult",
     "assistant",

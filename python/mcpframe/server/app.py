@@ -14,6 +14,7 @@ from typing import Any, Literal, TypeVar, overload
 
 import anyio
 
+from mcpframe import protocol
 from mcpframe._gc import freeze_startup_heap
 from mcpframe.session import Session, SessionOptions
 from mcpframe.transports.base import Transport
@@ -25,6 +26,8 @@ from .eras import RequestState
 from .handlers import HANDLERS, Handler
 from .lifecycle import LifespanError, current_stop, run_stoppable, startup_failure, tracked
 from .registry import ListKind, Registry, Resource
+from .tasks import TASK_CAPABILITY, TaskManager, TaskSupport
+from .tasks_methods import TASK_HANDLERS
 
 __all__ = ["Lifespan", "Server"]
 
@@ -84,7 +87,9 @@ class Server:
         self.registry = Registry()
         # The method table a connection dispatches to; an adapter may replace or add entries. A handler
         # that replaces a built-in one owns its method entirely (2026-07-28 requestState included).
-        self.handlers: dict[str, Handler] = dict(HANDLERS)
+        self.handlers: dict[str, Handler] = {**HANDLERS, **TASK_HANDLERS}
+        self.tasks = TaskManager()
+        """The server's tasks (server/tasks.py): replace it before serving to pick the store or ttl bounds."""
         # Called for a method the table lacks (after initialize), instead of answering -32601 here.
         self.fallback_handler: Handler | None = None
         self.registry.listen(self._changed)
@@ -115,6 +120,7 @@ class Server:
         annotations: dict[str, Any] | None = None,
         icons: list[dict[str, Any]] | None = None,
         meta: dict[str, Any] | None = None,
+        task_support: TaskSupport = "forbidden",
     ) -> Callable[[F], F]: ...
     def tool(
         self,
@@ -129,6 +135,7 @@ class Server:
         annotations: dict[str, Any] | None = None,
         icons: list[dict[str, Any]] | None = None,
         meta: dict[str, Any] | None = None,
+        task_support: TaskSupport = "forbidden",
     ) -> F | Callable[[F], F]:
         """Register a tool (`@server.tool` or `@server.tool(name=..., ...)`).
 
@@ -137,7 +144,13 @@ class Server:
         A return annotation that is an object type (Struct, dataclass, TypedDict, dict) publishes an
         `outputSchema` and `structuredContent`; `output_schema=True` forces it (non-objects are wrapped as
         `{"result": ...}`), `False` turns it off, a dict gives it verbatim.
+        `task_support="optional"` lets a client run it as a task (`params.task`, 2025-11-25), `"required"`
+        makes that the only way (docs/tasks.md); the server then declares the `tasks` capability.
         """
+        if task_support not in ("forbidden", "optional", "required"):
+            raise ValueError(
+                f"task_support must be 'forbidden', 'optional' or 'required', not {task_support!r}"
+            )
 
         def register(func: F) -> F:
             tool = make_tool(
@@ -151,6 +164,9 @@ class Server:
                 icons=icons,
                 meta=meta,
             )
+            if task_support != "forbidden":
+                tool.task_support = task_support
+                tool.wire["execution"] = {"taskSupport": task_support}
             self.registry.add_tool(tool)
             return func
 
@@ -271,8 +287,14 @@ class Server:
         return self._capabilities
 
     def modern_capabilities(self) -> dict[str, Any]:
-        """The capabilities `server/discover` declares to 2026-07-28 clients (by default the same)."""
-        return self.capabilities()
+        """The capabilities `server/discover` declares to 2026-07-28 clients: the same, except that tasks
+        are the `io.modelcontextprotocol/tasks` extension there (`extensions`), not a `tasks` capability."""
+        caps = self.capabilities()
+        if "tasks" not in caps:
+            return caps
+        modern = {key: value for key, value in caps.items() if key != "tasks"}
+        modern["extensions"] = {**caps.get("extensions", {}), protocol.TASKS_EXTENSION: {}}
+        return modern
 
     def _compute_capabilities(self) -> dict[str, Any]:
         registry = self.registry
@@ -285,6 +307,8 @@ class Server:
             caps["resources"] = {"subscribe": True, "listChanged": True}
         if registry.tools:
             caps["tools"] = {"listChanged": True}
+        if any(tool.task_support != "forbidden" for tool in list(registry.tools.values())):
+            caps["tasks"] = TASK_CAPABILITY
         return caps
 
     def _changed(self, kind: ListKind) -> None:

@@ -126,6 +126,7 @@ class ServerConnection:
     def close(self) -> None:
         """Forget this connection: no more notifications, open listens end."""
         self.server._connections.discard(self)
+        self.server.tasks.forget(self)  # its running tasks: nobody could fetch their results now
         self._token = None
         for listener in list(self._listeners.values()):
             listener.closed.set()

@@ -21,11 +21,12 @@ from .eras import LOG_LEVELS, at_least
 from .invoke import invoke, log_tool_failure
 from .registry import Tool, paginate
 from .schema import ArgumentError
+from .tasks_methods import route
 
 if TYPE_CHECKING:
     from .connection import ServerConnection
 
-__all__ = ["HANDLERS", "Handler"]
+__all__ = ["HANDLERS", "Handler", "run_tool"]
 
 Handler = Callable[["ServerConnection", Request, CallInfo, dict[str, Any]], Awaitable[dict[str, Any]]]
 
@@ -34,6 +35,7 @@ _NEW_FIELDS = (
     ("title", protocol.V2025_06_18),
     ("outputSchema", protocol.V2025_06_18),
     ("icons", protocol.V2025_11_25),
+    ("execution", protocol.V2025_11_25),
 )
 
 
@@ -121,6 +123,17 @@ async def tools_call(
     tool = conn.server.registry.tools.get(name) if isinstance(name, str) else None
     if tool is None:
         raise invalid(f"unknown tool {name!r}")
+    if tool.task_support != "forbidden" or "task" in params:  # tasks: server/tasks.py
+        tasks = conn.server.tasks
+        if route(conn, call, tool, params):
+            return await tasks.start(conn, request, call, tool, params, run=run_tool)
+    return await run_tool(conn, request, call, tool, params)
+
+
+async def run_tool(
+    conn: ServerConnection, request: Request, call: CallInfo, tool: Tool, params: dict[str, Any]
+) -> dict[str, Any]:
+    """Call `tool` with ``params.arguments``: its CallToolResult (a task runs this in the background)."""
     signature = tool.signature
     try:
         kwargs = signature.bind(params.get("arguments"))

@@ -51,6 +51,8 @@ class Tool:
     wrap_result: bool = False
     # None when results are not checked: no output schema, or a verbatim one without `jsonschema` installed
     check_output: Callable[[Any], str | None] | None = None
+    # execution.taskSupport (2025-11-25 tasks): "forbidden" (the default), "optional" or "required"
+    task_support: Literal["forbidden", "optional", "required"] = "forbidden"
 
 
 @dataclasses.dataclass(slots=True)
