@@ -53,6 +53,10 @@ _LIST_CHANGED: Final = {
 }
 _SESSION_LEVEL: Final = (protocol.NOTIFICATIONS_PROGRESS, protocol.NOTIFICATIONS_CANCELLED)
 
+_NO_START: Final = (protocol.INITIALIZE, protocol.PING, protocol.SERVER_DISCOVER)
+"""Requests that do not start the servers: the servers start at initialize, with the client's capabilities
+(a `server/discover` probe comes first from clients that try 2026-07-28)."""
+
 Handler = Callable[[Request, dict[str, Any]], Awaitable[Any]]
 
 
@@ -151,7 +155,7 @@ class Gateway:
     async def _handle(self, request: Request) -> Any:
         params = request.params if isinstance(request.params, dict) else {}
         handler = self._methods.get(request.method)
-        if request.method not in (protocol.INITIALIZE, protocol.PING):
+        if request.method not in _NO_START:
             await self._start()  # a client that skipped initialize still reaches the servers
         if handler is None:
             return await self._unknown(request, params)

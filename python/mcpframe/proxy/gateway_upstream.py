@@ -121,6 +121,11 @@ class Upstream:
         self.first_try = anyio.Event()
         """Set once the first start has succeeded or failed."""
         self._inner: Transport | None = None
+        self._wake = anyio.Event()
+
+    def restart_now(self) -> None:
+        """Cut the wait before the next start short (when the server is down)."""
+        self._wake.set()
 
     def has(self, capability: str) -> bool:
         """Whether the server is up and declared `capability` (`tools`, `prompts`, ...)."""
@@ -144,7 +149,9 @@ class Upstream:
             if anyio.current_time() - started >= self._max_restart_delay:
                 delay = self._restart_delay  # it had been up a good while: a fresh crash, not a loop
             self.next_start = anyio.current_time() + delay
-            await anyio.sleep(delay)
+            with anyio.move_on_after(delay):
+                await self._wake.wait()
+            self._wake = anyio.Event()
             self.next_start = None
             delay = min(delay * 2, self._max_restart_delay)
 
