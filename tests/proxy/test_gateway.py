@@ -123,6 +123,10 @@ async def _sampling(params: dict[str, Any]) -> dict[str, Any]:
     return {"role": "assistant", "content": {"type": "text", "text": f"echo of {asked}"}, "model": "test"}
 
 
+async def _elicitation(params: dict[str, Any]) -> dict[str, Any]:
+    return {"action": "accept", "content": {"username": params["message"], "email": "a@b.c"}}
+
+
 @asynccontextmanager
 async def _open(specs: list[UpstreamSpec], **options: Any) -> AsyncIterator[Harness]:
     reports: list[str] = []
@@ -135,7 +139,12 @@ async def _open(specs: list[UpstreamSpec], **options: Any) -> AsyncIterator[Harn
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(gateway.serve, gateway_end)
-        client = Client(transport=client_end, sampling_handler=_sampling, notification_handler=noted)
+        client = Client(
+            transport=client_end,
+            sampling_handler=_sampling,
+            elicitation_handler=_elicitation,
+            notification_handler=noted,
+        )
         async with client:
             yield Harness(client, gateway, reports, notes_out)
 
@@ -266,7 +275,7 @@ async def test_unknown_method_with_several_servers(gw: Harness) -> None:
 # ---------------------------------------------------------------------- what crosses
 
 
-async def test_progress_sampling_and_logging_cross(gw: Harness) -> None:
+async def test_progress_sampling_elicitation_and_logging_cross(gw: Harness) -> None:
     seen: list[float] = []
     await gw.client.call_tool(
         "every__test_tool_with_progress", {}, on_progress=lambda p, t, m: seen.append(p)
@@ -274,6 +283,8 @@ async def test_progress_sampling_and_logging_cross(gw: Harness) -> None:
     assert seen == [0, 50, 100]
     result = await gw.client.call_tool("every__test_sampling", {"prompt": "ping"})
     assert result["content"][0]["text"] == "LLM response: echo of ping"
+    result = await gw.client.call_tool("every__test_elicitation", {"message": "ada"})
+    assert "'username': 'ada'" in result["content"][0]["text"]
     await gw.client.call_tool("every__test_tool_with_logging", {})
     message = await gw.next_note("notifications/message")
     assert message["logger"].startswith("every")
