@@ -24,10 +24,13 @@ slows the writers of the progress and notifications relayed to it.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import importlib
 import math
 import sys
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, cast
 
 import anyio
 import anyio.abc
@@ -44,7 +47,7 @@ if TYPE_CHECKING:
     from mcpframe.client.inbound import ElicitationHandler, Roots, SamplingHandler
     from mcpframe.proxy.options import OnUpstreamExit, ProxyOptions
 
-__all__ = ["Gateway", "run_gateway"]
+__all__ = ["Gateway", "gateway_command", "run_gateway"]
 
 _LIST_CHANGED: Final = {
     "tools": protocol.NOTIFICATIONS_TOOLS_LIST_CHANGED,
@@ -399,8 +402,41 @@ class Gateway:
             self.report(f"server {upstream.name!r}: logging/setLevel failed: {exc}")
 
 
+def gateway_command(options: ProxyOptions) -> tuple[str, ...]:
+    """The `mcpframe proxy --config` command line of a gateway child serving over stdio."""
+    assert options.config is not None
+    command = [sys.executable, "-m", "mcpframe", "proxy", "--config", str(Path(options.config).resolve())]
+    command += ["--on-upstream-exit", options.on_upstream_exit]
+    for name, value in options.env.items():
+        command += ["--env", f"{name}={value}"]
+    for name, value in options.headers.items():
+        command += ["--header", f"{name}: {value}"]
+    return tuple(command)
+
+
+def _listen(options: ProxyOptions) -> int:
+    """`--config` with `--listen`: the listen bridge in front of a gateway child per HTTP session.
+
+    Each client session gets a gateway of its own (and so upstreams of its own): a server's sampling,
+    elicitation and roots requests then have exactly one client to go to, and one session's failures stay
+    its own. The price is processes per session, bounded by `--pool-size` and reaped after
+    `--idle-timeout`, as the listen mode does for any stdio server.
+    """
+    try:  # the listen mode loads only when it runs (and is another module's business)
+        listen = importlib.import_module("mcpframe.proxy.listen")
+    except ModuleNotFoundError as exc:
+        if exc.name != "mcpframe.proxy.listen":
+            raise
+        _stderr("this build has no listen mode (mcpframe.proxy.listen)")
+        return 2
+    run_listen = cast("Callable[[ProxyOptions], int]", listen.run_listen)
+    bridged = dataclasses.replace(options, config=None, command=gateway_command(options), env={}, headers={})
+    return int(run_listen(bridged))
+
+
 def run_gateway(options: ProxyOptions) -> int:
-    """`mcpframe proxy --config FILE`: serve this process's stdio; the exit status (2: a bad config)."""
+    """`mcpframe proxy --config FILE`: serve this process's stdio (or `--listen URL`: HTTP clients, see
+    `_listen`); the exit status (2: a bad config)."""
     assert options.config is not None
     try:
         servers = load_config(options.config)
@@ -408,8 +444,7 @@ def run_gateway(options: ProxyOptions) -> int:
         _stderr(str(exc))
         return 2
     if options.listen is not None:
-        _stderr("--config with --listen is not built yet: the gateway serves one client over stdio")
-        return 2
+        return _listen(options)
     gateway = Gateway(
         servers, on_upstream_exit=options.on_upstream_exit, env=options.env, headers=options.headers
     )
