@@ -14,10 +14,9 @@ import anyio
 import pytest
 
 import mcpframe
+from mcpframe.http import connect
 
 pytest.importorskip("mcpframe.proxy.listen", reason="this tree has no listen mode (mcpframe.proxy.listen)")
-
-from mcpframe.http import connect  # noqa: E402
 
 pytestmark = pytest.mark.anyio
 
