@@ -123,6 +123,7 @@ class Gateway:
         self._session: Session | None = None
         self._tg: anyio.abc.TaskGroup | None = None
         self._started = False
+        self._ready = False  # every server has had its first try
         self._announced = False  # initialize answered: changes are news to the client from now on
         self._log_level: str | None = None
         self._methods: dict[str, Handler] = {
@@ -158,7 +159,7 @@ class Gateway:
     async def _handle(self, request: Request) -> Any:
         params = request.params if isinstance(request.params, dict) else {}
         handler = self._methods.get(request.method)
-        if request.method not in _NO_START:
+        if not self._ready and request.method not in _NO_START:
             await self._start()  # a client that skipped initialize still reaches the servers
         if handler is None:
             return await self._unknown(request, params)
@@ -199,6 +200,8 @@ class Gateway:
                 self._tg.start_soon(upstream.run, name=f"mcpframe-gateway-{upstream.name}")
         for upstream in self.upstreams.values():
             await upstream.first_try.wait()
+        # from now on no request waits here: a set anyio Event's wait() still yields to the loop once
+        self._ready = True
 
     async def _initialize(self, request: Request, params: dict[str, Any]) -> Any:
         capabilities = params.get("capabilities")
