@@ -347,6 +347,7 @@ async def test_dead_server_isolated_then_restarted(small_server: str) -> None:
     specs = [serve_spec("a", small_server), serve_spec("b", small_server)]
     async with _open(specs, restart_delay=3600.0) as gw:  # restarted by hand below, not by the clock
         pid = int((await gw.client.call_tool("b__pid", {}))["content"][0]["text"])
+        await gw.client.subscribe("small://note")  # both servers list it: the last to list it has it
         started = anyio.Event()
         pending: list[JSONRPCError] = []
 
@@ -377,6 +378,8 @@ async def test_dead_server_isolated_then_restarted(small_server: str) -> None:
         gw.gateway.upstreams["b"].restart_now()
         await gw.next_note("notifications/tools/list_changed")
         assert (await gw.client.call_tool("b__echo", {"text": "back"}))["content"][0]["text"] == "small: back"
+        await gw.client.call_tool("b__touch", {})  # the subscription made before the crash was renewed
+        assert (await gw.next_note("notifications/resources/updated"))["uri"] == "small://note"
 
 
 async def test_server_that_does_not_start(small_server: str) -> None:

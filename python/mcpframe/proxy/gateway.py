@@ -126,6 +126,7 @@ class Gateway:
         self._ready = False  # every server has had its first try
         self._announced = False  # initialize answered: changes are news to the client from now on
         self._log_level: str | None = None
+        self._subscribed: dict[str, set[str]] = {}  # server -> the URIs the client subscribed to there
         self._methods: dict[str, Handler] = {
             protocol.INITIALIZE: self._initialize,
             protocol.PING: self._ping,
@@ -305,7 +306,13 @@ class Gateway:
         if not isinstance(uri, str):
             raise JSONRPCError(jsonrpc.INVALID_PARAMS, f'{request.method}: "uri" must be a string')
         upstream = await self._owner(request, uri)
-        return await self.forward(upstream, request, request.method, params)
+        result = await self.forward(upstream, request, request.method, params)
+        subscribed = self._subscribed.setdefault(upstream.name, set())
+        if request.method == protocol.RESOURCES_SUBSCRIBE:
+            subscribed.add(uri)  # renewed if the server restarts
+        elif request.method == protocol.RESOURCES_UNSUBSCRIBE:
+            subscribed.discard(uri)
+        return result
 
     async def _owner(self, request: Request, uri: str) -> Upstream:
         """The server of `uri`: the one that listed it or has a matching template; the only one with
@@ -382,8 +389,8 @@ class Gateway:
                 self.exit_status = 1
                 await self._session.aclose()
                 return
-        elif self._log_level is not None and upstream.client is not None and upstream.has("logging"):
-            self._tg_soon(self._apply_level, upstream)
+        elif self._log_level is not None or self._subscribed.get(upstream.name):
+            self._tg_soon(self._restore, upstream)
         if not self._announced:
             return
         for kind, method in _LIST_CHANGED.items():
@@ -394,15 +401,22 @@ class Gateway:
         if self._tg is not None:
             self._tg.start_soon(func, *args)
 
-    async def _apply_level(self, upstream: Upstream) -> None:
-        """A restarted server gets the log level the client asked for (a failure is only reported)."""
+    async def _restore(self, upstream: Upstream) -> None:
+        """A restarted server gets the client's log level and subscriptions again (failures are reported)."""
         client = upstream.client
-        if client is None or self._log_level is None:
-            return
-        try:
-            await client.connection.request(protocol.LOGGING_SET_LEVEL, {"level": self._log_level})
-        except (JSONRPCError, ConnectionClosed) as exc:
-            self.report(f"server {upstream.name!r}: logging/setLevel failed: {exc}")
+        renew: list[tuple[str, dict[str, Any]]] = []
+        if self._log_level is not None and upstream.has("logging"):
+            renew.append((protocol.LOGGING_SET_LEVEL, {"level": self._log_level}))
+        renew += [
+            (protocol.RESOURCES_SUBSCRIBE, {"uri": uri}) for uri in self._subscribed.get(upstream.name, ())
+        ]
+        for method, params in renew:
+            if client is None:
+                return
+            try:
+                await client.connection.request(method, params)
+            except (JSONRPCError, ConnectionClosed) as exc:
+                self.report(f"server {upstream.name!r}: renewing {method} {params} failed: {exc}")
 
 
 def gateway_command(options: ProxyOptions) -> tuple[str, ...]:
