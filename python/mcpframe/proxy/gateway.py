@@ -127,7 +127,11 @@ class Gateway:
         self._announced = False  # initialize answered: changes are news to the client from now on
         self._log_level: str | None = None
         self._subscribed: dict[str, set[str]] = {}  # server -> the URIs the client subscribed to there
-        self._methods: dict[str, Handler] = {
+        self._methods = self._method_table()
+
+    def _method_table(self) -> dict[str, Handler]:
+        """What answers each MCP method the gateway knows (the rest: `_unknown`)."""
+        return {
             protocol.INITIALIZE: self._initialize,
             protocol.PING: self._ping,
             protocol.SERVER_DISCOVER: self._discover,
