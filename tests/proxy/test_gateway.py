@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import signal
 import sys
 import textwrap
@@ -380,6 +381,41 @@ async def test_dead_server_isolated_then_restarted(small_server: str) -> None:
         assert (await gw.client.call_tool("b__echo", {"text": "back"}))["content"][0]["text"] == "small: back"
         await gw.client.call_tool("b__touch", {})  # the subscription made before the crash was renewed
         assert (await gw.next_note("notifications/resources/updated"))["uri"] == "small://note"
+
+
+@asynccontextmanager
+async def _serving_http(target: str, token: str) -> AsyncIterator[str]:
+    """`mcpframe serve TARGET --http --port 0` requiring `token`: its URL."""
+    command = [sys.executable, "-m", "mcpframe", "serve", target, "--http", "--port", "0"]
+    env = {**os.environ, **child_env(), "MCPFRAME_AUTH_TOKEN": token}
+    async with await anyio.open_process(command, env=env) as child:
+        assert child.stderr is not None
+        seen = b""
+        try:
+            with anyio.fail_after(BOUND):
+                while not (found := re.search(rb"Streamable HTTP on (\S+)", seen)):
+                    seen += await child.stderr.receive()
+            yield found.group(1).decode()
+        finally:
+            child.terminate()
+            with anyio.fail_after(BOUND):
+                await child.wait()
+
+
+async def test_remote_server_with_headers(small_server: str) -> None:
+    pytest.importorskip("httpx")
+    async with _serving_http(small_server, "s3cret") as url:
+        good = UpstreamSpec(name="remote", kind="auto", url=url, headers={"Authorization": "Bearer s3cret"})
+        bad = UpstreamSpec(name="refused", kind="streamable-http", url=url)
+        async with _open([good, bad]) as gw:
+            result = await gw.client.call_tool("remote__echo", {"text": "over http"})
+            tools = [tool["name"] for tool in await gw.client.list_tools()]
+    assert result["content"][0]["text"] == "small: over http"
+    assert "remote__echo" in tools
+    assert not any(name.startswith("refused__") for name in tools)
+    (refused,) = [line for line in gw.reports if "'refused'" in line]
+    assert "did not start" in refused
+    assert "Unauthorized" in refused or "401" in refused
 
 
 async def test_server_that_does_not_start(small_server: str) -> None:
