@@ -29,6 +29,13 @@ server = Server("s")
 @server.tool
 def echo(text: str) -> str:
     return text
+
+
+@server.tool
+def pid() -> int:
+    import os
+
+    return os.getpid()
 """
 
 
@@ -125,6 +132,38 @@ async def test_command_with_a_server_that_does_not_start(tmp_path: Path) -> None
             result = await client.call_tool("small__echo", {"text": "through"})
         stderr.seek(0)
         err = stderr.read().decode()
-    assert tools == ["small__echo"]
+    assert tools == ["small__echo", "small__pid"]
     assert result["content"][0]["text"] == "through"
     assert "server 'gone' did not start: command not found" in err
+
+
+def _line(message: dict[str, Any]) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n"
+
+
+@pytest.mark.anyio
+async def test_sigterm_stops_the_servers(tmp_path: Path) -> None:
+    (tmp_path / "small.py").write_text(SMALL)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [SOURCE, os.environ.get("PYTHONPATH")]))}
+    serve = {"command": sys.executable, "args": ["-m", "mcpframe", "serve", str(tmp_path / "small.py")]}
+    (tmp_path / "servers.json").write_text(json.dumps({"mcpServers": {"small": serve}}))
+    command = [sys.executable, "-m", "mcpframe", "proxy", "--config", str(tmp_path / "servers.json")]
+    init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    async with await anyio.open_process(command, env=env) as gateway:
+        assert gateway.stdin is not None
+        assert gateway.stdout is not None
+        with anyio.fail_after(60):
+            await gateway.stdin.send(_line({"id": 1, "method": "initialize", "params": init}))
+            call = {"name": "small__pid", "arguments": {}}
+            await gateway.stdin.send(_line({"id": 2, "method": "tools/call", "params": call}))
+            seen = b""
+            while seen.count(b"\n") < 2:
+                seen += await gateway.stdout.receive()
+            answer = json.loads(seen.splitlines()[1])
+            pid = int(answer["result"]["content"][0]["text"])
+            os.kill(pid, 0)  # the server runs
+            gateway.terminate()
+            status = await gateway.wait()
+    assert status == 0
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # stopped and reaped by the gateway before it ended

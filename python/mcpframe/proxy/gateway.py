@@ -40,6 +40,7 @@ from mcpframe.proxy.gateway_config import ConfigError, UpstreamSpec, load_config
 from mcpframe.proxy.gateway_lists import Lists
 from mcpframe.proxy.gateway_routes import UriRoutes, split_name
 from mcpframe.proxy.gateway_upstream import Upstream
+from mcpframe.server.lifecycle import run_stoppable
 from mcpframe.session import ConnectionClosed, JSONRPCError, Message, Request, Session
 from mcpframe.transports import Transport, stdio_server
 
@@ -470,11 +471,15 @@ def run_gateway(options: ProxyOptions) -> int:
         servers, on_upstream_exit=options.on_upstream_exit, env=options.env, headers=options.headers
     )
 
-    async def over_stdio() -> int:
-        async with stdio_server() as transport:
-            return await gateway.serve(transport)
+    status = 0
 
-    try:
-        return anyio.run(over_stdio, backend="asyncio")
+    async def over_stdio() -> None:
+        nonlocal status
+        async with stdio_server() as transport:
+            status = await gateway.serve(transport)
+
+    try:  # SIGTERM/SIGINT cancel the gateway: its servers are stopped (their process groups ended)
+        anyio.run(run_stoppable, over_stdio, backend="asyncio")
     except KeyboardInterrupt:
         return 130
+    return status
