@@ -167,3 +167,51 @@ async def test_sigterm_stops_the_servers(tmp_path: Path) -> None:
     assert status == 0
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)  # stopped and reaped by the gateway before it ended
+
+
+@pytest.mark.anyio
+@pytest.mark.filterwarnings("ignore:The logging capability is deprecated")
+async def test_official_sdk_client_through_the_gateway(tmp_path: Path) -> None:
+    from mcp import ClientSession, types  # noqa: PLC0415 - the official SDK, a test dependency
+    from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: PLC0415
+
+    everything = str(Path(__file__).resolve().parents[2] / "examples" / "everything.py")
+    (tmp_path / "small.py").write_text(SMALL)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [SOURCE, os.environ.get("PYTHONPATH")]))}
+    serve = [sys.executable, "-m", "mcpframe", "serve"]
+    config = {
+        "mcpServers": {
+            "every": {"command": serve[0], "args": [*serve[1:], everything]},
+            "small": {"command": serve[0], "args": [*serve[1:], str(tmp_path / "small.py")]},
+        }
+    }
+    (tmp_path / "servers.json").write_text(json.dumps(config))
+    args = ["-m", "mcpframe", "proxy", "--config", str(tmp_path / "servers.json")]
+    params = StdioServerParameters(command=sys.executable, args=args, env=env)
+    progress: list[float] = []
+
+    async def on_sample(context: Any, asked: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text="sampled!"), model="sdk"
+        )
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        progress.append(done)
+
+    with anyio.fail_after(60):
+        async with (
+            stdio_client(params) as (read, write),
+            ClientSession(read, write, sampling_callback=on_sample) as client,
+        ):
+            init = await client.initialize()
+            tools = {tool.name for tool in (await client.list_tools()).tools}
+            echoed = await client.call_tool("small__echo", {"text": "sdk"})
+            sampled = await client.call_tool("every__test_sampling", {"prompt": "hi"})
+            await client.call_tool("every__test_tool_with_progress", {}, progress_callback=on_progress)
+            note = await client.read_resource("test://static-text")
+    assert init.server_info.name == "mcpframe-gateway"
+    assert {"every__test_simple_text", "small__echo", "small__pid"} <= tools
+    assert echoed.content[0].text == "sdk"  # type: ignore[union-attr]
+    assert sampled.content[0].text == "LLM response: sampled!"  # type: ignore[union-attr]
+    assert progress == [0, 50, 100]
+    assert note.contents[0].text.startswith("This is the content")  # type: ignore[union-attr]

@@ -1,9 +1,11 @@
 """The gateway's merged lists: tools, prompts, resources and resource templates of every server, paged.
 
-A merged list walks the servers in config order. Each gateway page is one page of one server (the server
-decides its page size): its items (tools and prompts renamed `<server>__<name>`, resources and templates
-remembered for routing by URI) and a cursor naming the same server's next page, or the next server that
-is up and has that capability. A server whose list fails is skipped (and reported), not the whole list.
+A merged list walks the servers in config order and puts their items on one page (tools and prompts
+renamed `<server>__<name>`, resources and templates remembered for routing by URI) until a server answers
+with a `nextCursor`: that server's page ends the gateway's, whose cursor names the server and its cursor.
+So servers that do not page (most) fill one page, and clients that never follow `nextCursor` (some do
+not) still see all of them; a server that pages keeps its page size. A server whose list fails is skipped
+(and reported), not the whole list.
 """
 
 from __future__ import annotations
@@ -69,8 +71,8 @@ class Lists:
             if server not in names:
                 raise JSONRPCError(jsonrpc.INVALID_PARAMS, f"invalid cursor: no server named {server!r}")
             start = names.index(server)
-        for index in range(start, len(order)):
-            upstream = order[index]
+        merged: list[Any] = []
+        for upstream in order[start:]:
             if not upstream.has(capability):
                 cursor = None
                 continue
@@ -79,14 +81,10 @@ class Lists:
             if page is None:
                 continue
             items, following = page
-            if following is not None:
-                return {key: items, "nextCursor": encode_cursor(upstream.name, following)}
-            rest = next((u for u in order[index + 1 :] if u.has(capability)), None)
-            if rest is None:
-                return {key: items}
-            if items:
-                return {key: items, "nextCursor": encode_cursor(rest.name, None)}
-        return {key: []}
+            merged += items
+            if following is not None:  # a server that pages ends our page where its own ends
+                return {key: merged, "nextCursor": encode_cursor(upstream.name, following)}
+        return {key: merged}
 
     async def _page(
         self, upstream: Upstream, request: Request, method: str, key: str, cursor: Any
