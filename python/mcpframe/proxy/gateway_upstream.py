@@ -176,8 +176,7 @@ class Upstream:
         if was_up:
             self.reason = self._exit_reason()
             self._hooks.report(f"server {self.name!r} ended: {self.reason}")
-            with anyio.CancelScope(shield=True):
-                await self._hooks.upstream_changed(self)
+            await self._hooks.upstream_changed(self)  # not shielded: a gateway that is ending tells no one
         else:
             self._hooks.report(f"server {self.name!r} did not start: {self.reason} ({self.spec.describe()})")
         self.first_try.set()
