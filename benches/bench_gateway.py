@@ -3,13 +3,15 @@
     PYTHONPATH=<checkout>/python python benches/bench_gateway.py [--calls 5000] [--sequential 500]
         [--window 64] [--rounds 5]
 
-Two contenders run the same echo server (`servers/mcpframe_echo.py`, the core backend following
-MCPFRAME_BACKEND): directly, and behind the gateway with a config of two servers (calls go to one of them,
-as `<server>__echo`). A raw-pipe client (every request encoded before the clock starts, answers decoded by
-mcpframe's core in large reads and each checked) sends `--calls` pipelined `tools/call` with at most
-`--window` in flight, then `--sequential` calls one at a time. The rounds interleave the contenders; the
-table gives medians over rounds: calls/s, p50/p99 of one call, the p50 the gateway adds, and the CPU per
-call of the process the client talks to (for the gateway: the gateway alone, not its servers), from
+The contenders run the same echo server (`servers/mcpframe_echo.py`, the core backend following
+MCPFRAME_BACKEND): directly, behind mcpframe's gateway with a config of two servers (calls go to one of
+them, as `one__echo`), and behind FastMCP's `create_proxy` of the same config (`one_echo`; it starts a
+backend session per call, so its counts are capped by `--fastmcp-calls`, 0 leaves it out). A raw-pipe
+client (every request encoded before the clock starts, answers decoded by mcpframe's core in large reads
+and each checked) sends `--calls` pipelined `tools/call` with at most `--window` in flight, then
+`--sequential` calls one at a time. The rounds interleave the contenders; the table gives medians over
+rounds: calls/s, p50/p99 of one call, the p50 each proxy adds, and the CPU per call of the process the
+client talks to (for a gateway: the gateway alone, not the servers it runs), from
 /proc/PID/task/*/schedstat (Linux).
 """
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import json
 import os
 import select
@@ -151,39 +154,55 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def run(calls: int, sequential: int, window: int, rounds: int, config_dir: Path) -> list[dict[str, Any]]:
-    """The rows of the table (medians over interleaved rounds)."""
+FASTMCP = (
+    "import json, sys\n"
+    "from fastmcp.server import create_proxy\n"
+    "create_proxy(json.load(open(sys.argv[1]))).run(show_banner=False)\n"
+)
+"""FastMCP's gateway: `create_proxy` of the same `mcpServers` config (it names the tool `one_echo`)."""
+
+
+def _contenders(config: Path, fastmcp: bool) -> list[Peer]:
+    gateway = [sys.executable, "-m", "mcpframe", "proxy", "--config", str(config)]
+    peers = [Peer("direct", [sys.executable, ECHO], "echo"), Peer("mcpframe gateway", gateway, "one__echo")]
+    if fastmcp:
+        peers.append(Peer("FastMCP create_proxy", [sys.executable, "-c", FASTMCP, str(config)], "one_echo"))
+    return peers
+
+
+def run(
+    calls: int, sequential: int, window: int, rounds: int, config_dir: Path, *, fastmcp_calls: int = 0
+) -> list[dict[str, Any]]:
+    """The rows of the table (medians over interleaved rounds); FastMCP's only with `fastmcp_calls` (its
+    counts are capped to that: it is slow)."""
     config = config_dir / "servers.json"
     server = {"command": sys.executable, "args": [ECHO]}
     config.write_text(json.dumps({"mcpServers": {"one": server, "two": server}}))
-    gateway = [sys.executable, "-m", "mcpframe", "proxy", "--config", str(config)]
-    peers = [Peer("direct", [sys.executable, ECHO], "echo"), Peer("gateway", gateway, "one__echo")]
+    peers = _contenders(config, fastmcp_calls > 0)
+    counts = {p.name: (calls, sequential) for p in peers}
+    counts["FastMCP create_proxy"] = (min(calls, fastmcp_calls), min(sequential, max(1, fastmcp_calls // 10)))
     results: dict[str, list[tuple[float, float, float, float]]] = {p.name: [] for p in peers}
     try:
         for peer in peers:  # warm-up
-            peer.pipelined(min(calls, 500), window)
+            peer.pipelined(min(counts[peer.name][0], 200), window)
         for _ in range(rounds):
             for peer in peers:
-                seconds, cpu = peer.pipelined(calls, window)
-                latencies = peer.sequential(sequential)
+                many, one_by_one = counts[peer.name]
+                seconds, cpu = peer.pipelined(many, window)
+                latencies = peer.sequential(one_by_one)
                 p50, p99 = _percentile(latencies, 0.5), _percentile(latencies, 0.99)
-                results[peer.name].append((calls / seconds, cpu / calls, p50, p99))
+                results[peer.name].append((many / seconds, cpu / many, p50, p99))
     finally:
         for peer in peers:
             peer.close()
     rows = []
     for name, samples in results.items():
         rate, cpu, p50, p99 = (statistics.median(column) for column in zip(*samples, strict=True))
-        rows.append(
-            {
-                "name": name,
-                "calls_per_s": rate,
-                "cpu_us_per_call": cpu * 1e6,
-                "p50_us": p50 * 1e6,
-                "p99_us": p99 * 1e6,
-            }
-        )
-    rows[1]["added_p50_us"] = rows[1]["p50_us"] - rows[0]["p50_us"]
+        row = {"name": name, "calls_per_s": rate, "cpu_us_per_call": cpu * 1e6, "p50_us": p50 * 1e6}
+        row["p99_us"] = p99 * 1e6
+        rows.append(row)
+    for row in rows[1:]:
+        row["added_p50_us"] = row["p50_us"] - rows[0]["p50_us"]
     return rows
 
 
@@ -205,9 +224,9 @@ def table(rows: list[dict[str, Any]]) -> str:
 def test_gateway_bench_smoke(tmp_path: Path) -> None:
     """Tiny counts: every answer checked, both rows there (the figures mean nothing at this size)."""
     rows = run(calls=50, sequential=5, window=8, rounds=1, config_dir=tmp_path)
-    assert [row["name"] for row in rows] == ["direct", "gateway"]
+    assert [row["name"] for row in rows] == ["direct", "mcpframe gateway"]
     assert all(row["calls_per_s"] > 0 for row in rows)
-    assert "| gateway |" in table(rows)
+    assert "| mcpframe gateway |" in table(rows)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -216,9 +235,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sequential", type=int, default=500)
     parser.add_argument("--window", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--fastmcp-calls", type=int, default=50, help="FastMCP's pipelined calls per round (0: leave it out)"
+    )
     args = parser.parse_args(argv)
+    fastmcp = args.fastmcp_calls if importlib.util.find_spec("fastmcp") is not None else 0
+    if args.fastmcp_calls and not fastmcp:
+        print("FastMCP create_proxy: unavailable (fastmcp is not installed)")
     with tempfile.TemporaryDirectory() as scratch:
-        rows = run(args.calls, args.sequential, args.window, args.rounds, Path(scratch))
+        rows = run(
+            args.calls, args.sequential, args.window, args.rounds, Path(scratch), fastmcp_calls=fastmcp
+        )
     backend = os.environ.get("MCPFRAME_BACKEND", "auto")
     print(
         f"MCPFRAME_BACKEND={backend}, {args.calls} pipelined calls (window {args.window}), "
