@@ -283,6 +283,8 @@ class Gateway:
     async def forward(self, upstream: Upstream, request: Request, method: str, params: dict[str, Any]) -> Any:
         """`method` with `params` to `upstream` on behalf of the client's `request`; its result."""
         client = upstream.client
+        if client is None and await upstream.revive():  # down: the first request starts it again
+            client = upstream.client
         if client is None:
             raise JSONRPCError(jsonrpc.CONNECTION_CLOSED, upstream.unavailable())
         on_progress = None

@@ -3,9 +3,10 @@
 Each upstream runs in a task of its own for the gateway's lifetime: connect (spawn the child, or open the
 HTTP transport) and handshake, serve until the connection ends, then wait and start again. The wait doubles
 from `restart_delay` up to `max_restart_delay` and starts over once the server had stayed up that long, so
-a server that crashes at once is not respawned in a tight loop. Restarts happen in the background (not on
-the next request): a request for a server that is down fails at once with the reason and the time of the
-next try, and the client learns it is back from `list_changed`.
+a server that crashes at once is not respawned in a tight loop. A request for a server that is down cuts
+the wait short (`revive`): the server is started at once and the request waits for that try, but only one
+request per wait may do so; the others fail at once with the reason and the time of the next try. So a
+crashing server is started at most twice per wait, and the client learns it is back from `list_changed`.
 
 Upstreams always speak the handshake era (`initialize`): the gateway forwards the server's requests
 (sampling, elicitation, roots) to its own client as requests, which is how that era carries them.
@@ -122,10 +123,8 @@ class Upstream:
         """Set once the first start has succeeded or failed."""
         self._inner: Transport | None = None
         self._wake = anyio.Event()
-
-    def restart_now(self) -> None:
-        """Cut the wait before the next start short (when the server is down)."""
-        self._wake.set()
+        self._outcome = anyio.Event()  # set when the current start attempt has an outcome, then replaced
+        self._asked = False  # a request has cut the current wait short
 
     def has(self, capability: str) -> bool:
         """Whether the server is up and declared `capability` (`tools`, `prompts`, ...)."""
@@ -149,23 +148,45 @@ class Upstream:
             if anyio.current_time() - started >= self._max_restart_delay:
                 delay = self._restart_delay  # it had been up a good while: a fresh crash, not a loop
             self.next_start = anyio.current_time() + delay
-            with anyio.move_on_after(delay):
+            with anyio.move_on_after(delay) as waited:
                 await self._wake.wait()
+            if waited.cancelled_caught:
+                self._asked = False  # a try of the clock's own: a request may cut the next wait short
             self._wake = anyio.Event()
             self.next_start = None
             delay = min(delay * 2, self._max_restart_delay)
+
+    async def revive(self) -> bool:
+        """A request wants this server: start it now if it is waiting to restart and no request has asked
+        during this wait, then wait for the try. Whether it is up."""
+        if self.state == "down" and self.next_start is not None and not self._asked:
+            self._asked = True
+            outcome = self._outcome
+            self._wake.set()
+            await outcome.wait()
+        elif self.state == "starting":
+            await self._outcome.wait()
+        return self.state == "up"
+
+    def _tried(self) -> None:
+        """The current start attempt has an outcome: wake whoever waits for it."""
+        self._outcome.set()
+        self._outcome = anyio.Event()
 
     async def _run_once(self) -> None:
         closed = anyio.Event()
         client = self._client(closed)
         was_up = False
+        self.state = "starting"
         try:
             async with client:
                 self.client = client
                 self.capabilities = dict(client.server_capabilities)
                 self.instructions = client.instructions
                 self.state, self.reason, was_up = "up", None, True
+                self._asked = False
                 self.first_try.set()
+                self._tried()
                 await self._hooks.upstream_changed(self)
                 await closed.wait()
         except Exception as exc:
@@ -179,6 +200,7 @@ class Upstream:
             await self._hooks.upstream_changed(self)  # not shielded: a gateway that is ending tells no one
         else:
             self._hooks.report(f"server {self.name!r} did not start: {self.reason} ({self.spec.describe()})")
+            self._tried()
         self.first_try.set()
 
     def _exit_reason(self) -> str:
