@@ -109,9 +109,10 @@ class ClientSession:
                     back.append(item.to_response())
                 continue
             kind = item.kind
+            frame: bytes | None
             if kind == "request":
                 frame = forwarder.client_request(self, item)
-                if frame[-1:] == b"\n":  # an error answer of the proxy's own
+                if frame[-1:] == b"\n":  # an error answer of the proxy's own (forwarded frames have no LF)
                     back.append(frame)
                     continue
             elif kind == "notification":
@@ -244,7 +245,10 @@ class Forwarder:
             params = msg.params
             if not isinstance(params, dict):
                 return None
-            uid = self._ids.upstream(session.conn, params.get("requestId"))
+            request_id = params.get("requestId")
+            if not isinstance(request_id, int | str) or isinstance(request_id, bool):
+                return None
+            uid = self._ids.upstream(session.conn, request_id)
             if uid is None:  # answered already, or never sent: nothing to cancel
                 return None
             self._ids.discard(uid)  # the server need not answer a cancelled request
@@ -409,29 +413,36 @@ class Forwarder:
         if uid is None:
             self._warn(f"dropped an error with id null from the upstream server: {msg.error!r}")
             return
+        if not isinstance(uid, int):
+            return  # the proxy's ids are integers: this answers nothing it sent
         try:
             conn, cid = self._ids.inbound(uid)
         except UnknownIdError:
             return  # a request cancelled (or failed) here already: its late answer has no taker
         if conn == _REPLAY:
-            event = self._replays.get(uid)  # type: ignore[arg-type]
+            event = self._replays.get(uid)
             if event is not None:
                 event.set()
             return
         session = self._sessions.get(conn)
         if session is None:
             return
-        session.in_flight.discard(uid)  # type: ignore[arg-type]
+        session.in_flight.discard(uid)
         if self._progress:
-            self._progress.pop(uid, None)  # type: ignore[call-overload]
+            self._progress.pop(uid, None)
         if self._watch and uid in self._watch:
-            method, uri = self._watch.pop(uid)  # type: ignore[call-overload]
-            if msg.kind == "result":
-                if method == protocol.RESOURCES_SUBSCRIBE:
-                    session.subscriptions.add(uri)
-                else:
-                    session.subscriptions.discard(uri)
+            self._subscribed(session, uid, msg.kind == "result")
         out.setdefault(session, []).append(msg.with_id(cid))
+
+    def _subscribed(self, session: ClientSession, uid: int, succeeded: bool) -> None:
+        """A `resources/subscribe` or `unsubscribe` was answered: follow it if it succeeded."""
+        method, uri = self._watch.pop(uid)
+        if not succeeded:
+            return
+        if method == protocol.RESOURCES_SUBSCRIBE:
+            session.subscriptions.add(uri)
+        else:
+            session.subscriptions.discard(uri)
 
     def _server_request(self, msg: core.Message, out: dict[ClientSession, list[bytes]]) -> None:
         session = self._owner()
