@@ -136,7 +136,8 @@ def main() -> None:
     print(render(outcome["medians"]))
     for key, samples in outcome["rss_samples"].items():
         if samples:
-            print(f"{key}: RSS along the last round (MiB): {samples[0] / 1024:.1f} .. {samples[-1] / 1024:.1f}")
+            first, last = samples[0] / 1024, samples[-1] / 1024
+            print(f"{key}: RSS along the last round (MiB): {first:.1f} .. {last:.1f}")
 
 
 def test_bench_proxy_answers() -> None:
