@@ -9,7 +9,8 @@ client (`servers/stdio_client.py`) pipelines `--calls` `tools/call echo` request
 and checks every answer before anything counts, then makes `--latency` calls one at a time. Rounds
 interleave the contenders (order rotated); figures are medians over rounds: calls/s, p50/p99 of one call
 and the p50 added over the direct connection, the CPU of the process the client talks to (the proxy; for
-the direct row the server) per pipelined call, from /proc, and that process's RSS after the calls.
+the direct row the server) per pipelined call and per call one at a time ("alone"), from /proc, and that
+process's RSS after the calls.
 `--calls 1000000 --rounds 1 --contenders mcpframe` is the flat-RSS run: RSS sampled 20 times along it.
 FastMCP's proxy is slow enough that it gets `--fastmcp-calls` pipelined calls (per-call figures agree).
 """
@@ -73,10 +74,13 @@ def one_round(key: str, calls: int, latency: int, rss_samples: list[int] | None 
         child.handshake()
         pipelined(child, 200, 0)  # warm-up: imports, first allocations, the proxy's child started
         timing = pipelined(child, calls, 0, rss_samples)
+        before = child.cpu_seconds()
         times = sorted(sequential(child, latency)) if latency else [0.0]
+        alone = (child.cpu_seconds() - before) / max(1, latency)
         return {
             "calls_s": calls / timing.seconds,
             "cpu_us": timing.cpu / calls * 1e6,
+            "alone_us": alone * 1e6,
             "p50_us": times[len(times) // 2] * 1e6,
             "p99_us": times[min(len(times) - 1, int(len(times) * 0.99))] * 1e6,
             "rss_mib": child.rss_kib() / 1024,
@@ -106,15 +110,15 @@ def render(medians: dict[str, dict[str, float]]) -> str:
     """The markdown table of `run`'s medians."""
     direct = medians.get("direct")
     lines = [
-        "| contender | calls/s | x direct | p50 us | p99 us | added p50 us | CPU us/call | RSS MiB |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| contender | calls/s | x direct | p50 us | p99 us | added p50 us | CPU us/call | alone | RSS MiB |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for key, m in medians.items():
         ratio = f"{m['calls_s'] / direct['calls_s']:.2f}" if direct else "-"
         added = f"{m['p50_us'] - direct['p50_us']:.0f}" if direct else "-"
         lines.append(
             f"| {key} | {m['calls_s']:,.0f} | {ratio} | {m['p50_us']:.0f} | {m['p99_us']:.0f} | {added} "
-            f"| {m['cpu_us']:.1f} | {m['rss_mib']:.1f} |"
+            f"| {m['cpu_us']:.1f} | {m['alone_us']:.0f} | {m['rss_mib']:.1f} |"
         )
     return "\n".join(lines)
 

@@ -32,6 +32,8 @@ __all__ = ["ClientSession", "Forwarder", "UpstreamLink"]
 
 Sink = Callable[[bytes], Awaitable[None]]
 """Where a session's outgoing bytes go (whole NDJSON frames); awaiting it is the back-pressure."""
+SinkNowait = Callable[[bytes], int]
+"""Writes what its destination takes at once, without waiting; returns how many bytes that was."""
 
 _REPLAY = -1  # the IdMap connection of replayed `initialize` requests: their answers are swallowed
 _REPLAY_TIMEOUT = 30.0
@@ -68,14 +70,39 @@ def _error(id: Any, code: int, message: str) -> bytes:
     return core.encode_error(id, code, message)
 
 
+class _Writer:
+    """Ordered writes to one destination: at once when it takes them (`send_nowait`: no task switch, the
+    common case), else the rest awaited behind the writes already waiting (FIFO lock: back-pressure)."""
+
+    __slots__ = ("_lock", "_nowait", "_send", "_waiting")
+
+    def __init__(self, send: Sink, send_nowait: SinkNowait | None) -> None:
+        self._send = send
+        self._nowait = send_nowait
+        self._lock = anyio.Lock()
+        self._waiting = 0
+
+    async def write(self, data: bytes) -> None:
+        if not self._waiting and self._nowait is not None:
+            written = self._nowait(data)
+            if written == len(data):
+                return
+            data = data[written:]
+        self._waiting += 1
+        try:
+            async with self._lock:
+                await self._send(data)
+        finally:
+            self._waiting -= 1
+
+
 class ClientSession:
     """One client's side of the forwarder: feed it the client's bytes; its answers go to `send`."""
 
-    def __init__(self, forwarder: Forwarder, conn: int, send: Sink, max_frame: int) -> None:
+    def __init__(self, forwarder: Forwarder, conn: int, writer: _Writer, max_frame: int) -> None:
         self.conn = conn
         self._forwarder = forwarder
-        self._send = send
-        self._lock = anyio.Lock()  # the upstream reader and `feed` (its error answers) both write here
+        self._writer = writer  # the upstream reader and `feed` (its error answers) both write here
         self._decoder = core.Decoder(max_frame=max_frame, lazy=True)
         self.in_flight: set[int] = set()
         """Upstream ids of this session's requests awaiting an answer."""
@@ -87,8 +114,7 @@ class ClientSession:
 
     async def deliver(self, data: bytes) -> None:
         """Hand whole frames to the client (in order with everything else sent to it)."""
-        async with self._lock:
-            await self._send(data)
+        await self._writer.write(data)
 
     async def feed(self, chunk: bytes) -> None:
         """Route what `chunk` completes; returns once the upstream took it (back-pressure)."""
@@ -156,6 +182,8 @@ class Forwarder:
         self._sessions: dict[int, ClientSession] = {}
         self._next_conn = 0
         self._link: UpstreamLink | None = None
+        self._up: _Writer | None = None  # writes to `_link`
+        self._reading: UpstreamLink | None = None  # the link `serve` reads: `_link` once its replay is done
         self._linked = anyio.Event()
         self._starting = anyio.Lock()
         self._dead = False  # the upstream ended and will not be restarted
@@ -170,10 +198,10 @@ class Forwarder:
 
     # ------------------------------------------------------------------ sessions
 
-    def open_session(self, send: Sink) -> ClientSession:
-        """A new client session whose outgoing bytes go to `send`."""
+    def open_session(self, send: Sink, send_nowait: SinkNowait | None = None) -> ClientSession:
+        """A new client session whose outgoing bytes go to `send` (`send_nowait` first, if given)."""
         self._next_conn += 1
-        session = ClientSession(self, self._next_conn, send, self._max_frame)
+        session = ClientSession(self, self._next_conn, _Writer(send, send_nowait), self._max_frame)
         self._sessions[session.conn] = session
         return session
 
@@ -193,9 +221,9 @@ class Forwarder:
                 del self._server_requests[pid]
                 frames.append(_error(upstream_id, jsonrpc.CONNECTION_CLOSED, "the client disconnected"))
         session.in_flight.clear()
-        if frames and self._link is not None:
+        if frames and self._up is not None:
             with contextlib.suppress(TransportClosedError):
-                await self._link.send(b"".join(frames))
+                await self._up.write(b"".join(frames))
 
     # ------------------------------------------------------------------ client -> upstream
 
@@ -281,8 +309,10 @@ class Forwarder:
         if link is None:
             await self._refuse(session, "the upstream server has exited")
             return
-        with contextlib.suppress(TransportClosedError):  # it died: `serve` fails the pending requests
-            await link.send(data)
+        up = self._up
+        if up is not None:
+            with contextlib.suppress(TransportClosedError):  # it died: `serve` fails the pending requests
+                await up.write(data)
 
     async def _refuse(self, session: ClientSession, why: str) -> None:
         """Fail every request of `session` in flight (the upstream is gone for good)."""
@@ -303,9 +333,11 @@ class Forwarder:
             if self._link is not None or self._dead or self._finishing:
                 return self._link
             link = await self._connect()
-            self._link = link
+            self._reading = link
             self._linked.set()
-            await self._replay(link)
+            await self._replay(link)  # before anything else is written to it
+            self._link = link
+            self._up = _Writer(link.send, getattr(link, "send_nowait", None))
             return link
 
     async def _replay(self, link: UpstreamLink) -> None:
@@ -330,7 +362,7 @@ class Forwarder:
         await self.ensure_upstream()
         while True:
             await self._linked.wait()
-            link = self._link
+            link = self._reading
             if link is None:  # `finish` while no upstream ran
                 return 0
             decoder = core.Decoder(max_frame=self._max_frame, lazy=True)
@@ -339,7 +371,7 @@ class Forwarder:
             await self._route(decoder.close())
             status = await link.wait()
             await link.aclose()
-            self._link = None
+            self._link = self._up = self._reading = None  # no await from here to `_fail_pending`'s collection
             self._linked = anyio.Event()
             final = self._finishing or self._policy == "exit"
             if final:
@@ -351,7 +383,7 @@ class Forwarder:
     async def finish(self) -> None:
         """No more client input: end the upstream's input; `serve` returns once the upstream ended."""
         self._finishing = True
-        link = self._link
+        link = self._reading
         if link is not None:
             await link.close_input()
         else:
@@ -403,10 +435,10 @@ class Forwarder:
                 await session.deliver(b"\n".join(frames))
             except (TransportClosedError, OSError):
                 await self.close_session(session)
-        if self._refusals and self._link is not None:
+        if self._refusals and self._up is not None:
             refusals, self._refusals = b"".join(self._refusals), []
             with contextlib.suppress(TransportClosedError):
-                await self._link.send(refusals)
+                await self._up.write(refusals)
 
     def _answer(self, msg: core.Message, out: dict[ClientSession, list[bytes]]) -> None:
         uid = msg.id

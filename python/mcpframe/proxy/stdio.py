@@ -65,7 +65,7 @@ async def serve_stdio(options: ProxyOptions) -> int:
 
 async def _forward(forwarder: Forwarder, client: FdTransport, outcome: dict[str, int]) -> None:
     """Forward until stdin ends (and the child with it), the child ends for good, or a signal comes."""
-    session = forwarder.open_session(client.send)
+    session = forwarder.open_session(client.send, client.send_nowait)
     async with anyio.create_task_group() as group:
 
         async def upstream() -> None:

@@ -81,6 +81,12 @@ class ChildUpstream:
         except OSError as exc:
             raise TransportClosedError(f"the upstream server's stdin is closed: {exc}") from exc
 
+    def send_nowait(self, data: bytes) -> int:
+        """Write what the child's stdin takes now, without waiting; how many bytes that was."""
+        if self._write_fd < 0:
+            raise TransportClosedError("the upstream server's stdin is closed")
+        return self._fds.send_nowait(data)
+
     async def receive(self) -> bytes:
         """The next chunk of the child's stdout; `b""` at its end."""
         if self._closed:
