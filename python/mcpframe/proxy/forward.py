@@ -18,9 +18,10 @@ nothing queues without bound (the pending maps are bounded by `max_pending` and 
 from __future__ import annotations
 
 import contextlib
+import functools
 import sys
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 import anyio
 
@@ -28,12 +29,9 @@ from mcpframe import core, jsonrpc, protocol
 from mcpframe.errors import DuplicateIdError, PendingLimitError, UnknownIdError
 from mcpframe.transports.base import TransportClosedError
 
-__all__ = ["ClientSession", "Forwarder", "UpstreamLink"]
+from .link import Sink, SinkNowait, UpstreamLink, Writer, read_through
 
-Sink = Callable[[bytes], Awaitable[None]]
-"""Where a session's outgoing bytes go (whole NDJSON frames); awaiting it is the back-pressure."""
-SinkNowait = Callable[[bytes], int]
-"""Writes what its destination takes at once, without waiting; returns how many bytes that was."""
+__all__ = ["ClientSession", "Forwarder", "UpstreamLink"]
 
 _REPLAY = -1  # the IdMap connection of replayed `initialize` requests: their answers are swallowed
 _REPLAY_TIMEOUT = 30.0
@@ -42,67 +40,18 @@ _WATCHED = frozenset({protocol.INITIALIZE, protocol.RESOURCES_SUBSCRIBE, protoco
 _FrameError = core.FrameError
 
 
-class UpstreamLink(Protocol):
-    """One connection to the upstream server (a stdio child; later, a remote endpoint)."""
-
-    async def send(self, data: bytes) -> None:
-        """Write whole frames; `TransportClosedError` when the upstream is gone."""
-        ...
-
-    async def receive(self) -> bytes:
-        """The next chunk of the upstream's output; `b""` once it ended."""
-        ...
-
-    async def close_input(self) -> None:
-        """End the upstream's input (a stdio server exits at EOF); its output is still read."""
-        ...
-
-    async def wait(self) -> int:
-        """Wait for the upstream to end; its exit status (128 + n for a signal n)."""
-        ...
-
-    async def aclose(self) -> None:
-        """End the upstream now (its whole process group for a child). Idempotent."""
-        ...
-
-
 def _error(id: Any, code: int, message: str) -> bytes:
     return core.encode_error(id, code, message)
-
-
-class _Writer:
-    """Ordered writes to one destination: at once when it takes them (`send_nowait`: no task switch, the
-    common case), else the rest awaited behind the writes already waiting (FIFO lock: back-pressure)."""
-
-    __slots__ = ("_lock", "_nowait", "_send", "_waiting")
-
-    def __init__(self, send: Sink, send_nowait: SinkNowait | None) -> None:
-        self._send = send
-        self._nowait = send_nowait
-        self._lock = anyio.Lock()
-        self._waiting = 0
-
-    async def write(self, data: bytes) -> None:
-        if not self._waiting and self._nowait is not None:
-            written = self._nowait(data)
-            if written == len(data):
-                return
-            data = data[written:]
-        self._waiting += 1
-        try:
-            async with self._lock:
-                await self._send(data)
-        finally:
-            self._waiting -= 1
 
 
 class ClientSession:
     """One client's side of the forwarder: feed it the client's bytes; its answers go to `send`."""
 
-    def __init__(self, forwarder: Forwarder, conn: int, writer: _Writer, max_frame: int) -> None:
+    def __init__(self, forwarder: Forwarder, conn: int, writer: Writer, max_frame: int) -> None:
         self.conn = conn
         self._forwarder = forwarder
-        self._writer = writer  # the upstream reader and `feed` (its error answers) both write here
+        self.writer = writer
+        """Ordered writes to this client: the upstream reader and `feed` (its error answers) both write."""
         self._decoder = core.Decoder(max_frame=max_frame, lazy=True)
         self.in_flight: set[int] = set()
         """Upstream ids of this session's requests awaiting an answer."""
@@ -114,18 +63,50 @@ class ClientSession:
 
     async def deliver(self, data: bytes) -> None:
         """Hand whole frames to the client (in order with everything else sent to it)."""
-        await self._writer.write(data)
+        await self.writer.write(data)
 
     async def feed(self, chunk: bytes) -> None:
         """Route what `chunk` completes; returns once the upstream took it (back-pressure)."""
-        await self._route(self._decoder.feed(chunk))
+        if (rest := self.feed_nowait(chunk)) is not None:
+            await rest
+
+    def feed_nowait(self, chunk: bytes) -> Awaitable[None] | None:
+        """`feed` without a task switch when both sides take the bytes at once (the common case), for a
+        transport's read callback; else what is left to await (stop reading until it is done)."""
+        upward, back = self._sort(self._decoder.feed(chunk))
+        rest_back = self.writer.write_nowait(back) if back else b""
+        forwarder = self._forwarder
+        up = forwarder.writer()
+        rest_up = b""
+        if upward and up is not None:
+            try:
+                rest_up, upward = up.write_nowait(upward), b""
+            except TransportClosedError:
+                upward = b""  # it died: `serve` fails the pending requests
+        if rest_back or rest_up or upward:
+            return self._complete(rest_back, up, rest_up, upward)
+        return None
+
+    async def _complete(self, rest_back: bytes, up: Writer | None, rest_up: bytes, upward: bytes) -> None:
+        if rest_back:
+            await self.writer.write_rest(rest_back)
+        if rest_up and up is not None:
+            with contextlib.suppress(TransportClosedError):
+                await up.write_rest(rest_up)
+        if upward:  # no upstream yet (or any more): start it
+            await self._forwarder.to_upstream(self, upward)
 
     async def end(self) -> None:
         """The client's input ended: decode its last unterminated frame, if any."""
         if not self._decoder.closed:
-            await self._route(self._decoder.close())
+            upward, back = self._sort(self._decoder.close())
+            if back:
+                await self.deliver(back)
+            if upward:
+                await self._forwarder.to_upstream(self, upward)
 
-    async def _route(self, items: list[core.Message | core.FrameError]) -> None:
+    def _sort(self, items: list[core.Message | core.FrameError]) -> tuple[bytes, bytes]:
+        """The frames for the upstream and the proxy's own answers to this client, each joined."""
         forwarder = self._forwarder
         upward: list[bytes] = []
         back: list[bytes] = []
@@ -147,11 +128,9 @@ class ClientSession:
                 frame = forwarder.client_answer(self, item)
             if frame:
                 upward.append(frame)
-        if back:
-            await self.deliver(b"".join(back))
         if upward:
             upward.append(b"")
-            await forwarder.to_upstream(self, b"\n".join(upward))
+        return b"\n".join(upward), b"".join(back)
 
 
 class Forwarder:
@@ -182,7 +161,7 @@ class Forwarder:
         self._sessions: dict[int, ClientSession] = {}
         self._next_conn = 0
         self._link: UpstreamLink | None = None
-        self._up: _Writer | None = None  # writes to `_link`
+        self._up: Writer | None = None  # writes to `_link`
         self._reading: UpstreamLink | None = None  # the link `serve` reads: `_link` once its replay is done
         self._linked = anyio.Event()
         self._starting = anyio.Lock()
@@ -201,7 +180,7 @@ class Forwarder:
     def open_session(self, send: Sink, send_nowait: SinkNowait | None = None) -> ClientSession:
         """A new client session whose outgoing bytes go to `send` (`send_nowait` first, if given)."""
         self._next_conn += 1
-        session = ClientSession(self, self._next_conn, _Writer(send, send_nowait), self._max_frame)
+        session = ClientSession(self, self._next_conn, Writer(send, send_nowait), self._max_frame)
         self._sessions[session.conn] = session
         return session
 
@@ -297,6 +276,10 @@ class Forwarder:
         del self._server_requests[pid]  # type: ignore[arg-type]
         return msg.with_id(entry[1])
 
+    def writer(self) -> Writer | None:
+        """The live upstream's writer (`None` while none runs, or while a restarted one is replayed to)."""
+        return self._up
+
     async def to_upstream(self, session: ClientSession, data: bytes) -> None:
         """Write a session's frames upstream, starting (or restarting) the upstream first if needed."""
         link = self._link
@@ -337,7 +320,7 @@ class Forwarder:
             self._linked.set()
             await self._replay(link)  # before anything else is written to it
             self._link = link
-            self._up = _Writer(link.send, getattr(link, "send_nowait", None))
+            self._up = Writer(link.send, getattr(link, "send_nowait", None))
             return link
 
     async def _replay(self, link: UpstreamLink) -> None:
@@ -366,8 +349,7 @@ class Forwarder:
             if link is None:  # `finish` while no upstream ran
                 return 0
             decoder = core.Decoder(max_frame=self._max_frame, lazy=True)
-            while chunk := await link.receive():
-                await self._route(decoder.feed(chunk))
+            await read_through(link, functools.partial(self._route_chunk, decoder))
             await self._route(decoder.close())
             status = await link.wait()
             await link.aclose()
@@ -413,7 +395,16 @@ class Forwarder:
 
     # ------------------------------------------------------------------ upstream -> clients
 
+    def _route_chunk(self, decoder: core.Decoder, chunk: bytes) -> Awaitable[None] | None:
+        return self._route_nowait(decoder.feed(chunk))
+
     async def _route(self, items: list[core.Message | core.FrameError]) -> None:
+        if (rest := self._route_nowait(items)) is not None:
+            await rest
+
+    def _route_nowait(self, items: list[core.Message | core.FrameError]) -> Awaitable[None] | None:
+        """Route the upstream's frames and write them at once where the clients take them; else what is
+        left to await (reading the upstream stops until it is done)."""
         out: dict[ClientSession, list[bytes]] = {}
         for item in items:
             if isinstance(item, _FrameError):
@@ -429,10 +420,24 @@ class Forwarder:
                 self._server_request(item, out)
             else:
                 self._notification(item, out)
+        rests: list[tuple[ClientSession, bytes | None]] = []  # None: the client is gone
         for session, frames in out.items():
             frames.append(b"")
             try:
-                await session.deliver(b"\n".join(frames))
+                if rest := session.writer.write_nowait(b"\n".join(frames)):
+                    rests.append((session, rest))
+            except (TransportClosedError, OSError):
+                rests.append((session, None))
+        if rests or self._refusals:
+            return self._settle(rests)
+        return None
+
+    async def _settle(self, rests: list[tuple[ClientSession, bytes | None]]) -> None:
+        for session, rest in rests:
+            try:
+                if rest is None:
+                    raise TransportClosedError("the client is gone")
+                await session.writer.write_rest(rest)
             except (TransportClosedError, OSError):
                 await self.close_session(session)
         if self._refusals and self._up is not None:

@@ -18,6 +18,7 @@ from mcpframe.transports.fd import FdTransport
 from mcpframe.transports.stdio import stdio_server
 
 from .forward import Forwarder, UpstreamLink
+from .link import read_through
 from .options import ProxyOptions
 from .upstream import ChildUpstream
 
@@ -73,8 +74,7 @@ async def _forward(forwarder: Forwarder, client: FdTransport, outcome: dict[str,
             group.cancel_scope.cancel()
 
         async def downstream() -> None:
-            while chunk := await client.receive():
-                await session.feed(chunk)
+            await read_through(client, session.feed_nowait)
             await session.end()
             outcome.setdefault("status", 0)
             await forwarder.finish()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 
 import anyio
@@ -95,6 +95,19 @@ class ChildUpstream:
             return await self._fds.receive()
         except OSError:
             return b""
+
+    async def pump(self, callback: Callable[[bytes], object]) -> None:
+        """Call `callback` with each chunk of the child's stdout, in the read callback, until its end."""
+        if not self._closed:
+            await self._fds.pump(callback)
+
+    def pause_reading(self) -> None:
+        """Stop reading the child's stdout (its writes then block) until `resume_reading`."""
+        self._fds.pause_reading()
+
+    def resume_reading(self) -> None:
+        """Read the child's stdout again."""
+        self._fds.resume_reading()
 
     async def close_input(self) -> None:
         """Close the child's stdin (EOF: a stdio server ends); reading its stdout goes on."""
