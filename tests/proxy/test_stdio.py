@@ -180,3 +180,9 @@ async def test_sigterm_ends_the_proxy_and_the_child() -> None:
             except ProcessLookupError:
                 break
             await anyio.sleep(0.05)
+
+
+async def test_a_command_that_cannot_run_exits_127() -> None:
+    client = await RawClient.start(command=["/nonexistent/mcp-server"])
+    with anyio.fail_after(20):
+        assert await client.process.wait() == 127
