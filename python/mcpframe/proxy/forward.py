@@ -231,6 +231,8 @@ class Forwarder:
             self._reading = link
             self._linked.set()
             await self._replay(link)  # before anything else is written to it
+            if self._reading is not link:  # it died during the replay: `serve` has failed what it had
+                return None
             self._link = link
             self._up = Writer(link.send, getattr(link, "send_nowait", None))
             return link

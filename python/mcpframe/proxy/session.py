@@ -51,7 +51,10 @@ class ClientSession:
         """`feed` without a task switch when both sides take the bytes at once (the common case), for a
         transport's read callback; else what is left to await (stop reading until it is done)."""
         upward, back = self._sort(self._decoder.feed(chunk))
-        rest_back = self.writer.write_nowait(back) if back else b""
+        rest_back = b""
+        if back:
+            with contextlib.suppress(TransportClosedError, OSError):  # the client is gone: nobody to answer
+                rest_back = self.writer.write_nowait(back)
         forwarder = self._forwarder
         up = forwarder.writer()
         rest_up = b""
@@ -66,7 +69,8 @@ class ClientSession:
 
     async def _complete(self, rest_back: bytes, up: Writer | None, rest_up: bytes, upward: bytes) -> None:
         if rest_back:
-            await self.writer.write_rest(rest_back)
+            with contextlib.suppress(TransportClosedError, OSError):
+                await self.writer.write_rest(rest_back)
         if rest_up and up is not None:
             with contextlib.suppress(TransportClosedError):
                 await up.write_rest(rest_up)
