@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 
 import anyio
 import pytest
+from tests._process import stop_child
 
-from .conftest import RawClient
+from .conftest import PEER, PROXY, RawClient, child_env
 
 pytestmark = pytest.mark.anyio
 
@@ -186,3 +188,19 @@ async def test_a_command_that_cannot_run_exits_127() -> None:
     client = await RawClient.start(command=["/nonexistent/mcp-server"])
     with anyio.fail_after(20):
         assert await client.process.wait() == 127
+
+
+def test_the_proxy_ends_when_its_stdout_is_closed() -> None:
+    command = [*PROXY, "--", *PEER]
+    pipe = subprocess.PIPE
+    proxy = subprocess.Popen(command, stdin=pipe, stdout=pipe, env=child_env(), bufsize=0)
+    assert proxy.stdin is not None
+    assert proxy.stdout is not None
+    try:
+        proxy.stdin.write(b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}\n')
+        assert b'"id": 0' in proxy.stdout.readline()
+        proxy.stdout.close()  # the client stops reading for good
+        proxy.stdin.write(b'{"jsonrpc":"2.0","id":1,"method":"echo"}\n')  # its answer meets a closed pipe
+        assert proxy.wait(timeout=20) == 0
+    finally:
+        stop_child(proxy)

@@ -4,7 +4,8 @@ The client's bytes go through a `Forwarder` session to the child (`ChildUpstream
 the child's stdin is closed too and its remaining output forwarded, as a direct connection would; the
 proxy then exits 0. When the child dies first, its pending requests fail with a clear error and, per
 `on_upstream_exit`, it is restarted on the next request (`restart`) or the proxy exits with the child's
-status (`exit`). SIGTERM and SIGINT end the child's process group and the proxy (status 128 + signal).
+status (`exit`). When nobody reads its stdout any more, the proxy ends (status 0) and the child with it.
+SIGTERM and SIGINT end the child's process group and the proxy (status 128 + signal).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import sys
 
 import anyio
 
+from mcpframe.transports.base import TransportClosedError
 from mcpframe.transports.fd import FdTransport
 from mcpframe.transports.stdio import stdio_server
 
@@ -65,9 +67,29 @@ async def serve_stdio(options: ProxyOptions) -> int:
 
 
 async def _forward(forwarder: Forwarder, client: FdTransport, outcome: dict[str, int]) -> None:
-    """Forward until stdin ends (and the child with it), the child ends for good, or a signal comes."""
-    session = forwarder.open_session(client.send, client.send_nowait)
+    """Forward until stdin ends (and the child with it), the child ends for good, stdout is closed, or a
+    signal comes."""
     async with anyio.create_task_group() as group:
+
+        def gone() -> None:  # nobody reads our stdout any more: the client went away
+            outcome.setdefault("status", 0)
+            group.cancel_scope.cancel()
+
+        def send_nowait(data: bytes) -> int:
+            try:
+                return client.send_nowait(data)
+            except TransportClosedError:
+                gone()
+                raise
+
+        async def send(data: bytes) -> None:
+            try:
+                await client.send(data)
+            except TransportClosedError:
+                gone()
+                raise
+
+        session = forwarder.open_session(send, send_nowait)
 
         async def upstream() -> None:
             outcome.setdefault("status", await forwarder.serve())
