@@ -2,6 +2,7 @@
 
     PYTHONPATH=<checkout>/python python benches/bench_proxy.py [--calls 5000] [--rounds 5] [--latency 1000]
         [--contenders direct,mcpframe,fastmcp] [--fastmcp-calls 1000]
+    PYTHONPATH=<checkout>/python python benches/bench_proxy.py --forwarder-only
 
 The server is the same in every row: mcpframe's `echo` tool server (`servers/mcpframe_echo.py`), run
 directly, behind `mcpframe proxy --`, or behind FastMCP 4.1's `create_proxy` over a stdio transport. The
@@ -13,6 +14,8 @@ the direct row the server) per pipelined call and per call one at a time ("alone
 process's RSS after the calls.
 `--calls 1000000 --rounds 1 --contenders mcpframe` is the flat-RSS run: RSS sampled 20 times along it.
 FastMCP's proxy is slow enough that it gets `--fastmcp-calls` pipelined calls (per-call figures agree).
+`--forwarder-only` measures the `Forwarder` in-process (no pipes, no event-loop turns): the CPU of routing
+one request up and one answer back, the part a native forwarder would replace.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -123,6 +127,61 @@ def render(medians: dict[str, dict[str, float]]) -> str:
     return "\n".join(lines)
 
 
+def forwarder_cost(calls: int = 20000, rounds: int = 5) -> dict[str, float]:
+    """The Forwarder alone, no pipes: CPU µs per request routed up and per answer routed back (medians).
+
+    One session, an upstream that takes every write at once; the requests arrive as one chunk and the
+    answers (with the upstream ids the forwarder chose) as another, as a pipelined stream would bring them.
+    """
+    import anyio  # noqa: PLC0415 - only this measurement needs it
+
+    from mcpframe.proxy.forward import Forwarder  # noqa: PLC0415
+
+    class NullLink:
+        async def send(self, data: bytes) -> None: ...
+        def send_nowait(self, data: bytes) -> int:
+            sent.append(data)
+            return len(data)
+
+    async def measure() -> tuple[float, float]:
+        link = NullLink()
+        forwarder = Forwarder(lambda: _ready(link))  # type: ignore[arg-type, return-value]
+        await forwarder.ensure_upstream()
+        session = forwarder.open_session(_ignore, len)
+        chunk = b"".join(requests_bytes)
+        sent.clear()
+        t0 = time.process_time()
+        session.feed_nowait(chunk)
+        t1 = time.process_time()
+        ids = [m.id for m in core.Decoder().feed(b"".join(sent))]
+        answers = b"".join(core.encode_result(i, {"content": []}) for i in ids)
+        decoder = core.Decoder(lazy=True)
+        t2 = time.process_time()
+        forwarder._route_chunk(decoder, answers)
+        t3 = time.process_time()
+        return (t1 - t0) / calls * 1e6, (t3 - t2) / calls * 1e6
+
+    sent: list[bytes] = []
+    requests_bytes = [
+        core.encode_request(i, "tools/call", {"name": "echo", "arguments": {"text": f"echo {i}"}})
+        for i in range(calls)
+    ]
+    up, down = [], []
+    for _ in range(rounds):
+        a, b = anyio.run(measure)
+        up.append(a)
+        down.append(b)
+    return {"request_us": statistics.median(up), "answer_us": statistics.median(down)}
+
+
+async def _ready(link: object) -> object:
+    return link
+
+
+async def _ignore(data: bytes) -> None:
+    pass
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--calls", type=int, default=5000)
@@ -130,7 +189,15 @@ def main() -> None:
     parser.add_argument("--latency", type=int, default=1000, help="one-at-a-time calls per round")
     parser.add_argument("--contenders", default="direct,mcpframe,fastmcp")
     parser.add_argument("--fastmcp-calls", type=int, default=1000)
+    parser.add_argument("--forwarder-only", action="store_true", help="only the in-process Forwarder cost")
     args = parser.parse_args()
+    if args.forwarder_only:
+        cost = forwarder_cost()
+        print(
+            f"core {core.BACKEND}: Forwarder CPU per request up {cost['request_us']:.2f} us, "
+            f"per answer back {cost['answer_us']:.2f} us (20,000 in one chunk, median of 5)"
+        )
+        return
     contenders = [c for c in args.contenders.split(",") if c]
     unknown = set(contenders) - set(COMMANDS)
     if unknown:
@@ -142,6 +209,13 @@ def main() -> None:
         if samples:
             first, last = samples[0] / 1024, samples[-1] / 1024
             print(f"{key}: RSS along the last round (MiB): {first:.1f} .. {last:.1f}")
+
+
+def test_forwarder_cost_runs() -> None:
+    """The in-process measurement routes every request and every answer (else it would raise)."""
+    cost = forwarder_cost(calls=200, rounds=1)
+    assert cost["request_us"] >= 0
+    assert cost["answer_us"] >= 0
 
 
 def test_bench_proxy_answers() -> None:
