@@ -1,0 +1,455 @@
+"""The byte forwarder: many client sessions over one upstream byte stream (see docs/proxy.md).
+
+Every frame is routed by its envelope alone, read by a lazy `Decoder`: a client's request gets a fresh
+upstream id from the core's `IdMap`, spliced into its bytes (`Message.with_id`), and the upstream's answer
+gets the client's own id back the same way, so ids of any JSON type and size cross exactly and params are
+never re-encoded. Only the frames a rewrite needs are decoded further: `notifications/cancelled` (its
+`requestId`), requests carrying a `progressToken` and the progress notifications for them, the server's
+`notifications/cancelled`, `resources/subscribe`/`unsubscribe` and `resources/updated` (their `uri`).
+
+The forwarder knows no transport. A client side calls `open_session(send)` and feeds the session the bytes
+its client wrote (`ClientSession.feed`); what goes back to that client is handed to its `send`. The
+upstream is an `UpstreamLink` made by a `connect` function, read by `Forwarder.serve`. Flow control is the
+awaiting itself: a session's `feed` returns once the upstream took its frames, and `serve` reads the
+upstream again once every client took what the last chunk carried, so a slow side holds the other back and
+nothing queues without bound (the pending maps are bounded by `max_pending` and cleared on each answer).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal
+
+import anyio
+
+from mcpframe import core, jsonrpc, protocol
+from mcpframe.errors import DuplicateIdError, PendingLimitError, UnknownIdError
+from mcpframe.transports.base import TransportClosedError
+
+from .link import Sink, SinkNowait, UpstreamLink, Writer, read_through
+from .session import ClientSession
+
+__all__ = ["ClientSession", "Forwarder", "UpstreamLink"]
+
+_REPLAY = -1  # the IdMap connection of replayed `initialize` requests: their answers are swallowed
+_REPLAY_TIMEOUT = 30.0
+_TOKEN = b'"progressToken"'
+_WATCHED = frozenset({protocol.INITIALIZE, protocol.RESOURCES_SUBSCRIBE, protocol.RESOURCES_UNSUBSCRIBE})
+_FrameError = core.FrameError
+
+
+def _error(id: Any, code: int, message: str) -> bytes:
+    return core.encode_error(id, code, message)
+
+
+class Forwarder:
+    """Many `ClientSession`s over one upstream, ids and progress tokens rewritten (module doc).
+
+    `connect()` starts the upstream; `serve()` reads it, and returns its exit status when it ended and
+    `on_upstream_exit` is `"exit"` (or `finish()` was called); with `"restart"` its pending requests fail
+    and the next request starts it again, replaying each session's `initialize` handshake first.
+    Upstream-initiated requests (sampling, elicitation, roots/list, ping) go to the session with the most
+    recent request in flight (the only session, in the stdio mode); logging messages and `list_changed`
+    notifications go to every session, `resources/updated` to the sessions that subscribed to its URI.
+    """
+
+    def __init__(
+        self,
+        connect: Callable[[], Awaitable[UpstreamLink]],
+        *,
+        on_upstream_exit: Literal["restart", "exit"] = "restart",
+        max_frame: int = core.DEFAULT_MAX_FRAME,
+        max_pending: int = 65536,
+        warn: Callable[[str], object] | None = None,
+    ) -> None:
+        self._connect = connect
+        self._policy = on_upstream_exit
+        self._max_frame = max_frame
+        self._warn = warn or (lambda text: print(f"mcpframe proxy: {text}", file=sys.stderr, flush=True))
+        self._ids = core.IdMap(max_pending=max_pending)
+        self._sessions: dict[int, ClientSession] = {}
+        self._next_conn = 0
+        self._link: UpstreamLink | None = None
+        self._up: Writer | None = None  # writes to `_link`
+        self._reading: UpstreamLink | None = None  # the link `serve` reads: `_link` once its replay is done
+        self._linked = anyio.Event()
+        self._starting = anyio.Lock()
+        self._dead = False  # the upstream ended and will not be restarted
+        self._finishing = False
+        self._last: ClientSession | None = None
+        self._progress: dict[int, tuple[ClientSession, Any]] = {}  # upstream id (= token) -> owner
+        self._watch: dict[int, tuple[str, str]] = {}  # upstream id -> (subscribe|unsubscribe, uri)
+        self._server_requests: dict[int, tuple[int, Any]] = {}  # proxy id -> (conn, upstream's id)
+        self._next_server_request = 0
+        self._replays: dict[int, anyio.Event] = {}
+        self._refusals: list[bytes] = []  # answers to upstream requests no session can take
+
+    # ------------------------------------------------------------------ sessions
+
+    def open_session(self, send: Sink, send_nowait: SinkNowait | None = None) -> ClientSession:
+        """A new client session whose outgoing bytes go to `send` (`send_nowait` first, if given)."""
+        self._next_conn += 1
+        session = ClientSession(self, self._next_conn, Writer(send, send_nowait), self._max_frame)
+        self._sessions[session.conn] = session
+        return session
+
+    async def close_session(self, session: ClientSession) -> None:
+        """The client went away: cancel its requests upstream and refuse the server's requests to it."""
+        self._sessions.pop(session.conn, None)
+        if self._last is session:
+            self._last = None
+        frames: list[bytes] = []
+        for uid in self._ids.drop_connection(session.conn):
+            self._progress.pop(uid, None)
+            self._watch.pop(uid, None)
+            params = {"requestId": uid, "reason": "the client disconnected from the proxy"}
+            frames.append(core.encode_notification(protocol.NOTIFICATIONS_CANCELLED, params))
+        for pid, (conn, upstream_id) in list(self._server_requests.items()):
+            if conn == session.conn:
+                del self._server_requests[pid]
+                frames.append(_error(upstream_id, jsonrpc.CONNECTION_CLOSED, "the client disconnected"))
+        session.in_flight.clear()
+        if frames and self._up is not None:
+            with contextlib.suppress(TransportClosedError):
+                await self._up.write(b"".join(frames))
+
+    # ------------------------------------------------------------------ client -> upstream
+
+    def client_request(self, session: ClientSession, msg: core.Message) -> bytes:
+        """The request's bytes for the upstream, or (ending in LF) an error answer for the client."""
+        try:
+            uid = self._ids.outbound(session.conn, msg.id)  # type: ignore[arg-type]
+        except DuplicateIdError:
+            return _error(
+                msg.id, jsonrpc.INVALID_REQUEST, f"Invalid Request: id {msg.id!r} is already in use"
+            )
+        except PendingLimitError:
+            return _error(msg.id, jsonrpc.CONNECTION_CLOSED, "the proxy has too many requests in flight")
+        session.in_flight.add(uid)
+        self._last = session
+        method = msg.method
+        if method in _WATCHED:
+            self._watch_request(session, msg, uid)
+        raw_params = msg.raw_params
+        if raw_params is not None and _TOKEN in raw_params:
+            return self._with_token(session, msg, uid)
+        return msg.with_id(uid)
+
+    def _watch_request(self, session: ClientSession, msg: core.Message, uid: int) -> None:
+        if msg.method == protocol.INITIALIZE:
+            session.initialize = msg.raw
+            return
+        params = msg.params
+        uri = params.get("uri") if isinstance(params, dict) else None
+        if isinstance(uri, str):
+            self._watch[uid] = (str(msg.method), uri)
+
+    def _with_token(self, session: ClientSession, msg: core.Message, uid: int) -> bytes:
+        """Re-encode a request: its `_meta.progressToken` becomes its upstream id (unique in flight)."""
+        params = msg.params
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        if not isinstance(meta, dict) or protocol.PROGRESS_TOKEN not in meta:
+            return msg.with_id(uid)  # the bytes were elsewhere (an argument): nothing to rewrite
+        self._progress[uid] = (session, meta[protocol.PROGRESS_TOKEN])
+        params = {**params, "_meta": {**meta, protocol.PROGRESS_TOKEN: uid}}
+        return core.encode_request(uid, str(msg.method), params)[:-1]
+
+    def client_notification(self, session: ClientSession, msg: core.Message) -> bytes | None:
+        """The notification's bytes for the upstream (`None`: dropped)."""
+        method = msg.method
+        if method == protocol.NOTIFICATIONS_CANCELLED:
+            params = msg.params
+            if not isinstance(params, dict):
+                return None
+            request_id = params.get("requestId")
+            if not isinstance(request_id, int | str) or isinstance(request_id, bool):
+                return None
+            uid = self._ids.upstream(session.conn, request_id)
+            if uid is None:  # answered already, or never sent: nothing to cancel
+                return None
+            self._ids.discard(uid)  # the server need not answer a cancelled request
+            session.in_flight.discard(uid)
+            self._progress.pop(uid, None)
+            return core.encode_notification(method, {**params, "requestId": uid})[:-1]
+        if method == protocol.NOTIFICATIONS_INITIALIZED:
+            session.initialized = msg.raw
+        return msg.raw
+
+    def client_answer(self, session: ClientSession, msg: core.Message) -> bytes | None:
+        """The client's answer to an upstream request, with the upstream's id back (`None`: dropped)."""
+        pid = msg.id
+        entry = self._server_requests.get(pid) if type(pid) is int else None
+        if entry is None or entry[0] != session.conn:
+            self._warn(f"dropped an answer from a client to no request of the server (id {pid!r})")
+            return None
+        del self._server_requests[pid]  # type: ignore[arg-type]
+        return msg.with_id(entry[1])
+
+    def writer(self) -> Writer | None:
+        """The live upstream's writer (`None` while none runs, or while a restarted one is replayed to)."""
+        return self._up
+
+    async def to_upstream(self, session: ClientSession, data: bytes) -> None:
+        """Write a session's frames upstream, starting (or restarting) the upstream first if needed."""
+        link = self._link
+        if link is None:
+            try:
+                link = await self.ensure_upstream()
+            except OSError as exc:
+                await self._refuse(session, f"cannot start the upstream server again: {exc}")
+                return
+        if link is None:
+            await self._refuse(session, "the upstream server has exited")
+            return
+        up = self._up
+        if up is not None:
+            with contextlib.suppress(TransportClosedError):  # it died: `serve` fails the pending requests
+                await up.write(data)
+
+    async def _refuse(self, session: ClientSession, why: str) -> None:
+        """Fail every request of `session` in flight (the upstream is gone for good)."""
+        frames = []
+        for uid in list(session.in_flight):
+            entry = self._ids.discard(uid)
+            if entry is not None:
+                frames.append(_error(entry[1], jsonrpc.CONNECTION_CLOSED, why))
+        session.in_flight.clear()
+        if frames:
+            await session.deliver(b"".join(frames))
+
+    # ------------------------------------------------------------------ the upstream
+
+    async def ensure_upstream(self) -> UpstreamLink | None:
+        """The live upstream, started (handshakes replayed) if it is not running; `None` once it is dead."""
+        async with self._starting:
+            if self._link is not None or self._dead or self._finishing:
+                return self._link
+            link = await self._connect()
+            self._reading = link
+            self._linked.set()
+            await self._replay(link)  # before anything else is written to it
+            if self._reading is not link:  # it died during the replay: `serve` has failed what it had
+                return None
+            self._link = link
+            self._up = Writer(link.send, getattr(link, "send_nowait", None))
+            return link
+
+    async def _replay(self, link: UpstreamLink) -> None:
+        """Give a restarted upstream each session's handshake; the replayed answers are swallowed."""
+        for session in list(self._sessions.values()):
+            if session.initialize is None or session.initialized is None:
+                continue
+            uid = self._ids.outbound(_REPLAY, session.conn)
+            done = self._replays[uid] = anyio.Event()
+            try:
+                await link.send(core.splice_id(session.initialize, uid) + b"\n")
+                with anyio.move_on_after(_REPLAY_TIMEOUT):
+                    await done.wait()
+                await link.send(session.initialized + b"\n")
+            except TransportClosedError:
+                return
+            finally:
+                self._replays.pop(uid, None)
+
+    async def serve(self) -> int:
+        """Read the upstream until it ends for good; its exit status (module and class doc)."""
+        await self.ensure_upstream()
+        while True:
+            await self._linked.wait()
+            link = self._reading
+            if link is None:  # `finish` while no upstream ran
+                return 0
+            decoder = core.Decoder(max_frame=self._max_frame, lazy=True)
+            await read_through(link, functools.partial(self._route_chunk, decoder))
+            await self._route(decoder.close())
+            status = await link.wait()
+            await link.aclose()
+            self._link = self._up = self._reading = None  # no await from here to `_fail_pending`'s collection
+            self._linked = anyio.Event()
+            final = self._finishing or self._policy == "exit"
+            if final:
+                self._dead = True
+            await self._fail_pending(status, restart=not final)
+            if final:
+                return status
+
+    async def finish(self) -> None:
+        """No more client input: end the upstream's input; `serve` returns once the upstream ended."""
+        self._finishing = True
+        link = self._reading
+        if link is not None:
+            await link.close_input()
+        else:
+            self._linked.set()  # never started, or already dead: let `serve` see there is nothing left
+
+    async def _fail_pending(self, status: int, *, restart: bool) -> None:
+        """Answer every request the dead upstream had with a clear error (collected before any await)."""
+        why = f"the upstream server exited with status {status}"
+        if restart:
+            why += "; it is restarted on the next request"
+        out: dict[ClientSession, list[bytes]] = {}
+        for session in self._sessions.values():
+            for uid in session.in_flight:
+                entry = self._ids.discard(uid)
+                if entry is not None:
+                    out.setdefault(session, []).append(_error(entry[1], jsonrpc.CONNECTION_CLOSED, why))
+            session.in_flight.clear()
+        self._progress.clear()
+        self._watch.clear()
+        self._server_requests.clear()
+        self._refusals.clear()
+        self._ids.drop_connection(_REPLAY)
+        for event in self._replays.values():  # a replay waiting for the dead upstream's answer stops
+            event.set()
+        for session, frames in out.items():
+            await session.deliver(b"".join(frames))
+
+    # ------------------------------------------------------------------ upstream -> clients
+
+    def _route_chunk(self, decoder: core.Decoder, chunk: bytes) -> Awaitable[None] | None:
+        return self._route_nowait(decoder.feed(chunk))
+
+    async def _route(self, items: list[core.Message | core.FrameError]) -> None:
+        if (rest := self._route_nowait(items)) is not None:
+            await rest
+
+    def _route_nowait(self, items: list[core.Message | core.FrameError]) -> Awaitable[None] | None:
+        """Route the upstream's frames and write them at once where the clients take them; else what is
+        left to await (reading the upstream stops until it is done)."""
+        out: dict[ClientSession, list[bytes]] = {}
+        for item in items:
+            if isinstance(item, _FrameError):
+                preview = item.preview.decode("utf-8", "replace")
+                self._warn(
+                    f"dropped a malformed frame from the upstream server: {item.message} ({preview!r})"
+                )
+                continue
+            kind = item.kind
+            if kind in {"result", "error"}:
+                self._answer(item, out)
+            elif kind == "request":
+                self._server_request(item, out)
+            else:
+                self._notification(item, out)
+        rests: list[tuple[ClientSession, bytes | None]] = []  # None: the client is gone
+        for session, frames in out.items():
+            frames.append(b"")
+            try:
+                if rest := session.writer.write_nowait(b"\n".join(frames)):
+                    rests.append((session, rest))
+            except (TransportClosedError, OSError):
+                rests.append((session, None))
+        if rests or self._refusals:
+            return self._settle(rests)
+        return None
+
+    async def _settle(self, rests: list[tuple[ClientSession, bytes | None]]) -> None:
+        for session, rest in rests:
+            try:
+                if rest is None:
+                    raise TransportClosedError("the client is gone")
+                await session.writer.write_rest(rest)
+            except (TransportClosedError, OSError):
+                await self.close_session(session)
+        if self._refusals and self._up is not None:
+            refusals, self._refusals = b"".join(self._refusals), []
+            with contextlib.suppress(TransportClosedError):
+                await self._up.write(refusals)
+
+    def _answer(self, msg: core.Message, out: dict[ClientSession, list[bytes]]) -> None:
+        uid = msg.id
+        if uid is None:
+            self._warn(f"dropped an error with id null from the upstream server: {msg.error!r}")
+            return
+        if not isinstance(uid, int):
+            return  # the proxy's ids are integers: this answers nothing it sent
+        try:
+            conn, cid = self._ids.inbound(uid)
+        except UnknownIdError:
+            return  # a request cancelled (or failed) here already: its late answer has no taker
+        if conn == _REPLAY:
+            event = self._replays.get(uid)
+            if event is not None:
+                event.set()
+            return
+        session = self._sessions.get(conn)
+        if session is None:
+            return
+        session.in_flight.discard(uid)
+        if self._progress:
+            self._progress.pop(uid, None)
+        if self._watch and uid in self._watch:
+            self._subscribed(session, uid, msg.kind == "result")
+        out.setdefault(session, []).append(msg.with_id(cid))
+
+    def _subscribed(self, session: ClientSession, uid: int, succeeded: bool) -> None:
+        """A `resources/subscribe` or `unsubscribe` was answered: follow it if it succeeded."""
+        method, uri = self._watch.pop(uid)
+        if not succeeded:
+            return
+        if method == protocol.RESOURCES_SUBSCRIBE:
+            session.subscriptions.add(uri)
+        else:
+            session.subscriptions.discard(uri)
+
+    def _server_request(self, msg: core.Message, out: dict[ClientSession, list[bytes]]) -> None:
+        session = self._owner()
+        if session is None:
+            self._warn(f"no client session for the server's {msg.method} request: refused")
+            refusal = _error(msg.id, jsonrpc.CONNECTION_CLOSED, "no client is connected to the proxy")
+            self._refusals.append(refusal)
+            return
+        self._next_server_request += 1
+        pid = self._next_server_request
+        self._server_requests[pid] = (session.conn, msg.id)
+        out.setdefault(session, []).append(msg.with_id(pid))
+
+    def _owner(self) -> ClientSession | None:
+        """The session an upstream request belongs to: the one with the latest request in flight."""
+        last = self._last
+        if last is not None and last.conn in self._sessions:
+            return last
+        for session in self._sessions.values():
+            if session.in_flight:
+                return session
+        return next(iter(self._sessions.values()), None)
+
+    def _notification(self, msg: core.Message, out: dict[ClientSession, list[bytes]]) -> None:
+        method = msg.method
+        if method == protocol.NOTIFICATIONS_PROGRESS:
+            self._progress_notification(msg, out)
+        elif method == protocol.NOTIFICATIONS_RESOURCES_UPDATED:
+            params = msg.params
+            uri = params.get("uri") if isinstance(params, dict) else None
+            for session in self._sessions.values():
+                if uri in session.subscriptions:
+                    out.setdefault(session, []).append(msg.raw)
+        elif method == protocol.NOTIFICATIONS_CANCELLED:
+            self._server_cancelled(msg, out)
+        else:  # list_changed, logging messages and anything this proxy does not know: to everyone
+            for session in self._sessions.values():
+                out.setdefault(session, []).append(msg.raw)
+
+    def _progress_notification(self, msg: core.Message, out: dict[ClientSession, list[bytes]]) -> None:
+        params = msg.params
+        token = params.get(protocol.PROGRESS_TOKEN) if isinstance(params, dict) else None
+        owner = self._progress.get(token) if type(token) is int else None
+        if owner is None:
+            return  # a token of no request in flight here (finished, cancelled or never ours)
+        session, client_token = owner
+        params = {**params, protocol.PROGRESS_TOKEN: client_token}
+        out.setdefault(session, []).append(core.encode_notification(str(msg.method), params)[:-1])
+
+    def _server_cancelled(self, msg: core.Message, out: dict[ClientSession, list[bytes]]) -> None:
+        params = msg.params
+        request_id = params.get("requestId") if isinstance(params, dict) else None
+        for pid, (conn, upstream_id) in self._server_requests.items():
+            session = self._sessions.get(conn)
+            if upstream_id == request_id and session is not None:
+                del self._server_requests[pid]
+                frame = core.encode_notification(str(msg.method), {**params, "requestId": pid})[:-1]
+                out.setdefault(session, []).append(frame)
+                return

@@ -1,0 +1,116 @@
+"""`mcpframe proxy -- command args`: one client on this process's stdin/stdout, one stdio server child.
+
+The client's bytes go through a `Forwarder` session to the child (`ChildUpstream`). At the end of stdin
+the child's stdin is closed too and its remaining output forwarded, as a direct connection would; the
+proxy then exits 0. When the child dies first, its pending requests fail with a clear error and, per
+`on_upstream_exit`, it is restarted on the next request (`restart`) or the proxy exits with the child's
+status (`exit`). When nobody reads its stdout any more, the proxy ends (status 0) and the child with it.
+SIGTERM and SIGINT end the child's process group and the proxy (status 128 + signal).
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+
+import anyio
+
+from mcpframe.transports.base import TransportClosedError
+from mcpframe.transports.fd import FdTransport
+from mcpframe.transports.stdio import stdio_server
+
+from .forward import Forwarder, UpstreamLink
+from .link import read_through
+from .options import ProxyOptions
+from .upstream import ChildUpstream
+
+__all__ = ["run_stdio", "serve_stdio"]
+
+_FINISH_GRACE = 5.0  # seconds the child has to end after its stdin closed, before its group is ended
+
+
+def run_stdio(options: ProxyOptions) -> int:
+    """Run the stdio-to-stdio proxy described by `options` until stdin ends; return the exit status."""
+    if not options.command:
+        print("mcpframe proxy: no server command (mcpframe proxy -- command args)", file=sys.stderr)
+        return 2
+    return anyio.run(serve_stdio, options)
+
+
+async def serve_stdio(options: ProxyOptions) -> int:
+    """`run_stdio` inside a running event loop."""
+    links: list[ChildUpstream] = []
+
+    async def connect() -> UpstreamLink:
+        link = await ChildUpstream.start(options.command, options.env)
+        links.append(link)
+        return link
+
+    forwarder = Forwarder(connect, on_upstream_exit=options.on_upstream_exit)
+    outcome: dict[str, int] = {}
+    try:
+        async with stdio_server() as client:
+            try:  # a command that cannot run fails now, not at the first request
+                await forwarder.ensure_upstream()
+            except OSError as exc:
+                print(
+                    f"mcpframe proxy: cannot run {options.command[0]!r}: {exc.strerror or exc}",
+                    file=sys.stderr,
+                )
+                return 127
+            await _forward(forwarder, client, outcome)
+    finally:
+        with anyio.CancelScope(shield=True):
+            for link in links:
+                await link.aclose()
+    return outcome.get("status", 0)
+
+
+async def _forward(forwarder: Forwarder, client: FdTransport, outcome: dict[str, int]) -> None:
+    """Forward until stdin ends (and the child with it), the child ends for good, stdout is closed, or a
+    signal comes."""
+    async with anyio.create_task_group() as group:
+
+        def gone() -> None:  # nobody reads our stdout any more: the client went away
+            outcome.setdefault("status", 0)
+            group.cancel_scope.cancel()
+
+        def send_nowait(data: bytes) -> int:
+            try:
+                return client.send_nowait(data)
+            except TransportClosedError:
+                gone()
+                raise
+
+        async def send(data: bytes) -> None:
+            try:
+                await client.send(data)
+            except TransportClosedError:
+                gone()
+                raise
+
+        session = forwarder.open_session(send, send_nowait)
+
+        async def upstream() -> None:
+            outcome.setdefault("status", await forwarder.serve())
+            group.cancel_scope.cancel()
+
+        async def downstream() -> None:
+            await read_through(client, session.feed_nowait)
+            await session.end()
+            outcome.setdefault("status", 0)
+            await forwarder.finish()
+            await anyio.sleep(_FINISH_GRACE)  # `upstream` ends the group first, unless the child hangs
+            group.cancel_scope.cancel()
+
+        group.start_soon(upstream)
+        group.start_soon(downstream)
+        group.start_soon(_signals, group.cancel_scope, outcome)
+
+
+async def _signals(scope: anyio.CancelScope, outcome: dict[str, int]) -> None:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as received:
+        async for signum in received:
+            outcome.setdefault("status", 128 + int(signum))
+            scope.cancel()
+            return

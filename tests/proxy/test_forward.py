@@ -1,0 +1,288 @@
+"""The Forwarder alone: two client sessions over one in-memory upstream played by the test."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+import pytest
+
+from mcpframe.proxy.forward import ClientSession, Forwarder, UpstreamLink
+from mcpframe.transports.base import TransportClosedError
+
+pytestmark = pytest.mark.anyio
+
+
+class MemoryUpstream:
+    """An `UpstreamLink` whose other end is the test: `frames()` what the proxy sent, `write()` answers."""
+
+    def __init__(self) -> None:
+        self._to_server, self._server_in = anyio.create_memory_object_stream[bytes](64)
+        self._server_out, self._from_server = anyio.create_memory_object_stream[bytes](64)
+        self._pending = b""
+        self.status = 0
+        self.closed_input = False
+
+    async def send(self, data: bytes) -> None:
+        try:
+            await self._to_server.send(data)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
+            raise TransportClosedError("gone") from exc
+
+    async def receive(self) -> bytes:
+        try:
+            return await self._from_server.receive()
+        except anyio.EndOfStream:
+            return b""
+
+    async def close_input(self) -> None:
+        self.closed_input = True
+        self._to_server.close()
+
+    async def wait(self) -> int:
+        return self.status
+
+    async def aclose(self) -> None:
+        self._to_server.close()
+
+    # the server's side
+    async def frame(self) -> dict[str, Any]:
+        with anyio.fail_after(5):
+            while b"\n" not in self._pending:
+                self._pending += await self._server_in.receive()
+        line, self._pending = self._pending.split(b"\n", 1)
+        return json.loads(line)
+
+    async def write(self, *messages: Any) -> None:
+        data = b"".join(m if isinstance(m, bytes) else json.dumps(m).encode() + b"\n" for m in messages)
+        await self._server_out.send(data)
+
+    def die(self, status: int) -> None:
+        self.status = status
+        self._server_out.close()
+
+
+class Client:
+    """A client session's far end: what the forwarder delivered to it, frame by frame."""
+
+    def __init__(self, forwarder: Forwarder) -> None:
+        self._send, self._receive = anyio.create_memory_object_stream[bytes](64)
+        self._pending = b""
+        self.session: ClientSession = forwarder.open_session(self._send.send)
+
+    async def request(self, id: Any, method: str, params: Any = None) -> None:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": id, "method": method}
+        if params is not None:
+            message["params"] = params
+        await self.session.feed(json.dumps(message).encode() + b"\n")
+
+    async def notify(self, method: str, params: Any) -> None:
+        message = {"jsonrpc": "2.0", "method": method, "params": params}
+        await self.session.feed(json.dumps(message).encode() + b"\n")
+
+    async def frame(self) -> dict[str, Any]:
+        with anyio.fail_after(5):
+            while b"\n" not in self._pending:
+                self._pending += await self._receive.receive()
+        line, self._pending = self._pending.split(b"\n", 1)
+        return json.loads(line)
+
+    def idle(self) -> bool:
+        """Nothing delivered and not read yet."""
+        with contextlib.suppress(anyio.WouldBlock):
+            self._pending += self._receive.receive_nowait()
+        return not self._pending
+
+
+class Harness:
+    def __init__(self, forwarder: Forwarder, links: list[MemoryUpstream], warnings: list[str]) -> None:
+        self.forwarder = forwarder
+        self.links = links
+        self.warnings = warnings
+
+    @property
+    def upstream(self) -> MemoryUpstream:
+        return self.links[-1]
+
+
+@pytest.fixture
+async def harness(request: pytest.FixtureRequest) -> AsyncIterator[Harness]:
+    links: list[MemoryUpstream] = []
+    warnings: list[str] = []
+
+    async def connect() -> UpstreamLink:
+        links.append(MemoryUpstream())
+        return links[-1]
+
+    policy = getattr(request, "param", "restart")
+    forwarder = Forwarder(connect, on_upstream_exit=policy, warn=warnings.append)
+    async with anyio.create_task_group() as group:
+        group.start_soon(forwarder.serve)
+        with anyio.fail_after(5):
+            while not links:
+                await anyio.sleep(0)
+        yield Harness(forwarder, links, warnings)
+        group.cancel_scope.cancel()
+
+
+async def test_equal_ids_from_two_sessions_reach_the_right_session(harness: Harness) -> None:
+    a, b = Client(harness.forwarder), Client(harness.forwarder)
+    await a.request(1, "tools/call", {"name": "a"})
+    await b.request(1, "tools/call", {"name": "b"})
+    first, second = await harness.upstream.frame(), await harness.upstream.frame()
+    assert first["id"] != second["id"]
+    assert (first["params"]["name"], second["params"]["name"]) == ("a", "b")
+    await harness.upstream.write(
+        {"jsonrpc": "2.0", "id": second["id"], "result": "for b"},
+        {"jsonrpc": "2.0", "id": first["id"], "result": "for a"},
+    )
+    assert await a.frame() == {"jsonrpc": "2.0", "id": 1, "result": "for a"}
+    assert await b.frame() == {"jsonrpc": "2.0", "id": 1, "result": "for b"}
+
+
+@pytest.mark.parametrize("id", ["s", 0, -1, 2**63 - 1, 2**64 + 1, 10**30])
+async def test_ids_of_any_type_and_size_come_back_exactly(harness: Harness, id: Any) -> None:
+    a = Client(harness.forwarder)
+    await a.request(id, "ping")
+    sent = await harness.upstream.frame()
+    assert 1 <= sent["id"] < 2**63
+    await harness.upstream.write({"jsonrpc": "2.0", "id": sent["id"], "result": {}})
+    answer = await a.frame()
+    assert answer["id"] == id
+    assert type(answer["id"]) is type(id)
+
+
+async def test_cancelled_and_progress_are_rewritten_per_session(harness: Harness) -> None:
+    a, b = Client(harness.forwarder), Client(harness.forwarder)
+    meta = {"_meta": {"progressToken": "t"}}
+    await a.request("x", "tools/call", meta)
+    await b.request("x", "tools/call", meta)
+    up_a, up_b = await harness.upstream.frame(), await harness.upstream.frame()
+    token_a, token_b = up_a["params"]["_meta"]["progressToken"], up_b["params"]["_meta"]["progressToken"]
+    assert token_a != token_b
+    progress = "notifications/progress"
+    await harness.upstream.write(
+        {"jsonrpc": "2.0", "method": progress, "params": {"progressToken": token_b, "progress": 2}}
+    )
+    assert await b.frame() == {
+        "jsonrpc": "2.0",
+        "method": progress,
+        "params": {"progressToken": "t", "progress": 2},
+    }
+    assert a.idle()
+    await a.notify("notifications/cancelled", {"requestId": "x", "reason": "bored"})
+    cancelled = await harness.upstream.frame()
+    assert cancelled["params"] == {"requestId": up_a["id"], "reason": "bored"}
+    await harness.upstream.write({"jsonrpc": "2.0", "id": up_a["id"], "result": "late"})  # dropped
+    await harness.upstream.write({"jsonrpc": "2.0", "id": up_b["id"], "result": "done"})
+    assert (await b.frame())["result"] == "done"
+    assert a.idle()
+
+
+async def test_server_request_goes_to_the_session_with_a_request_in_flight(harness: Harness) -> None:
+    a, b = Client(harness.forwarder), Client(harness.forwarder)
+    await b.request(5, "tools/call")
+    call = await harness.upstream.frame()
+    await harness.upstream.write({"jsonrpc": "2.0", "id": "srv-1", "method": "roots/list"})
+    asked = await b.frame()
+    assert asked["method"] == "roots/list"
+    assert a.idle()
+    await b.session.feed(
+        json.dumps({"jsonrpc": "2.0", "id": asked["id"], "result": {"roots": []}}).encode() + b"\n"
+    )
+    assert await harness.upstream.frame() == {"jsonrpc": "2.0", "id": "srv-1", "result": {"roots": []}}
+    await harness.upstream.write({"jsonrpc": "2.0", "id": call["id"], "result": {}})
+    assert (await b.frame())["id"] == 5
+
+
+async def test_notifications_fan_out_and_updates_go_to_subscribers(harness: Harness) -> None:
+    a, b = Client(harness.forwarder), Client(harness.forwarder)
+    await a.request(1, "resources/subscribe", {"uri": "u"})
+    sub = await harness.upstream.frame()
+    await harness.upstream.write({"jsonrpc": "2.0", "id": sub["id"], "result": {}})
+    await a.frame()
+    await harness.upstream.write(
+        {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "u"}},
+        {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"},
+        {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": 1}},
+    )
+    methods_a = [(await a.frame())["method"] for _ in range(3)]
+    methods_b = [(await b.frame())["method"] for _ in range(2)]
+    assert methods_a[0] == "notifications/resources/updated"
+    assert methods_a[1:] == methods_b == ["notifications/tools/list_changed", "notifications/message"]
+
+
+async def test_malformed_frames(harness: Harness) -> None:
+    a = Client(harness.forwarder)
+    await a.session.feed(b'{"jsonrpc":"2.0","id":1,"method":\n{"jsonrpc":"1.0","id":"q","method":"x"}\n')
+    assert (await a.frame())["error"]["code"] == -32700
+    refused = await a.frame()
+    assert (refused["id"], refused["error"]["code"]) == ("q", -32600)
+    await a.request(2, "ping")
+    ping = await harness.upstream.frame()
+    assert ping["method"] == "ping"  # nothing else was forwarded before it
+    await harness.upstream.write(b"{broken\n", {"jsonrpc": "2.0", "id": ping["id"], "result": {}})
+    assert await a.frame() == {"jsonrpc": "2.0", "id": 2, "result": {}}  # the broken line never came
+    assert "malformed" in harness.warnings[0]
+
+
+async def test_closed_session_cancels_its_requests_upstream(harness: Harness) -> None:
+    a = Client(harness.forwarder)
+    await a.request("r", "tools/call")
+    sent = await harness.upstream.frame()
+    await harness.forwarder.close_session(a.session)
+    cancelled = await harness.upstream.frame()
+    assert cancelled["method"] == "notifications/cancelled"
+    assert cancelled["params"]["requestId"] == sent["id"]
+
+
+async def test_upstream_death_fails_pending_and_restart_replays_the_handshake(harness: Harness) -> None:
+    a = Client(harness.forwarder)
+    await a.request(0, "initialize", {"protocolVersion": "2025-11-25"})
+    init = await harness.upstream.frame()
+    await harness.upstream.write(
+        {"jsonrpc": "2.0", "id": init["id"], "result": {"protocolVersion": "2025-11-25"}}
+    )
+    await a.frame()
+    await a.notify("notifications/initialized", {})
+    await harness.upstream.frame()
+    await a.request(1, "tools/call")
+    await harness.upstream.frame()
+    harness.upstream.die(9)
+    failed = await a.frame()
+    assert failed["id"] == 1
+    assert failed["error"]["code"] == -32000
+    assert "status 9" in failed["error"]["message"]
+    old = harness.upstream
+
+    async def play_restarted_server() -> None:
+        with anyio.fail_after(5):
+            while harness.upstream is old:
+                await anyio.sleep(0)
+        replayed = await harness.upstream.frame()
+        assert replayed["method"] == "initialize"
+        await harness.upstream.write({"jsonrpc": "2.0", "id": replayed["id"], "result": {}})
+        assert (await harness.upstream.frame())["method"] == "notifications/initialized"
+        call = await harness.upstream.frame()
+        await harness.upstream.write({"jsonrpc": "2.0", "id": call["id"], "result": "again"})
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(play_restarted_server)
+        await a.request(2, "tools/call")
+    assert await a.frame() == {"jsonrpc": "2.0", "id": 2, "result": "again"}  # the replay's answer swallowed
+
+
+@pytest.mark.parametrize("harness", ["exit"], indirect=True)
+async def test_exit_policy_refuses_after_death(harness: Harness) -> None:
+    a = Client(harness.forwarder)
+    harness.upstream.die(4)
+    with anyio.fail_after(5):
+        while harness.forwarder._link is not None:
+            await anyio.sleep(0)
+    await a.request(1, "ping")
+    refused = await a.frame()
+    assert refused["error"]["code"] == -32000
+    assert len(harness.links) == 1
