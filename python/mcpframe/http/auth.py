@@ -99,6 +99,8 @@ class OAuthFlow(httpx.Auth):
     async def async_auth_flow(self, request: httpx.Request) -> AsyncGenerator[httpx.Request, httpx.Response]:
         """Sign `request`; on 401 (or 403 insufficient_scope) obtain a token and send it again."""
         token = await self._usable_token()
+        if token is not None and self._requested is None:
+            self._requested = token.scope  # a stored token (another process): what it was granted
         _sign(request, token)
         response = yield request
         step_ups = 0
@@ -176,13 +178,16 @@ class OAuthFlow(httpx.Auth):
         return False
 
     async def _refresh(self, token: OAuthToken) -> OAuthToken | None:
-        """Use the refresh token; None (and the token forgotten) when the server refuses it."""
+        """Use the refresh token (discovering the token endpoint first in a new process); None, and the
+        token forgotten, when the server refuses it."""
         client = await self.storage.get_client_info()
-        if self._discovery is None or client is None or token.refresh_token is None:
+        if client is None or token.refresh_token is None:
             return None
         grant = {"grant_type": "refresh_token", "refresh_token": token.refresh_token}
         try:
             async with self._http() as http:
+                if self._discovery is None:
+                    self._discovery = await discover(http, self.server_url, None)
                 fresh = await request_token(
                     http, self._discovery, client, grant, key=self._key(), previous=token
                 )
