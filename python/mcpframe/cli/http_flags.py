@@ -212,6 +212,6 @@ def http_warnings(args: argparse.Namespace) -> list[str]:
     if args.auth_token_flag is None and not os.environ.get(_ENV_TOKEN) and not wants_verification(args):
         warnings.append(
             f"listening on {args.host} with no authentication: anyone who reaches it can call its tools "
-            f"(set {_ENV_TOKEN} or --auth-token, or verify OAuth tokens: --auth-jwks / --auth-introspect)"
+            f"(set {_ENV_TOKEN} or --auth-token)"
         )
     return warnings
