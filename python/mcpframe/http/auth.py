@@ -22,6 +22,7 @@ of their own (`oauth_client` replaces it), so the MCP connection pool is never h
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Generator, Mapping
@@ -64,7 +65,7 @@ CallbackHandler = Callable[[], Awaitable[tuple[str, str | None]]]
 OAUTH_TIMEOUT = 30.0  # seconds for one request to an authorization server
 
 
-class OAuthFlow(httpx.Auth):
+class OAuthFlow(httpx.Auth, abc.ABC):
     """What every grant shares: the bearer header, the 401/403 handling, refresh, discovery, storage.
 
     A subclass implements `_grant(http, discovery, scope) -> OAuthToken` (one grant at the token
@@ -213,8 +214,9 @@ class OAuthFlow(httpx.Auth):
     def _key(self) -> SigningKey | None:
         return None
 
+    @abc.abstractmethod
     async def _grant(self, http: httpx.AsyncClient, discovery: Discovery, scope: str | None) -> OAuthToken:
-        raise NotImplementedError
+        """One grant at the token endpoint of `discovery`, asking for `scope`; the token."""
 
 
 def _sign(request: httpx.Request, token: OAuthToken | None) -> None:
