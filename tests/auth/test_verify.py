@@ -8,7 +8,8 @@ import httpx
 import jwt
 import pytest
 
-from mcpframe.http.verify import IntrospectionVerifier, JwtVerifier, token_scopes
+from mcpframe.http.security import AccessToken
+from mcpframe.http.verify import IntrospectionVerifier, JwtVerifier, TokenCache, token_scopes
 
 from ._authserver import AUDIENCE, INTROSPECTOR, AuthServer
 
@@ -119,6 +120,30 @@ async def test_the_introspection_cache_is_bounded(authsrv: AuthServer) -> None:
         tokens = [authsrv.token(f"user{i}", "mcp") for i in range(4)]
         for token in tokens:
             assert await verify(token) is not None
-        assert len(verify._cache) == 2
+        assert len(verify.cache) == 2
     finally:
         await verify.aclose()
+
+
+def test_the_token_cache_keeps_accepted_tokens_until_their_expiry_within_its_bound() -> None:
+    cache = TokenCache(seconds=60, size=2)
+    now = 1000.0
+    cache.put(b"a", AccessToken("a", claims={"exp": now + 5}), now)
+    assert cache.get(b"a", now + 4) is not None
+    assert cache.get(b"a", now + 5) is None  # its exp, before the cache's own 60 s
+    for key in (b"b", b"c", b"d"):
+        cache.put(key, AccessToken(key.decode()), now)
+    assert len(cache) == 2
+    assert cache.get(b"b", now) is None  # the least recently used went first
+    assert cache.get(b"d", now + 59) is not None
+    assert cache.get(b"d", now + 60) is None
+
+
+async def test_a_verified_jwt_is_checked_once(authsrv: AuthServer) -> None:
+    verify = jwt_verifier(authsrv)
+    token = authsrv.token("alice", "mcp")
+    first = await verify(token)
+    assert first is not None
+    verify._keys.clear()  # were the signature checked again, there would be no key for it now
+    verify._fetched_at = time.monotonic()
+    assert await verify(token) is first
