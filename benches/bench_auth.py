@@ -84,16 +84,19 @@ def _verifier_with(key: Any, alg: str) -> tuple[JwtVerifier, str]:
     return verifier, jwt.encode(claims, _pem(key), algorithm=alg, headers={"kid": "k"})
 
 
+def _uncached(verifier: JwtVerifier) -> JwtVerifier:
+    """A verifier holding the same keys with its token cache off: every call checks the signature."""
+    twin = JwtVerifier("http://unused/jwks", issuer="https://as", audience="mcp", cache_seconds=0)
+    twin._keys, twin._fetched_at = verifier._keys, verifier._fetched_at
+    return twin
+
+
 def server_contenders() -> dict[str, Callable[[], Awaitable[AccessToken | None]]]:
     es, es_token = _verifier_with(ec.generate_private_key(ec.SECP256R1()), "ES256")
     rs, rs_token = _verifier_with(rsa.generate_private_key(public_exponent=65537, key_size=2048), "RS256")
     introspect = IntrospectionVerifier("http://unused/introspect")
     introspect.cache.put(hashlib.sha256(b"opaque").digest(), AccessToken("u"), time.time())
-    es_fresh, _ = _verifier_with(ec.generate_private_key(ec.SECP256R1()), "ES256")
-    es_fresh.cache.seconds = 0  # no cache: every call checks the signature
-    rs_fresh, _ = _verifier_with(rsa.generate_private_key(public_exponent=65537, key_size=2048), "RS256")
-    rs_fresh.cache.seconds = 0
-    es_fresh._keys, rs_fresh._keys = es._keys, rs._keys
+    es_fresh, rs_fresh = _uncached(es), _uncached(rs)
     return {
         "JwtVerifier ES256, uncached": lambda: es_fresh(es_token),
         "JwtVerifier RS256, uncached": lambda: rs_fresh(rs_token),
