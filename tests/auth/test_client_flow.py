@@ -181,3 +181,30 @@ async def test_the_loopback_helper_reports_a_refusal() -> None:
         tg.start_soon(browse)
         with pytest.raises(OAuthFlowError, match="access_denied"):
             await loopback.callback_handler()
+
+
+async def test_concurrent_401s_share_one_authorization(authsrv: AuthServer) -> None:
+    browser = Browser()
+    async with protected(authsrv) as url:
+        auth = provider(url, browser)
+        async with httpx.AsyncClient(auth=auth) as http:
+            statuses: list[int] = []
+
+            async def post() -> None:
+                response = await http.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+                statuses.append(response.status_code)
+
+            with anyio.fail_after(10):
+                async with anyio.create_task_group() as tg:
+                    for _ in range(5):
+                        tg.start_soon(post)
+        assert len(statuses) == 5
+        assert 401 not in statuses
+        assert len(browser.seen) == 1
+        assert authsrv.count("/register") == 1
+
+
+async def test_the_loopback_helper_gives_up_after_its_timeout() -> None:
+    async with LoopbackCallback(open_browser=lambda url: None, timeout=0.05) as loopback:
+        with pytest.raises(OAuthFlowError, match="no authorization redirect"):
+            await loopback.callback_handler()

@@ -93,13 +93,16 @@ class LoopbackCallback:
         if self._listener is None:
             raise RuntimeError("use LoopbackCallback as `async with LoopbackCallback() as loopback`")
         listener = self._listener
-        with anyio.fail_after(self.timeout):
+        with anyio.move_on_after(self.timeout):
             while True:
                 stream = await listener.accept()
                 async with stream:
                     found = await self._serve(stream)
                 if found is not None:
                     return found
+        raise OAuthFlowError(
+            f"no authorization redirect came back to {self.redirect_uri} in {self.timeout:g} s"
+        )
 
     async def _serve(self, stream: anyio.abc.SocketStream) -> tuple[str, str | None] | None:
         """Answer one request; the code and state when it was the callback."""

@@ -7,6 +7,7 @@ application can keep tokens in a keyring or a file and skip the browser the next
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 from collections.abc import Mapping
@@ -37,8 +38,9 @@ class OAuthToken:
         access = body.get("access_token")
         if not isinstance(access, str) or not access:
             raise ValueError("the token response has no access_token")
-        expires_in = body.get("expires_in")
-        expires_at = time.time() + float(expires_in) if isinstance(expires_in, (int, float)) else None
+        expires_at = None
+        with contextlib.suppress(KeyError, TypeError, ValueError):  # a number, or a numeric string
+            expires_at = time.time() + float(body["expires_in"])
         refresh = body.get("refresh_token")
         if not isinstance(refresh, str):
             refresh = previous.refresh_token if previous is not None else None
