@@ -32,6 +32,8 @@ from urllib.parse import urlencode
 import anyio
 import httpx
 
+from mcpframe._extras import install_hint
+
 from .auth_endpoints import (
     Discovery,
     OAuthFlowError,
@@ -219,6 +221,14 @@ class OAuthFlow(httpx.Auth, abc.ABC):
         """One grant at the token endpoint of `discovery`, asking for `scope`; the token."""
 
 
+def _require(module: str, why: str) -> None:
+    """Import `module` now, so a missing auth extra is reported where the provider is made."""
+    try:
+        __import__(module)
+    except ModuleNotFoundError as exc:
+        raise ModuleNotFoundError(f"{why} needs the auth extra ({exc}); try: {install_hint('auth')}") from exc
+
+
 def _sign(request: httpx.Request, token: OAuthToken | None) -> None:
     if token is not None:
         request.headers["Authorization"] = f"Bearer {token.access_token}"
@@ -256,6 +266,7 @@ class OAuthClientProvider(OAuthFlow):
         super().__init__(
             server_url, storage=storage, scope=scope, max_step_ups=max_step_ups, oauth_client=oauth_client
         )
+        _require("authlib", "OAuthClientProvider (PKCE)")
         self.redirect_uri = redirect_uri
         self.redirect_handler = redirect_handler
         self.callback_handler = callback_handler
@@ -367,6 +378,8 @@ class ClientCredentialsProvider(OAuthFlow):
         super().__init__(
             server_url, storage=storage, scope=scope, max_step_ups=max_step_ups, oauth_client=oauth_client
         )
+        if private_key is not None:
+            _require("jwt", "private_key_jwt")
         self.client_id = client_id
         self.client_secret = client_secret
         self.private_key = private_key
