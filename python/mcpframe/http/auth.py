@@ -203,13 +203,15 @@ class OAuthFlow(httpx.Auth, abc.ABC):
 
     @contextlib.asynccontextmanager
     async def _http(self) -> AsyncIterator[httpx.AsyncClient]:
-        """The client for the authorization server's requests: the caller's, else one of our own."""
+        """The client for the authorization server's requests: the caller's, else one of our own, which
+        follows no redirect (a token request redirected elsewhere would carry the client's secret there;
+        a redirected metadata URL counts as absent)."""
         if self._oauth_client is not None:
             yield self._oauth_client
             return
         timeout = httpx.Timeout(OAUTH_TIMEOUT)
         async with httpx.AsyncClient(
-            timeout=timeout, follow_redirects=True, verify=shared_ssl_context()
+            timeout=timeout, follow_redirects=False, verify=shared_ssl_context()
         ) as http:
             yield http
 
