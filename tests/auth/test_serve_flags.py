@@ -56,6 +56,16 @@ def test_introspection_flags_with_a_fixed_resource_and_scopes(monkeypatch: pytes
     assert http_warnings(args) == []  # verified: no "no authentication" warning
 
 
+def test_beyond_loopback_the_resource_url_must_be_given() -> None:
+    args = parse(
+        "--auth-jwks", "u", "--auth-issuer", "i", "--auth-audience", "a", "--host", "0.0.0.0",
+        "--allow-host", "mcp.example",
+    )  # fmt: skip
+    [warning] = http_warnings(args)
+    assert "--auth-resource" in warning
+    assert "http://0.0.0.0:8000/mcp" in warning
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

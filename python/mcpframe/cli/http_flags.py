@@ -214,4 +214,9 @@ def http_warnings(args: argparse.Namespace) -> list[str]:
             f"listening on {args.host} with no authentication: anyone who reaches it can call its tools "
             f"(set {_ENV_TOKEN} or --auth-token)"
         )
+    if wants_verification(args) and not args.auth_resource:
+        warnings.append(
+            f"the resource metadata names http://{args.host}:{args.port}{args.path}, which OAuth clients "
+            "refuse unless they connect by that URL: add --auth-resource with the URL clients use"
+        )
     return warnings
