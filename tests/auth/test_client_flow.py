@@ -136,6 +136,22 @@ async def test_client_credentials_with_a_secret(authsrv: AuthServer) -> None:
         assert "client_secret" not in grant  # client_secret_basic: in the header
 
 
+async def test_client_credentials_renew_an_expired_token_before_the_request(authsrv: AuthServer) -> None:
+    authsrv.expires_in = 5  # inside the 30 s margin: every token counts as expired at once
+    statuses: list[int] = []
+
+    async def seen(response: httpx.Response) -> None:
+        statuses.append(response.status_code)
+
+    async with protected(authsrv) as url:
+        auth = ClientCredentialsProvider(url, client_id=SERVICE[0], client_secret=SERVICE[1])
+        async with httpx.AsyncClient(auth=auth, event_hooks={"response": [seen]}) as http:
+            for _ in range(3):
+                await http.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    assert statuses.count(401) == 1  # the first request only, before any token
+    assert authsrv.count("/token") == 3
+
+
 def test_client_credentials_needs_exactly_one_credential() -> None:
     with pytest.raises(ValueError, match="exactly one"):
         ClientCredentialsProvider("http://x/mcp", client_id="a")

@@ -140,6 +140,10 @@ class OAuthFlow(httpx.Auth, abc.ABC):
             if token.refresh_token is not None:
                 return await self._refresh(token)
             await self.storage.set_tokens(None)
+            if self._renews_alone and self._discovery is not None:
+                # no user in this grant: a new token now saves the request a 401 and a second send
+                asked = {"scope": self._requested} if self._requested else {}
+                return await self._obtain(asked, step_up=False)
             return None
 
     async def _recover(
@@ -155,16 +159,18 @@ class OAuthFlow(httpx.Auth, abc.ABC):
                 refreshed = await self._refresh(current)
                 if refreshed is not None:
                     return refreshed
-            async with self._http() as http:
-                if self._discovery is None or challenge.get("resource_metadata"):
-                    self._discovery = await discover(
-                        http, self.server_url, challenge.get("resource_metadata")
-                    )
-                scope = self._scope_for(challenge, step_up=step_up)
-                token = await self._grant(http, self._discovery, scope)
-            self._requested = scope
-            await self.storage.set_tokens(token)
-            return token
+            return await self._obtain(challenge, step_up=step_up)
+
+    async def _obtain(self, challenge: Mapping[str, str], *, step_up: bool) -> OAuthToken:
+        """Discover (when not done, or when the challenge names metadata), grant, store (under the lock)."""
+        async with self._http() as http:
+            if self._discovery is None or challenge.get("resource_metadata"):
+                self._discovery = await discover(http, self.server_url, challenge.get("resource_metadata"))
+            scope = self._scope_for(challenge, step_up=step_up)
+            token = await self._grant(http, self._discovery, scope)
+        self._requested = scope
+        await self.storage.set_tokens(token)
+        return token
 
     def _scope_for(self, challenge: Mapping[str, str], *, step_up: bool) -> str | None:
         if step_up:
@@ -179,6 +185,9 @@ class OAuthFlow(httpx.Auth, abc.ABC):
 
     def _offline(self) -> bool:
         return False
+
+    _renews_alone = False
+    """Whether an expired token is replaced before the request (grants without a user)."""
 
     async def _refresh(self, token: OAuthToken) -> OAuthToken | None:
         """Use the refresh token (discovering the token endpoint first in a new process); None, and the
@@ -385,6 +394,8 @@ class ClientCredentialsProvider(OAuthFlow):
         self.client_id = client_id
         self.client_secret = client_secret
         self.private_key = private_key
+
+    _renews_alone = True
 
     def _key(self) -> SigningKey | None:
         return self.private_key

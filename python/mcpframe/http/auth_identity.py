@@ -54,6 +54,8 @@ class IdentityAssertionProvider(OAuthFlow):
         self.client_id = client_id
         self.client_secret = client_secret
 
+    _renews_alone = True
+
     async def _grant(self, http: httpx.AsyncClient, discovery: Discovery, scope: str | None) -> OAuthToken:
         assertion = await self._exchange(http, discovery, scope)
         method = choose_auth_method(discovery, has_secret=self.client_secret is not None)
