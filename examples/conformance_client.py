@@ -11,6 +11,10 @@ The harness names the scenario in `MCP_CONFORMANCE_SCENARIO`; each one connects 
   `Last-Event-ID` after the server's `retry` delay.
 - anything else: connect, list tools, call the first tool with no arguments if there is one.
 
+Scenarios named `auth/...` connect with an OAuth provider (`mcpframe.http.auth`), built by
+`examples/conformance_auth.py` from the scenario name and `MCP_CONFORMANCE_CONTEXT` (the harness's
+credentials): the authorization code grant with a headless redirect, or the client credentials grant.
+
 The harness's mock servers speak 2025-era protocol revisions, so the client is asked for the legacy
 handshake directly (`mode="legacy"`) rather than probing `server/discover` first.
 """
@@ -27,6 +31,11 @@ import anyio
 
 from mcpframe.client import Client
 from mcpframe.http import connect
+
+try:  # run as a script: this directory is on the path; imported: the examples package
+    from conformance_auth import auth_for  # type: ignore[import-not-found,unused-ignore]
+except ModuleNotFoundError:
+    from examples.conformance_auth import auth_for
 
 logger = logging.getLogger("conformance_client")
 
@@ -95,14 +104,19 @@ SCENARIOS: dict[str, Scenario] = {
 
 
 async def run(url: str, scenario: str) -> None:
-    """Connect to `url` and play `scenario` (20 s at most, under the harness's 30 s)."""
-    with anyio.fail_after(20):
-        async with connect(
-            url,
-            name="mcpframe-conformance-client",
-            mode="legacy",
-            elicitation_handler=accept_with_defaults,
-        ) as client:
+    """Connect to `url` and play `scenario`: 20 s at most, under the harness's default 30 s (an `auth/`
+    scenario 100 s: the tests run those with `--timeout 120000`, 14 clients at once)."""
+    with anyio.fail_after(100 if scenario.startswith("auth/") else 20):
+        async with (
+            auth_for(scenario, url) as auth,
+            connect(
+                url,
+                name="mcpframe-conformance-client",
+                mode="legacy",
+                elicitation_handler=accept_with_defaults,
+                auth=auth,
+            ) as client,
+        ):
             await SCENARIOS.get(scenario, generic)(client)
 
 

@@ -8,6 +8,8 @@ lower `--max-sessions` (or `--idle-timeout`) on a small machine.
 
 `--auth-token` (or `MCPFRAME_AUTH_TOKEN`, which keeps the token out of `ps`) requires
 `Authorization: Bearer <token>` on every request to the endpoint, compared in constant time.
+`--auth-jwks` / `--auth-introspect` verify OAuth access tokens against an authorization server instead
+(`verify_flags`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from collections.abc import Callable
 from typing import Any
 
 from mcpframe._gc import freeze_startup_heap
+
+from .verify_flags import add_verify_flags, verify_auth, wants_verification
 
 __all__ = ["add_http_flags", "http_options", "http_warnings", "ready_callback"]
 
@@ -79,6 +83,7 @@ def add_http_flags(parser: argparse.ArgumentParser) -> None:
         help="also serve the 2024-11-05 HTTP+SSE transport: GET /sse, POST /messages/ (default: on)",
     )
     _add_tuning(http)
+    add_verify_flags(parser)
 
 
 def _add_tuning(http: argparse._ArgumentGroup) -> None:
@@ -182,12 +187,14 @@ def http_options(args: argparse.Namespace) -> Any:
         max_sessions=args.max_sessions,
         legacy_sse=args.legacy_sse,
     )
-    if token is not None:
+    host = f"[{args.host.strip('[]')}]" if ":" in args.host else args.host
+    listened = f"http://{host}:{args.port}{args.path}"
+    if wants_verification(args):
+        options = dataclasses.replace(options, auth=verify_auth(args, listened))
+    elif token is not None:
         from .token_auth import static_token_auth  # noqa: PLC0415 - HTTP only
 
-        host = f"[{args.host.strip('[]')}]" if ":" in args.host else args.host
-        auth = static_token_auth(token, f"http://{host}:{args.port}{args.path}")
-        options = dataclasses.replace(options, auth=auth)
+        options = dataclasses.replace(options, auth=static_token_auth(token, listened))
     return options
 
 
@@ -202,9 +209,14 @@ def http_warnings(args: argparse.Namespace) -> list[str]:
             f"listening on {args.host}, but only loopback Host names are accepted (DNS-rebinding "
             "protection): add --allow-host with the name clients use, or --allow-host '*'"
         )
-    if args.auth_token_flag is None and not os.environ.get(_ENV_TOKEN):
+    if args.auth_token_flag is None and not os.environ.get(_ENV_TOKEN) and not wants_verification(args):
         warnings.append(
             f"listening on {args.host} with no authentication: anyone who reaches it can call its tools "
             f"(set {_ENV_TOKEN} or --auth-token)"
+        )
+    if wants_verification(args) and not args.auth_resource:
+        warnings.append(
+            f"the resource metadata names http://{args.host}:{args.port}{args.path}, which OAuth clients "
+            "refuse unless they connect by that URL: add --auth-resource with the URL clients use"
         )
     return warnings

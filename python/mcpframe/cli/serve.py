@@ -25,6 +25,7 @@ from mcpframe.server.lifecycle import GRACE_ENV
 
 from .http_flags import add_http_flags, http_options, http_warnings, ready_callback
 from .target import Target, TargetError, load_target
+from .verify_flags import wants_verification
 
 if TYPE_CHECKING:
     from mcpframe.server import Server
@@ -193,10 +194,9 @@ def _serve(target: Target, args: argparse.Namespace, options: Any) -> int:
 def _options(args: argparse.Namespace) -> Any:
     """`HttpOptions` for `--http`, `None` for stdio, or the exit status after one line on stderr."""
     if not (args.http or args.transport in ("http", "streamable-http")):
-        if args.auth_token_flag is not None:
-            print(
-                "mcpframe serve: --auth-token protects HTTP: add --http (stdio has no auth)", file=sys.stderr
-            )
+        if args.auth_token_flag is not None or wants_verification(args):
+            flag = "--auth-token" if args.auth_token_flag is not None else "--auth-jwks/--auth-introspect"
+            print(f"mcpframe serve: {flag} protects HTTP: add --http (stdio has no auth)", file=sys.stderr)
             return 2
         return None
     try:

@@ -24,6 +24,11 @@ Client modules: `client` (`StreamableHTTPTransport`), `client_answers` (its `Ans
 legacy HTTP+SSE transport), `client_sse_auto` (`AutoTransport`: the specification's probe, Streamable HTTP
 first, then legacy SSE).
 
+Authorization (OAuth 2.1; the `auth` extra): `auth` (the client's `httpx.Auth` providers for
+`connect(auth=...)`), `auth_metadata` and `auth_endpoints` (discovery, registration, token requests),
+`auth_storage` (`TokenStorage`), `auth_loopback` (the redirect caught on 127.0.0.1), `auth_identity`
+(SEP-990); `verify` (the server's JWT and introspection `TokenVerifier`s).
+
 `connect(url)` makes an MCP `Client` for either kind of server (`transport="auto"`, the default, probes;
 `"streamable-http"` or `"sse"` pick one), `connect_sse(url)` one for a legacy SSE server (`_connect`; httpx
 is imported when they are called).

@@ -35,6 +35,7 @@ def connect(
     headers: Mapping[str, str] | None = None,
     http_client: httpx.AsyncClient | None = None,
     http_options: HttpClientOptions | None = None,
+    auth: httpx.Auth | None = None,
     **settings: Unpack[ClientSettings],
 ) -> Client:
     """A client for the MCP server at ``url``; use it as ``async with connect(url) as client``.
@@ -49,8 +50,10 @@ def connect(
     ``headers`` go with every request (e.g. ``Authorization``); ``http_client`` is an ``httpx.AsyncClient``
     to send them with (proxies, TLS, event hooks; the caller closes it); ``http_options`` are the
     transport's knobs (``HttpClientOptions``: connect timeout, which also bounds the wait for the legacy
-    ``endpoint`` event, reconnection, the GET stream, the inbox). The other keywords are the client's, as
-    for ``Client(...)``: ``mode``, ``timeout``, the handlers, ``session_options``...
+    ``endpoint`` event, reconnection, the GET stream, the inbox); ``auth`` is an ``httpx.Auth`` that signs
+    every request, e.g. ``mcpframe.http.auth.OAuthClientProvider`` (OAuth 2.1: discovery, PKCE, refresh;
+    see docs/auth.md); with ``http_client``, give it to that client instead. The other keywords are the
+    client's, as for ``Client(...)``: ``mode``, ``timeout``, the handlers, ``session_options``...
     """
     if transport not in ("auto", "streamable-http", "sse"):
         raise ValueError(f"transport must be 'auto', 'streamable-http' or 'sse', got {transport!r}")
@@ -73,7 +76,7 @@ def connect(
 
     def open_http() -> AbstractAsyncContextManager[Transport]:
         # Each transport is its own async context manager: it runs its background tasks while entered.
-        return make(url, headers=headers, http_client=http_client, options=http_options)
+        return make(url, headers=headers, http_client=http_client, options=http_options, auth=auth)
 
     return Client(opener=open_http, **settings)
 
@@ -84,6 +87,7 @@ def connect_sse(
     headers: Mapping[str, str] | None = None,
     http_client: httpx.AsyncClient | None = None,
     http_options: HttpClientOptions | None = None,
+    auth: httpx.Auth | None = None,
     **settings: Unpack[ClientSettings],
 ) -> Client:
     """A client for a server speaking the legacy HTTP+SSE transport (2024-11-05) at ``url``, the URL of
@@ -95,5 +99,11 @@ def connect_sse(
     names another origin. The keywords are ``connect``'s.
     """
     return connect(
-        url, transport="sse", headers=headers, http_client=http_client, http_options=http_options, **settings
+        url,
+        transport="sse",
+        headers=headers,
+        http_client=http_client,
+        http_options=http_options,
+        auth=auth,
+        **settings,
     )

@@ -88,8 +88,9 @@ class SSETransport(BackgroundTransport):
         headers: Mapping[str, str] | None = None,
         http_client: httpx.AsyncClient | None = None,
         options: HttpClientOptions | None = None,
+        auth: httpx.Auth | None = None,
     ) -> None:
-        super().__init__(url, http_client, options)
+        super().__init__(url, http_client, options, auth)
         opts = self.options
         self._headers = dict(headers or {})
         self._inbox = Inbox(opts.max_buffer)

@@ -50,8 +50,9 @@ class AutoTransport(BackgroundTransport):
         headers: Mapping[str, str] | None = None,
         http_client: httpx.AsyncClient | None = None,
         options: HttpClientOptions | None = None,
+        auth: httpx.Auth | None = None,
     ) -> None:
-        super().__init__(url, http_client, options)
+        super().__init__(url, http_client, options, auth)
         opts = self.options
         # One connection pool for both kinds: the probe's GET reuses the POST's connection.
         self.streamable = StreamableHTTPTransport(url, headers=headers, http_client=self._http, options=opts)

@@ -191,12 +191,20 @@ async def read_limited(response: httpx.Response, limit: int) -> bytes | None:
 
 class BackgroundTransport(abc.ABC):
     """What the HTTP client transports share: the URL, the options, the `httpx.AsyncClient` (their own,
-    closed by them, unless the caller gave one), and the async context manager that runs `run()` in a task
-    group of its own while entered and calls `aclose()` on the way out."""
+    closed by them and signing requests with `auth` when given, unless the caller gave one), and the
+    async context manager that runs `run()` in a task group of its own while entered and calls
+    `aclose()` on the way out."""
 
     def __init__(
-        self, url: str, http_client: httpx.AsyncClient | None, options: HttpClientOptions | None
+        self,
+        url: str,
+        http_client: httpx.AsyncClient | None,
+        options: HttpClientOptions | None,
+        auth: httpx.Auth | None = None,
     ) -> None:
+        if auth is not None and http_client is not None:
+            # The caller's client is theirs to configure: mutating its `auth` would sign their other requests.
+            raise ValueError("pass auth= to your own httpx.AsyncClient(auth=...) when you give http_client=")
         opts = options if options is not None else HttpClientOptions()
         self.url = url
         self.options = opts
@@ -207,6 +215,7 @@ class BackgroundTransport(abc.ABC):
             timeout=httpx.Timeout(opts.connect_timeout, read=None, pool=None),
             follow_redirects=False,
             verify=shared_ssl_context(),
+            auth=auth,
         )
         self._stack: AsyncExitStack | None = None
 

@@ -16,6 +16,7 @@ __all__ = [
     "AccessToken",
     "BearerAuth",
     "HostGuard",
+    "ListeningBearerAuth",
     "TokenVerifier",
     "loopback_origins",
 ]
@@ -149,3 +150,18 @@ class BearerAuth:
     def missing_scopes(self, token: AccessToken) -> set[str]:
         """The required scopes the token lacks (a 403 `insufficient_scope` when not empty)."""
         return set(self.scopes) - token.scopes
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListeningBearerAuth(BearerAuth):
+    """A `BearerAuth` whose resource metadata names the endpoint's URL once bound (`--port 0` picks the
+    port only then; `mcpframe serve` appends it to `listening`), and `resource` before."""
+
+    listening: list[str] = dataclasses.field(default_factory=list)
+
+    def metadata(self) -> dict[str, Any]:
+        """The protected resource metadata, naming the bound endpoint."""
+        doc = BearerAuth.metadata(self)
+        if self.listening:
+            doc["resource"] = self.listening[-1]
+        return doc
