@@ -22,7 +22,7 @@ from mcpframe.http.admission import Admission, Slot
 from mcpframe.http.server import HttpOptions, StreamableHTTPServer
 from mcpframe.server import Server
 
-from ._server_support import JSON_AND_SSE, answer, call, init_body, modern_meta, session_headers
+from ._server_support import JSON_AND_SSE, EventReader, answer, call, init_body, modern_meta, session_headers
 
 pytestmark = pytest.mark.anyio
 
@@ -209,3 +209,37 @@ def test_the_cli_passes_both_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
         HttpOptions().max_in_flight,
         HttpOptions().max_queued,
     )
+
+
+async def test_a_request_of_the_main_session_gets_the_clients_answer() -> None:
+    """A request the main Session sends (outside any POST: what a notification handler asking the client
+    would send) goes out on the GET stream with a session-wide id; the client's POSTed answer comes back to
+    it, not to an exchange (before, it was dropped as an unknown id and the request timed out)."""
+    http = StreamableHTTPServer(Server("main-session"), HttpOptions())
+    async with serve_asgi(http.app) as url, httpx.AsyncClient(timeout=10) as client:
+        first = await client.post(url, json=init_body(), headers=JSON_AND_SSE)
+        headers = session_headers(first.headers["mcp-session-id"])
+        note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert (await client.post(url, json=note, headers=headers)).status_code == 202
+        session = http.sessions.sessions[first.headers["mcp-session-id"]]
+        got: dict[str, Any] = {}
+
+        async def ask() -> None:
+            got["answer"] = await session.main.request("roots/list", None, timeout=10)
+
+        async with client.stream("GET", url, headers=headers) as stream, anyio.create_task_group() as tg:
+            reader = EventReader(stream)
+            tg.start_soon(ask)
+            with anyio.fail_after(10):
+                events = [e for e in await reader.read(2) if e.get("data")]
+                while not events:
+                    events = [e for e in await reader.read(1) if e.get("data")]
+            request = json.loads(events[0]["data"])
+            assert request["method"] == "roots/list"
+            reply = {"jsonrpc": "2.0", "id": request["id"], "result": {"roots": [{"uri": "file:///w"}]}}
+            assert (await client.post(url, json=reply, headers=headers)).status_code == 202
+            with anyio.fail_after(10):
+                while "answer" not in got:
+                    await anyio.sleep(0.01)
+            assert (await client.delete(url, headers=headers)).status_code == 200  # ends the GET stream
+    assert got["answer"] == {"roots": [{"uri": "file:///w"}]}

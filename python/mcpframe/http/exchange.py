@@ -29,7 +29,7 @@ __all__ = ["Exchange", "ExchangeTransport", "Lane", "LanePool", "RequestHandler"
 
 logger = logging.getLogger("mcpframe.http")
 
-_NOTIFICATION = b'{"jsonrpc":"2.0","method":'
+NOTIFICATION_PREFIX = b'{"jsonrpc":"2.0","method":'
 
 
 class ExchangeTransport:
@@ -65,13 +65,23 @@ class ExchangeTransport:
         self._pipe.close()
 
 
+MAIN = 0
+"""The `IdMap` connection number of the HTTP session's main Session (exchanges are numbered from 1)."""
+
+
 class Router:
-    """Per HTTP session: which exchange owns which in-flight request id, in both directions."""
+    """Per HTTP session: which exchange owns which in-flight request id, in both directions.
+
+    The main Session (the one that handles the client's notifications and writes to the GET stream) is
+    connection `MAIN`: a request it sends gets a session-wide id like an exchange's, and the client's
+    answer comes back to it through `main` (set by the HTTP session).
+    """
 
     def __init__(self) -> None:
         self.ids = core.IdMap()
         self.exchanges: dict[int, Exchange] = {}
         self.owners: dict[Id, Exchange] = {}
+        self.main: Callable[[bytes], None] | None = None
         self._next = 0
 
     def number(self) -> int:
@@ -112,6 +122,10 @@ class Router:
             number, original = self.ids.inbound(message.id)
         except MCPFrameError:
             logger.debug("dropping a response to unknown request id %r", message.id)
+            return
+        if number == MAIN:
+            if self.main is not None:
+                self.main(one_line(message.with_id(original)))
             return
         exchange = self.exchanges.get(number)
         if exchange is not None:
@@ -293,7 +307,7 @@ class Exchange:
             self.router.release(self)
             await self.stream.emit(frame, response=True)
             return
-        if frame.startswith(_NOTIFICATION):  # the core encoders' key order: no need to decode it
+        if frame.startswith(NOTIFICATION_PREFIX):  # the core encoders' key order: no need to decode it
             await self.stream.emit(frame, response=False)
             return
         message: Any = core.decode(frame, lazy=True)[0]

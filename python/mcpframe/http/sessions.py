@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.abc
 
-from mcpframe import jsonrpc
+from mcpframe import core, jsonrpc
 from mcpframe.protocol import LEGACY_VERSIONS
 from mcpframe.session import Session
 
 from .events import EventStore
-from .exchange import LanePool, Router
+from .exchange import MAIN, NOTIFICATION_PREFIX, LanePool, Router
 from .headers import MCP_PROTOCOL_VERSION, MCP_SESSION_ID
 from .responses import Reply, error_response
 from .streams import Stream
@@ -43,14 +43,22 @@ def _now() -> float:
 
 
 class MainTransport:
-    """The main Session's pipe: routed client notifications in, server notifications out to the GET stream."""
+    """The main Session's pipe: routed client notifications (and answers to its own requests) in, server
+    notifications and requests out to the GET stream.
 
-    def __init__(self, stream: Stream) -> None:
+    A request the main Session sends (a notification handler asking the client something) gets a
+    session-wide id from the router, as an exchange's requests do, so that the client's answer, POSTed like
+    any other, finds its way back here and cannot be taken for an exchange's.
+    """
+
+    def __init__(self, stream: Stream, router: Router) -> None:
         self.stream = stream
+        self.router = router
+        router.main = self.feed
         self._in, self._out = anyio.create_memory_object_stream[bytes](math.inf)
 
     def feed(self, data: bytes) -> None:
-        """Queue a client notification frame."""
+        """Queue a client notification frame, or the client's answer to a request of the main Session."""
         try:
             self._in.send_nowait(data)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
@@ -65,9 +73,18 @@ class MainTransport:
 
     async def send(self, data: bytes) -> None:
         """Server notifications: onto the standalone GET stream (stored if resumable, else only if open)."""
-        for frame in data.split(b"\n"):
-            if frame:
-                await self.stream.emit(frame, response=False)
+        for line in data.split(b"\n"):
+            if line:
+                await self.stream.emit(self._outgoing(line), response=False)
+
+    def _outgoing(self, frame: bytes) -> bytes:
+        """A request of the main Session gets its session-wide id; anything else goes out as it is."""
+        if frame.startswith(NOTIFICATION_PREFIX):  # the core encoders' key order: no need to decode it
+            return frame
+        message: Any = core.decode(frame, lazy=True)[0]
+        if getattr(message, "kind", None) != "request":
+            return frame
+        return bytes(message.with_id(self.router.ids.outbound(MAIN, message.id)))
 
     async def aclose(self) -> None:
         """Idempotent."""
@@ -86,7 +103,7 @@ class HttpSession:
         self.lanes: LanePool | None = None  # the Sessions answering its POSTs (created by the first one)
         self.streams: dict[str, Stream] = {}
         self.get_stream = self.new_stream(buffer_until_attached=False)
-        self.transport = MainTransport(self.get_stream)
+        self.transport = MainTransport(self.get_stream, self.router)
         self.main = Session(self.transport, notification_handler=connection.handle_notification)
         self.open_requests = 0
         self.last_active = _now()
