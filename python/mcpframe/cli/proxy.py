@@ -34,7 +34,10 @@ def _parser() -> argparse.ArgumentParser:
         prog="mcpframe proxy",
         description="Forward MCP traffic between a client and a server that speak different transports, "
         "many clients onto one server, or one endpoint onto several servers.",
-        epilog="Put the server's command after '--': mcpframe proxy -- python server.py",
+        epilog="Put the server's command after '--': mcpframe proxy -- python server.py. With --listen, the "
+        "HTTP flags of 'mcpframe serve --http' apply too (--auth-token, --allow-host, --allow-origin, "
+        "--no-legacy-sse, --max-sessions, --sse-close-idle, --retry-ms, --response-mode, --http-server, "
+        "--max-in-flight, --max-queued); the host, port and path come from the --listen URL.",
     )
     parser.add_argument(
         "url", nargs="?", default=None, metavar="URL", help="a remote server's endpoint (http:// or https://)"
@@ -89,6 +92,29 @@ def _pairs(items: Sequence[str], sep: str, flag: str) -> dict[str, str]:
     return pairs
 
 
+def _listen_http_options(listen: str, rest: Sequence[str]) -> object:
+    """`mcpframe serve --http`'s flags (those `rest` holds) as the `HttpOptions` of `--listen`."""
+    from urllib.parse import urlsplit  # noqa: PLC0415
+
+    from .http_flags import add_http_flags, http_options  # noqa: PLC0415 - --listen only
+
+    http_parser = argparse.ArgumentParser(prog="mcpframe proxy --listen", add_help=False)
+    add_http_flags(http_parser)
+    namespace, unknown = http_parser.parse_known_args(rest)
+    if unknown:
+        raise ValueError(f"unrecognized arguments: {' '.join(unknown)}")
+    url = urlsplit(listen)
+    namespace.host, namespace.path = url.hostname or "127.0.0.1", url.path or "/mcp"
+    try:
+        namespace.port = url.port or 80
+    except ValueError as exc:
+        raise ValueError(f"--listen {listen!r}: {exc}") from None
+    try:
+        return http_options(namespace)
+    except ImportError:
+        raise ValueError("--listen needs the http extra") from None
+
+
 def _mode(options: object) -> str:
     if getattr(options, "config", None) is not None:
         return "gateway"
@@ -105,7 +131,15 @@ def proxy_main(argv: Sequence[str] | None = None) -> int:
         split = args.index("--")
         args, command = args[:split], args[split + 1 :]
     parser = _parser()
-    namespace = parser.parse_args(args)
+    namespace, rest = parser.parse_known_args(args)
+    http: object = None
+    if namespace.listen is not None:
+        try:
+            http = _listen_http_options(namespace.listen, rest)
+        except ValueError as exc:
+            parser.error(str(exc))
+    elif rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     try:
         from mcpframe.proxy import ProxyOptions  # noqa: PLC0415 - the proxy loads only when it runs
 
@@ -120,6 +154,7 @@ def proxy_main(argv: Sequence[str] | None = None) -> int:
             pool_size=namespace.pool_size,
             idle_timeout=namespace.idle_timeout,
             on_upstream_exit=namespace.on_upstream_exit,
+            http=http,
         )
     except ValueError as exc:
         parser.error(str(exc))
