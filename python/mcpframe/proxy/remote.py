@@ -41,6 +41,10 @@ MAX_IN_FLIGHT = 256
 """Requests posted to the remote server and not answered yet; past it the proxy stops reading stdin."""
 
 
+DRAIN_TIMEOUT = 10.0
+"""Seconds the requests in flight at the client's end of input get to be answered before the proxy ends."""
+
+
 class ByteTransport(Protocol):
     """What the proxy needs of each side: NDJSON bytes in and out (`b""` at the end)."""
 
@@ -56,14 +60,19 @@ class _InFlight:
         self.limit = limit
         self.ids: set[Any] = set()
         self._room = anyio.Event()
+        self.idle = anyio.Event()
 
     def add(self, rid: Any) -> None:
         self.ids.add(rid)
+        if self.idle.is_set():
+            self.idle = anyio.Event()
 
     def done(self, rid: Any) -> None:
         self.ids.discard(rid)
         if len(self.ids) < self.limit:
             self._room.set()
+        if not self.ids:
+            self.idle.set()
 
     async def wait_for_room(self) -> None:
         while len(self.ids) >= self.limit:
@@ -109,9 +118,14 @@ async def _server_to_client(server: ByteTransport, client: ByteTransport, in_fli
 
 
 async def proxy_remote(
-    client: ByteTransport, server: ByteTransport, *, max_in_flight: int = MAX_IN_FLIGHT
+    client: ByteTransport,
+    server: ByteTransport,
+    *,
+    max_in_flight: int = MAX_IN_FLIGHT,
+    drain_timeout: float = DRAIN_TIMEOUT,
 ) -> None:
-    """Forward between `client` and `server` until the client's input ends (or the server's does)."""
+    """Forward between `client` and `server` until the client's input ends (then the requests in flight
+    get up to `drain_timeout` seconds to be answered) or the server's does."""
     in_flight = _InFlight(max_in_flight)
     async with anyio.create_task_group() as tg:
 
@@ -121,6 +135,10 @@ async def proxy_remote(
 
         tg.start_soon(from_server)
         await _client_to_server(client, server, in_flight)
+        # end of input: what is in flight is still answered (as a stdio server answers what it read)
+        with anyio.move_on_after(drain_timeout):
+            if in_flight.ids:
+                await in_flight.idle.wait()
         tg.cancel_scope.cancel()
 
 

@@ -1,0 +1,166 @@
+"""The listening proxy's upstream children, in process (their pool and sessions are looked at directly):
+the pool bound, a child killed mid-call, DELETE ending the child, and bearer tokens in front of it all."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import anyio
+import httpx
+import mcp.types as sdk
+import pytest
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+from mcpframe.http.options import HttpOptions
+from mcpframe.http.server import serve_http
+from mcpframe.proxy import ProxyOptions
+from mcpframe.proxy.listen import ListenServer, http_options_for
+from mcpframe.proxy.listen_bridge import SessionBridge
+from tests.proxy._listen_support import SERVE_EVERYTHING, child_env
+
+pytestmark = pytest.mark.anyio
+
+
+@dataclasses.dataclass
+class Proxy:
+    url: str
+    app: ListenServer
+
+
+async def _until(condition: Callable[[], bool]) -> None:
+    """Wait (bounded by the caller's `fail_after`) for a condition the proxy's tasks make true."""
+    while not condition():
+        await anyio.sleep(0.01)
+
+
+@pytest.fixture
+async def proxy(request: pytest.FixtureRequest) -> AsyncIterator[Proxy]:
+    extra: dict[str, Any] = dict(getattr(request, "param", {}))
+    token = extra.pop("token", None)
+    if token is not None:
+        from mcpframe.cli.token_auth import static_token_auth
+
+        extra["auth"] = static_token_auth(token, "http://127.0.0.1/mcp")
+    options = ProxyOptions(
+        listen="http://127.0.0.1:0/mcp",
+        command=SERVE_EVERYTHING,
+        env=child_env(),
+        pool_size=extra.pop("pool_size", 4),
+        http=HttpOptions(**extra),
+    )
+    app = ListenServer(options, http_options_for(options))
+    ready = anyio.Event()
+    found: list[str] = []
+
+    def listening(url: str) -> None:
+        found.append(url)
+        ready.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_serve, app, listening)
+        with anyio.fail_after(10):
+            await ready.wait()
+        yield Proxy(found[0], app)
+        tg.cancel_scope.cancel()
+
+
+async def _serve(app: ListenServer, ready: Callable[[str], None]) -> None:
+    upstream: Any = app.server
+    await serve_http(upstream, port=0, options=app.options, ready=ready, app=app, http_server="mcpframe")
+
+
+def bridges(app: ListenServer) -> list[SessionBridge]:
+    return [s.connection for s in app.sessions.sessions.values()]  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("proxy", [{"pool_size": 1}], indirect=True)
+async def test_with_pool_size_1_a_second_session_waits_for_the_first_to_end(proxy: Proxy) -> None:
+    second_done = anyio.Event()
+
+    async def second() -> None:
+        async with streamable_http_client(proxy.url) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            second_done.set()
+
+    with anyio.fail_after(30):
+        async with streamable_http_client(proxy.url) as (read, write), ClientSession(read, write) as first:
+            await first.initialize()
+            assert proxy.app.pool.running == 1
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(second)
+                await _until(lambda: proxy.app.pool.waiting == 1)
+                assert not second_done.is_set()
+                await first.send_ping()  # the first session still works while the second waits
+                await _end_session(proxy)  # DELETE ends its child: the second gets the place
+                await second_done.wait()
+    assert proxy.app.pool.spawned == 2
+
+
+async def _end_session(proxy: Proxy) -> None:
+    """DELETE the one open session, as a client leaving does."""
+    (session,) = list(proxy.app.sessions.sessions.values())
+    async with httpx.AsyncClient() as http:
+        response = await http.delete(proxy.url, headers={"mcp-session-id": session.id})
+    assert response.status_code == 200
+
+
+async def test_a_child_killed_mid_call_fails_the_call_and_the_session_ends(proxy: Proxy) -> None:
+    asked = anyio.Event()
+    release = anyio.Event()
+
+    async def sample(context: Any, params: Any) -> sdk.CreateMessageResult:
+        asked.set()
+        await release.wait()
+        return sdk.CreateMessageResult(role="assistant", content=sdk.TextContent(type="text", text="x"), model="m")
+
+    with anyio.fail_after(30):
+        async with (
+            streamable_http_client(proxy.url) as (read, write),
+            ClientSession(read, write, sampling_callback=sample) as session,
+        ):
+            await session.initialize()
+            (bridge,) = bridges(proxy.app)
+            assert bridge.child is not None
+            async with anyio.create_task_group() as tg:
+
+                async def kill() -> None:
+                    await asked.wait()  # the call is in flight, waiting for the client's sample
+                    assert bridge.child is not None
+                    bridge.child.process.kill()
+
+                tg.start_soon(kill)
+                with pytest.raises(Exception) as caught:
+                    await session.call_tool("test_sampling", {"prompt": "hi"})
+                release.set()
+            assert "upstream server exited" in str(caught.value)
+            await _until(lambda: not proxy.app.sessions.sessions)  # the session ended with its child
+            assert proxy.app.pool.running == 0
+
+
+async def test_delete_ends_the_sessions_child(proxy: Proxy) -> None:
+    with anyio.fail_after(30):
+        async with streamable_http_client(proxy.url) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            (bridge,) = bridges(proxy.app)
+            child = bridge.child
+            assert child is not None and child.returncode is None
+        await _until(lambda: child.returncode is not None)  # the SDK client's DELETE on the way out
+    assert proxy.app.pool.running == 0
+
+
+@pytest.mark.parametrize("proxy", [{"token": "s3cret"}], indirect=True)
+async def test_a_bearer_token_is_required_when_configured(proxy: Proxy) -> None:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
+    headers = {"accept": "application/json, text/event-stream"}
+    async with httpx.AsyncClient() as http:
+        refused = await http.post(proxy.url, json=body, headers=headers)
+        wrong = await http.post(proxy.url, json=body, headers={**headers, "authorization": "Bearer nope"})
+    assert refused.status_code == 401 and wrong.status_code == 401
+    assert "bearer" in refused.headers["www-authenticate"].lower()
+    assert proxy.app.pool.spawned == 0  # refused before any child was started
+    async with httpx.AsyncClient() as http:
+        allowed = await http.post(proxy.url, json=body, headers={**headers, "authorization": "Bearer s3cret"})
+    assert allowed.status_code != 401 and proxy.app.pool.spawned == 1
