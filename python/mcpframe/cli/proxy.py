@@ -19,6 +19,8 @@ from typing import cast
 
 from mcpframe._extras import install_hint
 
+from .http_flags import add_http_flags, http_options
+
 __all__ = ["proxy_main"]
 
 _MODES = {
@@ -32,12 +34,11 @@ _MODES = {
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mcpframe proxy",
+        conflict_handler="resolve",  # the HTTP flags' --idle-timeout gives way to the proxy's (below)
         description="Forward MCP traffic between a client and a server that speak different transports, "
         "many clients onto one server, or one endpoint onto several servers.",
         epilog="Put the server's command after '--': mcpframe proxy -- python server.py. With --listen, the "
-        "HTTP flags of 'mcpframe serve --http' apply too (--auth-token, --allow-host, --allow-origin, "
-        "--no-legacy-sse, --max-sessions, --sse-close-idle, --retry-ms, --response-mode, --http-server, "
-        "--max-in-flight, --max-queued); the host, port and path come from the --listen URL.",
+        "Streamable HTTP flags apply; the host, port and path come from the --listen URL.",
     )
     parser.add_argument(
         "url", nargs="?", default=None, metavar="URL", help="a remote server's endpoint (http:// or https://)"
@@ -68,6 +69,7 @@ def _parser() -> argparse.ArgumentParser:
         help="session: an upstream per client session; shared: many sessions over one upstream; "
         "auto (default): shared for 2026-07-28 traffic, session otherwise",
     )
+    add_http_flags(parser)  # for --listen: the flags of `mcpframe serve --http`
     parser.add_argument("--pool-size", type=int, default=64, help="most upstream children at once (64)")
     parser.add_argument(
         "--idle-timeout", type=float, default=300.0, help="seconds before an unused upstream child ends (300)"
@@ -92,27 +94,23 @@ def _pairs(items: Sequence[str], sep: str, flag: str) -> dict[str, str]:
     return pairs
 
 
-def _listen_http_options(listen: str, rest: Sequence[str]) -> object:
-    """`mcpframe serve --http`'s flags (those `rest` holds) as the `HttpOptions` of `--listen`."""
+def _listen_http_options(namespace: argparse.Namespace, args: Sequence[str]) -> object:
+    """The `HttpOptions` of `--listen`: its URL's host, port and path, and the HTTP flags given."""
     from urllib.parse import urlsplit  # noqa: PLC0415
 
-    from .http_flags import add_http_flags, http_options  # noqa: PLC0415 - --listen only
-
-    http_parser = argparse.ArgumentParser(prog="mcpframe proxy --listen", add_help=False)
-    add_http_flags(http_parser)
-    namespace, unknown = http_parser.parse_known_args(rest)
-    if unknown:
-        raise ValueError(f"unrecognized arguments: {' '.join(unknown)}")
-    url = urlsplit(listen)
+    given = [flag for flag in ("--host", "--port", "--path") if flag in args]
+    if given:
+        raise ValueError(f"{given[0]}: give the host, port and path in the --listen URL")
+    url = urlsplit(namespace.listen)
     namespace.host, namespace.path = url.hostname or "127.0.0.1", url.path or "/mcp"
     try:
         namespace.port = url.port or 80
     except ValueError as exc:
-        raise ValueError(f"--listen {listen!r}: {exc}") from None
+        raise ValueError(f"--listen {namespace.listen!r}: {exc}") from None
     try:
         return http_options(namespace)
     except ImportError:
-        raise ValueError("--listen needs the http extra") from None
+        raise ValueError(f"--listen needs the http extra: {install_hint('http')}") from None
 
 
 def _mode(options: object) -> str:
@@ -131,15 +129,13 @@ def proxy_main(argv: Sequence[str] | None = None) -> int:
         split = args.index("--")
         args, command = args[:split], args[split + 1 :]
     parser = _parser()
-    namespace, rest = parser.parse_known_args(args)
+    namespace = parser.parse_args(args)
     http: object = None
     if namespace.listen is not None:
         try:
-            http = _listen_http_options(namespace.listen, rest)
+            http = _listen_http_options(namespace, args)
         except ValueError as exc:
             parser.error(str(exc))
-    elif rest:
-        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     try:
         from mcpframe.proxy import ProxyOptions  # noqa: PLC0415 - the proxy loads only when it runs
 
