@@ -11,13 +11,16 @@ import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-import mcpframe
 from tests._process import stop_child
+
+import mcpframe
 
 ROOT = Path(__file__).resolve().parents[2]
 EVERYTHING = str(ROOT / "examples" / "everything.py")
 SERVE_EVERYTHING = [sys.executable, "-m", "mcpframe", "serve", EVERYTHING]
-TS_ENTRY = ROOT / ".cache/server-everything/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+TS_ENTRY = (
+    ROOT / ".cache/server-everything/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+)
 _URL = re.compile(r"Streamable HTTP on (\S+)")
 
 

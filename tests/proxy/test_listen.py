@@ -16,9 +16,9 @@ import mcp.types as sdk
 import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from tests.proxy._listen_support import SERVE_EVERYTHING, listen_command, running
 
 from mcpframe.http import connect, connect_sse
-from tests.proxy._listen_support import SERVE_EVERYTHING, listen_command, running
 
 pytestmark = pytest.mark.anyio
 
@@ -80,7 +80,9 @@ async def test_the_sdk_client_gets_tools_progress_logs_sampling_and_elicitation(
             assert init.server_info.name == "mcpframe-everything"
             names = {tool.name for tool in (await session.list_tools()).tools}
             assert {"test_simple_text", "test_sampling", "test_elicitation"} <= names
-            result = await session.call_tool("test_tool_with_progress", {}, progress_callback=seen.on_progress)
+            result = await session.call_tool(
+                "test_tool_with_progress", {}, progress_callback=seen.on_progress
+            )
             assert text_of(result) == "Progress test completed"
             assert seen.progress == [0, 50, 100]
             result = await session.call_tool("test_tool_with_logging", {})
@@ -90,7 +92,7 @@ async def test_the_sdk_client_gets_tools_progress_logs_sampling_and_elicitation(
             assert text_of(result) == "LLM response: sampled through the proxy"
             assert seen.sampled[0].messages[0].content.text == "hello"
             result = await session.call_tool("test_elicitation", {"message": "who are you?"})
-            assert "username" in text_of(result) and "ada" in text_of(result)
+            assert "'username': 'ada'" in text_of(result)
             assert seen.elicited[0].message == "who are you?"
             page = await session.list_resources()
             assert any(str(r.uri) == "test://static-text" for r in page.resources)
@@ -117,7 +119,9 @@ async def test_a_legacy_sse_client_through_the_proxy(proxy_url: str) -> None:
         async with connect_sse(proxy_url.removesuffix("/mcp") + "/sse") as client:
             result = await client.call_tool("test_simple_text", {})
             assert result["content"][0]["text"] == "This is a simple text response for testing."
-            result = await client.call_tool("test_tool_with_progress", {}, on_progress=lambda p, t, m: seen.append(p))
+            result = await client.call_tool(
+                "test_tool_with_progress", {}, on_progress=lambda p, t, m: seen.append(p)
+            )
             assert result["content"][0]["text"] == "Progress test completed"
     assert seen == [0, 50, 100]
 
@@ -148,7 +152,9 @@ async def test_host_and_origin_checks_still_apply(proxy_url: str) -> None:
     headers = {"accept": "application/json, text/event-stream"}
     async with httpx.AsyncClient() as http:
         bad_host = await http.post(proxy_url, json=body, headers={**headers, "host": "evil.example"})
-        bad_origin = await http.post(proxy_url, json=body, headers={**headers, "origin": "http://evil.example"})
+        bad_origin = await http.post(
+            proxy_url, json=body, headers={**headers, "origin": "http://evil.example"}
+        )
         no_session = await http.post(proxy_url, json=body, headers=headers)
     assert bad_host.status_code == 421
     assert bad_origin.status_code == 403

@@ -14,8 +14,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from tests.conformance.harness import RETRY_MS, SSE_CLOSE_IDLE, describe, read_checks, run_server_suite, summarize
+from tests.conformance.harness import (
+    RETRY_MS,
+    SSE_CLOSE_IDLE,
+    describe,
+    read_checks,
+    run_server_suite,
+    summarize,
+)
 from tests.conformance.test_server_suite import MAX_SCORE, SCENARIOS
 from tests.proxy._listen_support import SERVE_EVERYTHING, listen_command, running
 

@@ -13,13 +13,14 @@ import mcp.types as sdk
 import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from tests.proxy._listen_support import SERVE_EVERYTHING, child_env
 
+from mcpframe.cli.token_auth import static_token_auth
 from mcpframe.http.options import HttpOptions
 from mcpframe.http.server import serve_http
 from mcpframe.proxy import ProxyOptions
 from mcpframe.proxy.listen import ListenServer, http_options_for
 from mcpframe.proxy.listen_bridge import SessionBridge
-from tests.proxy._listen_support import SERVE_EVERYTHING, child_env
 
 pytestmark = pytest.mark.anyio
 
@@ -41,8 +42,6 @@ async def proxy(request: pytest.FixtureRequest) -> AsyncIterator[Proxy]:
     extra: dict[str, Any] = dict(getattr(request, "param", {}))
     token = extra.pop("token", None)
     if token is not None:
-        from mcpframe.cli.token_auth import static_token_auth
-
         extra["auth"] = static_token_auth(token, "http://127.0.0.1/mcp")
     options = ProxyOptions(
         listen="http://127.0.0.1:0/mcp",
@@ -114,7 +113,9 @@ async def test_a_child_killed_mid_call_fails_the_call_and_the_session_ends(proxy
     async def sample(context: Any, params: Any) -> sdk.CreateMessageResult:
         asked.set()
         await release.wait()
-        return sdk.CreateMessageResult(role="assistant", content=sdk.TextContent(type="text", text="x"), model="m")
+        return sdk.CreateMessageResult(
+            role="assistant", content=sdk.TextContent(type="text", text="x"), model="m"
+        )
 
     with anyio.fail_after(30):
         async with (
@@ -132,10 +133,9 @@ async def test_a_child_killed_mid_call_fails_the_call_and_the_session_ends(proxy
                     bridge.child.process.kill()
 
                 tg.start_soon(kill)
-                with pytest.raises(Exception) as caught:
+                with pytest.raises(Exception, match="upstream server exited"):
                     await session.call_tool("test_sampling", {"prompt": "hi"})
                 release.set()
-            assert "upstream server exited" in str(caught.value)
             await _until(lambda: not proxy.app.sessions.sessions)  # the session ended with its child
             assert proxy.app.pool.running == 0
 
@@ -146,7 +146,8 @@ async def test_delete_ends_the_sessions_child(proxy: Proxy) -> None:
             await session.initialize()
             (bridge,) = bridges(proxy.app)
             child = bridge.child
-            assert child is not None and child.returncode is None
+            assert child is not None
+            assert child.returncode is None
         await _until(lambda: child.returncode is not None)  # the SDK client's DELETE on the way out
     assert proxy.app.pool.running == 0
 
@@ -158,9 +159,11 @@ async def test_a_bearer_token_is_required_when_configured(proxy: Proxy) -> None:
     async with httpx.AsyncClient() as http:
         refused = await http.post(proxy.url, json=body, headers=headers)
         wrong = await http.post(proxy.url, json=body, headers={**headers, "authorization": "Bearer nope"})
-    assert refused.status_code == 401 and wrong.status_code == 401
+    assert refused.status_code == 401
+    assert wrong.status_code == 401
     assert "bearer" in refused.headers["www-authenticate"].lower()
     assert proxy.app.pool.spawned == 0  # refused before any child was started
     async with httpx.AsyncClient() as http:
         allowed = await http.post(proxy.url, json=body, headers={**headers, "authorization": "Bearer s3cret"})
-    assert allowed.status_code != 401 and proxy.app.pool.spawned == 1
+    assert allowed.status_code != 401
+    assert proxy.app.pool.spawned == 1

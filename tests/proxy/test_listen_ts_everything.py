@@ -14,9 +14,9 @@ from typing import Any
 
 import anyio
 import pytest
+from tests.proxy._listen_support import TS_ENTRY, listen_command, running
 
 from mcpframe.http import connect
-from tests.proxy._listen_support import TS_ENTRY, listen_command, running
 
 pytestmark = pytest.mark.anyio
 
@@ -45,12 +45,16 @@ async def test_the_ts_everything_server_behind_the_proxy(ts_proxy_url: str) -> N
     seen: list[float] = []
     with anyio.fail_after(60):
         async with connect(ts_proxy_url, timeout=30, sampling_handler=sample) as client:
-            assert client.era == "legacy"  # it does not speak 2026-07-28: the fallback worked through the proxy
+            # it does not speak 2026-07-28: the fallback worked through the proxy
+            assert client.era == "legacy"
             names = {tool["name"] for tool in await client.list_tools()}
             assert {"echo", "get-sum", "trigger-sampling-request"} <= names
             assert text_of(await client.call_tool("echo", {"message": "hi"})) == "Echo: hi"
             args = {"duration": 0.3, "steps": 3}
-            await client.call_tool("trigger-long-running-operation", args, on_progress=lambda p, t, m: seen.append(p))
+            await client.call_tool(
+                "trigger-long-running-operation", args, on_progress=lambda p, t, m: seen.append(p)
+            )
             sampled = await client.call_tool("trigger-sampling-request", {"prompt": "hello", "maxTokens": 10})
             assert "sampled-answer" in text_of(sampled)
-    assert len(seen) == 3 and seen == sorted(seen)
+    assert len(seen) == 3
+    assert seen == sorted(seen)

@@ -144,7 +144,7 @@ class SessionBridge:
         return True
 
     def client_cancelled(self, message: MessageLike) -> None:
-        """The client cancelled one of its requests: its POST stops waiting for it (forwarded by the caller)."""
+        """The client cancelled a request: its POST stops waiting for it (the caller forwards the cancel)."""
         params = message.params
         rid = params.get("requestId") if isinstance(params, dict) else None
         if isinstance(rid, int | str) and not isinstance(rid, bool):
@@ -163,7 +163,8 @@ class SessionBridge:
 
     async def run(self, main: Session) -> None:
         """The session's life: route the child's frames until the child ends or the session does."""
-        assert self.http is not None and self.child is not None
+        assert self.http is not None
+        assert self.child is not None
         child = self.child
 
         async def watch_main() -> None:
@@ -203,7 +204,7 @@ class SessionBridge:
             logger.warning("dropping a malformed frame from the upstream server: %s", item.message)
             return
         kind = item.kind
-        if kind == "result" or kind == "error":
+        if kind in {"result", "error"}:
             rid = item.id
             route = self.pending.pop(rid, None) if rid is not None else None
             if route is None:

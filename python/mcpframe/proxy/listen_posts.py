@@ -16,10 +16,15 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from mcpframe import jsonrpc, protocol
-from mcpframe._api import MessageLike
 from mcpframe.http.admission import Admission, Slot
 from mcpframe.http.asgi import ClientDisconnect, HttpRequest, TooLarge
-from mcpframe.http.headers import FIRST_STATELESS, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, Accepts, is_json_content
+from mcpframe.http.headers import (
+    FIRST_STATELESS,
+    MCP_PROTOCOL_VERSION,
+    MCP_SESSION_ID,
+    Accepts,
+    is_json_content,
+)
 from mcpframe.http.options import HttpOptions
 from mcpframe.http.post import Body, one_line
 from mcpframe.http.responses import Answer, Reply, StreamReplies, error_response, json_response
@@ -59,20 +64,10 @@ class BridgePosts:
     async def handle(self, request: HttpRequest, owner: str | None) -> Answer:
         """Check the request and its body, then answer with 202, JSON or SSE."""
         accepts = Accepts.parse(request.headers.get("accept"))
-        data = await self._read(request, accepts)
-        if isinstance(data, Reply):
-            return data
-        modern = protocol.at_least(request.headers.get(MCP_PROTOCOL_VERSION, ""), FIRST_STATELESS)
-        session: HttpSession | Reply | None = None
-        if not modern and MCP_SESSION_ID in request.headers:
-            session = self.sessions.find(request.headers, owner)
-            if isinstance(session, Reply):
-                return session
-        body = Body.decode(data, max_frame=self.max_frame, batches=True)
-        error = body.rejected
-        if error is not None:  # as the host: a rejected notification or response gets an error status too
-            rid = None if error.notification else error.id
-            return error_response(400, error.message, code=error.code, rid=rid)
+        checked = await self._checked(request, accepts, owner)
+        if isinstance(checked, Reply):
+            return checked
+        body, session, modern = checked
         if body.modern and session is None:
             if self.stateless is None:
                 return error_response(400, "Bad Request: this proxy serves no 2026-07-28 requests")
@@ -82,6 +77,27 @@ class BridgePosts:
         if session is None:
             return await self._initialize(request, body, accepts, owner)
         return await self._in_session(request, body, accepts, session)
+
+    async def _checked(
+        self, request: HttpRequest, accepts: Accepts, owner: str | None
+    ) -> tuple[Body, HttpSession | None, bool] | Reply:
+        """The decoded body, the session it names and whether it is 2026-07-28, or the refusal."""
+        data = await self._read(request, accepts)
+        if isinstance(data, Reply):
+            return data
+        modern = protocol.at_least(request.headers.get(MCP_PROTOCOL_VERSION, ""), FIRST_STATELESS)
+        session: HttpSession | None = None
+        if not modern and MCP_SESSION_ID in request.headers:
+            found = self.sessions.find(request.headers, owner)
+            if isinstance(found, Reply):
+                return found
+            session = found
+        body = Body.decode(data, max_frame=self.max_frame, batches=True)
+        error = body.rejected
+        if error is not None:  # as the host: a rejected notification or response gets an error status too
+            rid = None if error.notification else error.id
+            return error_response(400, error.message, code=error.code, rid=rid)
+        return body, session, modern
 
     async def _read(self, request: HttpRequest, accepts: Accepts) -> bytes | Reply:
         if not is_json_content(request.headers.get("content-type")):
@@ -141,16 +157,9 @@ class BridgePosts:
         bridge = session.connection
         assert isinstance(bridge, SessionBridge)
         session.touch()
-        others = [one_line(m.raw) for m in body.others]
-        for message in body.others:
-            if message.method == protocol.NOTIFICATIONS_CANCELLED:
-                bridge.client_cancelled(message)
-        if others and not await bridge.write(b"".join(others)):
-            return _ended()
-        if not body.requests:
-            if body.errors:
-                return json_response(b"[" + b",".join(body.error_frames()) + b"]")
-            return Reply(202)
+        refusal = await self._pass_others(bridge, body)
+        if refusal is not None:
+            return refusal
         busy = [r.id for r in body.requests if r.id is not None and r.id in bridge.pending]
         if busy:
             why = f"Bad Request: request id {busy[0]!r} is already in flight"
@@ -163,7 +172,9 @@ class BridgePosts:
         if isinstance(slot, Reply):
             return slot
         stream = session.new_stream()
-        route = Route(stream, [r.id for r in body.requests if r.id is not None], progress_tokens(body.requests))
+        route = Route(
+            stream, [r.id for r in body.requests if r.id is not None], progress_tokens(body.requests)
+        )
         route.on_close += (slot.release, lambda: session.stream_ended(stream))
         bridge.add(route, body.requests)
         for frame in body.error_frames():  # the invalid parts of a batch are answered at once
@@ -172,6 +183,21 @@ class BridgePosts:
             route.close()
             return _ended()
         return await self.answer(route, session, accepts, {MCP_SESSION_ID: session.id}, bridge)
+
+    @staticmethod
+    async def _pass_others(bridge: SessionBridge, body: Body) -> Reply | None:
+        """Write the body's notifications and responses to the child; the reply when nothing more is to do."""
+        others = [one_line(m.raw) for m in body.others]
+        for message in body.others:
+            if message.method == protocol.NOTIFICATIONS_CANCELLED:
+                bridge.client_cancelled(message)
+        if others and not await bridge.write(b"".join(others)):
+            return _ended()
+        if body.requests:
+            return None
+        if body.errors:
+            return json_response(b"[" + b",".join(body.error_frames()) + b"]")
+        return Reply(202)
 
     async def answer(
         self,
@@ -198,7 +224,9 @@ class BridgePosts:
             if not stream.resumable and not stream.finished.is_set():
                 self.sessions.spawn(bridge.abandon, route)  # nobody can ever receive the answers
 
-        return self.replies.reply(session, stream, receive, close_idle=close_idle, on_end=ended, headers=headers)
+        return self.replies.reply(
+            session, stream, receive, close_idle=close_idle, on_end=ended, headers=headers
+        )
 
     async def _json_answer(
         self, stream: Stream, session: HttpSession | None, accepts: Accepts, headers: dict[str, str]
@@ -228,5 +256,7 @@ class BridgePosts:
 
 def _ended() -> Reply:
     return error_response(
-        404, "Not Found: the session ended (its upstream server exited); initialize again", code=jsonrpc.INVALID_REQUEST
+        404,
+        "Not Found: the session ended (its upstream server exited); initialize again",
+        code=jsonrpc.INVALID_REQUEST,
     )

@@ -13,6 +13,7 @@ no per-client state between requests by design.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 from collections.abc import Callable
@@ -69,7 +70,9 @@ class StatelessBridge:
             child = await self._child()
         except (PoolBusy, OSError) as exc:
             slot.release()
-            return error_response(503, f"Service Unavailable: {exc}", rid=message.id, headers={"Retry-After": "1"})
+            return error_response(
+                503, f"Service Unavailable: {exc}", rid=message.id, headers={"Retry-After": "1"}
+            )
         assert message.id is not None
         upstream = next(self._ids)
         route = Route(Stream(None, None), [upstream], progress_tokens([message]))
@@ -112,7 +115,9 @@ class StatelessBridge:
                     self.child = None
                 for route, rid in list(self.pending.values()):
                     text = f"the upstream server exited (status {status}) before answering request {rid!r}"
-                    await route.stream.emit(core.encode_error(rid, jsonrpc.CONNECTION_CLOSED, text), response=True)
+                    await route.stream.emit(
+                        core.encode_error(rid, jsonrpc.CONNECTION_CLOSED, text), response=True
+                    )
                     route.close()
 
     async def _route(self, item: MessageLike) -> None:
@@ -139,10 +144,8 @@ class StatelessBridge:
             found[0].close()
             child = self.child
             if child is not None:
-                try:
+                with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
                     await child.write(cancel_frame(upstream, "the HTTP client disconnected"))
-                except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                    pass
 
     async def aclose(self) -> None:
         """End the shared child (the proxy stops)."""

@@ -77,21 +77,22 @@ class Child:
         if self._closed:
             return self.process.returncode
         self._closed = True
+        process = self.process
         with anyio.CancelScope(shield=True):
             try:
-                if self.process.stdin is not None:
-                    await self.process.stdin.aclose()
-                with anyio.move_on_after(_CLOSE_GRACE):
-                    return await self.process.wait()
-                self.process.terminate()
-                with anyio.move_on_after(_CLOSE_GRACE):
-                    return await self.process.wait()
-                self.process.kill()
-                return await self.process.wait()
+                if process.stdin is not None:
+                    await process.stdin.aclose()
+                for stop in (None, process.terminate, process.kill):
+                    if stop is not None:
+                        stop()  # still running after the grace: asked harder
+                    with anyio.move_on_after(_CLOSE_GRACE):
+                        await process.wait()
+                        break
             except ProcessLookupError:
-                return self.process.returncode
+                pass  # it ended between the checks
             finally:
                 self._pool.release()
+        return process.returncode
 
 
 class ChildPool:
