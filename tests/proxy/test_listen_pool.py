@@ -4,6 +4,7 @@ the pool bound, a child killed mid-call, DELETE ending the child, and bearer tok
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -21,6 +22,7 @@ from mcpframe.http.server import serve_http
 from mcpframe.proxy import ProxyOptions
 from mcpframe.proxy.listen import ListenServer, http_options_for
 from mcpframe.proxy.listen_bridge import SessionBridge
+from mcpframe.proxy.pool import ChildPool, PoolBusy
 
 pytestmark = pytest.mark.anyio
 
@@ -167,3 +169,53 @@ async def test_a_bearer_token_is_required_when_configured(proxy: Proxy) -> None:
         allowed = await http.post(proxy.url, json=body, headers={**headers, "authorization": "Bearer s3cret"})
     assert allowed.status_code != 401
     assert proxy.app.pool.spawned == 1
+
+
+async def test_a_pool_wait_past_its_bound_is_refused() -> None:
+    pool = ChildPool([sys.executable, "-c", "import sys; sys.stdin.read()"], size=1, wait_timeout=0.05)
+    child = await pool.spawn()
+    try:
+        with pytest.raises(PoolBusy, match="stayed busy"):
+            await pool.spawn()
+        assert pool.waiting == 0
+    finally:
+        await child.close()
+    assert pool.running == 0
+
+
+_MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+}
+
+
+async def test_stateless_requests_with_the_same_id_share_one_child_and_get_their_own_answers(
+    proxy: Proxy,
+) -> None:
+    async def call(http: httpx.AsyncClient, tool: str) -> Any:
+        params = {"name": tool, "arguments": {}, "_meta": _MODERN_META}
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+        headers = {
+            "accept": "application/json",
+            "mcp-protocol-version": "2026-07-28",
+            "mcp-method": "tools/call",
+            "mcp-name": tool,
+        }
+        response = await http.post(proxy.url, json=body, headers=headers)
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    answers: dict[str, Any] = {}
+
+    async def run(http: httpx.AsyncClient, tool: str) -> None:
+        answers[tool] = await call(http, tool)
+
+    with anyio.fail_after(30):
+        async with httpx.AsyncClient(timeout=20) as http, anyio.create_task_group() as tg:
+            tg.start_soon(run, http, "test_tool_with_logging")
+            tg.start_soon(run, http, "test_simple_text")
+    assert {answer["id"] for answer in answers.values()} == {1}
+    assert answers["test_simple_text"]["result"]["content"][0]["text"].startswith("This is a simple text")
+    assert answers["test_tool_with_logging"]["result"]["content"][0]["text"] == "Logging test completed"
+    assert proxy.app.pool.spawned == 1  # one shared child for both

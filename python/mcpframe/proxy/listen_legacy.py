@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from mcpframe import core, jsonrpc
+from mcpframe import core, jsonrpc, protocol
 from mcpframe._api import Id
 
 from .pool import ChildPool, PoolBusy
@@ -36,8 +36,9 @@ class LegacyBridge:
     def __init__(self, pool: ChildPool, *, max_frame: int) -> None:
         self.pool = pool
         self.max_frame = max_frame
-        self.version: str | None = None  # batches are the child's business: the host passes them on
+        self.version: str | None = None  # from the child's initialize answer: the host allows batches by it
         self.pending: set[Id] = set()
+        self._init_id: Id | None = None
 
     async def handle_request(self, request: Any) -> Any:  # pragma: no cover - the child answers
         raise RuntimeError("the proxy forwards requests to its upstream")
@@ -78,6 +79,8 @@ class LegacyBridge:
             for item in decoder.feed(chunk):
                 if not isinstance(item, core.FrameError) and item.kind == "request" and item.id is not None:
                     self.pending.add(item.id)
+                    if item.method == protocol.INITIALIZE:
+                        self._init_id = item.id
             try:
                 await child.write(chunk)
             except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
@@ -92,4 +95,7 @@ class LegacyBridge:
                 continue
             if item.kind in ("result", "error") and item.id is not None:
                 self.pending.discard(item.id)
+                if item.id == self._init_id and isinstance(item.result, dict):
+                    version = item.result.get("protocolVersion")
+                    self.version = version if isinstance(version, str) else None
             await transport.send(item.raw)
