@@ -30,6 +30,7 @@ from typing import Any, Protocol
 import anyio
 
 from mcpframe import core
+from mcpframe._api import MessageLike
 
 from .options import ProxyOptions
 
@@ -76,6 +77,14 @@ class _InFlight:
         if not self.ids:
             self.idle.set()
 
+    def note(self, message: MessageLike) -> None:
+        """A frame from the client: a request counts until answered, a cancel ends its request's count."""
+        if message.kind == "request":
+            self.add(message.id)
+        elif message.method == "notifications/cancelled":
+            params = message.params
+            self.done(params.get("requestId") if isinstance(params, dict) else None)
+
     @property
     def full(self) -> bool:
         return len(self.ids) >= self.limit
@@ -99,16 +108,12 @@ async def _client_to_server(client: ByteTransport, server: ByteTransport, in_fli
                 if not item.notification:  # answered as a stdio server would; never sent on broken
                     await client.send(item.to_response())
                 continue
-            if item.kind == "request":
-                if in_flight.full:  # what came before goes now; this request waits for an answer
-                    if frames:
-                        await server.send(b"".join(frames))
-                        frames = []
-                    await in_flight.wait_for_room()
-                in_flight.add(item.id)
-            elif item.method == "notifications/cancelled":
-                params = item.params
-                in_flight.done(params.get("requestId") if isinstance(params, dict) else None)
+            if item.kind == "request" and in_flight.full:
+                if frames:  # what came before goes now; this request waits for an answer
+                    await server.send(b"".join(frames))
+                    frames = []
+                await in_flight.wait_for_room()
+            in_flight.note(item)
             frames.append(item.raw + b"\n")
         if frames:
             await server.send(b"".join(frames))
