@@ -3,17 +3,24 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import re
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
+import anyio
 from tests._process import stop_child
 
 import mcpframe
+from mcpframe.http.options import HttpOptions
+from mcpframe.http.server import serve_http
+from mcpframe.proxy import ProxyOptions
+from mcpframe.proxy.listen import ListenServer, http_options_for
 
 ROOT = Path(__file__).resolve().parents[2]
 EVERYTHING = str(ROOT / "examples" / "everything.py")
@@ -69,3 +76,45 @@ def listen_command(*upstream: str, flags: Sequence[str] = ()) -> list[str]:
     """`mcpframe proxy --listen http://127.0.0.1:0/mcp [flags] -- upstream...`."""
     proxy = [sys.executable, "-m", "mcpframe", "proxy", "--listen", "http://127.0.0.1:0/mcp", *flags]
     return [*proxy, "--", *upstream]
+
+
+@dataclasses.dataclass
+class Proxy:
+    """A listening proxy served in this process: its URL, and its app (pool and sessions to look at)."""
+
+    url: str
+    app: ListenServer
+
+
+@contextlib.asynccontextmanager
+async def in_process_proxy(
+    command: Sequence[str], *, pool_size: int = 4, http: HttpOptions | None = None
+) -> AsyncIterator[Proxy]:
+    """`mcpframe proxy --listen` in front of `command`, served in this process on a random port."""
+    options = ProxyOptions(
+        listen="http://127.0.0.1:0/mcp",
+        command=list(command),
+        env=child_env(),
+        pool_size=pool_size,
+        http=http or HttpOptions(),
+    )
+    app = ListenServer(options, http_options_for(options))
+    ready = anyio.Event()
+    found: list[str] = []
+
+    def listening(url: str) -> None:
+        found.append(url)
+        ready.set()
+
+    async def serve() -> None:
+        upstream: Any = app.server
+        await serve_http(
+            upstream, port=0, options=app.options, ready=listening, app=app, http_server="mcpframe"
+        )
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(serve)
+        with anyio.fail_after(10):
+            await ready.wait()
+        yield Proxy(found[0], app)
+        tg.cancel_scope.cancel()

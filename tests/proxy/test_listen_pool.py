@@ -3,7 +3,6 @@ the pool bound, a child killed mid-call, DELETE ending the child, and bearer tok
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -14,23 +13,15 @@ import mcp.types as sdk
 import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
-from tests.proxy._listen_support import SERVE_EVERYTHING, child_env
+from tests.proxy._listen_support import SERVE_EVERYTHING, Proxy, in_process_proxy
 
 from mcpframe.cli.token_auth import static_token_auth
 from mcpframe.http.options import HttpOptions
-from mcpframe.http.server import serve_http
-from mcpframe.proxy import ProxyOptions
-from mcpframe.proxy.listen import ListenServer, http_options_for
+from mcpframe.proxy.listen import ListenServer
 from mcpframe.proxy.listen_bridge import SessionBridge
 from mcpframe.proxy.pool import ChildPool, PoolBusy
 
 pytestmark = pytest.mark.anyio
-
-
-@dataclasses.dataclass
-class Proxy:
-    url: str
-    app: ListenServer
 
 
 async def _until(condition: Callable[[], bool]) -> None:
@@ -43,34 +34,9 @@ async def _until(condition: Callable[[], bool]) -> None:
 async def proxy(request: pytest.FixtureRequest) -> AsyncIterator[Proxy]:
     extra: dict[str, Any] = dict(getattr(request, "param", {}))
     token = extra.pop("token", None)
-    if token is not None:
-        extra["auth"] = static_token_auth(token, "http://127.0.0.1/mcp")
-    options = ProxyOptions(
-        listen="http://127.0.0.1:0/mcp",
-        command=SERVE_EVERYTHING,
-        env=child_env(),
-        pool_size=extra.pop("pool_size", 4),
-        http=HttpOptions(**extra),
-    )
-    app = ListenServer(options, http_options_for(options))
-    ready = anyio.Event()
-    found: list[str] = []
-
-    def listening(url: str) -> None:
-        found.append(url)
-        ready.set()
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(_serve, app, listening)
-        with anyio.fail_after(10):
-            await ready.wait()
-        yield Proxy(found[0], app)
-        tg.cancel_scope.cancel()
-
-
-async def _serve(app: ListenServer, ready: Callable[[str], None]) -> None:
-    upstream: Any = app.server
-    await serve_http(upstream, port=0, options=app.options, ready=ready, app=app, http_server="mcpframe")
+    http = HttpOptions(auth=static_token_auth(token, "http://127.0.0.1/mcp") if token else None)
+    async with in_process_proxy(SERVE_EVERYTHING, pool_size=extra.get("pool_size", 4), http=http) as proxy:
+        yield proxy
 
 
 def bridges(app: ListenServer) -> list[SessionBridge]:
