@@ -44,7 +44,6 @@ if str(ROOT / "python") not in sys.path:
     sys.path.insert(0, str(ROOT / "python"))
 
 from bench_http import Row, _value, measure, process_cpu  # noqa: E402
-
 from mcpframe import core  # noqa: E402
 
 PY = sys.executable
@@ -123,12 +122,17 @@ def _frame(message: dict[str, Any]) -> bytes:
     return json.dumps(message, separators=(",", ":")).encode() + b"\n"
 
 
-def pipelined(command: list[str], calls: int, pid_of: str = "child") -> Row:
-    """`calls` tools/call written at once to `command`'s stdin (after the handshake), every answer checked."""
+def pipelined(command: list[str], calls: int) -> Row:
+    """`calls` tools/call written at once to `command`'s stdin (after the handshake), every answer checked.
+    A call's latency is the time from the start of the writing to its answer (all are written at once)."""
     child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=_env())
     assert child.stdin is not None
     assert child.stdout is not None
-    init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}
+    init = {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "bench", "version": "1"},
+    }
     child.stdin.write(_frame({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}))
     child.stdin.flush()
     decoder = core.Decoder()
@@ -136,10 +140,16 @@ def pipelined(command: list[str], calls: int, pid_of: str = "child") -> Row:
     assert b'"result"' in first, first
     child.stdin.write(_frame({"jsonrpc": "2.0", "method": "notifications/initialized"}))
     body = b"".join(
-        _frame({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "add", "arguments": {"a": i, "b": 1}}})
+        _frame(
+            {
+                "jsonrpc": "2.0",
+                "id": i,
+                "method": "tools/call",
+                "params": {"name": "add", "arguments": {"a": i, "b": 1}},
+            }
+        )
         for i in range(1, calls + 1)
     )
-    sent: dict[int, float] = {}
     latencies: list[float] = []
 
     def write() -> None:
@@ -149,8 +159,6 @@ def pipelined(command: list[str], calls: int, pid_of: str = "child") -> Row:
         child.stdin.flush()
 
     cpu0, start = process_cpu(child.pid), time.perf_counter()
-    for i in range(1, calls + 1):
-        sent[i] = start
     writer = threading.Thread(target=write)
     writer.start()
     got = 0
@@ -165,7 +173,7 @@ def pipelined(command: list[str], calls: int, pid_of: str = "child") -> Row:
             assert message.kind == "result", message
             value = _value(message.result)
             assert value == message.id + 1, message
-            latencies.append(now - sent[message.id])
+            latencies.append(now - start)
             got += 1
     seconds = time.perf_counter() - start
     cpu = process_cpu(child.pid) - cpu0
@@ -191,7 +199,7 @@ class Result:
         return statistics.median(value(r) for r in self.rows)
 
 
-def http_round(name: str, sessions: int, calls: int, floor_url: str | None) -> Row:
+def http_round(name: str, sessions: int, calls: int) -> Row:
     """One HTTP row once: `direct http` or `listen` (16 sessions, one call in flight each)."""
     command = _direct_http() if name == "direct http" else _listen()
     shape = "modern" if name.endswith("modern") else "sse"
@@ -214,7 +222,7 @@ def run(rounds: int, sessions: int, calls: int, pipelined_calls: int) -> list[Re
     with _process(_direct_http()) as (floor_url, _):  # the remote row's server, up for the whole run
         for _ in range(rounds):
             for name in HTTP_ROWS:
-                results[name].rows.append(http_round(name, sessions, calls, floor_url))
+                results[name].rows.append(http_round(name, sessions, calls))
             for name in PIPE_ROWS:
                 results[name].rows.append(pipe_round(name, pipelined_calls, floor_url))
     return list(results.values())
@@ -225,14 +233,16 @@ def table(results: list[Result]) -> str:
     lines = [
         f"mcpframe proxy HTTP bridges, tools/call add on 127.0.0.1, core backend {core.BACKEND}, "
         f"medians of {len(results[0].rows)} interleaved rounds",
-        f"{'row':<14} {'load':<22} {'calls/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'proxy/server CPU us/call':>25}",
+        f"{'row':<14} {'load':<22} {'calls/s':>9} {'p50 ms':>8} {'p99 ms':>8} "
+        f"{'proxy/server CPU us/call':>25}",
     ]
     for result in results:
         first = result.rows[0]
         load = f"{first.clients} sessions x 1" if first.shape != "pipelined" else f"{first.calls} pipelined"
         lines.append(
             f"{result.name:<14} {load:<22} {result.median(lambda r: r.rps):>9.0f} "
-            f"{result.median(lambda r: r.percentile(0.5)):>8.2f} {result.median(lambda r: r.percentile(0.99)):>8.2f} "
+            f"{result.median(lambda r: r.percentile(0.5)):>8.2f} "
+            f"{result.median(lambda r: r.percentile(0.99)):>8.2f} "
             f"{result.median(lambda r: 1e6 * r.server_cpu / r.calls):>25.0f}"
         )
     return "\n".join(lines)
