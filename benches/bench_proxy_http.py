@@ -26,6 +26,7 @@ import dataclasses
 import json
 import os
 import re
+import socket
 import statistics
 import subprocess
 import sys
@@ -51,6 +52,8 @@ STDIO_SERVER = [PY, __file__, "--serve-stdio"]
 HTTP_ROWS = ("direct http", "listen", "listen modern")
 PIPE_ROWS = ("direct stdio", "remote")
 _URL = re.compile(r"Streamable HTTP on (\S+)")
+MCP_PROXY: Path | None = None
+"""mcp-proxy's executable (`--mcp-proxy`): its rows run only with it."""
 
 
 def _serve_stdio() -> None:
@@ -72,17 +75,22 @@ def _env() -> dict[str, str]:
 
 
 @contextmanager
-def _process(command: list[str]) -> Iterator[tuple[str, int]]:
-    """A child that prints `Streamable HTTP on URL` on stderr; yields (URL, pid)."""
+def _process(command: list[str], port: int | None = None) -> Iterator[tuple[str, int]]:
+    """A child that prints `Streamable HTTP on URL` on stderr (or, given `port`, listens on it: mcp-proxy);
+    yields (URL, pid)."""
     child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=_env())
     try:
         assert child.stderr is not None
-        for line in child.stderr:
-            match = _URL.search(line)
-            if match:
-                threading.Thread(target=child.stderr.read, daemon=True).start()  # keep the pipe drained
-                yield match.group(1), child.pid
+        threading.Thread(target=_drain, args=(child.stderr, found := []), daemon=True).start()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and child.poll() is None:
+            if port is not None and _listening(port):
+                yield f"http://127.0.0.1:{port}/mcp", child.pid
                 return
+            if port is None and found:
+                yield found[0], child.pid
+                return
+            time.sleep(0.05)
         raise RuntimeError(f"{command} did not start")
     finally:
         child.terminate()
@@ -91,6 +99,26 @@ def _process(command: list[str]) -> Iterator[tuple[str, int]]:
         except subprocess.TimeoutExpired:
             child.kill()
             child.wait()
+
+
+def _drain(stream: Any, found: list[str]) -> None:
+    """Read a child's stderr to its end (a full pipe would stall it), noting the URL it announces."""
+    for line in stream:
+        match = _URL.search(line)
+        if match and not found:
+            found.append(match.group(1))
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
 
 
 def _direct_http() -> list[str]:
@@ -125,7 +153,9 @@ def _frame(message: dict[str, Any]) -> bytes:
 def pipelined(command: list[str], calls: int) -> Row:
     """`calls` tools/call written at once to `command`'s stdin (after the handshake), every answer checked.
     A call's latency is the time from the start of the writing to its answer (all are written at once)."""
-    child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=_env())
+    child = subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=_env()
+    )
     assert child.stdin is not None
     assert child.stdout is not None
     init = {
@@ -200,10 +230,16 @@ class Result:
 
 
 def http_round(name: str, sessions: int, calls: int) -> Row:
-    """One HTTP row once: `direct http` or `listen` (16 sessions, one call in flight each)."""
-    command = _direct_http() if name == "direct http" else _listen()
+    """One HTTP row once: `direct http`, `listen` or `mcp-proxy listen` (one call in flight per session)."""
+    port = None
+    if name == "mcp-proxy listen":
+        port = _free_port()
+        command = [str(MCP_PROXY), "--port", str(port), "--pass-environment", "--log-level", "WARNING"]
+        command += ["--", *STDIO_SERVER]
+    else:
+        command = _direct_http() if name == "direct http" else _listen()
     shape = "modern" if name.endswith("modern") else "sse"
-    with _process(command) as (url, pid):
+    with _process(command, port) as (url, pid):
         row = Row("mcpframe", name, shape, sessions, 0, 0.0, [])
         anyio.run(lambda: measure(url, pid, row, calls=calls, max_seconds=300))
     return row
@@ -213,17 +249,21 @@ def pipe_round(name: str, calls: int, floor_url: str) -> Row:
     """One pipelined row once: the stdio server alone, or `mcpframe proxy URL` in front of the HTTP floor."""
     if name == "direct stdio":
         return pipelined(STDIO_SERVER, calls)
+    if name == "mcp-proxy remote":
+        return pipelined([str(MCP_PROXY), floor_url, "--transport", "streamablehttp"], calls)
     return pipelined([PY, "-m", "mcpframe", "proxy", floor_url], calls)
 
 
 def run(rounds: int, sessions: int, calls: int, pipelined_calls: int) -> list[Result]:
     """Every row, `rounds` times, interleaved (round 1 of every row, then round 2...)."""
-    results = {name: Result(name) for name in (*HTTP_ROWS, *PIPE_ROWS)}
+    http_rows = [*HTTP_ROWS, *(["mcp-proxy listen"] if MCP_PROXY else [])]
+    pipe_rows = [*PIPE_ROWS, *(["mcp-proxy remote"] if MCP_PROXY else [])]
+    results = {name: Result(name) for name in (*http_rows, *pipe_rows)}
     with _process(_direct_http()) as (floor_url, _):  # the remote row's server, up for the whole run
         for _ in range(rounds):
-            for name in HTTP_ROWS:
+            for name in http_rows:
                 results[name].rows.append(http_round(name, sessions, calls))
-            for name in PIPE_ROWS:
+            for name in pipe_rows:
                 results[name].rows.append(pipe_round(name, pipelined_calls, floor_url))
     return list(results.values())
 
@@ -233,14 +273,14 @@ def table(results: list[Result]) -> str:
     lines = [
         f"mcpframe proxy HTTP bridges, tools/call add on 127.0.0.1, core backend {core.BACKEND}, "
         f"medians of {len(results[0].rows)} interleaved rounds",
-        f"{'row':<14} {'load':<22} {'calls/s':>9} {'p50 ms':>8} {'p99 ms':>8} "
+        f"{'row':<17} {'load':<22} {'calls/s':>9} {'p50 ms':>8} {'p99 ms':>8} "
         f"{'proxy/server CPU us/call':>25}",
     ]
     for result in results:
         first = result.rows[0]
         load = f"{first.clients} sessions x 1" if first.shape != "pipelined" else f"{first.calls} pipelined"
         lines.append(
-            f"{result.name:<14} {load:<22} {result.median(lambda r: r.rps):>9.0f} "
+            f"{result.name:<17} {load:<22} {result.median(lambda r: r.rps):>9.0f} "
             f"{result.median(lambda r: r.percentile(0.5)):>8.2f} "
             f"{result.median(lambda r: r.percentile(0.99)):>8.2f} "
             f"{result.median(lambda r: 1e6 * r.server_cpu / r.calls):>25.0f}"
@@ -268,10 +308,11 @@ def main(argv: list[str]) -> int:
     if args.serve_stdio:
         _serve_stdio()
         return 0
+    global MCP_PROXY  # noqa: PLW0603 - one run's setting, read by the rows
     if args.mcp_proxy is not None and not args.mcp_proxy.exists():
         print(f"--mcp-proxy {args.mcp_proxy}: not found, its rows are skipped", file=sys.stderr)
     elif args.mcp_proxy is not None:
-        print("mcp-proxy rows are not measured yet (see benches/README.md)", file=sys.stderr)
+        MCP_PROXY = args.mcp_proxy
     print(table(run(args.rounds, args.sessions, args.calls, args.pipelined)))
     return 0
 
