@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -136,6 +137,8 @@ def proxy_main(argv: Sequence[str] | None = None) -> int:
             http = _listen_http_options(namespace, args)
         except ValueError as exc:
             parser.error(str(exc))
+        if namespace.http_server is not None:  # how serve_http picks its server when not told (env)
+            os.environ["MCPFRAME_HTTP_SERVER"] = namespace.http_server
     try:
         from mcpframe.proxy import ProxyOptions  # noqa: PLC0415 - the proxy loads only when it runs
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import sys
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 from urllib.parse import urlsplit
@@ -142,9 +143,7 @@ async def serve_listen(
 
 def run_listen(options: ProxyOptions) -> int:
     """`mcpframe proxy --listen URL -- command`: serve until SIGINT/SIGTERM; the exit status."""
-    import sys  # noqa: PLC0415
-
-    from mcpframe.server.lifecycle import run_stoppable  # noqa: PLC0415
+    from mcpframe.server.lifecycle import run_stoppable  # noqa: PLC0415 - the server package: only here
 
     if not options.command:
         print("mcpframe proxy: --listen needs the server's command after '--'", file=sys.stderr)
