@@ -185,3 +185,33 @@ async def test_stateless_requests_with_the_same_id_share_one_child_and_get_their
     assert answers["test_simple_text"]["result"]["content"][0]["text"].startswith("This is a simple text")
     assert answers["test_tool_with_logging"]["result"]["content"][0]["text"] == "Logging test completed"
     assert proxy.app.pool.spawned == 1  # one shared child for both
+
+
+_INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
+_HEADERS = {"accept": "application/json, text/event-stream"}
+
+
+async def test_a_server_that_cannot_start_is_a_502_and_a_refused_initialize_leaves_no_session(
+    proxy: Proxy,
+) -> None:
+    async with in_process_proxy(["/nonexistent/mcp-server"]) as broken, httpx.AsyncClient() as http:
+        response = await http.post(broken.url, json=_INITIALIZE, headers=_HEADERS)
+        assert response.status_code == 502
+        assert "could not start" in response.json()["error"]["message"]
+        assert broken.app.pool.running == 0
+    refused = {**_INITIALIZE, "params": []}  # the child answers an error: no session is kept
+    async with httpx.AsyncClient() as http:
+        response = await http.post(proxy.url, json=refused, headers=_HEADERS)
+    assert "error" in response.json()
+    assert "mcp-session-id" not in response.headers
+    with anyio.fail_after(10):
+        await _until(lambda: proxy.app.pool.running == 0)  # and its child ended
