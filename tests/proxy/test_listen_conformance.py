@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.conformance.conftest import conformance_harness  # the fixture (installs the pinned harness)
 from tests.conformance.harness import (
     RETRY_MS,
     SSE_CLOSE_IDLE,
@@ -28,6 +29,8 @@ from tests.proxy._listen_support import SERVE_EVERYTHING, listen_command, runnin
 SUBSET = ["tools-call-with-progress", "tools-call-sampling", "server-sse-polling"]
 """~3 s each (a harness start apiece): progress routed by token, a server request and its answer, a resumed
 stream. The other scenarios' routes are covered by tests/proxy/test_listen*.py."""
+__all__ = ["conformance_harness"]
+
 EVERY_SCENARIO = os.environ.get("MCPFRAME_PROXY_CONFORMANCE") == "all"
 
 
