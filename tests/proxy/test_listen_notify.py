@@ -1,5 +1,6 @@
-"""Through `--listen`, in process: a server's list_changed reaches the client, and a client's cancel reaches
-the server's handler (the tool sees its cancellation) while the session goes on."""
+"""Through `--listen`, in process: a server's list_changed reaches the client, a client's cancel reaches the
+server's handler (the tool sees its cancellation) while the session goes on, and a client that does not read
+holds the bridge back."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from mcp.client.streamable_http import streamable_http_client
 from tests.proxy._listen_support import in_process_proxy
 
 from mcpframe.http import connect
+from mcpframe.http.streams import Stream
+from mcpframe.proxy.listen_bridge import HIGH_WATER, emit_bounded
 
 pytestmark = pytest.mark.anyio
 
@@ -93,3 +96,29 @@ async def test_a_cancel_reaches_the_servers_handler_and_the_session_goes_on(
             assert mark.read_text() == "cancelled"
             assert not session.connection.pending  # type: ignore[attr-defined]
             assert (await client.call_tool("announce", {}))["content"][0]["text"] == "announced"
+
+
+async def test_a_client_that_does_not_read_stops_the_bridge_at_the_high_water_mark() -> None:
+    stream = Stream(None, None)
+    reader = await stream.attach(retry_ms=None)
+    emitted = 0
+
+    async def produce() -> None:
+        nonlocal emitted
+        for i in range(HIGH_WATER * 3):
+            await emit_bounded(
+                stream, b'{"jsonrpc":"2.0","method":"n","params":{"i":%d}}' % i, response=False
+            )
+            emitted += 1
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(produce)
+            await anyio.wait_all_tasks_blocked()  # the producer ran as far as it may
+            assert stream.queued() == HIGH_WATER + 1  # it waits, holding at most one event past the mark
+            read = 0
+            while read < HIGH_WATER * 3:  # the client reads: the producer goes on, to the end
+                chunk = await reader.get()
+                assert chunk
+                read += 1
+    assert emitted == HIGH_WATER * 3

@@ -35,11 +35,25 @@ if TYPE_CHECKING:
 
     from .pool import Child
 
-__all__ = ["Route", "SessionBridge", "cancel_frame", "progress_tokens"]
+__all__ = ["HIGH_WATER", "Route", "SessionBridge", "cancel_frame", "emit_bounded", "progress_tokens"]
 
 logger = logging.getLogger("mcpframe.proxy")
 
 _PROGRESS = "notifications/progress"
+
+
+HIGH_WATER = 64
+"""SSE events queued for one client's response before the bridge stops reading its child's output."""
+_POLL = 0.005  # seconds between looks at a full stream (only while one is full)
+
+
+async def emit_bounded(stream: Stream, frame: bytes, *, response: bool) -> None:
+    """Emit `frame` on `stream`, then wait while the client reads too slowly to keep its queue under
+    `HIGH_WATER` events: the child's output is not read meanwhile, so a slow client slows its server down
+    instead of growing the proxy (a client that leaves, or a stream that ends, releases the wait)."""
+    await stream.emit(frame, response=response)
+    while stream.queued() > HIGH_WATER and not stream.finished.is_set():
+        await anyio.sleep(_POLL)
 
 
 def cancel_frame(rid: Id, reason: str) -> bytes:
@@ -212,12 +226,12 @@ class SessionBridge:
                 return
             if rid == self._init_id:
                 self._adopt_version(item)
-            await route.stream.emit(item.raw, response=True)
+            await emit_bounded(route.stream, item.raw, response=True)
             route.answered(rid)  # type: ignore[arg-type]  # rid is not None: it was found
             return
         target = self._target(item)
         stream = target.stream if target is not None else self._get_stream()
-        await stream.emit(item.raw, response=False)
+        await emit_bounded(stream, item.raw, response=False)
 
     def _target(self, item: MessageLike) -> Route | None:
         """The POST a server notification or request belongs to (see the module's docstring)."""

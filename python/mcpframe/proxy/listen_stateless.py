@@ -28,7 +28,7 @@ from mcpframe.http.post import Body, one_line
 from mcpframe.http.responses import Answer, Reply, error_response
 from mcpframe.http.streams import Stream
 
-from .listen_bridge import Route, cancel_frame, progress_tokens
+from .listen_bridge import Route, cancel_frame, emit_bounded, progress_tokens
 from .pool import ChildPool, PoolBusy
 
 if TYPE_CHECKING:
@@ -126,7 +126,7 @@ class StatelessBridge:
             if found is None:
                 return
             route, rid = found
-            await route.stream.emit(item.with_id(rid), response=True)
+            await emit_bounded(route.stream, item.with_id(rid), response=True)
             route.close()
             return
         target: Route | None = None
@@ -135,7 +135,7 @@ class StatelessBridge:
         if target is None and self.pending:
             target = next(reversed(self.pending.values()))[0]
         if target is not None and not target.closed:
-            await target.stream.emit(item.raw, response=False)
+            await emit_bounded(target.stream, item.raw, response=False)
 
     async def abandon(self, upstream: int) -> None:
         """The client left before its answer: cancel the request upstream."""
