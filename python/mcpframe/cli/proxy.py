@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import cast
 
 from mcpframe._extras import install_hint
+
+from .http_flags import add_http_flags, http_options
 
 __all__ = ["proxy_main"]
 
@@ -32,9 +35,11 @@ _MODES = {
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mcpframe proxy",
+        conflict_handler="resolve",  # the HTTP flags' --idle-timeout gives way to the proxy's (below)
         description="Forward MCP traffic between a client and a server that speak different transports, "
         "many clients onto one server, or one endpoint onto several servers.",
-        epilog="Put the server's command after '--': mcpframe proxy -- python server.py",
+        epilog="Put the server's command after '--': mcpframe proxy -- python server.py. With --listen, the "
+        "Streamable HTTP flags apply; the host, port and path come from the --listen URL.",
     )
     parser.add_argument(
         "url", nargs="?", default=None, metavar="URL", help="a remote server's endpoint (http:// or https://)"
@@ -65,6 +70,7 @@ def _parser() -> argparse.ArgumentParser:
         help="session: an upstream per client session; shared: many sessions over one upstream; "
         "auto (default): shared for 2026-07-28 traffic, session otherwise",
     )
+    add_http_flags(parser)  # for --listen: the flags of `mcpframe serve --http`
     parser.add_argument("--pool-size", type=int, default=64, help="most upstream children at once (64)")
     parser.add_argument(
         "--idle-timeout", type=float, default=300.0, help="seconds before an unused upstream child ends (300)"
@@ -89,6 +95,25 @@ def _pairs(items: Sequence[str], sep: str, flag: str) -> dict[str, str]:
     return pairs
 
 
+def _listen_http_options(namespace: argparse.Namespace, args: Sequence[str]) -> object:
+    """The `HttpOptions` of `--listen`: its URL's host, port and path, and the HTTP flags given."""
+    from urllib.parse import urlsplit  # noqa: PLC0415
+
+    given = [flag for flag in ("--host", "--port", "--path") if flag in args]
+    if given:
+        raise ValueError(f"{given[0]}: give the host, port and path in the --listen URL")
+    url = urlsplit(namespace.listen)
+    namespace.host, namespace.path = url.hostname or "127.0.0.1", url.path or "/mcp"
+    try:
+        namespace.port = url.port or 80
+    except ValueError as exc:
+        raise ValueError(f"--listen {namespace.listen!r}: {exc}") from None
+    try:
+        return http_options(namespace)
+    except ImportError:
+        raise ValueError(f"--listen needs the http extra: {install_hint('http')}") from None
+
+
 def _mode(options: object) -> str:
     if getattr(options, "config", None) is not None:
         return "gateway"
@@ -106,6 +131,14 @@ def proxy_main(argv: Sequence[str] | None = None) -> int:
         args, command = args[:split], args[split + 1 :]
     parser = _parser()
     namespace = parser.parse_args(args)
+    http: object = None
+    if namespace.listen is not None:
+        try:
+            http = _listen_http_options(namespace, args)
+        except ValueError as exc:
+            parser.error(str(exc))
+        if namespace.http_server is not None:  # how serve_http picks its server when not told (env)
+            os.environ["MCPFRAME_HTTP_SERVER"] = namespace.http_server
     try:
         from mcpframe.proxy import ProxyOptions  # noqa: PLC0415 - the proxy loads only when it runs
 
@@ -120,6 +153,7 @@ def proxy_main(argv: Sequence[str] | None = None) -> int:
             pool_size=namespace.pool_size,
             idle_timeout=namespace.idle_timeout,
             on_upstream_exit=namespace.on_upstream_exit,
+            http=http,
         )
     except ValueError as exc:
         parser.error(str(exc))

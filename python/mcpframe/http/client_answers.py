@@ -148,7 +148,10 @@ class AnswerReader:
             if isinstance(item, core.FrameError) or item.kind != "error":
                 continue
             error = item.error or {}
-            return synthesized_error(rid, error.get("code", jsonrpc.INTERNAL_ERROR), error.get("message", ""))
+            # the status goes into the message: a caller (a proxy's client above all) must tell a 401 from
+            # a 400, and the server's JSON-RPC code alone (-32600 for both) cannot say it
+            text = f"HTTP {resp.status_code} from the server: {error.get('message', '')}"
+            return synthesized_error(rid, error.get("code", jsonrpc.INTERNAL_ERROR), text)
         text = body[:200].decode("utf-8", "replace").strip()
         detail = f": {text}" if text else ""
         return synthesized_error(

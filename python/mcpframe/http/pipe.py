@@ -35,6 +35,10 @@ class ChunkReader:
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
+    def queued(self) -> int:
+        """How many chunks wait for the reader (a writer that must not run ahead of it looks)."""
+        return len(self._items)
+
     def get_nowait(self) -> bytes | None:
         """The next chunk, `b""` at the end, `None` when nothing is queued yet."""
         if self._items:

@@ -312,8 +312,12 @@ async def serve_http(
     log_level: str = "warning",
     grace: float | None = None,
     http_server: Literal["uvicorn", "mcpframe"] | None = None,
+    app: StreamableHTTPServer | None = None,
 ) -> None:
     """Serve over Streamable HTTP until cancelled; `ready(url)` is called once listening.
+
+    `app`: an app built on `server` and `options` to serve instead of a new `StreamableHTTPServer` (a
+    subclass: the proxy's `ListenServer` puts a bridge to an upstream in each session's place).
 
     `http_server`: uvicorn (the default), or `"mcpframe"`, the lean HTTP/1.1 server of `http/wire.py`
     (one write per complete answer, none of uvicorn's per-request extras; docs/transports.md says why it
@@ -329,7 +333,7 @@ async def serve_http(
     if http_server is None:
         http_server = "mcpframe" if os.environ.get("MCPFRAME_HTTP_SERVER") == "mcpframe" else "uvicorn"
     opts = options or HttpOptions()
-    http = StreamableHTTPServer(server, opts)
+    http = app if app is not None else StreamableHTTPServer(server, opts)
     family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
     # proto must be IPPROTO_TCP: asyncio sets TCP_NODELAY only on such sockets, and without it every answer
     # written in two parts waits for the peer's delayed ACK (~40 ms per request on a kept-alive connection)

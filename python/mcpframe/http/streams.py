@@ -74,6 +74,12 @@ class Stream:
         """Whether an HTTP response is reading it right now."""
         return self._pipe is not None
 
+    def queued(self) -> int:
+        """Events waiting to be written to the attached response (0 when none is attached): what a
+        producer that must not outrun a slow client (the proxy's bridge) watches."""
+        pipe = self._pipe
+        return pipe.queued() if pipe is not None else 0
+
     def response_frames(self) -> list[bytes]:
         """The responses emitted before any HTTP response attached (the body of a plain JSON answer)."""
         return [frame for frame, response in self._backlog if response]

@@ -1,0 +1,321 @@
+"""The proxy's HTTP bridges against direct connections: `--listen` (HTTP -> stdio) and remote (stdio -> HTTP).
+
+One tool, `add(a, b)`, served by mcpframe's `Server` (this file's `--serve-stdio`), on 127.0.0.1:
+
+- `direct http`: `mcpframe serve --http` of the same server (the floor of the HTTP rows);
+- `listen`: `mcpframe proxy --listen http://127.0.0.1:0/mcp -- python this-file --serve-stdio` (a child per
+  session; `modern`: 2026-07-28 requests over the shared child);
+- `direct stdio`: the server on stdio, 5,000 calls pipelined by a raw client (the floor of the remote row);
+- `remote`: `mcpframe proxy URL` in front of `direct http`, driven on its stdin/stdout the same way.
+
+HTTP rows: 16 keep-alive sessions (mcpframe's `http.connect`), one call in flight each. Each row is run
+`--rounds` times, interleaved, and the medians are reported: calls/s, p50/p99 latency and the CPU time per
+call of the proxy process (or of the server, for the floors) read from /proc (utime + stime, children not
+included). `--mcp-proxy PATH`: mcp-proxy's executable (0.13, its own venv) for the same modes; its rows
+are skipped without it.
+
+    .venv/bin/python benches/bench_proxy_http.py [--rounds 5] [--sessions 16] [--calls 200] [--pipelined 5000]
+
+Under pytest, `test_every_row_answers` runs each row once, small, as a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+if str(ROOT / "python") not in sys.path:
+    sys.path.insert(0, str(ROOT / "python"))
+
+from bench_http import Row, _value, measure, process_cpu  # noqa: E402
+from mcpframe import core  # noqa: E402
+
+PY = sys.executable
+STDIO_SERVER = [PY, __file__, "--serve-stdio"]
+HTTP_ROWS = ("direct http", "listen", "listen modern")
+PIPE_ROWS = ("direct stdio", "remote")
+_URL = re.compile(r"Streamable HTTP on (\S+)")
+MCP_PROXY: Path | None = None
+"""mcp-proxy's executable (`--mcp-proxy`): its rows run only with it."""
+
+
+def _serve_stdio() -> None:
+    from mcpframe.server import Server  # noqa: PLC0415
+
+    server = Server("bench-proxy", version="1.0.0")
+
+    @server.tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    server.run()
+
+
+def _env() -> dict[str, str]:
+    path = os.pathsep.join(p for p in (str(ROOT / "python"), os.environ.get("PYTHONPATH")) if p)
+    return {**os.environ, "PYTHONPATH": path, "MCPFRAME_BACKEND": core.BACKEND}
+
+
+@contextmanager
+def _process(command: list[str], port: int | None = None) -> Iterator[tuple[str, int]]:
+    """A child that prints `Streamable HTTP on URL` on stderr (or, given `port`, listens on it: mcp-proxy);
+    yields (URL, pid)."""
+    child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=_env())
+    try:
+        assert child.stderr is not None
+        threading.Thread(target=_drain, args=(child.stderr, found := []), daemon=True).start()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and child.poll() is None:
+            if port is not None and _listening(port):
+                yield f"http://127.0.0.1:{port}/mcp", child.pid
+                return
+            if port is None and found:
+                yield found[0], child.pid
+                return
+            time.sleep(0.05)
+        raise RuntimeError(f"{command} did not start")
+    finally:
+        child.terminate()
+        try:
+            child.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+
+
+def _drain(stream: Any, found: list[str]) -> None:
+    """Read a child's stderr to its end (a full pipe would stall it), noting the URL it announces."""
+    for line in stream:
+        match = _URL.search(line)
+        if match and not found:
+            found.append(match.group(1))
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _direct_http() -> list[str]:
+    return [PY, "-m", "mcpframe", "serve", f"{__file__}:_bench_server", "--http", "--port", "0"]
+
+
+def _listen() -> list[str]:
+    return [PY, "-m", "mcpframe", "proxy", "--listen", "http://127.0.0.1:0/mcp", "--", *STDIO_SERVER]
+
+
+def _bench_server() -> Any:
+    """The same server, for `mcpframe serve --http` (a factory: `serve` calls it)."""
+    from mcpframe.server import Server  # noqa: PLC0415
+
+    server = Server("bench-proxy", version="1.0.0")
+
+    @server.tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    return server
+
+
+# ---------------------------------------------------------------------------------------------- pipelined
+
+
+def _frame(message: dict[str, Any]) -> bytes:
+    return json.dumps(message, separators=(",", ":")).encode() + b"\n"
+
+
+def pipelined(command: list[str], calls: int) -> Row:
+    """`calls` tools/call written at once to `command`'s stdin (after the handshake), every answer checked.
+    A call's latency is the time from the start of the writing to its answer (all are written at once)."""
+    child = subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=_env()
+    )
+    assert child.stdin is not None
+    assert child.stdout is not None
+    init = {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "bench", "version": "1"},
+    }
+    child.stdin.write(_frame({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}))
+    child.stdin.flush()
+    decoder = core.Decoder()
+    first = child.stdout.readline()
+    assert b'"result"' in first, first
+    child.stdin.write(_frame({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+    body = b"".join(
+        _frame(
+            {
+                "jsonrpc": "2.0",
+                "id": i,
+                "method": "tools/call",
+                "params": {"name": "add", "arguments": {"a": i, "b": 1}},
+            }
+        )
+        for i in range(1, calls + 1)
+    )
+    latencies: list[float] = []
+
+    def write() -> None:
+        assert child.stdin is not None
+        for start in range(0, len(body), 1 << 16):
+            child.stdin.write(body[start : start + (1 << 16)])
+        child.stdin.flush()
+
+    cpu0, start = process_cpu(child.pid), time.perf_counter()
+    writer = threading.Thread(target=write)
+    writer.start()
+    got = 0
+    fd = child.stdout.fileno()
+    while got < calls:
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            raise RuntimeError(f"{command} ended after {got} answers")
+        now = time.perf_counter()
+        for message in decoder.feed(chunk):
+            assert not isinstance(message, core.FrameError), message
+            assert message.kind == "result", message
+            value = _value(message.result)
+            assert value == message.id + 1, message
+            latencies.append(now - start)
+            got += 1
+    seconds = time.perf_counter() - start
+    cpu = process_cpu(child.pid) - cpu0
+    writer.join()
+    child.stdin.close()
+    child.wait(timeout=30)
+    row = Row("stdio", "", "pipelined", 1, calls, seconds, latencies)
+    row.server_cpu = cpu
+    return row
+
+
+# ---------------------------------------------------------------------------------------------- rows
+
+
+@dataclasses.dataclass
+class Result:
+    """One row's rounds."""
+
+    name: str
+    rows: list[Row] = dataclasses.field(default_factory=list)
+
+    def median(self, value: Any) -> float:
+        return statistics.median(value(r) for r in self.rows)
+
+
+def http_round(name: str, sessions: int, calls: int) -> Row:
+    """One HTTP row once: `direct http`, `listen` or `mcp-proxy listen` (one call in flight per session)."""
+    port = None
+    if name == "mcp-proxy listen":
+        port = _free_port()
+        command = [str(MCP_PROXY), "--port", str(port), "--pass-environment", "--log-level", "WARNING"]
+        command += ["--", *STDIO_SERVER]
+    else:
+        command = _direct_http() if name == "direct http" else _listen()
+    shape = "modern" if name.endswith("modern") else "sse"
+    with _process(command, port) as (url, pid):
+        row = Row("mcpframe", name, shape, sessions, 0, 0.0, [])
+        anyio.run(lambda: measure(url, pid, row, calls=calls, max_seconds=300))
+    return row
+
+
+def pipe_round(name: str, calls: int, floor_url: str) -> Row:
+    """One pipelined row once: the stdio server alone, or `mcpframe proxy URL` in front of the HTTP floor."""
+    if name == "direct stdio":
+        return pipelined(STDIO_SERVER, calls)
+    if name == "mcp-proxy remote":
+        return pipelined([str(MCP_PROXY), floor_url, "--transport", "streamablehttp"], calls)
+    return pipelined([PY, "-m", "mcpframe", "proxy", floor_url], calls)
+
+
+def run(rounds: int, sessions: int, calls: int, pipelined_calls: int) -> list[Result]:
+    """Every row, `rounds` times, interleaved (round 1 of every row, then round 2...)."""
+    http_rows = [*HTTP_ROWS, *(["mcp-proxy listen"] if MCP_PROXY else [])]
+    pipe_rows = [*PIPE_ROWS, *(["mcp-proxy remote"] if MCP_PROXY else [])]
+    results = {name: Result(name) for name in (*http_rows, *pipe_rows)}
+    with _process(_direct_http()) as (floor_url, _):  # the remote row's server, up for the whole run
+        for _ in range(rounds):
+            for name in http_rows:
+                results[name].rows.append(http_round(name, sessions, calls))
+            for name in pipe_rows:
+                results[name].rows.append(pipe_round(name, pipelined_calls, floor_url))
+    return list(results.values())
+
+
+def table(results: list[Result]) -> str:
+    """Medians side by side."""
+    lines = [
+        f"mcpframe proxy HTTP bridges, tools/call add on 127.0.0.1, core backend {core.BACKEND}, "
+        f"medians of {len(results[0].rows)} interleaved rounds",
+        f"{'row':<17} {'load':<22} {'calls/s':>9} {'p50 ms':>8} {'p99 ms':>8} "
+        f"{'proxy/server CPU us/call':>25}",
+    ]
+    for result in results:
+        first = result.rows[0]
+        load = f"{first.clients} sessions x 1" if first.shape != "pipelined" else f"{first.calls} pipelined"
+        lines.append(
+            f"{result.name:<17} {load:<22} {result.median(lambda r: r.rps):>9.0f} "
+            f"{result.median(lambda r: r.percentile(0.5)):>8.2f} "
+            f"{result.median(lambda r: r.percentile(0.99)):>8.2f} "
+            f"{result.median(lambda r: 1e6 * r.server_cpu / r.calls):>25.0f}"
+        )
+    return "\n".join(lines)
+
+
+def test_every_row_answers() -> None:
+    """Each row once, small: the processes start, every answer is checked, the table renders."""
+    results = run(rounds=1, sessions=2, calls=3, pipelined_calls=20)
+    assert [r.name for r in results] == [*HTTP_ROWS, *PIPE_ROWS]
+    assert all(r.rows[0].calls > 0 for r in results)
+    assert "calls/s" in table(results)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--serve-stdio", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--sessions", type=int, default=16)
+    parser.add_argument("--calls", type=int, default=200, help="calls per session (HTTP rows)")
+    parser.add_argument("--pipelined", type=int, default=5000, help="calls pipelined (stdio rows)")
+    parser.add_argument("--mcp-proxy", type=Path, default=None, help="mcp-proxy 0.13's executable")
+    args = parser.parse_args(argv)
+    if args.serve_stdio:
+        _serve_stdio()
+        return 0
+    global MCP_PROXY  # noqa: PLW0603 - one run's setting, read by the rows
+    if args.mcp_proxy is not None and not args.mcp_proxy.exists():
+        print(f"--mcp-proxy {args.mcp_proxy}: not found, its rows are skipped", file=sys.stderr)
+    elif args.mcp_proxy is not None:
+        MCP_PROXY = args.mcp_proxy
+    print(table(run(args.rounds, args.sessions, args.calls, args.pipelined)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

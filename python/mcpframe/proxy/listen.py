@@ -1,0 +1,168 @@
+"""`mcpframe proxy --listen URL -- command`: a stdio server served to clients over Streamable HTTP and SSE.
+
+```python
+from mcpframe.proxy import ProxyOptions
+from mcpframe.proxy.listen import serve_listen
+
+options = ProxyOptions(listen="http://127.0.0.1:8080/mcp", command=["python", "server.py"])
+await serve_listen(options, ready=print)        # until cancelled
+```
+
+The proxy is the HTTP host of `mcpframe.http` with its sessions' connections replaced: where `mcpframe serve
+--http` runs a `Server` per session, the proxy runs a bridge to an upstream child (`listen_bridge` for
+Streamable HTTP, `listen_legacy` for `/sse`). Everything in front of the bridge is the host's own: Host and
+Origin allow-lists, bearer tokens, the body limit, the admission bound, `Mcp-Session-Id`s and their reaper,
+GET streams, resumable SSE streams, DELETE. Each session gets a child of its own from a bounded pool
+(`pool.py`); 2026-07-28 requests, which have no session, share one child (`listen_stateless`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import sys
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+import anyio
+
+from mcpframe.http.admission import Admission
+from mcpframe.http.legacy import LegacySSE
+from mcpframe.http.options import HttpOptions
+from mcpframe.http.server import StreamableHTTPServer, serve_http
+
+from .listen_bridge import SessionBridge
+from .listen_legacy import LegacyBridge
+from .listen_posts import BridgePosts
+from .listen_stateless import StatelessBridge
+from .options import ProxyOptions
+from .pool import ChildPool
+
+__all__ = ["ListenServer", "listen_address", "run_listen", "serve_listen"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListenAddress:
+    """Where `--listen` serves: host, port and endpoint path."""
+
+    host: str
+    port: int
+    path: str
+
+
+def listen_address(url: str) -> ListenAddress:
+    """Split an `http://host:port/path` URL; `ValueError` naming what is wrong."""
+    parts = urlsplit(url)
+    if parts.scheme != "http":
+        raise ValueError(f"--listen {url!r}: expected an http:// URL (put TLS in front of the proxy)")
+    if not parts.hostname:
+        raise ValueError(f"--listen {url!r}: no host")
+    try:
+        port = parts.port if parts.port is not None else 80
+    except ValueError as exc:
+        raise ValueError(f"--listen {url!r}: {exc}") from None
+    return ListenAddress(parts.hostname, port, parts.path or "/mcp")
+
+
+class _Upstream:
+    """What the host asks of a `Server`: a connection per session, a lifespan, and a shutdown hook."""
+
+    def __init__(self, connect: Callable[[], SessionBridge]) -> None:
+        self.connection = connect
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        yield
+
+    def close_connections(self) -> None:
+        """Nothing to do: the sessions' children end with their sessions."""
+
+
+class ListenServer(StreamableHTTPServer):
+    """The HTTP host with a bridge to a stdio child in place of each session's `ServerConnection`."""
+
+    def __init__(self, options: ProxyOptions, http: HttpOptions) -> None:
+        self.pool = ChildPool(
+            options.command, env=options.env, size=options.pool_size, max_waiting=http.max_queued
+        )
+        max_frame = http.lane_options().max_frame
+        upstream = _Upstream(lambda: SessionBridge(max_frame=max_frame))
+        super().__init__(upstream, http)  # type: ignore[arg-type]  # the host uses only what _Upstream has
+        self.stateless = StatelessBridge(self.pool, max_frame=max_frame, spawn=self.sessions.spawn)
+        self.posts = BridgePosts(  # type: ignore[assignment]  # the same `handle(request, owner)`
+            http,
+            sessions=self.sessions,
+            admission=Admission(http.max_in_flight, http.max_queued),
+            replies=self.replies,
+            pool=self.pool,
+            stateless=self.stateless,
+        )
+        if http.legacy_sse:
+            self.legacy = LegacySSE(lambda: LegacyBridge(self.pool, max_frame=max_frame), http)  # type: ignore[arg-type, return-value]
+
+    async def __aexit__(self, *exc_info: Any) -> bool | None:
+        try:
+            return await super().__aexit__(*exc_info)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self.stateless.aclose()
+
+
+def http_options_for(options: ProxyOptions) -> HttpOptions:
+    """The host's options: those given (`ProxyOptions.http`), with the path of `--listen` and the proxy's
+    idle timeout for sessions (a session's child ends with it)."""
+    assert options.listen is not None
+    base = options.http if isinstance(options.http, HttpOptions) else HttpOptions()
+    address = listen_address(options.listen)
+    return dataclasses.replace(base, path=address.path, idle_timeout=options.idle_timeout)
+
+
+async def serve_listen(
+    options: ProxyOptions,
+    *,
+    ready: Callable[[str], Any] | None = None,
+    http_server: Any = None,
+) -> None:
+    """Serve `options.command` to HTTP clients at `options.listen` until cancelled; `ready(url)` once
+    listening (the URL has the bound port when `:0` was asked)."""
+    assert options.listen is not None
+    address = listen_address(options.listen)
+    http = http_options_for(options)
+    app = ListenServer(options, http)
+    await serve_http(
+        app.server,
+        host=address.host,
+        port=address.port,
+        options=http,
+        ready=ready,
+        http_server=http_server,
+        app=app,
+    )
+
+
+def run_listen(options: ProxyOptions) -> int:
+    """`mcpframe proxy --listen URL -- command`: serve until SIGINT/SIGTERM; the exit status."""
+    from mcpframe.server.lifecycle import run_stoppable  # noqa: PLC0415 - the server package: only here
+
+    if not options.command:
+        print("mcpframe proxy: --listen needs the server's command after '--'", file=sys.stderr)
+        return 2
+    try:
+        listen_address(options.listen or "")
+    except ValueError as exc:
+        print(f"mcpframe proxy: {exc}", file=sys.stderr)
+        return 2
+
+    def ready(url: str) -> None:
+        listening = getattr(getattr(options.http, "auth", None), "listening", None)
+        if listening is not None:  # a static token's resource metadata names the bound URL
+            listening.append(url)
+        base = url[: url.index("/", url.index("//") + 2)]
+        legacy = options.http is None or getattr(options.http, "legacy_sse", True)
+        if legacy:
+            print(f"mcpframe proxy: legacy HTTP+SSE on {base}/sse", file=sys.stderr, flush=True)
+        print(f"mcpframe proxy: Streamable HTTP on {url}", file=sys.stderr, flush=True)
+
+    anyio.run(lambda: run_stoppable(lambda: serve_listen(options, ready=ready)))
+    return 0

@@ -1,0 +1,257 @@
+"""One HTTP session of the listening proxy joined to its upstream child, frame by frame, as bytes.
+
+`SessionBridge` stands where an mcpframe `ServerConnection` stands in the HTTP host: the host's
+`SessionManager` makes one per `Mcp-Session-Id` and runs it for the session's life, so session ids, the
+reaper, GET streams, resumability, DELETE and the 404 of an ended session are the host's own. What the
+bridge adds is the routing of what the child writes:
+
+- a response goes to the SSE stream (or JSON answer) of the POST that carried its request (by id: the child
+  is the session's alone, so ids need no rewriting);
+- `notifications/progress` goes to the POST whose request named that `progressToken`;
+- any other notification or server request (log messages, sampling, elicitation, roots/list, list_changed)
+  goes to the newest POST still waiting for an answer (the request it most likely belongs to), else to the
+  session's GET stream.
+
+Frames are never re-encoded: the lazy decoder reads the envelope, the frame's bytes go on as they came. A
+child that ends fails the requests still waiting with a `-32000` error naming its exit status, and ends the
+HTTP session: the client's next request gets 404 and it initializes again (a new child).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from mcpframe import core, jsonrpc, protocol
+from mcpframe._api import Id, MessageLike
+
+if TYPE_CHECKING:
+    from mcpframe.http.sessions import HttpSession
+    from mcpframe.http.streams import Stream
+    from mcpframe.session import Session
+
+    from .pool import Child
+
+__all__ = ["HIGH_WATER", "Route", "SessionBridge", "cancel_frame", "emit_bounded", "progress_tokens"]
+
+logger = logging.getLogger("mcpframe.proxy")
+
+_PROGRESS = "notifications/progress"
+
+
+HIGH_WATER = 64
+"""SSE events queued for one client's response before the bridge stops reading its child's output."""
+_POLL = 0.005  # seconds between looks at a full stream (only while one is full)
+
+
+async def emit_bounded(stream: Stream, frame: bytes, *, response: bool) -> None:
+    """Emit `frame` on `stream`, then wait while the client reads too slowly to keep its queue under
+    `HIGH_WATER` events: the child's output is not read meanwhile, so a slow client slows its server down
+    instead of growing the proxy (a client that leaves, or a stream that ends, releases the wait)."""
+    await stream.emit(frame, response=response)
+    while stream.queued() > HIGH_WATER and not stream.finished.is_set():
+        await anyio.sleep(_POLL)
+
+
+def cancel_frame(rid: Id, reason: str) -> bytes:
+    """A `notifications/cancelled` for request `rid` (NDJSON)."""
+    return core.encode_notification(protocol.NOTIFICATIONS_CANCELLED, {"requestId": rid, "reason": reason})
+
+
+def progress_tokens(requests: list[MessageLike]) -> list[Any]:
+    """The `progressToken`s the requests name (their progress notifications are routed by them)."""
+    tokens = []
+    for message in requests:
+        params = message.params
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        token = meta.get(protocol.PROGRESS_TOKEN) if isinstance(meta, dict) else None
+        if isinstance(token, int | str):
+            tokens.append(token)
+    return tokens
+
+
+class Route:
+    """One POST's requests waiting for their answers, and the stream the answers go to."""
+
+    def __init__(self, stream: Stream, ids: list[Id], tokens: list[Any]) -> None:
+        self.stream = stream
+        self.ids = set(ids)
+        self.tokens = tokens
+        self.on_close: list[Callable[[], object]] = []
+        self.closed = False
+
+    def answered(self, rid: Id) -> None:
+        """`rid` got its answer (or was cancelled): the POST ends once none is left."""
+        self.ids.discard(rid)
+        if not self.ids:
+            self.close()
+
+    def close(self) -> None:
+        """End the POST's stream and run its callbacks (once)."""
+        if self.closed:
+            return
+        self.closed = True
+        self.stream.finish()
+        for callback in self.on_close:
+            callback()
+
+
+class SessionBridge:
+    """The `ServerConnection` stand-in of one proxied HTTP session (see the module's docstring)."""
+
+    def __init__(self, *, max_frame: int) -> None:
+        self.max_frame = max_frame
+        self.http: HttpSession | None = None
+        self.child: Child | None = None
+        self.version: str | None = None  # what the child's initialize answer negotiated
+        self.pending: dict[Id, Route] = {}
+        self.tokens: dict[Any, Route] = {}
+        self._init_id: Id | None = None
+        self.ended = False
+
+    # the host's main Session calls these for routed client notifications: the bridge sends those to the
+    # child itself, so they are never used
+    async def handle_request(self, request: Any) -> Any:  # pragma: no cover - see above
+        raise RuntimeError("the proxy forwards requests to its upstream")
+
+    async def handle_notification(self, notification: Any) -> None:  # pragma: no cover - see above
+        return None
+
+    def attach(self, http: HttpSession, child: Child) -> None:
+        """Bind the bridge to its HTTP session and its child (right after the session was created)."""
+        self.http = http
+        self.child = child
+
+    # ---------------------------------------------------------------- client -> child
+
+    def add(self, route: Route, requests: list[MessageLike]) -> None:
+        """Register a POST's requests before they are written, so that no answer can come first."""
+        for message in requests:
+            if message.id is not None:
+                self.pending[message.id] = route
+                if message.method == protocol.INITIALIZE:
+                    self._init_id = message.id
+        for token in route.tokens:
+            self.tokens[token] = route
+        route.on_close.append(lambda: self._forget(route))
+
+    def _forget(self, route: Route) -> None:
+        for token in route.tokens:
+            if self.tokens.get(token) is route:
+                del self.tokens[token]
+        for rid in list(route.ids):
+            if self.pending.get(rid) is route:
+                del self.pending[rid]
+
+    async def write(self, data: bytes) -> bool:
+        """Frames to the child; `False` when it is gone (the session is ending)."""
+        child = self.child
+        if child is None or self.ended:
+            return False
+        try:
+            await child.write(data)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            return False
+        return True
+
+    def client_cancelled(self, message: MessageLike) -> None:
+        """The client cancelled a request: its POST stops waiting for it (the caller forwards the cancel)."""
+        params = message.params
+        rid = params.get("requestId") if isinstance(params, dict) else None
+        if isinstance(rid, int | str) and not isinstance(rid, bool):
+            route = self.pending.pop(rid, None)
+            if route is not None:
+                route.answered(rid)
+
+    async def abandon(self, route: Route) -> None:
+        """Nobody can receive this POST's answers any more (its stream was dropped): cancel them upstream."""
+        ids = list(route.ids)
+        route.close()
+        for rid in ids:
+            await self.write(cancel_frame(rid, "the HTTP client disconnected"))
+
+    # ---------------------------------------------------------------- child -> client
+
+    async def run(self, main: Session) -> None:
+        """The session's life: route the child's frames until the child ends or the session does."""
+        assert self.http is not None
+        assert self.child is not None
+        child = self.child
+
+        async def watch_main() -> None:
+            await main.run()  # ends when the host closes the session (DELETE, idle, shutdown)
+            tg.cancel_scope.cancel()
+
+        status: int | None = None
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(watch_main)
+                async for item in child.frames(max_frame=self.max_frame):
+                    await self._route(item)
+                tg.cancel_scope.cancel()
+        finally:
+            self.ended = True
+            with anyio.CancelScope(shield=True):
+                died = not self.http.closed  # else the host ended the session (DELETE, idle, shutdown)
+                status = await child.close()
+                why = (
+                    f"the upstream server exited (status {status}) before answering"
+                    if died
+                    else "the HTTP session ended before the upstream server answered"
+                )
+                await self._fail_pending(why)
+                await self.http.close()
+        logger.debug("session %s: upstream child ended (status %s)", self.http.id, status)
+
+    async def _fail_pending(self, why: str) -> None:
+        for rid, route in list(self.pending.items()):
+            text = f"{why} request {rid!r}; initialize a new session"
+            await route.stream.emit(core.encode_error(rid, jsonrpc.CONNECTION_CLOSED, text), response=True)
+            route.answered(rid)
+        self.pending.clear()
+
+    async def _route(self, item: MessageLike | core.FrameError) -> None:
+        if isinstance(item, core.FrameError):
+            logger.warning("dropping a malformed frame from the upstream server: %s", item.message)
+            return
+        kind = item.kind
+        if kind in {"result", "error"}:
+            rid = item.id
+            route = self.pending.pop(rid, None) if rid is not None else None
+            if route is None:
+                logger.debug("dropping an answer to unknown or cancelled request %r", rid)
+                return
+            if rid == self._init_id:
+                self._adopt_version(item)
+            await emit_bounded(route.stream, item.raw, response=True)
+            route.answered(rid)  # type: ignore[arg-type]  # rid is not None: it was found
+            return
+        target = self._target(item)
+        stream = target.stream if target is not None else self._get_stream()
+        await emit_bounded(stream, item.raw, response=False)
+
+    def _target(self, item: MessageLike) -> Route | None:
+        """The POST a server notification or request belongs to (see the module's docstring)."""
+        if item.method == _PROGRESS:
+            params = item.params
+            token = params.get("progressToken") if isinstance(params, dict) else None
+            route = self.tokens.get(token) if isinstance(token, int | str) else None
+            if route is not None and not route.closed:
+                return route
+        for route in reversed(self.pending.values()):
+            if not route.closed:
+                return route
+        return None
+
+    def _get_stream(self) -> Stream:
+        assert self.http is not None
+        return self.http.get_stream
+
+    def _adopt_version(self, item: MessageLike) -> None:
+        result = item.result
+        version = result.get("protocolVersion") if isinstance(result, dict) else None
+        if isinstance(version, str):
+            self.version = version

@@ -1,0 +1,262 @@
+"""POST to the listening proxy's endpoint: the host's checks, then the body's frames written to a child.
+
+The same refusals as `mcpframe.http.handling.PostHandler` (media types, body limit, unknown session, a
+request id already in flight, the admission bound), then: an `initialize` without a session gets a new
+child from the pool and a new HTTP session; notifications and responses are written to the session's
+child (202); requests are registered with the session's `SessionBridge` and written, and the POST is
+answered with plain JSON when only responses came within `stream_after`, else with an SSE stream (the
+host's `Stream`, resumable when the host has an event store). 2026-07-28 requests (no session) go to the
+shared stateless upstream (`listen_stateless`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from typing import TYPE_CHECKING, Any
+
+from mcpframe import jsonrpc, protocol
+from mcpframe.http.admission import Admission, Slot
+from mcpframe.http.asgi import ClientDisconnect, HttpRequest, TooLarge
+from mcpframe.http.headers import (
+    FIRST_STATELESS,
+    MCP_PROTOCOL_VERSION,
+    MCP_SESSION_ID,
+    Accepts,
+    is_json_content,
+)
+from mcpframe.http.options import HttpOptions
+from mcpframe.http.post import Body, one_line
+from mcpframe.http.responses import Answer, Reply, StreamReplies, error_response, json_response
+from mcpframe.http.sessions import HttpSession, SessionManager
+from mcpframe.http.streams import Stream
+
+from .listen_bridge import Route, SessionBridge, progress_tokens
+from .pool import ChildPool, PoolBusy
+
+if TYPE_CHECKING:
+    from .listen_stateless import StatelessBridge
+
+__all__ = ["BridgePosts"]
+
+
+class BridgePosts:
+    """What a POST to the proxy's endpoint goes through (the host's `PostHandler`, for a bridge)."""
+
+    def __init__(
+        self,
+        options: HttpOptions,
+        *,
+        sessions: SessionManager,
+        admission: Admission,
+        replies: StreamReplies,
+        pool: ChildPool,
+        stateless: StatelessBridge | None,
+    ) -> None:
+        self.options = options
+        self.sessions = sessions
+        self.admission = admission
+        self.replies = replies
+        self.pool = pool
+        self.stateless = stateless
+        self.max_frame = options.lane_options().max_frame
+
+    async def handle(self, request: HttpRequest, owner: str | None) -> Answer:
+        """Check the request and its body, then answer with 202, JSON or SSE."""
+        accepts = Accepts.parse(request.headers.get("accept"))
+        checked = await self._checked(request, accepts, owner)
+        if isinstance(checked, Reply):
+            return checked
+        body, session, modern = checked
+        if body.modern and session is None:
+            if self.stateless is None:
+                return error_response(400, "Bad Request: this proxy serves no 2026-07-28 requests")
+            return await self.stateless.handle(request, body, accepts, self)
+        if modern and not body.requests:
+            return Reply(202)  # a stateless client's notification: nothing to route it to
+        if session is None:
+            return await self._initialize(request, body, accepts, owner)
+        return await self._in_session(request, body, accepts, session)
+
+    async def _checked(
+        self, request: HttpRequest, accepts: Accepts, owner: str | None
+    ) -> tuple[Body, HttpSession | None, bool] | Reply:
+        """The decoded body, the session it names and whether it is 2026-07-28, or the refusal."""
+        data = await self._read(request, accepts)
+        if isinstance(data, Reply):
+            return data
+        modern = protocol.at_least(request.headers.get(MCP_PROTOCOL_VERSION, ""), FIRST_STATELESS)
+        session: HttpSession | None = None
+        if not modern and MCP_SESSION_ID in request.headers:
+            found = self.sessions.find(request.headers, owner)
+            if isinstance(found, Reply):
+                return found
+            session = found
+        body = Body.decode(data, max_frame=self.max_frame, batches=True)
+        error = body.rejected
+        if error is not None:  # as the host: a rejected notification or response gets an error status too
+            rid = None if error.notification else error.id
+            return error_response(400, error.message, code=error.code, rid=rid)
+        return body, session, modern
+
+    async def _read(self, request: HttpRequest, accepts: Accepts) -> bytes | Reply:
+        if not is_json_content(request.headers.get("content-type")):
+            return error_response(415, "Unsupported Media Type: the body must be application/json")
+        if not (accepts.json or accepts.sse):
+            return error_response(406, "Not Acceptable: accept application/json or text/event-stream")
+        limit = self.options.max_body
+        length = request.headers.get("content-length")
+        too_big = error_response(413, f"Payload Too Large: the body exceeds {limit} bytes")
+        if length is not None and length.isdigit() and int(length) > limit:
+            return too_big
+        try:
+            return await request.body(limit)
+        except TooLarge:
+            return too_big
+        except ClientDisconnect:
+            return Reply(400)
+
+    async def admit(self, request: HttpRequest, body: Body) -> Slot | Reply:
+        """Room for the POST's requests under the host's `max_in_flight`, or the 503 refusing it."""
+        ping = all(r.method == protocol.PING for r in body.requests)
+        got = await self.admission.enter(len(body.requests), request.receive, ping=ping)
+        if isinstance(got, Slot):
+            return got
+        if got == "gone":
+            return Reply(400)
+        why = f"Service Unavailable: {self.admission.max_in_flight} requests in flight; retry after 1 s"
+        return error_response(503, why, code=jsonrpc.INTERNAL_ERROR, headers={"Retry-After": "1"})
+
+    async def _initialize(
+        self, request: HttpRequest, body: Body, accepts: Accepts, owner: str | None
+    ) -> Answer:
+        if not body.initialize:
+            return error_response(400, "Bad Request: the Mcp-Session-Id header is required")
+        if self.sessions.full():
+            return error_response(503, "Service Unavailable: too many sessions")
+        try:
+            child = await self.pool.spawn()
+        except PoolBusy as exc:
+            return error_response(503, f"Service Unavailable: {exc}", headers={"Retry-After": "1"})
+        except OSError as exc:
+            why = f"Bad Gateway: the upstream server could not start ({exc})"
+            return error_response(502, why, code=jsonrpc.INTERNAL_ERROR, rid=body.requests[0].id)
+        session = self.sessions.create(owner)
+        bridge = session.connection
+        assert isinstance(bridge, SessionBridge)
+        bridge.attach(session, child)
+        response = await self._in_session(request, body, accepts, session)
+        if isinstance(response, Reply) and session.version is None:
+            await self.sessions.end(session)  # initialize failed (answered with an error): no session
+            response.headers.pop(MCP_SESSION_ID.lower(), None)
+        return response
+
+    async def _in_session(
+        self, request: HttpRequest, body: Body, accepts: Accepts, session: HttpSession
+    ) -> Answer:
+        bridge = session.connection
+        assert isinstance(bridge, SessionBridge)
+        session.touch()
+        refusal = await self._pass_others(bridge, body)
+        if refusal is not None:
+            return refusal
+        busy = [r.id for r in body.requests if r.id is not None and r.id in bridge.pending]
+        if busy:
+            why = f"Bad Request: request id {busy[0]!r} is already in flight"
+            return error_response(400, why, rid=busy[0])
+        session.touch(+1)
+        try:
+            slot = await self.admit(request, body)
+        finally:
+            session.touch(-1)
+        if isinstance(slot, Reply):
+            return slot
+        stream = session.new_stream()
+        route = Route(
+            stream, [r.id for r in body.requests if r.id is not None], progress_tokens(body.requests)
+        )
+        route.on_close += (slot.release, lambda: session.stream_ended(stream))
+        bridge.add(route, body.requests)
+        for frame in body.error_frames():  # the invalid parts of a batch are answered at once
+            await stream.emit(frame, response=True)
+        if not await bridge.write(b"".join(one_line(r.raw) for r in body.requests)):
+            route.close()
+            return _ended()
+        return await self.answer(route, session, accepts, {MCP_SESSION_ID: session.id}, bridge)
+
+    @staticmethod
+    async def _pass_others(bridge: SessionBridge, body: Body) -> Reply | None:
+        """Write the body's notifications and responses to the child; the reply when nothing more is to do."""
+        others = [one_line(m.raw) for m in body.others]
+        for message in body.others:
+            if message.method == protocol.NOTIFICATIONS_CANCELLED:
+                bridge.client_cancelled(message)
+        if others and not await bridge.write(b"".join(others)):
+            return _ended()
+        if body.requests:
+            return None
+        if body.errors:
+            return json_response(b"[" + b",".join(body.error_frames()) + b"]")
+        return Reply(202)
+
+    async def answer(
+        self,
+        route: Route,
+        session: HttpSession | None,
+        accepts: Accepts,
+        headers: dict[str, str],
+        bridge: Any,
+    ) -> Answer:
+        """Plain JSON when only responses came (within `stream_after`), else SSE."""
+        stream = route.stream
+        priming = self.replies.priming(session)
+        prefer_sse = self.options.response_mode == "sse" or (
+            self.options.response_mode == "resumable" and priming is not None
+        )
+        if not (accepts.sse and prefer_sse):
+            answered = await self._json_answer(stream, session, accepts, headers)
+            if answered is not None:
+                return answered
+        receive = await stream.attach(retry_ms=priming)
+        close_idle = self.options.close_idle_streams if priming is not None else None
+
+        def ended() -> None:
+            if not stream.resumable and not stream.finished.is_set():
+                self.sessions.spawn(bridge.abandon, route)  # nobody can ever receive the answers
+
+        return self.replies.reply(
+            session, stream, receive, close_idle=close_idle, on_end=ended, headers=headers
+        )
+
+    async def _json_answer(
+        self, stream: Stream, session: HttpSession | None, accepts: Accepts, headers: dict[str, str]
+    ) -> Reply | None:
+        event = stream.wake if accepts.sse else stream.finished
+        if not event.is_set():
+            wait = self.options.stream_after if accepts.sse else math.inf
+            if accepts.sse and self.options.close_idle_streams is not None:
+                wait = min(wait, self.options.close_idle_streams)
+            loop = asyncio.get_running_loop()
+            timer = None if wait == math.inf else loop.call_later(wait, stream.wake.set)
+            try:
+                await event.wait()
+            finally:
+                if timer is not None:
+                    timer.cancel()
+        if not stream.finished.is_set() or (stream.saw_other and accepts.sse):
+            return None
+        frames = stream.response_frames()
+        if session is not None:
+            session.stream_ended(stream)
+        if not frames:
+            return Reply(202, headers=headers)
+        joined = frames[0] if len(frames) == 1 else b"[" + b",".join(frames) + b"]"
+        return json_response(joined, headers)
+
+
+def _ended() -> Reply:
+    return error_response(
+        404,
+        "Not Found: the session ended (its upstream server exited); initialize again",
+        code=jsonrpc.INVALID_REQUEST,
+    )

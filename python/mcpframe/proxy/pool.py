@@ -1,0 +1,156 @@
+"""Upstream children of the listening proxy: stdio servers spawned on demand, at most `size` at once.
+
+Each handshake-era HTTP session (and each legacy SSE stream) gets a child of its own: its ids, its
+initialize and its subscriptions are the child's, so nothing has to be rewritten. `ChildPool.spawn` waits
+while `size` children run (a session that ends frees its child's place); at most `max_waiting` sessions wait,
+each at most `wait_timeout` seconds, so a burst of new sessions never queues without bound.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+from collections.abc import AsyncIterator, Mapping, Sequence
+
+import anyio
+import anyio.abc
+
+from mcpframe import core
+
+__all__ = ["Child", "ChildPool", "PoolBusy"]
+
+logger = logging.getLogger("mcpframe.proxy")
+
+_CLOSE_GRACE = 2.0  # seconds a child gets to exit after its stdin closed, before it is terminated
+_READ_CHUNK = 256 * 1024
+
+
+class PoolBusy(Exception):
+    """No child could be started: `size` are running and the wait was too long or too crowded."""
+
+
+class Child:
+    """One upstream server process: frames to its stdin, decoded frames from its stdout."""
+
+    def __init__(self, process: anyio.abc.Process, pool: ChildPool) -> None:
+        self.process = process
+        self._pool = pool
+        self._lock = anyio.Lock()  # concurrent writers (POSTs) must not interleave their frames
+        self._closed = False
+
+    @property
+    def pid(self) -> int:
+        """The child's process id."""
+        return self.process.pid
+
+    @property
+    def returncode(self) -> int | None:
+        """The exit status once it ended."""
+        return self.process.returncode
+
+    async def write(self, data: bytes) -> None:
+        """Write whole frames (NDJSON); waits while the child reads slowly (flow control)."""
+        stdin = self.process.stdin
+        assert stdin is not None
+        async with self._lock:
+            await stdin.send(data)
+
+    async def frames(self, *, max_frame: int) -> AsyncIterator[core.Message | core.FrameError]:
+        """What the child writes, frame by frame (envelope decoded lazily), until its stdout ends."""
+        stdout = self.process.stdout
+        assert stdout is not None
+        decoder = core.Decoder(max_frame=max_frame, lazy=True)
+        while True:
+            try:
+                chunk = await stdout.receive(_READ_CHUNK)
+            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                break
+            for item in decoder.feed(chunk):
+                yield item
+        for item in decoder.close():
+            yield item
+
+    async def close(self) -> int | None:
+        """End the child: stdin closed (a stdio server's cue to exit), then terminate, then kill. Idempotent;
+        its place in the pool is free afterwards. Returns the exit status."""
+        if self._closed:
+            return self.process.returncode
+        self._closed = True
+        process = self.process
+        with anyio.CancelScope(shield=True):
+            try:
+                if process.stdin is not None:
+                    await process.stdin.aclose()
+                for stop in (None, process.terminate, process.kill):
+                    if stop is not None:
+                        stop()  # still running after the grace: asked harder
+                    with anyio.move_on_after(_CLOSE_GRACE):
+                        await process.wait()
+                        break
+            except ProcessLookupError:
+                pass  # it ended between the checks
+            finally:
+                self._pool.release()
+        return process.returncode
+
+
+class ChildPool:
+    """Spawns `command` (with `env` added to this process's environment), at most `size` at once."""
+
+    def __init__(
+        self,
+        command: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        size: int = 64,
+        max_waiting: int = 1024,
+        wait_timeout: float = 30.0,
+    ) -> None:
+        if not command:
+            raise ValueError("the upstream command is empty")
+        self.command = list(command)
+        self.env = {**os.environ, **env} if env else None
+        self.size = size
+        self.max_waiting = max_waiting
+        self.wait_timeout = wait_timeout
+        self._slots = anyio.Semaphore(size)
+        self.waiting = 0
+        self.spawned = 0  # children started so far (tests and benchmarks read it)
+
+    @property
+    def running(self) -> int:
+        """Children alive now."""
+        return self.size - self._slots.value
+
+    def release(self) -> None:
+        """A child ended: its place is free."""
+        self._slots.release()
+
+    async def spawn(self) -> Child:
+        """A new child, once fewer than `size` run; `PoolBusy` if it cannot start soon enough."""
+        if self.waiting >= self.max_waiting and self._slots.value == 0:
+            raise PoolBusy(f"{self.size} upstream servers are running and {self.waiting} sessions wait")
+        self.waiting += 1
+        acquired = False
+        try:
+            with anyio.move_on_after(self.wait_timeout):
+                await self._slots.acquire()
+                acquired = True
+            if not acquired:
+                raise PoolBusy(
+                    f"all {self.size} upstream servers stayed busy for {self.wait_timeout:g} s "
+                    "(mcpframe proxy --pool-size)"
+                )
+        finally:
+            self.waiting -= 1
+        try:
+            process = await anyio.open_process(
+                self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None, env=self.env
+            )
+        except BaseException:
+            self._slots.release()
+            raise
+        self.spawned += 1
+        logger.debug("upstream child %d started: %s", process.pid, self.command)
+        return Child(process, self)

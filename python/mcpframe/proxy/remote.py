@@ -1,0 +1,184 @@
+"""`mcpframe proxy https://host/mcp`: this process's stdin/stdout (one stdio client) to a remote server.
+
+```python
+from mcpframe.proxy import ProxyOptions
+from mcpframe.proxy.remote import proxy_remote
+
+await proxy_remote(ProxyOptions(url="https://host/mcp", headers={"Authorization": "Bearer T"}), transport)
+```
+
+The remote side is `mcpframe.http`'s client transport: `AutoTransport` speaks Streamable HTTP and falls back
+to the legacy HTTP+SSE transport when the server only has that. `options.headers` go with every request.
+Frames are forwarded as bytes both ways: what the client writes is posted as it came (only its envelope is
+read, to refuse a malformed frame with the JSON-RPC error the stdio rules ask for and to count requests in
+flight); what the server sends on POST answers and the GET/SSE stream (responses, its requests for sampling,
+elicitation and roots, notifications) is written to stdout. A refused or failed request (401, 403, 404, 5xx,
+no connection) gets an error answer whose message names the HTTP status; an expired session is
+re-initialized by the transport, once, with the client's own `initialize`.
+
+Flow control: at most `max_in_flight` requests are posted and unanswered at once; past it, stdin is not
+read until an answer comes. At the client's end of input the session is ended (DELETE) and the proxy exits 0.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+import anyio
+
+from mcpframe import core
+from mcpframe._api import MessageLike
+
+from .options import ProxyOptions
+
+__all__ = ["ByteTransport", "proxy_remote", "run_remote"]
+
+logger = logging.getLogger("mcpframe.proxy")
+
+MAX_IN_FLIGHT = 64
+"""Requests posted to the remote server and not answered yet; past it the proxy stops reading stdin. Below
+httpx's 100 connections: more requests than connections queue inside httpx's pool, whose bookkeeping
+costs grow with the queue (measured: 5,000 pipelined calls took minutes of CPU with 600 queued)."""
+
+
+DRAIN_TIMEOUT = 10.0
+"""Seconds the requests in flight at the client's end of input get to be answered before the proxy ends."""
+
+
+class ByteTransport(Protocol):
+    """What the proxy needs of each side: NDJSON bytes in and out (`b""` at the end)."""
+
+    async def receive(self) -> bytes: ...
+
+    async def send(self, data: bytes) -> None: ...
+
+
+class _InFlight:
+    """The client's requests waiting for their answers, bounded (see the module's docstring)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.ids: set[Any] = set()
+        self._room = anyio.Event()
+        self.idle = anyio.Event()
+
+    def add(self, rid: Any) -> None:
+        self.ids.add(rid)
+        if self.idle.is_set():
+            self.idle = anyio.Event()
+
+    def done(self, rid: Any) -> None:
+        self.ids.discard(rid)
+        if len(self.ids) < self.limit:
+            self._room.set()
+        if not self.ids:
+            self.idle.set()
+
+    def note(self, message: MessageLike) -> None:
+        """A frame from the client: a request counts until answered, a cancel ends its request's count."""
+        if message.kind == "request":
+            self.add(message.id)
+        elif message.method == "notifications/cancelled":
+            params = message.params
+            self.done(params.get("requestId") if isinstance(params, dict) else None)
+
+    @property
+    def full(self) -> bool:
+        return len(self.ids) >= self.limit
+
+    async def wait_for_room(self) -> None:
+        while len(self.ids) >= self.limit:
+            self._room = anyio.Event()
+            await self._room.wait()
+
+
+async def _client_to_server(client: ByteTransport, server: ByteTransport, in_flight: _InFlight) -> None:
+    """What the client writes, posted frame by frame as it came; malformed frames answered here."""
+    decoder = core.Decoder(lazy=True)
+    while True:
+        chunk = await client.receive()
+        if not chunk:
+            return
+        frames: list[bytes] = []
+        for item in decoder.feed(chunk):
+            if isinstance(item, core.FrameError):
+                if not item.notification:  # answered as a stdio server would; never sent on broken
+                    await client.send(item.to_response())
+                continue
+            if item.kind == "request" and in_flight.full:
+                if frames:  # what came before goes now; this request waits for an answer
+                    await server.send(b"".join(frames))
+                    frames = []
+                await in_flight.wait_for_room()
+            in_flight.note(item)
+            frames.append(item.raw + b"\n")
+        if frames:
+            await server.send(b"".join(frames))
+
+
+async def _server_to_client(server: ByteTransport, client: ByteTransport, in_flight: _InFlight) -> None:
+    """What the server sends, to the client as it came; answers free their place in flight."""
+    while True:
+        data = await server.receive()
+        if not data:
+            return
+        if in_flight.ids:
+            for item in core.Decoder(lazy=True).feed(data if data.endswith(b"\n") else data + b"\n"):
+                if not isinstance(item, core.FrameError) and item.kind in ("result", "error"):
+                    in_flight.done(item.id)
+        await client.send(data)
+
+
+async def proxy_remote(
+    client: ByteTransport,
+    server: ByteTransport,
+    *,
+    max_in_flight: int = MAX_IN_FLIGHT,
+    drain_timeout: float = DRAIN_TIMEOUT,
+) -> None:
+    """Forward between `client` and `server` until the client's input ends (then the requests in flight
+    get up to `drain_timeout` seconds to be answered) or the server's does."""
+    in_flight = _InFlight(max_in_flight)
+    async with anyio.create_task_group() as tg:
+
+        async def from_server() -> None:
+            await _server_to_client(server, client, in_flight)
+            tg.cancel_scope.cancel()  # the remote side ended: nothing more can be answered
+
+        tg.start_soon(from_server)
+        await _client_to_server(client, server, in_flight)
+        # end of input: what is in flight is still answered (as a stdio server answers what it read)
+        with anyio.move_on_after(drain_timeout):
+            if in_flight.ids:
+                await in_flight.idle.wait()
+        tg.cancel_scope.cancel()
+
+
+def remote_transport(url: str, headers: Mapping[str, str]) -> Any:
+    """The client transport to `url` (Streamable HTTP, or legacy SSE detected), sending `headers`."""
+    from mcpframe.http.client_sse_auto import AutoTransport  # noqa: PLC0415 - the http extra
+
+    return AutoTransport(url, headers=dict(headers))
+
+
+async def _serve_remote(options: ProxyOptions) -> None:
+    from mcpframe.transports.stdio import stdio_server  # noqa: PLC0415
+
+    assert options.url is not None
+    async with stdio_server() as stdio, remote_transport(options.url, options.headers) as remote:
+        await proxy_remote(stdio, remote)
+
+
+def run_remote(options: ProxyOptions) -> int:
+    """`mcpframe proxy URL`: forward this process's stdio to the remote server until stdin ends; 0 then."""
+    if options.url is None or not options.url.startswith(("http://", "https://")):
+        print(f"mcpframe proxy: {options.url!r} is not an http:// or https:// URL", file=sys.stderr)
+        return 2
+    try:
+        anyio.run(_serve_remote, options)
+    except KeyboardInterrupt:
+        return 130
+    return 0

@@ -1,0 +1,120 @@
+"""Helpers of the listen/remote proxy tests: run `mcpframe proxy` (or a server) as a child, find its URL."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import re
+import subprocess
+import sys
+import threading
+from collections.abc import AsyncIterator, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+from tests._process import stop_child
+
+import mcpframe
+from mcpframe.http.options import HttpOptions
+from mcpframe.http.server import serve_http
+from mcpframe.proxy import ProxyOptions
+from mcpframe.proxy.listen import ListenServer, http_options_for
+
+ROOT = Path(__file__).resolve().parents[2]
+EVERYTHING = str(ROOT / "examples" / "everything.py")
+SERVE_EVERYTHING = [sys.executable, "-m", "mcpframe", "serve", EVERYTHING]
+TS_ENTRY = (
+    ROOT / ".cache/server-everything/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+)
+_URL = re.compile(r"Streamable HTTP on (\S+)")
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """This process's environment, with this mcpframe tree first and the selected core backend kept."""
+    package_root = str(Path(mcpframe.__file__).resolve().parent.parent)
+    path = os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH", "")) if p)
+    env = dict(os.environ)
+    env.update(PYTHONPATH=path, MCPFRAME_BACKEND=os.environ.get("MCPFRAME_BACKEND", "auto"), **extra)
+    return env
+
+
+@contextlib.contextmanager
+def running(command: Sequence[str], *, timeout: float = 30.0, **env: str) -> Iterator[str]:
+    """Run `command` (an `mcpframe proxy --listen` or `mcpframe serve --http`) and yield the URL it prints
+    on stderr; its later stderr is drained (a full pipe would stall it); stopped with SIGTERM after."""
+    child = subprocess.Popen(
+        list(command), stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=child_env(**env)
+    )
+    found: list[str] = []
+    ready = threading.Event()
+
+    def read() -> None:
+        assert child.stderr is not None
+        for line in child.stderr:
+            match = _URL.search(line)
+            if match and not found:
+                found.append(match.group(1))
+                ready.set()
+            elif not found:
+                found_lines.append(line)
+        ready.set()
+
+    found_lines: list[str] = []
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        ready.wait(timeout)
+        if not found:
+            raise RuntimeError(f"{command} printed no URL: {''.join(found_lines)[-2000:]}")
+        yield found[0]
+    finally:
+        stop_child(child)
+
+
+def listen_command(*upstream: str, flags: Sequence[str] = ()) -> list[str]:
+    """`mcpframe proxy --listen http://127.0.0.1:0/mcp [flags] -- upstream...`."""
+    proxy = [sys.executable, "-m", "mcpframe", "proxy", "--listen", "http://127.0.0.1:0/mcp", *flags]
+    return [*proxy, "--", *upstream]
+
+
+@dataclasses.dataclass
+class Proxy:
+    """A listening proxy served in this process: its URL, and its app (pool and sessions to look at)."""
+
+    url: str
+    app: ListenServer
+
+
+@contextlib.asynccontextmanager
+async def in_process_proxy(
+    command: Sequence[str], *, pool_size: int = 4, http: HttpOptions | None = None
+) -> AsyncIterator[Proxy]:
+    """`mcpframe proxy --listen` in front of `command`, served in this process on a random port."""
+    options = ProxyOptions(
+        listen="http://127.0.0.1:0/mcp",
+        command=list(command),
+        env=child_env(),
+        pool_size=pool_size,
+        http=http or HttpOptions(),
+    )
+    app = ListenServer(options, http_options_for(options))
+    ready = anyio.Event()
+    found: list[str] = []
+
+    def listening(url: str) -> None:
+        found.append(url)
+        ready.set()
+
+    async def serve() -> None:
+        upstream: Any = app.server
+        await serve_http(
+            upstream, port=0, options=app.options, ready=listening, app=app, http_server="mcpframe"
+        )
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(serve)
+        with anyio.fail_after(10):
+            await ready.wait()
+        yield Proxy(found[0], app)
+        tg.cancel_scope.cancel()
