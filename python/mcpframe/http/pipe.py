@@ -35,6 +35,11 @@ class ChunkReader:
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
+    @property
+    def queued(self) -> int:
+        """How many chunks wait for the reader (what a producer that can wait checks for flow control)."""
+        return len(self._items)
+
     def get_nowait(self) -> bytes | None:
         """The next chunk, `b""` at the end, `None` when nothing is queued yet."""
         if self._items:
