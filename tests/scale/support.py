@@ -152,3 +152,57 @@ class RoundRobin(httpx.AsyncBaseTransport):
 
     async def aclose(self) -> None:
         await self._inner.aclose()
+
+
+LEGACY = "2025-11-25"
+HEADERS = {
+    "accept": "application/json, text/event-stream",
+    "content-type": "application/json",
+    "mcp-protocol-version": LEGACY,
+}
+
+
+def rpc(rid: int | None, method: str, params: dict[str, object] | None = None) -> dict[str, object]:
+    """A JSON-RPC request (or a notification when `rid` is None)."""
+    message: dict[str, object] = {"jsonrpc": "2.0", "method": method}
+    if rid is not None:
+        message["id"] = rid
+    if params is not None:
+        message["params"] = params
+    return message
+
+
+INITIALIZE = rpc(
+    0,
+    "initialize",
+    {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "scale", "version": "0"}},
+)
+
+
+class Events:
+    """The SSE events of a streamed response, read one at a time: `(id, data)`; data `""` for priming."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        self.response = response
+        self._lines = response.aiter_lines()
+
+    async def next(self) -> tuple[str | None, str] | None:
+        """The next event, `None` at the end of the stream."""
+        event_id: str | None = None
+        data: list[str] = []
+        seen = False
+        async for line in self._lines:
+            if not line:
+                if seen:
+                    return event_id, "\n".join(data)
+                continue
+            if line.startswith(":"):
+                continue
+            seen = True
+            field, _, value = line.partition(":")
+            value = value.removeprefix(" ")
+            if field == "id":
+                event_id = value
+            elif field == "data":
+                data.append(value)
+        return None
