@@ -144,6 +144,8 @@ class PostHandler:
                 return error_response(400, "Bad Request: the Mcp-Session-Id header is required")
             if self.sessions.full():
                 return _too_many_sessions()
+            if self.sessions.shared is not None:  # a session nobody could find again is no session: 503
+                await self.sessions.shared.store.ping()
         else:
             done = self._route_all(session, body)
             if done is not None:

@@ -79,7 +79,7 @@ class RedisStore:
 
     async def start(self, deliver_cancel: Callable[[str, bytes], None]) -> Callable[[], Awaitable[None]]:
         """Check that Redis answers (`PING`); return the listener of published cancels."""
-        await self._call("PING", self.redis.ping())
+        await self.ping()
 
         async def listen() -> None:
             while True:  # a lost connection is retried: the instance keeps serving what needs no cancel
@@ -97,6 +97,10 @@ class RedisStore:
     async def aclose(self) -> None:
         """Close the connection pool."""
         await self.redis.aclose()
+
+    async def ping(self) -> None:
+        """`PING`."""
+        await self._call("PING", self.redis.ping())
 
     # ------------------------------------------------------------ sessions
 

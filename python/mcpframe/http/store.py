@@ -120,6 +120,10 @@ class SharedStore(EventStore, Protocol):
         """Disconnect."""
         ...
 
+    async def ping(self) -> None:
+        """Check that the store answers (`StoreUnavailable` when not)."""
+        ...
+
     async def save(self, session_id: str, state: SessionState) -> None:
         """Record the session's state (and refresh its time to live)."""
         ...
