@@ -21,6 +21,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 
 from .events import Replay, split_event_id
@@ -57,8 +60,10 @@ class RedisStore:
         self.max_events = max_events
         self._ttl_ms = None if idle_timeout is None else max(1, int(idle_timeout * 1000))
         # no socket timeout: each call is bounded by `_call`, and a tail's XREAD BLOCK waits longer on purpose
+        # a connection of the pool that a restarted Redis closed is replaced once, at once (within the bound)
+        retry = Retry(NoBackoff(), 1)
         self.redis: aioredis.Redis = aioredis.Redis.from_url(
-            url, socket_connect_timeout=timeout, health_check_interval=0
+            url, socket_connect_timeout=timeout, retry=retry, retry_on_error=[RedisConnectionError]
         )
         self.where = _where(url)
 
