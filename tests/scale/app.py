@@ -12,7 +12,8 @@ from mcpframe.server import Context
 
 _EVERYTHING = Path(__file__).resolve().parents[2] / "examples" / "everything.py"
 _spec = importlib.util.spec_from_file_location("scale_everything", _EVERYTHING)
-assert _spec is not None and _spec.loader is not None
+assert _spec is not None
+assert _spec.loader is not None
 _module = importlib.util.module_from_spec(_spec)
 sys.modules["scale_everything"] = _module
 _spec.loader.exec_module(_module)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -22,9 +23,11 @@ pytestmark = pytest.mark.anyio
 async def balanced(cluster: list[Instance], **settings: Any) -> AsyncIterator[tuple[Client, RoundRobin]]:
     """A client of the cluster through a round-robin balancer."""
     balancer = RoundRobin([i.port for i in cluster])
-    async with httpx.AsyncClient(transport=balancer, timeout=30) as http:
-        async with connect(cluster[0].url, transport="streamable-http", http_client=http, **settings) as client:
-            yield client, balancer
+    async with (
+        httpx.AsyncClient(transport=balancer, timeout=30) as http,
+        connect(cluster[0].url, transport="streamable-http", http_client=http, **settings) as client,
+    ):
+        yield client, balancer
 
 
 async def test_everything_tools_through_round_robin_legacy(cluster: list[Instance]) -> None:
@@ -40,9 +43,7 @@ async def test_everything_tools_through_round_robin_legacy(cluster: list[Instanc
             assert {"test_simple_text", "tick", "touch_watched"} <= tools
             result = await client.call_tool("test_simple_text")
             assert result["content"][0]["text"]
-            await client.call_tool(
-                "test_tool_with_progress", on_progress=lambda p, t, m: progress.append(p)
-            )
+            await client.call_tool("test_tool_with_progress", on_progress=lambda p, t, m: progress.append(p))
             assert progress == [0, 50, 100]
             await client.set_logging_level("info")
             await client.call_tool("test_tool_with_logging")
@@ -55,4 +56,4 @@ async def test_everything_tools_through_round_robin_legacy(cluster: list[Instanc
             assert contents
     posts = [port for method, port in balancer.sent if method == "POST"]
     assert len(set(posts)) == 3  # every instance answered some of them
-    assert all(a != b for a, b in zip(posts, posts[1:], strict=False))  # never twice in a row
+    assert all(a != b for a, b in itertools.pairwise(posts))  # never twice in a row

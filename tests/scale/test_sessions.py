@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import anyio
@@ -15,7 +15,6 @@ import redis as redis_sync
 
 from mcpframe.http import connect
 
-from .conftest import start_instances
 from .support import HEADERS, INITIALIZE, Instance, RedisProcess, RoundRobin, rpc
 from .test_streams import call, open_session
 
@@ -27,7 +26,7 @@ def state_key(session_id: str) -> str:
 
 
 async def test_delete_removes_the_session_everywhere(cluster: list[Instance]) -> None:
-    a, b, c = cluster
+    a, b, _ = cluster
     async with httpx.AsyncClient(timeout=30) as http:
         with anyio.fail_after(30):
             headers = await open_session(http, a.url)
@@ -63,15 +62,17 @@ async def test_idle_sessions_expire_in_redis(cluster: list[Instance], redis: Red
 
 async def test_modern_era_through_round_robin(cluster: list[Instance]) -> None:
     balancer = RoundRobin([i.port for i in cluster])
-    async with httpx.AsyncClient(transport=balancer, timeout=30) as http:
-        async with connect(cluster[0].url, transport="streamable-http", http_client=http, mode="modern") as client:
-            with anyio.fail_after(30):
-                for _ in range(3):
-                    result = await client.call_tool("test_simple_text")
-                    assert result["content"][0]["text"]
-                progress: list[float] = []
-                await client.call_tool("test_tool_with_progress", on_progress=lambda p, t, m: progress.append(p))
-                assert progress == [0, 50, 100]
+    async with (
+        httpx.AsyncClient(transport=balancer, timeout=30) as http,
+        connect(cluster[0].url, transport="streamable-http", http_client=http, mode="modern") as client,
+    ):
+        with anyio.fail_after(30):
+            for _ in range(3):
+                result = await client.call_tool("test_simple_text")
+                assert result["content"][0]["text"]
+            progress: list[float] = []
+            await client.call_tool("test_tool_with_progress", on_progress=lambda p, t, m: progress.append(p))
+            assert progress == [0, 50, 100]
     assert len({port for _, port in balancer.sent}) == 3
 
 
@@ -86,19 +87,21 @@ async def test_subscribe_and_updated_through_round_robin(cluster: list[Instance]
             updated.set()
 
     balancer = RoundRobin([i.port for i in cluster])
-    async with httpx.AsyncClient(transport=balancer, timeout=30) as http:
-        async with connect(
+    async with (
+        httpx.AsyncClient(transport=balancer, timeout=30) as http,
+        connect(
             cluster[0].url,
             transport="streamable-http",
             http_client=http,
             mode="legacy",
             notification_handler=on_notification,
-        ) as client:
-            with anyio.fail_after(30):
-                await client.subscribe("test://watched-resource")
-                for _ in range(3):  # whichever instance runs it, the GET stream's instance delivers it
-                    await client.call_tool("touch_watched")
-                await updated.wait()
+        ) as client,
+    ):
+        with anyio.fail_after(30):
+            await client.subscribe("test://watched-resource")
+            for _ in range(3):  # whichever instance runs it, the GET stream's instance delivers it
+                await client.call_tool("touch_watched")
+            await updated.wait()
 
 
 async def test_redis_slow_or_down_is_503_and_instances_recover(
@@ -116,7 +119,8 @@ async def test_redis_slow_or_down_is_503_and_instances_recover(
                 os.kill(redis.child.pid, signal.SIGCONT)
             assert reply.status_code == 503
             error = reply.json()["error"]
-            assert "Redis at redis://127.0.0.1" in error["message"] and "in time" in error["message"]
+            assert "Redis at redis://127.0.0.1" in error["message"]
+            assert "in time" in error["message"]
             await call(http, b.url, headers, 2, "test_simple_text")  # back: the same session goes on
             redis.stop()  # down
             try:
@@ -134,29 +138,33 @@ async def test_redis_slow_or_down_is_503_and_instances_recover(
 
 
 @pytest.fixture(scope="module")
-def stateless(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    instances = [Instance(["--stateless"], tmp_path_factory.mktemp("stateless") / f"s{n}.log") for n in range(2)]
+def stateless(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Instance]]:
+    logs = tmp_path_factory.mktemp("stateless")
+    instances = [Instance(["--stateless"], logs / f"s{n}.log") for n in range(2)]
     yield instances
     for instance in instances:
         instance.stop()
 
 
-async def test_stateless_mode_serves_handshake_era_clients_without_sessions(stateless: list[Instance]) -> None:
+async def test_stateless_mode_serves_handshake_era_clients(stateless: list[Instance]) -> None:
     a, b = stateless
     async with httpx.AsyncClient(timeout=30) as http:
         with anyio.fail_after(30):
             reply = await http.post(a.url, json=INITIALIZE, headers=HEADERS)
-            assert reply.status_code == 200 and "mcp-session-id" not in reply.headers
+            assert reply.status_code == 200
+            assert "mcp-session-id" not in reply.headers
             assert (await http.get(b.url, headers=HEADERS)).status_code == 405
             assert (await http.delete(b.url, headers=HEADERS)).status_code == 405
             note = await http.post(b.url, json=rpc(None, "notifications/initialized"), headers=HEADERS)
             assert note.status_code == 202
             await call(http, b.url, HEADERS, 1, "test_simple_text")  # no initialize on b: none needed
     balancer = RoundRobin([i.port for i in stateless])
-    async with httpx.AsyncClient(transport=balancer, timeout=30) as http:
-        async with connect(a.url, transport="streamable-http", http_client=http, mode="legacy") as client:
-            with anyio.fail_after(30):
-                progress: list[float] = []
-                await client.call_tool("test_tool_with_progress", on_progress=lambda p, t, m: progress.append(p))
-                assert progress == [0, 50, 100]
-                assert (await client.call_tool("test_simple_text"))["content"]
+    async with (
+        httpx.AsyncClient(transport=balancer, timeout=30) as http,
+        connect(a.url, transport="streamable-http", http_client=http, mode="legacy") as client,
+    ):
+        with anyio.fail_after(30):
+            progress: list[float] = []
+            await client.call_tool("test_tool_with_progress", on_progress=lambda p, t, m: progress.append(p))
+            assert progress == [0, 50, 100]
+            assert (await client.call_tool("test_simple_text"))["content"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 
 import anyio
 import httpx
@@ -48,7 +47,7 @@ def seq(event_id: str | None) -> int:
     return int(event_id.rpartition(".")[2])
 
 
-async def test_get_stream_resumes_on_another_instance_after_a_kill(cluster: list[Instance], pair: list[Instance]) -> None:
+async def test_get_stream_resumes_on_another_instance_after_a_kill(pair: list[Instance]) -> None:
     a, b = pair
     async with httpx.AsyncClient(timeout=30) as http:
         with anyio.fail_after(30):
@@ -60,11 +59,13 @@ async def test_get_stream_resumes_on_another_instance_after_a_kill(cluster: list
                 assert get.status_code == 200
                 events = Events(get)
                 priming = await events.next()
-                assert priming is not None and priming[1] == ""
+                assert priming is not None
+                assert priming[1] == ""
                 for rid in (2, 3, 4):  # produced on b, delivered by a (the stream's holder) from Redis
                     await call(http, b.url, headers, rid, "touch_watched")
                     event = await events.next()
-                    assert event is not None and "resources/updated" in event[1]
+                    assert event is not None
+                    assert "resources/updated" in event[1]
                     seen.append(event)
                 a.kill()  # the instance holding the stream dies mid-stream
             for rid in (5, 6):  # missed while no stream is open
@@ -75,7 +76,8 @@ async def test_get_stream_resumes_on_another_instance_after_a_kill(cluster: list
                 events = Events(get)
                 for _ in (5, 6):
                     event = await events.next()
-                    assert event is not None and "resources/updated" in event[1]
+                    assert event is not None
+                    assert "resources/updated" in event[1]
                     seen.append(event)
                 await call(http, b.url, headers, 7, "touch_watched")  # and live again
                 event = await events.next()
@@ -95,7 +97,9 @@ async def test_post_stream_resumes_on_another_instance(cluster: list[Instance]) 
                 events = Events(post)
                 priming = await events.next()
                 first = await events.next()
-                assert priming is not None and first is not None and "tick 0" in first[1]
+                assert priming is not None
+                assert first is not None
+                assert "tick 0" in first[1]
             # the connection to a dropped; the client resumes through b, which reads a's stream from Redis
             resume = {**headers, "last-event-id": first[0] or ""}
             async with http.stream("GET", b.url, headers=resume) as get:
@@ -107,7 +111,8 @@ async def test_post_stream_resumes_on_another_instance(cluster: list[Instance]) 
     texts = [json.loads(data) for _, data in rest]
     ticks = [t["params"]["data"] for t in texts if t.get("method") == "notifications/message"]
     assert ticks == [f"tick {n}" for n in range(1, 6)]
-    assert texts[-1]["id"] == 1 and texts[-1]["result"]["content"][0]["text"] == "6 ticks"
+    assert texts[-1]["id"] == 1
+    assert texts[-1]["result"]["content"][0]["text"] == "6 ticks"
     assert [seq(i) for i, _ in rest] == list(range(seq(first[0]) + 1, seq(first[0]) + 1 + len(rest)))
 
 

@@ -75,6 +75,12 @@ class PostHandler:
         modern = protocol.at_least(request.headers.get(MCP_PROTOCOL_VERSION, ""), FIRST_STATELESS)
         if self.options.stateless and not modern:
             return await self._stateless_legacy(request, data, accepts)
+        return await self._decoded(request, data, accepts, owner, modern=modern)
+
+    async def _decoded(
+        self, request: HttpRequest, data: bytes, accepts: Accepts, owner: str | None, *, modern: bool
+    ) -> Answer:
+        """The body decoded in its session's rules (batches), then answered by era."""
         found = await self._session(request, owner) if not modern else None  # 2026-07-28 has no sessions
         if isinstance(found, Reply):
             return found

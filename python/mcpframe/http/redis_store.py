@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
 import redis.asyncio as aioredis
@@ -28,7 +28,7 @@ from redis.exceptions import RedisError
 
 from .events import Replay, split_event_id
 from .pipe import Pipe
-from .store import SessionState, StoreUnavailable
+from .store import SessionState, StoreUnavailable, _where
 from .streams import format_event
 
 __all__ = ["RedisStore"]
@@ -75,14 +75,18 @@ class RedisStore:
             async with asyncio.timeout(self.timeout if timeout is None else timeout):
                 return await call
         except (RedisError, OSError, TimeoutError) as exc:
-            why = "did not answer in time" if isinstance(exc, TimeoutError) else str(exc) or type(exc).__name__
+            why = (
+                "did not answer in time" if isinstance(exc, TimeoutError) else str(exc) or type(exc).__name__
+            )
             raise StoreUnavailable(f"the session store (Redis at {self.where}) failed {what}: {why}") from exc
 
     def _expire(self, pipe: Any, key: str) -> None:
         if self._ttl_ms is not None:
             pipe.pexpire(key, self._ttl_ms)
 
-    async def start(self, deliver_cancel: Callable[[str, bytes], None]) -> Callable[[], Awaitable[None]]:
+    async def start(
+        self, deliver_cancel: Callable[[str, bytes], None]
+    ) -> Callable[[], Coroutine[Any, Any, None]]:
         """Check that Redis answers (`PING`); return the listener of published cancels."""
         await self.ping()
 
@@ -196,13 +200,14 @@ class RedisStore:
                 while pipe.queued > _TAIL_QUEUED and not pipe.closed:  # a slow reader slows the tail
                     await asyncio.sleep(0.01)
                 call = self.redis.xread({key: last}, count=_TAIL_BATCH, block=_BLOCK_MS)
-                got = await self._call("XREAD", call, timeout=_BLOCK_MS / 1000 + self.timeout)
+                got: Any = await self._call("XREAD", call, timeout=_BLOCK_MS / 1000 + self.timeout)
                 if not got:
                     if not await self._call("EXISTS", self.redis.exists(_PREFIX + "s:" + session_id)):
                         return  # expired or deleted
                     continue
-                for entry_id, fields in got[0][1]:
-                    last = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
+                entries: list[tuple[bytes, dict[bytes, bytes]]] = got[0][1]
+                for entry_id, fields in entries:
+                    last = entry_id.decode()
                     if b"end" in fields:
                         return
                     message = fields.get(b"m")
@@ -229,9 +234,3 @@ def _dispatch(message: dict[str, Any], deliver: Callable[[str, bytes], None]) ->
     if isinstance(data, bytes):
         session_id, _, frame = data.partition(b"\n")
         deliver(session_id.decode(errors="replace"), frame)
-
-
-def _where(url: str) -> str:
-    """The URL without its password, for error messages."""
-    scheme, _, rest = url.partition("://")
-    return f"{scheme}://{rest.rpartition('@')[2]}"

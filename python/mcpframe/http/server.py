@@ -44,12 +44,13 @@ from .handling import PostHandler
 from .headers import FIRST_STATELESS, LAST_EVENT_ID, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, Accepts
 from .legacy import MESSAGES_PATH, SSE_PATH, LegacySSE, LegacyStream
 from .options import HttpOptions
+from .pipe import Pipe
 from .responses import SSE_HEADERS, Answer, Reply, StreamReplies, error_response
 from .security import AccessToken, HostGuard
 from .sessions import HttpSession, SessionManager
 from .store import StoreUnavailable, open_store
 from .store_sessions import SharedSessions
-from .streams import format_event
+from .streams import Stream, format_event
 from .wire import WireServer
 
 if TYPE_CHECKING:
@@ -109,7 +110,9 @@ class StreamableHTTPServer:
             except StoreUnavailable as exc:  # Redis down or slow: this request fails, the server stays
                 logger.warning("%s %s: %s", request.method, scope.get("path"), exc)
                 retry = {"Retry-After": "1"}
-                answer = error_response(503, f"Service Unavailable: {exc}", code=jsonrpc.INTERNAL_ERROR, headers=retry)
+                answer = error_response(
+                    503, f"Service Unavailable: {exc}", code=jsonrpc.INTERNAL_ERROR, headers=retry
+                )
             except Exception as exc:  # a bug must cost one request, answered, never the server or a session
                 logger.exception("%s %s failed", request.method, scope.get("path"))
                 why = f"Internal error: handling this {request.method} failed ({type(exc).__name__})"
@@ -281,8 +284,10 @@ class StreamableHTTPServer:
         found = await self._find(request, owner)
         if isinstance(found, Reply):
             return found
-        session = found
-        last_event_id = request.headers.get(LAST_EVENT_ID)
+        return await self._open_stream(found, request.headers.get(LAST_EVENT_ID))
+
+    async def _open_stream(self, session: HttpSession, last_event_id: str | None) -> Answer:
+        """The session's GET stream, or the stream `Last-Event-ID` names resumed after it."""
         shared = self.sessions.shared
         if shared is not None:
             return await self._shared_get(shared, session, last_event_id)
@@ -307,6 +312,7 @@ class StreamableHTTPServer:
         local = session.streams.get(parsed[0]) if parsed is not None else None
         if last_event_id is not None and local is not None and local is not session.get_stream:
             return await self._resume(session, last_event_id)  # a POST stream of this instance
+        opened: tuple[Stream, Pipe] | None
         if last_event_id is None:
             opened = await shared.open_get(session, self.replies.priming(session))
         else:

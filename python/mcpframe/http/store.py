@@ -17,8 +17,10 @@ A store that does not answer raises `StoreUnavailable`; the server answers that 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from mcpframe._extras import install_hint
 
 from .events import EventStore
 
@@ -111,7 +113,9 @@ class SharedStore(EventStore, Protocol):
 
     idle_timeout: float | None
 
-    async def start(self, deliver_cancel: Callable[[str, bytes], None]) -> Callable[[], Awaitable[None]]:
+    async def start(
+        self, deliver_cancel: Callable[[str, bytes], None]
+    ) -> Callable[[], Coroutine[Any, Any, None]]:
         """Connect; `deliver_cancel(session_id, frame)` gets the cancels published by other instances.
         Returns the coroutine function that listens for them (run it in a task until cancelled)."""
         ...
@@ -154,7 +158,20 @@ def open_store(url: str, *, idle_timeout: float | None, timeout: float) -> Share
     """The shared store a URL names (`redis://host:port/db`, `rediss://`, `unix://`)."""
     scheme = url.partition("://")[0].lower()
     if scheme not in ("redis", "rediss", "unix"):
-        raise ValueError(f"store: unsupported URL scheme {scheme!r} in {url!r} (expected redis://host:port/db)")
-    from .redis_store import RedisStore  # noqa: PLC0415 - the redis extra, only when asked for
+        raise ValueError(
+            f"store: unsupported URL scheme {scheme!r} in {url!r} (expected redis://host:port/db)"
+        )
+    try:
+        from .redis_store import RedisStore  # noqa: PLC0415 - the redis extra, only when asked for
+    except ModuleNotFoundError as exc:
+        raise ModuleNotFoundError(
+            f"store {_where(url)} needs the redis extra ({exc}); try: {install_hint('redis')}", name=exc.name
+        ) from exc
 
     return RedisStore(url, idle_timeout=idle_timeout, timeout=timeout)
+
+
+def _where(url: str) -> str:
+    """The URL without its password, for messages."""
+    scheme, _, rest = url.partition("://")
+    return f"{scheme}://{rest.rpartition('@')[2]}"

@@ -87,7 +87,8 @@ class SharedSessions:
         if version is not None and version not in LEGACY_VERSIONS:
             return error_response(400, f"Bad Request: MCP-Protocol-Version {version!r} has no sessions")
         state = await self.store.load(session_id)
-        local = self.manager.sessions.get(session_id)  # read after the await: another request may have built it
+        # read after the await: another request may have rebuilt it meanwhile
+        local = self.manager.sessions.get(session_id)
         if state is None or state.owner != owner:
             if local is not None and state is None:
                 await self.manager.end(local)  # deleted or expired everywhere
