@@ -57,3 +57,23 @@ async def test_everything_tools_through_round_robin_legacy(cluster: list[Instanc
     posts = [port for method, port in balancer.sent if method == "POST"]
     assert len(set(posts)) == 3  # every instance answered some of them
     assert all(a != b for a, b in itertools.pairwise(posts))  # never twice in a row
+
+
+async def test_sampling_and_elicitation_answered_through_another_instance(cluster: list[Instance]) -> None:
+    async def sample(params: dict[str, Any]) -> dict[str, Any]:
+        text = params["messages"][0]["content"]["text"]
+        return {"role": "assistant", "content": {"type": "text", "text": text.upper()}, "model": "m"}
+
+    async def elicit(params: dict[str, Any]) -> dict[str, Any]:
+        return {"action": "accept", "content": {"username": "ada", "email": "ada@example.org"}}
+
+    settings: dict[str, Any] = {"mode": "legacy", "sampling_handler": sample, "elicitation_handler": elicit}
+    async with balanced(cluster, **settings) as (client, balancer):
+        with anyio.fail_after(30):
+            for n in range(3):  # the answer's POST lands on the next instance: published to the asker
+                result = await client.call_tool("test_sampling", {"prompt": f"hi {n}"})
+                assert result["content"][0]["text"] == f"LLM response: HI {n}"
+            result = await client.call_tool("test_elicitation", {"message": "who?"})
+            assert "username': 'ada'" in result["content"][0]["text"]
+    posts = [port for method, port in balancer.sent if method == "POST"]
+    assert all(a != b for a, b in itertools.pairwise(posts))

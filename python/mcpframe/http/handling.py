@@ -241,7 +241,9 @@ class PostHandler:
 
     def _route(self, session: HttpSession, message: MessageLike) -> None:
         if message.kind in ("result", "error"):
-            session.router.response(message)
+            shared = self.sessions.shared
+            if not session.router.response(message) and shared is not None:
+                shared.publish(session, one_line(message.raw))  # another instance asked: it answers there
         elif message.method == protocol.NOTIFICATIONS_CANCELLED:
             shared = self.sessions.shared
             params = message.params

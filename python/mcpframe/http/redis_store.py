@@ -7,7 +7,8 @@ Keys (`mcpframe:` prefix), each expiring after the session's idle timeout unless
   empty for a priming event; `end`: the stream ended), with ids `0-1`, `0-2`, ... (`XADD 0-*`, Redis 7), so
   the event id `<stream>.<n>` maps to entry `0-<n>` on every instance; at most `max_events` entries each;
 - `k:<session>`: the set of the session's stream keys, so DELETE removes them all;
-- channel `cancel`: `notifications/cancelled` frames for a request running on another instance.
+- channel `route`: a client's `notifications/cancelled` for a request running on another instance, and its
+  answer to a request another instance sent it (sampling, elicitation, `roots/list`).
 
 Every call is bounded by `timeout` seconds; past it (or when Redis refuses) `StoreUnavailable` is raised,
 and the server answers the request with 503. The client reconnects by itself once Redis is back.
@@ -36,7 +37,7 @@ __all__ = ["RedisStore"]
 T = TypeVar("T")
 
 _PREFIX = "mcpframe:"
-_CANCEL = _PREFIX + "cancel"
+_ROUTE = _PREFIX + "route"
 _BLOCK_MS = 5000  # one XREAD BLOCK; between two, a tail checks that its session still exists
 _TAIL_BATCH = 64  # entries read at once by a tail
 _TAIL_QUEUED = 256  # chunks a tail lets wait in its pipe before it stops reading (flow control)
@@ -84,10 +85,8 @@ class RedisStore:
         if self._ttl_ms is not None:
             pipe.pexpire(key, self._ttl_ms)
 
-    async def start(
-        self, deliver_cancel: Callable[[str, bytes], None]
-    ) -> Callable[[], Coroutine[Any, Any, None]]:
-        """Check that Redis answers (`PING`); return the listener of published cancels."""
+    async def start(self, deliver: Callable[[str, bytes], None]) -> Callable[[], Coroutine[Any, Any, None]]:
+        """Check that Redis answers (`PING`); return the listener of published frames."""
         await self.ping()
 
         async def listen() -> None:
@@ -95,9 +94,9 @@ class RedisStore:
                 try:
                     pubsub = self.redis.pubsub(ignore_subscribe_messages=True)
                     async with pubsub:
-                        await pubsub.subscribe(_CANCEL)
+                        await pubsub.subscribe(_ROUTE)
                         async for message in pubsub.listen():
-                            _dispatch(message, deliver_cancel)
+                            _dispatch(message, deliver)
                 except (RedisError, OSError):
                     await asyncio.sleep(self.timeout)
 
@@ -142,10 +141,10 @@ class RedisStore:
         pipe.delete(_PREFIX + "s:" + session_id, streams_key, *doomed)
         await self._call("DELETE", pipe.execute())
 
-    async def publish_cancel(self, session_id: str, frame: bytes) -> None:
-        """`PUBLISH cancel`: every instance hears it; the one running the request cancels it."""
+    async def publish(self, session_id: str, frame: bytes) -> None:
+        """`PUBLISH route`: every instance hears it; the one running the request it is about takes it."""
         payload = session_id.encode() + b"\n" + frame
-        await self._call("PUBLISH", self.redis.publish(_CANCEL, payload))
+        await self._call("PUBLISH", self.redis.publish(_ROUTE, payload))
 
     # ------------------------------------------------------------ events (the EventStore protocol)
 

@@ -9,7 +9,8 @@ event store common to every instance behind a balancer:
   that gets a request of the session, which rebuilds the session from it;
 - the standalone GET stream of a session is one stream in the store: any instance appends to it, the one
   holding the client's GET reads it (`tail`), and a client resumes it anywhere with `Last-Event-ID`;
-- a `notifications/cancelled` for a request running elsewhere is published for the instance running it.
+- a `notifications/cancelled` for a request running elsewhere, and a client's answer to a request another
+  instance sent it, are published for the instance concerned.
 
 A store that does not answer raises `StoreUnavailable`; the server answers that request with 503.
 """
@@ -67,8 +68,7 @@ class SessionState:
         """Make `connection` what the session's handshake made of it on the instance that served it."""
         connection.version = self.version
         connection.initialized = self.version is not None  # requests after initialize imply `initialized`
-        if self.client_capabilities != connection.client_capabilities:  # keep identity when unchanged
-            connection.client_capabilities = self.client_capabilities
+        connection.client_capabilities = self.client_capabilities  # the same object: `changed` compares ids
         connection.client_info = self.client_info
         connection.log_level = self.log_level
         connection.subscriptions = set(self.subscriptions)
@@ -113,10 +113,8 @@ class SharedStore(EventStore, Protocol):
 
     idle_timeout: float | None
 
-    async def start(
-        self, deliver_cancel: Callable[[str, bytes], None]
-    ) -> Callable[[], Coroutine[Any, Any, None]]:
-        """Connect; `deliver_cancel(session_id, frame)` gets the cancels published by other instances.
+    async def start(self, deliver: Callable[[str, bytes], None]) -> Callable[[], Coroutine[Any, Any, None]]:
+        """Connect; `deliver(session_id, frame)` gets the frames other instances publish (`publish`).
         Returns the coroutine function that listens for them (run it in a task until cancelled)."""
         ...
 
@@ -140,8 +138,8 @@ class SharedStore(EventStore, Protocol):
         """Remove the session everywhere: its state, its events; a GET stream reading it ends."""
         ...
 
-    async def publish_cancel(self, session_id: str, frame: bytes) -> None:
-        """Hand a `notifications/cancelled` frame to the instances of the session."""
+    async def publish(self, session_id: str, frame: bytes) -> None:
+        """Hand a client's frame (a cancel, an answer) to the instance running the request it is about."""
         ...
 
     async def tail(self, session_id: str, stream_id: str, after: int, pipe: Pipe) -> None:

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import json
 import logging
+import secrets
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 import anyio.abc
 
-from mcpframe import jsonrpc
+from mcpframe import core, jsonrpc, protocol
 from mcpframe.protocol import LEGACY_VERSIONS
 from mcpframe.session import JSONRPCError, Request
 
@@ -45,7 +46,7 @@ class SharedSessions:
 
     async def start(self, tg: anyio.abc.TaskGroup) -> None:
         """Connect to the store and listen for cancels published by other instances."""
-        listen = await self.store.start(self.deliver_cancel)
+        listen = await self.store.start(self.deliver)
         tg.start_soon(listen)
 
     # ------------------------------------------------------------ sessions
@@ -56,6 +57,9 @@ class SharedSessions:
         del session.streams[stream.id]
         stream.id = GET_STREAM
         session.streams[GET_STREAM] = stream
+        # the ids of requests to the client start at a random point: unique across instances, so a client's
+        # answer that lands elsewhere is published and taken by the one instance that asked
+        session.router.ids = core.IdMap(first_id=secrets.randbelow(2**62) + 1)
         session.handler = self._saving_handler(session)
 
     def _saving_handler(self, session: HttpSession) -> RequestHandler:
@@ -107,28 +111,45 @@ class SharedSessions:
         await self.store.delete(session.id)
         await self.manager.end(session)
 
-    # ------------------------------------------------------------ cancels
+    # ------------------------------------------------------------ cancels and answers from elsewhere
 
     def publish_cancel(self, session: HttpSession, rid: object, frame: bytes) -> bool:
         """A cancel for a request not running here: publish it; `False` when it runs here after all."""
         if isinstance(rid, int | str) and session.router.busy(rid):
             return False
-        self.manager.spawn(self._quietly, self.store.publish_cancel(session.id, frame))
+        self.publish(session, frame)
         return True
 
-    def deliver_cancel(self, session_id: str, frame: bytes) -> None:
-        """A cancel published by an instance: cancel the request if it runs here."""
+    def publish(self, session: HttpSession, frame: bytes) -> None:
+        """Hand a client's frame to the other instances (nobody waits for it)."""
+        self.manager.spawn(self._quietly, self.store.publish(session.id, frame))
+
+    def deliver(self, session_id: str, frame: bytes) -> None:
+        """A frame another instance published: a cancel or an answer for a request of this instance."""
         session = self.manager.sessions.get(session_id)
         if session is None:
             return
         try:
-            params = json.loads(frame).get("params")
-        except (ValueError, AttributeError):
+            doc = json.loads(frame)
+        except ValueError:
             return
-        rid = params.get("requestId") if isinstance(params, dict) else None
-        exchange = session.router.owners.get(rid) if isinstance(rid, int | str) else None
-        if exchange is not None and isinstance(rid, int | str):
-            exchange.cancelled(rid, frame)
+        if not isinstance(doc, dict):
+            return
+        if doc.get("method") == protocol.NOTIFICATIONS_CANCELLED:
+            params = doc.get("params")
+            rid = params.get("requestId") if isinstance(params, dict) else None
+            exchange = session.router.owners.get(rid) if isinstance(rid, int | str) else None
+            if exchange is not None and isinstance(rid, int | str):
+                exchange.cancelled(rid, frame)
+            return
+        rid = doc.get("id")
+        mapped = session.router.ids.discard(rid) if isinstance(rid, int | str) else None
+        if mapped is not None:  # an answer to a request this instance sent: back with the original id
+            number, original = mapped
+            exchange = session.router.exchanges.get(number)
+            if exchange is not None:
+                doc["id"] = original
+                exchange.transport.feed(json.dumps(doc, separators=(",", ":")).encode() + b"\n")
 
     # ------------------------------------------------------------ streams
 
