@@ -171,6 +171,8 @@ class StreamableHTTPServer:
         `legacy`, the legacy SSE sessions too (see `end_legacy`)."""
         for session in list(self.sessions.sessions.values()):
             session.get_stream.finish()
+        if self.sessions.shared is not None:
+            self.sessions.shared.end_tails()
         if legacy:
             self.end_legacy()
         self.server.close_connections()

@@ -43,6 +43,7 @@ class SharedSessions:
     def __init__(self, manager: SessionManager, store: SharedStore) -> None:
         self.manager = manager
         self.store = store
+        self.tails: set[Pipe] = set()  # the pipes of the GET responses reading the store here
 
     async def start(self, tg: anyio.abc.TaskGroup) -> None:
         """Connect to the store and listen for cancels published by other instances."""
@@ -176,8 +177,20 @@ class SharedSessions:
     def _tail(self, session: HttpSession, stream_id: str, after: int, pipe: Pipe) -> tuple[Stream, Pipe]:
         stream = Stream(session.id, self.store)  # what the SSE reply detaches from: closing the pipe
         stream.id = stream_id
-        self.manager.spawn(self.store.tail, session.id, stream_id, after, pipe)
+        self.tails.add(pipe)
+        self.manager.spawn(self._run_tail, session.id, stream_id, after, pipe)
         return stream, pipe
+
+    async def _run_tail(self, session_id: str, stream_id: str, after: int, pipe: Pipe) -> None:
+        try:
+            await self.store.tail(session_id, stream_id, after, pipe)
+        finally:
+            self.tails.discard(pipe)
+
+    def end_tails(self) -> None:
+        """Shutting down: the responses reading the store end (their clients resume on another instance)."""
+        for pipe in list(self.tails):
+            pipe.close()
 
     @staticmethod
     async def _quietly(call: Awaitable[None]) -> None:
