@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 
 __all__ = ["SharedSessions"]
 
+_SAFE_IDS = 2**53 - 2**32  # random starting points of request ids, each with 2**32 ids of room below 2**53
+
 logger = logging.getLogger("mcpframe.http")
 
 
@@ -59,8 +61,9 @@ class SharedSessions:
         stream.id = GET_STREAM
         session.streams[GET_STREAM] = stream
         # the ids of requests to the client start at a random point: unique across instances, so a client's
-        # answer that lands elsewhere is published and taken by the one instance that asked
-        session.router.ids = core.IdMap(first_id=secrets.randbelow(2**62) + 1)
+        # answer that lands elsewhere is published and taken by the one instance that asked. Below 2**53:
+        # a JavaScript client reads ids as doubles, and a larger one would not come back intact
+        session.router.ids = core.IdMap(first_id=secrets.randbelow(_SAFE_IDS) + 1)
         session.handler = self._saving_handler(session)
 
     def _saving_handler(self, session: HttpSession) -> RequestHandler:
