@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.conformance.conftest import conformance_harness  # noqa: F401 - test_conformance.py uses it
 
 from .support import Instance, RedisProcess, redis_server_or_fail
 
