@@ -15,7 +15,7 @@ import redis as redis_sync
 
 from mcpframe.http import connect
 
-from .support import HEADERS, INITIALIZE, Instance, RedisProcess, RoundRobin, rpc
+from .support import HEADERS, INITIALIZE, Events, Instance, RedisProcess, RoundRobin, rpc
 from .test_streams import call, open_session
 
 pytestmark = pytest.mark.anyio
@@ -26,13 +26,18 @@ def state_key(session_id: str) -> str:
 
 
 async def test_delete_removes_the_session_everywhere(cluster: list[Instance]) -> None:
-    a, b, _ = cluster
+    a, b, c = cluster
     async with httpx.AsyncClient(timeout=30) as http:
         with anyio.fail_after(30):
             headers = await open_session(http, a.url)
             for n, instance in enumerate(cluster):  # every instance now holds a copy
                 await call(http, instance.url, headers, n + 1, "test_simple_text")
-            assert (await http.delete(b.url, headers=headers)).status_code == 200
+            async with http.stream("GET", c.url, headers=headers) as get:
+                events = Events(get)
+                assert await events.next() is not None  # the priming event: the stream is open on c
+                assert (await http.delete(b.url, headers=headers)).status_code == 200
+                while await events.next() is not None:  # and it ends: the session is gone
+                    pass
             for instance in cluster:
                 ping = await http.post(instance.url, json=rpc(7, "ping"), headers=headers)
                 assert ping.status_code == 404, instance.url
