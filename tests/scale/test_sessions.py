@@ -173,3 +173,28 @@ async def test_stateless_mode_serves_handshake_era_clients(stateless: list[Insta
             await client.call_tool("test_tool_with_progress", on_progress=lambda p, t, m: progress.append(p))
             assert progress == [0, 50, 100]
             assert (await client.call_tool("test_simple_text"))["content"]
+
+
+async def test_redis_stalling_mid_stream_costs_resumability_not_the_answer(
+    cluster: list[Instance], redis: RedisProcess
+) -> None:
+    a = cluster[0]
+    assert redis.child is not None
+    async with httpx.AsyncClient(timeout=30) as http:
+        with anyio.fail_after(30):
+            headers = await open_session(http, a.url)
+            body = rpc(1, "tools/call", {"name": "tick", "arguments": {"count": 5}})
+            async with http.stream("POST", a.url, json=body, headers=headers) as post:
+                events = Events(post)
+                assert await events.next() is not None  # priming
+                assert await events.next() is not None  # tick 0, stored
+                os.kill(redis.child.pid, signal.SIGSTOP)
+                try:
+                    rest = []
+                    while (event := await events.next()) is not None:
+                        rest.append(event)
+                finally:
+                    os.kill(redis.child.pid, signal.SIGCONT)
+            assert [event_id for event_id, _ in rest] == [None] * 5  # live, no longer stored
+            assert '"result"' in rest[-1][1]
+            await call(http, a.url, headers, 2, "test_simple_text")  # the instance and session go on

@@ -9,14 +9,18 @@ the connection on purpose (SSE polling, 2025-11-25) after telling the client how
 from __future__ import annotations
 
 import asyncio
+import logging
 import secrets
 
 from .events import EventStore
 from .pipe import Pipe
+from .store import StoreUnavailable
 
 __all__ = ["KEEPALIVE", "Stream", "format_event", "new_stream_id"]
 
 KEEPALIVE = b": keepalive\n\n"
+
+logger = logging.getLogger("mcpframe.http")
 
 
 def new_stream_id() -> str:
@@ -81,7 +85,12 @@ class Stream:
     async def _store(self, frame: bytes | None) -> str | None:
         if self.store is None or self.session_id is None:
             return None
-        return await self.store.store(self.session_id, self.id, frame)
+        try:
+            return await self.store.store(self.session_id, self.id, frame)
+        except StoreUnavailable as exc:  # a shared store failed mid-stream: go on live, no longer resumable
+            logger.warning("SSE stream %s is no longer resumable: %s", self.id, exc)
+            self.store = None
+            return None
 
     async def emit(self, frame: bytes, *, response: bool) -> None:
         """Deliver the frame to the attached response (stored first if resumable), or keep it for later."""
