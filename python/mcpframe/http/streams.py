@@ -123,8 +123,9 @@ class Stream:
             pipe = Pipe()
             if retry_ms is not None and self.store is not None and self.session_id is not None:
                 if self._priming_id is None or self.attached_once:
-                    self._priming_id = await self.store.store(self.session_id, self.id, None)
-                pipe.put(_priming(self._priming_id, retry_ms))
+                    self._priming_id = await self._store(None)
+                if self._priming_id is not None:  # None: the store just failed, the stream goes on live
+                    pipe.put(_priming(self._priming_id, retry_ms))
             for frame, _ in self._backlog:  # stored now, after the priming event
                 pipe.put(format_event(frame, await self._store(frame)))
             self._backlog.clear()
