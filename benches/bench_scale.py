@@ -10,7 +10,8 @@ HTTP/1.1 client (`servers/http_wire_client.py`): `--sessions` 2025-11-25 session
 (`aecho`) in flight each share `--calls` calls; each session keeps one keep-alive connection per instance
 and sends each call to the next instance (round robin, no stickiness), so every call of a Redis
 configuration may be served by an instance that did not serve the previous one. Reported: calls/s,
-p50/p99 latency, and CPU per call of the instances plus redis-server (`/proc/<pid>/stat`, 10 ms ticks).
+p50/p99 latency, and CPU per call of the instances plus redis-server, and redis-server's part of it
+(`/proc/<pid>/stat`, 10 ms ticks).
 `--modes`: `json` (`--response-mode auto`: one Redis round trip per call, `GETEX` of the session's state)
 and `sse` (the default `resumable` mode: the answer is an SSE stream stored in Redis too, a priming
 event, the response and the end marker). Rounds are interleaved (the order of the configurations rotated)
@@ -236,8 +237,10 @@ def run(args: argparse.Namespace) -> dict[tuple[str, str], dict[str, float]]:
             for key in keys[shift:] + keys[:shift]:
                 pids = [pid for _, pid in started[key]] + ([redis_pid] if key[0].startswith("redis") else [])
                 cpu0 = sum(process_cpu(pid) for pid in pids)
+                redis0 = process_cpu(redis_pid)
                 took, latencies = asyncio.run(load([p for p, _ in started[key]], args.sessions, args.calls))
                 cpu = sum(process_cpu(pid) for pid in pids) - cpu0
+                redis_cpu = process_cpu(redis_pid) - redis0 if key[0].startswith("redis") else 0.0
                 latencies.sort()
                 n = len(latencies)
                 samples.setdefault(key, []).append(
@@ -246,6 +249,7 @@ def run(args: argparse.Namespace) -> dict[tuple[str, str], dict[str, float]]:
                         "p50_us": latencies[n // 2] * 1e6,
                         "p99_us": latencies[min(n - 1, int(n * 0.99))] * 1e6,
                         "cpu_us": cpu / n * 1e6,
+                        "redis_us": redis_cpu / n * 1e6,
                     }
                 )
     return {key: {f: statistics.median(s[f] for s in rows) for f in rows[0]} for key, rows in samples.items()}
@@ -254,14 +258,15 @@ def run(args: argparse.Namespace) -> dict[tuple[str, str], dict[str, float]]:
 def table(results: dict[tuple[str, str], dict[str, float]]) -> str:
     """A markdown table, the in-process store on one instance as the reference of each mode."""
     lines = [
-        "| answers | configuration | calls/s | x memory1 | p50 / p99 us | CPU us/call (instances + redis) |",
-        "|---|---|---:|---:|---:|---:|",
+        "| answers | configuration | calls/s | x memory1 | p50 / p99 us | CPU us/call "
+        "| of which redis-server |",
+        "|---|---|---:|---:|---:|---:|---:|",
     ]
     for (config, mode), row in results.items():
         ref = results.get(("memory1", mode), row)["calls_per_s"]
         lines.append(
             f"| {mode} | {config} | {row['calls_per_s']:,.0f} | {row['calls_per_s'] / ref:.2f} | "
-            f"{row['p50_us']:,.0f} / {row['p99_us']:,.0f} | {row['cpu_us']:,.0f} |"
+            f"{row['p50_us']:,.0f} / {row['p99_us']:,.0f} | {row['cpu_us']:,.0f} | {row['redis_us']:,.0f} |"
         )
     return "\n".join(lines)
 
