@@ -159,6 +159,18 @@ class RedisStore:
         entry = (await self._call("XADD", pipe.execute()))[0]
         return f"{stream_id}.{_seq(entry)}"
 
+    async def store_many(self, session_id: str, stream_id: str, messages: list[bytes | None]) -> list[str]:
+        """`store` for several events, in one round trip (one pipeline); their ids in order."""
+        key = _stream_key(session_id, stream_id)
+        pipe = self.redis.pipeline(transaction=False)
+        for message in messages:
+            pipe.xadd(key, {"m": message or b""}, id="0-*", maxlen=self.max_events, approximate=False)
+        self._expire(pipe, key)
+        pipe.sadd(_PREFIX + "k:" + session_id, key)
+        self._expire(pipe, _PREFIX + "k:" + session_id)
+        done = await self._call("XADD", pipe.execute())
+        return [f"{stream_id}.{_seq(entry)}" for entry in done[: len(messages)]]
+
     async def replay(self, session_id: str, last_event_id: str) -> Replay | None:
         """`XRANGE` after the id (priming events left out); `None` when the stream or id is unknown."""
         parsed = split_event_id(last_event_id)

@@ -92,6 +92,20 @@ class Stream:
             self.store = None
             return None
 
+    async def _store_all(self, messages: list[bytes | None]) -> list[str | None]:
+        """Store several events in order: in one round trip when the store can (a shared store's
+        `store_many`: the priming event and a handler's quick answer go to Redis together)."""
+        many = getattr(self.store, "store_many", None)
+        if many is None or len(messages) < 2 or self.session_id is None:
+            return [await self._store(message) for message in messages]
+        try:
+            ids: list[str | None] = await many(self.session_id, self.id, messages)
+        except StoreUnavailable as exc:
+            logger.warning("SSE stream %s is no longer resumable: %s", self.id, exc)
+            self.store = None
+            return [None] * len(messages)
+        return ids
+
     async def emit(self, frame: bytes, *, response: bool) -> None:
         """Deliver the frame to the attached response (stored first if resumable), or keep it for later."""
         async with self._lock:
@@ -121,13 +135,17 @@ class Stream:
         """Start an HTTP response on this stream: the priming event (if `retry_ms`), then the backlog."""
         async with self._lock:
             pipe = Pipe()
-            if retry_ms is not None and self.store is not None and self.session_id is not None:
-                if self._priming_id is None or self.attached_once:
-                    self._priming_id = await self._store(None)
-                if self._priming_id is not None:  # None: the store just failed, the stream goes on live
-                    pipe.put(_priming(self._priming_id, retry_ms))
-            for frame, _ in self._backlog:  # stored now, after the priming event
-                pipe.put(format_event(frame, await self._store(frame)))
+            prime = retry_ms is not None and self.store is not None and self.session_id is not None
+            fresh = prime and (self._priming_id is None or self.attached_once)
+            frames = [frame for frame, _ in self._backlog]  # stored now, after the priming event
+            messages: list[bytes | None] = [None, *frames] if fresh else [*frames]
+            ids = await self._store_all(messages)
+            if fresh:
+                self._priming_id = ids.pop(0)
+            if retry_ms is not None and prime and self._priming_id is not None:  # None: the store failed
+                pipe.put(_priming(self._priming_id, retry_ms))
+            for frame, event_id in zip(frames, ids, strict=True):
+                pipe.put(format_event(frame, event_id))
             self._backlog.clear()
             self.attached_once = True
             self._connect(pipe)
