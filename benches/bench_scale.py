@@ -13,9 +13,9 @@ configuration may be served by an instance that did not serve the previous one. 
 p50/p99 latency, and CPU per call of the instances plus redis-server, and redis-server's part of it
 (`/proc/<pid>/stat`, 10 ms ticks).
 `--modes`: `json` (`--response-mode auto`: one Redis round trip per call, `GETEX` of the session's state)
-and `sse` (the default `resumable` mode: the answer is an SSE stream stored in Redis too, a priming
-event, the response and the end marker). Rounds are interleaved (the order of the configurations rotated)
-and figures are medians over rounds.
+and `sse` (the default `resumable` mode: the answer is an SSE stream stored in Redis too, the priming
+event with the response in one pipeline, then the end marker). Rounds are interleaved (the order of the
+configurations rotated) and figures are medians over rounds.
 """
 
 from __future__ import annotations
