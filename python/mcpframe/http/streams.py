@@ -93,11 +93,11 @@ class Stream:
             return None
 
     async def _store_all(self, messages: list[bytes | None]) -> list[str | None]:
-        """Store several events in order: in one round trip when the store can (a shared store's
+        """Store several events in order, in one round trip (a shared store's
         `store_many`: the priming event and a handler's quick answer go to Redis together)."""
         many = getattr(self.store, "store_many", None)
-        if many is None or len(messages) < 2 or self.session_id is None:
-            return [await self._store(message) for message in messages]
+        if many is None or self.session_id is None:
+            return [None] * len(messages)
         try:
             ids: list[str | None] = await many(self.session_id, self.id, messages)
         except StoreUnavailable as exc:
@@ -135,21 +135,35 @@ class Stream:
         """Start an HTTP response on this stream: the priming event (if `retry_ms`), then the backlog."""
         async with self._lock:
             pipe = Pipe()
-            prime = retry_ms is not None and self.store is not None and self.session_id is not None
-            fresh = prime and (self._priming_id is None or self.attached_once)
-            frames = [frame for frame, _ in self._backlog]  # stored now, after the priming event
-            messages: list[bytes | None] = [None, *frames] if fresh else [*frames]
-            ids = await self._store_all(messages)
-            if fresh:
-                self._priming_id = ids.pop(0)
-            if retry_ms is not None and prime and self._priming_id is not None:  # None: the store failed
-                pipe.put(_priming(self._priming_id, retry_ms))
-            for frame, event_id in zip(frames, ids, strict=True):
-                pipe.put(format_event(frame, event_id))
+            if self._backlog and getattr(self.store, "store_many", None) is not None:
+                await self._attach_shared(pipe, retry_ms)
+            else:
+                if retry_ms is not None and self.store is not None and self.session_id is not None:
+                    if self._priming_id is None or self.attached_once:
+                        self._priming_id = await self._store(None)
+                    if self._priming_id is not None:  # None: the store failed, the stream goes on live
+                        pipe.put(_priming(self._priming_id, retry_ms))
+                for frame, _ in self._backlog:  # stored now, after the priming event
+                    pipe.put(format_event(frame, await self._store(frame)))
             self._backlog.clear()
             self.attached_once = True
             self._connect(pipe)
             return pipe
+
+    async def _attach_shared(self, pipe: Pipe, retry_ms: int | None) -> None:
+        """`attach` on a shared store: the priming event and the backlog stored in one round trip (a quick
+        handler's answer is already in the backlog), not one each."""
+        prime = retry_ms is not None and self.store is not None and self.session_id is not None
+        fresh = prime and (self._priming_id is None or self.attached_once)
+        frames = [frame for frame, _ in self._backlog]
+        messages: list[bytes | None] = [None, *frames] if fresh else [*frames]
+        ids = await self._store_all(messages)
+        if fresh:
+            self._priming_id = ids.pop(0)
+        if retry_ms is not None and prime and self._priming_id is not None:  # None: the store failed
+            pipe.put(_priming(self._priming_id, retry_ms))
+        for frame, event_id in zip(frames, ids, strict=True):
+            pipe.put(format_event(frame, event_id))
 
     async def resume(self, last_event_id: str) -> Pipe | None:
         """Reattach after `last_event_id`: replay what followed it, then go on live. `None`: unknown id."""
