@@ -84,6 +84,29 @@ def add_http_flags(parser: argparse.ArgumentParser) -> None:
     )
     _add_tuning(http)
     add_verify_flags(parser)
+    _add_scale_out(http)
+
+
+def _add_scale_out(http: argparse._ArgumentGroup) -> None:
+    http.add_argument(
+        "--store",
+        default=None,
+        metavar="URL",
+        help="share sessions and SSE events with other instances in Redis: redis://host:port/db "
+        "(the redis extra; docs/scale-out.md); default: in this process",
+    )
+    http.add_argument(
+        "--store-timeout",
+        type=float,
+        default=2.0,
+        metavar="SECONDS",
+        help="longest call to the --store; past it the request gets 503 (default 2)",
+    )
+    http.add_argument(
+        "--stateless",
+        action="store_true",
+        help="no sessions for handshake-era clients either: each POST self-contained, no GET stream",
+    )
 
 
 def _add_tuning(http: argparse._ArgumentGroup) -> None:
@@ -134,6 +157,7 @@ def _check(args: argparse.Namespace) -> None:
         ("--max-in-flight", args.max_in_flight, args.max_in_flight >= 1, "at least 1"),
         ("--max-queued", args.max_queued, args.max_queued >= 0, "0 or more"),
         ("--retry-ms", args.retry_ms, args.retry_ms >= 0, "0 or more"),
+        ("--store-timeout", args.store_timeout, args.store_timeout > 0, "more than 0"),
     ]
     for flag, value, ok, expected in limits:
         if not ok:
@@ -186,6 +210,9 @@ def http_options(args: argparse.Namespace) -> Any:
         idle_timeout=args.idle_timeout or None,
         max_sessions=args.max_sessions,
         legacy_sse=args.legacy_sse,
+        store=args.store,
+        store_timeout=args.store_timeout,
+        stateless=args.stateless,
     )
     host = f"[{args.host.strip('[]')}]" if ":" in args.host else args.host
     listened = f"http://{host}:{args.port}{args.path}"

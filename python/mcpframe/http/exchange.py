@@ -113,23 +113,25 @@ class Router:
         """Whether a client request with this id is still being answered."""
         return rid in self.owners
 
-    def response(self, message: MessageLike) -> None:
-        """A client's answer to a server request: back, with its original id, to the exchange that asked."""
+    def response(self, message: MessageLike) -> bool:
+        """A client's answer to a server request: back, with its original id, to the exchange that asked.
+        `False` when no request of this router has that id (a shared store asks the other instances)."""
         if message.id is None:
             logger.debug("dropping a client error response without an id: %r", message.error)
-            return
+            return True
         try:
             number, original = self.ids.inbound(message.id)
         except MCPFrameError:
             logger.debug("dropping a response to unknown request id %r", message.id)
-            return
+            return False
         if number == MAIN:
             if self.main is not None:
                 self.main(one_line(message.with_id(original)))
-            return
+            return True
         exchange = self.exchanges.get(number)
         if exchange is not None:
             exchange.transport.feed(one_line(message.with_id(original)))
+        return True
 
     def cancelled(self, message: MessageLike) -> None:
         """`notifications/cancelled` from the client: deliver it to the exchange running that request."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import TYPE_CHECKING
 
 from mcpframe import jsonrpc, protocol
@@ -72,7 +73,15 @@ class PostHandler:
         if isinstance(data, Reply):
             return data
         modern = protocol.at_least(request.headers.get(MCP_PROTOCOL_VERSION, ""), FIRST_STATELESS)
-        found = self._session(request, owner) if not modern else None  # 2026-07-28 has no sessions
+        if self.options.stateless and not modern:
+            return await self._stateless_legacy(request, data, accepts)
+        return await self._decoded(request, data, accepts, owner, modern=modern)
+
+    async def _decoded(
+        self, request: HttpRequest, data: bytes, accepts: Accepts, owner: str | None, *, modern: bool
+    ) -> Answer:
+        """The body decoded in its session's rules (batches), then answered by era."""
+        found = await self._session(request, owner) if not modern else None  # 2026-07-28 has no sessions
         if isinstance(found, Reply):
             return found
         batches = found is not None and protocol.batches_allowed(found.version)
@@ -105,9 +114,11 @@ class PostHandler:
         retry = {"Retry-After": str(RETRY_AFTER)}
         return error_response(503, why, code=jsonrpc.INTERNAL_ERROR, rid=rid, headers=retry)
 
-    def _session(self, request: HttpRequest, owner: str | None) -> HttpSession | Reply | None:
+    async def _session(self, request: HttpRequest, owner: str | None) -> HttpSession | Reply | None:
         if MCP_SESSION_ID not in request.headers:
             return None
+        if self.sessions.shared is not None:  # any instance may have served it: ask the shared store
+            return await self.sessions.shared.lookup(request.headers, owner)
         return self.sessions.find(request.headers, owner)
 
     async def _read(self, request: HttpRequest, accepts: Accepts) -> bytes | Reply:
@@ -139,6 +150,8 @@ class PostHandler:
                 return error_response(400, "Bad Request: the Mcp-Session-Id header is required")
             if self.sessions.full():
                 return _too_many_sessions()
+            if self.sessions.shared is not None:  # a session nobody could find again is no session: 503
+                await self.sessions.shared.store.ping()
         else:
             done = self._route_all(session, body)
             if done is not None:
@@ -186,9 +199,8 @@ class PostHandler:
         if refusal is not None:
             slot.release()
             return refusal
-        conn = session.connection
         if body.batch:  # a batch Session reads batches: a lane of its own, ended afterwards
-            lane = self._one_shot(session.router, conn.handle_request, batches=True)
+            lane = self._one_shot(session.router, session.handler, batches=True)
         else:
             lane = self._lanes(session).acquire()
         exchange = Exchange(
@@ -199,6 +211,9 @@ class PostHandler:
         )
         exchange.extra = body.error_frames()
         exchange.on_close.append(slot.release)
+        shared = self.sessions.shared
+        if shared is not None:
+            exchange.on_close.append(partial(shared.stream_done, session, exchange.stream))
         headers = {MCP_SESSION_ID: session.id}
         response = await self._answer(exchange, body, session, accepts, headers=headers)
         if created and exchange.stream.finished.is_set() and session.version is None:
@@ -208,7 +223,7 @@ class PostHandler:
 
     def _lanes(self, session: HttpSession) -> LanePool:
         if session.lanes is None:
-            handler = session.connection.handle_request
+            handler = session.handler
             session.lanes = LanePool(
                 session.router,
                 lambda lane: self._make_session(lane, handler, batches=False),
@@ -226,9 +241,15 @@ class PostHandler:
 
     def _route(self, session: HttpSession, message: MessageLike) -> None:
         if message.kind in ("result", "error"):
-            session.router.response(message)
+            shared = self.sessions.shared
+            if not session.router.response(message) and shared is not None:
+                shared.publish(session, one_line(message.raw))  # another instance asked: it answers there
         elif message.method == protocol.NOTIFICATIONS_CANCELLED:
-            session.router.cancelled(message)
+            shared = self.sessions.shared
+            params = message.params
+            rid = params.get("requestId") if isinstance(params, dict) else None
+            if shared is None or not shared.publish_cancel(session, rid, one_line(message.raw)):
+                session.router.cancelled(message)
         else:
             session.transport.feed(one_line(message.raw))
 
@@ -252,6 +273,40 @@ class PostHandler:
             lane = self._stateless_lanes().acquire()
             lane.handler = conn.handle_request
             conn.bind(lane.session)  # what `conn.run` does, minus its pump (only a listen needs it)
+            exchange = Exchange(lane, Stream(None, None), ids)
+            exchange.on_close += (conn.close, slot.release)
+            return await self._answer(exchange, body, None, accepts, headers={})
+        except BaseException:
+            slot.release()
+            raise
+
+    async def _stateless_legacy(self, request: HttpRequest, data: bytes, accepts: Accepts) -> Answer:
+        """`HttpOptions(stateless=True)`: a handshake-era POST served alone, as the official SDK's
+        `stateless_http`: a fresh connection taken as initialized at the request's `MCP-Protocol-Version`
+        (`initialize` is answered and forgotten), no `Mcp-Session-Id`, notifications and responses 202."""
+        header = request.headers.get(MCP_PROTOCOL_VERSION, "")
+        version = header if header in protocol.LEGACY_VERSIONS else protocol.LATEST_LEGACY
+        body = Body.decode(data, max_frame=self._lane_options.max_frame, batches=False)
+        error = body.rejected
+        if error is not None:
+            rid = None if error.notification else error.id
+            return error_response(400, error.message, code=error.code, rid=rid)
+        if body.modern:
+            return await self._modern(request, body, accepts)
+        if not body.requests:
+            return Reply(202)  # nobody to route a notification or a response to
+        slot = await self._admit(request, body)
+        if isinstance(slot, Reply):
+            return slot
+        try:
+            conn = self.connect()
+            if not body.initialize:
+                conn.version = version
+                conn.initialized = True
+            lane = self._stateless_lanes().acquire()
+            lane.handler = conn.handle_request
+            conn.bind(lane.session)
+            ids = [r.id for r in body.requests if r.id is not None]
             exchange = Exchange(lane, Stream(None, None), ids)
             exchange.on_close += (conn.close, slot.release)
             return await self._answer(exchange, body, None, accepts, headers={})

@@ -80,6 +80,19 @@ class HttpOptions:
     """Also serve the HTTP+SSE transport of 2024-11-05 beside `path`: GET `/sse` opens a session's stream,
     POST `/messages/?session_id=` carries its messages (`http/legacy.py`); `False`: both are 404."""
 
+    store: str | None = None
+    """Where handshake-era sessions and their SSE events live: `None` in this process (the default);
+    `"redis://host:port/db"` in Redis, shared by every instance behind a balancer (the `redis` extra;
+    `event_store` is then ignored: the events are in Redis too). See docs/scale-out.md."""
+
+    store_timeout: float = 2.0
+    """Seconds one call to the shared store may take; past it the request gets 503 naming the store."""
+
+    stateless: bool = False
+    """Serve handshake-era clients without sessions too (as the official SDK's `stateless_http`): each
+    POST is self-contained, `initialize` is answered and forgotten, no `Mcp-Session-Id`, GET and DELETE
+    get 405. 2026-07-28 requests are stateless anyway."""
+
     session_options: SessionOptions | None = None
     """The tuning of the Sessions answering POSTs (`None`: their defaults); their `max_frame` is capped at
     `max_body`, since no frame can be longer than the body that carries it."""
@@ -87,12 +100,14 @@ class HttpOptions:
     def __post_init__(self) -> None:
         _check(self, ("max_body", "max_sessions", "max_in_flight"), low=1)
         _check(self, ("retry_ms", "max_queued", "stream_after"), low=0)
-        _check(self, ("keepalive",), low=0, above=True)
+        _check(self, ("keepalive", "store_timeout"), low=0, above=True)
         _check(self, ("close_idle_streams", "idle_timeout"), low=0, above=True, optional=True)
         if self.response_mode not in ("resumable", "auto", "sse"):
             raise ValueError(
                 f"response_mode must be 'resumable', 'auto' or 'sse', got {self.response_mode!r}"
             )
+        if self.stateless and self.store is not None:
+            raise ValueError("stateless and store exclude each other: a stateless server keeps no sessions")
         if not self.path.startswith("/"):
             raise ValueError(f"path must start with '/', got {self.path!r}")
 

@@ -36,7 +36,7 @@ class ChunkReader:
             waiter.set_result(None)
 
     def queued(self) -> int:
-        """How many chunks wait for the reader (a writer that must not run ahead of it looks)."""
+        """How many chunks wait for the reader (what a producer that can wait checks for flow control)."""
         return len(self._items)
 
     def get_nowait(self) -> bytes | None:

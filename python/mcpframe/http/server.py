@@ -44,10 +44,13 @@ from .handling import PostHandler
 from .headers import FIRST_STATELESS, LAST_EVENT_ID, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, Accepts
 from .legacy import MESSAGES_PATH, SSE_PATH, LegacySSE, LegacyStream
 from .options import HttpOptions
+from .pipe import Pipe
 from .responses import SSE_HEADERS, Answer, Reply, StreamReplies, error_response
 from .security import AccessToken, HostGuard
 from .sessions import HttpSession, SessionManager
-from .streams import format_event
+from .store import StoreUnavailable, open_store
+from .store_sessions import SharedSessions
+from .streams import Stream, format_event
 from .wire import WireServer
 
 if TYPE_CHECKING:
@@ -70,12 +73,17 @@ class StreamableHTTPServer:
         self.server = server
         self.options = opts
         self.guard = HostGuard.create(opts.allowed_hosts, opts.allowed_origins)
+        shared = None
+        if opts.store is not None:  # Redis: sessions and their events shared with the other instances
+            shared = open_store(opts.store, idle_timeout=opts.idle_timeout, timeout=opts.store_timeout)
         self.sessions = SessionManager(
             server.connection,
-            store=opts.event_store,
+            store=opts.event_store if shared is None else shared,
             idle_timeout=opts.idle_timeout,
             max_sessions=opts.max_sessions,
         )
+        if shared is not None:
+            self.sessions.shared = SharedSessions(self.sessions, shared)
         self.replies = StreamReplies(retry_ms=opts.retry_ms, keepalive=opts.keepalive)
         self.posts = PostHandler(
             opts,
@@ -99,6 +107,12 @@ class StreamableHTTPServer:
             request = HttpRequest(scope, receive)
             try:
                 answer = await self._route(request)
+            except StoreUnavailable as exc:  # Redis down or slow: this request fails, the server stays
+                logger.warning("%s %s: %s", request.method, scope.get("path"), exc)
+                retry = {"Retry-After": "1"}
+                answer = error_response(
+                    503, f"Service Unavailable: {exc}", code=jsonrpc.INTERNAL_ERROR, headers=retry
+                )
             except Exception as exc:  # a bug must cost one request, answered, never the server or a session
                 logger.exception("%s %s failed", request.method, scope.get("path"))
                 why = f"Internal error: handling this {request.method} failed ({type(exc).__name__})"
@@ -157,6 +171,8 @@ class StreamableHTTPServer:
         `legacy`, the legacy SSE sessions too (see `end_legacy`)."""
         for session in list(self.sessions.sessions.values()):
             session.get_stream.finish()
+        if self.sessions.shared is not None:
+            self.sessions.shared.end_tails()
         if legacy:
             self.end_legacy()
         self.server.close_connections()
@@ -265,13 +281,18 @@ class StreamableHTTPServer:
         if not Accepts.parse(request.headers.get("accept")).sse:
             return error_response(406, "Not Acceptable: GET needs Accept: text/event-stream")
         modern = at_least(request.headers.get(MCP_PROTOCOL_VERSION, ""), FIRST_STATELESS)
-        if modern and MCP_SESSION_ID not in request.headers:
+        if (modern and MCP_SESSION_ID not in request.headers) or self.options.stateless:
             return Reply(405, headers={"Allow": "POST"})
-        found = self.sessions.find(request.headers, owner)
+        found = await self._find(request, owner)
         if isinstance(found, Reply):
             return found
-        session = found
-        last_event_id = request.headers.get(LAST_EVENT_ID)
+        return await self._open_stream(found, request.headers.get(LAST_EVENT_ID))
+
+    async def _open_stream(self, session: HttpSession, last_event_id: str | None) -> Answer:
+        """The session's GET stream, or the stream `Last-Event-ID` names resumed after it."""
+        shared = self.sessions.shared
+        if shared is not None:
+            return await self._shared_get(shared, session, last_event_id)
         if last_event_id is not None:
             return await self._resume(session, last_event_id)
         stream = session.get_stream
@@ -279,6 +300,29 @@ class StreamableHTTPServer:
             return error_response(409, "Conflict: this session's GET stream is already open")
         receive = await stream.attach(retry_ms=self.replies.priming(session))
         return self.replies.reply(session, stream, receive, close_idle=None)
+
+    async def _find(self, request: HttpRequest, owner: str | None) -> HttpSession | Reply:
+        if self.sessions.shared is not None:
+            return await self.sessions.shared.lookup(request.headers, owner)
+        return self.sessions.find(request.headers, owner)
+
+    async def _shared_get(
+        self, shared: SharedSessions, session: HttpSession, last_event_id: str | None
+    ) -> Answer:
+        """GET with a shared store: the stream is read from Redis, whichever instance writes or wrote it."""
+        parsed = split_event_id(last_event_id) if last_event_id is not None else None
+        local = session.streams.get(parsed[0]) if parsed is not None else None
+        if last_event_id is not None and local is not None and local is not session.get_stream:
+            return await self._resume(session, last_event_id)  # a POST stream of this instance
+        opened: tuple[Stream, Pipe] | None
+        if last_event_id is None:
+            opened = await shared.open_get(session, self.replies.priming(session))
+        else:
+            opened = await shared.resume(session, last_event_id)
+            if opened is None:
+                return error_response(404, "Not Found: unknown Last-Event-ID for this session")
+        stream, pipe = opened
+        return self.replies.reply(session, stream, pipe, close_idle=None)
 
     async def _resume(self, session: HttpSession, last_event_id: str) -> Answer:
         parsed = split_event_id(last_event_id)
@@ -295,10 +339,15 @@ class StreamableHTTPServer:
         return error_response(404, "Not Found: unknown Last-Event-ID for this session")
 
     async def _delete(self, request: HttpRequest, owner: str | None) -> Reply:
-        found = self.sessions.find(request.headers, owner)
+        if self.options.stateless:
+            return Reply(405, headers={"Allow": "POST"})
+        found = await self._find(request, owner)
         if isinstance(found, Reply):
             return found
-        await self.sessions.end(found)
+        if self.sessions.shared is not None:
+            await self.sessions.shared.delete(found)
+        else:
+            await self.sessions.end(found)
         return Reply(200)
 
 

@@ -22,15 +22,18 @@ from mcpframe.protocol import LEGACY_VERSIONS
 from mcpframe.session import Session
 
 from .events import EventStore
-from .exchange import MAIN, NOTIFICATION_PREFIX, LanePool, Router
+from .exchange import MAIN, NOTIFICATION_PREFIX, LanePool, RequestHandler, Router
 from .headers import MCP_PROTOCOL_VERSION, MCP_SESSION_ID
 from .responses import Reply, error_response
+from .store import StoreUnavailable
 from .streams import Stream
 
 if TYPE_CHECKING:
     from mcpframe.server import ServerConnection
 
     from .exchange import Exchange
+    from .store import SessionState
+    from .store_sessions import SharedSessions
 
 __all__ = ["HttpSession", "MainTransport", "SessionManager"]
 
@@ -75,7 +78,10 @@ class MainTransport:
         """Server notifications: onto the standalone GET stream (stored if resumable, else only if open)."""
         for line in data.split(b"\n"):
             if line:
-                await self.stream.emit(self._outgoing(line), response=False)
+                try:
+                    await self.stream.emit(self._outgoing(line), response=False)
+                except StoreUnavailable as exc:  # a notification lost, the session kept
+                    logger.warning("dropping a notification: %s", exc)
 
     def _outgoing(self, frame: bytes) -> bytes:
         """A request of the main Session gets its session-wide id; anything else goes out as it is."""
@@ -109,6 +115,8 @@ class HttpSession:
         self.last_active = _now()
         self.owner: str | None = None
         self.closed = False
+        self.handler: RequestHandler = connection.handle_request  # what its lanes answer requests with
+        self.state: SessionState | None = None  # with a shared store: the state last read or written
 
     @property
     def version(self) -> str | None:
@@ -167,6 +175,7 @@ class SessionManager:
         self.idle_timeout = idle_timeout
         self.max_sessions = max_sessions
         self.sessions: dict[str, HttpSession] = {}
+        self.shared: SharedSessions | None = None  # set by the server with `HttpOptions(store=...)`
         self._tg: anyio.abc.TaskGroup | None = None
 
     @property
@@ -181,6 +190,8 @@ class SessionManager:
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
+                if self.shared is not None:
+                    await self.shared.start(tg)
                 task_status.started()
                 await self._reap_forever()
         finally:
@@ -189,6 +200,8 @@ class SessionManager:
                 for session in list(self.sessions.values()):
                     await session.close()
                 self.sessions.clear()
+                if self.shared is not None:
+                    await self.shared.store.aclose()
 
     async def _reap_forever(self) -> None:
         if self.idle_timeout is None:
@@ -218,11 +231,14 @@ class SessionManager:
         """Whether a new session would exceed `max_sessions`."""
         return len(self.sessions) >= self.max_sessions
 
-    def create(self, owner: str | None) -> HttpSession:
-        """A new session with a fresh, unguessable id; its main Session starts running."""
-        session_id = secrets.token_urlsafe(24)
+    def create(self, owner: str | None, session_id: str | None = None) -> HttpSession:
+        """A new session (with a fresh, unguessable id unless one is given); its main Session starts."""
+        if session_id is None:
+            session_id = secrets.token_urlsafe(24)
         session = HttpSession(session_id, self.connect(), self.store)
         session.owner = owner
+        if self.shared is not None:
+            self.shared.prepare(session)
         self.sessions[session_id] = session
         self.task_group.start_soon(self._run_main, session)
         return session

@@ -9,14 +9,18 @@ the connection on purpose (SSE polling, 2025-11-25) after telling the client how
 from __future__ import annotations
 
 import asyncio
+import logging
 import secrets
 
 from .events import EventStore
 from .pipe import Pipe
+from .store import StoreUnavailable
 
 __all__ = ["KEEPALIVE", "Stream", "format_event", "new_stream_id"]
 
 KEEPALIVE = b": keepalive\n\n"
+
+logger = logging.getLogger("mcpframe.http")
 
 
 def new_stream_id() -> str:
@@ -87,7 +91,26 @@ class Stream:
     async def _store(self, frame: bytes | None) -> str | None:
         if self.store is None or self.session_id is None:
             return None
-        return await self.store.store(self.session_id, self.id, frame)
+        try:
+            return await self.store.store(self.session_id, self.id, frame)
+        except StoreUnavailable as exc:  # a shared store failed mid-stream: go on live, no longer resumable
+            logger.warning("SSE stream %s is no longer resumable: %s", self.id, exc)
+            self.store = None
+            return None
+
+    async def _store_all(self, messages: list[bytes | None]) -> list[str | None]:
+        """Store several events in order, in one round trip (a shared store's
+        `store_many`: the priming event and a handler's quick answer go to Redis together)."""
+        many = getattr(self.store, "store_many", None)
+        if many is None or self.session_id is None:
+            return [None] * len(messages)
+        try:
+            ids: list[str | None] = await many(self.session_id, self.id, messages)
+        except StoreUnavailable as exc:
+            logger.warning("SSE stream %s is no longer resumable: %s", self.id, exc)
+            self.store = None
+            return [None] * len(messages)
+        return ids
 
     async def emit(self, frame: bytes, *, response: bool) -> None:
         """Deliver the frame to the attached response (stored first if resumable), or keep it for later."""
@@ -118,16 +141,35 @@ class Stream:
         """Start an HTTP response on this stream: the priming event (if `retry_ms`), then the backlog."""
         async with self._lock:
             pipe = Pipe()
-            if retry_ms is not None and self.store is not None and self.session_id is not None:
-                if self._priming_id is None or self.attached_once:
-                    self._priming_id = await self.store.store(self.session_id, self.id, None)
-                pipe.put(_priming(self._priming_id, retry_ms))
-            for frame, _ in self._backlog:  # stored now, after the priming event
-                pipe.put(format_event(frame, await self._store(frame)))
+            if self._backlog and getattr(self.store, "store_many", None) is not None:
+                await self._attach_shared(pipe, retry_ms)
+            else:
+                if retry_ms is not None and self.store is not None and self.session_id is not None:
+                    if self._priming_id is None or self.attached_once:
+                        self._priming_id = await self._store(None)
+                    if self._priming_id is not None:  # None: the store failed, the stream goes on live
+                        pipe.put(_priming(self._priming_id, retry_ms))
+                for frame, _ in self._backlog:  # stored now, after the priming event
+                    pipe.put(format_event(frame, await self._store(frame)))
             self._backlog.clear()
             self.attached_once = True
             self._connect(pipe)
             return pipe
+
+    async def _attach_shared(self, pipe: Pipe, retry_ms: int | None) -> None:
+        """`attach` on a shared store: the priming event and the backlog stored in one round trip (a quick
+        handler's answer is already in the backlog), not one each."""
+        prime = retry_ms is not None and self.store is not None and self.session_id is not None
+        fresh = prime and (self._priming_id is None or self.attached_once)
+        frames = [frame for frame, _ in self._backlog]
+        messages: list[bytes | None] = [None, *frames] if fresh else [*frames]
+        ids = await self._store_all(messages)
+        if fresh:
+            self._priming_id = ids.pop(0)
+        if retry_ms is not None and prime and self._priming_id is not None:  # None: the store failed
+            pipe.put(_priming(self._priming_id, retry_ms))
+        for frame, event_id in zip(frames, ids, strict=True):
+            pipe.put(format_event(frame, event_id))
 
     async def resume(self, last_event_id: str) -> Pipe | None:
         """Reattach after `last_event_id`: replay what followed it, then go on live. `None`: unknown id."""

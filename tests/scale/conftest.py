@@ -1,0 +1,41 @@
+"""Shared, expensive set-up of the scale-out tests: one redis-server and three instances per session."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from tests.conformance.conftest import conformance_harness  # noqa: F401 - test_conformance.py uses it
+
+from .support import Instance, RedisProcess, redis_server_or_fail
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisProcess]:
+    """A redis-server on a free loopback port (fails under CI=true when redis-server is missing)."""
+    program = redis_server_or_fail()
+    process = RedisProcess(program, tmp_path_factory.mktemp("redis") / "redis.log")
+    process.start()
+    yield process
+    process.stop()
+
+
+def start_instances(redis: RedisProcess, logs: Path, count: int, *flags: str) -> list[Instance]:
+    """`count` instances sharing `redis` (a short idle timeout and store timeout for the tests)."""
+    common = ["--store", redis.url, "--store-timeout", "1", *flags]
+    return [Instance(common, logs / f"instance{n}.log") for n in range(count)]
+
+
+@pytest.fixture(scope="session")
+def cluster(redis: RedisProcess, tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Instance]]:
+    """Three `mcpframe serve --http --store redis://...` instances, shared by the tests that kill none."""
+    instances = start_instances(redis, tmp_path_factory.mktemp("cluster"), 3)
+    yield instances
+    for instance in instances:
+        instance.stop()
