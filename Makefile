@@ -33,9 +33,10 @@ format: ## apply ruff format and cargo fmt
 
 test: test-rust test-native test-python ## the whole suite: cargo test, then pytest on both backends
 
-testdata: ## fetch JSONTestSuite's cases and install the interop peers (npm, pinned) into .cache/
+testdata: ## fetch JSONTestSuite's cases, install the interop peers (npm, pinned) into .cache/ and redis-server
 	bash scripts/fetch-test-data.sh
 	bash scripts/install-test-peers.sh
+	bash scripts/install-redis.sh
 
 test-rust: ## pure Rust unit tests (no Python needed)
 	cargo test --quiet
