@@ -62,7 +62,8 @@ def test_http_server_wants_its_token_and_the_client_sends_it() -> None:
         assert refused.stdout == ""
         # one line, no traceback: the endpoint and the server's reason
         assert refused.stderr.splitlines() == [
-            f"http_client.py: {url}: Unauthorized: a valid bearer token is required (code -32600)"
+            f"http_client.py: {url}: HTTP 401 from the server: Unauthorized: "
+            "a valid bearer token is required (code -32600)"
         ]
     finally:
         server.terminate()

@@ -39,7 +39,7 @@ __all__ = ["HIGH_WATER", "Route", "SessionBridge", "cancel_frame", "emit_bounded
 
 logger = logging.getLogger("mcpframe.proxy")
 
-_PROGRESS = "notifications/progress"
+_PROGRESS = protocol.NOTIFICATIONS_PROGRESS
 
 
 HIGH_WATER = 64
@@ -237,7 +237,7 @@ class SessionBridge:
         """The POST a server notification or request belongs to (see the module's docstring)."""
         if item.method == _PROGRESS:
             params = item.params
-            token = params.get("progressToken") if isinstance(params, dict) else None
+            token = params.get(protocol.PROGRESS_TOKEN) if isinstance(params, dict) else None
             route = self.tokens.get(token) if isinstance(token, int | str) else None
             if route is not None and not route.closed:
                 return route

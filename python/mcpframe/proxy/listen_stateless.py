@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from mcpframe import core, jsonrpc
+from mcpframe import core, jsonrpc, protocol
 from mcpframe.http.asgi import HttpRequest
 from mcpframe.http.headers import Accepts, mirror_mismatch
 from mcpframe.http.post import Body, one_line
@@ -41,7 +41,7 @@ __all__ = ["StatelessBridge"]
 
 logger = logging.getLogger("mcpframe.proxy")
 
-_PROGRESS = "notifications/progress"
+_PROGRESS = protocol.NOTIFICATIONS_PROGRESS
 
 
 class StatelessBridge:
@@ -131,7 +131,7 @@ class StatelessBridge:
             return
         target: Route | None = None
         if item.method == _PROGRESS and isinstance(item.params, dict):
-            target = self.tokens.get(item.params.get("progressToken"))
+            target = self.tokens.get(item.params.get(protocol.PROGRESS_TOKEN))
         if target is None and self.pending:
             target = next(reversed(self.pending.values()))[0]
         if target is not None and not target.closed:

@@ -29,7 +29,7 @@ from typing import Any, Protocol
 
 import anyio
 
-from mcpframe import core
+from mcpframe import core, protocol
 from mcpframe._api import MessageLike
 
 from .options import ProxyOptions
@@ -81,7 +81,7 @@ class _InFlight:
         """A frame from the client: a request counts until answered, a cancel ends its request's count."""
         if message.kind == "request":
             self.add(message.id)
-        elif message.method == "notifications/cancelled":
+        elif message.method == protocol.NOTIFICATIONS_CANCELLED:
             params = message.params
             self.done(params.get("requestId") if isinstance(params, dict) else None)
 
