@@ -26,10 +26,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import secrets
 import time
 import weakref
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 import anyio
@@ -40,6 +41,8 @@ from mcpframe.session import JSONRPCError, Request
 from .context import CallInfo
 from .registry import Tool, paginate
 from .tasks_store import Clock, MemoryTaskStore, TaskLimitError, TaskRecord, TaskStatus, TaskStore
+
+logger = logging.getLogger("mcpframe.server")
 
 if TYPE_CHECKING:
     from .connection import ServerConnection
@@ -71,6 +74,17 @@ def _with_meta(params: Any, task_id: str) -> dict[str, Any]:
     meta = out.get("_meta")
     out["_meta"] = {**meta, **related(task_id)} if isinstance(meta, dict) else related(task_id)
     return out
+
+
+TaskWatcher = Callable[[dict[str, Any]], Awaitable[None]]
+"""Gets a 2026-07-28 task's ``DetailedTask`` on each change (a `subscriptions/listen` request's sender)."""
+
+
+async def _tell(watcher: TaskWatcher, record: TaskRecord) -> None:
+    try:
+        await watcher(record.detailed())
+    except Exception:  # the listener has gone: the status is still in the store for tasks/get
+        logger.debug("could not send the status of task %s", record.task_id, exc_info=True)
 
 
 def _not_found(task_id: Any) -> JSONRPCError:
@@ -204,6 +218,8 @@ class TaskManager:
         self.clock = clock
         self._jobs: dict[str, _Job] = {}
         self._owners: weakref.WeakKeyDictionary[ServerConnection, str] = weakref.WeakKeyDictionary()
+        # 2026-07-28: who listens for a task's status (`subscriptions/listen` with `taskIds`)
+        self._watchers: dict[str, list[TaskWatcher]] = {}
 
     # ------------------------------------------------------------------ sessions
 
@@ -225,6 +241,27 @@ class TaskManager:
             job.record.status, job.record.status_message = "cancelled", "The session ended."
             if job.scope is not None:
                 job.scope.cancel()
+
+    # ------------------------------------------------------------------ 2026-07-28 status listeners
+
+    async def known(self, task_ids: list[str]) -> list[str]:
+        """Which of these are live 2026-07-28 tasks (the ids a `subscriptions/listen` may watch)."""
+        return [task_id for task_id in task_ids if await self.store.get(MODERN_OWNER, task_id) is not None]
+
+    async def watch(self, task_id: str, watcher: TaskWatcher) -> Callable[[], None]:
+        """Call `watcher` with the task's ``DetailedTask`` now and on every change; returns the unwatch."""
+        watchers = self._watchers.setdefault(task_id, [])
+        watchers.append(watcher)
+
+        def unwatch() -> None:
+            watchers.remove(watcher)
+            if not watchers and self._watchers.get(task_id) is watchers:
+                del self._watchers[task_id]
+
+        record = await self.store.get(MODERN_OWNER, task_id)
+        if record is not None:  # its state now: a change between the client's last poll and the listen
+            await _tell(watcher, record)
+        return unwatch
 
     # ------------------------------------------------------------------ creating
 
@@ -335,9 +372,14 @@ class TaskManager:
         await self._announce(job)
 
     async def _announce(self, job: _Job) -> None:
-        """``notifications/tasks/status`` with the whole Task (the specification makes it optional)."""
+        """``notifications/tasks/status`` with the whole Task (the specification makes it optional); in
+        2026-07-28, ``notifications/tasks`` to the ``subscriptions/listen`` requests that watch the task."""
+        if job.record.modern:
+            for watcher in list(self._watchers.get(job.record.task_id, ())):
+                await _tell(watcher, job.record)
+            return
         session = job.conn.session
-        if session is None or job.record.modern:  # 2026-07-28 pushes only on subscriptions/listen: not yet
+        if session is None:
             return
         try:
             await session.notify(protocol.NOTIFICATIONS_TASKS_STATUS, job.record.wire())
