@@ -104,6 +104,9 @@ class ServerConnection:
         self.client_info: Any = None
         self.log_level = LOG_LEVELS["debug"]
         self.subscriptions: set[str] = set()
+        self.task_owner: str | None = None
+        """The scope of this connection's tasks when its host names one (the HTTP session id, which every
+        instance sharing a store knows); None: a random key per connection (`TaskManager.owner_of`)."""
         self._listeners: dict[int | str, _Listener] = {}
         # unbounded in type only: _enqueue keeps each (kind, value) in it once
         self._send, self._receive = anyio.create_memory_object_stream[tuple[str, str]](math.inf)

@@ -224,12 +224,15 @@ class TaskManager:
     # ------------------------------------------------------------------ sessions
 
     def owner_of(self, conn: ServerConnection, call: CallInfo | None = None) -> str:
-        """The scope of `conn`'s tasks: a random key per connection (override to key by an auth subject).
+        """The scope of `conn`'s tasks: the one its host names (`conn.task_owner`: the HTTP session id),
+        else a random key per connection (override to key by an auth subject).
 
         2026-07-28 requests (``call.modern``) share ``MODERN_OWNER``: the id alone grants access.
         """
         if call is not None and call.modern:
             return MODERN_OWNER
+        if conn.task_owner is not None:
+            return conn.task_owner
         owner = self._owners.get(conn)
         if owner is None:
             owner = self._owners[conn] = secrets.token_hex(16)
@@ -365,6 +368,11 @@ class TaskManager:
         """Make the task terminal (once: a cancelled task stays cancelled whatever the tool did next)."""
         record = job.record
         if record.terminal:
+            return
+        stored = await self.store.get(record.owner, record.task_id)
+        if stored is not None and stored is not record and stored.terminal:
+            # a shared store: another instance cancelled it meanwhile, and that stands
+            record.status, record.outcome, record.status_message = stored.status, None, stored.status_message
             return
         record.status, record.outcome, record.status_message = status, outcome, message
         record.updated_at = self.clock()
