@@ -42,6 +42,7 @@ __all__ = [
     "NOTIFICATIONS_RESOURCES_UPDATED",
     "NOTIFICATIONS_ROOTS_LIST_CHANGED",
     "NOTIFICATIONS_SUBSCRIPTIONS_ACKNOWLEDGED",
+    "NOTIFICATIONS_TASKS",
     "NOTIFICATIONS_TASKS_STATUS",
     "NOTIFICATIONS_TOOLS_LIST_CHANGED",
     "PING",
@@ -168,6 +169,8 @@ NOTIFICATIONS_RESOURCES_UPDATED: Final = "notifications/resources/updated"
 NOTIFICATIONS_ROOTS_LIST_CHANGED: Final = "notifications/roots/list_changed"
 NOTIFICATIONS_SUBSCRIPTIONS_ACKNOWLEDGED: Final = "notifications/subscriptions/acknowledged"
 NOTIFICATIONS_TASKS_STATUS: Final = "notifications/tasks/status"
+NOTIFICATIONS_TASKS: Final = "notifications/tasks"
+"""2026-07-28's tasks extension: a task's status, sent on a `subscriptions/listen` naming it (`taskIds`)."""
 
 SERVER_METHODS: Final = frozenset(
     {
@@ -209,6 +212,7 @@ NOTIFICATIONS: Final = frozenset(
         NOTIFICATIONS_ROOTS_LIST_CHANGED,
         NOTIFICATIONS_SUBSCRIPTIONS_ACKNOWLEDGED,
         NOTIFICATIONS_TASKS_STATUS,
+        NOTIFICATIONS_TASKS,
     }
 )
 """Every notification method either side sends."""

@@ -44,3 +44,10 @@ async def tick(count: int, ctx: Context) -> str:
         await ctx.info(f"tick {n}")
         await anyio.sleep(0.02)
     return f"{count} ticks"
+
+
+@server.tool(task_support="optional")
+async def slow_square(x: int, ms: int = 200) -> str:
+    """x squared after `ms` milliseconds (as a task: its status and result read from any instance)."""
+    await anyio.sleep(ms / 1000)
+    return f"{x * x}"

@@ -13,6 +13,7 @@ import pytest
 
 from mcpframe.client import Client
 from mcpframe.http import connect
+from mcpframe.session import JSONRPCError
 
 from .support import Instance, RoundRobin
 
@@ -77,3 +78,28 @@ async def test_sampling_and_elicitation_answered_through_another_instance(cluste
             assert "username': 'ada'" in result["content"][0]["text"]
     posts = [port for method, port in balancer.sent if method == "POST"]
     assert all(a != b for a, b in itertools.pairwise(posts))
+
+
+async def test_a_task_is_followed_from_every_instance(cluster: list[Instance]) -> None:
+    """A task runs on the instance its call reached; its status, its list entry and its result come from
+    the others (the tasks live in Redis, scoped by the HTTP session id, which every instance knows)."""
+    async with balanced(cluster, mode="legacy") as (client, balancer):
+        with anyio.fail_after(30):
+            handle = await client.call_tool("slow_square", {"x": 12, "ms": 300}, task=True)
+            assert handle.task_id is not None
+            listed = await client.list_tasks()
+            assert [task["taskId"] for task in listed] == [handle.task_id]
+            result = await handle.result()  # polls tasks/get round robin, then tasks/result
+            assert result["content"][0]["text"] == "144"
+            assert (await handle.refresh())["status"] == "completed"
+            other = await client.call_tool("slow_square", {"x": 3, "ms": 300}, task=True)
+            cancelled = await other.cancel()  # lands on another instance than the one running it
+            assert cancelled["status"] == "cancelled"
+            with pytest.raises(JSONRPCError):
+                await other.result()
+            # the running instance's handler was not interrupted (cooperative): once it has ended (its 300 ms
+            # are long past after this wait, which only a negative needs), the task is still cancelled
+            await anyio.sleep(1.0)
+            assert (await other.refresh())["status"] == "cancelled"
+    posts = [port for method, port in balancer.sent if method == "POST"]
+    assert len(set(posts)) == 3

@@ -11,6 +11,7 @@ from mcpframe import jsonrpc, protocol
 from mcpframe.client import Client, TaskHandle
 from mcpframe.session import JSONRPCError
 
+from ._driver import connect
 from .test_tasks import make_server, text
 
 pytestmark = pytest.mark.anyio
@@ -131,3 +132,62 @@ async def test_errors_of_the_modern_era() -> None:
             with pytest.raises(JSONRPCError) as modern_only:
                 await legacy.request(protocol.TASKS_UPDATE, {"taskId": "x", "inputResponses": {}})
             assert modern_only.value.code == jsonrpc.METHOD_NOT_FOUND
+
+
+async def test_listen_with_task_ids_pushes_the_tasks_status() -> None:
+    """2026-07-28: `subscriptions/listen` with `taskIds` gets `notifications/tasks` (a DetailedTask, tagged
+    with the listen's id) now and on each change; unknown ids are left out of the acknowledgement; a client
+    without the tasks extension is refused with -32021."""
+    server, gate = make_server()
+    extension = {"extensions": {protocol.TASKS_EXTENSION: {}}}
+    with anyio.fail_after(10):
+        async with connect(server) as driver:
+            created = await driver.modern("tools/call", {"name": "blocking"}, capabilities=extension)
+            assert created["resultType"] == "task"
+            task_id = created["taskId"]
+            await gate.started.wait()
+            listened: dict[str, Any] = {}
+
+            async def listen() -> None:
+                filters = {"taskIds": [task_id, "no-such-task"]}
+                listened["result"] = await driver.modern(
+                    "subscriptions/listen", {"notifications": filters}, capabilities=extension
+                )
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(listen)
+                (ack,) = await driver.wait_for(protocol.NOTIFICATIONS_SUBSCRIPTIONS_ACKNOWLEDGED)
+                assert ack["notifications"] == {"taskIds": [task_id]}
+                listen_id = ack["_meta"][protocol.SUBSCRIPTION_ID_KEY]
+                (now,) = await driver.wait_for(protocol.NOTIFICATIONS_TASKS)  # its state at once
+                assert now["taskId"] == task_id
+                assert now["status"] == "working"
+                gate.release.set()
+                notes = await driver.wait_for(protocol.NOTIFICATIONS_TASKS, 2)
+                tg.cancel_scope.cancel()
+            done = notes[-1]
+            assert done["status"] == "completed"
+            assert text(done["result"]) == "released"  # the whole DetailedTask, as tasks/get gives it
+            assert done["_meta"] == {protocol.SUBSCRIPTION_ID_KEY: listen_id}
+            with pytest.raises(JSONRPCError) as refused:
+                await driver.modern("subscriptions/listen", {"notifications": {"taskIds": [task_id]}})
+            assert refused.value.code == jsonrpc.MISSING_REQUIRED_CLIENT_CAPABILITY
+            assert refused.value.data == {"requiredCapabilities": extension}
+
+
+async def test_the_client_listens_to_its_task() -> None:
+    """`Client.listen(task_ids=...)`: the statuses reach `client.tasks.on_status` and the handle."""
+    server, gate = make_server()
+    with anyio.fail_after(10):
+        async with Client(server) as client:
+            handle = await client.call_tool("blocking", task=True)
+            assert handle.task_id is not None
+            seen: list[dict[str, Any]] = []
+            client.tasks.on_status = seen.append
+            async with client.listen(task_ids=[handle.task_id]) as accepted:
+                assert accepted == {"taskIds": [handle.task_id]}
+                gate.release.set()
+                while not seen or seen[-1]["status"] != "completed":
+                    await anyio.sleep(0.01)
+            assert handle.status == "completed"
+            assert text(seen[-1]["result"]) == "released"

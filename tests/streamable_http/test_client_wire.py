@@ -162,6 +162,9 @@ def test_mcp_name_and_modern_version() -> None:
     assert mcp_name("tools/list", {"name": "x"}) is None
     assert mcp_name("tools/call", {"name": 3}) is None
     assert mcp_name("tools/call", None) is None
+    for method in ("tasks/get", "tasks/result", "tasks/cancel", "tasks/update"):  # the tasks extension
+        assert mcp_name(method, {"taskId": "t-1"}) == "t-1"
+    assert mcp_name("tasks/list", {"cursor": "c"}) is None
     meta = {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}
     assert stamped_version(meta) == "2026-07-28"
     assert stamped_version({"_meta": {}}) is None

@@ -236,13 +236,16 @@ class Client(Methods):
         prompts: bool = False,
         resources: bool = False,
         resource_uris: Sequence[str] = (),
+        task_ids: Sequence[str] = (),
     ) -> AbstractAsyncContextManager[dict[str, Any]]:
         """2026-07-28 ``subscriptions/listen``: while the block runs, the chosen notifications (list changes,
-        ``notifications/resources/updated`` for ``resource_uris``) reach ``notification_handler``.
+        ``notifications/resources/updated`` for ``resource_uris``) reach ``notification_handler``; with
+        ``task_ids`` (the tasks extension), ``notifications/tasks`` for those tasks, which also update their
+        ``TaskHandle``s and reach ``client.tasks.on_status``.
 
         Yields what the server accepted (e.g. ``{"toolsListChanged": True}``). Legacy servers push list
         changes unasked and use ``subscribe()`` for resources.
         """
         return self.connection.listen(
-            tools=tools, prompts=prompts, resources=resources, resource_uris=resource_uris
+            tools=tools, prompts=prompts, resources=resources, resource_uris=resource_uris, task_ids=task_ids
         )

@@ -250,6 +250,7 @@ class Connection:
         prompts: bool = False,
         resources: bool = False,
         resource_uris: Sequence[str] = (),
+        task_ids: Sequence[str] = (),
     ) -> AsyncIterator[dict[str, Any]]:
         """2026-07-28 ``subscriptions/listen`` for as long as the block runs (see ``Client.listen``)."""
         if self.era != "modern":
@@ -262,6 +263,8 @@ class Connection:
             wanted["resourcesListChanged"] = True
         if resource_uris:
             wanted["resourceSubscriptions"] = list(resource_uris)
+        if task_ids:
+            wanted["taskIds"] = list(task_ids)
         async with self._listen_lock, anyio.create_task_group() as tg:
             acks_in, acks_out = anyio.create_memory_object_stream[dict[str, Any]](1)
             self.inbound.acknowledged = acks_in  # one listen opens at a time: its ack is the next one

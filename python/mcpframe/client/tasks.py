@@ -50,6 +50,9 @@ Fulfil = Callable[[Any], Awaitable[dict[str, Any]]]
 _DEFAULT_POLL = 1.0  # seconds, when the server suggests no pollInterval
 
 
+_STATUS_NOTIFICATIONS = frozenset({protocol.NOTIFICATIONS_TASKS_STATUS, protocol.NOTIFICATIONS_TASKS})
+
+
 class TaskHandle:
     """A tool call running as a task on the server: its last known state, and how to wait or cancel."""
 
@@ -203,8 +206,9 @@ class TaskTracker:
         return handle
 
     async def observe(self, method: str, params: Any) -> None:
-        """Look at one server notification; act on a task status."""
-        if method != protocol.NOTIFICATIONS_TASKS_STATUS or not isinstance(params, dict):
+        """Look at one server notification; act on a task status (2025-11-25's `notifications/tasks/status`,
+        or 2026-07-28's `notifications/tasks` on a `listen(task_ids=...)`)."""
+        if method not in _STATUS_NOTIFICATIONS or not isinstance(params, dict):
             return
         handle = self._handles.get(str(params.get("taskId")))
         if handle is not None:

@@ -59,8 +59,15 @@ CLIENT_NAME_PARAMS: Final = {
     **NAME_PARAMS,
     protocol.RESOURCES_SUBSCRIBE: "uri",
     protocol.RESOURCES_UNSUBSCRIBE: "uri",
+    # the tasks extension asks the client to name the task of these requests (a load balancer or a
+    # gateway can route on it without reading the body)
+    protocol.TASKS_GET: "taskId",
+    protocol.TASKS_RESULT: "taskId",
+    protocol.TASKS_CANCEL: "taskId",
+    protocol.TASKS_UPDATE: "taskId",
 }
-"""What mcpframe's client names in `Mcp-Name`: the mirrored targets, and the resource of (un)subscribe."""
+"""What mcpframe's client names in `Mcp-Name`: the mirrored targets, the resource of (un)subscribe, and the
+task of `tasks/get`, `tasks/result`, `tasks/cancel` and `tasks/update`."""
 
 BASE64_PREFIX: Final = "=?base64?"
 BASE64_SUFFIX: Final = "?="

@@ -81,6 +81,16 @@ class RedisStore:
             )
             raise StoreUnavailable(f"the session store (Redis at {self.where}) failed {what}: {why}") from exc
 
+    async def bounded(self, what: str, call: Awaitable[T]) -> T:
+        """One Redis round trip under the store's bound (for the other users of this pool: the task store)."""
+        return await self._call(what, call)
+
+    def task_store(self) -> Any:
+        """A `TaskStore` on this pool (`RedisTaskStore`): the server's tasks shared like its sessions."""
+        from .redis_tasks import RedisTaskStore  # noqa: PLC0415 - it imports this module
+
+        return RedisTaskStore(self)
+
     def _expire(self, pipe: Any, key: str) -> None:
         if self._ttl_ms is not None:
             pipe.pexpire(key, self._ttl_ms)

@@ -36,6 +36,7 @@ import uvicorn
 from mcpframe import jsonrpc
 from mcpframe.protocol import SUPPORTED_VERSIONS, at_least
 from mcpframe.server.lifecycle import Stop, current_stop, shutdown_grace
+from mcpframe.server.tasks_store import MemoryTaskStore
 
 from .admission import Admission
 from .asgi import HttpRequest, Receive, Scope, Send
@@ -84,6 +85,9 @@ class StreamableHTTPServer:
         )
         if shared is not None:
             self.sessions.shared = SharedSessions(self.sessions, shared)
+            make_tasks = getattr(shared, "task_store", None)
+            if make_tasks is not None and isinstance(server.tasks.store, MemoryTaskStore):
+                server.tasks.store = make_tasks()  # tasks shared too, unless the application chose a store
         self.replies = StreamReplies(retry_ms=opts.retry_ms, keepalive=opts.keepalive)
         self.posts = PostHandler(
             opts,

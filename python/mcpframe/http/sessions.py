@@ -104,6 +104,7 @@ class HttpSession:
     def __init__(self, session_id: str, connection: ServerConnection, store: EventStore | None) -> None:
         self.id = session_id
         self.connection = connection
+        connection.task_owner = session_id  # its tasks are this session's, on whichever instance
         self.store = store
         self.router = Router()
         self.lanes: LanePool | None = None  # the Sessions answering its POSTs (created by the first one)

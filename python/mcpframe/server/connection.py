@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import threading
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -20,7 +21,7 @@ from mcpframe import jsonrpc, protocol
 from mcpframe.session import JSONRPCError, Message, Request, Session
 
 from .context import CallInfo, InputRequired
-from .eras import LOG_LEVELS, modern_version
+from .eras import LOG_LEVELS, MISSING_REQUIRED_CLIENT_CAPABILITY, modern_version
 from .handlers import HANDLERS, Handler, invalid
 
 if TYPE_CHECKING:
@@ -77,6 +78,16 @@ class _Listener:
     closed: anyio.Event
 
 
+def _task_sender(request: Request) -> Callable[[dict[str, Any]], Awaitable[None]]:
+    """Sends a task's status as `notifications/tasks` on the `subscriptions/listen` request `request`."""
+
+    async def send(task: dict[str, Any]) -> None:
+        tagged = {**task, "_meta": {protocol.SUBSCRIPTION_ID_KEY: request.id}}
+        await request.send_notification(protocol.NOTIFICATIONS_TASKS, tagged)
+
+    return send
+
+
 def _method_not_found(method: str, why: str = "") -> JSONRPCError:
     return JSONRPCError(jsonrpc.METHOD_NOT_FOUND, f"Method not found: {method}{why}")
 
@@ -93,6 +104,9 @@ class ServerConnection:
         self.client_info: Any = None
         self.log_level = LOG_LEVELS["debug"]
         self.subscriptions: set[str] = set()
+        self.task_owner: str | None = None
+        """The scope of this connection's tasks when its host names one (the HTTP session id, which every
+        instance sharing a store knows); None: a random key per connection (`TaskManager.owner_of`)."""
         self._listeners: dict[int | str, _Listener] = {}
         # unbounded in type only: _enqueue keeps each (kind, value) in it once
         self._send, self._receive = anyio.create_memory_object_stream[tuple[str, str]](math.inf)
@@ -323,6 +337,23 @@ class ServerConnection:
             result["instructions"] = self.server.instructions
         return result
 
+    async def _task_ids(self, request: Request, task_ids: Any) -> list[str]:
+        """The `taskIds` of a listen that this server will report on: its live 2026-07-28 tasks among them.
+        A client that did not declare the tasks extension is refused (-32021, as the extension says)."""
+        if not isinstance(task_ids, list) or not all(isinstance(t, str) for t in task_ids):
+            raise invalid('"taskIds" must be a list of task ids (strings)')
+        capabilities = request.meta.get(protocol.CLIENT_CAPABILITIES_KEY)
+        extensions = capabilities.get("extensions") if isinstance(capabilities, dict) else None
+        if not (isinstance(extensions, dict) and isinstance(extensions.get(protocol.TASKS_EXTENSION), dict)):
+            data: dict[str, Any] = {"requiredCapabilities": {"extensions": {protocol.TASKS_EXTENSION: {}}}}
+            raise JSONRPCError(
+                MISSING_REQUIRED_CLIENT_CAPABILITY,
+                f"Missing required client capability: task status notifications need the "
+                f"{protocol.TASKS_EXTENSION} extension",
+                data,
+            )
+        return await self.server.tasks.known(task_ids)
+
     async def _listen(self, request: Request, params: dict[str, Any]) -> dict[str, Any]:
         wanted = params.get("notifications")
         if not isinstance(wanted, dict):
@@ -335,12 +366,20 @@ class ServerConnection:
         uris = wanted.get("resourceSubscriptions")
         if isinstance(uris, list) and "resources" in offered:
             accepted["resourceSubscriptions"] = [uri for uri in uris if isinstance(uri, str)]
+        task_ids = wanted.get("taskIds")
+        if task_ids is not None and "tasks" in offered:
+            accepted["taskIds"] = await self._task_ids(request, task_ids)
         listener = _Listener(request, accepted, anyio.Event())
         self._listeners[request.id] = listener
+        unwatch: list[Callable[[], None]] = []
         try:
             ack = {"notifications": accepted, "_meta": {protocol.SUBSCRIPTION_ID_KEY: request.id}}
             await request.send_notification(protocol.NOTIFICATIONS_SUBSCRIPTIONS_ACKNOWLEDGED, ack)
+            for task_id in accepted.get("taskIds", ()):
+                unwatch.append(await self.server.tasks.watch(task_id, _task_sender(request)))
             await listener.closed.wait()
         finally:
+            for stop in unwatch:
+                stop()
             self._listeners.pop(request.id, None)
         return {"_meta": {protocol.SUBSCRIPTION_ID_KEY: request.id}}

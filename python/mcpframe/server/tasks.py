@@ -26,10 +26,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import secrets
 import time
 import weakref
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 import anyio
@@ -40,6 +41,8 @@ from mcpframe.session import JSONRPCError, Request
 from .context import CallInfo
 from .registry import Tool, paginate
 from .tasks_store import Clock, MemoryTaskStore, TaskLimitError, TaskRecord, TaskStatus, TaskStore
+
+logger = logging.getLogger("mcpframe.server")
 
 if TYPE_CHECKING:
     from .connection import ServerConnection
@@ -71,6 +74,17 @@ def _with_meta(params: Any, task_id: str) -> dict[str, Any]:
     meta = out.get("_meta")
     out["_meta"] = {**meta, **related(task_id)} if isinstance(meta, dict) else related(task_id)
     return out
+
+
+TaskWatcher = Callable[[dict[str, Any]], Awaitable[None]]
+"""Gets a 2026-07-28 task's ``DetailedTask`` on each change (a `subscriptions/listen` request's sender)."""
+
+
+async def _tell(watcher: TaskWatcher, record: TaskRecord) -> None:
+    try:
+        await watcher(record.detailed())
+    except Exception:  # the listener has gone: the status is still in the store for tasks/get
+        logger.debug("could not send the status of task %s", record.task_id, exc_info=True)
 
 
 def _not_found(task_id: Any) -> JSONRPCError:
@@ -204,16 +218,21 @@ class TaskManager:
         self.clock = clock
         self._jobs: dict[str, _Job] = {}
         self._owners: weakref.WeakKeyDictionary[ServerConnection, str] = weakref.WeakKeyDictionary()
+        # 2026-07-28: who listens for a task's status (`subscriptions/listen` with `taskIds`)
+        self._watchers: dict[str, list[TaskWatcher]] = {}
 
     # ------------------------------------------------------------------ sessions
 
     def owner_of(self, conn: ServerConnection, call: CallInfo | None = None) -> str:
-        """The scope of `conn`'s tasks: a random key per connection (override to key by an auth subject).
+        """The scope of `conn`'s tasks: the one its host names (`conn.task_owner`: the HTTP session id),
+        else a random key per connection (override to key by an auth subject).
 
         2026-07-28 requests (``call.modern``) share ``MODERN_OWNER``: the id alone grants access.
         """
         if call is not None and call.modern:
             return MODERN_OWNER
+        if conn.task_owner is not None:
+            return conn.task_owner
         owner = self._owners.get(conn)
         if owner is None:
             owner = self._owners[conn] = secrets.token_hex(16)
@@ -225,6 +244,27 @@ class TaskManager:
             job.record.status, job.record.status_message = "cancelled", "The session ended."
             if job.scope is not None:
                 job.scope.cancel()
+
+    # ------------------------------------------------------------------ 2026-07-28 status listeners
+
+    async def known(self, task_ids: list[str]) -> list[str]:
+        """Which of these are live 2026-07-28 tasks (the ids a `subscriptions/listen` may watch)."""
+        return [task_id for task_id in task_ids if await self.store.get(MODERN_OWNER, task_id) is not None]
+
+    async def watch(self, task_id: str, watcher: TaskWatcher) -> Callable[[], None]:
+        """Call `watcher` with the task's ``DetailedTask`` now and on every change; returns the unwatch."""
+        watchers = self._watchers.setdefault(task_id, [])
+        watchers.append(watcher)
+
+        def unwatch() -> None:
+            watchers.remove(watcher)
+            if not watchers and self._watchers.get(task_id) is watchers:
+                del self._watchers[task_id]
+
+        record = await self.store.get(MODERN_OWNER, task_id)
+        if record is not None:  # its state now: a change between the client's last poll and the listen
+            await _tell(watcher, record)
+        return unwatch
 
     # ------------------------------------------------------------------ creating
 
@@ -329,15 +369,25 @@ class TaskManager:
         record = job.record
         if record.terminal:
             return
+        stored = await self.store.get(record.owner, record.task_id)
+        if stored is not None and stored is not record and stored.terminal:
+            # a shared store: another instance cancelled it meanwhile, and that stands
+            record.status, record.outcome, record.status_message = stored.status, None, stored.status_message
+            return
         record.status, record.outcome, record.status_message = status, outcome, message
         record.updated_at = self.clock()
         await self.store.save(record)
         await self._announce(job)
 
     async def _announce(self, job: _Job) -> None:
-        """``notifications/tasks/status`` with the whole Task (the specification makes it optional)."""
+        """``notifications/tasks/status`` with the whole Task (the specification makes it optional); in
+        2026-07-28, ``notifications/tasks`` to the ``subscriptions/listen`` requests that watch the task."""
+        if job.record.modern:
+            for watcher in list(self._watchers.get(job.record.task_id, ())):
+                await _tell(watcher, job.record)
+            return
         session = job.conn.session
-        if session is None or job.record.modern:  # 2026-07-28 pushes only on subscriptions/listen: not yet
+        if session is None:
             return
         try:
             await session.notify(protocol.NOTIFICATIONS_TASKS_STATUS, job.record.wire())
