@@ -53,11 +53,12 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
 
 
 @asynccontextmanager
-async def server() -> AsyncIterator[int]:
+async def server(asgi: Any = app, **options: float) -> AsyncIterator[int]:
+    """`asgi` (default: the echo `app`) under `serve_asgi(..., **options)` on a free port; yields it."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.bind(("127.0.0.1", 0))
     sock.listen(16)
-    task = asyncio.get_running_loop().create_task(serve_asgi(app, sock))
+    task = asyncio.get_running_loop().create_task(serve_asgi(asgi, sock, **options))
     try:
         yield sock.getsockname()[1]
     finally:
@@ -211,21 +212,12 @@ async def test_a_drain_closes_idle_connections_and_lets_the_answer_under_way_fin
 
 
 async def test_a_head_that_comes_too_slowly_is_refused_with_408() -> None:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(4)
-    task = asyncio.get_running_loop().create_task(serve_asgi(app, sock, head_timeout=0.05))
-    try:
-        reader, writer = await asyncio.open_connection("127.0.0.1", sock.getsockname()[1])
+    async with server(head_timeout=0.05) as port:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(b"POST / HTTP/1.1\r\nHost: x\r\n")  # and never the rest (slow-loris)
         with anyio.fail_after(10):
             got = await reader.read()  # to the end: the server closes
         writer.close()
-    finally:
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-        sock.close()
     assert got.startswith(b"HTTP/1.1 408 Request Timeout")
     assert b"connection: close" in got
 
@@ -274,12 +266,7 @@ async def test_an_idle_keep_alive_connection_is_closed_and_a_busy_one_is_not() -
         await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
         await send({"type": "http.response.body", "body": b"ok"})
 
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(4)
-    port = sock.getsockname()[1]
-    task = asyncio.get_running_loop().create_task(serve_asgi(slow, sock, keepalive_timeout=0.05))
-    try:
+    async with server(slow, keepalive_timeout=0.05) as port:
         idle_reader, idle_writer = await asyncio.open_connection("127.0.0.1", port)
         idle_writer.write(post("/", b""))
         busy_reader, busy_writer = await asyncio.open_connection("127.0.0.1", port)
@@ -295,11 +282,6 @@ async def test_an_idle_keep_alive_connection_is_closed_and_a_busy_one_is_not() -
             second = await busy_reader.readuntil(b"ok")
         idle_writer.close()
         busy_writer.close()
-    finally:
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-        sock.close()
     assert first.startswith(b"HTTP/1.1 200 OK")
     assert slow_answer.startswith(b"HTTP/1.1 200 OK")
     assert second.startswith(b"HTTP/1.1 200 OK")
