@@ -109,6 +109,12 @@ class Router:
             if owners.get(key) is exchange:
                 del owners[key]
 
+    def stamped(self, number: int, request: MessageLike) -> bytes:
+        """A server request of connection `number` (an exchange, or `MAIN`) with its session-wide id."""
+        rid = request.id
+        assert rid is not None  # a request has an id (the callers sort by kind first)
+        return request.with_id(self.ids.outbound(number, rid))
+
     def busy(self, rid: Id) -> bool:
         """Whether a client request with this id is still being answered."""
         return rid in self.owners
@@ -315,8 +321,7 @@ class Exchange:
         message: Any = core.decode(frame, lazy=True)[0]
         kind = getattr(message, "kind", None)
         if kind == "request":
-            upstream = self.router.ids.outbound(self.number, message.id)
-            await self.stream.emit(message.with_id(upstream), response=False)
+            await self.stream.emit(self.router.stamped(self.number, message), response=False)
         elif kind in ("result", "error"):
             if self._expected is not None:
                 self._expected.discard(message.id)

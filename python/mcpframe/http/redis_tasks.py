@@ -58,7 +58,9 @@ class RedisTaskStore:
     async def add(self, record: TaskRecord) -> None:
         """Keep `record`; past `max_tasks` the owner's oldest finished task goes, or `TaskLimitError`."""
         redis, index = self.store.redis, _index_key(record.owner)
-        live = await self.owned(record.owner)  # drops the ids of records that expired meanwhile
+        counted = await self.store.bounded("ZCARD", redis.zcard(index))
+        # only near the bound are the records read (which also drops the ids of those that expired)
+        live = await self.owned(record.owner) if counted >= self.max_tasks else []
         if len(live) >= self.max_tasks:
             oldest = next((old for old in live if old.terminal), None)
             if oldest is None:

@@ -90,7 +90,7 @@ class MainTransport:
         message: Any = core.decode(frame, lazy=True)[0]
         if getattr(message, "kind", None) != "request":
             return frame
-        return bytes(message.with_id(self.router.ids.outbound(MAIN, message.id)))
+        return self.router.stamped(MAIN, message)
 
     async def aclose(self) -> None:
         """Idempotent."""
