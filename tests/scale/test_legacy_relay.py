@@ -23,6 +23,9 @@ class FakeStore:
         self.answers: dict[str, bytes] = {}
         self.answered = anyio.Event()
 
+    async def release_legacy(self, session_id: str) -> None:
+        pass
+
     async def ack_legacy(self, nonce: str, status: bytes) -> None:
         self.answers[nonce] = status
         self.answered.set()
@@ -68,6 +71,11 @@ async def test_a_relayed_body_is_queued_or_refused_never_dropped() -> None:
         relay.deliver("s1", b"n5\n-\n{}\n")  # its stream ended
         await wait_answers(store, 4)
         assert store.answers["n5"] == GONE
+        await relay.release(legacy)
+        relay.find = {}.get  # forgotten here too; a body relayed just before its key went: 404 at once
+        relay.deliver("s1", b"n6\n-\n{}\n")
+        await wait_answers(store, 5)
+        assert store.answers["n6"] == GONE
 
 
 async def test_batches_and_the_bound_on_waiting_bodies() -> None:

@@ -20,7 +20,7 @@ on any instance behind a balancer. The rule:
 from __future__ import annotations
 
 import logging
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -44,6 +44,8 @@ HOLD_TTL = 30.0
 MAX_WAITING = 16
 """Relayed bodies that may wait for room in one legacy session's input on its holder; more get 503."""
 
+_ENDED = 256  # ended sessions remembered (a body relayed after its key went arrives within a round trip)
+
 # what the holder answers a relayed body
 OK = b"ok"  # queued on the session's input: the POST answers 202
 GONE = b"gone"  # the session ended: 404
@@ -60,6 +62,8 @@ class SharedLegacy:
         self.find = find  # the legacy session held here with this id
         self.feed_wait = self.store.timeout  # how long a relayed body may wait for room on the holder
         self.waiting: Counter[str] = Counter()
+        # sessions that ended here lately: a body relayed just before its key went is answered 404 at once
+        self.ended: deque[str] = deque(maxlen=_ENDED)
         shared.legacy = self.deliver
 
     # ------------------------------------------------------------ on the holder
@@ -79,6 +83,7 @@ class SharedLegacy:
 
     async def release(self, legacy: LegacySession) -> None:
         """The stream ended: POSTs for it get 404 on every instance."""
+        self.ended.append(legacy.id)
         try:
             await self.store.release_legacy(legacy.id)
         except StoreUnavailable as exc:
@@ -86,10 +91,12 @@ class SharedLegacy:
 
     def deliver(self, session_id: str, payload: bytes) -> None:
         """A body relayed by another instance: queue it if the session is held here (else not ours)."""
+        nonce, _, rest = payload.partition(b"\n")
         legacy = self.find(session_id)
         if legacy is None:
+            if session_id in self.ended:
+                self.shared.manager.spawn(self._answer, nonce, GONE)
             return
-        nonce, _, rest = payload.partition(b"\n")
         flag, _, frames = rest.partition(b"\n")
         if flag == b"b" and not protocol.batches_allowed(legacy.version):
             self.shared.manager.spawn(self._answer, nonce, NO_BATCH)
