@@ -14,6 +14,9 @@ have answered. Every revision the client negotiates is served on it (2024-11-05 
 `StreamableHTTPServer` applies the same Host/Origin allow-lists, bearer auth and body limit as on `/mcp`
 before handing a request here; session ids are as unguessable as `Mcp-Session-Id`s. Flow control: see
 `legacy_pipe` (both ways bounded; a stalled reader stops its session, never grows the server).
+
+With a shared store (`HttpOptions(store=...)`) a POST may land on any instance: it is relayed to the one
+holding the session's GET (`legacy_shared`).
 """
 
 from __future__ import annotations
@@ -32,12 +35,16 @@ from mcpframe.session import Session
 from .asgi import ClientDisconnect, HttpRequest, Receive, Send, TooLarge, wait_disconnect
 from .headers import Accepts, is_json_content
 from .legacy_pipe import LegacyTransport
+from .legacy_shared import FULL, GONE, NO_BATCH, OK, SharedLegacy
 from .options import HttpOptions
 from .post import Body, one_line
 from .responses import SSE_HEADERS, Reply, error_response
+from .store import StoreUnavailable
 
 if TYPE_CHECKING:
     from mcpframe.server import ServerConnection
+
+    from .store_sessions import SharedSessions
 
 __all__ = ["MESSAGES_PATH", "PING", "SSE_PATH", "LegacySSE", "LegacySession", "LegacyStream"]
 
@@ -76,18 +83,26 @@ class LegacySession:
 class LegacySSE:
     """The legacy routes: opens sessions on GET `/sse`, feeds POSTed messages to them, and counts them."""
 
-    def __init__(self, connect: Callable[[], ServerConnection], options: HttpOptions) -> None:
+    def __init__(
+        self,
+        connect: Callable[[], ServerConnection],
+        options: HttpOptions,
+        shared: SharedSessions | None = None,
+    ) -> None:
         self.connect = connect  # a new connection of the MCP server, one per stream
         self.options = options
         self.session_options = options.lane_options()  # max_frame capped at max_body, as on /mcp
         self.sessions: dict[str, LegacySession] = {}
+        # with a shared store: sessions registered there, POSTs for another instance's sessions relayed
+        self.shared = None if shared is None else SharedLegacy(shared, self.sessions.get)
 
     def __len__(self) -> int:
         """The legacy sessions open now (each is one open GET `/sse`)."""
         return len(self.sessions)
 
-    def open(self, request: HttpRequest, owner: str | None) -> Reply | LegacyStream:
-        """GET `/sse`: a new session whose stream starts with its `endpoint` event."""
+    async def open(self, request: HttpRequest, owner: str | None) -> Reply | LegacyStream:
+        """GET `/sse`: a new session whose stream starts with its `endpoint` event (registered in the
+        shared store first, if any: 503 when it fails)."""
         if not Accepts.parse(request.headers.get("accept")).sse:
             return error_response(406, "Not Acceptable: GET /sse needs Accept: text/event-stream")
         if len(self.sessions) >= self.options.max_sessions:
@@ -105,10 +120,17 @@ class LegacySSE:
             batches=False,  # until initialize negotiates 2025-03-26 (`protocol.batches_allowed`)
         )
         legacy = LegacySession(connection, transport, session, owner)
+        if self.shared is not None:
+            try:
+                await self.shared.hold(legacy)
+            except StoreUnavailable as exc:
+                return error_response(503, f"Service Unavailable: {exc}", code=jsonrpc.INTERNAL_ERROR)
         self.sessions[legacy.id] = legacy
         root: str = request.scope.get("root_path", "")
         endpoint = quote(root.rstrip("/") + MESSAGES_PATH) + "?session_id=" + legacy.id
-        return LegacyStream(legacy, endpoint, keepalive=self.options.keepalive, on_end=self._forget)
+        stream = LegacyStream(legacy, endpoint, keepalive=self.options.keepalive, on_end=self._forget)
+        stream.shared = self.shared
+        return stream
 
     def _forget(self, legacy: LegacySession) -> None:
         if self.sessions.get(legacy.id) is legacy:
@@ -117,6 +139,8 @@ class LegacySSE:
     async def post(self, request: HttpRequest, owner: str | None) -> Reply:
         """POST `/messages/?session_id=`: check the body, hand it to the session, answer 202."""
         found = self._find(request, owner)
+        if isinstance(found, str):
+            return await self._post_elsewhere(request, found, owner)
         if isinstance(found, Reply):
             return found
         data = await self._read(request)
@@ -124,23 +148,61 @@ class LegacySSE:
             return data
         batches = protocol.batches_allowed(found.version)
         body = Body.decode(data, max_frame=self.session_options.max_frame, batches=batches)
-        error = body.rejected
-        if error is not None:  # answered here, not on the stream: the client learns which POST was wrong
-            rid = None if error.notification else error.id
-            return error_response(400, error.message, code=error.code, rid=rid)
+        if (refused := _refused(body)) is not None:
+            return refused
         if not await found.transport.feed(one_line(data)):
             return _unknown_session()  # the stream ended while this POST waited for room
-        return Reply(202, b"Accepted", media_type=_PLAIN)
+        return _accepted()
 
-    def _find(self, request: HttpRequest, owner: str | None) -> LegacySession | Reply:
+    def _find(self, request: HttpRequest, owner: str | None) -> LegacySession | Reply | str:
+        """The session held here, the id of one that may be held elsewhere (shared store), or a refusal."""
         query = parse_qs(request.scope.get("query_string", b"").decode("latin-1"))
-        ids = query.get("session_id")
+        ids: list[str] = query.get("session_id") or []
         if not ids or not ids[0]:
             return error_response(400, "Bad Request: the session_id query parameter is required")
         found = self.sessions.get(ids[0])
+        if found is None and self.shared is not None:
+            session_id: str = ids[0]
+            return session_id
         if found is None or found.owner != owner:  # another principal's session does not exist for it
             return _unknown_session()
         return found
+
+    async def _post_elsewhere(self, request: HttpRequest, session_id: str, owner: str | None) -> Reply:
+        """A POST for a session this instance does not hold: checked here, relayed to its holder."""
+        assert self.shared is not None
+        try:
+            if not await self.shared.held(session_id, owner):
+                return _unknown_session()
+            data = await self._read(request)
+            if isinstance(data, Reply):
+                return data
+            # the holder knows the revision: a batch is checked there (its refusal is the local one)
+            body = Body.decode(data, max_frame=self.session_options.max_frame, batches=True)
+            if (refused := _refused(body)) is not None:
+                return refused
+            answer = await self.shared.relay(session_id, one_line(data), batch=body.batch)
+            if answer is None and not await self.shared.held(session_id, owner):
+                answer = GONE  # its stream ended (or its instance died) meanwhile
+        except StoreUnavailable as exc:
+            return error_response(503, f"Service Unavailable: {exc}", code=jsonrpc.INTERNAL_ERROR)
+        return self._relayed(session_id, answer, data)
+
+    def _relayed(self, session_id: str, answer: bytes | None, data: bytes) -> Reply:
+        """The reply to a POST relayed to the holder, from the holder's answer (`None`: no answer)."""
+        assert self.shared is not None
+        if answer == OK:
+            return _accepted()
+        if answer == GONE:
+            return _unknown_session()
+        if answer == NO_BATCH:
+            refused = _refused(Body.decode(data, max_frame=self.session_options.max_frame, batches=False))
+            if refused is not None:
+                return refused
+        why = "its input stayed full" if answer == FULL else "the instance holding it did not answer"
+        wait = f"{self.shared.feed_wait:g}"
+        message = f"Service Unavailable: session {session_id} took no input in {wait} s ({why}); retry"
+        return error_response(503, message, code=jsonrpc.INTERNAL_ERROR, headers={"retry-after": "1"})
 
     async def _read(self, request: HttpRequest) -> bytes | Reply:
         """The body, or the refusal of a wrong media type or too big a body (as on `/mcp`)."""
@@ -164,6 +226,20 @@ class LegacySSE:
             legacy.transport.end_input()
 
 
+def _refused(body: Body) -> Reply | None:
+    """The 400 of a body that is one invalid message: answered on the POST, not the stream, so the
+    client learns which POST was wrong."""
+    error = body.rejected
+    if error is None:
+        return None
+    rid = None if error.notification else error.id
+    return error_response(400, error.message, code=error.code, rid=rid)
+
+
+def _accepted() -> Reply:
+    return Reply(202, b"Accepted", media_type=_PLAIN)
+
+
 def _unknown_session() -> Reply:
     return error_response(404, "Not Found: unknown or closed session", code=jsonrpc.INVALID_REQUEST)
 
@@ -185,6 +261,7 @@ class LegacyStream:
         self.on_end = on_end
         self.status = 200
         self.headers = dict(SSE_HEADERS)
+        self.shared: SharedLegacy | None = None  # registered in a shared store: refreshed, then released
 
     async def __call__(self, receive: Receive, send: Send) -> None:
         """Write the `endpoint` event, then the session's events until it ends or the client leaves."""
@@ -197,11 +274,18 @@ class LegacyStream:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._serve)
                 tg.start_soon(self._watch, receive, tg.cancel_scope)
+                if self.shared is not None:
+                    tg.start_soon(self.shared.keep, legacy)
                 await self._write(send)
                 tg.cancel_scope.cancel()
         finally:
-            self.on_end(legacy)  # a POST for it gets 404 from now on
             with anyio.CancelScope(shield=True):
+                if self.shared is not None:
+                    # no more input, but still found here until the key is gone: a POST relayed meanwhile
+                    # is answered 404 at once (silence would make it wait for its bound)
+                    legacy.transport.end_input()
+                    await self.shared.release(legacy)  # every other instance answers 404 from now on
+                self.on_end(legacy)  # a POST for it gets 404 from now on
                 await legacy.session.aclose()  # cut short: its handlers are cancelled, its state dropped
             logger.debug("legacy SSE session %s ended", legacy.id)
 

@@ -8,7 +8,10 @@ Keys (`mcpframe:` prefix), each expiring after the session's idle timeout unless
   the event id `<stream>.<n>` maps to entry `0-<n>` on every instance; at most `max_events` entries each;
 - `k:<session>`: the set of the session's stream keys, so DELETE removes them all;
 - channel `route`: a client's `notifications/cancelled` for a request running on another instance, and its
-  answer to a request another instance sent it (sampling, elicitation, `roots/list`).
+  answer to a request another instance sent it (sampling, elicitation, `roots/list`); a POST body for a
+  legacy SSE session, tagged `l:<session>` (see `legacy_shared`);
+- `l:<session>`: a legacy SSE session some instance holds (its owner), while its GET lives;
+- `la:<nonce>`: the holder's answer to a relayed legacy body (a list popped by the waiting instance).
 
 Every call is bounded by `timeout` seconds; past it (or when Redis refuses) `StoreUnavailable` is raised,
 and the server answers the request with 503. The client reconnects by itself once Redis is back.
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import secrets
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
@@ -41,6 +45,7 @@ _ROUTE = _PREFIX + "route"
 _BLOCK_MS = 5000  # one XREAD BLOCK; between two, a tail checks that its session still exists
 _TAIL_BATCH = 64  # entries read at once by a tail
 _TAIL_QUEUED = 256  # chunks a tail lets wait in its pipe before it stops reading (flow control)
+_ACK_TTL_MS = 10_000  # how long a legacy relay's answer waits for an instance that may have given up
 _DELETED_TTL_MS = 10_000  # how long a deleted session's GET stream keeps its end marker for tails
 
 
@@ -155,6 +160,43 @@ class RedisStore:
         """`PUBLISH route`: every instance hears it; the one running the request it is about takes it."""
         payload = session_id.encode() + b"\n" + frame
         await self._call("PUBLISH", self.redis.publish(_ROUTE, payload))
+
+    # ------------------------------------------------------------ legacy SSE sessions (`legacy_shared`)
+
+    async def hold_legacy(self, session_id: str, owner: str | None, ttl: float) -> None:
+        """`SET l:<session> <owner> PX ttl`."""
+        doc = json.dumps({"owner": owner})
+        key = _PREFIX + "l:" + session_id
+        await self._call("SET", self.redis.set(key, doc, px=max(1, int(ttl * 1000))))
+
+    async def release_legacy(self, session_id: str) -> None:
+        """`DEL l:<session>`."""
+        await self._call("DEL", self.redis.delete(_PREFIX + "l:" + session_id))
+
+    async def legacy_owner(self, session_id: str) -> tuple[str | None] | None:
+        """`GET l:<session>`: `(owner,)`, or `None` when no instance holds it."""
+        raw = await self._call("GET", self.redis.get(_PREFIX + "l:" + session_id))
+        if raw is None:
+            return None
+        owner = json.loads(raw).get("owner")
+        return (owner if isinstance(owner, str) else None,)
+
+    async def relay_legacy(self, session_id: str, message: bytes, wait: float) -> bytes | None:
+        """`PUBLISH route` tagged `l:<session>` with a fresh nonce, then `BLPOP la:<nonce>` up to `wait` s."""
+        nonce = secrets.token_hex(12)
+        payload = b"l:" + session_id.encode() + b"\n" + nonce.encode() + b"\n" + message
+        await self._call("PUBLISH", self.redis.publish(_ROUTE, payload))
+        call = self.redis.blpop([_PREFIX + "la:" + nonce], timeout=wait)
+        got: Any = await self._call("BLPOP", call, timeout=wait + self.timeout)
+        return None if got is None else bytes(got[1])
+
+    async def ack_legacy(self, nonce: str, status: bytes) -> None:
+        """`RPUSH la:<nonce>` (expiring soon: a waiter that gave up never pops it)."""
+        key = _PREFIX + "la:" + nonce
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.rpush(key, status)
+        pipe.pexpire(key, _ACK_TTL_MS)
+        await self._call("RPUSH", pipe.execute())
 
     # ------------------------------------------------------------ events (the EventStore protocol)
 

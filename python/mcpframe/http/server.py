@@ -97,7 +97,7 @@ class StreamableHTTPServer:
             replies=self.replies,
         )
         # the 2024-11-05 HTTP+SSE transport on /sse and /messages/ (its sessions run inside their GETs)
-        self.legacy = LegacySSE(server.connection, opts) if opts.legacy_sse else None
+        self.legacy = LegacySSE(server.connection, opts, self.sessions.shared) if opts.legacy_sse else None
         self._tg: anyio.abc.TaskGroup | None = None
         self._server_lifespan: AbstractAsyncContextManager[Any] | None = None
 
@@ -242,7 +242,7 @@ class StreamableHTTPServer:
         if isinstance(owner, Reply):
             return owner
         if method == "GET":
-            return self.legacy.open(request, owner)
+            return await self.legacy.open(request, owner)
         return await self.legacy.post(request, owner)
 
     async def _admit(self, request: HttpRequest) -> str | Reply | None:

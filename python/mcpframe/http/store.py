@@ -10,7 +10,9 @@ event store common to every instance behind a balancer:
 - the standalone GET stream of a session is one stream in the store: any instance appends to it, the one
   holding the client's GET reads it (`tail`), and a client resumes it anywhere with `Last-Event-ID`;
 - a `notifications/cancelled` for a request running elsewhere, and a client's answer to a request another
-  instance sent it, are published for the instance concerned.
+  instance sent it, are published for the instance concerned;
+- a legacy SSE session (2024-11-05) is registered while its GET lives, and a POST for it that lands on
+  another instance is relayed to the one holding it (`legacy_shared`).
 
 A store that does not answer raises `StoreUnavailable`; the server answers that request with 503.
 """
@@ -112,6 +114,7 @@ class SharedStore(EventStore, Protocol):
     """A session registry and event store shared by several instances (see the module's docstring)."""
 
     idle_timeout: float | None
+    timeout: float  # the bound of one call, in seconds
 
     async def start(self, deliver: Callable[[str, bytes], None]) -> Callable[[], Coroutine[Any, Any, None]]:
         """Connect; `deliver(session_id, frame)` gets the frames other instances publish (`publish`).
@@ -149,6 +152,26 @@ class SharedStore(EventStore, Protocol):
 
     async def end_stream(self, session_id: str, stream_id: str) -> None:
         """Mark a stream ended (an instance tailing it ends its response there)."""
+        ...
+
+    async def hold_legacy(self, session_id: str, owner: str | None, ttl: float) -> None:
+        """Register (or refresh) a legacy SSE session held by this instance, for `ttl` seconds."""
+        ...
+
+    async def release_legacy(self, session_id: str) -> None:
+        """The legacy session's stream ended: forget it everywhere."""
+        ...
+
+    async def legacy_owner(self, session_id: str) -> tuple[str | None] | None:
+        """`(owner,)` of a legacy session some instance holds, `None` when none does."""
+        ...
+
+    async def relay_legacy(self, session_id: str, message: bytes, wait: float) -> bytes | None:
+        """Publish a body for the legacy session's holder and wait up to `wait` seconds for its answer."""
+        ...
+
+    async def ack_legacy(self, nonce: str, status: bytes) -> None:
+        """The holder's answer to the relayed body `nonce` names."""
         ...
 
 

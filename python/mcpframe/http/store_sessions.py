@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import secrets
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio.abc
@@ -46,6 +46,8 @@ class SharedSessions:
         self.manager = manager
         self.store = store
         self.tails: set[Pipe] = set()  # the pipes of the GET responses reading the store here
+        # where a body relayed for a legacy SSE session goes (`legacy_shared.SharedLegacy.deliver`)
+        self.legacy: Callable[[str, bytes], None] | None = None
 
     async def start(self, tg: anyio.abc.TaskGroup) -> None:
         """Connect to the store and listen for cancels published by other instances."""
@@ -129,7 +131,12 @@ class SharedSessions:
         self.manager.spawn(self._quietly, self.store.publish(session.id, frame))
 
     def deliver(self, session_id: str, frame: bytes) -> None:
-        """A frame another instance published: a cancel or an answer for a request of this instance."""
+        """A frame another instance published: a cancel or an answer for a request of this instance, or a
+        body for a legacy SSE session (`l:<session>`)."""
+        if session_id.startswith("l:"):
+            if self.legacy is not None:
+                self.legacy(session_id[2:], frame)
+            return
         session = self.manager.sessions.get(session_id)
         if session is None:
             return
