@@ -216,3 +216,32 @@ async def test_a_refused_connection_is_a_connect_error() -> None:
     with pytest.raises(httpx.ConnectError):
         async with pool.stream(b"{}", {}):
             pass
+
+
+class FakeSocket(asyncio.Transport):
+    """Records what the connection asks of its socket."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.paused = False
+
+    def pause_reading(self) -> None:
+        self.paused = True
+
+    def resume_reading(self) -> None:
+        self.paused = False
+
+
+async def test_a_reader_that_falls_behind_pauses_the_socket() -> None:
+    conn = _Connection()
+    sock = FakeSocket()
+    conn.connection_made(sock)
+    conn.data_received(head("200 OK", {"content-type": "application/json", "content-length": "400000"}))
+    conn.data_received(b"x" * 200_000)
+    assert not sock.paused
+    conn.data_received(b"x" * 100_000)
+    assert sock.paused  # past 256 KiB unread: the server must wait for us
+    taken = conn.take()
+    assert taken is not None
+    assert len(taken) == 300_000
+    assert not sock.paused
