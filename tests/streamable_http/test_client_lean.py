@@ -103,6 +103,8 @@ class Scripted:
                     return
                 writer.write(answer)
                 await writer.drain()
+                if b"connection: close" in answer.partition(b"\r\n\r\n")[0]:
+                    return  # the answer ends with the connection
         finally:
             writer.close()
 
@@ -245,3 +247,17 @@ async def test_a_reader_that_falls_behind_pauses_the_socket() -> None:
     assert taken is not None
     assert len(taken) == 300_000
     assert not sock.paused
+
+
+async def test_an_answer_ended_by_closing_the_connection_is_read_and_not_reused() -> None:
+    async def script(body: dict[str, Any], conn: int) -> bytes | None:
+        if body.get("method") == "tools/call":
+            data = json.dumps(result(body["id"], {"content": [], "conn": conn})).encode()
+            return head("200 OK", {"content-type": "application/json", "connection": "close"}) + data
+        return await handshake(body)
+
+    async with Scripted(script) as server, lean_client(server.url) as client:
+        first = await client.call_tool("echo", {})
+        second = await client.call_tool("echo", {})
+    assert first["conn"] == 1  # the handshake's connection, then closed by the server
+    assert second["conn"] == 2
