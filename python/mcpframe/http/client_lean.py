@@ -44,8 +44,11 @@ _MAX_OPEN: Final = 100  # connections at once (as httpx's default pool); more re
 
 def lean_applicable(url: str, *, has_client: bool, has_auth: bool) -> bool:
     """Whether the lean path can post to `url`: plain `http://`, no caller's client or auth, no proxy in
-    the environment (httpx would honour it), httptools installed and asyncio running."""
-    if has_client or has_auth or not _HTTPTOOLS or not url.startswith("http://"):
+    the environment (httpx would honour it), httptools installed and asyncio running. A URL with user info
+    (httpx turns it into basic auth) or non-ASCII characters (httpx percent-encodes them) stays with httpx."""
+    if has_client or has_auth or not _HTTPTOOLS or not url.startswith("http://") or not url.isascii():
+        return False
+    if "@" in urllib.parse.urlsplit(url).netloc:
         return False
     proxies = urllib.request.getproxies()
     if "http" in proxies or "all" in proxies:
@@ -142,6 +145,11 @@ class _Connection(asyncio.Protocol):
         if self._writable is not None and not self._writable.done():
             self._writable.set_result(None)
         self._writable = None
+
+    @property
+    def writing_paused(self) -> bool:
+        """Whether the socket's write buffer is above its high-water mark."""
+        return self._writable is not None
 
     async def writable(self) -> None:
         """Wait until the socket's write buffer drained below its high-water mark."""
@@ -294,8 +302,9 @@ class LeanPool:
         return "".join(lines).encode("latin-1") + content
 
     async def _head(self, data: bytes) -> _Connection:
-        """A connection whose response head arrived; a stale idle one (closed by the server, nothing came
-        back) is replaced by a new one, once."""
+        """A connection whose response head arrived. An idle one the server closed meanwhile (nothing came
+        back: most likely it closed before the request arrived) is dropped and the request sent on the next
+        one, then on a new connection (as urllib3 and aiohttp do; httpx would fail the request)."""
         while self._idle:
             conn = self._idle.pop()
             if conn.lost or conn.transport is None or conn.transport.is_closing():
@@ -324,7 +333,7 @@ class LeanPool:
         # the connect timeout bounds writing only: the head of an answer may come as late as the tool likes
         assert conn.transport is not None
         conn.transport.write(data)
-        if conn._writable is not None:
+        if conn.writing_paused:
             try:
                 async with asyncio.timeout(self._connect_timeout):
                     await conn.writable()
