@@ -304,7 +304,8 @@ class LeanPool:
     async def _head(self, data: bytes) -> _Connection:
         """A connection whose response head arrived. An idle one the server closed meanwhile (nothing came
         back: most likely it closed before the request arrived) is dropped and the request sent on the next
-        one, then on a new connection (as urllib3 and aiohttp do; httpx would fail the request)."""
+        one, then on a new connection (httpx would fail it; a server that took the request and died without
+        a byte of answer could see it twice)."""
         while self._idle:
             conn = self._idle.pop()
             if conn.lost or conn.transport is None or conn.transport.is_closing():
