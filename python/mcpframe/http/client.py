@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from typing import Any, Final
 
 import anyio
@@ -39,8 +40,10 @@ import httpx
 from mcpframe import core, jsonrpc, protocol
 from mcpframe._api import Id, MessageLike
 from mcpframe.http.client_answers import AnswerReader, Inbox, Undeliverable
+from mcpframe.http.client_lean import LeanPool, lean_applicable
 from mcpframe.http.client_wire import (
     BackgroundTransport,
+    HttpResponse,
     SessionState,
     content_type,
     encode_header_value,
@@ -60,7 +63,7 @@ logger = logging.getLogger("mcpframe.http.client")
 
 _ACCEPT: Final = "application/json, text/event-stream"
 
-Probe = Callable[[MessageLike, httpx.Response], Awaitable[bool]]
+Probe = Callable[[MessageLike, HttpResponse], Awaitable[bool]]
 """`StreamableHTTPTransport.probe`: given a request and the response to its POST (status and headers read,
 body not yet), returns `True` when it took the request over (its answer will come another way)."""
 
@@ -94,6 +97,9 @@ class StreamableHTTPTransport(BackgroundTransport):
             answered_elsewhere=self._stop_waiting,
         )
         self._reinit_count = 0
+        # `HttpClientOptions.lean`: the pool is made in `run()`, where the event loop is known
+        self._lean_wanted = opts.lean and http_client is None and auth is None
+        self._lean: LeanPool | None = None
         self._exchanges: dict[Id, anyio.CancelScope] = {}
         self._reinit_lock = anyio.Lock()
         self._get_running = False
@@ -108,6 +114,8 @@ class StreamableHTTPTransport(BackgroundTransport):
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Run the background work (POST exchanges, SSE streams) until `aclose()`; for `TaskGroup.start`."""
+        if self._lean_wanted and lean_applicable(self.url, has_client=False, has_auth=False):
+            self._lean = LeanPool(self.url, connect_timeout=self.options.connect_timeout)
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
@@ -116,6 +124,8 @@ class StreamableHTTPTransport(BackgroundTransport):
                 tg.cancel_scope.cancel()
         finally:
             self._tg = None
+            if self._lean is not None:
+                self._lean.close()
             if self._own_http:
                 with anyio.CancelScope(shield=True):
                     await self._http.aclose()
@@ -221,6 +231,12 @@ class StreamableHTTPTransport(BackgroundTransport):
 
     # ------------------------------------------------------------------ posting
 
+    def _post(self, content: bytes, headers: Mapping[str, str]) -> AbstractAsyncContextManager[HttpResponse]:
+        """POST `content`, the response streamed inside the block: over the lean pool when in use."""
+        if self._lean is not None:
+            return self._lean.stream(content, headers)
+        return self._http.stream("POST", self.url, content=content, headers=headers)
+
     async def _post_request(self, message: MessageLike) -> None:
         rid = request_id(message)
         scope = self._exchanges[rid] = anyio.CancelScope()
@@ -256,9 +272,8 @@ class StreamableHTTPTransport(BackgroundTransport):
         try:
             for attempt in range(2):
                 sent_session = None if stamped_version(message.params) else self.session_id
-                response = await self._http.post(
-                    self.url, content=message.raw, headers=self._post_headers(message)
-                )
+                async with self._post(message.raw, self._post_headers(message)) as response:
+                    await response.aread()
                 if response.status_code == 404 and sent_session is not None and attempt == 0:
                     await self._reinitialize(sent_session)
                     continue
@@ -283,7 +298,7 @@ class StreamableHTTPTransport(BackgroundTransport):
         while True:
             sent_session = None if stamped_version(message.params) else self.session_id
             headers = self._post_headers(message)
-            async with self._http.stream("POST", self.url, content=message.raw, headers=headers) as resp:
+            async with self._post(message.raw, headers) as resp:
                 if self.probe is not None and await self.probe(message, resp):
                     return
                 expired = resp.status_code == 404 and sent_session is not None and not renewed

@@ -21,6 +21,7 @@ import httpx
 from mcpframe import core, jsonrpc, protocol
 from mcpframe._api import Id, MessageLike
 from mcpframe.http.client_wire import (
+    HttpResponse,
     SessionState,
     SSEEventTooLarge,
     SSEParser,
@@ -107,7 +108,7 @@ class AnswerReader:
     # ------------------------------------------------------------------ answers
 
     async def answer(
-        self, message: MessageLike, resp: httpx.Response, *, intercept: bool
+        self, message: MessageLike, resp: HttpResponse, *, intercept: bool
     ) -> MessageLike | None:
         """Read the POST's answer, forwarding everything the server sends; the request's own response is
         forwarded too, or returned when `intercept`. Missing answers become synthesized errors."""
@@ -137,7 +138,7 @@ class AnswerReader:
             return synthesized_error(rid, jsonrpc.CONNECTION_CLOSED, "the server's answer did not include it")
         return found
 
-    async def _error_answer(self, rid: Id, resp: httpx.Response) -> MessageLike:
+    async def _error_answer(self, rid: Id, resp: HttpResponse) -> MessageLike:
         body = b""
         async for chunk in resp.aiter_bytes():
             body += chunk
@@ -190,7 +191,7 @@ class AnswerReader:
     # ------------------------------------------------------------------ SSE streams
 
     async def _read_sse(
-        self, resp: httpx.Response, stream: StreamState, rid: Id | None, intercept: bool
+        self, resp: HttpResponse, stream: StreamState, rid: Id | None, intercept: bool
     ) -> MessageLike | bool:
         """Forward the events of one SSE response until it ends or carries the answer to `rid`."""
         parser = SSEParser(self._options.max_message)
@@ -223,7 +224,7 @@ class AnswerReader:
         limit = self._options.max_message
         return f"the server's {what} exceeds {limit} bytes (HttpClientOptions.max_message); not read"
 
-    async def follow(self, resp: httpx.Response, rid: Id | None, *, intercept: bool) -> MessageLike | bool:
+    async def follow(self, resp: HttpResponse, rid: Id | None, *, intercept: bool) -> MessageLike | bool:
         """Read an SSE stream and, while its answer is missing, resume it with GET + Last-Event-ID.
 
         With `rid`, the stream carries that request's answer: forwarded (`True` once seen) or, with

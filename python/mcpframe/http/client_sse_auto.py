@@ -26,7 +26,7 @@ from mcpframe import protocol
 from mcpframe._api import MessageLike
 from mcpframe.http.client import StreamableHTTPTransport
 from mcpframe.http.client_sse import SSEConnectError, SSETransport
-from mcpframe.http.client_wire import BackgroundTransport, ndjson_frame
+from mcpframe.http.client_wire import BackgroundTransport, HttpResponse, ndjson_frame
 from mcpframe.http.options import HttpClientOptions
 from mcpframe.transports.base import TransportClosedError
 
@@ -57,6 +57,8 @@ class AutoTransport(BackgroundTransport):
         # One connection pool for both kinds: the probe's GET reuses the POST's connection.
         self.streamable = StreamableHTTPTransport(url, headers=headers, http_client=self._http, options=opts)
         self.streamable.probe = self._probe
+        # the shared client is ours, not the caller's: the lean POST path may still apply (options.lean)
+        self.streamable._lean_wanted = opts.lean and self._own_http and auth is None
         self.legacy: SSETransport | None = None
         self._probed = False
         self._decided: Literal["streamable-http", "sse"] | None = None
@@ -111,7 +113,7 @@ class AutoTransport(BackgroundTransport):
 
     # ------------------------------------------------------------------ the probe
 
-    async def _probe(self, message: MessageLike, response: httpx.Response) -> bool:
+    async def _probe(self, message: MessageLike, response: HttpResponse) -> bool:
         """`StreamableHTTPTransport.probe`: decide on the answer to a POSTed request; `True`: moved to SSE."""
         status = response.status_code
         if status < 300:

@@ -16,7 +16,7 @@ import ssl
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack
 from types import TracebackType
-from typing import Any, Final, Self
+from typing import Any, Final, Protocol, Self
 
 import anyio
 import anyio.abc
@@ -30,6 +30,7 @@ from .options import HttpClientOptions
 
 __all__ = [
     "BackgroundTransport",
+    "HttpResponse",
     "SSEEvent",
     "SSEEventTooLarge",
     "SSEParser",
@@ -53,6 +54,26 @@ MAX_RETRY_AFTER: Final = 30.0
 
 DRAIN_SECONDS: Final = 0.5
 DRAIN_CHUNKS: Final = 8
+
+
+class HttpResponse(Protocol):
+    """What the client reads of a response: an `httpx.Response` being streamed, or the lean path's
+    `client_lean.LeanResponse` (`HttpClientOptions.lean`)."""
+
+    @property
+    def status_code(self) -> int: ...
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+    @property
+    def url(self) -> object: ...
+
+    def aiter_bytes(self) -> AsyncIterator[bytes]: ...
+
+    async def aread(self) -> bytes: ...
+
+    async def aclose(self) -> None: ...
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -176,7 +197,7 @@ class SSEParser:
         self._event = ""
 
 
-async def read_limited(response: httpx.Response, limit: int) -> bytes | None:
+async def read_limited(response: HttpResponse, limit: int) -> bytes | None:
     """The whole body of `response`, or `None` (the response closed) once it passes `limit` bytes."""
     parts: list[bytes] = []
     size = 0
@@ -340,13 +361,13 @@ def request_id(message: MessageLike) -> int | str:
     return rid
 
 
-def content_type(response: httpx.Response) -> str:
+def content_type(response: HttpResponse) -> str:
     """The media type of a response, lowercased, parameters dropped."""
     value: str = response.headers.get("content-type", "")
     return value.partition(";")[0].strip().lower()
 
 
-def retry_after(response: httpx.Response) -> float | None:
+def retry_after(response: HttpResponse) -> float | None:
     """How long to wait before sending again after a 503: its `Retry-After` in seconds, or `None` when it
     has none, gives a date, or asks for more than `MAX_RETRY_AFTER` (the caller gets the error instead)."""
     if response.status_code != 503:
