@@ -11,6 +11,7 @@ pub mod envelope;
 pub mod framing;
 pub mod pages;
 pub mod scan;
+pub mod span;
 pub mod splice;
 
 #[cfg(feature = "python")]

@@ -6,7 +6,7 @@ mypy holds both backends to ``mcpframe._api.CoreBackend``, ``tests/core/test_con
 rest (the same names and signatures at run time, and a protocol member for each name here).
 """
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar, Final, Literal, Self, final
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
     "encode_request",
     "encode_result",
     "splice_id",
+    "value_span",
 ]
 
 _Id = int | str
@@ -141,6 +142,9 @@ def decode(
 
 def splice_id(frame: bytes, new_id: _Id, /) -> bytes:
     """Rewrite the top-level id of a raw frame without re-encoding anything else."""
+
+def value_span(frame: bytes, path: Sequence[str], /) -> tuple[int, int] | None:
+    """The ``(start, end)`` byte span of the value at the key ``path`` in a raw message, or None."""
 
 def encode_request(id: _Id, method: str, params: Any = None, /) -> bytes:
     """``{"jsonrpc":"2.0","id":…,"method":…,"params":…}`` + LF; ``params`` omitted when None.

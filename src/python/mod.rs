@@ -8,6 +8,7 @@ mod decoder;
 mod encoder;
 mod errors;
 mod ffi;
+mod span;
 
 /// The native backend of `mcpframe.core` (see `docs/core-contract.md`).
 #[pymodule]
@@ -17,5 +18,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     decoder::register(m)?;
     encoder::register(m)?;
     correlator::register(m)?;
+    span::register(m)?;
     Ok(())
 }
