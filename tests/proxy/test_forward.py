@@ -50,11 +50,15 @@ class MemoryUpstream:
 
     # the server's side
     async def frame(self) -> dict[str, Any]:
+        return json.loads(await self.line())
+
+    async def line(self) -> bytes:
+        """The next frame the proxy sent, as its bytes."""
         with anyio.fail_after(5):
             while b"\n" not in self._pending:
                 self._pending += await self._server_in.receive()
         line, self._pending = self._pending.split(b"\n", 1)
-        return json.loads(line)
+        return line
 
     async def write(self, *messages: Any) -> None:
         data = b"".join(m if isinstance(m, bytes) else json.dumps(m).encode() + b"\n" for m in messages)
@@ -84,11 +88,15 @@ class Client:
         await self.session.feed(json.dumps(message).encode() + b"\n")
 
     async def frame(self) -> dict[str, Any]:
+        return json.loads(await self.line())
+
+    async def line(self) -> bytes:
+        """The next frame delivered to this client, as its bytes."""
         with anyio.fail_after(5):
             while b"\n" not in self._pending:
                 self._pending += await self._receive.receive()
         line, self._pending = self._pending.split(b"\n", 1)
-        return json.loads(line)
+        return line
 
     def idle(self) -> bool:
         """Nothing delivered and not read yet."""
@@ -180,6 +188,26 @@ async def test_cancelled_and_progress_are_rewritten_per_session(harness: Harness
     await harness.upstream.write({"jsonrpc": "2.0", "id": up_b["id"], "result": "done"})
     assert (await b.frame())["result"] == "done"
     assert a.idle()
+
+
+@pytest.mark.parametrize(
+    "token", [b'"t"', b'"a\\"b\\u00e9"', b"0", b"9223372036854775807", b"18446744073709551617", b"1.5"]
+)
+async def test_token_and_ids_are_spliced_not_re_encoded(harness: Harness, token: bytes) -> None:
+    a = Client(harness.forwarder)
+    # odd spacing, key order and an escape a re-encoder would not keep; a decoy token in a string
+    head = b'{ "params" : {"q":"\\u0041 \\"progressToken\\":1", "_meta": {"k":[1], "progressToken" : '
+    await a.session.feed(head + token + b' }}, "method":"tools/call" ,"id":"c-1","jsonrpc":"2.0"}\n')
+    sent = await harness.upstream.line()
+    uid = json.loads(sent)["id"]
+    want = head.replace(b'"progressToken" : ', b'"progressToken" : %d' % uid)
+    assert sent == want + b' }}, "method":"tools/call" ,"id":%d,"jsonrpc":"2.0"}' % uid
+    note = b'{"method":"notifications/progress","jsonrpc":"2.0","params":{ "progressToken": %d ,"p":1}}'
+    await harness.upstream.write(note % uid + b"\n")
+    assert await a.line() == note.replace(b"%d", token)
+    cancel = b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId" :"c-1","x":1}}'
+    await a.session.feed(cancel + b"\n")
+    assert await harness.upstream.line() == cancel.replace(b'"c-1"', b"%d" % uid)
 
 
 async def test_server_request_goes_to_the_session_with_a_request_in_flight(harness: Harness) -> None:

@@ -6,6 +6,8 @@ gets the client's own id back the same way, so ids of any JSON type and size cro
 never re-encoded. Only the frames a rewrite needs are decoded further: `notifications/cancelled` (its
 `requestId`), requests carrying a `progressToken` and the progress notifications for them, the server's
 `notifications/cancelled`, `resources/subscribe`/`unsubscribe` and `resources/updated` (their `uri`).
+Their rewritten values (a token, a `requestId`) are spliced in too, at the byte span `core.value_span`
+finds: no frame is ever re-encoded on its way through.
 
 The forwarder knows no transport. A client side calls `open_session(send)` and feeds the session the bytes
 its client wrote (`ClientSession.feed`); what goes back to that client is handed to its `send`. The
@@ -37,12 +39,26 @@ __all__ = ["ClientSession", "Forwarder", "UpstreamLink"]
 _REPLAY = -1  # the IdMap connection of replayed `initialize` requests: their answers are swallowed
 _REPLAY_TIMEOUT = 30.0
 _TOKEN = b'"progressToken"'
+_META_TOKEN = ("params", "_meta", protocol.PROGRESS_TOKEN)
+_PARAMS_TOKEN = ("params", protocol.PROGRESS_TOKEN)
+_REQUEST_ID = ("params", "requestId")
 _WATCHED = frozenset({protocol.INITIALIZE, protocol.RESOURCES_SUBSCRIBE, protocol.RESOURCES_UNSUBSCRIBE})
 _FrameError = core.FrameError
 
 
 def _error(id: Any, code: int, message: str) -> bytes:
     return core.encode_error(id, code, message)
+
+
+def _splice(raw: bytes, span: tuple[int, int], value: bytes) -> bytes:
+    return raw[: span[0]] + value + raw[span[1] :]
+
+
+def _splice_two(raw: bytes, a: tuple[int, int], a_value: bytes, b: tuple[int, int], b_value: bytes) -> bytes:
+    """`raw` with two disjoint spans replaced, in either order."""
+    if a[0] > b[0]:
+        a, a_value, b, b_value = b, b_value, a, a_value
+    return b"".join((raw[: a[0]], a_value, raw[a[1] : b[0]], b_value, raw[b[1] :]))
 
 
 class Forwarder:
@@ -80,7 +96,7 @@ class Forwarder:
         self._dead = False  # the upstream ended and will not be restarted
         self._finishing = False
         self._last: ClientSession | None = None
-        self._progress: dict[int, tuple[ClientSession, Any]] = {}  # upstream id (= token) -> owner
+        self._progress: dict[int, tuple[ClientSession, bytes]] = {}  # upstream id (= token) -> owner, token
         self._watch: dict[int, tuple[str, str]] = {}  # upstream id -> (subscribe|unsubscribe, uri)
         self._server_requests: dict[int, tuple[int, Any]] = {}  # proxy id -> (conn, upstream's id)
         self._next_server_request = 0
@@ -148,14 +164,16 @@ class Forwarder:
             self._watch[uid] = (str(msg.method), uri)
 
     def _with_token(self, session: ClientSession, msg: core.Message, uid: int) -> bytes:
-        """Re-encode a request: its `_meta.progressToken` becomes its upstream id (unique in flight)."""
-        params = msg.params
-        meta = params.get("_meta") if isinstance(params, dict) else None
-        if not isinstance(meta, dict) or protocol.PROGRESS_TOKEN not in meta:
+        """Splice a request: its `_meta.progressToken` becomes its upstream id (unique in flight)."""
+        raw = msg.raw
+        token = core.value_span(raw, _META_TOKEN)
+        if token is None:
             return msg.with_id(uid)  # the bytes were elsewhere (an argument): nothing to rewrite
-        self._progress[uid] = (session, meta[protocol.PROGRESS_TOKEN])
-        params = {**params, "_meta": {**meta, protocol.PROGRESS_TOKEN: uid}}
-        return core.encode_request(uid, str(msg.method), params)[:-1]
+        id_span = core.value_span(raw, ("id",))
+        assert id_span is not None  # a request has an id
+        self._progress[uid] = (session, raw[token[0] : token[1]])  # the client's token, as it wrote it
+        new = b"%d" % uid
+        return _splice_two(raw, token, new, id_span, new)
 
     def client_notification(self, session: ClientSession, msg: core.Message) -> bytes | None:
         """The notification's bytes for the upstream (`None`: dropped)."""
@@ -173,10 +191,17 @@ class Forwarder:
             self._ids.discard(uid)  # the server need not answer a cancelled request
             session.in_flight.discard(uid)
             self._progress.pop(uid, None)
-            return core.encode_notification(method, {**params, "requestId": uid})[:-1]
+            return self._with_request_id(msg.raw, uid)
         if method == protocol.NOTIFICATIONS_INITIALIZED:
             session.initialized = msg.raw
         return msg.raw
+
+    @staticmethod
+    def _with_request_id(raw: bytes, request_id: int) -> bytes:
+        """A cancellation with its `params.requestId` replaced (the caller saw it there)."""
+        span = core.value_span(raw, _REQUEST_ID)
+        assert span is not None
+        return _splice(raw, span, b"%d" % request_id)
 
     def client_answer(self, session: ClientSession, msg: core.Message) -> bytes | None:
         """The client's answer to an upstream request, with the upstream's id back (`None`: dropped)."""
@@ -440,8 +465,10 @@ class Forwarder:
         if owner is None:
             return  # a token of no request in flight here (finished, cancelled or never ours)
         session, client_token = owner
-        params = {**params, protocol.PROGRESS_TOKEN: client_token}
-        out.setdefault(session, []).append(core.encode_notification(str(msg.method), params)[:-1])
+        raw = msg.raw
+        span = core.value_span(raw, _PARAMS_TOKEN)
+        assert span is not None  # the token was read from there
+        out.setdefault(session, []).append(_splice(raw, span, client_token))
 
     def _server_cancelled(self, msg: core.Message, out: dict[ClientSession, list[bytes]]) -> None:
         params = msg.params
@@ -450,6 +477,5 @@ class Forwarder:
             session = self._sessions.get(conn)
             if upstream_id == request_id and session is not None:
                 del self._server_requests[pid]
-                frame = core.encode_notification(str(msg.method), {**params, "requestId": pid})[:-1]
-                out.setdefault(session, []).append(frame)
+                out.setdefault(session, []).append(self._with_request_id(msg.raw, pid))
                 return
