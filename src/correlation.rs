@@ -257,6 +257,16 @@ impl<D> IdRemap<D> {
         Some((conn, id, data))
     }
 
+    /// The `(upstream id, downstream id)` of every mapping of `conn`, by upstream id.
+    pub fn pending(&self, conn: i64) -> Vec<(i64, &RequestId)> {
+        let mut out: Vec<(i64, &RequestId)> = match self.by_conn.get(&conn) {
+            Some(ids) => ids.iter().map(|(id, up)| (*up, id)).collect(),
+            None => return Vec::new(),
+        };
+        out.sort_unstable_by_key(|(up, _)| *up);
+        out
+    }
+
     /// Forget every mapping of `conn`; return their upstream ids in allocation order.
     pub fn drop_connection(&mut self, conn: i64) -> Vec<i64> {
         let mut ups: Vec<i64> = match self.by_conn.remove(&conn) {

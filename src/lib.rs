@@ -10,6 +10,7 @@ pub mod encode;
 pub mod envelope;
 pub mod framing;
 pub mod pages;
+pub mod relay;
 pub mod scan;
 pub mod span;
 pub mod splice;

@@ -19,6 +19,7 @@ __all__ = [
     "FrameError",
     "IdMap",
     "Message",
+    "Relay",
     "decode",
     "encode",
     "encode_error",
@@ -135,6 +136,26 @@ class Decoder:
     @property
     def closed(self) -> bool: ...
 
+@final
+class Relay:
+    """A client session's bytes towards a proxy's upstream: plain requests (ids mapped in ``idmap``
+    and spliced) and notifications relayed in one ``bytes``; from the first frame that needs a
+    decision on, the chunk's frames are held (raw ``bytes``, or an oversize ``FrameError``)."""
+
+    def __new__(cls, idmap: IdMap, conn: int, *, max_frame: int = 67108864) -> Self: ...
+    @property
+    def conn(self) -> int: ...
+    @property
+    def max_frame(self) -> int: ...
+    @property
+    def requests(self) -> int: ...
+    @property
+    def closed(self) -> bool: ...
+    def feed(self, chunk: _Buffer, /) -> tuple[bytes, list[bytes | FrameError]]:
+        """Relay what ``chunk`` completes: ``(relayed bytes, held frames)``."""
+    def close(self) -> tuple[bytes, list[bytes | FrameError]]:
+        """End the stream: an unterminated last frame is relayed or held as if terminated."""
+
 def decode(
     data: _Buffer, /, *, max_frame: int = 67108864, lazy: bool = False, batches: bool = True
 ) -> list[Message | FrameError]:
@@ -218,6 +239,8 @@ class IdMap:
         """Remove and return ``(conn, downstream id)``, or ``None``."""
     def upstream(self, conn: int, id: _Id, /) -> int | None:
         """The upstream id of ``(conn, id)``, or ``None``."""
+    def pending(self, conn: int, /) -> list[tuple[int, _Id]]:
+        """``(upstream id, downstream id)`` of each mapping of ``conn``, by upstream id."""
     def drop_connection(self, conn: int, /) -> list[int]:
         """Forget all of ``conn``'s entries; return their upstream ids."""
     def __len__(self) -> int: ...

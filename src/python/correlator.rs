@@ -15,7 +15,7 @@ use super::errors::new_error;
 use crate::correlation::{FirstIdOutOfRange, PendingError, PendingTable, RequestId};
 use crate::digits::{self, MAX_INT_DIGITS};
 
-mod idmap;
+pub(crate) mod idmap;
 
 /// The key for an id argument: `int` (any size) or `str`, subclasses included; `bool` and other
 /// types raise `TypeError`.
@@ -45,7 +45,7 @@ fn int_arg(name: &str, value: &Bound<'_, PyAny>) -> PyResult<Option<i64>> {
 }
 
 /// A connection number: an `int` within the `i64` range (`ValueError` outside it, on both backends).
-fn conn_arg(conn: &Bound<'_, PyAny>) -> PyResult<i64> {
+pub(crate) fn conn_arg(conn: &Bound<'_, PyAny>) -> PyResult<i64> {
     int_arg("conn", conn)?.ok_or_else(|| {
         PyValueError::new_err(format!(
             "conn must be between {} and {}",

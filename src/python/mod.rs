@@ -8,6 +8,7 @@ mod decoder;
 mod encoder;
 mod errors;
 mod ffi;
+mod relay;
 mod span;
 
 /// The native backend of `mcpframe.core` (see `docs/core-contract.md`).
@@ -19,5 +20,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     encoder::register(m)?;
     correlator::register(m)?;
     span::register(m)?;
+    relay::register(m)?;
     Ok(())
 }

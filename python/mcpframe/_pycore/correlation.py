@@ -229,6 +229,11 @@ class IdMap:
         """The upstream id of ``(conn, id)`` without removing it, or ``None``."""
         return self._by_downstream.get((_conn(conn), _id(id)))
 
+    def pending(self, conn: int, /) -> list[tuple[int, Id]]:
+        """``(upstream id, downstream id)`` of each mapping of ``conn``, by upstream id."""
+        owned = self._by_conn.get(_conn(conn), {})
+        return sorted((upstream, self._by_upstream[upstream][1]) for upstream in owned)
+
     def drop_connection(self, conn: int, /) -> list[int]:
         """Forget every mapping of ``conn``; return their upstream ids in mapping order."""
         owned = self._by_conn.pop(_conn(conn), {})

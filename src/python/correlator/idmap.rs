@@ -17,6 +17,11 @@ pub(crate) struct PyIdMap {
 }
 
 impl PyIdMap {
+    /// The map itself, for the native relay (`crate::python::relay`), which maps ids in place.
+    pub(crate) fn remap(&mut self) -> &mut IdRemap<()> {
+        &mut self.map
+    }
+
     /// Remove the mapping of `upstream_id`, returning `(conn, downstream id)` if there was one.
     fn take<'py>(
         &mut self,
@@ -94,6 +99,18 @@ impl PyIdMap {
     fn upstream(&self, conn: &Bound<'_, PyAny>, id: &Bound<'_, PyAny>) -> PyResult<Option<i64>> {
         let conn = conn_arg(conn)?;
         Ok(self.map.upstream(conn, &request_id(id)?))
+    }
+
+    /// `(upstream id, downstream id)` of each mapping of `conn`, by upstream id.
+    #[pyo3(signature = (conn, /))]
+    fn pending<'py>(&self, conn: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyTuple>>> {
+        let py = conn.py();
+        let conn = conn_arg(conn)?;
+        self.map
+            .pending(conn)
+            .into_iter()
+            .map(|(up, id)| (up, id_object(py, id)?).into_pyobject(py))
+            .collect()
     }
 
     /// Forget every mapping of `conn`; return their upstream ids in mapping order.

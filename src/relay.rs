@@ -1,0 +1,281 @@
+//! The proxy's hot path for one client session's bytes (issue 13): frames cut, each envelope
+//! validated and classified, a plain request's id replaced by a fresh upstream id from the shared
+//! [`IdRemap`] (spliced into the bytes: nothing else of the frame changes), a plain notification
+//! passed on as it is, all into one output buffer. The first frame that needs a decision of the
+//! proxy (see [`relayable`]) stops the relay for the rest of the chunk: it and every frame after it
+//! are handed back whole, in order, so the proxy handles them one by one exactly as if it had
+//! decoded the chunk itself, and the id map sees every change in stream order.
+
+use std::ops::Range;
+
+use memchr::memmem;
+use num_bigint::BigInt;
+
+use crate::correlation::{IdRemap, RequestId};
+use crate::encode;
+use crate::envelope::{self, Envelope, Id, Item, Kind};
+use crate::framing::{Closed, Event, Framer};
+
+/// Requests the proxy must see: it keeps the handshake (to replay it) and follows subscriptions.
+const WATCHED_REQUESTS: [&[u8]; 3] = [
+    b"initialize",
+    b"resources/subscribe",
+    b"resources/unsubscribe",
+];
+
+/// Notifications the proxy must see: a cancellation carries an id to rewrite, and the end of the
+/// handshake is kept for a replay.
+const WATCHED_NOTIFICATIONS: [&[u8]; 2] =
+    [b"notifications/cancelled", b"notifications/initialized"];
+
+/// A request whose params hold these bytes may carry a progress token to rewrite.
+const TOKEN: &[u8] = b"\"progressToken\"";
+
+/// A frame handed back for a decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Held {
+    /// A complete frame, terminator excluded (a stream-start BOM removed).
+    Frame(Vec<u8>),
+    /// A frame over the size limit, whose bytes were never all held.
+    Oversize {
+        /// Stream offset of its first byte.
+        offset: u64,
+        /// Its first bytes, as the framer reports them.
+        preview: Vec<u8>,
+    },
+}
+
+/// One direction of relaying: a client session's bytes towards the upstream.
+#[derive(Debug)]
+pub struct Upward {
+    framer: Framer,
+    items: Vec<Item>,
+    requests: u64,
+}
+
+impl Upward {
+    /// A relay for frames of at most `max_frame` bytes.
+    pub fn new(max_frame: usize) -> Self {
+        Upward {
+            framer: Framer::new(max_frame),
+            items: Vec::with_capacity(1),
+            requests: 0,
+        }
+    }
+
+    /// Requests relayed so far.
+    pub fn requests(&self) -> u64 {
+        self.requests
+    }
+
+    /// Relay what `chunk` completes for session `conn`: relayed frames (each with its LF) are
+    /// appended to `out`, the frames from the first one needing a decision on to `held`.
+    pub fn feed<D: Default>(
+        &mut self,
+        chunk: &[u8],
+        conn: i64,
+        map: &mut IdRemap<D>,
+        out: &mut Vec<u8>,
+        held: &mut Vec<Held>,
+    ) -> Result<(), Closed> {
+        let Upward {
+            framer,
+            items,
+            requests,
+        } = self;
+        framer.feed(chunk, |event| {
+            step(event, conn, map, items, requests, out, held);
+        })
+    }
+
+    /// End the stream: an unterminated last frame is relayed (or held) as if terminated.
+    pub fn close<D: Default>(
+        &mut self,
+        conn: i64,
+        map: &mut IdRemap<D>,
+        out: &mut Vec<u8>,
+        held: &mut Vec<Held>,
+    ) -> Result<(), Closed> {
+        let Upward {
+            framer,
+            items,
+            requests,
+        } = self;
+        framer.close(|event| {
+            step(event, conn, map, items, requests, out, held);
+        })
+    }
+}
+
+/// One framer event: relayed into `out` while nothing is held, else held.
+fn step<D: Default>(
+    event: Event<'_>,
+    conn: i64,
+    map: &mut IdRemap<D>,
+    items: &mut Vec<Item>,
+    requests: &mut u64,
+    out: &mut Vec<u8>,
+    held: &mut Vec<Held>,
+) {
+    let frame: &[u8] = match &event {
+        Event::Frame { bytes, .. } => bytes,
+        Event::Assembled { bytes, .. } => bytes,
+        Event::Oversize { offset, preview } => {
+            held.push(Held::Oversize {
+                offset: *offset,
+                preview: preview.to_vec(),
+            });
+            return;
+        }
+    };
+    if held.is_empty() && relay(frame, conn, map, items, requests, out) {
+        return;
+    }
+    held.push(Held::Frame(match event {
+        Event::Assembled { bytes, .. } => bytes,
+        _ => frame.to_vec(),
+    }));
+}
+
+/// Relay one frame into `out` if it is a plain request or notification (true), else leave
+/// everything as it was (false).
+fn relay<D: Default>(
+    frame: &[u8],
+    conn: i64,
+    map: &mut IdRemap<D>,
+    items: &mut Vec<Item>,
+    requests: &mut u64,
+    out: &mut Vec<u8>,
+) -> bool {
+    items.clear();
+    envelope::validate(frame, true, items);
+    let [Item::Message(message)] = items.as_slice() else {
+        return false;
+    };
+    if !relayable(frame, message) {
+        return false;
+    }
+    if message.kind == Kind::Notification {
+        out.extend_from_slice(frame);
+        out.push(b'\n');
+        return true;
+    }
+    let (Some(id), Some(span)) = (&message.id, &message.raw_id) else {
+        return false;
+    };
+    let Some(key) = request_id(frame, id) else {
+        return false;
+    };
+    let Ok(upstream) = map.outbound(conn, key, D::default()) else {
+        return false; // a duplicate or the limit: the proxy answers it
+    };
+    splice(frame, span.clone(), upstream, out);
+    *requests += 1;
+    true
+}
+
+/// Whether a valid message goes through without a decision: a request or notification outside a
+/// batch, of no watched method, and (a request) with no progress token in its params.
+pub fn relayable(frame: &[u8], message: &Envelope) -> bool {
+    if message.batch.is_some() {
+        return false;
+    }
+    let Some(method) = &message.method else {
+        return false;
+    };
+    let method = method.as_bytes(frame);
+    match message.kind {
+        Kind::Request => {
+            !WATCHED_REQUESTS.contains(&method)
+                && message
+                    .raw_params
+                    .as_ref()
+                    .is_none_or(|p| memmem::find(&frame[p.clone()], TOKEN).is_none())
+        }
+        Kind::Notification => !WATCHED_NOTIFICATIONS.contains(&method),
+        Kind::Result | Kind::Error => false,
+    }
+}
+
+/// The id as the id map keys it.
+fn request_id(frame: &[u8], id: &Id) -> Option<RequestId> {
+    Some(match id {
+        Id::Int(i) => RequestId::Int(*i),
+        Id::Big(r) => RequestId::from_bigint(BigInt::parse_bytes(&frame[r.clone()], 10)?),
+        Id::Str(text) => RequestId::Str(text.as_str(frame).into()),
+    })
+}
+
+/// Append `frame` with the bytes at `id` replaced by the digits of `upstream`, and an LF.
+fn splice(frame: &[u8], id: Range<usize>, upstream: i64, out: &mut Vec<u8>) {
+    out.extend_from_slice(&frame[..id.start]);
+    encode::write_i64(out, upstream);
+    out.extend_from_slice(&frame[id.end..]);
+    out.push(b'\n');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(chunks: &[&[u8]]) -> (Vec<u8>, Vec<Held>, IdRemap<()>) {
+        let mut map = IdRemap::new(8, 1).unwrap();
+        let mut relay = Upward::new(64);
+        let (mut out, mut held) = (Vec::new(), Vec::new());
+        for chunk in chunks {
+            relay.feed(chunk, 7, &mut map, &mut out, &mut held).unwrap();
+        }
+        relay.close(7, &mut map, &mut out, &mut held).unwrap();
+        (out, held, map)
+    }
+
+    #[test]
+    fn plain_requests_and_notifications_are_relayed() {
+        let (out, held, map) = run(&[
+            b"{\"jsonrpc\":\"2.0\", \"id\" : \"a\",\"method\":\"x\"}\r\n{\"jsonrpc\":\"2.0\",\"met",
+            b"hod\":\"n\"}\n{\"id\":12345678901234567890123,\"jsonrpc\":\"2.0\",\"method\":\"x\"}",
+        ]);
+        let want: &[u8] = b"{\"jsonrpc\":\"2.0\", \"id\" : 1,\"method\":\"x\"}\n\
+            {\"jsonrpc\":\"2.0\",\"method\":\"n\"}\n{\"id\":2,\"jsonrpc\":\"2.0\",\"method\":\"x\"}\n";
+        assert_eq!(out, want);
+        assert!(held.is_empty());
+        assert_eq!(map.upstream(7, &RequestId::from("a")), Some(1));
+    }
+
+    #[test]
+    fn the_first_decision_holds_the_rest() {
+        let (out, held, map) = run(&[
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\"}\n",
+            b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"x\",\"params\":{\"_meta\":{\"progressToken\":1}}}\n",
+            b"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"x\"}\n",
+            &[b'x'; 70],
+            b"\n[]\n",
+        ]);
+        assert_eq!(out, b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\"}\n");
+        assert_eq!(held.len(), 4);
+        assert!(matches!(&held[1], Held::Frame(f) if f.ends_with(b"\"id\":3,\"method\":\"x\"}")));
+        assert!(matches!(&held[2], Held::Oversize { offset: 153, .. }));
+        assert_eq!(held[3], Held::Frame(b"[]".to_vec()));
+        assert_eq!(map.len(), 1);
+    }
+
+    #[test]
+    fn watched_methods_duplicates_and_answers_are_held() {
+        for frame in [
+            &b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}"[..],
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"resources/\\u0073ubscribe\"}",
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\"}",
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}",
+            b"{\"jsonrpc\":\"2.0\",\"id\":1}",
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"x\",\"params\":1}",
+        ] {
+            let (out, held, _) = run(&[frame]);
+            assert!(out.is_empty(), "{}", String::from_utf8_lossy(frame));
+            assert_eq!(held, vec![Held::Frame(frame.to_vec())]);
+        }
+        let twice = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\"}\n";
+        let (out, held, _) = run(&[twice, twice]);
+        assert_eq!(out, twice);
+        assert_eq!(held, vec![Held::Frame(twice[..twice.len() - 1].to_vec())]);
+    }
+}
