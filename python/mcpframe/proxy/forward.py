@@ -1,8 +1,9 @@
 """The byte forwarder: many client sessions over one upstream byte stream (see docs/proxy.md).
 
-Every frame is routed by its envelope alone, read by a lazy `Decoder`: a client's request gets a fresh
-upstream id from the core's `IdMap`, spliced into its bytes (`Message.with_id`), and the upstream's answer
-gets the client's own id back the same way, so ids of any JSON type and size cross exactly and params are
+Every frame is routed by its envelope alone: a client's request gets a fresh upstream id from the core's
+`IdMap`, spliced into its bytes (by the core's `Relay` for the plain ones, in one native call per chunk;
+else `Message.with_id`), and the upstream's answer, read by a lazy `Decoder`, gets the client's own id
+back the same way, so ids of any JSON type and size cross exactly and params are
 never re-encoded. Only the frames a rewrite needs are decoded further: `notifications/cancelled` (its
 `requestId`), requests carrying a `progressToken` and the progress notifications for them, the server's
 `notifications/cancelled`, `resources/subscribe`/`unsubscribe` and `resources/updated` (their `uri`).
@@ -108,7 +109,8 @@ class Forwarder:
     def open_session(self, send: Sink, send_nowait: SinkNowait | None = None) -> ClientSession:
         """A new client session whose outgoing bytes go to `send` (`send_nowait` first, if given)."""
         self._next_conn += 1
-        session = ClientSession(self, self._next_conn, Writer(send, send_nowait), self._max_frame)
+        relay = core.Relay(self._ids, self._next_conn, max_frame=self._max_frame)
+        session = ClientSession(self, self._next_conn, Writer(send, send_nowait), relay)
         self._sessions[session.conn] = session
         return session
 
@@ -127,7 +129,6 @@ class Forwarder:
             if conn == session.conn:
                 del self._server_requests[pid]
                 frames.append(_error(upstream_id, jsonrpc.CONNECTION_CLOSED, "the client disconnected"))
-        session.in_flight.clear()
         if frames and self._up is not None:
             with contextlib.suppress(TransportClosedError):
                 await self._up.write(b"".join(frames))
@@ -144,7 +145,6 @@ class Forwarder:
             )
         except PendingLimitError:
             return _error(msg.id, jsonrpc.CONNECTION_CLOSED, "the proxy has too many requests in flight")
-        session.in_flight.add(uid)
         self._last = session
         method = msg.method
         if method in _WATCHED:
@@ -153,6 +153,10 @@ class Forwarder:
         if raw_params is not None and _TOKEN in raw_params:
             return self._with_token(session, msg, uid)
         return msg.with_id(uid)
+
+    def relayed(self, session: ClientSession) -> None:
+        """The session's relay forwarded requests (their ids are mapped already)."""
+        self._last = session
 
     def _watch_request(self, session: ClientSession, msg: core.Message, uid: int) -> None:
         if msg.method == protocol.INITIALIZE:
@@ -189,7 +193,6 @@ class Forwarder:
             if uid is None:  # answered already, or never sent: nothing to cancel
                 return None
             self._ids.discard(uid)  # the server need not answer a cancelled request
-            session.in_flight.discard(uid)
             self._progress.pop(uid, None)
             return self._with_request_id(msg.raw, uid)
         if method == protocol.NOTIFICATIONS_INITIALIZED:
@@ -236,12 +239,7 @@ class Forwarder:
 
     async def _refuse(self, session: ClientSession, why: str) -> None:
         """Fail every request of `session` in flight (the upstream is gone for good)."""
-        frames = []
-        for uid in list(session.in_flight):
-            entry = self._ids.discard(uid)
-            if entry is not None:
-                frames.append(_error(entry[1], jsonrpc.CONNECTION_CLOSED, why))
-        session.in_flight.clear()
+        frames = [self._fail(uid, cid, why) for uid, cid in self._ids.pending(session.conn)]
         if frames:
             await session.deliver(b"".join(frames))
 
@@ -310,6 +308,11 @@ class Forwarder:
         else:
             self._linked.set()  # never started, or already dead: let `serve` see there is nothing left
 
+    def _fail(self, uid: int, cid: Any, why: str) -> bytes:
+        """Forget a request in flight; the error answer for its client."""
+        self._ids.discard(uid)
+        return _error(cid, jsonrpc.CONNECTION_CLOSED, why)
+
     async def _fail_pending(self, status: int, *, restart: bool) -> None:
         """Answer every request the dead upstream had with a clear error (collected before any await)."""
         why = f"the upstream server exited with status {status}"
@@ -317,11 +320,8 @@ class Forwarder:
             why += "; it is restarted on the next request"
         out: dict[ClientSession, list[bytes]] = {}
         for session in self._sessions.values():
-            for uid in session.in_flight:
-                entry = self._ids.discard(uid)
-                if entry is not None:
-                    out.setdefault(session, []).append(_error(entry[1], jsonrpc.CONNECTION_CLOSED, why))
-            session.in_flight.clear()
+            if pending := self._ids.pending(session.conn):
+                out[session] = [self._fail(uid, cid, why) for uid, cid in pending]
         self._progress.clear()
         self._watch.clear()
         self._server_requests.clear()
@@ -403,7 +403,6 @@ class Forwarder:
         session = self._sessions.get(conn)
         if session is None:
             return
-        session.in_flight.discard(uid)
         if self._progress:
             self._progress.pop(uid, None)
         if self._watch and uid in self._watch:
@@ -438,7 +437,7 @@ class Forwarder:
         if last is not None and last.conn in self._sessions:
             return last
         for session in self._sessions.values():
-            if session.in_flight:
+            if self._ids.pending(session.conn):
                 return session
         return next(iter(self._sessions.values()), None)
 

@@ -1,5 +1,10 @@
-"""One client's side of the forwarder (`mcpframe.proxy.forward`): its decoder, its ordered writes, what
-it has in flight and subscribed to, and its handshake (replayed to a restarted upstream).
+"""One client's side of the forwarder (`mcpframe.proxy.forward`): its relay, its ordered writes, what it
+subscribed to, and its handshake (replayed to a restarted upstream).
+
+The client's bytes go through the core's `Relay`, which relays plain requests (their ids mapped and
+spliced) and notifications without a Python object per message; the frames it holds (the handshake,
+cancellations, progress tokens, subscriptions, answers, bad frames, and everything after the first of
+them in a chunk) are decoded here and routed one by one by the forwarder, in stream order.
 """
 
 from __future__ import annotations
@@ -24,14 +29,17 @@ _FrameError = core.FrameError
 class ClientSession:
     """One client's side of the forwarder: feed it the client's bytes; its answers go to `send`."""
 
-    def __init__(self, forwarder: Forwarder, conn: int, writer: Writer, max_frame: int) -> None:
+    def __init__(self, forwarder: Forwarder, conn: int, writer: Writer, relay: core.Relay) -> None:
         self.conn = conn
         self._forwarder = forwarder
         self.writer = writer
         """Ordered writes to this client: the upstream reader and `feed` (its error answers) both write."""
-        self._decoder = core.Decoder(max_frame=max_frame, lazy=True)
-        self.in_flight: set[int] = set()
-        """Upstream ids of this session's requests awaiting an answer."""
+        self._relay = relay
+        self._requests = 0  # `relay.requests` when last looked at
+        # Decodes the frames the relay holds, one whole frame at a time. The LF first settles the
+        # stream-start BOM question: the relay dropped a real one already.
+        self._held = core.Decoder(max_frame=relay.max_frame, lazy=True)
+        self._held.feed(b"\n")
         self.subscriptions: set[str] = set()
         """Resource URIs this session subscribed to (a `resources/subscribe` that succeeded)."""
         self.initialize: bytes | None = None
@@ -50,7 +58,7 @@ class ClientSession:
     def feed_nowait(self, chunk: bytes) -> Awaitable[None] | None:
         """`feed` without a task switch when both sides take the bytes at once (the common case), for a
         transport's read callback; else what is left to await (stop reading until it is done)."""
-        upward, back = self._sort(self._decoder.feed(chunk))
+        upward, back = self._sort(*self._relay.feed(chunk))
         rest_back = b""
         if back:
             with contextlib.suppress(TransportClosedError, OSError):  # the client is gone: nobody to answer
@@ -79,36 +87,56 @@ class ClientSession:
 
     async def end(self) -> None:
         """The client's input ended: decode its last unterminated frame, if any."""
-        if not self._decoder.closed:
-            upward, back = self._sort(self._decoder.close())
+        if not self._relay.closed:
+            upward, back = self._sort(*self._relay.close())
             if back:
                 await self.deliver(back)
             if upward:
                 await self._forwarder.to_upstream(self, upward)
 
-    def _sort(self, items: list[core.Message | core.FrameError]) -> tuple[bytes, bytes]:
-        """The frames for the upstream and the proxy's own answers to this client, each joined."""
+    def _sort(self, relayed: bytes, held: list[bytes | core.FrameError]) -> tuple[bytes, bytes]:
+        """The frames for the upstream (the relayed ones first) and the proxy's own answers to this
+        client, each joined."""
         forwarder = self._forwarder
-        upward: list[bytes] = []
+        if (requests := self._relay.requests) != self._requests:
+            self._requests = requests
+            forwarder.relayed(self)
+        if not held:
+            return relayed, b""
+        upward: list[bytes] = [relayed[:-1]] if relayed else []
         back: list[bytes] = []
-        for item in items:
-            if isinstance(item, _FrameError):
-                if not jsonrpc.response_shaped(item.raw):  # a broken answer gets no answer
-                    back.append(item.to_response())
-                continue
-            kind = item.kind
-            frame: bytes | None
-            if kind == "request":
-                frame = forwarder.client_request(self, item)
-                if frame[-1:] == b"\n":  # an error answer of the proxy's own (forwarded frames have no LF)
-                    back.append(frame)
-                    continue
-            elif kind == "notification":
-                frame = forwarder.client_notification(self, item)
-            else:
-                frame = forwarder.client_answer(self, item)
-            if frame:
-                upward.append(frame)
+        for item in self._decoded(held):
+            self._route(item, upward, back)
         if upward:
             upward.append(b"")
         return b"\n".join(upward), b"".join(back)
+
+    def _route(self, item: core.Message | core.FrameError, upward: list[bytes], back: list[bytes]) -> None:
+        """Route one held frame: to `upward` (for the upstream) or `back` (the proxy's answer)."""
+        forwarder = self._forwarder
+        if isinstance(item, _FrameError):
+            if not jsonrpc.response_shaped(item.raw):  # a broken answer gets no answer
+                back.append(item.to_response())
+            return
+        kind = item.kind
+        frame: bytes | None
+        if kind == "request":
+            frame = forwarder.client_request(self, item)
+            if frame[-1:] == b"\n":  # an error answer of the proxy's own (forwarded frames have no LF)
+                back.append(frame)
+                return
+        elif kind == "notification":
+            frame = forwarder.client_notification(self, item)
+        else:
+            frame = forwarder.client_answer(self, item)
+        if frame:
+            upward.append(frame)
+
+    def _decoded(self, held: list[bytes | core.FrameError]) -> list[core.Message | core.FrameError]:
+        items: list[core.Message | core.FrameError] = []
+        for frame in held:
+            if isinstance(frame, bytes):
+                items += self._held.feed(frame + b"\n")
+            else:
+                items.append(frame)  # an oversize frame
+        return items
