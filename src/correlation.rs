@@ -176,6 +176,11 @@ impl<W> PendingTable<W> {
         self.slots.get(id).map(|slot| &slot.waiter)
     }
 
+    /// The waiter for `id`, left in place, to change.
+    pub fn get_mut(&mut self, id: &RequestId) -> Option<&mut W> {
+        self.slots.get_mut(id).map(|slot| &mut slot.waiter)
+    }
+
     /// Every waiter, in no particular order (for garbage-collector traversal).
     pub fn waiters(&self) -> impl Iterator<Item = &W> {
         self.slots.values().map(|slot| &slot.waiter)
@@ -255,6 +260,17 @@ impl<D> IdRemap<D> {
             }
         }
         Some((conn, id, data))
+    }
+
+    /// `(conn, downstream id, data)` of `upstream_id`, left in place.
+    pub fn peek(&self, upstream_id: i64) -> Option<&(i64, RequestId, D)> {
+        self.upstream.get(&RequestId::Int(upstream_id))
+    }
+
+    /// The data of `upstream_id`'s mapping, to change.
+    pub fn data_mut(&mut self, upstream_id: i64) -> Option<&mut D> {
+        let entry = self.upstream.get_mut(&RequestId::Int(upstream_id))?;
+        Some(&mut entry.2)
     }
 
     /// The `(upstream id, downstream id)` of every mapping of `conn`, by upstream id.

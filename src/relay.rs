@@ -15,6 +15,7 @@ use crate::correlation::{IdRemap, RequestId};
 use crate::encode;
 use crate::envelope::{self, Envelope, Id, Item, Kind};
 use crate::framing::{Closed, Event, Framer};
+use crate::splice::write_json_string;
 
 /// Requests the proxy must see: it keeps the handshake (to replay it) and follows subscriptions.
 const WATCHED_REQUESTS: [&[u8]; 3] = [
@@ -214,6 +215,123 @@ fn splice(frame: &[u8], id: Range<usize>, upstream: i64, out: &mut Vec<u8>) {
     out.push(b'\n');
 }
 
+/// The other direction: the upstream's bytes towards the client sessions. An answer to a request
+/// the map knows, and whose mapping is not marked (`data` true: the proxy follows that request), gets
+/// its client's own id back (the mapping is removed) and goes to that client's buffer; everything
+/// else (server requests, notifications, unknown or marked answers, bad frames) is held as upward.
+#[derive(Debug)]
+pub struct Downward {
+    framer: Framer,
+    items: Vec<Item>,
+}
+
+/// Where [`Downward`] relays to: one buffer per connection, in first-use order.
+pub type PerConn = Vec<(i64, Vec<u8>)>;
+
+impl Downward {
+    /// A relay for frames of at most `max_frame` bytes.
+    pub fn new(max_frame: usize) -> Self {
+        Downward {
+            framer: Framer::new(max_frame),
+            items: Vec::with_capacity(1),
+        }
+    }
+
+    /// Relay what `chunk` completes into `out`, or hold it (from the first held frame on).
+    pub fn feed(
+        &mut self,
+        chunk: &[u8],
+        map: &mut IdRemap<bool>,
+        out: &mut PerConn,
+        held: &mut Vec<Held>,
+    ) -> Result<(), Closed> {
+        let Downward { framer, items } = self;
+        framer.feed(chunk, |event| step_down(event, map, items, out, held))
+    }
+
+    /// End the stream: an unterminated last frame is relayed (or held) as if terminated.
+    pub fn close(
+        &mut self,
+        map: &mut IdRemap<bool>,
+        out: &mut PerConn,
+        held: &mut Vec<Held>,
+    ) -> Result<(), Closed> {
+        let Downward { framer, items } = self;
+        framer.close(|event| step_down(event, map, items, out, held))
+    }
+}
+
+fn step_down(
+    event: Event<'_>,
+    map: &mut IdRemap<bool>,
+    items: &mut Vec<Item>,
+    out: &mut PerConn,
+    held: &mut Vec<Held>,
+) {
+    let frame: &[u8] = match &event {
+        Event::Frame { bytes, .. } => bytes,
+        Event::Assembled { bytes, .. } => bytes,
+        Event::Oversize { offset, preview } => {
+            held.push(Held::Oversize {
+                offset: *offset,
+                preview: preview.to_vec(),
+            });
+            return;
+        }
+    };
+    if held.is_empty() && answer(frame, map, items, out) {
+        return;
+    }
+    held.push(Held::Frame(match event {
+        Event::Assembled { bytes, .. } => bytes,
+        _ => frame.to_vec(),
+    }));
+}
+
+/// Relay one answer to its client (true), or change nothing (false).
+fn answer(frame: &[u8], map: &mut IdRemap<bool>, items: &mut Vec<Item>, out: &mut PerConn) -> bool {
+    items.clear();
+    envelope::validate(frame, true, items);
+    let [Item::Message(message)] = items.as_slice() else {
+        return false;
+    };
+    let (Some(Id::Int(upstream)), Some(span), None) = (&message.id, &message.raw_id, message.batch)
+    else {
+        return false;
+    };
+    if !matches!(message.kind, Kind::Result | Kind::Error) {
+        return false;
+    }
+    match map.peek(*upstream) {
+        Some((_, _, false)) => {}
+        _ => return false, // unknown (late, cancelled, not ours) or followed by the proxy
+    }
+    let Some((conn, id, _)) = map.inbound(&RequestId::Int(*upstream)) else {
+        return false;
+    };
+    let buffer = match out.iter().position(|(c, _)| *c == conn) {
+        Some(at) => &mut out[at].1,
+        None => {
+            out.push((conn, Vec::with_capacity(frame.len() + 1)));
+            &mut out.last_mut().expect("just pushed").1
+        }
+    };
+    buffer.extend_from_slice(&frame[..span.start]);
+    write_id(buffer, &id);
+    buffer.extend_from_slice(&frame[span.end..]);
+    buffer.push(b'\n');
+    true
+}
+
+/// A downstream id as JSON text, as the encoders write it.
+fn write_id(out: &mut Vec<u8>, id: &RequestId) {
+    match id {
+        RequestId::Int(i) => encode::write_i64(out, *i),
+        RequestId::Big(b) => out.extend_from_slice(b.to_str_radix(10).as_bytes()),
+        RequestId::Str(s) => write_json_string(out, s),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -277,5 +395,40 @@ mod tests {
         let (out, held, _) = run(&[twice, twice]);
         assert_eq!(out, twice);
         assert_eq!(held, vec![Held::Frame(twice[..twice.len() - 1].to_vec())]);
+    }
+
+    #[test]
+    fn answers_get_their_clients_ids_back() {
+        let mut map: IdRemap<bool> = IdRemap::new(8, 1).unwrap();
+        let mut up = Upward::new(1000);
+        let (mut sent, mut held) = (Vec::new(), Vec::new());
+        let requests = b"{\"jsonrpc\":\"2.0\",\"id\":\"a\\u00e9\",\"method\":\"x\"}\n\
+            {\"jsonrpc\":\"2.0\",\"id\":18446744073709551616,\"method\":\"x\"}\n";
+        up.feed(requests, 4, &mut map, &mut sent, &mut held)
+            .unwrap();
+        up.feed(
+            b"{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"x\"}\n",
+            9,
+            &mut map,
+            &mut sent,
+            &mut held,
+        )
+        .unwrap();
+        *map.data_mut(3).unwrap() = true; // the proxy follows request 3
+        let mut down = Downward::new(1000);
+        let mut out = Vec::new();
+        down.feed(
+            b"{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}\n{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":1,\"message\":\"m\"}}\n\
+              {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":1}\n{\"jsonrpc\":\"2.0\",\"id\":9,\"result\":1}\n",
+            &mut map,
+            &mut out,
+            &mut held,
+        )
+        .unwrap();
+        let want: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":18446744073709551616,\"result\":{}}\n\
+            {\"jsonrpc\":\"2.0\",\"id\":\"a\xC3\xA9\",\"error\":{\"code\":1,\"message\":\"m\"}}\n";
+        assert_eq!(out, vec![(4, want.to_vec())]);
+        assert_eq!(held.len(), 2);
+        assert_eq!(map.len(), 1); // 3 is still mapped: the proxy takes its answer
     }
 }

@@ -14,6 +14,7 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_INT_DIGITS",
     "PREVIEW_BYTES",
+    "AnswerRelay",
     "Correlator",
     "Decoder",
     "FrameError",
@@ -156,6 +157,22 @@ class Relay:
     def close(self) -> tuple[bytes, list[bytes | FrameError]]:
         """End the stream: an unterminated last frame is relayed or held as if terminated."""
 
+@final
+class AnswerRelay:
+    """The upstream's bytes towards the client sessions: answers to requests mapped in ``idmap`` (and
+    not held by ``IdMap.hold``) get their client's id back, grouped per connection; from the first
+    other frame on, the chunk's frames are held (raw ``bytes``, or an oversize ``FrameError``)."""
+
+    def __new__(cls, idmap: IdMap, *, max_frame: int = 67108864) -> Self: ...
+    @property
+    def max_frame(self) -> int: ...
+    @property
+    def closed(self) -> bool: ...
+    def feed(self, chunk: _Buffer, /) -> tuple[list[tuple[int, bytes]], list[bytes | FrameError]]:
+        """Relay what ``chunk`` completes: ``([(conn, relayed bytes), ...], held frames)``."""
+    def close(self) -> tuple[list[tuple[int, bytes]], list[bytes | FrameError]]:
+        """End the stream: an unterminated last frame is relayed or held as if terminated."""
+
 def decode(
     data: _Buffer, /, *, max_frame: int = 67108864, lazy: bool = False, batches: bool = True
 ) -> list[Message | FrameError]:
@@ -239,6 +256,8 @@ class IdMap:
         """Remove and return ``(conn, downstream id)``, or ``None``."""
     def upstream(self, conn: int, id: _Id, /) -> int | None:
         """The upstream id of ``(conn, id)``, or ``None``."""
+    def hold(self, upstream_id: _Id, /) -> bool:
+        """Mark a mapping: an ``AnswerRelay`` holds its answer instead of relaying it."""
     def pending(self, conn: int, /) -> list[tuple[int, _Id]]:
         """``(upstream id, downstream id)`` of each mapping of ``conn``, by upstream id."""
     def drop_connection(self, conn: int, /) -> list[int]:

@@ -12,7 +12,7 @@ use super::correlator::idmap::PyIdMap;
 use super::errors::new_error;
 use crate::envelope::INVALID_REQUEST;
 use crate::framing::DEFAULT_MAX_FRAME;
-use crate::relay::{Held, Upward};
+use crate::relay::{Downward, Held, PerConn, Upward};
 
 /// A client session's bytes towards the upstream: plain requests and notifications relayed in
 /// native code, ids mapped in the shared `IdMap`; the rest handed back (see `docs/core-contract.md`).
@@ -59,6 +59,46 @@ fn max_frame_arg(value: &Bound<'_, PyAny>) -> PyResult<usize> {
     }
 }
 
+/// The held frames as Python objects: `bytes`, or the contract's oversize `FrameError`.
+fn held_list<'py>(
+    py: Python<'py>,
+    max_frame: usize,
+    held: Vec<Held>,
+) -> PyResult<Bound<'py, PyList>> {
+    let items = PyList::empty(py);
+    for item in held {
+        match item {
+            Held::Frame(frame) => items.append(PyBytes::new(py, &frame))?,
+            Held::Oversize { offset, preview } => {
+                let message =
+                    format!("Invalid Request: frame exceeds the maximum size of {max_frame} bytes");
+                let kwargs = PyDict::new(py);
+                kwargs.set_item("offset", offset)?;
+                kwargs.set_item("preview", PyBytes::new(py, &preview))?;
+                let class = py.import("mcpframe._core")?.getattr("FrameError")?;
+                items.append(class.call((INVALID_REQUEST, message), Some(&kwargs))?)?;
+            }
+        }
+    }
+    Ok(items)
+}
+
+fn idmap_arg(idmap: &Bound<'_, PyAny>) -> PyResult<Py<PyIdMap>> {
+    match idmap.cast::<PyIdMap>() {
+        Ok(map) => Ok(map.clone().unbind()),
+        Err(_) => {
+            let name = idmap.get_type().name()?;
+            Err(PyTypeError::new_err(format!(
+                "idmap must be an IdMap, not {name}"
+            )))
+        }
+    }
+}
+
+fn closed_error(py: Python<'_>) -> PyErr {
+    new_error(py, "DecoderClosedError", "relay is closed")
+}
+
 impl PyRelay {
     /// The relayed bytes and the held items of one `feed` or `close`.
     fn output<'py>(
@@ -67,25 +107,7 @@ impl PyRelay {
         out: &[u8],
         held: Vec<Held>,
     ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyList>)> {
-        let items = PyList::empty(py);
-        for item in held {
-            match item {
-                Held::Frame(frame) => items.append(PyBytes::new(py, &frame))?,
-                Held::Oversize { offset, preview } => {
-                    // the contract's oversize FrameError, as the Decoder reports it
-                    let message = format!(
-                        "Invalid Request: frame exceeds the maximum size of {} bytes",
-                        self.max_frame
-                    );
-                    let kwargs = PyDict::new(py);
-                    kwargs.set_item("offset", offset)?;
-                    kwargs.set_item("preview", PyBytes::new(py, &preview))?;
-                    let class = py.import("mcpframe._core")?.getattr("FrameError")?;
-                    items.append(class.call((INVALID_REQUEST, message), Some(&kwargs))?)?;
-                }
-            }
-        }
-        Ok((PyBytes::new(py, out), items))
+        Ok((PyBytes::new(py, out), held_list(py, self.max_frame, held)?))
     }
 }
 
@@ -101,12 +123,7 @@ impl PyRelay {
         conn: &Bound<'_, PyAny>,
         max_frame: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let Ok(idmap) = idmap.cast::<PyIdMap>() else {
-            let name = idmap.get_type().name()?;
-            return Err(PyTypeError::new_err(format!(
-                "idmap must be an IdMap, not {name}"
-            )));
-        };
+        let idmap = idmap_arg(idmap)?;
         let conn = conn_arg(conn)?;
         let max_frame = match max_frame {
             Some(value) => max_frame_arg(value)?,
@@ -114,7 +131,7 @@ impl PyRelay {
         };
         Ok(PyRelay {
             relay: Upward::new(max_frame),
-            idmap: idmap.clone().unbind(),
+            idmap,
             conn,
             max_frame,
             closed: false,
@@ -153,7 +170,7 @@ impl PyRelay {
         chunk: &Bound<'py, PyAny>,
     ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyList>)> {
         if self.closed {
-            return Err(new_error(py, "DecoderClosedError", "relay is closed"));
+            return Err(closed_error(py));
         }
         let chunk = chunk_arg(chunk)?;
         let data: &[u8] = match &chunk {
@@ -177,7 +194,7 @@ impl PyRelay {
         py: Python<'py>,
     ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyList>)> {
         if self.closed {
-            return Err(new_error(py, "DecoderClosedError", "relay is closed"));
+            return Err(closed_error(py));
         }
         self.closed = true;
         let (mut out, mut held) = (Vec::new(), Vec::new());
@@ -196,8 +213,114 @@ impl PyRelay {
     }
 }
 
+/// The upstream's bytes towards the client sessions: answers to the requests mapped in the shared
+/// `IdMap` get their client's id back, grouped per connection; the rest is held.
+#[pyclass(module = "mcpframe._core", name = "AnswerRelay")]
+pub(crate) struct PyAnswerRelay {
+    relay: Downward,
+    idmap: Py<PyIdMap>,
+    max_frame: usize,
+    closed: bool,
+}
+
+impl PyAnswerRelay {
+    fn output<'py>(
+        &self,
+        py: Python<'py>,
+        out: PerConn,
+        held: Vec<Held>,
+    ) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>)> {
+        let relayed = PyList::empty(py);
+        for (conn, bytes) in out {
+            relayed.append((conn, PyBytes::new(py, &bytes)))?;
+        }
+        Ok((relayed, held_list(py, self.max_frame, held)?))
+    }
+}
+
+#[pymethods]
+impl PyAnswerRelay {
+    #[new]
+    #[pyo3(
+        signature = (idmap, *, max_frame = None),
+        text_signature = "(idmap, *, max_frame=67108864)"
+    )]
+    fn new(idmap: &Bound<'_, PyAny>, max_frame: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        let idmap = idmap_arg(idmap)?;
+        let max_frame = match max_frame {
+            Some(value) => max_frame_arg(value)?,
+            None => DEFAULT_MAX_FRAME,
+        };
+        Ok(PyAnswerRelay {
+            relay: Downward::new(max_frame),
+            idmap,
+            max_frame,
+            closed: false,
+        })
+    }
+
+    /// The frame size limit in bytes.
+    #[getter]
+    fn max_frame(&self) -> usize {
+        self.max_frame
+    }
+
+    /// Whether `close()` was called.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.closed
+    }
+
+    /// Relay what `chunk` completes: `([(conn, relayed bytes), ...], held frames)`.
+    #[pyo3(signature = (chunk, /))]
+    fn feed<'py>(
+        &mut self,
+        py: Python<'py>,
+        chunk: &Bound<'py, PyAny>,
+    ) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>)> {
+        if self.closed {
+            return Err(closed_error(py));
+        }
+        let chunk = chunk_arg(chunk)?;
+        let data: &[u8] = match &chunk {
+            Chunk::Bytes(b) => b.as_bytes(py),
+            Chunk::Owned(v) => v,
+        };
+        let (mut out, mut held) = (Vec::new(), Vec::new());
+        {
+            let mut idmap = self.idmap.bind(py).borrow_mut();
+            let fed = self.relay.feed(data, idmap.remap(), &mut out, &mut held);
+            debug_assert!(fed.is_ok());
+        }
+        self.output(py, out, held)
+    }
+
+    /// End the stream: an unterminated last frame is relayed or held as if terminated.
+    fn close<'py>(
+        &mut self,
+        py: Python<'py>,
+    ) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>)> {
+        if self.closed {
+            return Err(closed_error(py));
+        }
+        self.closed = true;
+        let (mut out, mut held) = (Vec::new(), Vec::new());
+        {
+            let mut idmap = self.idmap.bind(py).borrow_mut();
+            let closed = self.relay.close(idmap.remap(), &mut out, &mut held);
+            debug_assert!(closed.is_ok());
+        }
+        self.output(py, out, held)
+    }
+
+    fn __traverse__(&self, visit: pyo3::PyVisit<'_>) -> Result<(), pyo3::PyTraverseError> {
+        visit.call(&self.idmap)
+    }
+}
+
 /// Add `Relay` to the module.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyRelay>()?;
+    m.add_class::<PyAnswerRelay>()?;
     Ok(())
 }

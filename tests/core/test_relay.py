@@ -184,3 +184,94 @@ def test_idmap_pending_lists_a_connections_mappings_by_upstream_id(backend: Modu
     assert ids.pending(2) == [(2**63 - 1, "b")]
     with pytest.raises(TypeError, match="conn must be an int"):
         ids.pending("1")
+
+
+# ---- AnswerRelay: the upstream's answers back to their sessions ----------------------------------
+
+
+def _answer(id: int, result: str = "{}") -> bytes:
+    return b'{"jsonrpc":"2.0","id":%d,"result":%s}' % (id, result.encode())
+
+
+def test_answers_go_back_per_session_with_their_ids(backend: ModuleType) -> None:
+    ids = backend.IdMap()
+    a, b = ids.outbound(1, "x\u00e9\n"), ids.outbound(2, 2**64)
+    c, followed = ids.outbound(1, 7), ids.outbound(2, 8)
+    assert ids.hold(followed)
+    assert not ids.hold(999)
+    assert not ids.hold("s")
+    relay = backend.AnswerRelay(ids)
+    error = b'{"jsonrpc":"2.0","error":{"code":-1,"message":"m"}, "id" : %d}' % c
+    out, held = relay.feed(_answer(b) + b"\n" + _answer(a) + b"\r\n" + error + b"\n" + _answer(followed))
+    assert out == [
+        (2, b'{"jsonrpc":"2.0","id":18446744073709551616,"result":{}}\n'),
+        (
+            1,
+            b'{"jsonrpc":"2.0","id":"x\\u00e9\\n","result":{}}\n'.replace(b"\\u00e9", "\u00e9".encode())
+            + b'{"jsonrpc":"2.0","error":{"code":-1,"message":"m"}, "id" : 7}\n',
+        ),
+    ]
+    assert held == []
+    assert relay.close() == ([], [_answer(followed)])  # held: the proxy follows it
+    assert ids.pending(1) == []
+    assert ids.pending(2) == [(followed, 8)]
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        _answer(999),  # unknown: late, cancelled or never the proxy's
+        b'{"jsonrpc":"2.0","id":"1","result":{}}',
+        b'{"jsonrpc":"2.0","id":null,"error":{"code":1,"message":"m"}}',
+        b'{"jsonrpc":"2.0","id":5,"method":"sampling/createMessage","params":{}}',
+        _note("notifications/progress", '{"progressToken":1,"progress":1}'),
+        b"[" + _answer(1) + b"]",
+        b"{",
+    ],
+)
+def test_other_upstream_frames_are_held(backend: ModuleType, frame: bytes) -> None:
+    ids = backend.IdMap()
+    ids.outbound(1, "a")
+    ids.outbound(1, "b")
+    relay = backend.AnswerRelay(ids)
+    out, held = relay.feed(frame + b"\n" + _answer(2) + b"\n")
+    assert (out, held) == ([], [frame, _answer(2)])
+    assert len(ids) == 2  # nothing was taken from the map
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=100)
+@given(
+    answers=st.lists(
+        st.tuples(st.integers(min_value=0, max_value=9), st.sampled_from(["{}", "[1, 2]", '"\\u00e9"'])),
+        max_size=12,
+    ),
+    extra=st.lists(_frames, max_size=3),
+    held_ids=st.sets(st.integers(min_value=1, max_value=8), max_size=2),
+    cuts=st.lists(st.integers(min_value=0, max_value=1500), max_size=5),
+)
+def test_both_backends_relay_the_same_answers(
+    both_backends: Any,
+    answers: list[tuple[int, str]],
+    extra: list[bytes],
+    held_ids: set[int],
+    cuts: list[int],
+) -> None:
+    frames = [_answer(i, r) for i, r in answers] + extra
+    stream = b"".join(f + b"\n" for f in sorted(frames, key=len))
+    points = sorted({min(c, len(stream)) for c in cuts})
+    chunks = [stream[a:b] for a, b in zip([0, *points], [*points, len(stream)], strict=True)]
+
+    def run(backend: ModuleType) -> tuple[list[object], list[tuple[int, Any]]]:
+        ids = backend.IdMap()
+        for n, id in enumerate([1, "a", 2**70, "\u00e9", -3, 0, "q", 5]):
+            ids.outbound(n % 3, id)
+        for uid in held_ids:
+            ids.hold(uid)
+        relay = backend.AnswerRelay(ids, max_frame=100)
+        results: list[object] = []
+        for chunk in [*chunks, None]:
+            out, held = relay.close() if chunk is None else relay.feed(chunk)
+            results += [out, [_normal(item) for item in held]]
+        return results, [ids.pending(conn) for conn in range(3)]
+
+    assert run(both_backends.native) == run(both_backends.python)

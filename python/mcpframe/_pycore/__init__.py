@@ -25,7 +25,7 @@ from mcpframe._pycore.encode import (
 from mcpframe._pycore.envelope import PREVIEW_BYTES
 from mcpframe._pycore.framing import DEFAULT_MAX_FRAME, Decoder, decode
 from mcpframe._pycore.message import FrameError, Message
-from mcpframe._pycore.relay import Relay
+from mcpframe._pycore.relay import AnswerRelay, Relay
 from mcpframe._pycore.span import value_span
 from mcpframe._pycore.splice import splice_id
 
@@ -34,6 +34,7 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_INT_DIGITS",
     "PREVIEW_BYTES",
+    "AnswerRelay",
     "Correlator",
     "Decoder",
     "FrameError",

@@ -177,7 +177,7 @@ class Correlator:
 class IdMap:
     """Proxy id remapping: (connection, downstream id) <-> fresh upstream integer id."""
 
-    __slots__ = ("_by_conn", "_by_downstream", "_by_upstream", "_max_pending", "_next")
+    __slots__ = ("_by_conn", "_by_downstream", "_by_upstream", "_held", "_max_pending", "_next")
 
     def __init__(self, *, max_pending: int = 65536, first_id: int = 1) -> None:
         self._max_pending = _max_pending(max_pending)
@@ -185,6 +185,7 @@ class IdMap:
         self._by_upstream: dict[int, tuple[int, Id]] = {}
         self._by_downstream: dict[tuple[int, Id], int] = {}
         self._by_conn: dict[int, dict[int, None]] = {}  # conn -> its upstream ids, in mapping order
+        self._held: set[int] = set()  # upstream ids whose answers an AnswerRelay holds (`hold`)
 
     @property
     def max_pending(self) -> int:
@@ -219,6 +220,7 @@ class IdMap:
         if key is None:
             return None
         upstream = self._by_downstream.pop(key)
+        self._held.discard(upstream)
         owned = self._by_conn[key[0]]
         del owned[upstream]
         if not owned:
@@ -228,6 +230,15 @@ class IdMap:
     def upstream(self, conn: int, id: Id, /) -> int | None:
         """The upstream id of ``(conn, id)`` without removing it, or ``None``."""
         return self._by_downstream.get((_conn(conn), _id(id)))
+
+    def hold(self, upstream_id: Id, /) -> bool:
+        """Mark the mapping of ``upstream_id``: an ``AnswerRelay`` holds its answer for the proxy instead
+        of relaying it. ``False`` if there is no such mapping."""
+        ident = _id(upstream_id)
+        if not isinstance(ident, int) or ident not in self._by_upstream:
+            return False
+        self._held.add(ident)
+        return True
 
     def pending(self, conn: int, /) -> list[tuple[int, Id]]:
         """``(upstream id, downstream id)`` of each mapping of ``conn``, by upstream id."""
@@ -239,6 +250,7 @@ class IdMap:
         owned = self._by_conn.pop(_conn(conn), {})
         for upstream in owned:
             del self._by_downstream[self._by_upstream.pop(upstream)]
+            self._held.discard(upstream)
         return list(owned)
 
     def __len__(self) -> int:

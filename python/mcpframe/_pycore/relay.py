@@ -15,7 +15,7 @@ from mcpframe._pycore.framing import _BLANK, DEFAULT_MAX_FRAME, Decoder, _oversi
 from mcpframe._pycore.message import FrameError, Message
 from mcpframe.errors import DecoderClosedError, DuplicateIdError, PendingLimitError
 
-__all__ = ["Relay"]
+__all__ = ["AnswerRelay", "Relay"]
 
 _WATCHED_REQUESTS = frozenset({"initialize", "resources/subscribe", "resources/unsubscribe"})
 _WATCHED_NOTIFICATIONS = frozenset({"notifications/cancelled", "notifications/initialized"})
@@ -29,7 +29,7 @@ class _Framer(Decoder):
 
     __slots__ = ("relay",)
 
-    def __init__(self, relay: Relay, max_frame: int) -> None:
+    def __init__(self, relay: Relay | AnswerRelay, max_frame: int) -> None:
         super().__init__(max_frame=max_frame, lazy=True)
         self.relay = relay
 
@@ -142,3 +142,76 @@ def _relayable(message: Message) -> bool:
         return False
     params = message.raw_params
     return params is None or _TOKEN not in params
+
+
+class AnswerRelay:
+    """Relay the upstream's answers to the client sessions (see ``docs/core-contract.md``)."""
+
+    __slots__ = ("_closed", "_framer", "_held", "_idmap", "_out")
+
+    def __init__(self, idmap: IdMap, *, max_frame: int = DEFAULT_MAX_FRAME) -> None:
+        if not isinstance(idmap, IdMap):
+            raise TypeError(f"idmap must be an IdMap, not {type(idmap).__name__}")
+        self._idmap = idmap
+        self._framer = _Framer(self, max_frame)
+        self._out: dict[int, list[bytes]] = {}
+        self._held: list[Held] = []
+        self._closed = False
+
+    @property
+    def max_frame(self) -> int:
+        """The frame size limit in bytes."""
+        return self._framer.max_frame
+
+    @property
+    def closed(self) -> bool:
+        """Whether ``close()`` was called."""
+        return self._closed
+
+    def feed(self, chunk: bytes | bytearray | memoryview, /) -> tuple[list[tuple[int, bytes]], list[Held]]:
+        """Relay what ``chunk`` completes: ``([(conn, relayed bytes), ...], held frames)``."""
+        if self._closed:
+            raise DecoderClosedError("relay is closed")
+        return self._collect(self._framer.feed(chunk))
+
+    def close(self) -> tuple[list[tuple[int, bytes]], list[Held]]:
+        """End the stream: an unterminated last frame is relayed or held as if terminated."""
+        if self._closed:
+            raise DecoderClosedError("relay is closed")
+        self._closed = True
+        return self._collect(self._framer.close())
+
+    def _collect(self, tail: list[Message | FrameError]) -> tuple[list[tuple[int, bytes]], list[Held]]:
+        out = [(conn, b"".join(frames)) for conn, frames in self._out.items()]
+        held = self._held
+        held.extend(item for item in tail if isinstance(item, FrameError))
+        self._out, self._held = {}, []
+        return out, held
+
+    def _step(self, raw: bytes) -> None:
+        if not self._held and self._answer(raw):
+            return
+        self._held.append(raw)
+
+    def _answer(self, raw: bytes) -> bool:
+        items: list[Message | FrameError] = []
+        decode_frame(raw, 0, True, True, items)
+        message = items[0] if len(items) == 1 else None
+        if not isinstance(message, Message) or message.batch is not None:
+            return False
+        upstream = message.id
+        if (
+            message.kind not in {"result", "error"}
+            or type(upstream) is not int
+            or not -(2**63) <= upstream < 2**63
+        ):
+            return False
+        idmap = self._idmap
+        if upstream in idmap._held:
+            return False  # the proxy follows this request: it takes the answer
+        found = idmap.discard(upstream)
+        if found is None:
+            return False
+        conn, id = found
+        self._out.setdefault(conn, []).append(message.with_id(id) + b"\n")
+        return True

@@ -13,12 +13,12 @@ use crate::correlation::{IdRemap, PendingError, RequestId};
 /// (conn, downstream id) <-> upstream id, with a limit on live mappings.
 #[pyclass(module = "mcpframe._core", name = "IdMap")]
 pub(crate) struct PyIdMap {
-    map: IdRemap<()>,
+    map: IdRemap<bool>,
 }
 
 impl PyIdMap {
     /// The map itself, for the native relay (`crate::python::relay`), which maps ids in place.
-    pub(crate) fn remap(&mut self) -> &mut IdRemap<()> {
+    pub(crate) fn remap(&mut self) -> &mut IdRemap<bool> {
         &mut self.map
     }
 
@@ -33,7 +33,7 @@ impl PyIdMap {
         }
         let py = upstream_id.py();
         match self.map.inbound(&key) {
-            Some((conn, id, ())) => Ok(Some((conn, id_object(py, &id)?).into_pyobject(py)?)),
+            Some((conn, id, _)) => Ok(Some((conn, id_object(py, &id)?).into_pyobject(py)?)),
             None => Ok(None),
         }
     }
@@ -63,7 +63,7 @@ impl PyIdMap {
     fn outbound(&mut self, conn: &Bound<'_, PyAny>, id: &Bound<'_, PyAny>) -> PyResult<i64> {
         let conn = conn_arg(conn)?;
         let key = request_id(id)?;
-        match self.map.outbound(conn, key, ()) {
+        match self.map.outbound(conn, key, false) {
             Ok(up) => Ok(up),
             Err(e) => Err(pending_error(id.py(), Some(&request_id(id)?), e)),
         }
@@ -99,6 +99,22 @@ impl PyIdMap {
     fn upstream(&self, conn: &Bound<'_, PyAny>, id: &Bound<'_, PyAny>) -> PyResult<Option<i64>> {
         let conn = conn_arg(conn)?;
         Ok(self.map.upstream(conn, &request_id(id)?))
+    }
+
+    /// Mark the mapping of `upstream_id`: an `AnswerRelay` holds its answer for the proxy instead of
+    /// relaying it. False if there is no such mapping.
+    #[pyo3(signature = (upstream_id, /))]
+    fn hold(&mut self, upstream_id: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let RequestId::Int(up) = request_id(upstream_id)? else {
+            return Ok(false);
+        };
+        Ok(match self.map.data_mut(up) {
+            Some(held) => {
+                *held = true;
+                true
+            }
+            None => false,
+        })
     }
 
     /// `(upstream id, downstream id)` of each mapping of `conn`, by upstream id.
