@@ -2,8 +2,9 @@
 
 Every frame is routed by its envelope alone: a client's request gets a fresh upstream id from the core's
 `IdMap`, spliced into its bytes (by the core's `Relay` for the plain ones, in one native call per chunk;
-else `Message.with_id`), and the upstream's answer, read by a lazy `Decoder`, gets the client's own id
-back the same way, so ids of any JSON type and size cross exactly and params are
+else `Message.with_id`), and the upstream's answer gets the client's own id back the same way (by the
+core's `AnswerRelay`, grouped per session; the requests the proxy follows are marked with `IdMap.hold`
+so that their answers come to it), so ids of any JSON type and size cross exactly and params are
 never re-encoded. Only the frames a rewrite needs are decoded further: `notifications/cancelled` (its
 `requestId`), requests carrying a `progressToken` and the progress notifications for them, the server's
 `notifications/cancelled`, `resources/subscribe`/`unsubscribe` and `resources/updated` (their `uri`).
@@ -33,6 +34,7 @@ from mcpframe.errors import DuplicateIdError, PendingLimitError, UnknownIdError
 from mcpframe.transports.base import TransportClosedError
 
 from .link import Sink, SinkNowait, UpstreamLink, Writer, read_through
+from .reader import Reader, splice, splice_two
 from .session import ClientSession
 
 __all__ = ["ClientSession", "Forwarder", "UpstreamLink"]
@@ -49,17 +51,6 @@ _FrameError = core.FrameError
 
 def _error(id: Any, code: int, message: str) -> bytes:
     return core.encode_error(id, code, message)
-
-
-def _splice(raw: bytes, span: tuple[int, int], value: bytes) -> bytes:
-    return raw[: span[0]] + value + raw[span[1] :]
-
-
-def _splice_two(raw: bytes, a: tuple[int, int], a_value: bytes, b: tuple[int, int], b_value: bytes) -> bytes:
-    """`raw` with two disjoint spans replaced, in either order."""
-    if a[0] > b[0]:
-        a, a_value, b, b_value = b, b_value, a, a_value
-    return b"".join((raw[: a[0]], a_value, raw[a[1] : b[0]], b_value, raw[b[1] :]))
 
 
 class Forwarder:
@@ -166,6 +157,7 @@ class Forwarder:
         uri = params.get("uri") if isinstance(params, dict) else None
         if isinstance(uri, str):
             self._watch[uid] = (str(msg.method), uri)
+            self._ids.hold(uid)  # its answer comes here, not straight to the client
 
     def _with_token(self, session: ClientSession, msg: core.Message, uid: int) -> bytes:
         """Splice a request: its `_meta.progressToken` becomes its upstream id (unique in flight)."""
@@ -176,8 +168,9 @@ class Forwarder:
         id_span = core.value_span(raw, ("id",))
         assert id_span is not None  # a request has an id
         self._progress[uid] = (session, raw[token[0] : token[1]])  # the client's token, as it wrote it
+        self._ids.hold(uid)  # its answer comes here: the token's entry ends with it
         new = b"%d" % uid
-        return _splice_two(raw, token, new, id_span, new)
+        return splice_two(raw, token, new, id_span, new)
 
     def client_notification(self, session: ClientSession, msg: core.Message) -> bytes | None:
         """The notification's bytes for the upstream (`None`: dropped)."""
@@ -204,7 +197,7 @@ class Forwarder:
         """A cancellation with its `params.requestId` replaced (the caller saw it there)."""
         span = core.value_span(raw, _REQUEST_ID)
         assert span is not None
-        return _splice(raw, span, b"%d" % request_id)
+        return splice(raw, span, b"%d" % request_id)
 
     def client_answer(self, session: ClientSession, msg: core.Message) -> bytes | None:
         """The client's answer to an upstream request, with the upstream's id back (`None`: dropped)."""
@@ -266,6 +259,7 @@ class Forwarder:
             if session.initialize is None or session.initialized is None:
                 continue
             uid = self._ids.outbound(_REPLAY, session.conn)
+            self._ids.hold(uid)  # its answer is swallowed here
             done = self._replays[uid] = anyio.Event()
             try:
                 await link.send(core.splice_id(session.initialize, uid) + b"\n")
@@ -285,9 +279,9 @@ class Forwarder:
             link = self._reading
             if link is None:  # `finish` while no upstream ran
                 return 0
-            decoder = core.Decoder(max_frame=self._max_frame, lazy=True)
-            await read_through(link, functools.partial(self._route_chunk, decoder))
-            await self._route(decoder.close())
+            reader = self._new_reader()
+            await read_through(link, functools.partial(self._route_chunk, reader))
+            await self._route(*reader.close())
             status = await link.wait()
             await link.aclose()
             self._link = self._up = self._reading = None  # no await from here to `_fail_pending`'s collection
@@ -334,31 +328,31 @@ class Forwarder:
 
     # ------------------------------------------------------------------ upstream -> clients
 
-    def _route_chunk(self, decoder: core.Decoder, chunk: bytes) -> Awaitable[None] | None:
-        return self._route_nowait(decoder.feed(chunk))
+    def _new_reader(self) -> Reader:
+        return Reader(self._ids, self._max_frame)
 
-    async def _route(self, items: list[core.Message | core.FrameError]) -> None:
-        if (rest := self._route_nowait(items)) is not None:
+    def _route_chunk(self, reader: Reader, chunk: bytes) -> Awaitable[None] | None:
+        return self._route_nowait(*reader.feed(chunk))
+
+    async def _route(
+        self, relayed: list[tuple[int, bytes]], items: list[core.Message | core.FrameError]
+    ) -> None:
+        if (rest := self._route_nowait(relayed, items)) is not None:
             await rest
 
-    def _route_nowait(self, items: list[core.Message | core.FrameError]) -> Awaitable[None] | None:
-        """Route the upstream's frames and write them at once where the clients take them; else what is
-        left to await (reading the upstream stops until it is done)."""
+    def _route_nowait(
+        self, relayed: list[tuple[int, bytes]], items: list[core.Message | core.FrameError]
+    ) -> Awaitable[None] | None:
+        """Route the upstream's frames (the answers the core relayed first, then the held frames) and
+        write them at once where the clients take them; else what is left to await (reading the
+        upstream stops until it is done)."""
         out: dict[ClientSession, list[bytes]] = {}
+        for conn, data in relayed:
+            session = self._sessions.get(conn)
+            if session is not None:  # else the client is gone: its answers have no taker
+                out[session] = [data[:-1]]
         for item in items:
-            if isinstance(item, _FrameError):
-                preview = item.preview.decode("utf-8", "replace")
-                self._warn(
-                    f"dropped a malformed frame from the upstream server: {item.message} ({preview!r})"
-                )
-                continue
-            kind = item.kind
-            if kind in {"result", "error"}:
-                self._answer(item, out)
-            elif kind == "request":
-                self._server_request(item, out)
-            else:
-                self._notification(item, out)
+            self._route_one(item, out)
         rests: list[tuple[ClientSession, bytes | None]] = []  # None: the client is gone
         for session, frames in out.items():
             frames.append(b"")
@@ -370,6 +364,19 @@ class Forwarder:
         if rests or self._refusals:
             return self._settle(rests)
         return None
+
+    def _route_one(self, item: core.Message | core.FrameError, out: dict[ClientSession, list[bytes]]) -> None:
+        if isinstance(item, _FrameError):
+            preview = item.preview.decode("utf-8", "replace")
+            self._warn(f"dropped a malformed frame from the upstream server: {item.message} ({preview!r})")
+            return
+        kind = item.kind
+        if kind in {"result", "error"}:
+            self._answer(item, out)
+        elif kind == "request":
+            self._server_request(item, out)
+        else:
+            self._notification(item, out)
 
     async def _settle(self, rests: list[tuple[ClientSession, bytes | None]]) -> None:
         for session, rest in rests:
@@ -467,7 +474,7 @@ class Forwarder:
         raw = msg.raw
         span = core.value_span(raw, _PARAMS_TOKEN)
         assert span is not None  # the token was read from there
-        out.setdefault(session, []).append(_splice(raw, span, client_token))
+        out.setdefault(session, []).append(splice(raw, span, client_token))
 
     def _server_cancelled(self, msg: core.Message, out: dict[ClientSession, list[bytes]]) -> None:
         params = msg.params

@@ -1,0 +1,47 @@
+"""The forwarder's byte-level helpers: the upstream's output read through the core's `AnswerRelay`, and
+value splices (a frame with one or two values replaced, every other byte kept)."""
+
+from __future__ import annotations
+
+from mcpframe import core
+
+__all__ = ["Reader", "splice", "splice_two"]
+
+
+class Reader:
+    """The upstream's output: answers relayed by the core's `AnswerRelay`, the frames it holds decoded."""
+
+    __slots__ = ("_decoder", "_relay")
+
+    def __init__(self, ids: core.IdMap, max_frame: int) -> None:
+        self._relay = core.AnswerRelay(ids, max_frame=max_frame)
+        self._decoder = core.Decoder(max_frame=max_frame, lazy=True)
+        self._decoder.feed(b"\n")  # settles the BOM question: the relay dropped a stream-start one
+
+    def feed(self, chunk: bytes) -> tuple[list[tuple[int, bytes]], list[core.Message | core.FrameError]]:
+        return self._split(*self._relay.feed(chunk))
+
+    def close(self) -> tuple[list[tuple[int, bytes]], list[core.Message | core.FrameError]]:
+        return self._split(*self._relay.close())
+
+    def _split(
+        self, relayed: list[tuple[int, bytes]], held: list[bytes | core.FrameError]
+    ) -> tuple[list[tuple[int, bytes]], list[core.Message | core.FrameError]]:
+        items: list[core.Message | core.FrameError] = []
+        for frame in held:
+            if isinstance(frame, bytes):
+                items += self._decoder.feed(frame + b"\n")
+            else:
+                items.append(frame)  # an oversize frame
+        return relayed, items
+
+
+def splice(raw: bytes, span: tuple[int, int], value: bytes) -> bytes:
+    return raw[: span[0]] + value + raw[span[1] :]
+
+
+def splice_two(raw: bytes, a: tuple[int, int], a_value: bytes, b: tuple[int, int], b_value: bytes) -> bytes:
+    """`raw` with two disjoint spans replaced, in either order."""
+    if a[0] > b[0]:
+        a, a_value, b, b_value = b, b_value, a, a_value
+    return b"".join((raw[: a[0]], a_value, raw[a[1] : b[0]], b_value, raw[b[1] :]))
