@@ -210,6 +210,39 @@ async def test_token_and_ids_are_spliced_not_re_encoded(harness: Harness, token:
     assert await harness.upstream.line() == cancel.replace(b'"c-1"', b"%d" % uid)
 
 
+async def test_relayed_and_held_frames_keep_their_order_in_one_chunk(harness: Harness) -> None:
+    a = Client(harness.forwarder)
+
+    def req(id: int, params: str = "{}") -> bytes:
+        return b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s}\n' % (id, params.encode())
+
+    cancel = b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}\n'
+    token = '{"_meta":{"progressToken":"t"}}'
+    # relayed, held (the cancellation of the first), then frames after it: the proxy routes them in order
+    await a.session.feed(req(1) + cancel + req(2) + req(1) + req(3, token) + b"bad\n" + req(4))
+    sent = [await harness.upstream.frame() for _ in range(6)]
+    assert [m.get("method") for m in sent] == ["tools/call", "notifications/cancelled", *["tools/call"] * 4]
+    assert sent[1]["params"]["requestId"] == sent[0]["id"]
+    assert len({m["id"] for m in sent if "id" in m}) == 5
+    assert (await a.frame())["error"]["code"] == -32700  # the bad line, answered by the proxy
+    first, _, two, one, three, four = (m.get("id") for m in sent)
+    assert sent[4]["params"]["_meta"]["progressToken"] == three
+    progress = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": three}}
+
+    def answer(uid: Any) -> dict[str, Any]:
+        return {"jsonrpc": "2.0", "id": uid, "result": {}}
+
+    # relayed answers, a held notification, answers after it (the token's is followed), a late one
+    await harness.upstream.write(
+        answer(two), answer(one), progress, answer(three), answer(four), answer(first)
+    )
+    got = [await a.frame() for _ in range(5)]
+    assert [m.get("id", "progress") for m in got] == [2, 1, "progress", 3, 4]
+    assert got[2]["params"]["progressToken"] == "t"
+    assert a.idle()  # the cancelled request's late answer was dropped
+    assert harness.forwarder._ids.pending(a.session.conn) == []
+
+
 async def test_server_request_goes_to_the_session_with_a_request_in_flight(harness: Harness) -> None:
     a, b = Client(harness.forwarder), Client(harness.forwarder)
     await b.request(5, "tools/call")
