@@ -243,6 +243,14 @@ async def test_relayed_and_held_frames_keep_their_order_in_one_chunk(harness: Ha
     assert harness.forwarder._ids.pending(a.session.conn) == []
 
 
+async def test_a_held_frame_keeps_a_last_cr_of_its_own(harness: Harness) -> None:
+    a = Client(harness.forwarder)
+    frame = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}} \r'
+    await a.session.feed(frame + b"\r\n")  # the last CR is the terminator's, the one before it content
+    sent = await harness.upstream.line()
+    assert sent == frame.replace(b'"id":1', b'"id":%d' % json.loads(sent)["id"])
+
+
 async def test_server_request_goes_to_the_session_with_a_request_in_flight(harness: Harness) -> None:
     a, b = Client(harness.forwarder), Client(harness.forwarder)
     await b.request(5, "tools/call")

@@ -30,7 +30,7 @@ class Reader:
         items: list[core.Message | core.FrameError] = []
         for frame in held:
             if isinstance(frame, bytes):
-                items += self._decoder.feed(frame + b"\n")
+                items += self._decoder.feed(frame + b"\r\n")  # CRLF: a frame's own last CR stays content
             else:
                 items.append(frame)  # an oversize frame
         return relayed, items

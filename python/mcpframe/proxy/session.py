@@ -136,7 +136,7 @@ class ClientSession:
         items: list[core.Message | core.FrameError] = []
         for frame in held:
             if isinstance(frame, bytes):
-                items += self._held.feed(frame + b"\n")
+                items += self._held.feed(frame + b"\r\n")  # CRLF: a frame's own last CR stays content
             else:
                 items.append(frame)  # an oversize frame
         return items
