@@ -12,7 +12,7 @@ the HTTP session's lifecycle and the transport's own lifecycle stay in `client.p
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Final
 
 import anyio
@@ -48,6 +48,10 @@ class Undeliverable(Exception):
     """The transport was closed while a message from the server was being handed over."""
 
 
+_JOIN = 64 * 1024
+"""`Inbox.receive` joins queued chunks up to this many bytes."""
+
+
 class Inbox:
     """The server's messages on their way to the transport's `receive`: NDJSON chunks, a bounded queue.
 
@@ -78,12 +82,29 @@ class Inbox:
         """The next chunk; `b""` once closed and read to the end."""
         try:
             try:
-                return self._out.receive_nowait()  # as `push`: no checkpoint while chunks are queued
+                first = self._out.receive_nowait()  # as `push`: no checkpoint while chunks are queued
             except anyio.WouldBlock:
-                return await self._out.receive()
+                first = await self._out.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError):
             self._out.close()  # the end was read: nothing more can come
             return b""
+        return self._more(first)
+
+    def _more(self, first: bytes) -> bytes:
+        """`first` and the chunks queued behind it, up to `_JOIN` bytes: one write downstream for many
+        answers when they come faster than they are read (a proxy's stdout under pipelined calls)."""
+        if len(first) >= _JOIN:
+            return first
+        parts = [first]
+        size = len(first)
+        while size < _JOIN:
+            try:
+                chunk = self._out.receive_nowait()
+            except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+                break  # the end is seen by the next `receive`
+            parts.append(chunk)
+            size += len(chunk)
+        return first if len(parts) == 1 else b"".join(parts)
 
     def close(self) -> None:
         """Nothing more is delivered: pushes fail, `receive` ends after what is queued. Idempotent."""
@@ -216,8 +237,7 @@ class AnswerReader:
                         continue  # a priming event (an id and an empty `data:`) carries no message
                     found = await self._deliver(core.decode(event.data, lazy=True), rid, intercept)
                     if found is not False:
-                        if not getattr(resp, "finished", False):  # the lean path knows it has it all
-                            await drain(chunks)
+                        await _drain_unless_finished(resp, chunks)
                         return found
         except httpx.TransportError as exc:  # a dropped connection ends the stream like a close
             logger.debug("SSE stream interrupted: %r", exc)
@@ -226,7 +246,7 @@ class AnswerReader:
             if rid is not None:
                 return synthesized_error(rid, jsonrpc.INTERNAL_ERROR, self._too_large("SSE event"))
         finally:
-            await resp.aclose()
+            await _close(resp, chunks)
         return False
 
     def _too_large(self, what: str) -> str:
@@ -264,3 +284,18 @@ class AnswerReader:
 
     def _retry_delay(self, stream: StreamState) -> float:
         return stream.retry_ms / 1000 if stream.retry_ms is not None else self._options.reconnect_delay
+
+
+async def _drain_unless_finished(resp: HttpResponse, chunks: AsyncIterator[bytes]) -> None:
+    """Read what is left of an answered stream, unless the lean path says it has it all already."""
+    if not getattr(resp, "finished", False):
+        await drain(chunks)
+
+
+async def _close(resp: HttpResponse, chunks: AsyncIterator[bytes]) -> None:
+    """Close the body's iterator here, not in the garbage collector (a task and a wake-up of the loop per
+    call), then the response."""
+    closer = getattr(chunks, "aclose", None)
+    if closer is not None:
+        await closer()
+    await resp.aclose()
