@@ -202,7 +202,7 @@ def pipelined(command: list[str], calls: int, env: dict[str, str] | None = None)
             child.stdin.write(body[start : start + (1 << 16)])
         child.stdin.flush()
 
-    cpu0, start = process_cpu(child.pid), time.perf_counter()
+    cpu0, start, own0 = process_cpu(child.pid), time.perf_counter(), time.process_time()
     writer = threading.Thread(target=write)
     writer.start()
     got = 0
@@ -221,11 +221,13 @@ def pipelined(command: list[str], calls: int, env: dict[str, str] | None = None)
             got += 1
     seconds = time.perf_counter() - start
     cpu = process_cpu(child.pid) - cpu0
+    own = time.process_time() - own0
     writer.join()
     child.stdin.close()
     child.wait(timeout=30)
     row = Row("stdio", "", "pipelined", 1, calls, seconds, latencies)
     row.server_cpu = cpu
+    row.cpu = own
     return row
 
 
@@ -262,10 +264,11 @@ async def _measure(url: str, pid: int, row: Row, calls: int) -> None:
                 await session.call(rid)
                 row.latencies.append(time.perf_counter() - start)
 
-        start, server_cpu = time.perf_counter(), process_cpu(pid)
+        start, server_cpu, own_cpu = time.perf_counter(), process_cpu(pid), time.process_time()
         await asyncio.gather(*(calls_of(s, i * calls) for i, s in enumerate(sessions)))
         row.seconds = time.perf_counter() - start
         row.server_cpu = process_cpu(pid) - server_cpu
+        row.cpu = time.process_time() - own_cpu  # the load generator's: it must stay well below the rest
         row.calls = row.clients * calls
     finally:
         for session in sessions:
@@ -274,7 +277,7 @@ async def _measure(url: str, pid: int, row: Row, calls: int) -> None:
 
 
 def http_round(name: str, sessions: int, calls: int) -> Row:
-    """One HTTP row once: `direct http`, `listen`... or `mcp-proxy listen` (one call in flight per session)."""
+    """One HTTP row once: `direct http`, `listen`... or `mcp-proxy listen` (a call in flight per session)."""
     port = None
     if name == "mcp-proxy listen":
         port = _free_port()
@@ -322,10 +325,10 @@ def run(
 def table(results: list[Result]) -> str:
     """Medians side by side."""
     lines = [
-        f"mcpframe proxy HTTP bridges, tools/call echo (HTTP rows) or add (pipelined), core backend {core.BACKEND}, "
-        f"medians of {len(results[0].rows)} interleaved rounds",
+        "mcpframe proxy HTTP bridges, tools/call echo (HTTP rows) or add (pipelined), "
+        f"core backend {core.BACKEND}, medians of {len(results[0].rows)} interleaved rounds",
         f"{'row':<19} {'load':<22} {'calls/s':>9} {'p50 ms':>8} {'p99 ms':>8} "
-        f"{'proxy/server CPU us/call':>25}",
+        f"{'proxy/server CPU us/call':>25} {'load CPU us/call':>17}",
     ]
     for result in results:
         first = result.rows[0]
@@ -334,7 +337,8 @@ def table(results: list[Result]) -> str:
             f"{result.name:<19} {load:<22} {result.median(lambda r: r.rps):>9.0f} "
             f"{result.median(lambda r: r.percentile(0.5)):>8.2f} "
             f"{result.median(lambda r: r.percentile(0.99)):>8.2f} "
-            f"{result.median(lambda r: 1e6 * r.server_cpu / r.calls):>25.0f}"
+            f"{result.median(lambda r: 1e6 * r.server_cpu / r.calls):>25.0f} "
+            f"{result.median(lambda r: 1e6 * r.cpu / r.calls):>17.0f}"
         )
     return "\n".join(lines)
 
