@@ -48,10 +48,6 @@ class Undeliverable(Exception):
     """The transport was closed while a message from the server was being handed over."""
 
 
-_JOIN = 64 * 1024
-"""`Inbox.receive` joins queued chunks up to this many bytes."""
-
-
 class Inbox:
     """The server's messages on their way to the transport's `receive`: NDJSON chunks, a bounded queue.
 
@@ -69,7 +65,7 @@ class Inbox:
             return
         data = b"".join(ndjson_frame(m) for m in messages)
         # without waiting when there is room (no checkpoint: a trip around the event loop per message was
-        # a tenth of a proxied call's CPU); the caller reached a checkpoint reading the message anyway
+        # a tenth of a proxied call's CPU); `receive` has one
         try:
             try:
                 self._in.send_nowait(data)
@@ -80,31 +76,13 @@ class Inbox:
 
     async def receive(self) -> bytes:
         """The next chunk; `b""` once closed and read to the end."""
+        # always a checkpoint (unlike `push`): a Session reading several queued messages without one would
+        # take an answer before the handlers of the progress notifications sent ahead of it ran
         try:
-            try:
-                first = self._out.receive_nowait()  # as `push`: no checkpoint while chunks are queued
-            except anyio.WouldBlock:
-                first = await self._out.receive()
+            return await self._out.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError):
             self._out.close()  # the end was read: nothing more can come
             return b""
-        return self._more(first)
-
-    def _more(self, first: bytes) -> bytes:
-        """`first` and the chunks queued behind it, up to `_JOIN` bytes: one write downstream for many
-        answers when they come faster than they are read (a proxy's stdout under pipelined calls)."""
-        if len(first) >= _JOIN:
-            return first
-        parts = [first]
-        size = len(first)
-        while size < _JOIN:
-            try:
-                chunk = self._out.receive_nowait()
-            except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
-                break  # the end is seen by the next `receive`
-            parts.append(chunk)
-            size += len(chunk)
-        return first if len(parts) == 1 else b"".join(parts)
 
     def close(self) -> None:
         """Nothing more is delivered: pushes fail, `receive` ends after what is queued. Idempotent."""
