@@ -8,7 +8,6 @@ each at most `wait_timeout` seconds, so a burst of new sessions never queues wit
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import subprocess
@@ -54,21 +53,6 @@ class Child:
         """Write whole frames (NDJSON); waits while the child reads slowly (flow control)."""
         stdin = self.process.stdin
         assert stdin is not None
-        writer = getattr(stdin, "_stream", None)  # anyio's asyncio process: an asyncio.StreamWriter
-        if isinstance(writer, asyncio.StreamWriter) and not self._lock.locked():
-            # The common case without the lock and `send`'s two trips around the event loop (a fifth of a
-            # bridged call's CPU): one `write` of whole frames cannot interleave with another's, and only
-            # a pipe above its high-water mark makes this writer wait, in turn, as `send` does.
-            if writer.transport.is_closing():
-                raise anyio.BrokenResourceError("the upstream server's stdin is closed")
-            try:
-                writer.write(data)
-            except (ConnectionResetError, BrokenPipeError, RuntimeError) as exc:
-                raise anyio.BrokenResourceError from exc
-            transport = writer.transport
-            if transport.get_write_buffer_size() <= transport.get_write_buffer_limits()[1]:
-                return
-            data = b""  # written: only the wait for the pipe to drain is left
         async with self._lock:
             await stdin.send(data)
 
