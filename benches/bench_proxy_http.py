@@ -1,18 +1,24 @@
 """The proxy's HTTP bridges against direct connections: `--listen` (HTTP -> stdio) and remote (stdio -> HTTP).
 
-One tool, `add(a, b)`, served by mcpframe's `Server` (this file's `--serve-stdio`), on 127.0.0.1:
+Two tools, `add(a, b)` and `echo(text)`, served by mcpframe's `Server` (this file's `--serve-stdio`), on
+127.0.0.1:
 
-- `direct http`: `mcpframe serve --http` of the same server (the floor of the HTTP rows);
+- `direct http`: `mcpframe serve --http` of the same server (the floor of the HTTP rows); `lean`: with
+  `--http-server mcpframe` (its own HTTP/1.1 server, `http/wire.py`) instead of uvicorn;
 - `listen`: `mcpframe proxy --listen http://127.0.0.1:0/mcp -- python this-file --serve-stdio` (a child per
-  session; `modern`: 2026-07-28 requests over the shared child);
-- `direct stdio`: the server on stdio, 5,000 calls pipelined by a raw client (the floor of the remote row);
-- `remote`: `mcpframe proxy URL` in front of `direct http`, driven on its stdin/stdout the same way.
+  session; `modern`: 2026-07-28 requests over the shared child); `lean` as above;
+- `direct stdio`: the server on stdio, 5,000 calls pipelined by a raw client (the floor of the remote rows);
+- `remote`: `mcpframe proxy URL` in front of `direct http lean` (one upstream for every remote row), driven
+  on its stdin/stdout the same way; `remote httpx`: the same with `MCPFRAME_HTTP_LEAN=0`.
 
-HTTP rows: 16 keep-alive sessions (mcpframe's `http.connect`), one call in flight each. Each row is run
+HTTP rows: 16 keep-alive sessions of a raw HTTP/1.1 client (`servers/http_wire_client.py`: one connection
+per session, one `echo` call in flight each, no client library), the same client for every contender, so
+the rows measure the servers and proxies, not the load generator. Every session's answer is parsed and
+checked before timing; while timed, each answer's status and echoed text are checked. Each row is run
 `--rounds` times, interleaved, and the medians are reported: calls/s, p50/p99 latency and the CPU time per
 call of the proxy process (or of the server, for the floors) read from /proc (utime + stime, children not
 included). `--mcp-proxy PATH`: mcp-proxy's executable (0.13, its own venv) for the same modes; its rows
-are skipped without it.
+are skipped without it. `--rows a,b`: only those rows.
 
     .venv/bin/python benches/bench_proxy_http.py [--rounds 5] [--sessions 16] [--calls 200] [--pipelined 5000]
 
@@ -22,6 +28,7 @@ Under pytest, `test_every_row_answers` runs each row once, small, as a test.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import dataclasses
 import json
 import os
@@ -37,41 +44,38 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import anyio
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 if str(ROOT / "python") not in sys.path:
     sys.path.insert(0, str(ROOT / "python"))
 
-from bench_http import Row, _value, measure, process_cpu  # noqa: E402
+from bench_http import Row, _value, process_cpu  # noqa: E402
 from mcpframe import core  # noqa: E402
+from servers.http_wire_client import Session, open_connection  # noqa: E402
 
 PY = sys.executable
 STDIO_SERVER = [PY, __file__, "--serve-stdio"]
-HTTP_ROWS = ("direct http", "listen", "listen modern")
-PIPE_ROWS = ("direct stdio", "remote")
+HTTP_ROWS = (
+    "direct http",
+    "direct http lean",
+    "listen",
+    "listen lean",
+    "listen modern",
+    "listen modern lean",
+)
+PIPE_ROWS = ("direct stdio", "remote", "remote httpx")
 _URL = re.compile(r"Streamable HTTP on (\S+)")
 MCP_PROXY: Path | None = None
 """mcp-proxy's executable (`--mcp-proxy`): its rows run only with it."""
 
 
 def _serve_stdio() -> None:
-    from mcpframe.server import Server  # noqa: PLC0415
-
-    server = Server("bench-proxy", version="1.0.0")
-
-    @server.tool
-    def add(a: int, b: int) -> int:
-        """Add two integers."""
-        return a + b
-
-    server.run()
+    _bench_server().run()
 
 
-def _env() -> dict[str, str]:
+def _env(**extra: str) -> dict[str, str]:
     path = os.pathsep.join(p for p in (str(ROOT / "python"), os.environ.get("PYTHONPATH")) if p)
-    return {**os.environ, "PYTHONPATH": path, "MCPFRAME_BACKEND": core.BACKEND}
+    return {**os.environ, "PYTHONPATH": path, "MCPFRAME_BACKEND": core.BACKEND, **extra}
 
 
 @contextmanager
@@ -121,12 +125,17 @@ def _free_port() -> int:
         return port
 
 
-def _direct_http() -> list[str]:
-    return [PY, "-m", "mcpframe", "serve", f"{__file__}:_bench_server", "--http", "--port", "0"]
+def _lean(name: str) -> list[str]:
+    return ["--http-server", "mcpframe"] if name.endswith(" lean") else []
 
 
-def _listen() -> list[str]:
-    return [PY, "-m", "mcpframe", "proxy", "--listen", "http://127.0.0.1:0/mcp", "--", *STDIO_SERVER]
+def _direct_http(name: str = "direct http") -> list[str]:
+    return [PY, "-m", "mcpframe", "serve", f"{__file__}:_bench_server", "--http", "--port", "0", *_lean(name)]
+
+
+def _listen(name: str = "listen") -> list[str]:
+    url = "http://127.0.0.1:0/mcp"
+    return [PY, "-m", "mcpframe", "proxy", "--listen", url, *_lean(name), "--", *STDIO_SERVER]
 
 
 def _bench_server() -> Any:
@@ -140,6 +149,11 @@ def _bench_server() -> Any:
         """Add two integers."""
         return a + b
 
+    @server.tool
+    def echo(text: str) -> str:
+        """Echo the text (the raw HTTP client's tool)."""
+        return text
+
     return server
 
 
@@ -150,11 +164,11 @@ def _frame(message: dict[str, Any]) -> bytes:
     return json.dumps(message, separators=(",", ":")).encode() + b"\n"
 
 
-def pipelined(command: list[str], calls: int) -> Row:
+def pipelined(command: list[str], calls: int, env: dict[str, str] | None = None) -> Row:
     """`calls` tools/call written at once to `command`'s stdin (after the handshake), every answer checked.
     A call's latency is the time from the start of the writing to its answer (all are written at once)."""
     child = subprocess.Popen(
-        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=_env()
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env or _env()
     )
     assert child.stdin is not None
     assert child.stdout is not None
@@ -188,7 +202,7 @@ def pipelined(command: list[str], calls: int) -> Row:
             child.stdin.write(body[start : start + (1 << 16)])
         child.stdin.flush()
 
-    cpu0, start = process_cpu(child.pid), time.perf_counter()
+    cpu0, start, own0 = process_cpu(child.pid), time.perf_counter(), time.process_time()
     writer = threading.Thread(target=write)
     writer.start()
     got = 0
@@ -207,11 +221,13 @@ def pipelined(command: list[str], calls: int) -> Row:
             got += 1
     seconds = time.perf_counter() - start
     cpu = process_cpu(child.pid) - cpu0
+    own = time.process_time() - own0
     writer.join()
     child.stdin.close()
     child.wait(timeout=30)
     row = Row("stdio", "", "pipelined", 1, calls, seconds, latencies)
     row.server_cpu = cpu
+    row.cpu = own
     return row
 
 
@@ -229,37 +245,75 @@ class Result:
         return statistics.median(value(r) for r in self.rows)
 
 
+async def _measure(url: str, pid: int, row: Row, calls: int) -> None:
+    """Open `row.clients` raw sessions, check an answer on each, then time `calls` calls per session."""
+    port = int(url.rsplit(":", 1)[1].split("/", 1)[0])
+    era = "modern" if row.shape == "modern" else "legacy"
+    sessions: list[Session] = []
+    try:
+        # one by one, each on a fresh connection (a server closes one left idle while the others open;
+        # a session whose connection closed meanwhile opens another: its MCP session lives on in its id)
+        for i in range(row.clients):
+            sessions.append(session := Session(await open_connection(port), port, era, "echo"))
+            await session.open()
+            await session.check(10_000_000 + i)  # the output check, before anything is timed
+
+        async def calls_of(session: Session, first: int) -> None:
+            for rid in range(first, first + calls):
+                start = time.perf_counter()
+                await session.call(rid)
+                row.latencies.append(time.perf_counter() - start)
+
+        start, server_cpu, own_cpu = time.perf_counter(), process_cpu(pid), time.process_time()
+        await asyncio.gather(*(calls_of(s, i * calls) for i, s in enumerate(sessions)))
+        row.seconds = time.perf_counter() - start
+        row.server_cpu = process_cpu(pid) - server_cpu
+        row.cpu = time.process_time() - own_cpu  # the load generator's: it must stay well below the rest
+        row.calls = row.clients * calls
+    finally:
+        for session in sessions:
+            if session.conn.transport is not None:
+                session.conn.transport.close()
+
+
 def http_round(name: str, sessions: int, calls: int) -> Row:
-    """One HTTP row once: `direct http`, `listen` or `mcp-proxy listen` (one call in flight per session)."""
+    """One HTTP row once: `direct http`, `listen`... or `mcp-proxy listen` (a call in flight per session)."""
     port = None
     if name == "mcp-proxy listen":
         port = _free_port()
         command = [str(MCP_PROXY), "--port", str(port), "--pass-environment", "--log-level", "WARNING"]
         command += ["--", *STDIO_SERVER]
     else:
-        command = _direct_http() if name == "direct http" else _listen()
-    shape = "modern" if name.endswith("modern") else "sse"
+        command = _direct_http(name) if name.startswith("direct http") else _listen(name)
+    shape = "modern" if "modern" in name else "sse"
     with _process(command, port) as (url, pid):
-        row = Row("mcpframe", name, shape, sessions, 0, 0.0, [])
-        anyio.run(lambda: measure(url, pid, row, calls=calls, max_seconds=300))
+        row = Row("raw", name, shape, sessions, 0, 0.0, [])
+        asyncio.run(asyncio.wait_for(_measure(url, pid, row, calls), 300))
     return row
 
 
 def pipe_round(name: str, calls: int, floor_url: str) -> Row:
-    """One pipelined row once: the stdio server alone, or `mcpframe proxy URL` in front of the HTTP floor."""
+    """One pipelined row once: the stdio server alone, or a proxy in front of the (lean) HTTP upstream."""
     if name == "direct stdio":
         return pipelined(STDIO_SERVER, calls)
     if name == "mcp-proxy remote":
         return pipelined([str(MCP_PROXY), floor_url, "--transport", "streamablehttp"], calls)
-    return pipelined([PY, "-m", "mcpframe", "proxy", floor_url], calls)
+    env = _env(MCPFRAME_HTTP_LEAN="0") if name == "remote httpx" else None
+    return pipelined([PY, "-m", "mcpframe", "proxy", floor_url], calls, env)
 
 
-def run(rounds: int, sessions: int, calls: int, pipelined_calls: int) -> list[Result]:
-    """Every row, `rounds` times, interleaved (round 1 of every row, then round 2...)."""
+def run(
+    rounds: int, sessions: int, calls: int, pipelined_calls: int, only: list[str] | None = None
+) -> list[Result]:
+    """Every row (or those in `only`), `rounds` times, interleaved (round 1 of every row, then round 2...)."""
     http_rows = [*HTTP_ROWS, *(["mcp-proxy listen"] if MCP_PROXY else [])]
     pipe_rows = [*PIPE_ROWS, *(["mcp-proxy remote"] if MCP_PROXY else [])]
+    if only is not None:
+        http_rows = [r for r in http_rows if r in only]
+        pipe_rows = [r for r in pipe_rows if r in only]
     results = {name: Result(name) for name in (*http_rows, *pipe_rows)}
-    with _process(_direct_http()) as (floor_url, _):  # the remote row's server, up for the whole run
+    # the remote rows' one upstream, up for the whole run: mcpframe's lean HTTP server (the fastest here)
+    with _process(_direct_http("direct http lean")) as (floor_url, _):
         for _ in range(rounds):
             for name in http_rows:
                 results[name].rows.append(http_round(name, sessions, calls))
@@ -271,19 +325,20 @@ def run(rounds: int, sessions: int, calls: int, pipelined_calls: int) -> list[Re
 def table(results: list[Result]) -> str:
     """Medians side by side."""
     lines = [
-        f"mcpframe proxy HTTP bridges, tools/call add on 127.0.0.1, core backend {core.BACKEND}, "
-        f"medians of {len(results[0].rows)} interleaved rounds",
-        f"{'row':<17} {'load':<22} {'calls/s':>9} {'p50 ms':>8} {'p99 ms':>8} "
-        f"{'proxy/server CPU us/call':>25}",
+        "mcpframe proxy HTTP bridges, tools/call echo (HTTP rows) or add (pipelined), "
+        f"core backend {core.BACKEND}, medians of {len(results[0].rows)} interleaved rounds",
+        f"{'row':<19} {'load':<22} {'calls/s':>9} {'p50 ms':>8} {'p99 ms':>8} "
+        f"{'proxy/server CPU us/call':>25} {'load CPU us/call':>17}",
     ]
     for result in results:
         first = result.rows[0]
         load = f"{first.clients} sessions x 1" if first.shape != "pipelined" else f"{first.calls} pipelined"
         lines.append(
-            f"{result.name:<17} {load:<22} {result.median(lambda r: r.rps):>9.0f} "
+            f"{result.name:<19} {load:<22} {result.median(lambda r: r.rps):>9.0f} "
             f"{result.median(lambda r: r.percentile(0.5)):>8.2f} "
             f"{result.median(lambda r: r.percentile(0.99)):>8.2f} "
-            f"{result.median(lambda r: 1e6 * r.server_cpu / r.calls):>25.0f}"
+            f"{result.median(lambda r: 1e6 * r.server_cpu / r.calls):>25.0f} "
+            f"{result.median(lambda r: 1e6 * r.cpu / r.calls):>17.0f}"
         )
     return "\n".join(lines)
 
@@ -304,6 +359,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--calls", type=int, default=200, help="calls per session (HTTP rows)")
     parser.add_argument("--pipelined", type=int, default=5000, help="calls pipelined (stdio rows)")
     parser.add_argument("--mcp-proxy", type=Path, default=None, help="mcp-proxy 0.13's executable")
+    parser.add_argument("--rows", default=None, help="comma-separated rows to run (default: all)")
     args = parser.parse_args(argv)
     if args.serve_stdio:
         _serve_stdio()
@@ -313,7 +369,8 @@ def main(argv: list[str]) -> int:
         print(f"--mcp-proxy {args.mcp_proxy}: not found, its rows are skipped", file=sys.stderr)
     elif args.mcp_proxy is not None:
         MCP_PROXY = args.mcp_proxy
-    print(table(run(args.rounds, args.sessions, args.calls, args.pipelined)))
+    only = args.rows.split(",") if args.rows else None
+    print(table(run(args.rounds, args.sessions, args.calls, args.pipelined, only)))
     return 0
 
 

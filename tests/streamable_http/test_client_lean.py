@@ -76,6 +76,8 @@ class Scripted:
         self.script = script
         self.connections = 0
         self.posts: list[tuple[int, dict[str, Any]]] = []
+        self.agents: set[str] = set()  # the User-Agent of every POST: the lean path's or httpx's
+        self.order: list[str] = []  # each request's method ("GET" for the standalone stream)
         self.closed = asyncio.Event()  # a client closed a connection (EOF seen)
         self.server: asyncio.Server | None = None
         self.url = ""
@@ -91,9 +93,18 @@ class Scripted:
                     self.closed.set()
                     return
                 lines = raw_head.decode("latin-1").split("\r\n")
-                fields = dict(line.split(": ", 1) for line in lines[1:] if line)
+                fields = {k.lower(): v for k, v in (line.split(": ", 1) for line in lines[1:] if line)}
+                if lines[0].startswith("GET "):  # the standalone stream: opened, then quiet until closed
+                    self.order.append("GET")
+                    writer.write(
+                        head("200 OK", {"content-type": "text/event-stream", "transfer-encoding": "chunked"})
+                    )
+                    await reader.read()
+                    return
+                self.agents.add(fields.get("user-agent", ""))
                 body = json.loads(await reader.readexactly(int(fields["content-length"])))
                 self.posts.append((conn, body))
+                self.order.append(body.get("method", "response"))
                 answer = await self.script(body, conn)
                 if answer is None:
                     return

@@ -62,6 +62,9 @@ __all__ = ["HttpClientOptions", "Probe", "StreamableHTTPTransport"]
 logger = logging.getLogger("mcpframe.http.client")
 
 _ACCEPT: Final = "application/json, text/event-stream"
+GET_OPEN_WAIT: Final = 1.0
+"""Seconds the requests after `notifications/initialized` wait at most for the GET stream's answer head
+(a server that holds its headers back until its first event costs the client this much, once)."""
 
 Probe = Callable[[MessageLike, HttpResponse], Awaitable[bool]]
 """`StreamableHTTPTransport.probe`: given a request and the response to its POST (status and headers read,
@@ -103,6 +106,7 @@ class StreamableHTTPTransport(BackgroundTransport):
         self._exchanges: dict[Id, anyio.CancelScope] = {}
         self._reinit_lock = anyio.Lock()
         self._get_running = False
+        self._get_open = anyio.Event()  # the GET stream's answer head came (or it failed, or none is kept)
         self._tg: anyio.abc.TaskGroup | None = None
         self._closing = anyio.Event()
         self._closed = False
@@ -283,8 +287,12 @@ class StreamableHTTPTransport(BackgroundTransport):
         except httpx.HTTPError as exc:
             logger.warning("posting a %s failed: %r", message.kind, exc)
             return
-        if message.method == protocol.NOTIFICATIONS_INITIALIZED:
-            self._start_get_stream()
+        if message.method == protocol.NOTIFICATIONS_INITIALIZED and self._start_get_stream():
+            # The next requests wait (briefly) until the GET stream is open: a server may send what belongs
+            # to no request (an elicitation from a tool, logs) only on the GET stream and drop it while none
+            # is open. Without the wait the order is a race: the lean POSTs usually win it over httpx's GET.
+            with anyio.move_on_after(GET_OPEN_WAIT):
+                await self._get_open.wait()
 
     async def _exchange(self, message: MessageLike) -> None:
         """Post one request and deliver its answer.
@@ -320,10 +328,14 @@ class StreamableHTTPTransport(BackgroundTransport):
 
     # ------------------------------------------------------------------ the standalone GET stream
 
-    def _start_get_stream(self) -> None:
+    def _start_get_stream(self) -> bool:
+        """Open the standalone GET stream in the background unless it runs; whether it was started."""
         if self.options.get_stream and not self._get_running and self._tg is not None and not self._closed:
             self._get_running = True
+            self._get_open = anyio.Event()
             self._tg.start_soon(self._get_stream)
+            return True
+        return False
 
     async def _get_stream(self) -> None:
         """The standalone stream for server-initiated messages; ends quietly if the server has none."""
@@ -331,6 +343,7 @@ class StreamableHTTPTransport(BackgroundTransport):
             headers = self._state.headers()
             headers["accept"] = "text/event-stream"
             async with self._http.stream("GET", self.url, headers=headers) as resp:
+                self._get_open.set()
                 if resp.status_code != 200 or content_type(resp) != "text/event-stream":
                     logger.debug("no standalone SSE stream: HTTP %d", resp.status_code)
                     return
@@ -340,6 +353,7 @@ class StreamableHTTPTransport(BackgroundTransport):
         except Undeliverable:
             pass
         finally:
+            self._get_open.set()
             self._get_running = False
 
     # ------------------------------------------------------------------ session expiry

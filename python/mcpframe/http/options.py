@@ -153,11 +153,12 @@ class HttpClientOptions:
     frame limit). A larger one is not buffered: the request it answers fails with an error saying so and
     the stream carrying it is closed, so a hostile or broken server cannot grow the client's memory."""
 
-    lean: bool = dataclasses.field(default_factory=lambda: os.environ.get("MCPFRAME_HTTP_LEAN") == "1")
+    lean: bool = dataclasses.field(default_factory=lambda: os.environ.get("MCPFRAME_HTTP_LEAN") != "0")
     """Post requests and notifications over the lean keep-alive HTTP/1.1 client (`http/client_lean.py`:
     asyncio + httptools, ~8x less client CPU per call than httpx) where it applies: a plain `http://` URL,
-    no `http_client` or `auth` given, no proxy in the environment, asyncio running. Elsewhere, and for
-    the GET streams and `DELETE`, httpx is used. A prototype: off unless `True` or `MCPFRAME_HTTP_LEAN=1`."""
+    no `http_client` or `auth` given, no proxy in the environment, asyncio running. Elsewhere (`https://`,
+    trio, a caller's client...), and for the GET streams and `DELETE`, httpx is used. On by default;
+    `False` or `MCPFRAME_HTTP_LEAN=0` keeps every request on httpx."""
 
     def __post_init__(self) -> None:
         _check(self, ("connect_timeout",), low=0, above=True)

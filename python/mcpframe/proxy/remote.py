@@ -39,9 +39,10 @@ __all__ = ["ByteTransport", "proxy_remote", "run_remote"]
 logger = logging.getLogger("mcpframe.proxy")
 
 MAX_IN_FLIGHT = 64
-"""Requests posted to the remote server and not answered yet; past it the proxy stops reading stdin. Below
-httpx's 100 connections: more requests than connections queue inside httpx's pool, whose bookkeeping
-costs grow with the queue (measured: 5,000 pipelined calls took minutes of CPU with 600 queued)."""
+"""Requests posted to the remote server and not answered yet; past it the proxy stops reading stdin. Each
+holds a connection of the HTTP client while it waits (the lean client sends one request per connection;
+httpx's pool queues past 100 at a cost that grows with the queue), so it stays below their 100. Measured
+with 5,000 pipelined calls: 16, 64 and 100 cost the proxy the same CPU per call (~180-220 µs)."""
 
 
 DRAIN_TIMEOUT = 10.0
