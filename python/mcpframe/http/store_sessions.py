@@ -15,6 +15,7 @@ dropped (its state is in the store) to make room.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import secrets
@@ -292,8 +293,14 @@ class SharedSessions:
             scope.cancel()
         held = self.claims.get(session_id)
         if held is not None and held[1] is pipe:
+            with contextlib.suppress(RuntimeError):  # stopping: `close` releases what is still claimed
+                self.manager.spawn(self._release, session_id, held)
+
+    async def _release(self, session_id: str, held: tuple[str, Pipe]) -> None:
+        """Release a claim; it stays listed until then (if this fails, `close` or its lapse ends it)."""
+        await self._quietly(self.store.release_get(session_id, held[0]))
+        if self.claims.get(session_id) is held:
             del self.claims[session_id]
-            self.manager.spawn(self._quietly, self.store.release_get(session_id, held[0]))
 
     def end_tails(self) -> None:
         """Shutting down: the responses reading the store end (their clients resume on another instance)."""
