@@ -81,7 +81,7 @@ async def test_a_resume_takes_the_get_stream_over(four: list[Instance]) -> None:
                 resume = {**headers, "last-event-id": priming[0] or ""}
                 async with get_stream(http, d.url, resume) as (second, _):
                     assert second.status_code == 200
-                    # the old response learns it lost the claim at c's next refresh: its stream ends
+                    # c hears that d took the claim (published): the old response ends
                     assert await events.next() is None
                     assert (await http.get(c.url, headers=headers)).status_code == 409  # d holds it
 

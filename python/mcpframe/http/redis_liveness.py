@@ -8,9 +8,10 @@ Keys (`mcpframe:` prefix):
 - `g:<session>`: the claim of the session's standalone GET stream, `<instance>:<nonce>` of the response
   holding it, `SET NX` (a second GET gets 409), refreshed with the liveness key, deleted when the response
   ends; a claim nobody refreshes (its instance died) lapses within `liveness` seconds;
-- `h:<session>:<stream>`: a POST stream's head: the instance running its requests and their ids, written
-  with the stream's first event. A tail on another instance that finds that instance dead appends an
-  error answer for each request the stream did not answer, then the end marker (`finish_orphan`).
+- in each event of a POST stream, a field `h`, its head: the instance running its requests and their
+  ids (no extra command: the stream's newest entry always says who writes it). A tail on another instance
+  that finds that instance dead appends an error answer for each request the stream did not answer, then
+  the end marker (`finish_orphan`).
 
 Three small Lua scripts keep each check-and-change atomic (one round trip each).
 """
@@ -54,6 +55,26 @@ return kept
 _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
+"""
+
+# KEYS[1]: a stream; ARGV[1]: the liveness key prefix. The head (`h`) of its newest entry when the
+# instance it names is not alive; nil when that instance lives, the stream ended or has no head
+_ORPHANED = """
+local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
+if not last[1] then return false end
+local f = last[1][2]
+for n = 1, #f, 2 do
+  if f[n] == 'end' then return false end
+  if f[n] == 'h' then
+    local ok, doc = pcall(cjson.decode, f[n + 1])
+    if ok and type(doc) == 'table' and type(doc['i']) == 'string'
+       and redis.call('EXISTS', ARGV[1] .. doc['i']) == 0 then
+      return f[n + 1]
+    end
+    return false
+  end
+end
+return false
 """
 
 # KEYS[1]: a key whose JSON value names an instance (`i`); ARGV[1]: the liveness key prefix. The value,
@@ -104,7 +125,8 @@ class RedisLiveness:
         self._release = self.redis.register_script(_RELEASE)
         self._if_alive = self.redis.register_script(_IF_ALIVE)
         self._finish = self.redis.register_script(_FINISH)
-        self._heads: dict[str, bytes] = {}  # stream id -> head, written with the stream's first event
+        self._orphaned = self.redis.register_script(_ORPHANED)
+        self._heads: dict[str, bytes] = {}  # stream id -> head, written with each of its events
 
     @property
     def _liveness_ms(self) -> int:
@@ -155,29 +177,25 @@ class RedisLiveness:
     # ------------------------------------------------------------ POST stream heads
 
     def describe(self, stream_id: str, request_ids: list[Any]) -> None:
-        """Remember who answers the stream's requests: written with its first event (if it gets one)."""
+        """Remember who answers the stream's requests: written with each of its events from now on."""
         self._heads[stream_id] = json.dumps({"i": self.instance, "ids": request_ids}).encode()
 
     def undescribe(self, stream_id: str) -> bytes | None:
-        """The head of the stream, forgotten here (written, or never needed: a plain JSON answer)."""
+        """The stream's requests are answered (or abandoned): its head is no longer written."""
         return self._heads.pop(stream_id, None)
 
-    def _write_head(self, pipe: Any, session_id: str, stream_id: str, streams_key: str) -> None:
-        """Queue the stream's head on `pipe` (with its first event), if it has one not yet written."""
-        head = self._heads.pop(stream_id, None)
-        if head is not None:
-            key = f"{_PREFIX}h:{session_id}:{stream_id}"
-            pipe.set(key, head, px=self._ttl_ms)
-            pipe.sadd(streams_key, key)  # DELETE removes it with the streams
+    def _fields(self, stream_id: str, message: bytes | None) -> dict[Any, Any]:
+        """The fields of one event's entry: the frame (`m`), and the stream's head (`h`) if it has one."""
+        head = self._heads.get(stream_id)
+        return {"m": message or b""} if head is None else {"m": message or b"", "h": head}
 
-    async def finish_orphan(self, session_id: str, stream_id: str, key: str) -> bool:
+    async def finish_orphan(self, key: str) -> bool:
         """End the POST stream `key` if the instance answering it died: an error answer for each of its
         requests not answered yet, then the end marker. `False` while that instance lives (or unknown)."""
-        head_key = f"{_PREFIX}h:{session_id}:{stream_id}"
-        found: Any = await self._call("EVALSHA", self._if_alive(keys=[head_key], args=[_PREFIX + "i:"]))
-        if not found or found[0]:
+        found: Any = await self._call("EVALSHA", self._orphaned(keys=[key], args=[_PREFIX + "i:"]))
+        if not found:
             return False
-        head = json.loads(found[1])
+        head = json.loads(found)
         entries: Any = await self._call("XRANGE", self.redis.xrange(key))
         answered = set()
         for _, fields in entries:

@@ -9,11 +9,12 @@ Keys (`mcpframe:` prefix), each expiring after the session's idle timeout unless
 - `k:<session>`: the set of the session's stream keys, so DELETE removes them all;
 - channel `route`: a client's `notifications/cancelled` for a request running on another instance, and its
   answer to a request another instance sent it (sampling, elicitation, `roots/list`); a POST body for a
-  legacy SSE session, tagged `l:<session>` (see `legacy_shared`);
+  legacy SSE session, tagged `l:<session>` (see `legacy_shared`); the new claim of a GET stream a resume
+  took over, tagged `g:<session>`;
 - `l:<session>`: a legacy SSE session some instance holds (its owner), while its GET lives;
 - `la:<nonce>`: the holder's answer to a relayed legacy body (a list popped by the waiting instance);
-- `i:<instance>`, `g:<session>`, `h:<session>:<stream>`: which instances are alive, which holds a session's
-  GET stream, which answers a POST stream (`redis_liveness`).
+- `i:<instance>`, `g:<session>`: which instances are alive, which holds a session's GET stream; the `h`
+  field of a POST stream's events: which instance answers it (`redis_liveness`).
 
 Every call is bounded by `timeout` seconds; past it (or when Redis refuses) `StoreUnavailable` is raised,
 and the server answers the request with 503. The client reconnects by itself once Redis is back.
@@ -218,13 +219,13 @@ class RedisStore(RedisLiveness):
         return f"{stream_id}.{_seq(entry)}"
 
     def _add_event(self, pipe: Any, session_id: str, stream_id: str, message: bytes | None) -> None:
-        """Queue one event on `pipe` (its result first), the keys' TTLs, and the stream's head if new."""
+        """Queue one event on `pipe` (its result first) and the keys' TTLs."""
         key = _stream_key(session_id, stream_id)
         streams = _PREFIX + "k:" + session_id
-        pipe.xadd(key, {"m": message or b""}, id="0-*", maxlen=self.max_events, approximate=False)
+        fields = self._fields(stream_id, message)
+        pipe.xadd(key, fields, id="0-*", maxlen=self.max_events, approximate=False)
         self._expire(pipe, key)
         pipe.sadd(streams, key)
-        self._write_head(pipe, session_id, stream_id, streams)
         self._expire(pipe, streams)
 
     async def store_many(self, session_id: str, stream_id: str, messages: list[bytes | None]) -> list[str]:
@@ -232,10 +233,10 @@ class RedisStore(RedisLiveness):
         key = _stream_key(session_id, stream_id)
         pipe = self.redis.pipeline(transaction=False)
         for message in messages:
-            pipe.xadd(key, {"m": message or b""}, id="0-*", maxlen=self.max_events, approximate=False)
+            fields = self._fields(stream_id, message)
+            pipe.xadd(key, fields, id="0-*", maxlen=self.max_events, approximate=False)
         self._expire(pipe, key)
         pipe.sadd(_PREFIX + "k:" + session_id, key)
-        self._write_head(pipe, session_id, stream_id, _PREFIX + "k:" + session_id)
         self._expire(pipe, _PREFIX + "k:" + session_id)
         done = await self._call("XADD", pipe.execute())
         return [f"{stream_id}.{_seq(entry)}" for entry in done[: len(messages)]]
@@ -288,7 +289,7 @@ class RedisStore(RedisLiveness):
                     if not await self._call("EXISTS", self.redis.exists(_PREFIX + "s:" + session_id)):
                         return  # expired or deleted
                     if stream_id != "get":
-                        await self.finish_orphan(session_id, stream_id, key)  # its entries come next
+                        await self.finish_orphan(key)  # what it appends is read next
                     continue
                 entries: list[tuple[bytes, dict[bytes, bytes]]] = got[0][1]
                 for entry_id, fields in entries:

@@ -193,11 +193,14 @@ class SharedSessions:
         self.manager.spawn(self._quietly, self.store.publish(session.id, frame))
 
     def deliver(self, session_id: str, frame: bytes) -> None:
-        """A frame another instance published: a cancel or an answer for a request of this instance, or a
-        body for a legacy SSE session (`l:<session>`)."""
+        """A frame another instance published: a cancel or an answer for a request of this instance, a
+        body for a legacy SSE session (`l:<session>`), or a GET stream taken over (`g:<session>`)."""
         if session_id.startswith("l:"):
             if self.legacy is not None:
                 self.legacy(session_id[2:], frame)
+            return
+        if session_id.startswith("g:"):  # a resume elsewhere took this GET stream over
+            self._taken_over(session_id[2:], frame.decode("ascii", "replace"))
             return
         session = self.manager.sessions.get(session_id)
         if session is None:
@@ -206,8 +209,12 @@ class SharedSessions:
             doc = json.loads(frame)
         except ValueError:
             return
-        if not isinstance(doc, dict):
-            return
+        if isinstance(doc, dict):
+            self._take(session, doc, frame)
+
+    @staticmethod
+    def _take(session: HttpSession, doc: dict[str, Any], frame: bytes) -> None:
+        """A client's frame published for this session: a cancel, or an answer to a request sent here."""
         if doc.get("method") == protocol.NOTIFICATIONS_CANCELLED:
             params = doc.get("params")
             rid = params.get("requestId") if isinstance(params, dict) else None
@@ -254,8 +261,8 @@ class SharedSessions:
 
     async def resume(self, session: HttpSession, last_event_id: str) -> tuple[Stream, Pipe] | None:
         """Resume any stream of the session from the store, whichever instance wrote it; `None`: unknown.
-        Resuming the GET stream takes its claim over: the response that held it ends (as on one instance,
-        where a newer connection replaces the old one)."""
+        Resuming the GET stream takes its claim over: the response that held it ends, on whichever instance
+        (told on the `route` channel), as on one instance a newer connection replaces the old one."""
         parsed = split_event_id(last_event_id)
         if parsed is None or await self.store.replay(session.id, last_event_id) is None:
             return None
@@ -263,9 +270,8 @@ class SharedSessions:
         if parsed[0] == GET_STREAM:
             token = f"{self.store.instance}:{secrets.token_hex(6)}"
             await self.store.claim_get(session.id, token, take=True, prime=False)
-            replaced = self.claims.pop(session.id, None)
-            if replaced is not None:
-                replaced[1].close()
+            self._taken_over(session.id, token)
+            self.manager.spawn(self._quietly, self.store.publish("g:" + session.id, token.encode()))
         return self._tail(session, parsed[0], parsed[1], Pipe(), token)
 
     def _tail(
@@ -285,6 +291,14 @@ class SharedSessions:
                 await self.store.tail(session_id, stream_id, after, pipe)
             finally:
                 self.tails.pop(pipe, None)
+
+    def _taken_over(self, session_id: str, token: str) -> None:
+        """The GET stream's claim is `token` now: a response here holding an older one ends (its client
+        reads the stream where it resumed it)."""
+        held = self.claims.get(session_id)
+        if held is not None and held[0] != token:
+            del self.claims[session_id]
+            held[1].close()
 
     def _detached(self, session_id: str, pipe: Pipe) -> None:
         """The response reading `pipe` ended: its tail stops, its claim (if still its own) goes."""
