@@ -16,6 +16,8 @@ import anyio
 import httpx
 import pytest
 
+from mcpframe.http.redis_store import RedisStore
+
 from .conftest import start_instances
 from .support import Events, Instance, RedisProcess, rpc
 from .test_legacy_sse import post, read_endpoint, sse_url
@@ -174,3 +176,27 @@ async def test_rebuilt_sessions_count_against_max_sessions(four: list[Instance])
             while (reply := await http.post(d.url, json=ping, headers=third)).status_code == 503:
                 await anyio.sleep(0.05)  # polling for the GETs' end on d, bounded by fail_after
             assert reply.status_code == 200
+
+
+async def test_an_orphaned_stream_is_ended_once_with_what_it_still_owed(redis: RedisProcess) -> None:
+    store = RedisStore(redis.url, idle_timeout=60, timeout=5, liveness=3)
+    try:
+        with anyio.fail_after(10):
+            await store.refresh({})  # alive
+            store.describe("batch", [1, 2, "three"])
+            answered = b'[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","id":"x","result":{}}]'
+            await store.store_many("orphan", "batch", [None, answered])
+            key = "mcpframe:e:orphan:batch"
+            assert not await store.finish_orphan(key)  # its instance lives: nothing to do
+            await store.redis.delete(f"mcpframe:i:{store.instance}")  # as if it had died
+            assert await store.finish_orphan(key)
+            assert not await store.finish_orphan(key)  # another tail, later: the stream has ended
+            entries = await store.redis.xrange(key)
+    finally:
+        await store.aclose()
+    frames = [json.loads(fields[b"m"]) for _, fields in entries if fields.get(b"m")]
+    owed = [frame["id"] for frame in frames[1:]]
+    assert owed == [2, "three"]  # 1 was answered (in a batch's array), "x" was never its own
+    assert all(frame["error"]["code"] == -32000 for frame in frames[1:])
+    assert entries[-1][1] == {b"end": b"1"}
+    assert sum(1 for _, fields in entries if b"end" in fields) == 1

@@ -203,8 +203,9 @@ class RedisLiveness:
                 doc = json.loads(fields.get(b"m") or b"null")
             except ValueError:
                 continue
-            if isinstance(doc, dict) and ("result" in doc or "error" in doc):
-                answered.add(json.dumps(doc.get("id")))
+            for one in doc if isinstance(doc, list) else [doc]:  # a batch's answers come as one array
+                if isinstance(one, dict) and ("result" in one or "error" in one):
+                    answered.add(json.dumps(one.get("id")))
         why = (
             f"the server instance handling this request ({head.get('i')}) went away before answering; "
             "its work may or may not have been done"
