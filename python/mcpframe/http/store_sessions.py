@@ -234,8 +234,8 @@ class SharedSessions:
     # ------------------------------------------------------------ streams
 
     def exchange_started(self, session: HttpSession, exchange: Exchange) -> None:
-        """A POST's exchange starts here: its stream names this instance and its requests (stored with its
-        first event), so that a resume elsewhere can end it if this instance dies."""
+        """A POST's exchange starts here: its stream names this instance and its requests (in each event
+        stored), so that a resume elsewhere can end it if this instance dies."""
         stream = exchange.stream
         if stream.resumable and exchange.request_ids:
             self.store.describe(stream.id, list(exchange.request_ids))
@@ -243,7 +243,7 @@ class SharedSessions:
 
     def stream_done(self, session: HttpSession, stream: Stream) -> None:
         """A POST's exchange ended: mark its stored stream ended, for a tail on another instance."""
-        self.store.undescribe(stream.id)  # never stored: a plain JSON answer
+        self.store.undescribe(stream.id)  # answered: its end marker names nobody
         if stream.attached_once and stream.resumable:
             self.manager.spawn(self._quietly, self.store.end_stream(session.id, stream.id))
 
