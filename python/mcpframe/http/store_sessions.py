@@ -251,7 +251,11 @@ class SharedSessions:
         """A new GET stream, claimed in the store (`None`: another response holds it, on any instance: 409);
         a priming entry marks where it starts, then the store is tailed from there."""
         token = f"{self.store.instance}:{secrets.token_hex(6)}"
-        event_id = await self.store.claim_get(session.id, token, take=False, prime=True)
+        session.touch(+1)  # busy while it waits: not the idle copy `evict_idle` drops
+        try:
+            event_id = await self.store.claim_get(session.id, token, take=False, prime=True)
+        finally:
+            session.touch(-1)
         if event_id is None:
             return None
         pipe = Pipe()
@@ -264,14 +268,20 @@ class SharedSessions:
         Resuming the GET stream takes its claim over: the response that held it ends, on whichever instance
         (told on the `route` channel), as on one instance a newer connection replaces the old one."""
         parsed = split_event_id(last_event_id)
-        if parsed is None or await self.store.replay(session.id, last_event_id) is None:
+        if parsed is None:
             return None
-        token = None
-        if parsed[0] == GET_STREAM:
-            token = f"{self.store.instance}:{secrets.token_hex(6)}"
-            await self.store.claim_get(session.id, token, take=True, prime=False)
-            self._taken_over(session.id, token)
-            self.manager.spawn(self._quietly, self.store.publish("g:" + session.id, token.encode()))
+        session.touch(+1)  # busy while it waits: not the idle copy `evict_idle` drops
+        try:
+            if await self.store.replay(session.id, last_event_id) is None:
+                return None
+            token = None
+            if parsed[0] == GET_STREAM:
+                token = f"{self.store.instance}:{secrets.token_hex(6)}"
+                await self.store.claim_get(session.id, token, take=True, prime=False)
+                self._taken_over(session.id, token)
+                self.manager.spawn(self._quietly, self.store.publish("g:" + session.id, token.encode()))
+        finally:
+            session.touch(-1)
         return self._tail(session, parsed[0], parsed[1], Pipe(), token)
 
     def _tail(
