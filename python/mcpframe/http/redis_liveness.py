@@ -8,8 +8,9 @@ Keys (`mcpframe:` prefix):
 - `g:<session>`: the claim of the session's standalone GET stream, `<instance>:<nonce>` of the response
   holding it, `SET NX` (a second GET gets 409), refreshed with the liveness key, deleted when the response
   ends; a claim nobody refreshes (its instance died) lapses within `liveness` seconds;
-- in each event of a POST stream, a field `h`, its head: the instance running its requests and their
-  ids (no extra command: the stream's newest entry always says who writes it). A tail on another instance
+- in the events of a POST stream, a field `h`, its head: the instance running its requests and their
+  ids, in the last entry each call appends (no extra command; the stream's newest entry always says who
+  writes it, however long the stream, and older entries need not repeat it). A tail on another instance
   that finds that instance dead appends an error answer for each request the stream did not answer, then
   the end marker (`finish_orphan`).
 

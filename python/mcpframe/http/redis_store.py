@@ -232,8 +232,9 @@ class RedisStore(RedisLiveness):
         """`store` for several events, in one round trip (one pipeline); their ids in order."""
         key = _stream_key(session_id, stream_id)
         pipe = self.redis.pipeline(transaction=False)
-        for message in messages:
-            fields = self._fields(stream_id, message)
+        last = len(messages) - 1
+        for n, message in enumerate(messages):  # the head on the newest entry is enough (`redis_liveness`)
+            fields = self._fields(stream_id, message) if n == last else {"m": message or b""}
             pipe.xadd(key, fields, id="0-*", maxlen=self.max_events, approximate=False)
         self._expire(pipe, key)
         pipe.sadd(_PREFIX + "k:" + session_id, key)
