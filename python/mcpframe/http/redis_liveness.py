@@ -28,7 +28,7 @@ from mcpframe import core
 if TYPE_CHECKING:
     import redis.asyncio as aioredis
 
-__all__ = ["INSTANCE_GONE", "RedisLiveness", "seq_of"]
+__all__ = ["INSTANCE_GONE", "RedisLiveness"]
 
 T = TypeVar("T")
 
@@ -119,8 +119,6 @@ class RedisLiveness:
 
         async def _call(self, what: str, call: Awaitable[T], timeout: float | None = None) -> T: ...
 
-        def _add_event(self, pipe: Any, session_id: str, stream_id: str, message: bytes | None) -> None: ...
-
     def _scripts(self) -> None:
         self._refresh = self.redis.register_script(_REFRESH)
         self._release = self.redis.register_script(_RELEASE)
@@ -158,18 +156,11 @@ class RedisLiveness:
 
     # ------------------------------------------------------------ GET stream claims
 
-    async def claim_get(self, session_id: str, token: str, *, take: bool, prime: bool) -> str | None:
+    async def claim_get(self, session_id: str, token: str, *, take: bool) -> bool:
         """Claim the session's GET stream (`take`: even from another response, which a resume replaces);
-        with `prime`, store a priming entry in the same round trip. `None`: claimed by another response,
-        else the priming event's id (`""` without `prime`)."""
-        pipe = self.redis.pipeline(transaction=False)
-        pipe.set(_PREFIX + "g:" + session_id, token, px=self._liveness_ms, nx=not take)
-        if prime:
-            self._add_event(pipe, session_id, "get", None)
-        done = await self._call("SET", pipe.execute())
-        if not done[0]:
-            return None
-        return f"get.{seq_of(done[1])}" if prime else ""
+        `False` when another response holds it."""
+        key = _PREFIX + "g:" + session_id
+        return bool(await self._call("SET", self.redis.set(key, token, px=self._liveness_ms, nx=not take)))
 
     async def release_get(self, session_id: str, token: str) -> None:
         """The response holding the claim ended: the next GET anywhere may open the stream."""
@@ -218,9 +209,3 @@ class RedisLiveness:
         ]
         await self._call("EVALSHA", self._finish(keys=[key], args=[self.max_events, *frames]))
         return True
-
-
-def seq_of(entry_id: bytes | str) -> int:
-    """The `n` of an entry id `0-n`."""
-    text = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
-    return int(text.rpartition("-")[2])

@@ -37,7 +37,6 @@ from redis.exceptions import RedisError
 from .events import Replay, split_event_id
 from .pipe import Pipe
 from .redis_liveness import RedisLiveness
-from .redis_liveness import seq_of as _seq
 from .store import SessionState, StoreUnavailable, _where
 from .streams import format_event
 
@@ -213,20 +212,14 @@ class RedisStore(RedisLiveness):
 
     async def store(self, session_id: str, stream_id: str, message: bytes | None) -> str:
         """`XADD e:<session>:<stream> MAXLEN max_events 0-*`; the id names the stream and the entry."""
+        key = _stream_key(session_id, stream_id)
         pipe = self.redis.pipeline(transaction=False)
-        self._add_event(pipe, session_id, stream_id, message)
+        pipe.xadd(key, self._fields(stream_id, message), id="0-*", maxlen=self.max_events, approximate=False)
+        self._expire(pipe, key)
+        pipe.sadd(_PREFIX + "k:" + session_id, key)
+        self._expire(pipe, _PREFIX + "k:" + session_id)
         entry = (await self._call("XADD", pipe.execute()))[0]
         return f"{stream_id}.{_seq(entry)}"
-
-    def _add_event(self, pipe: Any, session_id: str, stream_id: str, message: bytes | None) -> None:
-        """Queue one event on `pipe` (its result first) and the keys' TTLs."""
-        key = _stream_key(session_id, stream_id)
-        streams = _PREFIX + "k:" + session_id
-        fields = self._fields(stream_id, message)
-        pipe.xadd(key, fields, id="0-*", maxlen=self.max_events, approximate=False)
-        self._expire(pipe, key)
-        pipe.sadd(streams, key)
-        self._expire(pipe, streams)
 
     async def store_many(self, session_id: str, stream_id: str, messages: list[bytes | None]) -> list[str]:
         """`store` for several events, in one round trip (one pipeline); their ids in order."""
@@ -308,6 +301,12 @@ class RedisStore(RedisLiveness):
 
 def _stream_key(session_id: str, stream_id: str) -> str:
     return f"{_PREFIX}e:{session_id}:{stream_id}"
+
+
+def _seq(entry_id: bytes | str) -> int:
+    """The `n` of an entry id `0-n`."""
+    text = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
+    return int(text.rpartition("-")[2])
 
 
 def _dispatch(message: dict[str, Any], deliver: Callable[[str, bytes], None]) -> None:

@@ -167,9 +167,8 @@ class SharedStore(EventStore, Protocol):
         """This instance stops: no longer alive, its GET claims released."""
         ...
 
-    async def claim_get(self, session_id: str, token: str, *, take: bool, prime: bool) -> str | None:
-        """Claim the session's GET stream (`take`: from any other holder); `None` when another holds it,
-        else the id of the priming entry stored with it (`prime`), or `""`."""
+    async def claim_get(self, session_id: str, token: str, *, take: bool) -> bool:
+        """Claim the session's GET stream (`take`: from any other holder); `False` when another holds it."""
         ...
 
     async def release_get(self, session_id: str, token: str) -> None:

@@ -253,11 +253,15 @@ class SharedSessions:
         token = f"{self.store.instance}:{secrets.token_hex(6)}"
         session.touch(+1)  # busy while it waits: not the idle copy `evict_idle` drops
         try:
-            event_id = await self.store.claim_get(session.id, token, take=False, prime=True)
+            if not await self.store.claim_get(session.id, token, take=False):
+                return None
+            event_id = await self.store.store(session.id, GET_STREAM, None)  # only once claimed
+        except BaseException:
+            with anyio.CancelScope(shield=True), contextlib.suppress(StoreUnavailable):
+                await self.store.release_get(session.id, token)
+            raise
         finally:
             session.touch(-1)
-        if event_id is None:
-            return None
         pipe = Pipe()
         if retry_ms is not None:
             pipe.put(_priming(event_id, retry_ms))
@@ -277,7 +281,7 @@ class SharedSessions:
             token = None
             if parsed[0] == GET_STREAM:
                 token = f"{self.store.instance}:{secrets.token_hex(6)}"
-                await self.store.claim_get(session.id, token, take=True, prime=False)
+                await self.store.claim_get(session.id, token, take=True)
                 self._taken_over(session.id, token)
                 self.manager.spawn(self._quietly, self.store.publish("g:" + session.id, token.encode()))
         finally:
