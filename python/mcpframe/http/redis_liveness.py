@@ -170,7 +170,11 @@ class RedisLiveness:
 
     def describe(self, stream_id: str, request_ids: list[Any]) -> None:
         """Remember who answers the stream's requests: written with each of its events from now on."""
-        self._heads[stream_id] = json.dumps({"i": self.instance, "ids": request_ids}).encode()
+        if len(request_ids) == 1 and type(request_ids[0]) is int:  # the common case, without json (~3x)
+            ids = b"[%d]" % request_ids[0]
+        else:
+            ids = json.dumps(request_ids).encode()
+        self._heads[stream_id] = b'{"i":"' + self.instance.encode() + b'","ids":' + ids + b"}"
 
     def undescribe(self, stream_id: str) -> bytes | None:
         """The stream's requests are answered (or abandoned): its head is no longer written."""
