@@ -200,3 +200,21 @@ async def test_an_orphaned_stream_is_ended_once_with_what_it_still_owed(redis: R
     assert all(frame["error"]["code"] == -32000 for frame in frames[1:])
     assert entries[-1][1] == {b"end": b"1"}
     assert sum(1 for _, fields in entries if b"end" in fields) == 1
+
+
+async def test_claims_refresh_take_over_and_retire(redis: RedisProcess) -> None:
+    store = RedisStore(redis.url, idle_timeout=60, timeout=5, liveness=3)
+    try:
+        with anyio.fail_after(10):
+            assert await store.claim_get("claimed", "mine", take=False)
+            assert not await store.claim_get("claimed", "theirs", take=False)  # a second GET: 409
+            assert await store.refresh({"claimed": "mine"}) == set()
+            assert await store.redis.exists(f"mcpframe:i:{store.instance}")
+            assert await store.claim_get("claimed", "resumed", take=True)  # a resume takes it over
+            assert await store.refresh({"claimed": "mine"}) == {"claimed"}  # the old holder learns it
+            await store.release_get("claimed", "mine")  # not its own any more: left alone
+            assert await store.redis.get("mcpframe:g:claimed") == b"resumed"
+            await store.retire({"claimed": "resumed"})
+            assert not await store.redis.exists("mcpframe:g:claimed", f"mcpframe:i:{store.instance}")
+    finally:
+        await store.aclose()

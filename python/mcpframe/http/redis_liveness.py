@@ -3,7 +3,7 @@ POST stream, and how a stream whose writer died is ended.
 
 Keys (`mcpframe:` prefix):
 
-- `i:<instance>`: the instance is alive; a time to live of `liveness` seconds, refreshed every third of it
+- `i:<instance>`: the instance is alive; a time to live of `liveness` seconds, refreshed every quarter of it
   by a timer of the instance (`refresh`), whatever its traffic; deleted when it stops (`retire`);
 - `g:<session>`: the claim of the session's standalone GET stream, `<instance>:<nonce>` of the response
   holding it, `SET NX` (a second GET gets 409), refreshed with the liveness key, deleted when the response
@@ -14,7 +14,7 @@ Keys (`mcpframe:` prefix):
   that finds that instance dead appends an error answer for each request the stream did not answer, then
   the end marker (`finish_orphan`).
 
-Three small Lua scripts keep each check-and-change atomic (one round trip each).
+Small Lua scripts keep each check-and-change atomic (one round trip each).
 """
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ class RedisLiveness:
         self._if_alive = self.redis.register_script(_IF_ALIVE)
         self._finish = self.redis.register_script(_FINISH)
         self._orphaned = self.redis.register_script(_ORPHANED)
-        self._heads: dict[str, bytes] = {}  # stream id -> head, written with each of its events
+        self._heads: dict[str, bytes] = {}  # stream id -> head, in the newest entry of each write
 
     @property
     def _liveness_ms(self) -> int:
@@ -150,10 +150,6 @@ class RedisLiveness:
             await self._release(keys=[_PREFIX + "g:" + session_id], args=[token], client=pipe)
         await self._call("DEL", pipe.execute())
 
-    async def alive(self, instance: str) -> bool:
-        """Whether that instance's liveness key exists."""
-        return bool(await self._call("EXISTS", self.redis.exists(_PREFIX + "i:" + instance)))
-
     # ------------------------------------------------------------ GET stream claims
 
     async def claim_get(self, session_id: str, token: str, *, take: bool) -> bool:
@@ -169,7 +165,7 @@ class RedisLiveness:
     # ------------------------------------------------------------ POST stream heads
 
     def describe(self, stream_id: str, request_ids: list[Any]) -> None:
-        """Remember who answers the stream's requests: written with each of its events from now on."""
+        """Remember who answers the stream's requests: in the newest entry of each write from now on."""
         if len(request_ids) == 1 and type(request_ids[0]) is int:  # the common case, without json (~3x)
             ids = b"[%d]" % request_ids[0]
         else:
