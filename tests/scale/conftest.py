@@ -29,7 +29,8 @@ def redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisProcess]:
 def start_instances(redis: RedisProcess, logs: Path, count: int, *flags: str) -> list[Instance]:
     """`count` instances sharing `redis` (a short idle timeout and store timeout for the tests)."""
     common = ["--store", redis.url, "--store-timeout", "1", *flags]
-    return [Instance(common, logs / f"instance{n}.log") for n in range(count)]
+    started = [Instance(common, logs / f"instance{n}.log", wait=False) for n in range(count)]
+    return [instance.ready() for instance in started]  # started together: they import in parallel
 
 
 @pytest.fixture(scope="session")

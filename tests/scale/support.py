@@ -88,14 +88,20 @@ class RedisProcess:
 class Instance:
     """One `mcpframe serve tests/scale/app.py --http --port 0 FLAGS` child; its stderr goes to a file."""
 
-    def __init__(self, flags: Sequence[str], log: Path) -> None:
+    def __init__(self, flags: Sequence[str], log: Path, *, wait: bool = True) -> None:
         self.log = log
         command = [sys.executable, "-m", "mcpframe", "serve", APP, "--http", "--port", "0", *flags]
         env = {k: v for k, v in os.environ.items() if k not in ("MCPFRAME_AUTH_TOKEN", "MCPFRAME_DEBUG")}
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [SOURCE, os.environ.get("PYTHONPATH")]))
         with log.open("wb") as out:
             self.child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=out, env=env)
-        self.url = self._wait_for_url()
+        self.url = self._wait_for_url() if wait else ""
+
+    def ready(self) -> Instance:
+        """Wait until it listens (for one started with `wait=False`, so several start at once)."""
+        if not self.url:
+            self.url = self._wait_for_url()
+        return self
 
     def _wait_for_url(self) -> str:
         deadline = time.monotonic() + _START

@@ -32,3 +32,12 @@ def test_the_flags_make_the_options() -> None:
     assert http_options(parser.parse_args(["--stateless"])).stateless
     with pytest.raises(ValueError, match=r"--store-timeout 0\.0 is out of range"):
         http_options(parser.parse_args(["--store-timeout", "0"]))
+
+
+def test_the_liveness_outlives_a_slow_refresh() -> None:
+    with pytest.raises(ValueError, match=r"store_liveness must be at least 3 times store_timeout \(6\)"):
+        HttpOptions(store_liveness=5)  # with the default store_timeout of 2 s
+    parser = argparse.ArgumentParser()
+    add_http_flags(parser)
+    args = parser.parse_args(["--store-liveness", "3", "--store-timeout", "1"])
+    assert http_options(args).store_liveness == 3

@@ -103,6 +103,14 @@ def _add_scale_out(http: argparse._ArgumentGroup) -> None:
         help="longest call to the --store; past it the request gets 503 (default 2)",
     )
     http.add_argument(
+        "--store-liveness",
+        type=float,
+        default=15.0,
+        metavar="SECONDS",
+        help="with --store: how long an instance that stopped refreshing its keys (it died) still counts as "
+        "alive, and holds its GET streams (default 15; at least 3 times --store-timeout)",
+    )
+    http.add_argument(
         "--stateless",
         action="store_true",
         help="no sessions for handshake-era clients either: each POST self-contained, no GET stream",
@@ -212,6 +220,7 @@ def http_options(args: argparse.Namespace) -> Any:
         legacy_sse=args.legacy_sse,
         store=args.store,
         store_timeout=args.store_timeout,
+        store_liveness=args.store_liveness,
         stateless=args.stateless,
     )
     host = f"[{args.host.strip('[]')}]" if ":" in args.host else args.host

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Awaitable, Callable
-from functools import partial
 from typing import TYPE_CHECKING
 
 from mcpframe import jsonrpc, protocol
@@ -213,7 +212,7 @@ class PostHandler:
         exchange.on_close.append(slot.release)
         shared = self.sessions.shared
         if shared is not None:
-            exchange.on_close.append(partial(shared.stream_done, session, exchange.stream))
+            shared.exchange_started(session, exchange)
         headers = {MCP_SESSION_ID: session.id}
         response = await self._answer(exchange, body, session, accepts, headers=headers)
         if created and exchange.stream.finished.is_set() and session.version is None:
@@ -425,7 +424,7 @@ def _refusal(request: HttpRequest, accepts: Accepts) -> Reply | None:
 
 
 def _too_many_sessions() -> Reply:
-    return error_response(503, "Service Unavailable: too many sessions")
+    return error_response(503, "Service Unavailable: too many sessions", headers={"Retry-After": "1"})
 
 
 def _busy_ids(session: HttpSession, body: Body) -> Reply | None:

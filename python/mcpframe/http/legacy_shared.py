@@ -13,8 +13,9 @@ on any instance behind a balancer. The rule:
   `MAX_WAITING` relayed bodies wait per session); past that nothing is queued and the POST gets 503 (with
   `Retry-After`), never a silent drop. So relayed input is bounded by the same byte bound as local input,
   plus at most `MAX_WAITING` bodies waiting for room;
-- no answer from any holder (it died; the key expires within `HOLD_TTL`): 404 if the key is gone by then,
-  else 503.
+- the key names the holder's instance: once that instance's liveness key is gone (it died; see
+  `redis_liveness`), the session counts as gone at once and its POSTs get 404, whatever time the key has
+  left; a holder that lives but does not answer in time: 503.
 """
 
 from __future__ import annotations

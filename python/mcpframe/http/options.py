@@ -89,6 +89,12 @@ class HttpOptions:
     store_timeout: float = 2.0
     """Seconds one call to the shared store may take; past it the request gets 503 naming the store."""
 
+    store_liveness: float = 15.0
+    """With a `store`: seconds an instance's liveness key, and the claims of the GET streams it holds,
+    outlive its last refresh (a timer refreshes them every quarter of it, whatever the traffic). What a
+    dead instance takes to be noticed: its POST streams resumed elsewhere end, its GET streams can be
+    opened elsewhere. At least three times `store_timeout`, so a refresh always lands in time."""
+
     stateless: bool = False
     """Serve handshake-era clients without sessions too (as the official SDK's `stateless_http`): each
     POST is self-contained, `initialize` is answered and forgotten, no `Mcp-Session-Id`, GET and DELETE
@@ -106,6 +112,11 @@ class HttpOptions:
         if self.response_mode not in ("resumable", "auto", "sse"):
             raise ValueError(
                 f"response_mode must be 'resumable', 'auto' or 'sse', got {self.response_mode!r}"
+            )
+        if self.store_liveness < 3 * self.store_timeout:
+            raise ValueError(
+                f"store_liveness must be at least 3 times store_timeout ({3 * self.store_timeout:g}), "
+                f"got {self.store_liveness!r}: a refresh that takes store_timeout must land before it lapses"
             )
         if self.stateless and self.store is not None:
             raise ValueError("stateless and store exclude each other: a stateless server keeps no sessions")

@@ -9,9 +9,12 @@ Keys (`mcpframe:` prefix), each expiring after the session's idle timeout unless
 - `k:<session>`: the set of the session's stream keys, so DELETE removes them all;
 - channel `route`: a client's `notifications/cancelled` for a request running on another instance, and its
   answer to a request another instance sent it (sampling, elicitation, `roots/list`); a POST body for a
-  legacy SSE session, tagged `l:<session>` (see `legacy_shared`);
+  legacy SSE session, tagged `l:<session>` (see `legacy_shared`); the new claim of a GET stream a resume
+  took over, tagged `g:<session>`;
 - `l:<session>`: a legacy SSE session some instance holds (its owner), while its GET lives;
-- `la:<nonce>`: the holder's answer to a relayed legacy body (a list popped by the waiting instance).
+- `la:<nonce>`: the holder's answer to a relayed legacy body (a list popped by the waiting instance);
+- `i:<instance>`, `g:<session>`: which instances are alive, which holds a session's GET stream; the `h`
+  field of a POST stream's events: which instance answers it (`redis_liveness`).
 
 Every call is bounded by `timeout` seconds; past it (or when Redis refuses) `StoreUnavailable` is raised,
 and the server answers the request with 503. The client reconnects by itself once Redis is back.
@@ -33,6 +36,7 @@ from redis.exceptions import RedisError
 
 from .events import Replay, split_event_id
 from .pipe import Pipe
+from .redis_liveness import RedisLiveness
 from .store import SessionState, StoreUnavailable, _where
 from .streams import format_event
 
@@ -49,7 +53,7 @@ _ACK_TTL_MS = 10_000  # how long a legacy relay's answer waits for an instance t
 _DELETED_TTL_MS = 10_000  # how long a deleted session's GET stream keeps its end marker for tails
 
 
-class RedisStore:
+class RedisStore(RedisLiveness):
     """The shared store on Redis (`redis.asyncio`); see the module's docstring for what it keeps."""
 
     def __init__(
@@ -59,11 +63,14 @@ class RedisStore:
         idle_timeout: float | None = 1800.0,
         timeout: float = 2.0,
         max_events: int = 1024,
+        liveness: float = 15.0,
     ) -> None:
         self.url = url
         self.idle_timeout = idle_timeout
         self.timeout = timeout
         self.max_events = max_events
+        self.liveness = liveness  # the time to live of this instance's liveness key and GET claims
+        self.instance = secrets.token_hex(8)  # this instance's id in the store (`i:<instance>`)
         self._ttl_ms = None if idle_timeout is None else max(1, int(idle_timeout * 1000))
         # no socket timeout: each call is bounded by `_call`, and a tail's XREAD BLOCK waits longer on purpose
         # a connection of the pool that a restarted Redis closed is replaced once, at once (within the bound)
@@ -72,6 +79,7 @@ class RedisStore:
             url, socket_connect_timeout=timeout, retry=retry, retry_on_error=[RedisConnectionError]
         )
         self.where = _where(url)
+        self._scripts()
 
     # ------------------------------------------------------------ plumbing
 
@@ -153,7 +161,7 @@ class RedisStore:
         pipe.xadd(get_key, {"end": "1"}, id="0-*")
         pipe.pexpire(get_key, _DELETED_TTL_MS)
         doomed = [k for k in keys if k != get_key.encode()]
-        pipe.delete(_PREFIX + "s:" + session_id, streams_key, *doomed)
+        pipe.delete(_PREFIX + "s:" + session_id, _PREFIX + "g:" + session_id, streams_key, *doomed)
         await self._call("DELETE", pipe.execute())
 
     async def publish(self, session_id: str, frame: bytes) -> None:
@@ -164,8 +172,8 @@ class RedisStore:
     # ------------------------------------------------------------ legacy SSE sessions (`legacy_shared`)
 
     async def hold_legacy(self, session_id: str, owner: str | None, ttl: float) -> None:
-        """`SET l:<session> <owner> PX ttl`."""
-        doc = json.dumps({"owner": owner})
+        """`SET l:<session> {owner, instance} PX ttl`."""
+        doc = json.dumps({"owner": owner, "i": self.instance})
         key = _PREFIX + "l:" + session_id
         await self._call("SET", self.redis.set(key, doc, px=max(1, int(ttl * 1000))))
 
@@ -174,11 +182,13 @@ class RedisStore:
         await self._call("DEL", self.redis.delete(_PREFIX + "l:" + session_id))
 
     async def legacy_owner(self, session_id: str) -> tuple[str | None] | None:
-        """`GET l:<session>`: `(owner,)`, or `None` when no instance holds it."""
-        raw = await self._call("GET", self.redis.get(_PREFIX + "l:" + session_id))
-        if raw is None:
+        """`GET l:<session>`: `(owner,)`, or `None` when no instance holds it (or the one that did died:
+        its liveness key is gone, whatever the time to live left to this key)."""
+        call = self._if_alive(keys=[_PREFIX + "l:" + session_id], args=[_PREFIX + "i:"])
+        found: Any = await self._call("EVALSHA", call)
+        if not found or not found[0]:
             return None
-        owner = json.loads(raw).get("owner")
+        owner = json.loads(found[1]).get("owner")
         return (owner if isinstance(owner, str) else None,)
 
     async def relay_legacy(self, session_id: str, message: bytes, wait: float) -> bytes | None:
@@ -204,7 +214,7 @@ class RedisStore:
         """`XADD e:<session>:<stream> MAXLEN max_events 0-*`; the id names the stream and the entry."""
         key = _stream_key(session_id, stream_id)
         pipe = self.redis.pipeline(transaction=False)
-        pipe.xadd(key, {"m": message or b""}, id="0-*", maxlen=self.max_events, approximate=False)
+        pipe.xadd(key, self._fields(stream_id, message), id="0-*", maxlen=self.max_events, approximate=False)
         self._expire(pipe, key)
         pipe.sadd(_PREFIX + "k:" + session_id, key)
         self._expire(pipe, _PREFIX + "k:" + session_id)
@@ -215,8 +225,10 @@ class RedisStore:
         """`store` for several events, in one round trip (one pipeline); their ids in order."""
         key = _stream_key(session_id, stream_id)
         pipe = self.redis.pipeline(transaction=False)
-        for message in messages:
-            pipe.xadd(key, {"m": message or b""}, id="0-*", maxlen=self.max_events, approximate=False)
+        last = len(messages) - 1
+        for n, message in enumerate(messages):  # the head on the newest entry is enough (`redis_liveness`)
+            fields = self._fields(stream_id, message) if n == last else {"m": message or b""}
+            pipe.xadd(key, fields, id="0-*", maxlen=self.max_events, approximate=False)
         self._expire(pipe, key)
         pipe.sadd(_PREFIX + "k:" + session_id, key)
         self._expire(pipe, _PREFIX + "k:" + session_id)
@@ -255,18 +267,23 @@ class RedisStore:
         """Read the stream from entry `0-<after>` on (`XREAD BLOCK`) into `pipe`; see `SharedStore.tail`.
 
         A failure of Redis closes the pipe: the client sees the stream end and resumes with its last id.
+        A POST stream whose instance died is ended here with an error answer for each request it did not
+        answer (`finish_orphan`): checked whenever nothing came for a third of the liveness time to live.
         """
         key = _stream_key(session_id, stream_id)
         last = f"0-{after}"
+        block = _BLOCK_MS if stream_id == "get" else min(_BLOCK_MS, max(1, self._liveness_ms // 3))
         try:
             while not pipe.closed:
                 while pipe.queued() > _TAIL_QUEUED and not pipe.closed:  # a slow reader slows the tail
                     await asyncio.sleep(0.01)
-                call = self.redis.xread({key: last}, count=_TAIL_BATCH, block=_BLOCK_MS)
-                got: Any = await self._call("XREAD", call, timeout=_BLOCK_MS / 1000 + self.timeout)
+                call = self.redis.xread({key: last}, count=_TAIL_BATCH, block=block)
+                got: Any = await self._call("XREAD", call, timeout=block / 1000 + self.timeout)
                 if not got:
                     if not await self._call("EXISTS", self.redis.exists(_PREFIX + "s:" + session_id)):
                         return  # expired or deleted
+                    if stream_id != "get":
+                        await self.finish_orphan(key)  # what it appends is read next
                     continue
                 entries: list[tuple[bytes, dict[bytes, bytes]]] = got[0][1]
                 for entry_id, fields in entries:

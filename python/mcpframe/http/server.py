@@ -76,7 +76,12 @@ class StreamableHTTPServer:
         self.guard = HostGuard.create(opts.allowed_hosts, opts.allowed_origins)
         shared = None
         if opts.store is not None:  # Redis: sessions and their events shared with the other instances
-            shared = open_store(opts.store, idle_timeout=opts.idle_timeout, timeout=opts.store_timeout)
+            shared = open_store(
+                opts.store,
+                idle_timeout=opts.idle_timeout,
+                timeout=opts.store_timeout,
+                liveness=opts.store_liveness,
+            )
         self.sessions = SessionManager(
             server.connection,
             store=opts.event_store if shared is None else shared,
@@ -321,6 +326,8 @@ class StreamableHTTPServer:
         opened: tuple[Stream, Pipe] | None
         if last_event_id is None:
             opened = await shared.open_get(session, self.replies.priming(session))
+            if opened is None:  # held by another response, on this instance or another
+                return error_response(409, "Conflict: this session's GET stream is already open")
         else:
             opened = await shared.resume(session, last_event_id)
             if opened is None:

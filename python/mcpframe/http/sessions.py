@@ -202,7 +202,7 @@ class SessionManager:
                     await session.close()
                 self.sessions.clear()
                 if self.shared is not None:
-                    await self.shared.store.aclose()
+                    await self.shared.close()
 
     async def _reap_forever(self) -> None:
         if self.idle_timeout is None:
@@ -229,8 +229,11 @@ class SessionManager:
         return len(idle)
 
     def full(self) -> bool:
-        """Whether a new session would exceed `max_sessions`."""
-        return len(self.sessions) >= self.max_sessions
+        """Whether a new session would exceed `max_sessions`. With a shared store, the least recently used
+        idle session is dropped first to make room (its state is in the store: a request rebuilds it)."""
+        if len(self.sessions) < self.max_sessions:
+            return False
+        return self.shared is None or not self.shared.evict_idle()
 
     def create(self, owner: str | None, session_id: str | None = None) -> HttpSession:
         """A new session (with a fresh, unguessable id unless one is given); its main Session starts."""

@@ -12,7 +12,10 @@ event store common to every instance behind a balancer:
 - a `notifications/cancelled` for a request running elsewhere, and a client's answer to a request another
   instance sent it, are published for the instance concerned;
 - a legacy SSE session (2024-11-05) is registered while its GET lives, and a POST for it that lands on
-  another instance is relayed to the one holding it (`legacy_shared`).
+  another instance is relayed to the one holding it (`legacy_shared`);
+- each instance says it is alive (a key it refreshes), claims the GET streams it holds (a second GET
+  anywhere gets 409) and names itself in the POST streams it writes, so that a stream whose instance died
+  is ended by the instance a client resumes it on.
 
 A store that does not answer raises `StoreUnavailable`; the server answers that request with 503.
 """
@@ -115,6 +118,8 @@ class SharedStore(EventStore, Protocol):
 
     idle_timeout: float | None
     timeout: float  # the bound of one call, in seconds
+    instance: str  # this instance's id in the store
+    liveness: float  # seconds its liveness key and GET claims outlive their last refresh
 
     async def start(self, deliver: Callable[[str, bytes], None]) -> Callable[[], Coroutine[Any, Any, None]]:
         """Connect; `deliver(session_id, frame)` gets the frames other instances publish (`publish`).
@@ -154,6 +159,30 @@ class SharedStore(EventStore, Protocol):
         """Mark a stream ended (an instance tailing it ends its response there)."""
         ...
 
+    async def refresh(self, claims: dict[str, str]) -> set[str]:
+        """Say this instance is alive and refresh its GET claims (`session -> token`); the ones lost."""
+        ...
+
+    async def retire(self, claims: dict[str, str]) -> None:
+        """This instance stops: no longer alive, its GET claims released."""
+        ...
+
+    async def claim_get(self, session_id: str, token: str, *, take: bool) -> bool:
+        """Claim the session's GET stream (`take`: from any other holder); `False` when another holds it."""
+        ...
+
+    async def release_get(self, session_id: str, token: str) -> None:
+        """Release the claim if it is still `token`."""
+        ...
+
+    def describe(self, stream_id: str, request_ids: list[Any]) -> None:
+        """This instance answers the POST stream's requests (recorded with its first stored event)."""
+        ...
+
+    def undescribe(self, stream_id: str) -> bytes | None:
+        """Forget what `describe` recorded, if it was not stored."""
+        ...
+
     async def hold_legacy(self, session_id: str, owner: str | None, ttl: float) -> None:
         """Register (or refresh) a legacy SSE session held by this instance, for `ttl` seconds."""
         ...
@@ -175,7 +204,9 @@ class SharedStore(EventStore, Protocol):
         ...
 
 
-def open_store(url: str, *, idle_timeout: float | None, timeout: float) -> SharedStore:
+def open_store(
+    url: str, *, idle_timeout: float | None, timeout: float, liveness: float = 15.0
+) -> SharedStore:
     """The shared store a URL names (`redis://host:port/db`, `rediss://`, `unix://`)."""
     scheme = url.partition("://")[0].lower()
     if scheme not in ("redis", "rediss", "unix"):
@@ -189,7 +220,7 @@ def open_store(url: str, *, idle_timeout: float | None, timeout: float) -> Share
             f"store {_where(url)} needs the redis extra ({exc}); try: {install_hint('redis')}", name=exc.name
         ) from exc
 
-    return RedisStore(url, idle_timeout=idle_timeout, timeout=timeout)
+    return RedisStore(url, idle_timeout=idle_timeout, timeout=timeout, liveness=liveness)
 
 
 def _where(url: str) -> str:

@@ -238,6 +238,10 @@ class TaskManager:
             owner = self._owners[conn] = secrets.token_hex(16)
         return owner
 
+    def busy(self, conn: ServerConnection) -> bool:
+        """Whether `conn` has a task running (which ending its session would cancel)."""
+        return any(job.conn is conn for job in self._jobs.values())
+
     def forget(self, conn: ServerConnection) -> None:
         """The session ended: cancel its running tasks (their records expire with their ttl)."""
         for job in [job for job in self._jobs.values() if job.conn is conn and not job.record.modern]:
