@@ -245,6 +245,11 @@ fn member<P: Payloads>(
     p: &mut P,
 ) -> Scan<usize> {
     let end = match f {
+        // the usual `"2.0"`, a complete string token, read as one comparison
+        Field::Jsonrpc if d.get(start..start + 5) == Some(b"\"2.0\"") => {
+            m.jsonrpc = Some(true);
+            start + 5
+        }
         Field::Jsonrpc => {
             let (text, end) = take_str(d, start, levels)?;
             m.jsonrpc = Some(text.is_some_and(|t| t.as_bytes(d) == b"2.0"));
