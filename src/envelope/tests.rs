@@ -617,3 +617,34 @@ fn depth_is_bounded_wherever_the_nesting_is() {
     );
     assert!(matches!(&out[..], [Item::Failure(f)] if f.message.contains("nesting")));
 }
+
+#[test]
+fn ids_read_whole_frames_like_str_parse() {
+    // the short-integer path and `number_end` agree, at the 18-digit edge and beyond
+    let mut literals: Vec<String> = ["0", "-0", "7", "-42", "1.5", "1e3", "10E2", "01", "1x"]
+        .map(String::from)
+        .to_vec();
+    for digits in 1..=21 {
+        literals.push("9".repeat(digits));
+        literals.push(format!("1{}", "0".repeat(digits - 1)));
+    }
+    for literal in literals {
+        let frame = format!(r#"{{"jsonrpc":"2.0","id":{literal},"result":1}}"#);
+        let got = items(frame.as_bytes());
+        let valid_json = is_json_number(&literal);
+        match (&got[..], literal.parse::<i64>()) {
+            ([Item::Message(e)], Ok(v)) => assert_eq!(e.id, Some(Id::Int(v)), "{literal}"),
+            ([Item::Message(e)], Err(_)) => {
+                assert!(matches!(e.id, Some(Id::Big(_))), "{literal}")
+            }
+            ([Item::Failure(f)], _) if !valid_json => assert_eq!(f.message, INVALID_JSON),
+            ([Item::Failure(f)], _) => assert_eq!(f.message, ID_TYPE, "{literal}"),
+            _ => panic!("{literal}: {got:?}"),
+        }
+    }
+}
+
+/// Whether `literal` is a JSON number (the cases of the test above).
+fn is_json_number(literal: &str) -> bool {
+    !(literal == "01" || literal == "1x")
+}

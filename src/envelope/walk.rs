@@ -299,6 +299,9 @@ fn scan_id(d: &[u8], i: usize, levels: usize) -> Scan<(IdTag, usize)> {
             Ok((text.map_or(IdTag::Bad, IdTag::Str), end))
         }
         Some(b'-' | b'0'..=b'9') => {
+            if let Some((value, end)) = short_int(d, i) {
+                return Ok((IdTag::Int(value), end));
+            }
             let (end, int) = number_end(d, i)?;
             let tag = if !int {
                 IdTag::Bad
@@ -312,6 +315,30 @@ fn scan_id(d: &[u8], i: usize, levels: usize) -> Scan<(IdTag, usize)> {
             Ok((IdTag::Null, end))
         }
         _ => Ok((IdTag::Bad, skip_nested(d, i, levels)?)),
+    }
+}
+
+/// The usual id, a positive integer of at most 18 digits (so it fits in `i64`) at `i`, read in
+/// one pass: its value and the index after it; `None` for anything else (a sign, a leading zero,
+/// more digits, a fraction or an exponent), which `number_end` then reads.
+fn short_int(d: &[u8], i: usize) -> Option<(i64, usize)> {
+    if !matches!(d.get(i), Some(b'1'..=b'9')) {
+        return None;
+    }
+    let (mut value, mut j) = (0i64, i);
+    while let Some(&c) = d.get(j) {
+        if !c.is_ascii_digit() {
+            break;
+        }
+        if j - i == 18 {
+            return None;
+        }
+        value = value * 10 + i64::from(c - b'0');
+        j += 1;
+    }
+    match d.get(j) {
+        Some(b'.' | b'e' | b'E') => None,
+        _ => Some((value, j)),
     }
 }
 
