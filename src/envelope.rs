@@ -208,8 +208,15 @@ pub trait Payloads {
     /// What is built from a value.
     type Value;
     /// Consume the value that starts at `at` in `frame` (no whitespace before it): what was
-    /// built from it, and the index just after it.
-    fn take(&mut self, frame: &[u8], at: usize) -> Scan<(Option<Self::Value>, usize)>;
+    /// built from it, and the index just after it. The value may open at most `levels` nested
+    /// arrays and objects (what is left of the depth limit there): one more must fail the
+    /// scan, which then measures the frame's depth itself.
+    fn take(
+        &mut self,
+        frame: &[u8],
+        at: usize,
+        levels: usize,
+    ) -> Scan<(Option<Self::Value>, usize)>;
 }
 
 /// Validate payload values without building anything.
@@ -224,8 +231,8 @@ impl<V> Default for Skip<V> {
 
 impl<V> Payloads for Skip<V> {
     type Value = V;
-    fn take(&mut self, frame: &[u8], at: usize) -> Scan<(Option<V>, usize)> {
-        scan::skip_value(frame, at).map(|end| (None, end))
+    fn take(&mut self, frame: &[u8], at: usize, levels: usize) -> Scan<(Option<V>, usize)> {
+        scan::skip_nested(frame, at, levels).map(|end| (None, end))
     }
 }
 
@@ -306,8 +313,8 @@ pub fn validate_utf8<P: Payloads>(
     payloads: &mut P,
     out: &mut Vec<Item<P::Value>>,
 ) {
-    let deep = depth::exceeds(frame, MAX_DEPTH);
-    validate_depth_known(frame, deep, batches, payloads, out);
+    let deep = || depth::exceeds(frame, MAX_DEPTH);
+    validate_depth_later(frame, deep, batches, payloads, out);
 }
 
 /// [`validate_with`] for a frame whose framer checked its UTF-8 (`utf8`: all valid) and counted
@@ -323,28 +330,31 @@ pub fn validate_counted<P: Payloads>(
         validate_with(frame, batches, payloads, out);
         return;
     }
-    let deep = depth::exceeds_counted(frame, opening, MAX_DEPTH);
-    validate_depth_known(frame, deep, batches, payloads, out);
+    let deep = || depth::exceeds_counted(frame, opening, MAX_DEPTH);
+    validate_depth_later(frame, deep, batches, payloads, out);
 }
 
-/// Steps 2 onwards for valid UTF-8, `deep` saying whether the nesting exceeds the limit.
-fn validate_depth_known<P: Payloads>(
+/// Steps 2 onwards for valid UTF-8, `deep` saying whether the nesting exceeds the limit. The
+/// contract checks the depth (step 2) before the syntax (step 4), but the scan bounds every value
+/// by what is left of the limit where it sits: a frame it accepts is within the limit, and only
+/// one it refuses pays for measuring the depth, so the common path reads the frame once.
+fn validate_depth_later<P: Payloads>(
     frame: &[u8],
-    deep: bool,
+    deep: impl FnOnce() -> bool,
     batches: bool,
     payloads: &mut P,
     out: &mut Vec<Item<P::Value>>,
 ) {
-    if deep {
-        let message = format!("Parse error: nesting deeper than {MAX_DEPTH} levels");
-        out.push(frame_failure(frame, PARSE_ERROR, message.into()));
-        return;
-    }
     let before = out.len();
     if scan_frame(frame, batches, payloads, out, &[]).is_ok() {
         return;
     }
     out.truncate(before);
+    if deep() {
+        let message = format!("Parse error: nesting deeper than {MAX_DEPTH} levels");
+        out.push(frame_failure(frame, PARSE_ERROR, message.into()));
+        return;
+    }
     if !rescan_long_integers(frame, batches, payloads, out) {
         out.truncate(before);
         out.push(frame_failure(frame, PARSE_ERROR, INVALID_JSON.into()));

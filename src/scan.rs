@@ -16,8 +16,9 @@ pub struct Invalid;
 /// The result of a scan step: usually the index just after what was scanned.
 pub type Scan<T> = Result<T, Invalid>;
 
-/// The deepest nesting [`skip_value`] follows (the frame's depth was checked beforehand).
-const STACK_BITS: usize = 256;
+/// The deepest nesting [`skip_value`] follows: the contract's depth limit, which no valid frame
+/// exceeds anywhere.
+pub const STACK_BITS: usize = crate::depth::MAX_DEPTH;
 
 /// The index of the first byte at or after `i` that is not JSON whitespace.
 #[inline]
@@ -264,7 +265,8 @@ fn scalar_end(d: &[u8], i: usize) -> Scan<usize> {
 }
 
 /// After `{` or `,` in an object: the index of the member's value (its key and colon skipped).
-#[inline]
+/// Inlined into the skip loop: it runs for every member of every payload object.
+#[inline(always)]
 fn member_value(d: &[u8], i: usize) -> Scan<usize> {
     if d.get(i) != Some(&b'"') {
         return Err(Invalid);
@@ -277,55 +279,73 @@ fn member_value(d: &[u8], i: usize) -> Scan<usize> {
     Ok(ws(d, colon + 1))
 }
 
-/// The open containers of [`skip_value`]: one bit per level, set for an object.
+/// The open containers of [`skip_nested`], one bit per level (set for an object), the innermost
+/// in bit 0: pushing and popping a level are a shift each.
 struct Stack {
-    bits: [u64; STACK_BITS / 64],
+    bits: u128,
     depth: usize,
 }
 
 impl Stack {
-    fn push(&mut self, object: bool) -> Scan<()> {
-        if self.depth == STACK_BITS {
-            return Err(Invalid);
-        }
-        let (word, bit) = (self.depth / 64, self.depth % 64);
-        self.bits[word] = self.bits[word] & !(1 << bit) | (u64::from(object) << bit);
+    /// Open one more level (the caller checked there is room for it).
+    #[inline(always)]
+    fn push(&mut self, object: bool) {
+        self.bits = self.bits << 1 | u128::from(object);
         self.depth += 1;
-        Ok(())
     }
 
+    #[inline(always)]
+    fn pop(&mut self) {
+        self.bits >>= 1;
+        self.depth -= 1;
+    }
+
+    #[inline(always)]
     fn top_is_object(&self) -> bool {
-        let at = self.depth - 1;
-        self.bits[at / 64] >> (at % 64) & 1 == 1
+        self.bits & 1 == 1
     }
 }
 
-/// The end of the value starting at `i` (no whitespace before it), validating all of it. Nesting
-/// deeper than 257 levels is refused (frames deeper than the contract's limit never get here).
-pub fn skip_value(d: &[u8], mut i: usize) -> Scan<usize> {
-    let mut stack = Stack {
-        bits: [0; STACK_BITS / 64],
-        depth: 0,
-    };
+/// The end of the value starting at `i` (no whitespace before it), validating all of it; arrays
+/// and objects may nest [`STACK_BITS`] levels deep (deeper is refused like invalid JSON).
+pub fn skip_value(d: &[u8], i: usize) -> Scan<usize> {
+    skip_nested(d, i, STACK_BITS)
+}
+
+/// [`skip_value`] for a value that may open at most `levels` nested arrays and objects (capped at
+/// [`STACK_BITS`]): one more is refused like invalid JSON. The envelope scan passes what is left
+/// of the contract's depth limit where the value sits, so that a frame it accepts is never too
+/// deep, and the caller measures the depth itself only when the scan fails (see `crate::envelope`).
+pub fn skip_nested(d: &[u8], mut i: usize, levels: usize) -> Scan<usize> {
+    let levels = levels.min(STACK_BITS);
+    let mut stack = Stack { bits: 0, depth: 0 };
     loop {
         // `i` is at a value
         match d.get(i) {
             Some(b'{') => {
+                // an empty container is a level too
+                if stack.depth == levels {
+                    return Err(Invalid);
+                }
                 i = ws(d, i + 1);
                 if d.get(i) == Some(&b'}') {
                     i += 1;
                 } else {
-                    stack.push(true)?;
+                    stack.push(true);
                     i = member_value(d, i)?;
                     continue;
                 }
             }
             Some(b'[') => {
+                // an empty container is a level too
+                if stack.depth == levels {
+                    return Err(Invalid);
+                }
                 i = ws(d, i + 1);
                 if d.get(i) == Some(&b']') {
                     i += 1;
                 } else {
-                    stack.push(false)?;
+                    stack.push(false);
                     continue;
                 }
             }
@@ -348,7 +368,7 @@ pub fn skip_value(d: &[u8], mut i: usize) -> Scan<usize> {
                     break;
                 }
                 (Some(b'}'), true) | (Some(b']'), false) => {
-                    stack.depth -= 1;
+                    stack.pop();
                     i += 1;
                 }
                 _ => return Err(Invalid),

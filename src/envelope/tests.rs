@@ -258,8 +258,8 @@ struct Texts;
 
 impl Payloads for Texts {
     type Value = String;
-    fn take(&mut self, frame: &[u8], at: usize) -> Scan<(Option<String>, usize)> {
-        let end = scan::skip_value(frame, at)?;
+    fn take(&mut self, frame: &[u8], at: usize, levels: usize) -> Scan<(Option<String>, usize)> {
+        let end = scan::skip_nested(frame, at, levels)?;
         let text = String::from_utf8_lossy(&frame[at..end]).into_owned();
         Ok((Some(text), end))
     }
@@ -545,4 +545,106 @@ fn envelope_keys_fast_path_agrees_with_the_full_key_scan() {
         let slow = walk::key(d, 0).map(|(t, at)| (walk::field(t.as_bytes(d)), at));
         assert_eq!(walk::field_key(d, 0), slow, "{text:?}");
     }
+}
+
+/// `n` nested arrays, the innermost empty (`[[...[]...]]`), or holding `inner`.
+fn nest(n: usize, inner: &str) -> String {
+    format!("{}{inner}{}", "[".repeat(n), "]".repeat(n))
+}
+
+#[test]
+fn depth_is_bounded_wherever_the_nesting_is() {
+    // the scan bounds each value by what is left of the limit where it sits (the envelope object
+    // or the batch is level 1): exactly 128 levels pass, 129 are the depth failure, in every place
+    // a value can be, with an empty innermost container counted like any other
+    let frames = |n: usize| {
+        [
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"m","params":{}}}"#,
+                nest(n - 1, "")
+            ),
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"result":{}}}"#,
+                nest(n - 2, "{}")
+            ),
+            format!(r#"{{"jsonrpc":"2.0","id":{},"result":1}}"#, nest(n - 1, "")),
+            format!(
+                r#"{{"x":{},"jsonrpc":"2.0","id":1,"result":1}}"#,
+                nest(n - 1, "")
+            ),
+            format!(r#"{{"jsonrpc":{},"id":1,"method":"m"}}"#, nest(n - 1, "")),
+            format!(r#"{{"jsonrpc":"2.0","method":{}}}"#, nest(n - 1, "")),
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"error":{{"code":1,"message":"m","data":{}}}}}"#,
+                nest(n - 2, "")
+            ),
+            format!(r#"{{"jsonrpc":"2.0","id":1,"error":{}}}"#, nest(n - 1, "")),
+            format!(
+                r#"[{{"jsonrpc":"2.0","method":"m","params":{}}}]"#,
+                nest(n - 2, "")
+            ),
+            format!(r#"[{}]"#, nest(n - 1, "")),
+            nest(n, ""),
+        ]
+    };
+    for (within, over) in frames(MAX_DEPTH).iter().zip(frames(MAX_DEPTH + 1).iter()) {
+        let deep = fail(over.as_bytes());
+        assert_eq!(
+            (deep.code, deep.message.as_ref()),
+            (PARSE_ERROR, "Parse error: nesting deeper than 128 levels"),
+            "{over}"
+        );
+        for item in items(within.as_bytes()) {
+            if let Item::Failure(f) = item {
+                assert!(!f.message.contains("nesting"), "{within}: {}", f.message);
+            }
+        }
+    }
+    // the depth failure still comes before a syntax error met earlier in the frame
+    let early = format!(r#"{{"a":x,"b":{}}}"#, nest(MAX_DEPTH, ""));
+    assert_eq!(fail(early.as_bytes()).code, PARSE_ERROR);
+    assert!(fail(early.as_bytes()).message.contains("nesting"));
+    // and so for a frame gathered from several chunks (its brackets counted by the framer)
+    let mut out: Vec<Item> = Vec::new();
+    let over = nest(MAX_DEPTH + 1, "");
+    let counted = (true, MAX_DEPTH + 1);
+    validate_counted(
+        over.as_bytes(),
+        counted,
+        true,
+        &mut Skip::default(),
+        &mut out,
+    );
+    assert!(matches!(&out[..], [Item::Failure(f)] if f.message.contains("nesting")));
+}
+
+#[test]
+fn ids_read_whole_frames_like_str_parse() {
+    // the short-integer path and `number_end` agree, at the 18-digit edge and beyond
+    let mut literals: Vec<String> = ["0", "-0", "7", "-42", "1.5", "1e3", "10E2", "01", "1x"]
+        .map(String::from)
+        .to_vec();
+    for digits in 1..=21 {
+        literals.push("9".repeat(digits));
+        literals.push(format!("1{}", "0".repeat(digits - 1)));
+    }
+    for literal in literals {
+        let frame = format!(r#"{{"jsonrpc":"2.0","id":{literal},"result":1}}"#);
+        let got = items(frame.as_bytes());
+        let valid_json = is_json_number(&literal);
+        match (&got[..], literal.parse::<i64>()) {
+            ([Item::Message(e)], Ok(v)) => assert_eq!(e.id, Some(Id::Int(v)), "{literal}"),
+            ([Item::Message(e)], Err(_)) => {
+                assert!(matches!(e.id, Some(Id::Big(_))), "{literal}")
+            }
+            ([Item::Failure(f)], _) if !valid_json => assert_eq!(f.message, INVALID_JSON),
+            ([Item::Failure(f)], _) => assert_eq!(f.message, ID_TYPE, "{literal}"),
+            _ => panic!("{literal}: {got:?}"),
+        }
+    }
+}
+
+/// Whether `literal` is a JSON number (the cases of the test above).
+fn is_json_number(literal: &str) -> bool {
+    !(literal == "01" || literal == "1x")
 }

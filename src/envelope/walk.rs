@@ -7,7 +7,8 @@ use jiter::Jiter;
 
 use super::{classify, classify_element, frame_failure, ErrShape, IdTag, Item, Members, Payloads};
 use super::{Text, EMPTY_BATCH, INVALID_REQUEST, NOT_OBJECT, NO_BATCHES};
-use crate::scan::{number_end, skip_value, string_end, ws, Invalid, Scan};
+use crate::depth::MAX_DEPTH;
+use crate::scan::{number_end, skip_nested, string_end, ws, Invalid, Scan};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Field {
@@ -128,6 +129,10 @@ fn first_member(d: &[u8], i: usize) -> (Option<usize>, usize) {
 
 /// Scan the whole frame (steps 4 and 5), appending its items to `out`.
 /// `long` holds the positions of integer literals beyond the digit limit (see `classify`).
+///
+/// Every value is scanned with what is left of the depth limit where it sits (the frame's first
+/// `{` or `[` is level 1), so a frame accepted here is never too deep; one refused may be, which
+/// the caller then measures (step 2 comes before step 4 in the contract).
 pub(super) fn scan_frame<P: Payloads>(
     frame: &[u8],
     batches: bool,
@@ -145,7 +150,7 @@ pub(super) fn scan_frame<P: Payloads>(
     };
     match frame.get(at) {
         Some(b'{') => {
-            let (members, end) = scan_object(frame, at, p)?;
+            let (members, end) = scan_object(frame, at, p, MAX_DEPTH - 1)?;
             finish(end)?;
             out.push(classify(members, 0..frame.len(), None, frame, long));
         }
@@ -163,7 +168,7 @@ pub(super) fn scan_frame<P: Payloads>(
             }
         }
         _ => {
-            finish(skip_value(frame, at)?)?;
+            finish(skip_nested(frame, at, MAX_DEPTH)?)?;
             out.push(frame_failure(frame, INVALID_REQUEST, NOT_OBJECT.into()));
         }
     }
@@ -180,11 +185,12 @@ fn scan_batch<P: Payloads>(d: &[u8], i: usize, p: &mut P) -> Scan<(Vec<Element<P
         return Ok((elements, i + 1));
     }
     loop {
+        // the batch is level 1, its elements level 2
         let (members, end) = if d.get(i) == Some(&b'{') {
-            let (m, end) = scan_object(d, i, p)?;
+            let (m, end) = scan_object(d, i, p, MAX_DEPTH - 2)?;
             (Some(m), end)
         } else {
-            (None, skip_value(d, i)?)
+            (None, skip_nested(d, i, MAX_DEPTH - 1)?)
         };
         elements.push((i..end, members));
         let after = ws(d, end);
@@ -196,11 +202,11 @@ fn scan_batch<P: Payloads>(d: &[u8], i: usize, p: &mut P) -> Scan<(Vec<Element<P
     }
 }
 
-/// The string at `i` as text, or `None` (the value skipped) when it is not a string; and the
-/// index after the value.
-fn take_str(d: &[u8], i: usize) -> Scan<(Option<Text>, usize)> {
+/// The string at `i` as text, or `None` (the value, which may nest `levels` deep, skipped) when
+/// it is not a string; and the index after the value.
+fn take_str(d: &[u8], i: usize, levels: usize) -> Scan<(Option<Text>, usize)> {
     if d.get(i) != Some(&b'"') {
-        return Ok((None, skip_value(d, i)?));
+        return Ok((None, skip_nested(d, i, levels)?));
     }
     let (end, escaped) = string_end(d, i + 1)?;
     let text = if escaped {
@@ -211,76 +217,91 @@ fn take_str(d: &[u8], i: usize) -> Scan<(Option<Text>, usize)> {
     Ok((Some(text), end))
 }
 
-/// Scan an object whose `{` is at `i`, recording the envelope members; and the index after it.
-fn scan_object<P: Payloads>(d: &[u8], i: usize, p: &mut P) -> Scan<(Members<P::Value>, usize)> {
+/// Scan an object whose `{` is at `i`, recording the envelope members (whose values may nest
+/// `levels` deep); and the index after it.
+fn scan_object<P: Payloads>(
+    d: &[u8],
+    i: usize,
+    p: &mut P,
+    levels: usize,
+) -> Scan<(Members<P::Value>, usize)> {
     let mut m = Members::default();
     let (mut next, mut end) = first_member(d, i);
     while let Some(at) = next {
         let (f, start) = field_key(d, at)?;
-        let value_end = member(d, start, f, &mut m, p)?;
+        let value_end = member(d, (start, levels), f, &mut m, p)?;
         (next, end) = next_member(d, value_end)?;
     }
     Ok((m, end))
 }
 
-/// Scan the value at `start` of the member `f`, recording it in `m`; the index after it.
+/// Scan the value at `start` (which may nest `levels` deep) of the member `f`, recording it in
+/// `m`; the index after it.
 fn member<P: Payloads>(
     d: &[u8],
-    start: usize,
+    (start, levels): (usize, usize),
     f: Field,
     m: &mut Members<P::Value>,
     p: &mut P,
 ) -> Scan<usize> {
     let end = match f {
+        // the usual `"2.0"`, a complete string token, read as one comparison
+        Field::Jsonrpc if d.get(start..start + 5) == Some(b"\"2.0\"") => {
+            m.jsonrpc = Some(true);
+            start + 5
+        }
         Field::Jsonrpc => {
-            let (text, end) = take_str(d, start)?;
+            let (text, end) = take_str(d, start, levels)?;
             m.jsonrpc = Some(text.is_some_and(|t| t.as_bytes(d) == b"2.0"));
             end
         }
         Field::Method => {
-            let (text, end) = take_str(d, start)?;
+            let (text, end) = take_str(d, start, levels)?;
             m.method = Some(text);
             end
         }
         Field::Id => {
-            let (tag, end) = scan_id(d, start)?;
+            let (tag, end) = scan_id(d, start, levels)?;
             m.id = Some((start..end, tag));
             end
         }
         Field::Params => {
-            let (value, end) = p.take(d, start)?;
+            let (value, end) = p.take(d, start, levels)?;
             m.params_value = value;
             m.params = Some((start..end, matches!(d[start], b'{' | b'[')));
             end
         }
         Field::Result => {
-            let (value, end) = p.take(d, start)?;
+            let (value, end) = p.take(d, start, levels)?;
             m.result_value = value;
             m.result = Some(start..end);
             end
         }
         Field::Error => {
-            let (shape, end) = if d.get(start) == Some(&b'{') {
-                scan_error(d, start)?
+            let (shape, end) = if d.get(start) == Some(&b'{') && levels > 0 {
+                scan_error(d, start, levels - 1)?
             } else {
-                (ErrShape::NotObject, skip_value(d, start)?)
+                (ErrShape::NotObject, skip_nested(d, start, levels)?)
             };
             m.error = Some((start..end, shape));
             end
         }
-        Field::Other => skip_value(d, start)?,
+        Field::Other => skip_nested(d, start, levels)?,
     };
     Ok(end)
 }
 
-/// The id value at `i` and the index after it.
-fn scan_id(d: &[u8], i: usize) -> Scan<(IdTag, usize)> {
+/// The id value at `i` (which may nest `levels` deep) and the index after it.
+fn scan_id(d: &[u8], i: usize, levels: usize) -> Scan<(IdTag, usize)> {
     match d.get(i) {
         Some(b'"') => {
-            let (text, end) = take_str(d, i)?;
+            let (text, end) = take_str(d, i, levels)?;
             Ok((text.map_or(IdTag::Bad, IdTag::Str), end))
         }
         Some(b'-' | b'0'..=b'9') => {
+            if let Some((value, end)) = short_int(d, i) {
+                return Ok((IdTag::Int(value), end));
+            }
             let (end, int) = number_end(d, i)?;
             let tag = if !int {
                 IdTag::Bad
@@ -290,10 +311,34 @@ fn scan_id(d: &[u8], i: usize) -> Scan<(IdTag, usize)> {
             Ok((tag, end))
         }
         Some(b'n') => {
-            let end = skip_value(d, i)?;
+            let end = skip_nested(d, i, levels)?;
             Ok((IdTag::Null, end))
         }
-        _ => Ok((IdTag::Bad, skip_value(d, i)?)),
+        _ => Ok((IdTag::Bad, skip_nested(d, i, levels)?)),
+    }
+}
+
+/// The usual id, a positive integer of at most 18 digits (so it fits in `i64`) at `i`, read in
+/// one pass: its value and the index after it; `None` for anything else (a sign, a leading zero,
+/// more digits, a fraction or an exponent), which `number_end` then reads.
+fn short_int(d: &[u8], i: usize) -> Option<(i64, usize)> {
+    if !matches!(d.get(i), Some(b'1'..=b'9')) {
+        return None;
+    }
+    let (mut value, mut j) = (0i64, i);
+    while let Some(&c) = d.get(j) {
+        if !c.is_ascii_digit() {
+            break;
+        }
+        if j - i == 18 {
+            return None;
+        }
+        value = value * 10 + i64::from(c - b'0');
+        j += 1;
+    }
+    match d.get(j) {
+        Some(b'.' | b'e' | b'E') => None,
+        _ => Some((value, j)),
     }
 }
 
@@ -317,9 +362,9 @@ pub(super) fn int_literal(literal: &[u8]) -> Option<i64> {
     }
 }
 
-/// Scan an error object whose `{` is at `i`: is `code` an integer, is `message` a string; and the
-/// index after it.
-fn scan_error(d: &[u8], i: usize) -> Scan<(ErrShape, usize)> {
+/// Scan an error object whose `{` is at `i` (its members' values may nest `levels` deep): is
+/// `code` an integer, is `message` a string; and the index after it.
+fn scan_error(d: &[u8], i: usize, levels: usize) -> Scan<(ErrShape, usize)> {
     let (mut code, mut message) = (false, false);
     let (mut next, mut end) = first_member(d, i);
     while let Some(at) = next {
@@ -332,13 +377,13 @@ fn scan_error(d: &[u8], i: usize) -> Scan<(ErrShape, usize)> {
             }
             b"code" => {
                 code = false;
-                skip_value(d, start)?
+                skip_nested(d, start, levels)?
             }
             b"message" => {
                 message = d.get(start) == Some(&b'"');
-                skip_value(d, start)?
+                skip_nested(d, start, levels)?
             }
-            _ => skip_value(d, start)?,
+            _ => skip_nested(d, start, levels)?,
         };
         (next, end) = next_member(d, value_end)?;
     }

@@ -115,9 +115,24 @@ fn nesting_is_bounded() {
         v.extend(std::iter::repeat_n(b']', n));
         v
     };
-    // the innermost (empty) container takes no stack bit
-    assert!(ours(&deep(STACK_BITS + 1)));
-    assert!(!ours(&deep(STACK_BITS + 2)));
+    // the innermost container counts even when empty
+    assert!(ours(&deep(STACK_BITS)));
+    assert!(!ours(&deep(STACK_BITS + 1)));
+    let objects = |n: usize| {
+        let mut v = b"{\"a\":".repeat(n - 1);
+        v.extend(b"{}");
+        v.extend(std::iter::repeat_n(b'}', n - 1));
+        v
+    };
+    assert!(ours(&objects(STACK_BITS)));
+    assert!(!ours(&objects(STACK_BITS + 1)));
+    // a budget below the cap, as the envelope scan passes it
+    for levels in [1, 5] {
+        assert_eq!(skip_nested(&deep(levels), 0, levels), Ok(2 * levels));
+        assert_eq!(skip_nested(&deep(levels + 1), 0, levels), Err(Invalid));
+    }
+    assert_eq!(skip_nested(b"1", 0, 0), Ok(1));
+    assert_eq!(skip_nested(b"[]", 0, 0), Err(Invalid));
 }
 
 #[test]

@@ -9,7 +9,8 @@ use pyo3::types::PyList;
 use crate::envelope::{self, Item};
 use crate::framing::{Checked, Event};
 
-use super::build::{frame_error, input_place, message, new_list, oversize_failure, validate_frame};
+use super::build::{frame_error, frames_hint, input_place, message, new_list};
+use super::build::{oversize_failure, validate_frame};
 use super::build::{Buffer, InputPlace};
 use super::guard::{guarded, internal_error};
 use super::methods::Methods;
@@ -50,7 +51,8 @@ impl<'a, 'py, P: PyPayloads> Direct<'a, 'py, P> {
             methods,
             payloads,
             scratch: Vec::with_capacity(4),
-            objects: Vec::with_capacity(memchr::memchr_iter(b'\n', chunk).count() + 1),
+            // room for frames of 32 bytes on average: a pointer each, so over-sizing costs little
+            objects: Vec::with_capacity(4 * frames_hint(chunk)),
             error: None,
         }
     }

@@ -106,24 +106,26 @@ impl Message {
 
 impl Drop for Message {
     fn drop(&mut self) {
-        // one attachment check for all the references, instead of one per `Py` dropped
-        Python::attach(|py| {
-            if let Some(o) = self.id.take() {
-                o.drop_ref(py);
-            }
-            if let Some(o) = self.method.take() {
-                o.drop_ref(py);
-            }
-            if let Some(o) = self.built.take() {
-                o.drop_ref(py);
-            }
-            if let Some(o) = self.payload.take() {
-                o.drop_ref(py);
-            }
-            if let Buffer::Bytes(b) = std::mem::replace(&mut self.buf, Buffer::Empty) {
-                b.drop_ref(py);
-            }
-        });
+        // A `Message` only ever exists with the GIL held: it is built by the decoder (which holds
+        // it) and then lives inside its Python object, dropped by `tp_dealloc` (CPython holds it
+        // there). So no attachment check, which is a thread-local look-up per message.
+        // SAFETY: the GIL is held, as said above.
+        let py = unsafe { Python::assume_attached() };
+        if let Some(o) = self.id.take() {
+            o.drop_ref(py);
+        }
+        if let Some(o) = self.method.take() {
+            o.drop_ref(py);
+        }
+        if let Some(o) = self.built.take() {
+            o.drop_ref(py);
+        }
+        if let Some(o) = self.payload.take() {
+            o.drop_ref(py);
+        }
+        if let Buffer::Bytes(b) = std::mem::replace(&mut self.buf, Buffer::Empty) {
+            b.drop_ref(py);
+        }
     }
 }
 

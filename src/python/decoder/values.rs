@@ -12,6 +12,7 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString};
 use num_bigint::BigInt;
 
 use super::strings::new_str;
+use crate::depth::MAX_DEPTH;
 use crate::envelope::{Payloads, Skip};
 use crate::scan::{hex4, number_end, string_end, ws, Invalid, Scan};
 
@@ -174,8 +175,10 @@ impl<'a, 'py> PyValues<'a, 'py> {
         }
     }
 
-    /// The value starting at `i` in `d` (no whitespace before it), and the index after it.
-    fn value(&mut self, d: &[u8], i: usize) -> Built<'py> {
+    /// The value starting at `i` in `d` (no whitespace before it), and the index after it. It may
+    /// open `levels` nested arrays and objects: one more fails like bad JSON (the envelope scan
+    /// then measures the frame's depth; this also bounds the recursion).
+    fn value(&mut self, d: &[u8], i: usize, levels: usize) -> Built<'py> {
         let py = self.py;
         let constant = |word: &[u8], v: Bound<'py, PyAny>| {
             if d.get(i..i + word.len()) == Some(word) {
@@ -185,8 +188,9 @@ impl<'a, 'py> PyValues<'a, 'py> {
             }
         };
         match d.get(i) {
-            Some(b'{') => self.object(d, i),
-            Some(b'[') => self.array(d, i),
+            Some(b'{' | b'[') if levels == 0 => Err(Fail::Json),
+            Some(b'{') => self.object(d, i, levels - 1),
+            Some(b'[') => self.array(d, i, levels - 1),
             Some(b'"') => {
                 let (end, escaped) = string_end(d, i + 1)?;
                 Ok((text(py, &d[i + 1..end - 1], escaped).into_any(), end))
@@ -202,15 +206,15 @@ impl<'a, 'py> PyValues<'a, 'py> {
         }
     }
 
-    /// The array whose `[` is at `i`.
-    fn array(&mut self, d: &[u8], i: usize) -> Built<'py> {
+    /// The array whose `[` is at `i` (its items may nest `levels` deep).
+    fn array(&mut self, d: &[u8], i: usize, levels: usize) -> Built<'py> {
         let mark = self.items.len();
         let mut i = ws(d, i + 1);
         if d.get(i) == Some(&b']') {
             return Ok((PyList::empty(self.py).into_any(), i + 1));
         }
         loop {
-            let (v, end) = self.value(d, i)?;
+            let (v, end) = self.value(d, i, levels)?;
             self.items.push(v);
             let after = ws(d, end);
             match d.get(after) {
@@ -226,8 +230,8 @@ impl<'a, 'py> PyValues<'a, 'py> {
         Ok((list.into_any(), i))
     }
 
-    /// The object whose `{` is at `i`.
-    fn object(&mut self, d: &[u8], i: usize) -> Built<'py> {
+    /// The object whose `{` is at `i` (its values may nest `levels` deep).
+    fn object(&mut self, d: &[u8], i: usize, levels: usize) -> Built<'py> {
         let py = self.py;
         let dict = PyDict::new(py);
         let mut i = ws(d, i + 1);
@@ -244,7 +248,7 @@ impl<'a, 'py> PyValues<'a, 'py> {
             if d.get(colon) != Some(&b':') {
                 return Err(Fail::Json);
             }
-            let (v, end) = self.value(d, ws(d, colon + 1))?;
+            let (v, end) = self.value(d, ws(d, colon + 1), levels)?;
             // the C call itself: `set_item`'s generic conversions cost about as much again
             // SAFETY: `dict` is a dict and `key`, `v` are live objects, borrowed (not stolen).
             if unsafe { ffi::PyDict_SetItem(dict.as_ptr(), key.as_ptr(), v.as_ptr()) } != 0 {
@@ -340,9 +344,9 @@ impl PyPayloads for PyValues<'_, '_> {
 impl Payloads for PyValues<'_, '_> {
     type Value = Py<PyAny>;
 
-    fn take(&mut self, frame: &[u8], at: usize) -> Scan<(Option<Py<PyAny>>, usize)> {
+    fn take(&mut self, frame: &[u8], at: usize, levels: usize) -> Scan<(Option<Py<PyAny>>, usize)> {
         self.items.clear();
-        match self.value(frame, at) {
+        match self.value(frame, at, levels) {
             Ok((v, end)) => Ok((Some(v.unbind()), end)),
             Err(Fail::Json) => Err(Invalid),
             Err(Fail::Py(e)) => {
@@ -359,7 +363,8 @@ impl Payloads for PyValues<'_, '_> {
 pub(crate) fn parse<'py>(py: Python<'py>, json: &[u8]) -> PyResult<Bound<'py, PyAny>> {
     let mut keys = Keys::with_slots(32);
     let mut values = PyValues::new(py, &mut keys);
-    match values.value(json, ws(json, 0)) {
+    // a payload of a frame within the depth limit (the frame's object is a level of its own)
+    match values.value(json, ws(json, 0), MAX_DEPTH) {
         Ok((v, end)) if ws(json, end) == json.len() => Ok(v),
         Ok(_) | Err(Fail::Json) => Err(PyValueError::new_err("invalid JSON payload")),
         Err(Fail::Py(e)) => Err(e),
