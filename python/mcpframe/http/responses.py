@@ -47,10 +47,13 @@ class Reply:
         if media_type is not None:
             self.headers["content-type"] = media_type
 
+    def raw_headers(self) -> list[tuple[bytes, bytes]]:
+        """Its headers as ASGI gives them, `Content-Length` first."""
+        return [(b"content-length", b"%d" % len(self.body)), *_raw_headers(self.headers)]
+
     async def __call__(self, receive: Receive, send: Send) -> None:
         """Write it."""
-        raw = [(b"content-length", str(len(self.body)).encode()), *_raw_headers(self.headers)]
-        await send({"type": "http.response.start", "status": self.status, "headers": raw})
+        await send({"type": "http.response.start", "status": self.status, "headers": self.raw_headers()})
         await send({"type": "http.response.body", "body": self.body})
 
 

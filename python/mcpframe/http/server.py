@@ -39,8 +39,9 @@ from mcpframe.server.lifecycle import Stop, current_stop, shutdown_grace
 from mcpframe.server.tasks_store import MemoryTaskStore
 
 from .admission import Admission
-from .asgi import HttpRequest, Receive, Scope, Send
+from .asgi import HttpRequest, Receive, Scope, Send, header_dict
 from .events import split_event_id
+from .fast import fast_post
 from .handling import PostHandler
 from .headers import FIRST_STATELESS, LAST_EVENT_ID, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, Accepts
 from .legacy import MESSAGES_PATH, SSE_PATH, LegacySSE, LegacyStream
@@ -52,7 +53,7 @@ from .sessions import HttpSession, SessionManager
 from .store import StoreUnavailable, open_store
 from .store_sessions import SharedSessions
 from .streams import Stream, format_event
-from .wire import WireServer
+from .wire import WireAnswer, WireServer
 
 if TYPE_CHECKING:
     from mcpframe.server import Server
@@ -98,6 +99,7 @@ class StreamableHTTPServer:
         )
         # the 2024-11-05 HTTP+SSE transport on /sse and /messages/ (its sessions run inside their GETs)
         self.legacy = LegacySSE(server.connection, opts, self.sessions.shared) if opts.legacy_sse else None
+        self._target = opts.path.encode("latin-1")  # what `wire_fast` takes (no query, no percent-escape)
         self._tg: anyio.abc.TaskGroup | None = None
         self._server_lifespan: AbstractAsyncContextManager[Any] | None = None
 
@@ -109,23 +111,43 @@ class StreamableHTTPServer:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             request = HttpRequest(scope, receive)
-            try:
-                answer = await self._route(request)
-            except StoreUnavailable as exc:  # Redis down or slow: this request fails, the server stays
-                logger.warning("%s %s: %s", request.method, scope.get("path"), exc)
-                retry = {"Retry-After": "1"}
-                answer = error_response(
-                    503, f"Service Unavailable: {exc}", code=jsonrpc.INTERNAL_ERROR, headers=retry
-                )
-            except Exception as exc:  # a bug must cost one request, answered, never the server or a session
-                logger.exception("%s %s failed", request.method, scope.get("path"))
-                why = f"Internal error: handling this {request.method} failed ({type(exc).__name__})"
-                answer = error_response(500, why, code=jsonrpc.INTERNAL_ERROR)
+            answer = await _answering(request.method, scope.get("path"), self._route(request))
             await answer(receive, send)
         elif scope["type"] == "lifespan":
             await self._lifespan(receive, send)
         elif scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 1000})
+
+    def wire_fast(self, target: bytes, raw_headers: list[tuple[bytes, bytes]], body: bytes) -> WireAnswer | None:
+        """The lean server's hot path (`http/fast.py`): a POST to `target` (the raw request target) with
+        these headers (lower-case names) and this whole body, answered without the ASGI layers, or `None`
+        when it is not the common case (nothing was started: the ASGI app answers it).
+
+        A `WireAnswer` is `(status, headers, body)`, or the coroutine function answering on `receive` and
+        `send` (ASGI) the request already started.
+        """
+        if target != self._target or self.options.auth is not None or not isinstance(self.posts, PostHandler):
+            return None
+        headers = header_dict(raw_headers)
+        if self._screen(headers) is not None:
+            return None
+        try:
+            answer = fast_post(self.posts, headers, body)
+        except Exception as exc:  # as in __call__: a bug costs this request, answered
+            logger.exception("POST %s failed", self.options.path)
+            why = f"Internal error: handling this POST failed ({type(exc).__name__})"
+            answer = error_response(500, why, code=jsonrpc.INTERNAL_ERROR)
+        if answer is None:
+            return None
+        if isinstance(answer, Reply):
+            return answer.status, answer.raw_headers(), answer.body
+        later = answer
+
+        async def finish(receive: Receive, send: Send) -> None:
+            reply = await _answering("POST", self.options.path, later())
+            await reply(receive, send)
+
+        return finish
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -248,19 +270,26 @@ class StreamableHTTPServer:
     async def _admit(self, request: HttpRequest) -> str | Reply | None:
         """Host/Origin, bearer token and protocol version header: the owner of the request's sessions (the
         token's subject, `None` without `auth`), or the reply refusing it."""
-        refusal = self.guard.check(request.headers.get("host"), request.headers.get("origin"))
-        if refusal is not None:
-            return error_response(refusal[0], refusal[1])
+        screened = self._screen(request.headers)
+        if screened is not None:
+            return screened
         principal: AccessToken | None = None
         if self.options.auth is not None:
             principal_or_refusal = await self._authenticate(request)
             if isinstance(principal_or_refusal, Reply):
                 return principal_or_refusal
             principal = principal_or_refusal
-        version = request.headers.get(MCP_PROTOCOL_VERSION)
+        return None if principal is None else (principal.subject or "")
+
+    def _screen(self, headers: dict[str, str]) -> Reply | None:
+        """Host/Origin (DNS rebinding) and the protocol version header: the refusal, or `None`."""
+        refusal = self.guard.check(headers.get("host"), headers.get("origin"))
+        if refusal is not None:
+            return error_response(refusal[0], refusal[1])
+        version = headers.get(MCP_PROTOCOL_VERSION)
         if version is not None and version not in SUPPORTED_VERSIONS:
             return error_response(400, f"Bad Request: unsupported MCP-Protocol-Version {version!r}")
-        return None if principal is None else (principal.subject or "")
+        return None
 
     async def _authenticate(self, request: HttpRequest) -> AccessToken | Reply:
         auth = self.options.auth
@@ -353,6 +382,20 @@ class StreamableHTTPServer:
         else:
             await self.sessions.end(found)
         return Reply(200)
+
+
+async def _answering(method: str, path: Any, routed: Awaitable[Answer | LegacyStream]) -> Answer | LegacyStream:
+    """`routed`'s answer; a failure becomes the error answer (a bug costs one request, never the server)."""
+    try:
+        return await routed
+    except StoreUnavailable as exc:  # Redis down or slow: this request fails, the server stays
+        logger.warning("%s %s: %s", method, path, exc)
+        retry = {"Retry-After": "1"}
+        return error_response(503, f"Service Unavailable: {exc}", code=jsonrpc.INTERNAL_ERROR, headers=retry)
+    except Exception as exc:
+        logger.exception("%s %s failed", method, path)
+        why = f"Internal error: handling this {method} failed ({type(exc).__name__})"
+        return error_response(500, why, code=jsonrpc.INTERNAL_ERROR)
 
 
 async def serve_http(

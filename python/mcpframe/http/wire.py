@@ -39,7 +39,7 @@ import contextlib
 import logging
 import time
 from collections import deque
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from email.utils import formatdate
 from http import HTTPStatus
 from typing import Any
@@ -49,9 +49,9 @@ import httptools
 
 from mcpframe.session import eager
 
-from .asgi import Message, Scope
+from .asgi import Message, Receive, Scope, Send
 
-__all__ = ["WireServer", "serve_asgi"]
+__all__ = ["WireAnswer", "WireServer", "serve_asgi"]
 
 logger = logging.getLogger("mcpframe.http")
 
@@ -62,6 +62,12 @@ _REASONS = {status.value: status.phrase.encode() for status in HTTPStatus}
 _ABORT_WAIT = 1.0  # after `drain`'s bound: how long closed connections get to flush before they are aborted
 _SWEEP_MAX = 1.0  # the longest pause between two checks of the connections' deadlines
 _SWEEP_MIN = 0.01
+
+
+WireAnswer = tuple[int, list[tuple[bytes, bytes]], bytes] | Callable[[Receive, Send], Awaitable[None]]
+"""What an app's `wire_fast(target, headers, body)` answers a complete POST with: a whole response (status,
+headers, body), or the coroutine function that answers it on ASGI `receive` and `send` (`None`: the app's
+ASGI call answers it). See `_Connection._next`."""
 
 
 class _Clock:
@@ -83,17 +89,25 @@ class _Cycle:
     """One request: its scope, its body as it arrives, and its response's progress."""
 
     __slots__ = (
-        "body", "chunked", "complete", "delivered", "expecting", "head_sent", "keep_alive", "more",
-        "response_done", "scope", "start",
+        "body", "chunked", "complete", "delivered", "expecting", "head_sent", "headers", "keep_alive",
+        "method", "more", "response_done", "scope", "start", "target", "version",
     )  # fmt: skip
 
-    def __init__(self, scope: Scope, keep_alive: bool) -> None:
-        self.scope = scope
+    def __init__(
+        self, method: str, target: bytes, version: str, headers: list[tuple[bytes, bytes]], keep_alive: bool
+    ) -> None:
+        self.method = method
+        self.target = target  # the raw request target (path and query)
+        self.version = version
+        self.headers = headers
+        self.scope: Scope | None = None  # built when the ASGI app is called (not on the fast path)
         self.body: deque[bytes] = deque()
         self.complete = False  # the whole request body has been read
         self.delivered = False  # ... and handed to the app
         self.chunked = False
-        self.more = asyncio.Event()  # body arrived, the body completed, or the client left
+        # body arrived, the body completed, or the client left: made when `_receive` first waits (most
+        # requests are complete before the app reads them, and the fast path never reads)
+        self.more: asyncio.Event | None = None
         self.keep_alive = keep_alive
         self.start: Message | None = None  # `http.response.start`, held until the first body message
         self.head_sent = False
@@ -159,7 +173,7 @@ class _Connection(asyncio.Protocol):
         self.idle_deadline = self.head_deadline = None
         self.owner.forget(self)
         for cycle in (self.current, *self.pending):
-            if cycle is not None:
+            if cycle is not None and cycle.more is not None:
                 cycle.more.set()  # receive() answers http.disconnect from now on
         if self.writable is not None and not self.writable.done():
             self.writable.set_result(None)
@@ -192,24 +206,9 @@ class _Connection(asyncio.Protocol):
 
     def on_headers_complete(self) -> None:
         self.head_deadline = None
-        parsed = httptools.parse_url(self.url)
         version = self.parser.get_http_version()
-        path = unquote(parsed.path.decode("latin-1"))  # ASGI's path is percent-decoded, raw_path is not
-        scope: Scope = {
-            "type": "http",
-            "asgi": {"version": "3.0", "spec_version": "2.4"},
-            "http_version": version,
-            "method": self.parser.get_method().decode("ascii"),
-            "scheme": "http",
-            "path": path,
-            "raw_path": parsed.path,
-            "query_string": parsed.query or b"",
-            "root_path": "",
-            "headers": self.headers,
-            "client": self.client,
-            "server": self.server,
-        }
-        cycle = _Cycle(scope, self.parser.should_keep_alive())
+        method = self.parser.get_method().decode("ascii")
+        cycle = _Cycle(method, self.url, version, self.headers, self.parser.should_keep_alive())
         cycle.expecting = version == "1.1" and any(
             name == b"expect" and value.lower() == b"100-continue" for name, value in self.headers
         )
@@ -221,7 +220,8 @@ class _Connection(asyncio.Protocol):
         if cycle is None or cycle.response_done:
             return  # answered without reading its body (a 413, say): the rest is read and dropped
         cycle.body.append(body)
-        cycle.more.set()
+        if cycle.more is not None:
+            cycle.more.set()
         if sum(map(len, cycle.body)) > _BODY_HIGH and self.transport is not None:
             self.transport.pause_reading()  # the app reads it (receive) before more comes in
 
@@ -231,7 +231,8 @@ class _Connection(asyncio.Protocol):
             return
         self.parsing = None
         cycle.complete = True
-        cycle.more.set()
+        if cycle.more is not None:
+            cycle.more.set()
         if len(self.pending) > _MAX_PIPELINED and self.transport is not None:
             # requests are answered one at a time: a client pipelining many waits for room. Reading goes
             # on otherwise, so that a client leaving is seen at once (the end of an SSE stream)
@@ -243,13 +244,57 @@ class _Connection(asyncio.Protocol):
         if self.lost or not self.pending:
             return
         self.current = cycle = self.pending.popleft()
+        fast = self.owner.fast
+        if fast is not None and cycle.complete and cycle.method == "POST" and self.writable is None:
+            # the app's hot path, before any ASGI scope is built (`WireAnswer`)
+            answer = fast(cycle.target, cycle.headers, b"".join(cycle.body))
+            if answer is not None:
+                cycle.body.clear()
+                cycle.delivered = True
+                if isinstance(answer, tuple):
+                    self._write_whole(cycle, answer)
+                else:
+                    self.owner.start(self._run(cycle, answer))
+                return
         self.owner.start(self._run(cycle))
 
-    async def _run(self, cycle: _Cycle) -> None:
+    def _write_whole(self, cycle: _Cycle, answer: tuple[int, list[tuple[bytes, bytes]], bytes]) -> None:
+        """A fast answer: head and body in one write, then the next request."""
+        assert self.transport is not None
+        status, headers, body = answer
+        cycle.head_sent = cycle.response_done = True
+        self.transport.write(self._head(cycle, {"status": status, "headers": headers}, body, more=False))
+        self._finished(cycle)
+
+    def _scope(self, cycle: _Cycle) -> Scope:
+        """The request's ASGI scope (built once)."""
+        if cycle.scope is None:
+            parsed = httptools.parse_url(cycle.target)
+            cycle.scope = {
+                "type": "http",
+                "asgi": {"version": "3.0", "spec_version": "2.4"},
+                "http_version": cycle.version,
+                "method": cycle.method,
+                "scheme": "http",
+                # ASGI's path is percent-decoded, raw_path is not
+                "path": unquote(parsed.path.decode("latin-1")),
+                "raw_path": parsed.path,
+                "query_string": parsed.query or b"",
+                "root_path": "",
+                "headers": cycle.headers,
+                "client": self.client,
+                "server": self.server,
+            }
+        return cycle.scope
+
+    async def _run(self, cycle: _Cycle, answer: Callable[[Receive, Send], Awaitable[None]] | None = None) -> None:
+        """The app's ASGI call for the request (or `answer`, what its fast path left to do)."""
         try:
-            await self.app(cycle.scope, lambda: self._receive(cycle), lambda m: self._send(cycle, m))
+            receive: Receive = lambda: self._receive(cycle)  # noqa: E731
+            send: Send = lambda m: self._send(cycle, m)  # noqa: E731
+            await (self.app(self._scope(cycle), receive, send) if answer is None else answer(receive, send))
         except Exception:
-            logger.exception("the ASGI app failed on %s %s", cycle.scope["method"], cycle.scope["path"])
+            logger.exception("the ASGI app failed on %s %r", cycle.method, cycle.target)
             if not cycle.head_sent:
                 self._refuse(500, b"Internal Server Error")
                 return
@@ -289,6 +334,8 @@ class _Connection(asyncio.Protocol):
                 # the client waits for this before it sends the body (RFC 9110 10.1.1): the app reads it
                 cycle.expecting = False
                 self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            if cycle.more is None:
+                cycle.more = asyncio.Event()
             cycle.more.clear()  # wait: more body, or (body all read) the client leaving
             await cycle.more.wait()
 
@@ -318,7 +365,8 @@ class _Connection(asyncio.Protocol):
             self.transport.write(self._head(cycle, cycle.start, body, more))
         if not more:
             cycle.response_done = True
-            cycle.more.set()
+            if cycle.more is not None:
+                cycle.more.set()
 
     def _flush_head(self, cycle: _Cycle) -> None:
         if cycle.head_sent or cycle.start is None or self.lost or self.transport is None:
@@ -338,7 +386,7 @@ class _Connection(asyncio.Protocol):
             cycle.keep_alive = False
         if not cycle.keep_alive:
             parts.append(b"connection: close\r\n")
-        head_only = cycle.scope["method"] == "HEAD" or status in (204, 304)
+        head_only = cycle.method == "HEAD" or status in (204, 304)
         if length is not None or head_only or not more:
             if length is None and not head_only:
                 length = b"%d" % len(body)
@@ -398,8 +446,9 @@ def _header_lines(cycle: _Cycle, headers: Any, parts: list[bytes]) -> bytes | No
     """Append the app's headers to `parts`; the Content-Length it gave, if any."""
     length = None
     for name, value in headers:
-        # the values are the app's own, but one holding CR/LF would split the response: refuse it
-        if b"\r" in value or b"\n" in value:
+        # the values are the app's own, but one holding CR/LF would split the response: refuse it (`find`,
+        # not `in`: `b"\r" in value` first tries the needle as an int and raises and clears a TypeError)
+        if value.find(b"\r") >= 0 or value.find(b"\n") >= 0:
             raise RuntimeError("an HTTP header value holds CR or LF")
         low = name.lower()
         if low == b"content-length":
@@ -435,6 +484,9 @@ class WireServer:
         self._all_closed: asyncio.Event | None = None
         self._sweeper: asyncio.Task[None] | None = None
         self._eager: eager.EagerStarter | None = None
+        # the app's hot path for a complete POST (`WireAnswer`), e.g. `StreamableHTTPServer.wire_fast`
+        self.fast: Callable[[bytes, list[tuple[bytes, bytes]], bytes], WireAnswer | None] | None
+        self.fast = getattr(app, "wire_fast", None)
         self._sweep_every = min(_SWEEP_MAX, max(_SWEEP_MIN, min(keepalive_timeout, head_timeout) / 4))
 
     async def listen(self, sock: Any) -> None:

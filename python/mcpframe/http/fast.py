@@ -1,0 +1,90 @@
+"""The hot POST without the ASGI layers: one request of a known session, answered where it was parsed.
+
+Most POSTs a client makes carry one request (`tools/call`, `resources/read`...) in a session that runs.
+For those the lean HTTP server (`wire.py`) asks `StreamableHTTPServer.wire_fast` first, with the request's
+raw headers and its whole body, before building an ASGI scope. `fast_post` runs the same checks as the
+full path, with the same functions (`HostGuard.check` and the version check of `StreamableHTTPServer`,
+`refusal_of`, the body limit, `SessionManager.find`, `Body.decode`, the busy-id and admission rules), then
+starts the request the way the full path's direct path does (`PostHandler.start`: a pooled lane, an
+`Exchange`, `session.inline`, the handler's first step run eagerly). When the answer is in at once it is
+the same `Reply` the full path would build (`PostHandler.answered`), written by the wire server in one
+piece; else the rest of the full path (`PostHandler.respond`: wait for JSON, or switch to SSE) goes on
+in a task, on the exchange already started, so a handler that suspends and then logs, reports progress or
+asks the client something is answered exactly as before.
+
+What is not the common case is not taken here (`None`: the wire server runs the full ASGI path, which
+answers it, refusals included): a refusal of any kind, `auth`, a shared store, stateless serving, a batch,
+a notification or response, `initialize`, a 2026-07-28 request, a progress token, an id in flight, no room
+without queueing, no idle lane. Deciding that costs a header dict and, for a body that is not one plain
+request, one decode the full path repeats.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+from mcpframe import protocol
+
+from .exchange import Exchange
+from .handling import PostHandler, refusal_of
+from .headers import FIRST_STATELESS, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, Accepts
+from .post import Body
+from .responses import Answer, Reply
+
+if TYPE_CHECKING:
+    from .sessions import HttpSession
+
+__all__ = ["FastAnswer", "fast_post"]
+
+FastAnswer = Reply | Callable[[], Awaitable[Answer]]
+"""A complete `Reply`, or the coroutine function that finishes the answer of a request already started."""
+
+
+def fast_post(posts: PostHandler, headers: dict[str, str], data: bytes) -> FastAnswer | None:
+    """Start the POST `headers` + `data` (Host, Origin and version already checked) if it is the common
+    case (see the module doc); `None` otherwise, with nothing started."""
+    options = posts.options
+    accepts = Accepts.parse(headers.get("accept"))
+    if refusal_of(headers, accepts) is not None or len(data) > options.max_body or options.stateless:
+        return None
+    if MCP_SESSION_ID not in headers or posts.sessions.shared is not None:
+        return None
+    if protocol.at_least(headers.get(MCP_PROTOCOL_VERSION, ""), FIRST_STATELESS):
+        return None
+    session = posts.sessions.find(headers, None)
+    if isinstance(session, Reply) or session.version is None:
+        return None
+    body = Body.decode(data, max_frame=posts.max_frame, batches=protocol.batches_allowed(session.version))
+    if not _plain(body, session):
+        return None
+    request = body.requests[0]
+    slot = posts.admission.try_enter(1, ping=request.method == protocol.PING)
+    if slot is None:
+        return None
+    lane = posts.lanes(session).take_idle()
+    if lane is None:
+        slot.release()
+        return None
+    session.touch()
+    assert request.id is not None
+    exchange = Exchange(lane, session.new_stream(), [request.id])
+    exchange.on_close.append(slot.release)
+    answer_headers = {MCP_SESSION_ID: session.id}
+    posts.start(exchange, body, session)
+    reply = posts.answered(exchange, session, accepts, answer_headers)
+    if reply is not None:
+        return reply
+    return lambda: posts.respond(exchange, session, accepts, answer_headers)
+
+
+def _plain(body: Body, session: HttpSession) -> bool:
+    """One request that is not `initialize`, with no progress token and an id not in flight."""
+    if body.batch or len(body.items) != 1 or len(body.requests) != 1 or body.initialize or body.modern:
+        return False
+    request = body.requests[0]
+    params = request.params
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    if isinstance(meta, dict) and protocol.PROGRESS_TOKEN in meta:
+        return False
+    return request.id is not None and not session.router.busy(request.id)
