@@ -1,0 +1,186 @@
+"""The lean server's fast path (`http/fast.py`, `StreamableHTTPServer.wire_fast`): which POSTs take it,
+and that every POST, taken or not, gets the answer the full ASGI path gives."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+
+from mcpframe.http import server as server_module
+from mcpframe.http.responses import Reply
+from mcpframe.http.server import HttpOptions, serve_http
+
+from ._server_support import JSON_AND_SSE, answer, asgi_client, call, initialize, make_server, messages
+from ._server_support import session_headers as headers_of
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def taken(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """What `fast_post` made of each POST it was asked: "whole", "later" (finished by the full path's
+    `respond`) or "declined"."""
+    seen: list[str] = []
+    real = server_module.fast_post
+
+    def recorded(posts: Any, headers: dict[str, str], data: bytes) -> Any:
+        got = real(posts, headers, data)
+        seen.append("declined" if got is None else "whole" if isinstance(got, Reply) else "later")
+        return got
+
+    monkeypatch.setattr(server_module, "fast_post", recorded)
+    return seen
+
+
+@contextlib.asynccontextmanager
+async def lean(**options: Any) -> AsyncIterator[tuple[str, httpx.AsyncClient]]:
+    """The lean HTTP/1.1 server on 127.0.0.1 in this loop (the test server plus `async def aecho`), and
+    a client; yields (endpoint URL, client)."""
+    server = make_server()
+
+    @server.tool
+    async def aecho(text: str) -> str:
+        return text
+
+    ready: list[str] = []
+    started = anyio.Event()
+
+    def on_ready(url: str) -> None:
+        ready.append(url)
+        started.set()
+
+    opts = HttpOptions(**options)
+    async with anyio.create_task_group() as tg, httpx.AsyncClient() as client:
+        tg.start_soon(
+            lambda: serve_http(server, port=0, options=opts, ready=on_ready, http_server="mcpframe")
+        )
+        with anyio.fail_after(10):
+            await started.wait()
+        try:
+            yield ready[0], client
+        finally:
+            tg.cancel_scope.cancel()
+
+
+async def open_session(client: httpx.AsyncClient, url: str, version: str = "2025-11-25") -> dict[str, str]:
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+    response = await client.post(url, json=body, headers=JSON_AND_SSE)
+    assert response.status_code == 200, response.text
+    headers = headers_of(response.headers["mcp-session-id"], version)
+    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert (await client.post(url, json=note, headers=headers)).status_code == 202
+    return headers
+
+
+async def test_a_plain_call_is_answered_whole_on_the_fast_path(taken: list[str]) -> None:
+    async with lean(response_mode="auto") as (url, client):
+        headers = await open_session(client, url)
+        taken.clear()
+        for rid, tool in ((2, "aecho"), (3, "aecho"), (4, "echo")):
+            response = await client.post(url, json=call(tool, {"text": f"t{rid}"}, rid=rid), headers=headers)
+            assert response.status_code == 200
+            assert response.headers["content-type"] == "application/json"
+            assert response.headers["mcp-session-id"] == headers["mcp-session-id"]
+            assert response.json() == {
+                "jsonrpc": "2.0",
+                "id": rid,
+                "result": {"content": [{"type": "text", "text": f"t{rid}"}]},
+            }
+        # a `def` tool runs on the worker pool: its answer comes after the first step
+        assert taken == ["whole", "whole", "later"]
+
+
+async def test_a_handler_that_logs_is_finished_by_the_full_path_with_sse(taken: list[str]) -> None:
+    async with lean(response_mode="auto") as (url, client):
+        headers = await open_session(client, url)
+        taken.clear()
+        response = await client.post(url, json=call("chatty", rid=5), headers=headers)
+        assert taken == ["later"]
+        assert response.headers["content-type"].startswith("text/event-stream")
+        got = messages(response.text)
+        assert [m.get("method") for m in got] == ["notifications/message", None]
+        assert got[1]["id"] == 5
+        assert got[1]["result"]["content"][0]["text"] == "done"
+
+
+async def test_a_progress_token_is_declined_and_answered_as_before(taken: list[str]) -> None:
+    async with lean(response_mode="auto") as (url, client):
+        headers = await open_session(client, url)
+        taken.clear()
+        response = await client.post(url, json=call("chatty", rid=6, progressToken="p"), headers=headers)
+        assert taken == ["declined"]
+        got = messages(response.text)
+        methods = ["notifications/progress", "notifications/message", "notifications/progress", None]
+        assert [m.get("method") for m in got] == methods
+        assert answer(response)["result"]["content"][0]["text"] == "done"
+
+
+async def test_resumable_answers_take_the_fast_start_and_stream_as_before(taken: list[str]) -> None:
+    async with lean(response_mode="resumable") as (url, client):
+        headers = await open_session(client, url)
+        taken.clear()
+        response = await client.post(url, json=call("echo", {"text": "x"}, rid=7), headers=headers)
+        assert taken == ["later"]  # the priming event and the stored answer are the full path's
+        assert response.headers["content-type"].startswith("text/event-stream")
+        assert "retry:" in response.text
+        assert answer(response)["result"]["content"][0]["text"] == "x"
+
+
+# Declined POSTs: each gets, over the lean server, what the ASGI app answers in-process.
+_BATCH = [call("echo", {"text": "a"}, rid=11), call("echo", {"text": "b"}, rid=12)]
+_DECLINED: dict[str, tuple[Any, dict[str, str]]] = {
+    "batch": (_BATCH, {}),
+    "wrong origin": (call("echo", {"text": "o"}, rid=13), {"origin": "http://evil.example"}),
+    "wrong host": (call("echo", {"text": "h"}, rid=14), {"host": "evil.example"}),
+    "unknown session": (call("echo", {"text": "u"}, rid=15), {"mcp-session-id": "nope"}),
+    "bad version": (call("echo", {"text": "v"}, rid=16), {"mcp-protocol-version": "1999-01-01"}),
+    "not json": (call("echo", {"text": "j"}, rid=17), {"content-type": "text/plain"}),
+    "notification": ({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}, {}),
+    "initialize again": ({**call("echo", rid=18), "method": "initialize"}, {}),
+}
+
+
+async def _post(client: httpx.AsyncClient, url: str, headers: dict[str, str], case: str) -> tuple[int, Any]:
+    body, extra = _DECLINED[case]
+    response = await client.post(url, content=json.dumps(body), headers={**headers, **extra})
+    kind = response.headers.get("content-type", "")
+    if kind.startswith("application/json"):
+        return response.status_code, response.json()
+    return response.status_code, messages(response.text) if kind.startswith("text/event-stream") else b""
+
+
+async def test_declined_posts_get_the_full_paths_answers(taken: list[str]) -> None:
+    want: dict[str, tuple[int, Any]] = {}
+    async with asgi_client(response_mode="auto") as (client, _):
+        headers = headers_of(await initialize(client, "2025-03-26"), "2025-03-26")  # batches allowed
+        for case in _DECLINED:
+            want[case] = await _post(client, "/mcp", headers, case)
+    async with lean(response_mode="auto") as (url, client):
+        headers = await open_session(client, url, "2025-03-26")
+        port_host = {"host": url.split("/")[2]}
+        for case in _DECLINED:
+            taken.clear()
+            extra = {} if case == "wrong host" else port_host
+            got = await _post(client, url, {**headers, **extra}, case)
+            assert got == want[case], case
+            assert taken in ([], ["declined"]), case  # refused by the shared checks, or declined after
+    assert want["wrong origin"][0] == 403
+    assert want["wrong host"][0] == 421
+    assert want["unknown session"][0] == 404
+    assert [m["id"] for m in want["batch"][1]] == [11, 12]
