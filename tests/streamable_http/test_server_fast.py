@@ -16,7 +16,16 @@ from mcpframe.http import server as server_module
 from mcpframe.http.responses import Reply
 from mcpframe.http.server import HttpOptions, serve_http
 
-from ._server_support import JSON_AND_SSE, answer, asgi_client, call, initialize, make_server, messages
+from ._server_support import (
+    JSON_AND_SSE,
+    answer,
+    asgi_client,
+    call,
+    initialize,
+    make_server,
+    messages,
+    sse_events,
+)
 from ._server_support import session_headers as headers_of
 
 pytestmark = pytest.mark.anyio
@@ -131,15 +140,23 @@ async def test_a_progress_token_is_declined_and_answered_as_before(taken: list[s
         assert answer(response)["result"]["content"][0]["text"] == "done"
 
 
-async def test_resumable_answers_take_the_fast_start_and_stream_as_before(taken: list[str]) -> None:
+async def test_resumable_answers_are_stored_and_replayed_as_before(taken: list[str]) -> None:
     async with lean(response_mode="resumable") as (url, client):
         headers = await open_session(client, url)
         taken.clear()
-        response = await client.post(url, json=call("echo", {"text": "x"}, rid=7), headers=headers)
-        assert taken == ["later"]  # the priming event and the stored answer are the full path's
-        assert response.headers["content-type"].startswith("text/event-stream")
-        assert "retry:" in response.text
-        assert answer(response)["result"]["content"][0]["text"] == "x"
+        for rid, tool in ((7, "aecho"), (8, "echo")):
+            response = await client.post(url, json=call(tool, {"text": tool}, rid=rid), headers=headers)
+            assert response.headers["content-type"].startswith("text/event-stream")
+            events = sse_events(response.text)
+            assert [sorted(e) for e in events] == [["data", "id", "retry"], ["data", "event", "id"]]
+            assert events[0]["data"] == ""  # the priming event, then the answer: both stored
+            assert events[1]["id"].split(".")[0] == events[0]["id"].split(".")[0]
+            assert answer(response)["result"]["content"][0]["text"] == tool
+            # the stored answer is replayed after the priming event (`Last-Event-ID`)
+            replay = {**headers, "accept": "text/event-stream", "last-event-id": events[0]["id"]}
+            again = await client.get(url, headers=replay)
+            assert messages(again.text) == messages(response.text)
+        assert taken == ["whole", "later"]  # an `async def` answer in the first step: whole
 
 
 # Declined POSTs: each gets, over the lean server, what the ASGI app answers in-process.

@@ -31,7 +31,7 @@ from .headers import (
 )
 from .options import HttpOptions
 from .post import Body, one_line
-from .responses import Answer, Reply, StreamReplies, error_response, json_response
+from .responses import SSE_HEADERS, Answer, Reply, StreamReplies, error_response, json_response
 from .sessions import HttpSession, SessionManager
 from .streams import Stream
 
@@ -365,16 +365,31 @@ class PostHandler:
     def answered(
         self, exchange: Exchange, session: HttpSession | None, accepts: Accepts, headers: dict[str, str]
     ) -> Reply | None:
-        """The plain JSON answer `respond` would give, when it can be given right now without waiting."""
+        """The answer `respond` would give, when it can be given whole right now: the stream finished (every
+        request answered) and its events, if it is SSE, need no waiting to be stored (`finished_body`)."""
         stream = exchange.stream
-        if not stream.finished.is_set() or (accepts.sse and self._prefer_sse(self.replies.priming(session))):
+        if not stream.finished.is_set():
             return None
-        return self._json_ready(stream, session, accepts, headers)
+        priming = self.replies.priming(session)
+        if not (accepts.sse and self._prefer_sse(priming)):
+            reply = self._json_ready(stream, session, accepts, headers)
+            if reply is not None:
+                return reply
+        body = stream.finished_body(retry_ms=priming)
+        if body is None:
+            return None
+        if session is not None:  # what the SSE reply's end does (`StreamReplies.reply`)
+            session.touch()
+            session.stream_ended(stream)
+        return Reply(200, body, {**SSE_HEADERS, **headers})
 
     async def respond(
         self, exchange: Exchange, session: HttpSession | None, accepts: Accepts, headers: dict[str, str]
     ) -> Answer:
         """The answer of a started exchange: JSON once only responses came, else SSE."""
+        ready = self.answered(exchange, session, accepts, headers)
+        if ready is not None:
+            return ready
         stream = exchange.stream
         spawn = self.sessions.spawn
         priming = self.replies.priming(session)

@@ -12,7 +12,7 @@ import asyncio
 import logging
 import secrets
 
-from .events import EventStore
+from .events import EventStore, store_now
 from .pipe import Pipe
 from .store import StoreUnavailable
 
@@ -170,6 +170,28 @@ class Stream:
             self.attached_once = True
             self._connect(pipe)
             return pipe
+
+    def finished_body(self, *, retry_ms: int | None) -> bytes | None:
+        """For a finished stream never attached: what `attach` and the SSE reply would write, made now (the
+        priming event if `retry_ms`, then every frame, stored first when resumable), or `None` when that
+        needs waiting (a store that is not the memory store, the lock held, not finished, attached)."""
+        if not self.finished.is_set() or self.attached_once or self._lock.locked():
+            return None
+        store = store_now(self.store)
+        if self.store is not None and store is None:
+            return None
+        chunks: list[bytes] = []
+        if store is not None and self.session_id is not None:
+            if retry_ms is not None:
+                self._priming_id = store(self.session_id, self.id, None)
+                chunks.append(_priming(self._priming_id, retry_ms))
+            for frame, _ in self._backlog:
+                chunks.append(format_event(frame, store(self.session_id, self.id, frame)))
+        else:
+            chunks += [format_event(frame) for frame, _ in self._backlog]
+        self._backlog.clear()
+        self.attached_once = True
+        return b"".join(chunks)
 
     async def _attach_shared(self, pipe: Pipe, retry_ms: int | None) -> None:
         """`attach` on a shared store: the priming event and the backlog stored in one round trip (a quick
