@@ -47,13 +47,18 @@ class Reply:
         if media_type is not None:
             self.headers["content-type"] = media_type
 
-    def raw_headers(self) -> list[tuple[bytes, bytes]]:
-        """Its headers as ASGI gives them, `Content-Length` first."""
-        return [(b"content-length", b"%d" % len(self.body)), *_raw_headers(self.headers)]
+    def header_lines(self) -> bytes:
+        """Its headers as HTTP/1.1 lines (`name: value\r\n`, no Content-Length); `ValueError` for a value
+        holding CR or LF, which would split the response."""
+        lines = b"".join([b"%s: %s\r\n" % pair for pair in _raw_headers(self.headers)])
+        if lines.count(b"\r") != lines.count(b"\n") or lines.count(b"\r\n") != len(self.headers):
+            raise ValueError("an HTTP header holds CR or LF")
+        return lines
 
     async def __call__(self, receive: Receive, send: Send) -> None:
         """Write it."""
-        await send({"type": "http.response.start", "status": self.status, "headers": self.raw_headers()})
+        raw = [(b"content-length", b"%d" % len(self.body)), *_raw_headers(self.headers)]
+        await send({"type": "http.response.start", "status": self.status, "headers": raw})
         await send({"type": "http.response.body", "body": self.body})
 
 

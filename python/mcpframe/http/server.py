@@ -140,7 +140,7 @@ class StreamableHTTPServer:
         if answer is None:
             return None
         if isinstance(answer, Reply):
-            return answer.status, answer.raw_headers(), answer.body
+            return answer.status, answer.header_lines(), answer.body
         later = answer
 
         async def finish(receive: Receive, send: Send) -> None:

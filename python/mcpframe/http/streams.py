@@ -26,6 +26,7 @@ logger = logging.getLogger("mcpframe.http")
 _ID_BYTES = 12
 _ID_BATCH = 256
 _random = b""
+_taken = 0  # bytes of `_random` already used
 
 
 def new_stream_id() -> str:
@@ -35,11 +36,12 @@ def new_stream_id() -> str:
     Every POST with requests gets a stream: the bytes are drawn 256 ids at a time, since one
     `secrets.token_urlsafe` per id (a system call and a base64 round) cost more than the rest of a stream.
     """
-    global _random
-    if not _random:
-        _random = secrets.token_bytes(_ID_BYTES * _ID_BATCH)
-    chunk, _random = _random[:_ID_BYTES], _random[_ID_BYTES:]
-    return chunk.hex()
+    global _random, _taken
+    if _taken >= len(_random):
+        _random, _taken = secrets.token_bytes(_ID_BYTES * _ID_BATCH), 0
+    start = _taken
+    _taken += _ID_BYTES
+    return _random[start:_taken].hex()
 
 
 def format_event(frame: bytes, event_id: str | None = None) -> bytes:
@@ -81,6 +83,9 @@ class Stream:
         self.saw_other = False  # a frame that is not a response was emitted (the answer must be SSE)
         self._pipe: Pipe | None = None  # to the attached HTTP response
         self._lock = asyncio.Lock()
+        # once anything took the lock (attach, resume, a frame for an attached response), every frame does;
+        # before, a frame kept for later needs no lock: that is nothing awaited, in order
+        self._serialized = False
         self._priming_id: str | None = None
 
     @property
@@ -129,6 +134,17 @@ class Stream:
 
     async def emit(self, frame: bytes, *, response: bool) -> None:
         """Deliver the frame to the attached response (stored first if resumable), or keep it for later."""
+        if not self._serialized and self._pipe is None and self._buffering and not self.attached_once:
+            # kept for later, as under the lock: nothing is awaited, and nobody has taken the lock yet
+            self._backlog.append((frame, response))
+        else:
+            await self._emit_locked(frame, response)
+        if not response:
+            self.saw_other = True
+            self.wake.set()
+
+    async def _emit_locked(self, frame: bytes, response: bool) -> None:
+        self._serialized = True
         async with self._lock:
             if self._pipe is None and self._buffering and not self.attached_once:
                 self._backlog.append((frame, response))
@@ -136,9 +152,6 @@ class Stream:
                 event_id = await self._store(frame)
                 if self._pipe is not None:
                     self._deliver(self._pipe, format_event(frame, event_id))
-        if not response:
-            self.saw_other = True
-            self.wake.set()
 
     def _deliver(self, pipe: Pipe, chunk: bytes) -> None:
         if not pipe.put(chunk) and self._pipe is pipe:
@@ -154,6 +167,7 @@ class Stream:
 
     async def attach(self, *, retry_ms: int | None) -> Pipe:
         """Start an HTTP response on this stream: the priming event (if `retry_ms`), then the backlog."""
+        self._serialized = True
         async with self._lock:
             pipe = Pipe()
             if self._backlog and getattr(self.store, "store_many", None) is not None:
@@ -175,7 +189,7 @@ class Stream:
         """For a finished stream never attached: what `attach` and the SSE reply would write, made now (the
         priming event if `retry_ms`, then every frame, stored first when resumable), or `None` when that
         needs waiting (a store that is not the memory store, the lock held, not finished, attached)."""
-        if not self.finished.is_set() or self.attached_once or self._lock.locked():
+        if not self.finished.is_set() or self.attached_once or self._serialized:
             return None
         store = store_now(self.store)
         if self.store is not None and store is None:
@@ -212,6 +226,7 @@ class Stream:
         """Reattach after `last_event_id`: replay what followed it, then go on live. `None`: unknown id."""
         if self.store is None or self.session_id is None:
             return None
+        self._serialized = True
         async with self._lock:
             replay = await self.store.replay(self.session_id, last_event_id)
             if replay is None or replay.stream_id != self.id:

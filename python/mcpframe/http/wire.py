@@ -64,10 +64,11 @@ _SWEEP_MAX = 1.0  # the longest pause between two checks of the connections' dea
 _SWEEP_MIN = 0.01
 
 
-WireAnswer = tuple[int, list[tuple[bytes, bytes]], bytes] | Callable[[Receive, Send], Awaitable[None]]
+WireAnswer = tuple[int, bytes, bytes] | Callable[[Receive, Send], Awaitable[None]]
 """What an app's `wire_fast(target, headers, body)` answers a complete POST with: a whole response (status,
-headers, body), or the coroutine function that answers it on ASGI `receive` and `send` (`None`: the app's
-ASGI call answers it). See `_Connection._next`."""
+its header lines `name: value\r\n` without Content-Length, checked by the app, and the body), or the
+coroutine function that answers it on ASGI `receive` and `send` (`None`: the app's ASGI call answers it).
+See `_Connection._next`."""
 
 
 class _Clock:
@@ -133,6 +134,7 @@ class _Connection(asyncio.Protocol):
         self.head_bytes = 0
         self.url = b""
         self.headers: list[tuple[bytes, bytes]] = []
+        self.expect_continue = False  # the request asks for `100 Continue`
         self.writable: asyncio.Future[None] | None = None
         self.loop = asyncio.get_running_loop()
         # deadlines on the loop's clock, checked by the server's sweep (`expire`); None: not running
@@ -189,7 +191,7 @@ class _Connection(asyncio.Protocol):
     # ---------------------------------------------------------------- the parser's callbacks
 
     def on_message_begin(self) -> None:
-        self.url, self.headers, self.head_bytes = b"", [], 0
+        self.url, self.headers, self.head_bytes, self.expect_continue = b"", [], 0, False
         self.head_deadline = self.loop.time() + self.owner.head_timeout
 
     def on_url(self, url: bytes) -> None:
@@ -199,7 +201,10 @@ class _Connection(asyncio.Protocol):
             raise _HeadTooLarge
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        self.headers.append((name.lower(), value))
+        name = name.lower()
+        self.headers.append((name, value))
+        if name == b"expect" and value.lower() == b"100-continue":
+            self.expect_continue = True
         self.head_bytes += len(name) + len(value) + 4
         if self.head_bytes > _MAX_HEAD:
             raise _HeadTooLarge
@@ -209,9 +214,7 @@ class _Connection(asyncio.Protocol):
         version = self.parser.get_http_version()
         method = self.parser.get_method().decode("ascii")
         cycle = _Cycle(method, self.url, version, self.headers, self.parser.should_keep_alive())
-        cycle.expecting = version == "1.1" and any(
-            name == b"expect" and value.lower() == b"100-continue" for name, value in self.headers
-        )
+        cycle.expecting = version == "1.1" and self.expect_continue
         self.parsing = cycle
         self.pending.append(cycle)  # started once the bytes parsed so far are (see `data_received`)
 
@@ -258,12 +261,25 @@ class _Connection(asyncio.Protocol):
                 return
         self.owner.start(self._run(cycle))
 
-    def _write_whole(self, cycle: _Cycle, answer: tuple[int, list[tuple[bytes, bytes]], bytes]) -> None:
-        """A fast answer: head and body in one write, then the next request."""
+    def _write_whole(self, cycle: _Cycle, answer: tuple[int, bytes, bytes]) -> None:
+        """A fast answer (to a POST: it has a body): head and body in one write, then the next request."""
         assert self.transport is not None
-        status, headers, body = answer
+        status, lines, body = answer
         cycle.head_sent = cycle.response_done = True
-        self.transport.write(self._head(cycle, {"status": status, "headers": headers}, body, more=False))
+        if self.owner.draining:
+            cycle.keep_alive = False  # stopping: this answer is the connection's last
+        self.transport.write(
+            b"HTTP/1.1 %d %s\r\ndate: %s\r\nserver: mcpframe\r\n%s%scontent-length: %d\r\n\r\n%s"
+            % (
+                status,
+                _REASONS.get(status, b""),
+                _Clock.date(),
+                lines,
+                b"" if cycle.keep_alive else b"connection: close\r\n",
+                len(body),
+                body,
+            )
+        )
         self._finished(cycle)
 
     def _scope(self, cycle: _Cycle) -> Scope:
