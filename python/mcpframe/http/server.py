@@ -53,7 +53,7 @@ from .sessions import HttpSession, SessionManager
 from .store import StoreUnavailable, open_store
 from .store_sessions import SharedSessions
 from .streams import Stream, format_event
-from .wire import WireAnswer, WireServer
+from .wire import WireAnswer, WireServer, Whole
 
 if TYPE_CHECKING:
     from mcpframe.server import Server
@@ -123,8 +123,9 @@ class StreamableHTTPServer:
         these headers (lower-case names) and this whole body, answered without the ASGI layers, or `None`
         when it is not the common case (nothing was started: the ASGI app answers it).
 
-        A `WireAnswer` is `(status, headers, body)`, or the coroutine function answering on `receive` and
-        `send` (ASGI) the request already started.
+        A `WireAnswer` is `(status, header lines, body)`, or the coroutine function that finishes the
+        answer of the request already started: whole when it can be (JSON, a finished stream), else on
+        ASGI `receive` and `send` (SSE).
         """
         if target != self._target or self.options.auth is not None or not isinstance(self.posts, PostHandler):
             return None
@@ -143,9 +144,12 @@ class StreamableHTTPServer:
             return answer.status, answer.header_lines(), answer.body
         later = answer
 
-        async def finish(receive: Receive, send: Send) -> None:
+        async def finish(receive: Receive, send: Send) -> Whole | None:
             reply = await _answering("POST", self.options.path, later())
+            if isinstance(reply, Reply):
+                return reply.status, reply.header_lines(), reply.body
             await reply(receive, send)
+            return None
 
         return finish
 

@@ -51,7 +51,7 @@ from mcpframe.session import eager
 
 from .asgi import Message, Receive, Scope, Send
 
-__all__ = ["WireAnswer", "WireServer", "serve_asgi"]
+__all__ = ["Later", "WireAnswer", "WireServer", "Whole", "serve_asgi"]
 
 logger = logging.getLogger("mcpframe.http")
 
@@ -64,11 +64,15 @@ _SWEEP_MAX = 1.0  # the longest pause between two checks of the connections' dea
 _SWEEP_MIN = 0.01
 
 
-WireAnswer = tuple[int, bytes, bytes] | Callable[[Receive, Send], Awaitable[None]]
-"""What an app's `wire_fast(target, headers, body)` answers a complete POST with: a whole response (status,
-its header lines `name: value\r\n` without Content-Length, checked by the app, and the body), or the
-coroutine function that answers it on ASGI `receive` and `send` (`None`: the app's ASGI call answers it).
-See `_Connection._next`."""
+Whole = tuple[int, bytes, bytes]
+"""A whole response to a POST: status, its header lines (`name: value\r\n`, no Content-Length; checked by
+the app) and the body."""
+Later = Callable[[Receive, Send], Awaitable[Whole | None]]
+"""The rest of an answer the app started: a coroutine function that returns the `Whole` response, or
+answers on ASGI `receive` and `send` itself (and returns `None`)."""
+WireAnswer = Whole | Later
+"""What an app's `wire_fast(target, headers, body)` answers a complete POST with (`None` instead: the app's
+ASGI call answers it). See `_Connection._next`."""
 
 
 class _Clock:
@@ -261,8 +265,9 @@ class _Connection(asyncio.Protocol):
                 return
         self.owner.start(self._run(cycle))
 
-    def _write_whole(self, cycle: _Cycle, answer: tuple[int, bytes, bytes]) -> None:
-        """A fast answer (to a POST: it has a body): head and body in one write, then the next request."""
+    def _write_whole(self, cycle: _Cycle, answer: Whole, *, then: bool = True) -> None:
+        """A fast answer (to a POST: it has a body): head and body in one write, then (`then`) the next
+        request."""
         assert self.transport is not None
         status, lines, body = answer
         cycle.head_sent = cycle.response_done = True
@@ -280,7 +285,8 @@ class _Connection(asyncio.Protocol):
                 body,
             )
         )
-        self._finished(cycle)
+        if then:
+            self._finished(cycle)
 
     def _scope(self, cycle: _Cycle) -> Scope:
         """The request's ASGI scope (built once)."""
@@ -303,12 +309,15 @@ class _Connection(asyncio.Protocol):
             }
         return cycle.scope
 
-    async def _run(self, cycle: _Cycle, answer: Callable[[Receive, Send], Awaitable[None]] | None = None) -> None:
-        """The app's ASGI call for the request (or `answer`, what its fast path left to do)."""
+    async def _run(self, cycle: _Cycle, later: Later | None = None) -> None:
+        """The app's ASGI call for the request (or `later`, what its fast path left to do)."""
         try:
             receive: Receive = lambda: self._receive(cycle)  # noqa: E731
             send: Send = lambda m: self._send(cycle, m)  # noqa: E731
-            await (self.app(self._scope(cycle), receive, send) if answer is None else answer(receive, send))
+            if later is None:
+                await self.app(self._scope(cycle), receive, send)
+            elif (whole := await later(receive, send)) is not None and not self.lost:
+                self._write_whole(cycle, whole, then=False)
         except Exception:
             logger.exception("the ASGI app failed on %s %r", cycle.method, cycle.target)
             if not cycle.head_sent:
