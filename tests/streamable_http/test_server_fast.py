@@ -87,7 +87,11 @@ async def open_session(client: httpx.AsyncClient, url: str, version: str = "2025
         "jsonrpc": "2.0",
         "id": 1,
         "method": "initialize",
-        "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+        "params": {
+            "protocolVersion": version,
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
     }
     response = await client.post(url, json=body, headers=JSON_AND_SSE)
     assert response.status_code == 200, response.text

@@ -44,8 +44,36 @@ FastAnswer = Reply | Callable[[], Awaitable[Answer]]
 def fast_post(posts: PostHandler, headers: dict[str, str], data: bytes) -> FastAnswer | None:
     """Start the POST `headers` + `data` (Host, Origin and version already checked) if it is the common
     case (see the module doc); `None` otherwise, with nothing started."""
-    options = posts.options
     accepts = Accepts.parse(headers.get("accept"))
+    found = _common(posts, headers, accepts, data)
+    if found is None:
+        return None
+    session, body = found
+    request = body.requests[0]
+    assert request.id is not None
+    slot = posts.admission.try_enter(1, ping=request.method == protocol.PING)
+    if slot is None:
+        return None
+    lane = posts.lanes(session).take_idle()
+    if lane is None:
+        slot.release()
+        return None
+    session.touch()
+    exchange = Exchange(lane, session.new_stream(), [request.id])
+    exchange.on_close.append(slot.release)
+    answer_headers = {MCP_SESSION_ID: session.id}
+    posts.start(exchange, body, session)
+    reply = posts.answered(exchange, session, accepts, answer_headers)
+    if reply is not None:
+        return reply
+    return lambda: posts.respond(exchange, session, accepts, answer_headers)
+
+
+def _common(
+    posts: PostHandler, headers: dict[str, str], accepts: Accepts, data: bytes
+) -> tuple[HttpSession, Body] | None:
+    """The session and the decoded body of a POST the fast path takes, else `None`."""
+    options = posts.options
     if refusal_of(headers, accepts) is not None or len(data) > options.max_body or options.stateless:
         return None
     if MCP_SESSION_ID not in headers or posts.sessions.shared is not None:
@@ -56,26 +84,7 @@ def fast_post(posts: PostHandler, headers: dict[str, str], data: bytes) -> FastA
     if isinstance(session, Reply) or session.version is None:
         return None
     body = Body.decode(data, max_frame=posts.max_frame, batches=protocol.batches_allowed(session.version))
-    if not _plain(body, session):
-        return None
-    request = body.requests[0]
-    slot = posts.admission.try_enter(1, ping=request.method == protocol.PING)
-    if slot is None:
-        return None
-    lane = posts.lanes(session).take_idle()
-    if lane is None:
-        slot.release()
-        return None
-    session.touch()
-    assert request.id is not None
-    exchange = Exchange(lane, session.new_stream(), [request.id])
-    exchange.on_close.append(slot.release)
-    answer_headers = {MCP_SESSION_ID: session.id}
-    posts.start(exchange, body, session)
-    reply = posts.answered(exchange, session, accepts, answer_headers)
-    if reply is not None:
-        return reply
-    return lambda: posts.respond(exchange, session, accepts, answer_headers)
+    return (session, body) if _plain(body, session) else None
 
 
 def _plain(body: Body, session: HttpSession) -> bool:

@@ -53,7 +53,7 @@ from .sessions import HttpSession, SessionManager
 from .store import StoreUnavailable, open_store
 from .store_sessions import SharedSessions
 from .streams import Stream, format_event
-from .wire import WireAnswer, WireServer, Whole
+from .wire import Whole, WireAnswer, WireServer
 
 if TYPE_CHECKING:
     from mcpframe.server import Server
@@ -118,7 +118,9 @@ class StreamableHTTPServer:
         elif scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 1000})
 
-    def wire_fast(self, target: bytes, raw_headers: list[tuple[bytes, bytes]], body: bytes) -> WireAnswer | None:
+    def wire_fast(
+        self, target: bytes, raw_headers: list[tuple[bytes, bytes]], body: bytes
+    ) -> WireAnswer | None:
         """The lean server's hot path (`http/fast.py`): a POST to `target` (the raw request target) with
         these headers (lower-case names) and this whole body, answered without the ASGI layers, or `None`
         when it is not the common case (nothing was started: the ASGI app answers it).
@@ -388,7 +390,9 @@ class StreamableHTTPServer:
         return Reply(200)
 
 
-async def _answering(method: str, path: Any, routed: Awaitable[Answer | LegacyStream]) -> Answer | LegacyStream:
+async def _answering(
+    method: str, path: Any, routed: Awaitable[Answer | LegacyStream]
+) -> Answer | LegacyStream:
     """`routed`'s answer; a failure becomes the error answer (a bug costs one request, never the server)."""
     try:
         return await routed

@@ -23,10 +23,12 @@ KEEPALIVE = b": keepalive\n\n"
 logger = logging.getLogger("mcpframe.http")
 
 
-_ID_BYTES = 12
-_ID_BATCH = 256
-_random = b""
-_taken = 0  # bytes of `_random` already used
+class _Ids:
+    """Randomness for stream ids, drawn from `secrets` 256 ids at a time (see `new_stream_id`)."""
+
+    size = 12  # bytes per id
+    batch = b""
+    taken = 0  # bytes of `batch` already used
 
 
 def new_stream_id() -> str:
@@ -36,12 +38,12 @@ def new_stream_id() -> str:
     Every POST with requests gets a stream: the bytes are drawn 256 ids at a time, since one
     `secrets.token_urlsafe` per id (a system call and a base64 round) cost more than the rest of a stream.
     """
-    global _random, _taken
-    if _taken >= len(_random):
-        _random, _taken = secrets.token_bytes(_ID_BYTES * _ID_BATCH), 0
-    start = _taken
-    _taken += _ID_BYTES
-    return _random[start:_taken].hex()
+    ids = _Ids
+    start = ids.taken
+    if start >= len(ids.batch):
+        ids.batch, start = secrets.token_bytes(ids.size * 256), 0
+    ids.taken = start + ids.size
+    return ids.batch[start : ids.taken].hex()
 
 
 def format_event(frame: bytes, event_id: str | None = None) -> bytes:

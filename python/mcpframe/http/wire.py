@@ -51,7 +51,7 @@ from mcpframe.session import eager
 
 from .asgi import Message, Receive, Scope, Send
 
-__all__ = ["Later", "WireAnswer", "WireServer", "Whole", "serve_asgi"]
+__all__ = ["Later", "Whole", "WireAnswer", "WireServer", "serve_asgi"]
 
 logger = logging.getLogger("mcpframe.http")
 
