@@ -24,6 +24,7 @@ from ._server_support import (
     initialize,
     make_server,
     messages,
+    modern_meta,
     sse_events,
 )
 from ._server_support import session_headers as headers_of
@@ -161,6 +162,32 @@ async def test_resumable_answers_are_stored_and_replayed_as_before(taken: list[s
             again = await client.get(url, headers=replay)
             assert messages(again.text) == messages(response.text)
         assert taken == ["whole", "later"]  # an `async def` answer in the first step: whole
+
+
+def _modern(tool: str, rid: int, text: str, mcp_name: str | None = None) -> tuple[Any, dict[str, str]]:
+    body = call(tool, {"text": text}, rid=rid, **modern_meta())
+    headers = {**JSON_AND_SSE, "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call"}
+    return body, {**headers, "mcp-name": mcp_name or tool}
+
+
+async def test_stateless_requests_take_the_fast_path_and_mismatches_are_declined(taken: list[str]) -> None:
+    async with asgi_client(response_mode="auto") as (client, _):
+        body, headers = _modern("echo", 21, "m", mcp_name="other")
+        want = await client.post("/mcp", json=body, headers=headers)
+    async with lean(response_mode="auto") as (url, client):
+        for rid in (22, 23):  # the first one makes the stateless lane the second one finds idle
+            body, headers = _modern("aecho", rid, f"s{rid}")
+            response = await client.post(url, json=body, headers=headers)
+            assert response.status_code == 200
+            assert response.json()["result"]["content"] == [{"type": "text", "text": f"s{rid}"}]
+            assert "mcp-session-id" not in response.headers
+        assert taken == ["declined", "whole"]
+        taken.clear()
+        body, headers = _modern("echo", 21, "m", mcp_name="other")
+        got = await client.post(url, json=body, headers=headers)
+        assert taken == ["declined"]
+        assert (got.status_code, got.json()) == (want.status_code, want.json())
+        assert got.status_code == 400
 
 
 # Declined POSTs: each gets, over the lean server, what the ASGI app answers in-process.

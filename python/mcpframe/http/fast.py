@@ -28,9 +28,10 @@ from mcpframe import protocol
 
 from .exchange import Exchange
 from .handling import PostHandler, refusal_of
-from .headers import FIRST_STATELESS, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, Accepts
+from .headers import FIRST_STATELESS, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, Accepts, mirror_mismatch
 from .post import Body
 from .responses import Answer, Reply
+from .streams import Stream
 
 if TYPE_CHECKING:
     from .sessions import HttpSession
@@ -45,12 +46,16 @@ def fast_post(posts: PostHandler, headers: dict[str, str], data: bytes) -> FastA
     """Start the POST `headers` + `data` (Host, Origin and version already checked) if it is the common
     case (see the module doc); `None` otherwise, with nothing started."""
     accepts = Accepts.parse(headers.get("accept"))
-    found = _common(posts, headers, accepts, data)
+    options = posts.options
+    if refusal_of(headers, accepts) is not None or len(data) > options.max_body:
+        return None
+    if protocol.at_least(headers.get(MCP_PROTOCOL_VERSION, ""), FIRST_STATELESS):
+        return _stateless(posts, headers, accepts, data)
+    found = _in_session(posts, headers, data)
     if found is None:
         return None
     session, body = found
     request = body.requests[0]
-    assert request.id is not None
     slot = posts.admission.try_enter(1, ping=request.method == protocol.PING)
     if slot is None:
         return None
@@ -59,41 +64,79 @@ def fast_post(posts: PostHandler, headers: dict[str, str], data: bytes) -> FastA
         slot.release()
         return None
     session.touch()
+    assert request.id is not None
     exchange = Exchange(lane, session.new_stream(), [request.id])
     exchange.on_close.append(slot.release)
-    answer_headers = {MCP_SESSION_ID: session.id}
-    posts.start(exchange, body, session)
-    reply = posts.answered(exchange, session, accepts, answer_headers)
-    if reply is not None:
-        return reply
-    return lambda: posts.respond(exchange, session, accepts, answer_headers)
+    return _started(posts, exchange, body, session, accepts=accepts, headers={MCP_SESSION_ID: session.id})
 
 
-def _common(
-    posts: PostHandler, headers: dict[str, str], accepts: Accepts, data: bytes
-) -> tuple[HttpSession, Body] | None:
-    """The session and the decoded body of a POST the fast path takes, else `None`."""
-    options = posts.options
-    if refusal_of(headers, accepts) is not None or len(data) > options.max_body or options.stateless:
-        return None
-    if MCP_SESSION_ID not in headers or posts.sessions.shared is not None:
-        return None
-    if protocol.at_least(headers.get(MCP_PROTOCOL_VERSION, ""), FIRST_STATELESS):
+def _in_session(posts: PostHandler, headers: dict[str, str], data: bytes) -> tuple[HttpSession, Body] | None:
+    """The session and the decoded body of a handshake-era POST the fast path takes, else `None`."""
+    if posts.options.stateless or MCP_SESSION_ID not in headers or posts.sessions.shared is not None:
         return None
     session = posts.sessions.find(headers, None)
     if isinstance(session, Reply) or session.version is None:
         return None
     body = Body.decode(data, max_frame=posts.max_frame, batches=protocol.batches_allowed(session.version))
-    return (session, body) if _plain(body, session) else None
+    if body.modern or not _plain(body):
+        return None
+    rid = body.requests[0].id
+    return None if rid is None or session.router.busy(rid) else (session, body)
 
 
-def _plain(body: Body, session: HttpSession) -> bool:
-    """One request that is not `initialize`, with no progress token and an id not in flight."""
-    if body.batch or len(body.items) != 1 or len(body.requests) != 1 or body.initialize or body.modern:
-        return False
+def _stateless(
+    posts: PostHandler, headers: dict[str, str], accepts: Accepts, data: bytes
+) -> FastAnswer | None:
+    """A 2026-07-28 request, as `PostHandler._modern` runs it: a connection of its own on a pooled
+    stateless lane (not `subscriptions/listen`, which runs no handler and lives as long as its client)."""
+    body = Body.decode(data, max_frame=posts.max_frame, batches=False)
+    if not (body.modern and _plain(body)):
+        return None
     request = body.requests[0]
-    params = request.params
-    meta = params.get("_meta") if isinstance(params, dict) else None
-    if isinstance(meta, dict) and protocol.PROGRESS_TOKEN in meta:
+    if request.method == protocol.SUBSCRIPTIONS_LISTEN or request.id is None:
+        return None
+    if mirror_mismatch(headers, request.method or "", request.params) is not None:
+        return None
+    slot = posts.admission.try_enter(1, ping=request.method == protocol.PING)
+    if slot is None:
+        return None
+    lane = posts.stateless_lanes().take_idle()
+    if lane is None:
+        slot.release()
+        return None
+    try:
+        conn = posts.connect()
+        lane.handler = conn.handle_request
+        conn.bind(lane.session)
+        exchange = Exchange(lane, Stream(None, None), [request.id])
+        exchange.on_close += (conn.close, slot.release)
+    except BaseException:
+        slot.release()
+        raise
+    return _started(posts, exchange, body, None, accepts=accepts, headers={})
+
+
+def _started(
+    posts: PostHandler,
+    exchange: Exchange,
+    body: Body,
+    session: HttpSession | None,
+    *,
+    accepts: Accepts,
+    headers: dict[str, str],
+) -> FastAnswer:
+    """Start the exchange; its whole answer if it is in, else what finishes it."""
+    posts.start(exchange, body, session)
+    reply = posts.answered(exchange, session, accepts, headers)
+    if reply is not None:
+        return reply
+    return lambda: posts.respond(exchange, session, accepts, headers)
+
+
+def _plain(body: Body) -> bool:
+    """One request that is not `initialize`, with no progress token."""
+    if body.batch or len(body.items) != 1 or len(body.requests) != 1 or body.initialize:
         return False
-    return request.id is not None and not session.router.busy(request.id)
+    params = body.requests[0].params
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return not (isinstance(meta, dict) and protocol.PROGRESS_TOKEN in meta)

@@ -276,7 +276,7 @@ class PostHandler:
             return slot
         try:
             conn = self.connect()
-            lane = self._stateless_lanes().acquire()
+            lane = self.stateless_lanes().acquire()
             lane.handler = conn.handle_request
             conn.bind(lane.session)  # what `conn.run` does, minus its pump (only a listen needs it)
             exchange = Exchange(lane, Stream(None, None), ids)
@@ -309,7 +309,7 @@ class PostHandler:
             if not body.initialize:
                 conn.version = version
                 conn.initialized = True
-            lane = self._stateless_lanes().acquire()
+            lane = self.stateless_lanes().acquire()
             lane.handler = conn.handle_request
             conn.bind(lane.session)
             ids = [r.id for r in body.requests if r.id is not None]
@@ -320,7 +320,8 @@ class PostHandler:
             slot.release()
             raise
 
-    def _stateless_lanes(self) -> LanePool:
+    def stateless_lanes(self) -> LanePool:
+        """The pool of lanes of 2026-07-28 requests (made by the first one)."""
         if self._stateless is None:
             self._stateless = LanePool(
                 Router(),
