@@ -12,7 +12,7 @@ import anyio
 import httpx
 import pytest
 
-from mcpframe.http import server as server_module
+from mcpframe.http import fast as fast_module
 from mcpframe.http.responses import Reply
 from mcpframe.http.server import HttpOptions, serve_http
 
@@ -42,14 +42,14 @@ def taken(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """What `fast_post` made of each POST it was asked: "whole", "later" (finished by the full path's
     `respond`) or "declined"."""
     seen: list[str] = []
-    real = server_module.fast_post
+    real = fast_module.fast_post
 
     def recorded(posts: Any, headers: dict[str, str], data: bytes) -> Any:
         got = real(posts, headers, data)
         seen.append("declined" if got is None else "whole" if isinstance(got, Reply) else "later")
         return got
 
-    monkeypatch.setattr(server_module, "fast_post", recorded)
+    monkeypatch.setattr(fast_module, "fast_post", recorded)
     return seen
 
 
@@ -209,7 +209,10 @@ async def _post(client: httpx.AsyncClient, url: str, headers: dict[str, str], ca
     response = await client.post(url, content=json.dumps(body), headers={**headers, **extra})
     kind = response.headers.get("content-type", "")
     if kind.startswith("application/json"):
-        return response.status_code, response.json()
+        got = response.json()
+        if isinstance(got, list):  # a batch's answers come in the order its handlers finish
+            got = sorted(got, key=lambda answer: answer["id"])
+        return response.status_code, got
     return response.status_code, messages(response.text) if kind.startswith("text/event-stream") else b""
 
 

@@ -21,25 +21,71 @@ request, one decode the full path repeats.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
-from mcpframe import protocol
+from mcpframe import jsonrpc, protocol
 
+from .asgi import Receive, Send
 from .exchange import Exchange
 from .handling import PostHandler, refusal_of
 from .headers import FIRST_STATELESS, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, Accepts, mirror_mismatch
 from .post import Body
-from .responses import Answer, Reply
+from .responses import Answer, Reply, error_response
+from .store import StoreUnavailable
 from .streams import Stream
+from .wire_parts import Whole, WireAnswer
 
 if TYPE_CHECKING:
     from .sessions import HttpSession
 
-__all__ = ["FastAnswer", "fast_post"]
+__all__ = ["FastAnswer", "answering", "fast_post", "wire_answer"]
+
+logger = logging.getLogger("mcpframe.http")
+_T = TypeVar("_T")
 
 FastAnswer = Reply | Callable[[], Awaitable[Answer]]
 """A complete `Reply`, or the coroutine function that finishes the answer of a request already started."""
+
+
+def wire_answer(posts: PostHandler, headers: dict[str, str], data: bytes) -> WireAnswer | None:
+    """`fast_post` for the lean server (`StreamableHTTPServer.wire_fast`): its `Reply` as a `Whole`, what
+    finishes it as a `Later`, a failure as the 500 the full path gives."""
+    try:
+        answer = fast_post(posts, headers, data)
+    except Exception as exc:  # as on the full path: a bug costs this request, answered
+        logger.exception("POST %s failed", posts.options.path)
+        why = f"Internal error: handling this POST failed ({type(exc).__name__})"
+        answer = error_response(500, why, code=jsonrpc.INTERNAL_ERROR)
+    if answer is None:
+        return None
+    if isinstance(answer, Reply):
+        return answer.status, answer.header_lines(), answer.body
+    later = answer
+
+    async def finish(receive: Receive, send: Send) -> Whole | None:
+        reply = await answering("POST", posts.options.path, later())
+        if isinstance(reply, Reply):
+            return reply.status, reply.header_lines(), reply.body
+        await reply(receive, send)
+        return None
+
+    return finish
+
+
+async def answering(method: str, path: object, routed: Awaitable[_T]) -> _T | Reply:
+    """`routed`'s answer; a failure becomes the error answer (a bug costs one request, never the server)."""
+    try:
+        return await routed
+    except StoreUnavailable as exc:  # Redis down or slow: this request fails, the server stays
+        logger.warning("%s %s: %s", method, path, exc)
+        retry = {"Retry-After": "1"}
+        return error_response(503, f"Service Unavailable: {exc}", code=jsonrpc.INTERNAL_ERROR, headers=retry)
+    except Exception as exc:
+        logger.exception("%s %s failed", method, path)
+        why = f"Internal error: handling this {method} failed ({type(exc).__name__})"
+        return error_response(500, why, code=jsonrpc.INTERNAL_ERROR)
 
 
 def fast_post(posts: PostHandler, headers: dict[str, str], data: bytes) -> FastAnswer | None:

@@ -33,7 +33,6 @@ import anyio
 import anyio.abc
 import uvicorn
 
-from mcpframe import jsonrpc
 from mcpframe.protocol import SUPPORTED_VERSIONS, at_least
 from mcpframe.server.lifecycle import Stop, current_stop, shutdown_grace
 from mcpframe.server.tasks_store import MemoryTaskStore
@@ -41,7 +40,7 @@ from mcpframe.server.tasks_store import MemoryTaskStore
 from .admission import Admission
 from .asgi import HttpRequest, Receive, Scope, Send, header_dict
 from .events import split_event_id
-from .fast import fast_post
+from .fast import answering, wire_answer
 from .handling import PostHandler
 from .headers import FIRST_STATELESS, LAST_EVENT_ID, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, Accepts
 from .legacy import MESSAGES_PATH, SSE_PATH, LegacySSE, LegacyStream
@@ -50,10 +49,10 @@ from .pipe import Pipe
 from .responses import SSE_HEADERS, Answer, Reply, StreamReplies, error_response
 from .security import AccessToken, HostGuard
 from .sessions import HttpSession, SessionManager
-from .store import StoreUnavailable, open_store
+from .store import open_store
 from .store_sessions import SharedSessions
 from .streams import Stream, format_event
-from .wire import Whole, WireAnswer, WireServer
+from .wire import WireAnswer, WireServer
 
 if TYPE_CHECKING:
     from mcpframe.server import Server
@@ -111,7 +110,7 @@ class StreamableHTTPServer:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             request = HttpRequest(scope, receive)
-            answer = await _answering(request.method, scope.get("path"), self._route(request))
+            answer = await answering(request.method, scope.get("path"), self._route(request))
             await answer(receive, send)
         elif scope["type"] == "lifespan":
             await self._lifespan(receive, send)
@@ -134,26 +133,7 @@ class StreamableHTTPServer:
         headers = header_dict(raw_headers)
         if self._screen(headers) is not None:
             return None
-        try:
-            answer = fast_post(self.posts, headers, body)
-        except Exception as exc:  # as in __call__: a bug costs this request, answered
-            logger.exception("POST %s failed", self.options.path)
-            why = f"Internal error: handling this POST failed ({type(exc).__name__})"
-            answer = error_response(500, why, code=jsonrpc.INTERNAL_ERROR)
-        if answer is None:
-            return None
-        if isinstance(answer, Reply):
-            return answer.status, answer.header_lines(), answer.body
-        later = answer
-
-        async def finish(receive: Receive, send: Send) -> Whole | None:
-            reply = await _answering("POST", self.options.path, later())
-            if isinstance(reply, Reply):
-                return reply.status, reply.header_lines(), reply.body
-            await reply(receive, send)
-            return None
-
-        return finish
+        return wire_answer(self.posts, headers, body)
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -388,22 +368,6 @@ class StreamableHTTPServer:
         else:
             await self.sessions.end(found)
         return Reply(200)
-
-
-async def _answering(
-    method: str, path: Any, routed: Awaitable[Answer | LegacyStream]
-) -> Answer | LegacyStream:
-    """`routed`'s answer; a failure becomes the error answer (a bug costs one request, never the server)."""
-    try:
-        return await routed
-    except StoreUnavailable as exc:  # Redis down or slow: this request fails, the server stays
-        logger.warning("%s %s: %s", method, path, exc)
-        retry = {"Retry-After": "1"}
-        return error_response(503, f"Service Unavailable: {exc}", code=jsonrpc.INTERNAL_ERROR, headers=retry)
-    except Exception as exc:
-        logger.exception("%s %s failed", method, path)
-        why = f"Internal error: handling this {method} failed ({type(exc).__name__})"
-        return error_response(500, why, code=jsonrpc.INTERNAL_ERROR)
 
 
 async def serve_http(

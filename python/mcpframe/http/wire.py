@@ -37,11 +37,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Coroutine
-from email.utils import formatdate
-from http import HTTPStatus
+from collections.abc import Callable, Coroutine
 from typing import Any
 from urllib.parse import unquote
 
@@ -50,6 +47,7 @@ import httptools
 from mcpframe.session import eager
 
 from .asgi import Message, Receive, Scope, Send
+from .wire_parts import REASONS, Clock, Cycle, HeadTooLarge, Later, Whole, WireAnswer, header_lines
 
 __all__ = ["Later", "Whole", "WireAnswer", "WireServer", "serve_asgi"]
 
@@ -58,66 +56,9 @@ logger = logging.getLogger("mcpframe.http")
 _MAX_HEAD = 64 * 1024  # request line + headers; uvicorn/h11 use the same order of magnitude
 _BODY_HIGH = 256 * 1024  # body bytes buffered for the app before reading stops
 _MAX_PIPELINED = 8  # requests parsed ahead of the one being answered before reading stops
-_REASONS = {status.value: status.phrase.encode() for status in HTTPStatus}
 _ABORT_WAIT = 1.0  # after `drain`'s bound: how long closed connections get to flush before they are aborted
 _SWEEP_MAX = 1.0  # the longest pause between two checks of the connections' deadlines
 _SWEEP_MIN = 0.01
-
-
-Whole = tuple[int, bytes, bytes]
-"""A whole response to a POST: status, its header lines (`name: value\r\n`, no Content-Length; checked by
-the app) and the body."""
-Later = Callable[[Receive, Send], Awaitable[Whole | None]]
-"""The rest of an answer the app started: a coroutine function that returns the `Whole` response, or
-answers on ASGI `receive` and `send` itself (and returns `None`)."""
-WireAnswer = Whole | Later
-"""What an app's `wire_fast(target, headers, body)` answers a complete POST with (`None` instead: the app's
-ASGI call answers it). See `_Connection._next`."""
-
-
-class _Clock:
-    """The `Date` header, formatted at most once a second (RFC 9110 asks an origin server with a clock
-    to send it; formatting it per response would cost more than the rest of the head)."""
-
-    second = -1
-    value = b""
-
-    @classmethod
-    def date(cls) -> bytes:
-        now = int(time.time())
-        if now != cls.second:
-            cls.second, cls.value = now, formatdate(now, usegmt=True).encode()
-        return cls.value
-
-
-class _Cycle:
-    """One request: its scope, its body as it arrives, and its response's progress."""
-
-    __slots__ = (
-        "body", "chunked", "complete", "delivered", "expecting", "head_sent", "headers", "keep_alive",
-        "method", "more", "response_done", "scope", "start", "target", "version",
-    )  # fmt: skip
-
-    def __init__(
-        self, method: str, target: bytes, version: str, headers: list[tuple[bytes, bytes]], keep_alive: bool
-    ) -> None:
-        self.method = method
-        self.target = target  # the raw request target (path and query)
-        self.version = version
-        self.headers = headers
-        self.scope: Scope | None = None  # built when the ASGI app is called (not on the fast path)
-        self.body: deque[bytes] = deque()
-        self.complete = False  # the whole request body has been read
-        self.delivered = False  # ... and handed to the app
-        self.chunked = False
-        # body arrived, the body completed, or the client left: made when `_receive` first waits (most
-        # requests are complete before the app reads them, and the fast path never reads)
-        self.more: asyncio.Event | None = None
-        self.keep_alive = keep_alive
-        self.start: Message | None = None  # `http.response.start`, held until the first body message
-        self.head_sent = False
-        self.response_done = False
-        self.expecting = False  # `Expect: 100-continue` and no `100 Continue` sent yet
 
 
 class _Connection(asyncio.Protocol):
@@ -131,9 +72,9 @@ class _Connection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.parser = httptools.HttpRequestParser(self)
         self.client: tuple[str, int] | None = None
-        self.pending: deque[_Cycle] = deque()  # parsed (head at least), not yet answered
-        self.current: _Cycle | None = None
-        self.parsing: _Cycle | None = None  # the request whose bytes the parser is reading
+        self.pending: deque[Cycle] = deque()  # parsed (head at least), not yet answered
+        self.current: Cycle | None = None
+        self.parsing: Cycle | None = None  # the request whose bytes the parser is reading
         self.lost = False
         self.head_bytes = 0
         self.url = b""
@@ -202,7 +143,7 @@ class _Connection(asyncio.Protocol):
         self.url += url
         self.head_bytes += len(url)
         if self.head_bytes > _MAX_HEAD:
-            raise _HeadTooLarge
+            raise HeadTooLarge
 
     def on_header(self, name: bytes, value: bytes) -> None:
         name = name.lower()
@@ -211,13 +152,13 @@ class _Connection(asyncio.Protocol):
             self.expect_continue = True
         self.head_bytes += len(name) + len(value) + 4
         if self.head_bytes > _MAX_HEAD:
-            raise _HeadTooLarge
+            raise HeadTooLarge
 
     def on_headers_complete(self) -> None:
         self.head_deadline = None
         version = self.parser.get_http_version()
         method = self.parser.get_method().decode("ascii")
-        cycle = _Cycle(method, self.url, version, self.headers, self.parser.should_keep_alive())
+        cycle = Cycle(method, self.url, version, self.headers, self.parser.should_keep_alive())
         cycle.expecting = version == "1.1" and self.expect_continue
         self.parsing = cycle
         self.pending.append(cycle)  # started once the bytes parsed so far are (see `data_received`)
@@ -265,7 +206,7 @@ class _Connection(asyncio.Protocol):
                 return
         self.owner.start(self._run(cycle))
 
-    def _write_whole(self, cycle: _Cycle, answer: Whole, *, then: bool = True) -> None:
+    def _write_whole(self, cycle: Cycle, answer: Whole, *, then: bool = True) -> None:
         """A fast answer (to a POST: it has a body): head and body in one write, then (`then`) the next
         request."""
         assert self.transport is not None
@@ -277,8 +218,8 @@ class _Connection(asyncio.Protocol):
             b"HTTP/1.1 %d %s\r\ndate: %s\r\nserver: mcpframe\r\n%s%scontent-length: %d\r\n\r\n%s"
             % (
                 status,
-                _REASONS.get(status, b""),
-                _Clock.date(),
+                REASONS.get(status, b""),
+                Clock.date(),
                 lines,
                 b"" if cycle.keep_alive else b"connection: close\r\n",
                 len(body),
@@ -288,7 +229,7 @@ class _Connection(asyncio.Protocol):
         if then:
             self._finished(cycle)
 
-    def _scope(self, cycle: _Cycle) -> Scope:
+    def _scope(self, cycle: Cycle) -> Scope:
         """The request's ASGI scope (built once)."""
         if cycle.scope is None:
             parsed = httptools.parse_url(cycle.target)
@@ -309,7 +250,7 @@ class _Connection(asyncio.Protocol):
             }
         return cycle.scope
 
-    async def _run(self, cycle: _Cycle, later: Later | None = None) -> None:
+    async def _run(self, cycle: Cycle, later: Later | None = None) -> None:
         """The app's ASGI call for the request (or `later`, what its fast path left to do)."""
         try:
             receive: Receive = lambda: self._receive(cycle)  # noqa: E731
@@ -328,7 +269,7 @@ class _Connection(asyncio.Protocol):
             cycle.keep_alive = False  # a response cut short: the connection cannot carry another one
         self._finished(cycle)
 
-    def _finished(self, cycle: _Cycle) -> None:
+    def _finished(self, cycle: Cycle) -> None:
         self.current = None
         if self.lost or self.transport is None:
             return
@@ -341,7 +282,7 @@ class _Connection(asyncio.Protocol):
         else:
             self._arm_idle()
 
-    async def _receive(self, cycle: _Cycle) -> Message:
+    async def _receive(self, cycle: Cycle) -> Message:
         while True:
             if cycle.body:
                 body = cycle.body.popleft() if len(cycle.body) == 1 else b"".join(cycle.body)
@@ -364,7 +305,7 @@ class _Connection(asyncio.Protocol):
             cycle.more.clear()  # wait: more body, or (body all read) the client leaving
             await cycle.more.wait()
 
-    async def _send(self, cycle: _Cycle, message: Message) -> None:
+    async def _send(self, cycle: Cycle, message: Message) -> None:
         if self.writable is not None:
             await self.writable  # the client reads slowly: wait rather than buffer
         if self.lost or self.transport is None or cycle.response_done:
@@ -393,18 +334,18 @@ class _Connection(asyncio.Protocol):
             if cycle.more is not None:
                 cycle.more.set()
 
-    def _flush_head(self, cycle: _Cycle) -> None:
+    def _flush_head(self, cycle: Cycle) -> None:
         if cycle.head_sent or cycle.start is None or self.lost or self.transport is None:
             return
         cycle.head_sent = True
         self.transport.write(self._head(cycle, cycle.start, b"", more=True))
 
-    def _head(self, cycle: _Cycle, start: Message, body: bytes, more: bool) -> bytes:
+    def _head(self, cycle: Cycle, start: Message, body: bytes, more: bool) -> bytes:
         """The status line and headers, with the first (or only) part of the body."""
         status: int = start["status"]
-        reason = _REASONS.get(status, b"")
-        parts = [b"HTTP/1.1 %d %s\r\ndate: %s\r\nserver: mcpframe\r\n" % (status, reason, _Clock.date())]
-        length = _header_lines(cycle, start.get("headers", ()), parts)
+        reason = REASONS.get(status, b"")
+        parts = [b"HTTP/1.1 %d %s\r\ndate: %s\r\nserver: mcpframe\r\n" % (status, reason, Clock.date())]
+        length = header_lines(cycle, start.get("headers", ()), parts)
         if self.owner.draining or (cycle.expecting and not cycle.complete):
             # stopping: this answer is the connection's last. Or answered before `100 Continue`: the client
             # may or may not send the body now, so the next bytes cannot be trusted to be a new request
@@ -431,7 +372,7 @@ class _Connection(asyncio.Protocol):
 
     def _refuse(self, status: int, text: bytes) -> None:
         if self.transport is not None and not self.transport.is_closing():
-            reason = _REASONS.get(status, b"")
+            reason = REASONS.get(status, b"")
             self.transport.write(
                 b"HTTP/1.1 %d %s\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: %d\r\n"
                 b"connection: close\r\n\r\n%s" % (status, reason, len(text), text)
@@ -465,29 +406,6 @@ class _Connection(asyncio.Protocol):
 
     def _disarm_idle(self) -> None:
         self.idle_deadline = None
-
-
-def _header_lines(cycle: _Cycle, headers: Any, parts: list[bytes]) -> bytes | None:
-    """Append the app's headers to `parts`; the Content-Length it gave, if any."""
-    length = None
-    for name, value in headers:
-        # the values are the app's own, but one holding CR/LF would split the response: refuse it (`find`,
-        # not `in`: `b"\r" in value` first tries the needle as an int and raises and clears a TypeError)
-        if value.find(b"\r") >= 0 or value.find(b"\n") >= 0:
-            raise RuntimeError("an HTTP header value holds CR or LF")
-        low = name.lower()
-        if low == b"content-length":
-            length = value  # written once, by the caller
-            continue
-        if low == b"connection" and b"close" in value.lower():
-            cycle.keep_alive = False
-            continue
-        parts.append(b"%s: %s\r\n" % (name, value))
-    return length
-
-
-class _HeadTooLarge(Exception):
-    """Raised from a parser callback to stop parsing (httptools re-raises it as its callback error)."""
 
 
 class WireServer:
