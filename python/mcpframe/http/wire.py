@@ -257,8 +257,11 @@ class _Connection(asyncio.Protocol):
             send: Send = lambda m: self._send(cycle, m)  # noqa: E731
             if later is None:
                 await self.app(self._scope(cycle), receive, send)
-            elif (whole := await later(receive, send)) is not None and not self.lost:
-                self._write_whole(cycle, whole, then=False)
+            elif (whole := await later(receive, send)) is not None:
+                if self.writable is not None:
+                    await self.writable  # the client reads slowly: wait rather than buffer (as `_send`)
+                if not self.lost:
+                    self._write_whole(cycle, whole, then=False)
         except Exception:
             logger.exception("the ASGI app failed on %s %r", cycle.method, cycle.target)
             if not cycle.head_sent:
