@@ -253,15 +253,17 @@ class _Connection(asyncio.Protocol):
     async def _run(self, cycle: Cycle, later: Later | None = None) -> None:
         """The app's ASGI call for the request (or `later`, what its fast path left to do)."""
         try:
+            scope = self._scope(cycle) if later is None else None
+        except httptools.HttpParserError:  # a request target that is no URL
+            self._refuse(400, b"Bad Request")
+            return
+        try:
             receive: Receive = lambda: self._receive(cycle)  # noqa: E731
             send: Send = lambda m: self._send(cycle, m)  # noqa: E731
-            if later is None:
-                await self.app(self._scope(cycle), receive, send)
-            elif (whole := await later(receive, send)) is not None:
-                if self.writable is not None:
-                    await self.writable  # the client reads slowly: wait rather than buffer (as `_send`)
-                if not self.lost:
-                    self._write_whole(cycle, whole, then=False)
+            if scope is not None:
+                await self.app(scope, receive, send)
+            elif later is not None:
+                await self._finish_later(cycle, later, receive, send)
         except Exception:
             logger.exception("the ASGI app failed on %s %r", cycle.method, cycle.target)
             if not cycle.head_sent:
@@ -271,6 +273,15 @@ class _Connection(asyncio.Protocol):
         if not cycle.response_done:
             cycle.keep_alive = False  # a response cut short: the connection cannot carry another one
         self._finished(cycle)
+
+    async def _finish_later(self, cycle: Cycle, later: Later, receive: Receive, send: Send) -> None:
+        whole = await later(receive, send)
+        if whole is None:
+            return  # answered through `send`
+        if self.writable is not None:
+            await self.writable  # the client reads slowly: wait rather than buffer (as `_send` does)
+        if not self.lost:
+            self._write_whole(cycle, whole, then=False)
 
     def _finished(self, cycle: Cycle) -> None:
         self.current = None
