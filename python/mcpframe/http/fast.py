@@ -1,11 +1,11 @@
-"""The hot POST without the ASGI layers: one request of a known session, answered where it was parsed.
+"""The hot POST without the ASGI layers: one request, answered where it was parsed.
 
-Most POSTs a client makes carry one request (`tools/call`, `resources/read`...) in a session that runs.
-For those the lean HTTP server (`wire.py`) asks `StreamableHTTPServer.wire_fast` first, with the request's
-raw headers and its whole body, before building an ASGI scope. `fast_post` runs the same checks as the
-full path, with the same functions (`HostGuard.check` and the version check of `StreamableHTTPServer`,
-`refusal_of`, the body limit, `SessionManager.find`, `Body.decode`, the busy-id and admission rules), then
-starts the request the way the full path's direct path does (`PostHandler.start`: a pooled lane, an
+Most POSTs a client makes carry one request (`tools/call`, `resources/read`...) in a session that runs, or
+one 2026-07-28 request. For those the lean HTTP server (`wire.py`) asks `StreamableHTTPServer.wire_fast`
+first, with the request's raw headers and its whole body, before building an ASGI scope. The checks are
+the full path's own functions (`HostGuard.check`, the version check, `refusal_of`, the body limit,
+`SessionManager.find`, `Body.decode`, `mirror_mismatch`, the busy-id and admission rules); the request
+is then started the way the full path's direct path starts it (`PostHandler.start`: a pooled lane, an
 `Exchange`, `session.inline`, the handler's first step run eagerly). When the answer is in at once it is
 the same `Reply` the full path would build (`PostHandler.answered`), written by the wire server in one
 piece; else the rest of the full path (`PostHandler.respond`: wait for JSON, or switch to SSE) goes on
@@ -13,10 +13,10 @@ in a task, on the exchange already started, so a handler that suspends and then 
 asks the client something is answered exactly as before.
 
 What is not the common case is not taken here (`None`: the wire server runs the full ASGI path, which
-answers it, refusals included): a refusal of any kind, `auth`, a shared store, stateless serving, a batch,
-a notification or response, `initialize`, a 2026-07-28 request, a progress token, an id in flight, no room
-without queueing, no idle lane. Deciding that costs a header dict and, for a body that is not one plain
-request, one decode the full path repeats.
+answers it, refusals included): a refusal of any kind, `auth`, a batch, a notification or response,
+`initialize`, a progress token, `subscriptions/listen`; in a session also a shared store, stateless
+serving or an id in flight; and no room without queueing, or no idle lane. Deciding that costs a header
+dict and, for a body that is not one plain request, one decode the full path repeats.
 """
 
 from __future__ import annotations

@@ -130,8 +130,8 @@ class StreamableHTTPServer:
         """
         if target != self._target or self.options.auth is not None or not isinstance(self.posts, PostHandler):
             return None
-        headers = header_dict(raw_headers)
-        if self._screen(headers) is not None:
+        headers = header_dict(raw_headers)  # checked as `_admit` does (no `auth` here)
+        if self._guard(headers) is not None or _version_refusal(headers) is not None:
             return None
         return wire_answer(self.posts, headers, body)
 
@@ -256,26 +256,24 @@ class StreamableHTTPServer:
     async def _admit(self, request: HttpRequest) -> str | Reply | None:
         """Host/Origin, bearer token and protocol version header: the owner of the request's sessions (the
         token's subject, `None` without `auth`), or the reply refusing it."""
-        screened = self._screen(request.headers)
-        if screened is not None:
-            return screened
+        guarded = self._guard(request.headers)
+        if guarded is not None:
+            return guarded
         principal: AccessToken | None = None
         if self.options.auth is not None:
             principal_or_refusal = await self._authenticate(request)
             if isinstance(principal_or_refusal, Reply):
                 return principal_or_refusal
             principal = principal_or_refusal
+        refused = _version_refusal(request.headers)
+        if refused is not None:
+            return refused
         return None if principal is None else (principal.subject or "")
 
-    def _screen(self, headers: dict[str, str]) -> Reply | None:
-        """Host/Origin (DNS rebinding) and the protocol version header: the refusal, or `None`."""
+    def _guard(self, headers: dict[str, str]) -> Reply | None:
+        """Host and Origin (DNS rebinding): the refusal, or `None`."""
         refusal = self.guard.check(headers.get("host"), headers.get("origin"))
-        if refusal is not None:
-            return error_response(refusal[0], refusal[1])
-        version = headers.get(MCP_PROTOCOL_VERSION)
-        if version is not None and version not in SUPPORTED_VERSIONS:
-            return error_response(400, f"Bad Request: unsupported MCP-Protocol-Version {version!r}")
-        return None
+        return None if refusal is None else error_response(refusal[0], refusal[1])
 
     async def _authenticate(self, request: HttpRequest) -> AccessToken | Reply:
         auth = self.options.auth
@@ -368,6 +366,14 @@ class StreamableHTTPServer:
         else:
             await self.sessions.end(found)
         return Reply(200)
+
+
+def _version_refusal(headers: dict[str, str]) -> Reply | None:
+    """The refusal of an unsupported `MCP-Protocol-Version` header, or `None`."""
+    version = headers.get(MCP_PROTOCOL_VERSION)
+    if version is not None and version not in SUPPORTED_VERSIONS:
+        return error_response(400, f"Bad Request: unsupported MCP-Protocol-Version {version!r}")
+    return None
 
 
 async def serve_http(
