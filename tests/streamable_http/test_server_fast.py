@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from mcpframe.http import fast as fast_module
+from mcpframe.http import streams
 from mcpframe.http.responses import Reply
 from mcpframe.http.server import HttpOptions, serve_http
 
@@ -235,3 +236,13 @@ async def test_declined_posts_get_the_full_paths_answers(taken: list[str]) -> No
     assert want["wrong host"][0] == 421
     assert want["unknown session"][0] == 404
     assert [m["id"] for m in want["batch"][1]] == [11, 12]
+
+
+def test_stream_ids_are_unique_hex_and_a_forked_child_draws_its_own() -> None:
+    ids = [streams.new_stream_id() for _ in range(600)]  # more than one batch of 256
+    assert len(set(ids)) == len(ids)
+    assert all(len(i) == 24 and int(i, 16) >= 0 and "." not in i for i in ids)
+    before = streams._Ids.batch
+    streams._Ids.forget()  # what `os.register_at_fork` runs in a child
+    assert streams.new_stream_id() not in ids
+    assert streams._Ids.batch != before

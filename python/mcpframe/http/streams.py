@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import secrets
 
 from .events import EventStore, store_now
@@ -29,6 +30,15 @@ class _Ids:
     size = 12  # bytes per id
     batch = b""
     taken = 0  # bytes of `batch` already used
+
+    @classmethod
+    def forget(cls) -> None:
+        """A forked child draws its own: two processes must never hand out the same ids."""
+        cls.batch, cls.taken = b"", 0
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_Ids.forget)
 
 
 def new_stream_id() -> str:
