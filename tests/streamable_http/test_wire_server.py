@@ -128,6 +128,13 @@ async def test_garbage_is_refused_with_400() -> None:
     assert got.startswith(b"HTTP/1.1 400")
 
 
+async def test_a_request_target_that_is_no_url_is_refused_with_400() -> None:
+    # httptools' parser takes it; its URL parser (run when the ASGI scope is built) does not
+    async with server() as port:
+        got = await exchange(port, b"GET http://[bad/x HTTP/1.1\r\nHost: a\r\n\r\n", b"never")
+    assert got.startswith(b"HTTP/1.1 400")
+
+
 async def test_a_failing_app_costs_a_500_and_the_connection() -> None:
     async with server() as port:
         got = await exchange(port, post("/fail", b""), b"never")

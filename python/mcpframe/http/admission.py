@@ -73,14 +73,21 @@ class Admission:
         room past the bound, up to twice it, without queueing: they are cheap and say the server is alive
         (the rule the JSON-RPC Session applies too).
         """
+        slot = self.try_enter(requests, ping=ping)
+        if slot is not None:
+            return slot
+        if len(self._queue) >= self.max_queued:
+            return "full"
+        return await self._wait(min(requests, self.max_in_flight), receive)
+
+    def try_enter(self, requests: int, *, ping: bool = False) -> Slot | None:
+        """Room now, by `enter`'s rules, or `None` where `enter` would queue (or refuse)."""
         weight = min(requests, self.max_in_flight)
         if not self._queue and self.running + weight <= self.max_in_flight:
             return self._take(weight)
         if ping and self.running + weight <= 2 * self.max_in_flight:
             return self._take(weight)
-        if len(self._queue) >= self.max_queued:
-            return "full"
-        return await self._wait(weight, receive)
+        return None
 
     def _take(self, weight: int) -> Slot:
         self.running += weight

@@ -5,7 +5,16 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-__all__ = ["ClientDisconnect", "HttpRequest", "Receive", "Scope", "Send", "TooLarge", "wait_disconnect"]
+__all__ = [
+    "ClientDisconnect",
+    "HttpRequest",
+    "Receive",
+    "Scope",
+    "Send",
+    "TooLarge",
+    "header_dict",
+    "wait_disconnect",
+]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -21,6 +30,12 @@ class TooLarge(Exception):
     """The request body exceeds the limit."""
 
 
+def header_dict(raw: list[tuple[bytes, bytes]]) -> dict[str, str]:
+    """ASGI headers as a dict: lower-case names (ASGI servers give them so: uvicorn, hypercorn, granian and
+    `wire.py` do; Starlette relies on it too), the first of a repeated header kept (built from the end)."""
+    return {name.decode("latin-1"): value.decode("latin-1") for name, value in reversed(raw)}
+
+
 class HttpRequest:
     """An HTTP request: method, headers (lower-case names; the first of repeated ones) and its body."""
 
@@ -29,11 +44,7 @@ class HttpRequest:
     def __init__(self, scope: Scope, receive: Receive) -> None:
         self.scope = scope
         self.method: str = scope["method"]
-        # ASGI servers give header names lower-cased (uvicorn, hypercorn, granian and `wire.py` do; Starlette
-        # relies on it too). Built from the end, so that the first of a repeated header is the one kept.
-        self.headers: dict[str, str] = {
-            name.decode("latin-1"): value.decode("latin-1") for name, value in reversed(scope["headers"])
-        }
+        self.headers = header_dict(scope["headers"])
         self.receive = receive
 
     @property

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections import deque
+from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
-__all__ = ["EventStore", "MemoryEventStore", "Replay", "split_event_id"]
+__all__ = ["EventStore", "MemoryEventStore", "Replay", "split_event_id", "store_now"]
 
 _SEPARATOR = "."
 
@@ -50,6 +51,14 @@ class EventStore(Protocol):
         ...
 
 
+def store_now(store: EventStore | None) -> Callable[[str, str, bytes | None], str] | None:
+    """The store's `store_now` when its `store` is the memory store's own (a subclass that overrides
+    `store` keeps its awaited `store`), else `None`."""
+    if isinstance(store, MemoryEventStore) and type(store).store is MemoryEventStore.store:
+        return store.store_now
+    return None
+
+
 class MemoryEventStore:
     """The default store, in this process: per session, the latest `max_streams_per_session` streams, each a
     deque of its latest `max_events_per_stream` events."""
@@ -64,6 +73,10 @@ class MemoryEventStore:
 
     async def store(self, session_id: str, stream_id: str, message: bytes | None) -> str:
         """Append the event to its stream's deque (the oldest falls off past the bound)."""
+        return self.store_now(session_id, stream_id, message)
+
+    def store_now(self, session_id: str, stream_id: str, message: bytes | None) -> str:
+        """`store` without awaiting (it never waits): what lets a finished stream be answered at once."""
         streams = self._sessions.setdefault(session_id, {})
         events = streams.get(stream_id)
         if events is None:

@@ -213,16 +213,23 @@ class LanePool:
 
     def acquire(self) -> Lane:
         """An idle lane, or a new one (started in the background)."""
+        lane = self.take_idle()
+        if lane is not None:
+            return lane
+        lane = Lane(self.router, self.make_session, reusable=not self.closed)
+        lane.pool = self
+        self.spawn(lane.run)
+        return lane
+
+    def take_idle(self) -> Lane | None:
+        """An idle lane whose Session runs (what `acquire` prefers), or `None`: no new lane is made."""
         idle = self._idle
         while idle:
             lane = idle.pop()
             if lane.reusable and not lane.session.closed:
                 lane.reused = True
                 return lane
-        lane = Lane(self.router, self.make_session, reusable=not self.closed)
-        lane.pool = self
-        self.spawn(lane.run)
-        return lane
+        return None
 
     def put(self, lane: Lane) -> bool:
         """Keep a lane for the next POST; `False` when the pool is closed or holds enough already."""

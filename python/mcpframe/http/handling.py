@@ -30,7 +30,7 @@ from .headers import (
 )
 from .options import HttpOptions
 from .post import Body, one_line
-from .responses import Answer, Reply, StreamReplies, error_response, json_response
+from .responses import SSE_HEADERS, Answer, Reply, StreamReplies, error_response, json_response
 from .sessions import HttpSession, SessionManager
 from .streams import Stream
 
@@ -122,7 +122,7 @@ class PostHandler:
 
     async def _read(self, request: HttpRequest, accepts: Accepts) -> bytes | Reply:
         """The body, or the refusal of a request with the wrong media types or too big a body."""
-        refusal = _refusal(request, accepts)
+        refusal = refusal_of(request.headers, accepts)
         if refusal is not None:
             return refusal
         limit = self.options.max_body
@@ -201,7 +201,7 @@ class PostHandler:
         if body.batch:  # a batch Session reads batches: a lane of its own, ended afterwards
             lane = self._one_shot(session.router, session.handler, batches=True)
         else:
-            lane = self._lanes(session).acquire()
+            lane = self.lanes(session).acquire()
         exchange = Exchange(
             lane,
             session.new_stream(),
@@ -220,7 +220,13 @@ class PostHandler:
             response.headers.pop(MCP_SESSION_ID, None)
         return response
 
-    def _lanes(self, session: HttpSession) -> LanePool:
+    @property
+    def max_frame(self) -> int:
+        """The largest frame (here: POST body) a lane's Session decodes."""
+        return self._lane_options.max_frame
+
+    def lanes(self, session: HttpSession) -> LanePool:
+        """The pool of `session`'s lanes (made by its first POST)."""
         if session.lanes is None:
             handler = session.handler
             session.lanes = LanePool(
@@ -269,7 +275,7 @@ class PostHandler:
             return slot
         try:
             conn = self.connect()
-            lane = self._stateless_lanes().acquire()
+            lane = self.stateless_lanes().acquire()
             lane.handler = conn.handle_request
             conn.bind(lane.session)  # what `conn.run` does, minus its pump (only a listen needs it)
             exchange = Exchange(lane, Stream(None, None), ids)
@@ -302,7 +308,7 @@ class PostHandler:
             if not body.initialize:
                 conn.version = version
                 conn.initialized = True
-            lane = self._stateless_lanes().acquire()
+            lane = self.stateless_lanes().acquire()
             lane.handler = conn.handle_request
             conn.bind(lane.session)
             ids = [r.id for r in body.requests if r.id is not None]
@@ -313,7 +319,8 @@ class PostHandler:
             slot.release()
             raise
 
-    def _stateless_lanes(self) -> LanePool:
+    def stateless_lanes(self) -> LanePool:
+        """The pool of lanes of 2026-07-28 requests (made by the first one)."""
         if self._stateless is None:
             self._stateless = LanePool(
                 Router(),
@@ -334,9 +341,18 @@ class PostHandler:
         runner: Callable[[Session], Awaitable[None]] | None = None,
     ) -> Answer:
         """Run the exchange; answer JSON if only responses came, else switch to SSE."""
+        self.start(exchange, body, session, runner)
+        return await self.respond(exchange, session, accepts, headers)
+
+    def start(
+        self,
+        exchange: Exchange,
+        body: Body,
+        session: HttpSession | None,
+        runner: Callable[[Session], Awaitable[None]] | None = None,
+    ) -> None:
+        """Hand the POST's requests to the exchange's lane (its first step runs now on the direct path)."""
         stream = exchange.stream
-        spawn = self.sessions.spawn
-        priming = self.replies.priming(session)
         if session is not None:  # first: a direct answer may close the exchange before the next line
             exchange.on_close.append(lambda: session.stream_ended(stream))
         if self._direct(exchange, body):
@@ -344,7 +360,39 @@ class PostHandler:
         else:
             exchange.transport.feed(body.session_input())  # before anything routed to it can arrive
         if exchange.lane.pool is None:  # a one-shot lane: pooled ones are already running
-            spawn(exchange.lane.run, runner)
+            self.sessions.spawn(exchange.lane.run, runner)
+
+    def answered(
+        self, exchange: Exchange, session: HttpSession | None, accepts: Accepts, headers: dict[str, str]
+    ) -> Reply | None:
+        """The answer `respond` would give, when it can be given whole right now: the stream finished (every
+        request answered) and its events, if it is SSE, need no waiting to be stored (`finished_body`)."""
+        stream = exchange.stream
+        if not stream.finished.is_set():
+            return None
+        priming = self.replies.priming(session)
+        if not (accepts.sse and self._prefer_sse(priming)):
+            reply = self._json_ready(stream, session, accepts, headers)
+            if reply is not None:
+                return reply
+        body = stream.finished_body(retry_ms=priming)
+        if body is None:
+            return None
+        if session is not None:  # what the SSE reply's end does (`StreamReplies.reply`)
+            session.touch()
+            session.stream_ended(stream)
+        return Reply(200, body, {**SSE_HEADERS, **headers})
+
+    async def respond(
+        self, exchange: Exchange, session: HttpSession | None, accepts: Accepts, headers: dict[str, str]
+    ) -> Answer:
+        """The answer of a started exchange: JSON once only responses came, else SSE."""
+        ready = self.answered(exchange, session, accepts, headers)
+        if ready is not None:
+            return ready
+        stream = exchange.stream
+        spawn = self.sessions.spawn
+        priming = self.replies.priming(session)
         if not (accepts.sse and self._prefer_sse(priming)):
             answered = await self._json_answer(stream, session, accepts, headers)
             if answered is not None:
@@ -373,6 +421,13 @@ class PostHandler:
             finally:
                 if timer is not None:
                     timer.cancel()
+        return self._json_ready(stream, session, accepts, headers)
+
+    @staticmethod
+    def _json_ready(
+        stream: Stream, session: HttpSession | None, accepts: Accepts, headers: dict[str, str]
+    ) -> Reply | None:
+        """The JSON answer of a finished stream (`None`: not finished, or it must be SSE)."""
         if not stream.finished.is_set() or (stream.saw_other and accepts.sse):
             return None
         frames = stream.response_frames()
@@ -415,8 +470,9 @@ class PostHandler:
         return wait
 
 
-def _refusal(request: HttpRequest, accepts: Accepts) -> Reply | None:
-    if not is_json_content(request.headers.get("content-type")):
+def refusal_of(headers: dict[str, str], accepts: Accepts) -> Reply | None:
+    """The refusal of a POST with the wrong media types (`Content-Type`, `Accept`), else `None`."""
+    if not is_json_content(headers.get("content-type")):
         return error_response(415, "Unsupported Media Type: the body must be application/json")
     if not (accepts.json or accepts.sse):
         return error_response(406, "Not Acceptable: accept application/json or text/event-stream")

@@ -47,9 +47,17 @@ class Reply:
         if media_type is not None:
             self.headers["content-type"] = media_type
 
+    def header_lines(self) -> bytes:
+        """Its headers as HTTP/1.1 lines (`name: value\r\n`, no Content-Length); `ValueError` for a value
+        holding CR or LF, which would split the response."""
+        lines = b"".join([b"%s: %s\r\n" % pair for pair in _raw_headers(self.headers)])
+        if lines.count(b"\r") != lines.count(b"\n") or lines.count(b"\r\n") != len(self.headers):
+            raise ValueError("an HTTP header holds CR or LF")
+        return lines
+
     async def __call__(self, receive: Receive, send: Send) -> None:
         """Write it."""
-        raw = [(b"content-length", str(len(self.body)).encode()), *_raw_headers(self.headers)]
+        raw = [(b"content-length", b"%d" % len(self.body)), *_raw_headers(self.headers)]
         await send({"type": "http.response.start", "status": self.status, "headers": raw})
         await send({"type": "http.response.body", "body": self.body})
 

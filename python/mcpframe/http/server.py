@@ -33,14 +33,14 @@ import anyio
 import anyio.abc
 import uvicorn
 
-from mcpframe import jsonrpc
 from mcpframe.protocol import SUPPORTED_VERSIONS, at_least
 from mcpframe.server.lifecycle import Stop, current_stop, shutdown_grace
 from mcpframe.server.tasks_store import MemoryTaskStore
 
 from .admission import Admission
-from .asgi import HttpRequest, Receive, Scope, Send
+from .asgi import HttpRequest, Receive, Scope, Send, header_dict
 from .events import split_event_id
+from .fast import answering, wire_answer
 from .handling import PostHandler
 from .headers import FIRST_STATELESS, LAST_EVENT_ID, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, Accepts
 from .legacy import MESSAGES_PATH, SSE_PATH, LegacySSE, LegacyStream
@@ -49,10 +49,10 @@ from .pipe import Pipe
 from .responses import SSE_HEADERS, Answer, Reply, StreamReplies, error_response
 from .security import AccessToken, HostGuard
 from .sessions import HttpSession, SessionManager
-from .store import StoreUnavailable, open_store
+from .store import open_store
 from .store_sessions import SharedSessions
 from .streams import Stream, format_event
-from .wire import WireServer
+from .wire import WireAnswer, WireServer
 
 if TYPE_CHECKING:
     from mcpframe.server import Server
@@ -103,6 +103,7 @@ class StreamableHTTPServer:
         )
         # the 2024-11-05 HTTP+SSE transport on /sse and /messages/ (its sessions run inside their GETs)
         self.legacy = LegacySSE(server.connection, opts, self.sessions.shared) if opts.legacy_sse else None
+        self._target = opts.path.encode("latin-1")  # what `wire_fast` takes (no query, no percent-escape)
         self._tg: anyio.abc.TaskGroup | None = None
         self._server_lifespan: AbstractAsyncContextManager[Any] | None = None
 
@@ -114,23 +115,30 @@ class StreamableHTTPServer:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             request = HttpRequest(scope, receive)
-            try:
-                answer = await self._route(request)
-            except StoreUnavailable as exc:  # Redis down or slow: this request fails, the server stays
-                logger.warning("%s %s: %s", request.method, scope.get("path"), exc)
-                retry = {"Retry-After": "1"}
-                answer = error_response(
-                    503, f"Service Unavailable: {exc}", code=jsonrpc.INTERNAL_ERROR, headers=retry
-                )
-            except Exception as exc:  # a bug must cost one request, answered, never the server or a session
-                logger.exception("%s %s failed", request.method, scope.get("path"))
-                why = f"Internal error: handling this {request.method} failed ({type(exc).__name__})"
-                answer = error_response(500, why, code=jsonrpc.INTERNAL_ERROR)
+            answer = await answering(request.method, scope.get("path"), self._route(request))
             await answer(receive, send)
         elif scope["type"] == "lifespan":
             await self._lifespan(receive, send)
         elif scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 1000})
+
+    def wire_fast(
+        self, target: bytes, raw_headers: list[tuple[bytes, bytes]], body: bytes
+    ) -> WireAnswer | None:
+        """The lean server's hot path (`http/fast.py`): a POST to `target` (the raw request target) with
+        these headers (lower-case names) and this whole body, answered without the ASGI layers, or `None`
+        when it is not the common case (nothing was started: the ASGI app answers it).
+
+        A `WireAnswer` is `(status, header lines, body)`, or the coroutine function that finishes the
+        answer of the request already started: whole when it can be (JSON, a finished stream), else on
+        ASGI `receive` and `send` (SSE).
+        """
+        if target != self._target or self.options.auth is not None or not isinstance(self.posts, PostHandler):
+            return None
+        headers = header_dict(raw_headers)  # checked as `_admit` does (no `auth` here)
+        if self._guard(headers) is not None or _version_refusal(headers) is not None:
+            return None
+        return wire_answer(self.posts, headers, body)
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -253,19 +261,24 @@ class StreamableHTTPServer:
     async def _admit(self, request: HttpRequest) -> str | Reply | None:
         """Host/Origin, bearer token and protocol version header: the owner of the request's sessions (the
         token's subject, `None` without `auth`), or the reply refusing it."""
-        refusal = self.guard.check(request.headers.get("host"), request.headers.get("origin"))
-        if refusal is not None:
-            return error_response(refusal[0], refusal[1])
+        guarded = self._guard(request.headers)
+        if guarded is not None:
+            return guarded
         principal: AccessToken | None = None
         if self.options.auth is not None:
             principal_or_refusal = await self._authenticate(request)
             if isinstance(principal_or_refusal, Reply):
                 return principal_or_refusal
             principal = principal_or_refusal
-        version = request.headers.get(MCP_PROTOCOL_VERSION)
-        if version is not None and version not in SUPPORTED_VERSIONS:
-            return error_response(400, f"Bad Request: unsupported MCP-Protocol-Version {version!r}")
+        refused = _version_refusal(request.headers)
+        if refused is not None:
+            return refused
         return None if principal is None else (principal.subject or "")
+
+    def _guard(self, headers: dict[str, str]) -> Reply | None:
+        """Host and Origin (DNS rebinding): the refusal, or `None`."""
+        refusal = self.guard.check(headers.get("host"), headers.get("origin"))
+        return None if refusal is None else error_response(refusal[0], refusal[1])
 
     async def _authenticate(self, request: HttpRequest) -> AccessToken | Reply:
         auth = self.options.auth
@@ -360,6 +373,14 @@ class StreamableHTTPServer:
         else:
             await self.sessions.end(found)
         return Reply(200)
+
+
+def _version_refusal(headers: dict[str, str]) -> Reply | None:
+    """The refusal of an unsupported `MCP-Protocol-Version` header, or `None`."""
+    version = headers.get(MCP_PROTOCOL_VERSION)
+    if version is not None and version not in SUPPORTED_VERSIONS:
+        return error_response(400, f"Bad Request: unsupported MCP-Protocol-Version {version!r}")
+    return None
 
 
 async def serve_http(

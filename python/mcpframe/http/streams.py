@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import secrets
 
-from .events import EventStore
+from .events import EventStore, store_now
 from .pipe import Pipe
 from .store import StoreUnavailable
 
@@ -23,15 +24,43 @@ KEEPALIVE = b": keepalive\n\n"
 logger = logging.getLogger("mcpframe.http")
 
 
+class _Ids:
+    """Randomness for stream ids, drawn from `secrets` 256 ids at a time (see `new_stream_id`)."""
+
+    size = 12  # bytes per id
+    batch = b""
+    taken = 0  # bytes of `batch` already used
+
+    @classmethod
+    def forget(cls) -> None:
+        """A forked child draws its own: two processes must never hand out the same ids."""
+        cls.batch, cls.taken = b"", 0
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_Ids.forget)
+
+
 def new_stream_id() -> str:
-    """A fresh, unguessable stream id (URL-safe, never containing the event-id separator)."""
-    return secrets.token_urlsafe(12)
+    """A fresh, unguessable stream id: 12 bytes of `secrets` randomness in hex (URL-safe, never containing
+    the event-id separator).
+
+    Every POST with requests gets a stream: the bytes are drawn 256 ids at a time, since one
+    `secrets.token_urlsafe` per id (a system call and a base64 round) cost more than the rest of a stream.
+    """
+    ids = _Ids
+    start = ids.taken
+    if start >= len(ids.batch):
+        ids.batch, start = secrets.token_bytes(ids.size * 256), 0
+    ids.taken = start + ids.size
+    return ids.batch[start : ids.taken].hex()
 
 
 def format_event(frame: bytes, event_id: str | None = None) -> bytes:
     """One SSE `message` event carrying one JSON-RPC frame (its trailing newline dropped)."""
     data = frame.rstrip(b"\r\n")
-    if b"\n" in data or b"\r" in data:  # never from the core encoders, but SSE data lines must not break
+    # never from the core encoders, but SSE data lines must not break (`find`: see wire.py's header check)
+    if data.find(b"\n") >= 0 or data.find(b"\r") >= 0:
         data = b"\ndata: ".join(data.splitlines())
     head = b"" if event_id is None else b"id: " + event_id.encode() + b"\n"
     return head + b"event: message\ndata: " + data + b"\n\n"
@@ -66,6 +95,9 @@ class Stream:
         self.saw_other = False  # a frame that is not a response was emitted (the answer must be SSE)
         self._pipe: Pipe | None = None  # to the attached HTTP response
         self._lock = asyncio.Lock()
+        # once anything took the lock (attach, resume, a frame for an attached response), every frame does;
+        # before, a frame kept for later needs no lock: that is nothing awaited, in order
+        self._serialized = False
         self._priming_id: str | None = None
 
     @property
@@ -114,6 +146,17 @@ class Stream:
 
     async def emit(self, frame: bytes, *, response: bool) -> None:
         """Deliver the frame to the attached response (stored first if resumable), or keep it for later."""
+        if not self._serialized and self._pipe is None and self._buffering and not self.attached_once:
+            # kept for later, as under the lock: nothing is awaited, and nobody has taken the lock yet
+            self._backlog.append((frame, response))
+        else:
+            await self._emit_locked(frame, response)
+        if not response:
+            self.saw_other = True
+            self.wake.set()
+
+    async def _emit_locked(self, frame: bytes, response: bool) -> None:
+        self._serialized = True
         async with self._lock:
             if self._pipe is None and self._buffering and not self.attached_once:
                 self._backlog.append((frame, response))
@@ -121,9 +164,6 @@ class Stream:
                 event_id = await self._store(frame)
                 if self._pipe is not None:
                     self._deliver(self._pipe, format_event(frame, event_id))
-        if not response:
-            self.saw_other = True
-            self.wake.set()
 
     def _deliver(self, pipe: Pipe, chunk: bytes) -> None:
         if not pipe.put(chunk) and self._pipe is pipe:
@@ -139,6 +179,7 @@ class Stream:
 
     async def attach(self, *, retry_ms: int | None) -> Pipe:
         """Start an HTTP response on this stream: the priming event (if `retry_ms`), then the backlog."""
+        self._serialized = True
         async with self._lock:
             pipe = Pipe()
             if self._backlog and getattr(self.store, "store_many", None) is not None:
@@ -155,6 +196,28 @@ class Stream:
             self.attached_once = True
             self._connect(pipe)
             return pipe
+
+    def finished_body(self, *, retry_ms: int | None) -> bytes | None:
+        """For a finished stream never attached: what `attach` and the SSE reply would write, made now (the
+        priming event if `retry_ms`, then every frame, stored first when resumable), or `None` when that
+        needs waiting (a store that is not the memory store, the lock held, not finished, attached)."""
+        if not self.finished.is_set() or self.attached_once or self._serialized:
+            return None
+        store = store_now(self.store)
+        if self.store is not None and store is None:
+            return None
+        chunks: list[bytes] = []
+        if store is not None and self.session_id is not None:
+            if retry_ms is not None:
+                self._priming_id = store(self.session_id, self.id, None)
+                chunks.append(_priming(self._priming_id, retry_ms))
+            for frame, _ in self._backlog:
+                chunks.append(format_event(frame, store(self.session_id, self.id, frame)))
+        else:
+            chunks += [format_event(frame) for frame, _ in self._backlog]
+        self._backlog.clear()
+        self.attached_once = True
+        return b"".join(chunks)
 
     async def _attach_shared(self, pipe: Pipe, retry_ms: int | None) -> None:
         """`attach` on a shared store: the priming event and the backlog stored in one round trip (a quick
@@ -175,6 +238,7 @@ class Stream:
         """Reattach after `last_event_id`: replay what followed it, then go on live. `None`: unknown id."""
         if self.store is None or self.session_id is None:
             return None
+        self._serialized = True
         async with self._lock:
             replay = await self.store.replay(self.session_id, last_event_id)
             if replay is None or replay.stream_id != self.id:

@@ -37,11 +37,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections import deque
-from collections.abc import Coroutine
-from email.utils import formatdate
-from http import HTTPStatus
+from collections.abc import Callable, Coroutine
 from typing import Any
 from urllib.parse import unquote
 
@@ -49,56 +46,19 @@ import httptools
 
 from mcpframe.session import eager
 
-from .asgi import Message, Scope
+from .asgi import Message, Receive, Scope, Send
+from .wire_parts import REASONS, Clock, Cycle, HeadTooLarge, Later, Whole, WireAnswer, header_lines
 
-__all__ = ["WireServer", "serve_asgi"]
+__all__ = ["Later", "Whole", "WireAnswer", "WireServer", "serve_asgi"]
 
 logger = logging.getLogger("mcpframe.http")
 
 _MAX_HEAD = 64 * 1024  # request line + headers; uvicorn/h11 use the same order of magnitude
 _BODY_HIGH = 256 * 1024  # body bytes buffered for the app before reading stops
 _MAX_PIPELINED = 8  # requests parsed ahead of the one being answered before reading stops
-_REASONS = {status.value: status.phrase.encode() for status in HTTPStatus}
 _ABORT_WAIT = 1.0  # after `drain`'s bound: how long closed connections get to flush before they are aborted
 _SWEEP_MAX = 1.0  # the longest pause between two checks of the connections' deadlines
 _SWEEP_MIN = 0.01
-
-
-class _Clock:
-    """The `Date` header, formatted at most once a second (RFC 9110 asks an origin server with a clock
-    to send it; formatting it per response would cost more than the rest of the head)."""
-
-    second = -1
-    value = b""
-
-    @classmethod
-    def date(cls) -> bytes:
-        now = int(time.time())
-        if now != cls.second:
-            cls.second, cls.value = now, formatdate(now, usegmt=True).encode()
-        return cls.value
-
-
-class _Cycle:
-    """One request: its scope, its body as it arrives, and its response's progress."""
-
-    __slots__ = (
-        "body", "chunked", "complete", "delivered", "expecting", "head_sent", "keep_alive", "more",
-        "response_done", "scope", "start",
-    )  # fmt: skip
-
-    def __init__(self, scope: Scope, keep_alive: bool) -> None:
-        self.scope = scope
-        self.body: deque[bytes] = deque()
-        self.complete = False  # the whole request body has been read
-        self.delivered = False  # ... and handed to the app
-        self.chunked = False
-        self.more = asyncio.Event()  # body arrived, the body completed, or the client left
-        self.keep_alive = keep_alive
-        self.start: Message | None = None  # `http.response.start`, held until the first body message
-        self.head_sent = False
-        self.response_done = False
-        self.expecting = False  # `Expect: 100-continue` and no `100 Continue` sent yet
 
 
 class _Connection(asyncio.Protocol):
@@ -112,13 +72,14 @@ class _Connection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.parser = httptools.HttpRequestParser(self)
         self.client: tuple[str, int] | None = None
-        self.pending: deque[_Cycle] = deque()  # parsed (head at least), not yet answered
-        self.current: _Cycle | None = None
-        self.parsing: _Cycle | None = None  # the request whose bytes the parser is reading
+        self.pending: deque[Cycle] = deque()  # parsed (head at least), not yet answered
+        self.current: Cycle | None = None
+        self.parsing: Cycle | None = None  # the request whose bytes the parser is reading
         self.lost = False
         self.head_bytes = 0
         self.url = b""
         self.headers: list[tuple[bytes, bytes]] = []
+        self.expect_continue = False  # the request asks for `100 Continue`
         self.writable: asyncio.Future[None] | None = None
         self.loop = asyncio.get_running_loop()
         # deadlines on the loop's clock, checked by the server's sweep (`expire`); None: not running
@@ -159,7 +120,7 @@ class _Connection(asyncio.Protocol):
         self.idle_deadline = self.head_deadline = None
         self.owner.forget(self)
         for cycle in (self.current, *self.pending):
-            if cycle is not None:
+            if cycle is not None and cycle.more is not None:
                 cycle.more.set()  # receive() answers http.disconnect from now on
         if self.writable is not None and not self.writable.done():
             self.writable.set_result(None)
@@ -175,44 +136,30 @@ class _Connection(asyncio.Protocol):
     # ---------------------------------------------------------------- the parser's callbacks
 
     def on_message_begin(self) -> None:
-        self.url, self.headers, self.head_bytes = b"", [], 0
+        self.url, self.headers, self.head_bytes, self.expect_continue = b"", [], 0, False
         self.head_deadline = self.loop.time() + self.owner.head_timeout
 
     def on_url(self, url: bytes) -> None:
         self.url += url
         self.head_bytes += len(url)
         if self.head_bytes > _MAX_HEAD:
-            raise _HeadTooLarge
+            raise HeadTooLarge
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        self.headers.append((name.lower(), value))
+        name = name.lower()
+        self.headers.append((name, value))
+        if name == b"expect" and value.lower() == b"100-continue":
+            self.expect_continue = True
         self.head_bytes += len(name) + len(value) + 4
         if self.head_bytes > _MAX_HEAD:
-            raise _HeadTooLarge
+            raise HeadTooLarge
 
     def on_headers_complete(self) -> None:
         self.head_deadline = None
-        parsed = httptools.parse_url(self.url)
         version = self.parser.get_http_version()
-        path = unquote(parsed.path.decode("latin-1"))  # ASGI's path is percent-decoded, raw_path is not
-        scope: Scope = {
-            "type": "http",
-            "asgi": {"version": "3.0", "spec_version": "2.4"},
-            "http_version": version,
-            "method": self.parser.get_method().decode("ascii"),
-            "scheme": "http",
-            "path": path,
-            "raw_path": parsed.path,
-            "query_string": parsed.query or b"",
-            "root_path": "",
-            "headers": self.headers,
-            "client": self.client,
-            "server": self.server,
-        }
-        cycle = _Cycle(scope, self.parser.should_keep_alive())
-        cycle.expecting = version == "1.1" and any(
-            name == b"expect" and value.lower() == b"100-continue" for name, value in self.headers
-        )
+        method = self.parser.get_method().decode("ascii")
+        cycle = Cycle(method, self.url, version, self.headers, self.parser.should_keep_alive())
+        cycle.expecting = version == "1.1" and self.expect_continue
         self.parsing = cycle
         self.pending.append(cycle)  # started once the bytes parsed so far are (see `data_received`)
 
@@ -221,7 +168,8 @@ class _Connection(asyncio.Protocol):
         if cycle is None or cycle.response_done:
             return  # answered without reading its body (a 413, say): the rest is read and dropped
         cycle.body.append(body)
-        cycle.more.set()
+        if cycle.more is not None:
+            cycle.more.set()
         if sum(map(len, cycle.body)) > _BODY_HIGH and self.transport is not None:
             self.transport.pause_reading()  # the app reads it (receive) before more comes in
 
@@ -231,7 +179,8 @@ class _Connection(asyncio.Protocol):
             return
         self.parsing = None
         cycle.complete = True
-        cycle.more.set()
+        if cycle.more is not None:
+            cycle.more.set()
         if len(self.pending) > _MAX_PIPELINED and self.transport is not None:
             # requests are answered one at a time: a client pipelining many waits for room. Reading goes
             # on otherwise, so that a client leaving is seen at once (the end of an SSE stream)
@@ -243,13 +192,80 @@ class _Connection(asyncio.Protocol):
         if self.lost or not self.pending:
             return
         self.current = cycle = self.pending.popleft()
+        fast = self.owner.fast
+        if fast is not None and cycle.complete and cycle.method == "POST" and self.writable is None:
+            # the app's hot path, before any ASGI scope is built (`WireAnswer`)
+            answer = fast(cycle.target, cycle.headers, b"".join(cycle.body))
+            if answer is not None:
+                cycle.body.clear()
+                cycle.delivered = True
+                if isinstance(answer, tuple):
+                    self._write_whole(cycle, answer)
+                else:
+                    self.owner.start(self._run(cycle, answer))
+                return
         self.owner.start(self._run(cycle))
 
-    async def _run(self, cycle: _Cycle) -> None:
+    def _write_whole(self, cycle: Cycle, answer: Whole, *, then: bool = True) -> None:
+        """A fast answer (to a POST: it has a body): head and body in one write, then (`then`) the next
+        request."""
+        assert self.transport is not None
+        status, lines, body = answer
+        cycle.head_sent = cycle.response_done = True
+        if self.owner.draining:
+            cycle.keep_alive = False  # stopping: this answer is the connection's last
+        self.transport.write(
+            b"HTTP/1.1 %d %s\r\ndate: %s\r\nserver: mcpframe\r\n%s%scontent-length: %d\r\n\r\n%s"
+            % (
+                status,
+                REASONS.get(status, b""),
+                Clock.date(),
+                lines,
+                b"" if cycle.keep_alive else b"connection: close\r\n",
+                len(body),
+                body,
+            )
+        )
+        if then:
+            self._finished(cycle)
+
+    def _scope(self, cycle: Cycle) -> Scope:
+        """The request's ASGI scope (built once)."""
+        if cycle.scope is None:
+            parsed = httptools.parse_url(cycle.target)
+            cycle.scope = {
+                "type": "http",
+                "asgi": {"version": "3.0", "spec_version": "2.4"},
+                "http_version": cycle.version,
+                "method": cycle.method,
+                "scheme": "http",
+                # ASGI's path is percent-decoded, raw_path is not
+                "path": unquote(parsed.path.decode("latin-1")),
+                "raw_path": parsed.path,
+                "query_string": parsed.query or b"",
+                "root_path": "",
+                "headers": cycle.headers,
+                "client": self.client,
+                "server": self.server,
+            }
+        return cycle.scope
+
+    async def _run(self, cycle: Cycle, later: Later | None = None) -> None:
+        """The app's ASGI call for the request (or `later`, what its fast path left to do)."""
         try:
-            await self.app(cycle.scope, lambda: self._receive(cycle), lambda m: self._send(cycle, m))
+            scope = self._scope(cycle) if later is None else None
+        except httptools.HttpParserError:  # a request target that is no URL
+            self._refuse(400, b"Bad Request")
+            return
+        try:
+            receive: Receive = lambda: self._receive(cycle)  # noqa: E731
+            send: Send = lambda m: self._send(cycle, m)  # noqa: E731
+            if scope is not None:
+                await self.app(scope, receive, send)
+            elif later is not None:
+                await self._finish_later(cycle, later, receive, send)
         except Exception:
-            logger.exception("the ASGI app failed on %s %s", cycle.scope["method"], cycle.scope["path"])
+            logger.exception("the ASGI app failed on %s %r", cycle.method, cycle.target)
             if not cycle.head_sent:
                 self._refuse(500, b"Internal Server Error")
                 return
@@ -258,7 +274,16 @@ class _Connection(asyncio.Protocol):
             cycle.keep_alive = False  # a response cut short: the connection cannot carry another one
         self._finished(cycle)
 
-    def _finished(self, cycle: _Cycle) -> None:
+    async def _finish_later(self, cycle: Cycle, later: Later, receive: Receive, send: Send) -> None:
+        whole = await later(receive, send)
+        if whole is None:
+            return  # answered through `send`
+        if self.writable is not None:
+            await self.writable  # the client reads slowly: wait rather than buffer (as `_send` does)
+        if not self.lost:
+            self._write_whole(cycle, whole, then=False)
+
+    def _finished(self, cycle: Cycle) -> None:
         self.current = None
         if self.lost or self.transport is None:
             return
@@ -271,7 +296,7 @@ class _Connection(asyncio.Protocol):
         else:
             self._arm_idle()
 
-    async def _receive(self, cycle: _Cycle) -> Message:
+    async def _receive(self, cycle: Cycle) -> Message:
         while True:
             if cycle.body:
                 body = cycle.body.popleft() if len(cycle.body) == 1 else b"".join(cycle.body)
@@ -289,10 +314,12 @@ class _Connection(asyncio.Protocol):
                 # the client waits for this before it sends the body (RFC 9110 10.1.1): the app reads it
                 cycle.expecting = False
                 self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            if cycle.more is None:
+                cycle.more = asyncio.Event()
             cycle.more.clear()  # wait: more body, or (body all read) the client leaving
             await cycle.more.wait()
 
-    async def _send(self, cycle: _Cycle, message: Message) -> None:
+    async def _send(self, cycle: Cycle, message: Message) -> None:
         if self.writable is not None:
             await self.writable  # the client reads slowly: wait rather than buffer
         if self.lost or self.transport is None or cycle.response_done:
@@ -318,27 +345,28 @@ class _Connection(asyncio.Protocol):
             self.transport.write(self._head(cycle, cycle.start, body, more))
         if not more:
             cycle.response_done = True
-            cycle.more.set()
+            if cycle.more is not None:
+                cycle.more.set()
 
-    def _flush_head(self, cycle: _Cycle) -> None:
+    def _flush_head(self, cycle: Cycle) -> None:
         if cycle.head_sent or cycle.start is None or self.lost or self.transport is None:
             return
         cycle.head_sent = True
         self.transport.write(self._head(cycle, cycle.start, b"", more=True))
 
-    def _head(self, cycle: _Cycle, start: Message, body: bytes, more: bool) -> bytes:
+    def _head(self, cycle: Cycle, start: Message, body: bytes, more: bool) -> bytes:
         """The status line and headers, with the first (or only) part of the body."""
         status: int = start["status"]
-        reason = _REASONS.get(status, b"")
-        parts = [b"HTTP/1.1 %d %s\r\ndate: %s\r\nserver: mcpframe\r\n" % (status, reason, _Clock.date())]
-        length = _header_lines(cycle, start.get("headers", ()), parts)
+        reason = REASONS.get(status, b"")
+        parts = [b"HTTP/1.1 %d %s\r\ndate: %s\r\nserver: mcpframe\r\n" % (status, reason, Clock.date())]
+        length = header_lines(cycle, start.get("headers", ()), parts)
         if self.owner.draining or (cycle.expecting and not cycle.complete):
             # stopping: this answer is the connection's last. Or answered before `100 Continue`: the client
             # may or may not send the body now, so the next bytes cannot be trusted to be a new request
             cycle.keep_alive = False
         if not cycle.keep_alive:
             parts.append(b"connection: close\r\n")
-        head_only = cycle.scope["method"] == "HEAD" or status in (204, 304)
+        head_only = cycle.method == "HEAD" or status in (204, 304)
         if length is not None or head_only or not more:
             if length is None and not head_only:
                 length = b"%d" % len(body)
@@ -358,7 +386,7 @@ class _Connection(asyncio.Protocol):
 
     def _refuse(self, status: int, text: bytes) -> None:
         if self.transport is not None and not self.transport.is_closing():
-            reason = _REASONS.get(status, b"")
+            reason = REASONS.get(status, b"")
             self.transport.write(
                 b"HTTP/1.1 %d %s\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: %d\r\n"
                 b"connection: close\r\n\r\n%s" % (status, reason, len(text), text)
@@ -394,28 +422,6 @@ class _Connection(asyncio.Protocol):
         self.idle_deadline = None
 
 
-def _header_lines(cycle: _Cycle, headers: Any, parts: list[bytes]) -> bytes | None:
-    """Append the app's headers to `parts`; the Content-Length it gave, if any."""
-    length = None
-    for name, value in headers:
-        # the values are the app's own, but one holding CR/LF would split the response: refuse it
-        if b"\r" in value or b"\n" in value:
-            raise RuntimeError("an HTTP header value holds CR or LF")
-        low = name.lower()
-        if low == b"content-length":
-            length = value  # written once, by the caller
-            continue
-        if low == b"connection" and b"close" in value.lower():
-            cycle.keep_alive = False
-            continue
-        parts.append(b"%s: %s\r\n" % (name, value))
-    return length
-
-
-class _HeadTooLarge(Exception):
-    """Raised from a parser callback to stop parsing (httptools re-raises it as its callback error)."""
-
-
 class WireServer:
     """The lean server on one listening socket, and its graceful stop.
 
@@ -435,6 +441,9 @@ class WireServer:
         self._all_closed: asyncio.Event | None = None
         self._sweeper: asyncio.Task[None] | None = None
         self._eager: eager.EagerStarter | None = None
+        # the app's hot path for a complete POST (`WireAnswer`), e.g. `StreamableHTTPServer.wire_fast`
+        self.fast: Callable[[bytes, list[tuple[bytes, bytes]], bytes], WireAnswer | None] | None
+        self.fast = getattr(app, "wire_fast", None)
         self._sweep_every = min(_SWEEP_MAX, max(_SWEEP_MIN, min(keepalive_timeout, head_timeout) / 4))
 
     async def listen(self, sock: Any) -> None:

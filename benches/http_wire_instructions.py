@@ -1,0 +1,106 @@
+"""Server instructions per Streamable HTTP `tools/call`: callgrind on the server child, steady on a noisy box.
+
+    python benches/http_wire_instructions.py [--server mcpframe-lean|mcpframe|floor] [--mode json|sse]
+        [--era legacy|modern] [--tool aecho|echo] [--calls 1000] [--pythonpath DIR]
+
+Starts the server of `benches/bench_http_wire.py` under `valgrind --tool=callgrind --instr-atstart=no`,
+opens one session with the bench's own raw HTTP/1.1 client, checks an answer, makes 300 warm-up calls,
+switches instrumentation on (`callgrind_control -i on`), makes `--calls` calls one at a time, switches it
+off, and prints the instructions counted divided by `--calls`: the server process's user-space work per
+call (parsing, checks, dispatch, handler, encode, write; the kernel's part is not counted). `--pythonpath`
+runs another checkout's `python/` (with its native extension) for a before/after. Needs Debian's
+`valgrind`. Round 4 of issue 11 (benches/README.md) was measured with it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benches"))
+
+from servers.http_wire_client import Session, open_connection  # noqa: E402
+
+WARM_UP = 300
+
+
+def _command(args: argparse.Namespace, out: str) -> list[str]:
+    valgrind = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}"]
+    if args.server == "floor":
+        bench = str(ROOT / "benches" / "bench_http_wire.py")
+        return [*valgrind, sys.executable, bench, "--serve", "floor", "--mode", args.mode]
+    serve = [sys.executable, "-m", "mcpframe", "serve", f"{ROOT}/benches/servers/http_tools.py:server"]
+    mode = "auto" if args.mode == "json" else "resumable"
+    serve += ["--http", "--port", "0", "--response-mode", mode]
+    if args.server == "mcpframe-lean":
+        serve += ["--http-server", "mcpframe"]
+    return [*valgrind, *serve]
+
+
+async def _calls(port: int, pid: int, args: argparse.Namespace) -> None:
+    session = Session(await open_connection(port), port, args.era, args.tool)
+    await session.open()
+    await session.check(10_000_000)
+    for rid in range(WARM_UP):
+        await session.call(rid)
+    subprocess.run(["callgrind_control", "-i", "on", str(pid)], check=True, capture_output=True)
+    for rid in range(WARM_UP, WARM_UP + args.calls):
+        await session.call(rid)
+    subprocess.run(["callgrind_control", "-i", "off", str(pid)], check=True, capture_output=True)
+
+
+def instructions(args: argparse.Namespace) -> float:
+    """The server's instructions per call (see the module doc)."""
+    with tempfile.TemporaryDirectory(prefix="mcpframe-cg-") as tmp:
+        out = os.path.join(tmp, "callgrind.out")
+        path = args.pythonpath or str(ROOT / "python")
+        env = {**os.environ, "PYTHONPATH": path, "PYTHONHASHSEED": "0"}
+        child = subprocess.Popen(
+            _command(args, out), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
+        )
+        assert child.stdout is not None
+        port = 0
+        for line in child.stdout:
+            if "http://" in line:
+                port = int(line.split("http://", 1)[1].split("/", 1)[0].rsplit(":", 1)[1])
+                break
+        if not port:
+            raise RuntimeError(f"the {args.server} server did not start under valgrind")
+        threading.Thread(target=lambda: [None for _ in child.stdout or ()], daemon=True).start()
+        try:
+            asyncio.run(_calls(port, child.pid, args))
+        finally:
+            child.terminate()
+            child.wait(timeout=60)
+        total = 0
+        for name in os.listdir(tmp):
+            with open(os.path.join(tmp, name)) as dump:
+                for line in dump:
+                    if line.startswith(("totals:", "summary:")):
+                        total = max(total, int(line.split()[1]))
+        return total / args.calls
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--server", choices=("mcpframe-lean", "mcpframe", "floor"), default="mcpframe-lean")
+    parser.add_argument("--mode", choices=("json", "sse"), default="json")
+    parser.add_argument("--era", choices=("legacy", "modern"), default="legacy")
+    parser.add_argument("--tool", choices=("aecho", "echo"), default="aecho")
+    parser.add_argument("--calls", type=int, default=1000)
+    parser.add_argument("--pythonpath", help="another checkout's python/ folder (before/after)")
+    args = parser.parse_args(argv)
+    per_call = instructions(args)
+    print(f"{args.server} {args.mode} {args.era} {args.tool}: {per_call:,.0f} instructions per call")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,188 @@
+"""The hot POST without the ASGI layers: one request, answered where it was parsed.
+
+Most POSTs a client makes carry one request (`tools/call`, `resources/read`...) in a session that runs, or
+one 2026-07-28 request. For those the lean HTTP server (`wire.py`) asks `StreamableHTTPServer.wire_fast`
+first, with the request's raw headers and its whole body, before building an ASGI scope. The checks are
+the full path's own functions (`HostGuard.check`, the version check, `refusal_of`, the body limit,
+`SessionManager.find`, `Body.decode`, `mirror_mismatch`, the busy-id and admission rules); the request
+is then started the way the full path's direct path starts it (`PostHandler.start`: a pooled lane, an
+`Exchange`, `session.inline`, the handler's first step run eagerly). When the answer is in at once it is
+the same `Reply` the full path would build (`PostHandler.answered`), written by the wire server in one
+piece; else the rest of the full path (`PostHandler.respond`: wait for JSON, or switch to SSE) goes on
+in a task, on the exchange already started, so a handler that suspends and then logs, reports progress or
+asks the client something is answered exactly as before.
+
+What is not the common case is not taken here (`None`: the wire server runs the full ASGI path, which
+answers it, refusals included): a refusal of any kind, `auth`, a batch, a notification or response,
+`initialize`, a progress token, `subscriptions/listen`; in a session also a shared store, stateless
+serving or an id in flight; and no room without queueing, or no idle lane. Deciding that costs a header
+dict and, for a body that is not one plain request, one decode the full path repeats.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, TypeVar
+
+from mcpframe import jsonrpc, protocol
+
+from .asgi import Receive, Send
+from .exchange import Exchange
+from .handling import PostHandler, refusal_of
+from .headers import FIRST_STATELESS, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, Accepts, mirror_mismatch
+from .post import Body
+from .responses import Answer, Reply, error_response
+from .store import StoreUnavailable
+from .streams import Stream
+from .wire_parts import Whole, WireAnswer
+
+if TYPE_CHECKING:
+    from .sessions import HttpSession
+
+__all__ = ["FastAnswer", "answering", "fast_post", "wire_answer"]
+
+logger = logging.getLogger("mcpframe.http")
+_T = TypeVar("_T")
+
+FastAnswer = Reply | Callable[[], Awaitable[Answer]]
+"""A complete `Reply`, or the coroutine function that finishes the answer of a request already started."""
+
+
+def wire_answer(posts: PostHandler, headers: dict[str, str], data: bytes) -> WireAnswer | None:
+    """`fast_post` for the lean server (`StreamableHTTPServer.wire_fast`): its `Reply` as a `Whole`, what
+    finishes it as a `Later`, a failure as the 500 the full path gives."""
+    try:
+        answer = fast_post(posts, headers, data)
+    except Exception as exc:  # as on the full path: a bug costs this request, answered
+        logger.exception("POST %s failed", posts.options.path)
+        why = f"Internal error: handling this POST failed ({type(exc).__name__})"
+        answer = error_response(500, why, code=jsonrpc.INTERNAL_ERROR)
+    if answer is None:
+        return None
+    if isinstance(answer, Reply):
+        return answer.status, answer.header_lines(), answer.body
+    later = answer
+
+    async def finish(receive: Receive, send: Send) -> Whole | None:
+        reply = await answering("POST", posts.options.path, later())
+        if isinstance(reply, Reply):
+            return reply.status, reply.header_lines(), reply.body
+        await reply(receive, send)
+        return None
+
+    return finish
+
+
+async def answering(method: str, path: object, routed: Awaitable[_T]) -> _T | Reply:
+    """`routed`'s answer; a failure becomes the error answer (a bug costs one request, never the server)."""
+    try:
+        return await routed
+    except StoreUnavailable as exc:  # Redis down or slow: this request fails, the server stays
+        logger.warning("%s %s: %s", method, path, exc)
+        retry = {"Retry-After": "1"}
+        return error_response(503, f"Service Unavailable: {exc}", code=jsonrpc.INTERNAL_ERROR, headers=retry)
+    except Exception as exc:
+        logger.exception("%s %s failed", method, path)
+        why = f"Internal error: handling this {method} failed ({type(exc).__name__})"
+        return error_response(500, why, code=jsonrpc.INTERNAL_ERROR)
+
+
+def fast_post(posts: PostHandler, headers: dict[str, str], data: bytes) -> FastAnswer | None:
+    """Start the POST `headers` + `data` (Host, Origin and version already checked) if it is the common
+    case (see the module doc); `None` otherwise, with nothing started."""
+    accepts = Accepts.parse(headers.get("accept"))
+    options = posts.options
+    if refusal_of(headers, accepts) is not None or len(data) > options.max_body:
+        return None
+    if protocol.at_least(headers.get(MCP_PROTOCOL_VERSION, ""), FIRST_STATELESS):
+        return _stateless(posts, headers, accepts, data)
+    found = _in_session(posts, headers, data)
+    if found is None:
+        return None
+    session, body = found
+    request = body.requests[0]
+    slot = posts.admission.try_enter(1, ping=request.method == protocol.PING)
+    if slot is None:
+        return None
+    lane = posts.lanes(session).take_idle()
+    if lane is None:
+        slot.release()
+        return None
+    session.touch()
+    assert request.id is not None
+    exchange = Exchange(lane, session.new_stream(), [request.id])
+    exchange.on_close.append(slot.release)
+    return _started(posts, exchange, body, session, accepts=accepts, headers={MCP_SESSION_ID: session.id})
+
+
+def _in_session(posts: PostHandler, headers: dict[str, str], data: bytes) -> tuple[HttpSession, Body] | None:
+    """The session and the decoded body of a handshake-era POST the fast path takes, else `None`."""
+    if posts.options.stateless or MCP_SESSION_ID not in headers or posts.sessions.shared is not None:
+        return None
+    session = posts.sessions.find(headers, None)
+    if isinstance(session, Reply) or session.version is None:
+        return None
+    body = Body.decode(data, max_frame=posts.max_frame, batches=protocol.batches_allowed(session.version))
+    if body.modern or not _plain(body):
+        return None
+    rid = body.requests[0].id
+    return None if rid is None or session.router.busy(rid) else (session, body)
+
+
+def _stateless(
+    posts: PostHandler, headers: dict[str, str], accepts: Accepts, data: bytes
+) -> FastAnswer | None:
+    """A 2026-07-28 request, as `PostHandler._modern` runs it: a connection of its own on a pooled
+    stateless lane (not `subscriptions/listen`, which runs no handler and lives as long as its client)."""
+    body = Body.decode(data, max_frame=posts.max_frame, batches=False)
+    if not (body.modern and _plain(body)):
+        return None
+    request = body.requests[0]
+    if request.method == protocol.SUBSCRIPTIONS_LISTEN or request.id is None:
+        return None
+    if mirror_mismatch(headers, request.method or "", request.params) is not None:
+        return None
+    slot = posts.admission.try_enter(1, ping=request.method == protocol.PING)
+    if slot is None:
+        return None
+    lane = posts.stateless_lanes().take_idle()
+    if lane is None:
+        slot.release()
+        return None
+    try:
+        conn = posts.connect()
+        lane.handler = conn.handle_request
+        conn.bind(lane.session)
+        exchange = Exchange(lane, Stream(None, None), [request.id])
+        exchange.on_close += (conn.close, slot.release)
+    except BaseException:
+        slot.release()
+        raise
+    return _started(posts, exchange, body, None, accepts=accepts, headers={})
+
+
+def _started(
+    posts: PostHandler,
+    exchange: Exchange,
+    body: Body,
+    session: HttpSession | None,
+    *,
+    accepts: Accepts,
+    headers: dict[str, str],
+) -> FastAnswer:
+    """Start the exchange; its whole answer if it is in, else what finishes it."""
+    posts.start(exchange, body, session)
+    reply = posts.answered(exchange, session, accepts, headers)
+    if reply is not None:
+        return reply
+    return lambda: posts.respond(exchange, session, accepts, headers)
+
+
+def _plain(body: Body) -> bool:
+    """One request that is not `initialize`, with no progress token."""
+    if body.batch or len(body.items) != 1 or len(body.requests) != 1 or body.initialize:
+        return False
+    params = body.requests[0].params
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return not (isinstance(meta, dict) and protocol.PROGRESS_TOKEN in meta)

@@ -1,0 +1,97 @@
+"""The lean HTTP/1.1 server's parts that are not the connection: what a request is while it is answered
+(`Cycle`), the `Date` header's clock, the app's header lines, and the fast path's answer types."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from email.utils import formatdate
+from http import HTTPStatus
+from typing import Any
+
+from .asgi import Message, Receive, Scope, Send
+
+__all__ = ["REASONS", "Clock", "Cycle", "HeadTooLarge", "Later", "Whole", "WireAnswer", "header_lines"]
+
+REASONS = {status.value: status.phrase.encode() for status in HTTPStatus}
+"""The reason phrase of each status code."""
+
+Whole = tuple[int, bytes, bytes]
+"""A whole response to a POST: status, its header lines (`name: value\r\n`, no Content-Length; checked by
+the app) and the body."""
+Later = Callable[[Receive, Send], Awaitable[Whole | None]]
+"""The rest of an answer the app started: a coroutine function that returns the `Whole` response, or
+answers on ASGI `receive` and `send` itself (and returns `None`)."""
+WireAnswer = Whole | Later
+"""What an app's `wire_fast(target, headers, body)` answers a complete POST with (`None` instead: the app's
+ASGI call answers it). See `wire._Connection._next`."""
+
+
+class Clock:
+    """The `Date` header, formatted at most once a second (RFC 9110 asks an origin server with a clock
+    to send it; formatting it per response would cost more than the rest of the head)."""
+
+    second = -1
+    value = b""
+
+    @classmethod
+    def date(cls) -> bytes:
+        now = int(time.time())
+        if now != cls.second:
+            cls.second, cls.value = now, formatdate(now, usegmt=True).encode()
+        return cls.value
+
+
+class Cycle:
+    """One request: its scope, its body as it arrives, and its response's progress."""
+
+    __slots__ = (
+        "body", "chunked", "complete", "delivered", "expecting", "head_sent", "headers", "keep_alive",
+        "method", "more", "response_done", "scope", "start", "target", "version",
+    )  # fmt: skip
+
+    def __init__(
+        self, method: str, target: bytes, version: str, headers: list[tuple[bytes, bytes]], keep_alive: bool
+    ) -> None:
+        self.method = method
+        self.target = target  # the raw request target (path and query)
+        self.version = version
+        self.headers = headers
+        self.scope: Scope | None = None  # built when the ASGI app is called (not on the fast path)
+        self.body: deque[bytes] = deque()
+        self.complete = False  # the whole request body has been read
+        self.delivered = False  # ... and handed to the app
+        self.chunked = False
+        # body arrived, the body completed, or the client left: made when `_receive` first waits (most
+        # requests are complete before the app reads them, and the fast path never reads)
+        self.more: asyncio.Event | None = None
+        self.keep_alive = keep_alive
+        self.start: Message | None = None  # `http.response.start`, held until the first body message
+        self.head_sent = False
+        self.response_done = False
+        self.expecting = False  # `Expect: 100-continue` and no `100 Continue` sent yet
+
+
+def header_lines(cycle: Cycle, headers: Any, parts: list[bytes]) -> bytes | None:
+    """Append the app's headers to `parts`; the Content-Length it gave, if any."""
+    length = None
+    for name, value in headers:
+        # the values are the app's own, but one holding CR/LF would split the response: refuse it (`find`,
+        # not `in`: `b"\r" in value` first tries the needle as an int and raises and clears a TypeError)
+        if value.find(b"\r") >= 0 or value.find(b"\n") >= 0:
+            raise RuntimeError("an HTTP header value holds CR or LF")
+        low = name.lower()
+        if low == b"content-length":
+            length = value  # written once, by the caller
+            continue
+        if low == b"connection" and b"close" in value.lower():
+            cycle.keep_alive = False
+            continue
+        parts.append(b"%s: %s\r\n" % (name, value))
+    return length
+
+
+class HeadTooLarge(Exception):
+    """Raised from a parser callback to stop parsing (httptools re-raises it as its callback error)."""
