@@ -13,6 +13,8 @@ and the p50 added over the direct connection, the CPU of the process the client 
 the direct row the server) per pipelined call and per call one at a time ("alone"), from /proc, and that
 process's RSS after the calls.
 `--calls 1000000 --rounds 1 --contenders mcpframe` is the flat-RSS run: RSS sampled 20 times along it.
+`loop-floor` and `thread-floor` (`servers/relay_floor.py`) copy bytes both ways with nothing parsed, in an
+asyncio readiness callback per direction or a blocked thread per direction: floors for the added latency.
 FastMCP's proxy is slow enough that it gets `--fastmcp-calls` pipelined calls (per-call figures agree).
 `--forwarder-only` measures the `Forwarder` in-process (no pipes, no event-loop turns): the CPU of routing
 one request up and one answer back, the part a native forwarder would replace.
@@ -40,6 +42,7 @@ from mcpframe import core  # noqa: E402
 from servers.stdio_client import Child, ServerKind, pipelined, sequential  # noqa: E402
 
 ECHO = str(ROOT / "servers" / "mcpframe_echo.py")
+RELAY_FLOOR = str(ROOT / "servers" / "relay_floor.py")
 FASTMCP_PROXY = (
     "import sys\n"
     "from fastmcp.client.transports import StdioTransport\n"
@@ -50,6 +53,9 @@ COMMANDS = {
     "direct": [sys.executable, ECHO],
     "mcpframe": [sys.executable, "-m", "mcpframe", "proxy", "--", sys.executable, ECHO],
     "fastmcp": [sys.executable, "-c", FASTMCP_PROXY, ECHO],
+    # hand-written byte copiers, no proxy work: what an event loop (or a thread per direction) costs per hop
+    "loop-floor": [sys.executable, RELAY_FLOOR, "loop", sys.executable, ECHO],
+    "thread-floor": [sys.executable, RELAY_FLOOR, "threads", sys.executable, ECHO],
 }
 
 
@@ -224,6 +230,13 @@ def test_bench_proxy_answers() -> None:
     table = render(outcome["medians"])
     assert "| mcpframe |" in table
     assert outcome["medians"]["mcpframe"]["calls_s"] > 0
+
+
+def test_bench_proxy_floors_answer() -> None:
+    """The floors pass every answer through unchanged (the client checks each one)."""
+    outcome = run(["loop-floor", "thread-floor"], calls=50, rounds=1, latency=5, fastmcp_calls=50)
+    assert outcome["medians"]["loop-floor"]["calls_s"] > 0
+    assert outcome["medians"]["thread-floor"]["calls_s"] > 0
 
 
 if __name__ == "__main__":

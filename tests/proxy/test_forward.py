@@ -355,3 +355,45 @@ async def test_exit_policy_refuses_after_death(harness: Harness) -> None:
     refused = await a.frame()
     assert refused["error"]["code"] == -32000
     assert len(harness.links) == 1
+
+
+class TrickleClient(Client):
+    """A client whose sink takes at most `take` bytes at once (`send_nowait`), the rest by awaiting, or
+    fails at once (`take` < 0: the client is gone)."""
+
+    def __init__(self, forwarder: Forwarder, take: int) -> None:
+        self._send, self._receive = anyio.create_memory_object_stream[bytes](64)
+        self._pending = b""
+        self._take = take
+        self.session = forwarder.open_session(self._send.send, self._send_nowait)
+
+    def _send_nowait(self, data: bytes) -> int:
+        if self._take < 0:
+            raise TransportClosedError("the client is gone")
+        self._send.send_nowait(data[: self._take])
+        return min(len(data), self._take)
+
+
+async def test_answers_one_at_a_time_partly_taken_arrive_whole_and_in_order(harness: Harness) -> None:
+    """The one-session answer path: what the client's sink does not take at once follows, in order."""
+    a = TrickleClient(harness.forwarder, take=7)
+    for n in range(3):
+        await a.request(n, "tools/call", {"name": f"call {n}"})
+        sent = await harness.upstream.frame()
+        await harness.upstream.write({"jsonrpc": "2.0", "id": sent["id"], "result": f"answer {n}"})
+        assert await a.frame() == {"jsonrpc": "2.0", "id": n, "result": f"answer {n}"}
+    assert a.idle()
+
+
+async def test_a_client_gone_on_the_answer_path_has_its_requests_cancelled(harness: Harness) -> None:
+    """An answer the client cannot take (its sink fails) closes its session: its other request is
+    cancelled upstream, nothing is delivered."""
+    a = TrickleClient(harness.forwarder, take=-1)
+    await a.request("one", "tools/call")
+    await a.request("two", "tools/call")
+    first, second = await harness.upstream.frame(), await harness.upstream.frame()
+    await harness.upstream.write({"jsonrpc": "2.0", "id": first["id"], "result": {}})
+    cancelled = await harness.upstream.frame()
+    assert cancelled["method"] == "notifications/cancelled"
+    assert cancelled["params"]["requestId"] == second["id"]
+    assert a.idle()

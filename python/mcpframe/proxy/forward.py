@@ -332,7 +332,20 @@ class Forwarder:
         return Reader(self._ids, self._max_frame)
 
     def _route_chunk(self, reader: Reader, chunk: bytes) -> Awaitable[None] | None:
-        return self._route_nowait(*reader.feed(chunk))
+        relayed, items = reader.feed(chunk)
+        if items or len(relayed) != 1 or self._refusals:
+            return self._route_nowait(relayed, items)
+        # The one-call-at-a-time case: one session's answers and nothing else, written as they came
+        # (they end in LF already), without the grouping `_route_nowait` does.
+        conn, data = relayed[0]
+        session = self._sessions.get(conn)
+        if session is None:  # the client is gone: its answers have no taker
+            return None
+        try:
+            rest: bytes | None = session.writer.write_nowait(data)
+        except (TransportClosedError, OSError):
+            rest = None
+        return self._settle([(session, rest)]) if rest != b"" else None
 
     async def _route(
         self, relayed: list[tuple[int, bytes]], items: list[core.Message | core.FrameError]

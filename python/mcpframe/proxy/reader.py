@@ -7,6 +7,8 @@ from mcpframe import core
 
 __all__ = ["Reader", "splice", "splice_two"]
 
+_NOTHING: list[core.Message | core.FrameError] = []  # no held frames (read only, never appended to)
+
 
 class Reader:
     """The upstream's output: answers relayed by the core's `AnswerRelay`, the frames it holds decoded."""
@@ -19,7 +21,10 @@ class Reader:
         self._decoder.feed(b"\n")  # settles the BOM question: the relay dropped a stream-start one
 
     def feed(self, chunk: bytes) -> tuple[list[tuple[int, bytes]], list[core.Message | core.FrameError]]:
-        return self._split(*self._relay.feed(chunk))
+        relayed, held = self._relay.feed(chunk)
+        if not held:  # the common chunk: answers only, nothing to decode (one call less per chunk)
+            return relayed, _NOTHING
+        return self._split(relayed, held)
 
     def close(self) -> tuple[list[tuple[int, bytes]], list[core.Message | core.FrameError]]:
         return self._split(*self._relay.close())

@@ -58,13 +58,25 @@ class ClientSession:
     def feed_nowait(self, chunk: bytes) -> Awaitable[None] | None:
         """`feed` without a task switch when both sides take the bytes at once (the common case), for a
         transport's read callback; else what is left to await (stop reading until it is done)."""
-        upward, back = self._sort(*self._relay.feed(chunk))
+        relayed, held = self._relay.feed(chunk)
+        forwarder = self._forwarder
+        up = forwarder.writer()
+        if not held and up is not None:  # the common chunk: plain requests and notifications only
+            if relayed:
+                if (requests := self._relay.requests) != self._requests:  # inline: the hot path
+                    self._requests = requests
+                    forwarder.relayed(self)
+                try:
+                    if rest := up.write_nowait(relayed):
+                        return self._complete(b"", up, rest, b"")
+                except TransportClosedError:
+                    pass  # it died: `serve` fails the pending requests
+            return None
+        upward, back = self._sort(relayed, held)
         rest_back = b""
         if back:
             with contextlib.suppress(TransportClosedError, OSError):  # the client is gone: nobody to answer
                 rest_back = self.writer.write_nowait(back)
-        forwarder = self._forwarder
-        up = forwarder.writer()
         rest_up = b""
         if upward and up is not None:
             try:
@@ -97,10 +109,7 @@ class ClientSession:
     def _sort(self, relayed: bytes, held: list[bytes | core.FrameError]) -> tuple[bytes, bytes]:
         """The frames for the upstream (the relayed ones first) and the proxy's own answers to this
         client, each joined."""
-        forwarder = self._forwarder
-        if (requests := self._relay.requests) != self._requests:
-            self._requests = requests
-            forwarder.relayed(self)
+        self._note_requests()
         if not held:
             return relayed, b""
         upward: list[bytes] = [relayed[:-1]] if relayed else []
@@ -110,6 +119,12 @@ class ClientSession:
         if upward:
             upward.append(b"")
         return b"\n".join(upward), b"".join(back)
+
+    def _note_requests(self) -> None:
+        """Tell the forwarder when the relay forwarded requests of this session (`Forwarder.relayed`)."""
+        if (requests := self._relay.requests) != self._requests:
+            self._requests = requests
+            self._forwarder.relayed(self)
 
     def _route(self, item: core.Message | core.FrameError, upward: list[bytes], back: list[bytes]) -> None:
         """Route one held frame: to `upward` (for the upstream) or `back` (the proxy's answer)."""
