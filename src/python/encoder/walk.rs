@@ -15,7 +15,7 @@ use super::keys;
 use crate::digits;
 use crate::encode::{self, Output, MAX_CONTAINER_DEPTH};
 // The direct reads of CPython internals, where verified and allowed (else `None`: public path).
-use crate::python::ffi::{dict_entries, small_int};
+use crate::python::ffi::{dict_entries, small_int, Entries};
 
 /// Why a value could not be encoded.
 pub(crate) enum Failure {
@@ -290,9 +290,7 @@ impl<'py> Walker<'py> {
         // starts with `PyDictObject`, whose `ma_used` is what the public `PyDict_GET_SIZE` reads.
         unsafe {
             if let Some(entries) = dict_entries(ptr) {
-                for (i, (key, value)) in entries.enumerate() {
-                    self.entry(i == 0, key, value)?;
-                }
+                self.table_entries(entries)?;
             } else {
                 let mut pos: ffi::Py_ssize_t = 0;
                 let mut key: *mut ffi::PyObject = std::ptr::null_mut();
@@ -320,6 +318,50 @@ impl<'py> Walker<'py> {
         self.out.push(b'}');
         self.depth -= 1;
         Ok(())
+    }
+
+    /// The members of a dict read from its entry table. The next entry's value is prefetched
+    /// while the current member is written (as on the `PyDict_Next` path), and the keys of a
+    /// unicode-kind table are known to be exact `str` without loading their type.
+    #[inline(always)]
+    unsafe fn table_entries(&mut self, mut entries: Entries) -> Walked {
+        let str_keys = entries.str_keys();
+        let mut first = true;
+        while let Some((key, value)) = entries.next() {
+            prefetch(entries.peek_value());
+            // SAFETY: borrowed references from the dict being walked (see `dict`).
+            unsafe {
+                if str_keys {
+                    self.str_entry(first, key, value)?;
+                } else {
+                    self.entry(first, key, value)?;
+                }
+            }
+            first = false;
+        }
+        Ok(())
+    }
+
+    /// One `"key":value` member whose key is an exact `str`.
+    #[inline(always)]
+    unsafe fn str_entry(
+        &mut self,
+        first: bool,
+        key: *mut ffi::PyObject,
+        value: *mut ffi::PyObject,
+    ) -> Walked {
+        // SAFETY: as in `entry`.
+        unsafe {
+            self.out.reserve(keys::WRITE_ROOM);
+            let len = self.out.len();
+            let written = keys::write(key, first, self.out.as_mut_ptr().add(len));
+            if written != 0 {
+                self.out.set_len(len + written);
+            } else {
+                self.key_uncached(first, key)?;
+            }
+        }
+        self.any(value)
     }
 
     /// One `"key":value` member of an object.
