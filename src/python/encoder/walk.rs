@@ -15,7 +15,7 @@ use super::keys;
 use crate::digits;
 use crate::encode::{self, Output, MAX_CONTAINER_DEPTH};
 // The direct reads of CPython internals, where verified and allowed (else `None`: public path).
-use crate::python::ffi::{dict_entries, small_int, Entries};
+use crate::python::ffi::{cached_utf8, dict_entries, small_int, Entries};
 
 /// Why a value could not be encoded.
 pub(crate) enum Failure {
@@ -195,12 +195,15 @@ impl<'py> Walker<'py> {
 
     unsafe fn str(&mut self, ptr: *mut ffi::PyObject) -> Walked {
         // SAFETY: `ptr` is a live str (or subclass) object. A compact ASCII string stores its
-        // `length` bytes (ASCII, hence UTF-8) inline; otherwise CPython returns the UTF-8 form
-        // (cached in the object, valid while it lives) or NULL with an exception set.
+        // `length` bytes (ASCII, hence UTF-8) inline; otherwise the UTF-8 form cached in the
+        // object (valid while it lives) is read from it where verified, or CPython returns it
+        // (creating the cache) or NULL with an exception set.
         let text = unsafe {
             let bytes = if ffi::PyUnicode_IS_COMPACT_ASCII(ptr) != 0 {
                 let data = ffi::PyUnicode_DATA(ptr).cast::<u8>();
                 std::slice::from_raw_parts(data, ffi::PyUnicode_GET_LENGTH(ptr) as usize)
+            } else if let Some(cached) = cached_utf8(ptr) {
+                cached
             } else {
                 let mut size: ffi::Py_ssize_t = 0;
                 let data = ffi::PyUnicode_AsUTF8AndSize(ptr, &mut size);

@@ -9,6 +9,8 @@
 //! `Py_3_*` cfgs of `build.rs`: the extension is built per interpreter, not for abi3):
 //! - `dict_table`: the entry table of a dict, the same layout in 3.11, 3.12 and 3.13 with the GIL
 //!   (verified on 3.11.7, 3.12.1, 3.13.0);
+//! - `str_utf8`: the UTF-8 cache of a non-ASCII `str` of 3.12 and 3.13 with the GIL (verified on
+//!   3.12.1, 3.13.0);
 //! - `int311`: the int digits of CPython 3.11 (verified on 3.11.7);
 //! - `compact_int`: `PyUnstable_Long_IsCompact`/`PyUnstable_Long_CompactValue`, the documented
 //!   unstable API of 3.12 and 3.13 for one-digit ints, written out from their `static inline`
@@ -17,7 +19,8 @@
 //!
 //! At module import (`init`) each is switched on only when the running interpreter is CPython
 //! (with the expected int digits, for the int paths) and `MCPFRAME_PUBLIC_ONLY` is unset (or `0`, `false`, `no`, `off`,
-//! empty). Otherwise the callers take the public path: `PyDict_Next`, `PyLong_AsLongLongAndOverflow`,
+//! empty). Otherwise the callers take the public path: `PyDict_Next`, `PyUnicode_AsUTF8AndSize`,
+//! `PyLong_AsLongLongAndOverflow`,
 //! and a line built in a Rust buffer that is copied into its `bytes` object once. `paths` names the
 //! path each one takes (`_core._ffi_paths()`), so a test can see the switch take effect.
 
@@ -44,21 +47,9 @@ mod compact_int {
     /// This build has no unstable int API to enable.
     pub(crate) const COMPILED: bool = false;
 }
-#[cfg(all(
-    Py_3_11,
-    not(Py_3_14),
-    not(PyPy),
-    not(GraalPy),
-    not(Py_GIL_DISABLED)
-))]
+#[cfg(all(Py_3_11, not(Py_3_14), not(PyPy), not(GraalPy), not(Py_GIL_DISABLED)))]
 mod dict_table;
-#[cfg(not(all(
-    Py_3_11,
-    not(Py_3_14),
-    not(PyPy),
-    not(GraalPy),
-    not(Py_GIL_DISABLED)
-)))]
+#[cfg(not(all(Py_3_11, not(Py_3_14), not(PyPy), not(GraalPy), not(Py_GIL_DISABLED))))]
 mod dict_table {
     //! Stand-in where the dict layout is not verified: no direct path, ever.
 
@@ -112,6 +103,23 @@ mod int311 {
     pub(crate) const COMPILED: bool = false;
 }
 
+#[cfg(all(Py_3_12, not(Py_3_14), not(PyPy), not(GraalPy), not(Py_GIL_DISABLED)))]
+mod str_utf8;
+#[cfg(not(all(Py_3_12, not(Py_3_14), not(PyPy), not(GraalPy), not(Py_GIL_DISABLED))))]
+mod str_utf8 {
+    //! Stand-in where the unicode layout is not verified: no direct path, ever.
+
+    use pyo3::ffi;
+
+    /// No direct path on this interpreter.
+    pub(crate) unsafe fn cached_utf8<'a>(_text: *mut ffi::PyObject) -> Option<&'a [u8]> {
+        None
+    }
+
+    /// This build has no layout to enable.
+    pub(crate) const COMPILED: bool = false;
+}
+
 pub(crate) use dict_table::Entries;
 
 /// The environment variable that forces every public path (read once, at module import).
@@ -119,6 +127,8 @@ pub(crate) const PUBLIC_ONLY_VAR: &str = "MCPFRAME_PUBLIC_ONLY";
 
 /// Whether dict entry tables are read directly (set once by `init`).
 static DICT_TABLE: AtomicBool = AtomicBool::new(false);
+/// Whether the UTF-8 cache of a `str` is read from the object (set once by `init`).
+static STR_UTF8: AtomicBool = AtomicBool::new(false);
 /// Whether ints are read from the 3.11 digits (set once by `init`).
 static INT311: AtomicBool = AtomicBool::new(false);
 /// Whether ints are read with the unstable compact-int API of 3.12/3.13 (set once by `init`).
@@ -145,6 +155,7 @@ pub(crate) fn init(py: Python<'_>) -> PyResult<()> {
     // The cfgs already pin the minor version the extension was built for; the import machinery
     // refuses to load it into another one, so only the digit size remains to check.
     DICT_TABLE.store(cpython && dict_table::COMPILED, Ordering::Relaxed);
+    STR_UTF8.store(cpython && str_utf8::COMPILED, Ordering::Relaxed);
     let int311 = cpython && int311::COMPILED && bits == 30 && digit_size == 4;
     INT311.store(int311, Ordering::Relaxed);
     // The compact value is one digit read as a `uint32_t`: only with 4-byte digits.
@@ -155,7 +166,7 @@ pub(crate) fn init(py: Python<'_>) -> PyResult<()> {
 }
 
 /// `_core._ffi_paths()`: the path each internal use takes in this process, as
-/// `{"dict": ..., "int": ..., "bytes": ...}`, each value starting with `private:` or `public:`.
+/// `{"dict": ..., "str": ..., "int": ..., "bytes": ...}`, each value starting with `private:` or `public:`.
 #[pyfunction]
 fn _ffi_paths(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let pick = |private: bool, yes: &'static str, no: &'static str| if private { yes } else { no };
@@ -166,6 +177,12 @@ fn _ffi_paths(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
         "public:PyDict_Next",
     );
     paths.set_item("dict", dict)?;
+    let str_path = pick(
+        STR_UTF8.load(Ordering::Relaxed),
+        "private:unicode-utf8-cache",
+        "public:PyUnicode_AsUTF8AndSize",
+    );
+    paths.set_item("str", str_path)?;
     let int = if COMPACT_INT.load(Ordering::Relaxed) {
         "private:PyUnstable_Long_CompactValue"
     } else {
@@ -201,6 +218,22 @@ pub(crate) unsafe fn dict_entries(dict: *mut ffi::PyObject) -> Option<Entries> {
     }
     // SAFETY: the layout was verified for this interpreter (`init`); the caller's contract.
     unsafe { Entries::of(dict) }
+}
+
+/// The UTF-8 form cached in the `str` (or subclass) `text` that is not compact ASCII, read from
+/// the object, or `None` when the caller must call `PyUnicode_AsUTF8AndSize` (public path, or no
+/// cache yet).
+///
+/// # Safety
+/// `text` must be a live `str` that is not compact ASCII, with the GIL held; the slice lives as
+/// long as `text`.
+#[inline]
+pub(crate) unsafe fn cached_utf8<'a>(text: *mut ffi::PyObject) -> Option<&'a [u8]> {
+    if !STR_UTF8.load(Ordering::Relaxed) {
+        return None;
+    }
+    // SAFETY: the layout was verified for this interpreter (`init`); the caller's contract.
+    unsafe { str_utf8::cached_utf8(text) }
 }
 
 /// The value of the int (or subclass) `int` read from its digits when it is small, or `None`
