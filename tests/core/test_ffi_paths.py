@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import sysconfig
 from typing import Any
 
 import pytest
@@ -45,6 +46,7 @@ values = [
     holes, general, vars(Obj()), ints, Dict(x=Str("y")), {"s": "\u0000\"\\é😀\ud7ff"},
     {"mid": "m" * 20_000}, {"big": "b" * 100_000, "n": list(range(20_000)), "d": holes},
     {"after": "a small line after a large one"},
+    ["é", "\u0101x", "😀", "naïve ω 🙂", Str("ünï"), "é" * 5000, {"ключ": "значение"}],
 ]
 out = {"paths": _core._ffi_paths(), "lines": [_core.encode(v).hex() for v in values]}
 out["many"] = _core.encode_many(values).hex()
@@ -78,12 +80,19 @@ def _verified_private() -> set[str]:
         return set()
     private = set()
     if sys.version_info[:2] == (3, 11) and sys.int_info.bits_per_digit == 30:
-        private |= {"dict", "int"}
+        private.add("int")
+    # The dict entry table: one layout on 3.11 to 3.13 with the GIL.
+    free_threaded = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
+    if (3, 11) <= sys.version_info[:2] <= (3, 13) and not free_threaded:
+        private.add("dict")
     # PyUnstable_Long_CompactValue (documented unstable API, written out from its inline definition).
     if (3, 12) <= sys.version_info[:2] <= (3, 13) and sys.int_info.sizeof_digit == 4:
         private.add("int")
     if (3, 11) <= sys.version_info[:2] <= (3, 13):
         private.add("bytes")
+    # The UTF-8 cache of a non-ASCII str (3.11 has another layout).
+    if (3, 12) <= sys.version_info[:2] <= (3, 13) and not free_threaded:
+        private.add("str")
     return private
 
 
@@ -94,7 +103,7 @@ def runs() -> dict[str | None, dict[str, Any]]:
 
 def test_paths_are_private_exactly_where_verified(both_backends: Backends, runs: dict[Any, Any]) -> None:
     paths = runs[None]["paths"]
-    assert set(paths) == {"dict", "int", "bytes"}
+    assert set(paths) == {"dict", "str", "int", "bytes"}
     private = {name for name, path in paths.items() if path.startswith("private:")}
     assert private == _verified_private()
     assert all(path.startswith(("private:", "public:")) for path in paths.values())
@@ -103,7 +112,7 @@ def test_paths_are_private_exactly_where_verified(both_backends: Backends, runs:
 
 def test_the_switch_forces_every_public_path(both_backends: Backends, runs: dict[Any, Any]) -> None:
     paths = runs["1"]["paths"]
-    assert set(paths) == {"dict", "int", "bytes"}
+    assert set(paths) == {"dict", "str", "int", "bytes"}
     assert all(path.startswith("public:") for path in paths.values()), paths
 
 

@@ -15,7 +15,7 @@ use super::keys;
 use crate::digits;
 use crate::encode::{self, Output, MAX_CONTAINER_DEPTH};
 // The direct reads of CPython internals, where verified and allowed (else `None`: public path).
-use crate::python::ffi::{dict_entries, small_int};
+use crate::python::ffi::{cached_utf8, dict_entries, small_int, Entries};
 
 /// Why a value could not be encoded.
 pub(crate) enum Failure {
@@ -195,12 +195,15 @@ impl<'py> Walker<'py> {
 
     unsafe fn str(&mut self, ptr: *mut ffi::PyObject) -> Walked {
         // SAFETY: `ptr` is a live str (or subclass) object. A compact ASCII string stores its
-        // `length` bytes (ASCII, hence UTF-8) inline; otherwise CPython returns the UTF-8 form
-        // (cached in the object, valid while it lives) or NULL with an exception set.
+        // `length` bytes (ASCII, hence UTF-8) inline; otherwise the UTF-8 form cached in the
+        // object (valid while it lives) is read from it where verified, or CPython returns it
+        // (creating the cache) or NULL with an exception set.
         let text = unsafe {
             let bytes = if ffi::PyUnicode_IS_COMPACT_ASCII(ptr) != 0 {
                 let data = ffi::PyUnicode_DATA(ptr).cast::<u8>();
                 std::slice::from_raw_parts(data, ffi::PyUnicode_GET_LENGTH(ptr) as usize)
+            } else if let Some(cached) = cached_utf8(ptr) {
+                cached
             } else {
                 let mut size: ffi::Py_ssize_t = 0;
                 let data = ffi::PyUnicode_AsUTF8AndSize(ptr, &mut size);
@@ -290,9 +293,7 @@ impl<'py> Walker<'py> {
         // starts with `PyDictObject`, whose `ma_used` is what the public `PyDict_GET_SIZE` reads.
         unsafe {
             if let Some(entries) = dict_entries(ptr) {
-                for (i, (key, value)) in entries.enumerate() {
-                    self.entry(i == 0, key, value)?;
-                }
+                self.table_entries(entries)?;
             } else {
                 let mut pos: ffi::Py_ssize_t = 0;
                 let mut key: *mut ffi::PyObject = std::ptr::null_mut();
@@ -320,6 +321,50 @@ impl<'py> Walker<'py> {
         self.out.push(b'}');
         self.depth -= 1;
         Ok(())
+    }
+
+    /// The members of a dict read from its entry table. The next entry's value is prefetched
+    /// while the current member is written (as on the `PyDict_Next` path), and the keys of a
+    /// unicode-kind table are known to be exact `str` without loading their type.
+    #[inline(always)]
+    unsafe fn table_entries(&mut self, mut entries: Entries) -> Walked {
+        let str_keys = entries.str_keys();
+        let mut first = true;
+        while let Some((key, value)) = entries.next() {
+            prefetch(entries.peek_value());
+            // SAFETY: borrowed references from the dict being walked (see `dict`).
+            unsafe {
+                if str_keys {
+                    self.str_entry(first, key, value)?;
+                } else {
+                    self.entry(first, key, value)?;
+                }
+            }
+            first = false;
+        }
+        Ok(())
+    }
+
+    /// One `"key":value` member whose key is an exact `str`.
+    #[inline(always)]
+    unsafe fn str_entry(
+        &mut self,
+        first: bool,
+        key: *mut ffi::PyObject,
+        value: *mut ffi::PyObject,
+    ) -> Walked {
+        // SAFETY: as in `entry`.
+        unsafe {
+            self.out.reserve(keys::WRITE_ROOM);
+            let len = self.out.len();
+            let written = keys::write(key, first, self.out.as_mut_ptr().add(len));
+            if written != 0 {
+                self.out.set_len(len + written);
+            } else {
+                self.key_uncached(first, key)?;
+            }
+        }
+        self.any(value)
     }
 
     /// One `"key":value` member of an object.

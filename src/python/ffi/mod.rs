@@ -7,15 +7,20 @@
 //!
 //! Each internal use is compiled only for the CPython minor versions it was verified on (the
 //! `Py_3_*` cfgs of `build.rs`: the extension is built per interpreter, not for abi3):
-//! - `py311`: the dict entry table and the int digits of CPython 3.11 (verified on 3.11.7);
+//! - `dict_table`: the entry table of a dict, the same layout in 3.11, 3.12 and 3.13 with the GIL
+//!   (verified on 3.11.7, 3.12.1, 3.13.0);
+//! - `str_utf8`: the UTF-8 cache of a non-ASCII `str` of 3.12 and 3.13 with the GIL (verified on
+//!   3.12.1, 3.13.0);
+//! - `int311`: the int digits of CPython 3.11 (verified on 3.11.7);
 //! - `compact_int`: `PyUnstable_Long_IsCompact`/`PyUnstable_Long_CompactValue`, the documented
 //!   unstable API of 3.12 and 3.13 for one-digit ints, written out from their `static inline`
 //!   definitions (verified on 3.12.1, 3.13.0);
 //! - `bytes`: `_PyBytes_Resize`, unchanged from 3.11 to 3.13 (verified on 3.11.7, 3.12.1, 3.13.0).
 //!
 //! At module import (`init`) each is switched on only when the running interpreter is CPython
-//! with the expected int digits and `MCPFRAME_PUBLIC_ONLY` is unset (or `0`, `false`, `no`, `off`,
-//! empty). Otherwise the callers take the public path: `PyDict_Next`, `PyLong_AsLongLongAndOverflow`,
+//! (with the expected int digits, for the int paths) and `MCPFRAME_PUBLIC_ONLY` is unset (or `0`, `false`, `no`, `off`,
+//! empty). Otherwise the callers take the public path: `PyDict_Next`, `PyUnicode_AsUTF8AndSize`,
+//! `PyLong_AsLongLongAndOverflow`,
 //! and a line built in a Rust buffer that is copied into its `bytes` object once. `paths` names the
 //! path each one takes (`_core._ffi_paths()`), so a test can see the switch take effect.
 
@@ -42,11 +47,11 @@ mod compact_int {
     /// This build has no unstable int API to enable.
     pub(crate) const COMPILED: bool = false;
 }
-#[cfg(all(Py_3_11, not(Py_3_12), not(PyPy), not(GraalPy)))]
-mod py311;
-#[cfg(not(all(Py_3_11, not(Py_3_12), not(PyPy), not(GraalPy))))]
-mod py311 {
-    //! Stand-in where the 3.11 layouts do not apply: no direct path, ever.
+#[cfg(all(Py_3_11, not(Py_3_14), not(PyPy), not(GraalPy), not(Py_GIL_DISABLED)))]
+mod dict_table;
+#[cfg(not(all(Py_3_11, not(Py_3_14), not(PyPy), not(GraalPy), not(Py_GIL_DISABLED))))]
+mod dict_table {
+    //! Stand-in where the dict layout is not verified: no direct path, ever.
 
     use pyo3::ffi;
 
@@ -58,6 +63,16 @@ mod py311 {
         pub(crate) unsafe fn of(_dict: *mut ffi::PyObject) -> Option<Entries> {
             None
         }
+
+        /// Unreachable (no value exists).
+        pub(crate) fn str_keys(&self) -> bool {
+            match *self {}
+        }
+
+        /// Unreachable (no value exists).
+        pub(crate) fn peek_value(&self) -> *mut ffi::PyObject {
+            match *self {}
+        }
     }
 
     impl Iterator for Entries {
@@ -68,22 +83,54 @@ mod py311 {
         }
     }
 
+    /// This build has no layout to enable.
+    pub(crate) const COMPILED: bool = false;
+}
+#[cfg(all(Py_3_11, not(Py_3_12), not(PyPy), not(GraalPy)))]
+mod int311;
+#[cfg(not(all(Py_3_11, not(Py_3_12), not(PyPy), not(GraalPy))))]
+mod int311 {
+    //! Stand-in where the 3.11 int layout does not apply: no direct path, ever.
+
+    use pyo3::ffi;
+
     /// No direct path on this interpreter.
     pub(crate) unsafe fn small_int(_int: *mut ffi::PyObject) -> Option<i64> {
         None
     }
 
-    /// This build has no layouts to enable.
+    /// This build has no layout to enable.
     pub(crate) const COMPILED: bool = false;
 }
 
-pub(crate) use py311::Entries;
+#[cfg(all(Py_3_12, not(Py_3_14), not(PyPy), not(GraalPy), not(Py_GIL_DISABLED)))]
+mod str_utf8;
+#[cfg(not(all(Py_3_12, not(Py_3_14), not(PyPy), not(GraalPy), not(Py_GIL_DISABLED))))]
+mod str_utf8 {
+    //! Stand-in where the unicode layout is not verified: no direct path, ever.
+
+    use pyo3::ffi;
+
+    /// No direct path on this interpreter.
+    pub(crate) unsafe fn cached_utf8<'a>(_text: *mut ffi::PyObject) -> Option<&'a [u8]> {
+        None
+    }
+
+    /// This build has no layout to enable.
+    pub(crate) const COMPILED: bool = false;
+}
+
+pub(crate) use dict_table::Entries;
 
 /// The environment variable that forces every public path (read once, at module import).
 pub(crate) const PUBLIC_ONLY_VAR: &str = "MCPFRAME_PUBLIC_ONLY";
 
-/// Whether the 3.11 dict and int layouts are read (set once by `init`).
-static LAYOUTS: AtomicBool = AtomicBool::new(false);
+/// Whether dict entry tables are read directly (set once by `init`).
+static DICT_TABLE: AtomicBool = AtomicBool::new(false);
+/// Whether the UTF-8 cache of a `str` is read from the object (set once by `init`).
+static STR_UTF8: AtomicBool = AtomicBool::new(false);
+/// Whether ints are read from the 3.11 digits (set once by `init`).
+static INT311: AtomicBool = AtomicBool::new(false);
 /// Whether ints are read with the unstable compact-int API of 3.12/3.13 (set once by `init`).
 static COMPACT_INT: AtomicBool = AtomicBool::new(false);
 /// Whether large lines are grown in place with `_PyBytes_Resize` (set once by `init`).
@@ -107,8 +154,10 @@ pub(crate) fn init(py: Python<'_>) -> PyResult<()> {
     let cpython = name == "cpython" && !public_only;
     // The cfgs already pin the minor version the extension was built for; the import machinery
     // refuses to load it into another one, so only the digit size remains to check.
-    let layouts = cpython && py311::COMPILED && bits == 30 && digit_size == 4;
-    LAYOUTS.store(layouts, Ordering::Relaxed);
+    DICT_TABLE.store(cpython && dict_table::COMPILED, Ordering::Relaxed);
+    STR_UTF8.store(cpython && str_utf8::COMPILED, Ordering::Relaxed);
+    let int311 = cpython && int311::COMPILED && bits == 30 && digit_size == 4;
+    INT311.store(int311, Ordering::Relaxed);
     // The compact value is one digit read as a `uint32_t`: only with 4-byte digits.
     let compact = cpython && compact_int::COMPILED && digit_size == 4;
     COMPACT_INT.store(compact, Ordering::Relaxed);
@@ -117,23 +166,28 @@ pub(crate) fn init(py: Python<'_>) -> PyResult<()> {
 }
 
 /// `_core._ffi_paths()`: the path each internal use takes in this process, as
-/// `{"dict": ..., "int": ..., "bytes": ...}`, each value starting with `private:` or `public:`.
+/// `{"dict": ..., "str": ..., "int": ..., "bytes": ...}`, each value starting with `private:` or `public:`.
 #[pyfunction]
 fn _ffi_paths(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
-    let layouts = LAYOUTS.load(Ordering::Relaxed);
     let pick = |private: bool, yes: &'static str, no: &'static str| if private { yes } else { no };
     let paths = PyDict::new(py);
     let dict = pick(
-        layouts,
-        "private:cpython311-dict-entries",
+        DICT_TABLE.load(Ordering::Relaxed),
+        "private:dict-entry-table",
         "public:PyDict_Next",
     );
     paths.set_item("dict", dict)?;
+    let str_path = pick(
+        STR_UTF8.load(Ordering::Relaxed),
+        "private:unicode-utf8-cache",
+        "public:PyUnicode_AsUTF8AndSize",
+    );
+    paths.set_item("str", str_path)?;
     let int = if COMPACT_INT.load(Ordering::Relaxed) {
         "private:PyUnstable_Long_CompactValue"
     } else {
         pick(
-            layouts,
+            INT311.load(Ordering::Relaxed),
             "private:cpython311-int-digits",
             "public:PyLong_AsLongLongAndOverflow",
         )
@@ -159,11 +213,27 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 /// iterator is used, with the GIL held.
 #[inline]
 pub(crate) unsafe fn dict_entries(dict: *mut ffi::PyObject) -> Option<Entries> {
-    if !LAYOUTS.load(Ordering::Relaxed) {
+    if !DICT_TABLE.load(Ordering::Relaxed) {
         return None;
     }
-    // SAFETY: the layouts were verified for this interpreter (`init`); the caller's contract.
+    // SAFETY: the layout was verified for this interpreter (`init`); the caller's contract.
     unsafe { Entries::of(dict) }
+}
+
+/// The UTF-8 form cached in the `str` (or subclass) `text` that is not compact ASCII, read from
+/// the object, or `None` when the caller must call `PyUnicode_AsUTF8AndSize` (public path, or no
+/// cache yet).
+///
+/// # Safety
+/// `text` must be a live `str` that is not compact ASCII, with the GIL held; the slice lives as
+/// long as `text`.
+#[inline]
+pub(crate) unsafe fn cached_utf8<'a>(text: *mut ffi::PyObject) -> Option<&'a [u8]> {
+    if !STR_UTF8.load(Ordering::Relaxed) {
+        return None;
+    }
+    // SAFETY: the layout was verified for this interpreter (`init`); the caller's contract.
+    unsafe { str_utf8::cached_utf8(text) }
 }
 
 /// The value of the int (or subclass) `int` read from its digits when it is small, or `None`
@@ -178,10 +248,10 @@ pub(crate) unsafe fn small_int(int: *mut ffi::PyObject) -> Option<i64> {
         if COMPACT_INT.load(Ordering::Relaxed) {
             return compact_int::small_int(int);
         }
-        if !LAYOUTS.load(Ordering::Relaxed) {
+        if !INT311.load(Ordering::Relaxed) {
             return None;
         }
-        py311::small_int(int)
+        int311::small_int(int)
     }
 }
 
