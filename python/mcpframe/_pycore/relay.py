@@ -14,11 +14,18 @@ from mcpframe._pycore.envelope import decode_frame
 from mcpframe._pycore.framing import _BLANK, DEFAULT_MAX_FRAME, Decoder, _oversize
 from mcpframe._pycore.message import FrameError, Message
 from mcpframe.errors import DecoderClosedError, DuplicateIdError, PendingLimitError
+from mcpframe.protocol import (
+    INITIALIZE,
+    NOTIFICATIONS_CANCELLED,
+    NOTIFICATIONS_INITIALIZED,
+    RESOURCES_SUBSCRIBE,
+    RESOURCES_UNSUBSCRIBE,
+)
 
 __all__ = ["AnswerRelay", "Relay"]
 
-_WATCHED_REQUESTS = frozenset({"initialize", "resources/subscribe", "resources/unsubscribe"})
-_WATCHED_NOTIFICATIONS = frozenset({"notifications/cancelled", "notifications/initialized"})
+_WATCHED_REQUESTS = frozenset({INITIALIZE, RESOURCES_SUBSCRIBE, RESOURCES_UNSUBSCRIBE})
+_WATCHED_NOTIFICATIONS = frozenset({NOTIFICATIONS_CANCELLED, NOTIFICATIONS_INITIALIZED})
 _TOKEN = b'"progressToken"'
 
 Held = bytes | FrameError
