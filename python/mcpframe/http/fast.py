@@ -26,13 +26,16 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
 
 from mcpframe import jsonrpc, protocol
+from mcpframe._api import Id, MessageLike
+from mcpframe.session.inline import start_inline
 
+from .admission import Slot
 from .asgi import Receive, Send
-from .exchange import Exchange
+from .exchange import Exchange, Lane
 from .handling import PostHandler, refusal_of
 from .headers import FIRST_STATELESS, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, Accepts, mirror_mismatch
 from .post import Body
-from .responses import Answer, Reply, error_response
+from .responses import Answer, Reply, error_response, json_response
 from .store import StoreUnavailable
 from .streams import Stream
 from .wire_parts import Whole, WireAnswer
@@ -97,6 +100,13 @@ def fast_post(posts: PostHandler, headers: dict[str, str], data: bytes) -> FastA
         return None
     if protocol.at_least(headers.get(MCP_PROTOCOL_VERSION, ""), FIRST_STATELESS):
         return _stateless(posts, headers, accepts, data)
+    return _session_post(posts, headers, accepts, data)
+
+
+def _session_post(
+    posts: PostHandler, headers: dict[str, str], accepts: Accepts, data: bytes
+) -> FastAnswer | None:
+    """A handshake-era request in a running session: started on one of its idle lanes (see the module doc)."""
     found = _in_session(posts, headers, data)
     if found is None:
         return None
@@ -111,9 +121,57 @@ def fast_post(posts: PostHandler, headers: dict[str, str], data: bytes) -> FastA
         return None
     session.touch()
     assert request.id is not None
+    headers = {MCP_SESSION_ID: session.id}
+    if not (accepts.sse and posts.prefers_sse(session)):
+        return _quick(posts, session, lane, request, slot=slot, accepts=accepts, headers=headers)
     exchange = Exchange(lane, session.new_stream(), [request.id])
     exchange.on_close.append(slot.release)
-    return _started(posts, exchange, body, session, accepts=accepts, headers={MCP_SESSION_ID: session.id})
+    return _started(posts, exchange, body, session, accepts=accepts, headers=headers)
+
+
+def _quick(
+    posts: PostHandler,
+    session: HttpSession,
+    lane: Lane,
+    request: MessageLike,
+    *,
+    slot: Slot,
+    accepts: Accepts,
+    headers: dict[str, str],
+) -> FastAnswer:
+    """A JSON answer with no `Exchange` or `Stream` when the handler answers in its first step.
+
+    The handler's first step runs as `PostHandler.start` runs it (`start_inline`: its Request in the lane
+    Session, its host task, a copy of the context), before the exchange exists. If it answered in that step
+    it sent nothing else: `answer_inline` waits for the lane Session's writes (`_flush`), and those go
+    through the Session's writer task, so anything sent makes the step suspend. The answer is then what
+    `PostHandler._json_ready` would build, and what the exchange's end does is done here (the slot, the lane
+    back to its pool). Else (it suspended, was queued or gave no answer) the exchange is made now, before
+    the loop runs anything that could write to the lane or route to the request's id (a client's cancel, an
+    answer to the handler's request), and the handler's answer goes to it as it would have: from there on
+    the full path (`PostHandler.respond`) runs unchanged.
+    """
+    rid = request.id
+    assert rid is not None
+    answers: list[bytes] = []
+    exchange: Exchange | None = None
+
+    async def deliver(rid: Id, frame: bytes) -> None:
+        if exchange is None:
+            answers.append(frame)
+        else:
+            await exchange.answer(rid, frame)
+
+    start_inline(lane.session, request, deliver)
+    if answers:
+        slot.release()
+        lane.done()
+        return json_response(answers[0], headers)
+    exchange = Exchange(lane, session.new_stream(), [rid])
+    stream = exchange.stream
+    exchange.on_close += (slot.release, lambda: session.stream_ended(stream))
+    started = exchange
+    return lambda: posts.respond(started, session, accepts, headers)
 
 
 def _in_session(posts: PostHandler, headers: dict[str, str], data: bytes) -> tuple[HttpSession, Body] | None:
