@@ -14,6 +14,7 @@ import pytest
 
 from mcpframe.http import fast as fast_module
 from mcpframe.http import streams
+from mcpframe.http.exchange import Exchange
 from mcpframe.http.responses import Reply
 from mcpframe.http.server import HttpOptions, serve_http
 
@@ -130,7 +131,7 @@ async def test_an_answer_in_the_first_step_makes_no_exchange_and_a_later_one_get
     taken: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     made: list[int] = []
-    real = fast_module.Exchange
+    real = Exchange
 
     def counted(*args: Any, **kwargs: Any) -> Any:
         made.append(1)
