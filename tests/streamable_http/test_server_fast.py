@@ -14,6 +14,7 @@ import pytest
 
 from mcpframe.http import fast as fast_module
 from mcpframe.http import streams
+from mcpframe.http.exchange import Exchange
 from mcpframe.http.responses import Reply
 from mcpframe.http.server import HttpOptions, serve_http
 
@@ -62,6 +63,11 @@ async def lean(**options: Any) -> AsyncIterator[tuple[str, httpx.AsyncClient]]:
 
     @server.tool
     async def aecho(text: str) -> str:
+        return text
+
+    @server.tool
+    async def nap(text: str) -> str:
+        await anyio.sleep(0)  # suspends once: answered after the first step
         return text
 
     ready: list[str] = []
@@ -119,6 +125,29 @@ async def test_a_plain_call_is_answered_whole_on_the_fast_path(taken: list[str])
             }
         # a `def` tool runs on the worker pool: its answer comes after the first step
         assert taken == ["whole", "whole", "later"]
+
+
+async def test_an_answer_in_the_first_step_makes_no_exchange_and_a_later_one_gets_it_handed_over(
+    taken: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made: list[int] = []
+    real = Exchange
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        made.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(fast_module, "Exchange", counted)
+    async with lean(response_mode="auto") as (url, client):
+        headers = await open_session(client, url)
+        taken.clear()
+        for rid, tool in ((2, "aecho"), (3, "nap"), (4, "aecho"), (5, "nap"), (6, "echo")):
+            response = await client.post(url, json=call(tool, {"text": tool}, rid=rid), headers=headers)
+            assert response.headers["content-type"] == "application/json"
+            assert response.json()["id"] == rid
+            assert response.json()["result"]["content"][0]["text"] == tool
+        assert taken == ["whole", "later", "whole", "later", "later"]
+        assert len(made) == 3  # one per POST that was handed over, none for the whole answers
 
 
 async def test_a_handler_that_logs_is_finished_by_the_full_path_with_sse(taken: list[str]) -> None:

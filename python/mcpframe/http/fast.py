@@ -26,13 +26,15 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
 
 from mcpframe import jsonrpc, protocol
+from mcpframe._api import Id, MessageLike
+from mcpframe.session.inline import start_inline
 
 from .asgi import Receive, Send
-from .exchange import Exchange
+from .exchange import Exchange, Lane
 from .handling import PostHandler, refusal_of
 from .headers import FIRST_STATELESS, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, Accepts, mirror_mismatch
 from .post import Body
-from .responses import Answer, Reply, error_response
+from .responses import Answer, Reply, error_response, json_response
 from .store import StoreUnavailable
 from .streams import Stream
 from .wire_parts import Whole, WireAnswer
@@ -97,6 +99,13 @@ def fast_post(posts: PostHandler, headers: dict[str, str], data: bytes) -> FastA
         return None
     if protocol.at_least(headers.get(MCP_PROTOCOL_VERSION, ""), FIRST_STATELESS):
         return _stateless(posts, headers, accepts, data)
+    return _session_post(posts, headers, accepts, data)
+
+
+def _session_post(
+    posts: PostHandler, headers: dict[str, str], accepts: Accepts, data: bytes
+) -> FastAnswer | None:
+    """A handshake-era request in a running session: started on one of its idle lanes (see the module doc)."""
     found = _in_session(posts, headers, data)
     if found is None:
         return None
@@ -111,9 +120,61 @@ def fast_post(posts: PostHandler, headers: dict[str, str], data: bytes) -> FastA
         return None
     session.touch()
     assert request.id is not None
+    headers = {MCP_SESSION_ID: session.id}
+    if not (accepts.sse and posts.prefers_sse(session)):
+        ends = (slot.release,)
+        return _handover(posts, lane, session, request, ends=ends, accepts=accepts, headers=headers)
     exchange = Exchange(lane, session.new_stream(), [request.id])
     exchange.on_close.append(slot.release)
-    return _started(posts, exchange, body, session, accepts=accepts, headers={MCP_SESSION_ID: session.id})
+    return _started(posts, exchange, body, session, accepts=accepts, headers=headers)
+
+
+def _handover(
+    posts: PostHandler,
+    lane: Lane,
+    session: HttpSession | None,
+    request: MessageLike,
+    *,
+    ends: tuple[Callable[[], None], ...],
+    accepts: Accepts,
+    headers: dict[str, str],
+) -> FastAnswer:
+    """A JSON answer with no `Exchange` or `Stream` when the handler answers in its first step.
+
+    The handler is started as `PostHandler.start` starts it (`start_inline`: its Request in the lane
+    Session, its host task, a copy of the context) before any exchange exists. If it answered in that step
+    it sent nothing else: `answer_inline` waits for the lane Session's writes (`_flush`), and those go
+    through the Session's writer task, so anything sent makes the step suspend. The answer is then what
+    `PostHandler._json_ready` would build, and what the exchange's end would do is done here (`ends`, then
+    the lane back to its pool). Else (it suspended, was queued, or gave no answer) the exchange is made at
+    once, before the loop runs anything that could write to the lane or route to the request's id (a
+    client's cancel, the answer to a request of the handler), and the handler's answer goes to it: from
+    there on the full path (`PostHandler.respond`) runs unchanged. (A closure rather than an object: this
+    runs once per request, and an object measured ~2k instructions more per call.)
+    """
+    rid = request.id
+    assert rid is not None
+    answers: list[bytes] = []
+    exchange: Exchange | None = None
+
+    async def deliver(rid: Id, frame: bytes) -> None:
+        if exchange is None:
+            answers.append(frame)
+        else:
+            await exchange.answer(rid, frame)
+
+    start_inline(lane.session, request, deliver)
+    if answers:
+        for end in ends:
+            end()
+        lane.done()
+        return json_response(answers[0], headers)
+    stream = Stream(None, None) if session is None else session.new_stream()
+    exchange = started = Exchange(lane, stream, [rid])
+    started.on_close += ends
+    if session is not None:
+        started.on_close.append(lambda: session.stream_ended(stream))
+    return lambda: posts.respond(started, session, accepts, headers)
 
 
 def _in_session(posts: PostHandler, headers: dict[str, str], data: bytes) -> tuple[HttpSession, Body] | None:
@@ -143,6 +204,13 @@ def _stateless(
         return None
     if mirror_mismatch(headers, request.method or "", request.params) is not None:
         return None
+    return _stateless_start(posts, body, accepts)
+
+
+def _stateless_start(posts: PostHandler, body: Body, accepts: Accepts) -> FastAnswer | None:
+    """Admit and start a 2026-07-28 request `_stateless` takes, on an idle stateless lane."""
+    request = body.requests[0]
+    assert request.id is not None
     slot = posts.admission.try_enter(1, ping=request.method == protocol.PING)
     if slot is None:
         return None
@@ -154,8 +222,11 @@ def _stateless(
         conn = posts.connect()
         lane.handler = conn.handle_request
         conn.bind(lane.session)
+        ends = (conn.close, slot.release)
+        if not (accepts.sse and posts.prefers_sse(None)):
+            return _handover(posts, lane, None, request, ends=ends, accepts=accepts, headers={})
         exchange = Exchange(lane, Stream(None, None), [request.id])
-        exchange.on_close += (conn.close, slot.release)
+        exchange.on_close += ends
     except BaseException:
         slot.release()
         raise

@@ -456,6 +456,10 @@ class PostHandler:
         meta = params.get("_meta") if isinstance(params, dict) else None
         return not (isinstance(meta, dict) and protocol.PROGRESS_TOKEN in meta)
 
+    def prefers_sse(self, session: HttpSession | None) -> bool:
+        """Whether a client that accepts SSE is answered with SSE here (the response mode, and priming)."""
+        return self._prefer_sse(self.replies.priming(session))
+
     def _prefer_sse(self, priming: int | None) -> bool:
         mode = self.options.response_mode
         return mode == "sse" or (mode == "resumable" and priming is not None)
