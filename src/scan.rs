@@ -86,25 +86,61 @@ fn next_special_8(d: &[u8], mut i: usize) -> usize {
 #[cfg(target_arch = "x86_64")]
 mod sse2 {
     use std::arch::x86_64::{
-        _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128,
-        _mm_set1_epi8,
+        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128,
+        _mm_set1_epi8, _mm_xor_si128,
     };
+
+    /// Sets every byte of the sixteen at `d[i..]` that is `"`, `\` or a control byte.
+    ///
+    /// # Safety
+    /// `d[i..i + 16]` must be inside `d`.
+    #[inline(always)]
+    unsafe fn flags(d: &[u8], i: usize) -> __m128i {
+        // SSE2 is part of every x86_64 target; the unaligned load reads `d[i..i + 16]`.
+        let x = _mm_loadu_si128(d.as_ptr().add(i).cast());
+        // flipping bit 1 takes `"` (0x22) to 0x20 and keeps 0x00-0x1F among themselves, so
+        // one unsigned `<= 0x20` test (min(y, 0x20) == y) finds both the quote and the controls
+        let y = _mm_xor_si128(x, _mm_set1_epi8(0x02));
+        let quote_or_control = _mm_cmpeq_epi8(_mm_min_epu8(y, _mm_set1_epi8(0x20)), y);
+        let backslash = _mm_cmpeq_epi8(x, _mm_set1_epi8(b'\\' as i8));
+        _mm_or_si128(quote_or_control, backslash)
+    }
 
     /// The index of the first `"`, `\` or control byte at or after `i` found sixteen bytes at a
     /// time; else (`Err`) the index where fewer than sixteen bytes remain.
     #[inline]
     pub(super) fn next_special_16(d: &[u8], mut i: usize) -> Result<usize, usize> {
-        while i + 16 <= d.len() {
-            // SAFETY: SSE2 is part of every x86_64 target, and the unaligned load reads
-            // `d[i..i + 16]`, inside `d` by the loop condition.
-            let mask = unsafe {
-                let x = _mm_loadu_si128(d.as_ptr().add(i).cast());
-                let quote = _mm_cmpeq_epi8(x, _mm_set1_epi8(b'"' as i8));
-                let backslash = _mm_cmpeq_epi8(x, _mm_set1_epi8(b'\\' as i8));
-                // x <= 0x1F (unsigned) exactly when min(x, 0x1F) == x
-                let control = _mm_cmpeq_epi8(_mm_min_epu8(x, _mm_set1_epi8(0x1F)), x);
-                _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(quote, backslash), control))
-            };
+        // the first sixteen alone: most strings (keys, short values) end in them
+        if i + 16 > d.len() {
+            return Err(i);
+        }
+        // SAFETY: `d[i..i + 16]` is inside `d` by the test above.
+        let mask = unsafe { _mm_movemask_epi8(flags(d, i)) };
+        if mask != 0 {
+            return Ok(i + mask.trailing_zeros() as usize);
+        }
+        i += 16;
+        // then thirty-two at a time, one mask test per block, for the long ones
+        while i + 32 <= d.len() {
+            // SAFETY: both loads are inside `d[i..i + 32]`, inside `d` by the loop condition.
+            let (low, high) = unsafe { (flags(d, i), flags(d, i + 16)) };
+            // SAFETY: SSE2 is part of every x86_64 target.
+            let any = unsafe { _mm_movemask_epi8(_mm_or_si128(low, high)) };
+            if any != 0 {
+                // SAFETY: as above.
+                let low = unsafe { _mm_movemask_epi8(low) };
+                if low != 0 {
+                    return Ok(i + low.trailing_zeros() as usize);
+                }
+                // SAFETY: as above.
+                let high = unsafe { _mm_movemask_epi8(high) };
+                return Ok(i + 16 + high.trailing_zeros() as usize);
+            }
+            i += 32;
+        }
+        if i + 16 <= d.len() {
+            // SAFETY: `d[i..i + 16]` is inside `d` by the test above.
+            let mask = unsafe { _mm_movemask_epi8(flags(d, i)) };
             if mask != 0 {
                 return Ok(i + mask.trailing_zeros() as usize);
             }

@@ -142,15 +142,16 @@ fn next_special_finds_the_first() {
             .find(|&k| d[k] == b'"' || d[k] == b'\\' || d[k] < 0x20)
             .unwrap_or(d.len())
     };
-    for len in 0..48 {
-        for fill in [b'a', 0x20, 0x7f, 0x80, 0xff, 0x21, 0x5b] {
+    // lengths through every path of the SSE2 scan: the first 16, blocks of 32, a last 16, the tail
+    for len in 0..88 {
+        for fill in [b'a', 0x20, 0x7f, 0x80, 0xff, 0x21, 0x23, 0x5b, 0x5d] {
             let base = vec![fill; len];
             assert_eq!(next_special(&base, 0), len);
             for pos in 0..len {
                 for mark in [b'"', b'\\', 0x00, 0x1f, 0x0a] {
                     let mut d = base.clone();
                     d[pos] = mark;
-                    for start in [0, 1, 5].into_iter().filter(|&s| s <= len) {
+                    for start in [0, 1, 5, 17].into_iter().filter(|&s| s <= len) {
                         assert_eq!(next_special(&d, start), naive(&d, start));
                     }
                 }
