@@ -67,7 +67,9 @@ PRIVATE_NAMES = frozenset(
 )
 """Attribute and module names that are private to a runtime mcpframe reaches into (all known uses)."""
 
-_RUST_INTERNALS = re.compile(r"\b(_Py[A-Za-z_]+|ma_keys|ma_values|dk_[a-z_]+|ob_digit|lv_tag|ob_sval)\b")
+_RUST_INTERNALS = re.compile(
+    r"\b(_Py[A-Za-z_]+|ma_keys|ma_values|dk_[a-z_]+|ob_digit|lv_tag|ob_sval|utf8_length)\b"
+)
 
 
 def _python_modules() -> list[Path]:
@@ -140,4 +142,5 @@ def test_no_cpython_internals_outside_the_native_ffi_module() -> None:
         if found:
             offenders[path.relative_to(ROOT).as_posix()] = sorted(found)
     assert not offenders, f"move these into src/python/ffi/: {offenders}"
-    assert _RUST_INTERNALS.findall((quarantine / "py311.rs").read_text(encoding="utf-8"))  # the scan bites
+    # the scan bites: the quarantine itself is full of them
+    assert _RUST_INTERNALS.findall((quarantine / "dict_table.rs").read_text(encoding="utf-8"))
