@@ -17,6 +17,7 @@ use crate::encode::{self as json, Output};
 mod bytes_out;
 mod call;
 mod keys;
+mod ucs;
 mod walk;
 
 use bytes_out::BytesOut;
