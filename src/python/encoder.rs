@@ -17,7 +17,6 @@ use crate::encode::{self as json, Output};
 mod bytes_out;
 mod call;
 mod keys;
-mod ucs;
 mod walk;
 
 use bytes_out::BytesOut;

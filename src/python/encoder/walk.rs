@@ -12,11 +12,10 @@ use pyo3::prelude::*;
 
 use super::bytes_out::BytesOut;
 use super::keys;
-use super::ucs;
 use crate::digits;
 use crate::encode::{self, Output, MAX_CONTAINER_DEPTH};
 // The direct reads of CPython internals, where verified and allowed (else `None`: public path).
-use crate::python::ffi::{cached_utf8, dict_entries, inline_str, small_int, Entries};
+use crate::python::ffi::{cached_utf8, dict_entries, small_int, Entries};
 
 /// Why a value could not be encoded.
 pub(crate) enum Failure {
@@ -196,11 +195,9 @@ impl<'py> Walker<'py> {
 
     unsafe fn str(&mut self, ptr: *mut ffi::PyObject) -> Walked {
         // SAFETY: `ptr` is a live str (or subclass) object. A compact ASCII string stores its
-        // `length` bytes (ASCII, hence UTF-8) inline; where verified, other strings give their
-        // UTF-8 cache (valid while they live) or else are transcoded from their `length` code
-        // units of `kind` bytes, no cache created (`ucs::write` gives up, with nothing written,
-        // at a lone surrogate); otherwise CPython returns the UTF-8 form (creating the cache) or
-        // NULL with an exception set.
+        // `length` bytes (ASCII, hence UTF-8) inline; otherwise the UTF-8 form cached in the
+        // object (valid while it lives) is read from it where verified, or CPython returns it
+        // (creating the cache) or NULL with an exception set.
         let text = unsafe {
             let bytes = if ffi::PyUnicode_IS_COMPACT_ASCII(ptr) != 0 {
                 let data = ffi::PyUnicode_DATA(ptr).cast::<u8>();
@@ -208,14 +205,6 @@ impl<'py> Walker<'py> {
             } else if let Some(cached) = cached_utf8(ptr) {
                 cached
             } else {
-                let len = ffi::PyUnicode_GET_LENGTH(ptr) as usize;
-                if len <= ucs::MAX_INLINE && inline_str() {
-                    let kind = ffi::PyUnicode_KIND(ptr);
-                    let data = ffi::PyUnicode_DATA(ptr).cast::<u8>();
-                    if ucs::write(&mut self.out, kind, data, len) {
-                        return Ok(());
-                    }
-                }
                 let mut size: ffi::Py_ssize_t = 0;
                 let data = ffi::PyUnicode_AsUTF8AndSize(ptr, &mut size);
                 if data.is_null() {

@@ -9,8 +9,8 @@
 //! `Py_3_*` cfgs of `build.rs`: the extension is built per interpreter, not for abi3):
 //! - `dict_table`: the entry table of a dict, the same layout in 3.11, 3.12 and 3.13 with the GIL
 //!   (verified on 3.11.7, 3.12.1, 3.13.0);
-//! - `str_inline`: a non-ASCII `str`'s UTF-8 cache, or else its code units, read in place (the
-//!   unicode layout of 3.12 and 3.13 with the GIL, verified on 3.12.1, 3.13.0);
+//! - `str_utf8`: the UTF-8 cache of a non-ASCII `str` of 3.12 and 3.13 with the GIL (verified on
+//!   3.12.1, 3.13.0);
 //! - `int311`: the int digits of CPython 3.11 (verified on 3.11.7);
 //! - `compact_int`: `PyUnstable_Long_IsCompact`/`PyUnstable_Long_CompactValue`, the documented
 //!   unstable API of 3.12 and 3.13 for one-digit ints, written out from their `static inline`
@@ -104,9 +104,9 @@ mod int311 {
 }
 
 #[cfg(all(Py_3_12, not(Py_3_14), not(PyPy), not(GraalPy), not(Py_GIL_DISABLED)))]
-mod str_inline;
+mod str_utf8;
 #[cfg(not(all(Py_3_12, not(Py_3_14), not(PyPy), not(GraalPy), not(Py_GIL_DISABLED))))]
-mod str_inline {
+mod str_utf8 {
     //! Stand-in where the unicode layout is not verified: no direct path, ever.
 
     use pyo3::ffi;
@@ -127,8 +127,8 @@ pub(crate) const PUBLIC_ONLY_VAR: &str = "MCPFRAME_PUBLIC_ONLY";
 
 /// Whether dict entry tables are read directly (set once by `init`).
 static DICT_TABLE: AtomicBool = AtomicBool::new(false);
-/// Whether a non-ASCII `str` is transcoded from its code units (set once by `init`).
-static STR_INLINE: AtomicBool = AtomicBool::new(false);
+/// Whether the UTF-8 cache of a `str` is read from the object (set once by `init`).
+static STR_UTF8: AtomicBool = AtomicBool::new(false);
 /// Whether ints are read from the 3.11 digits (set once by `init`).
 static INT311: AtomicBool = AtomicBool::new(false);
 /// Whether ints are read with the unstable compact-int API of 3.12/3.13 (set once by `init`).
@@ -155,7 +155,7 @@ pub(crate) fn init(py: Python<'_>) -> PyResult<()> {
     // The cfgs already pin the minor version the extension was built for; the import machinery
     // refuses to load it into another one, so only the digit size remains to check.
     DICT_TABLE.store(cpython && dict_table::COMPILED, Ordering::Relaxed);
-    STR_INLINE.store(cpython && str_inline::COMPILED, Ordering::Relaxed);
+    STR_UTF8.store(cpython && str_utf8::COMPILED, Ordering::Relaxed);
     let int311 = cpython && int311::COMPILED && bits == 30 && digit_size == 4;
     INT311.store(int311, Ordering::Relaxed);
     // The compact value is one digit read as a `uint32_t`: only with 4-byte digits.
@@ -178,8 +178,8 @@ fn _ffi_paths(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     );
     paths.set_item("dict", dict)?;
     let str_path = pick(
-        STR_INLINE.load(Ordering::Relaxed),
-        "private:unicode-inline-data",
+        STR_UTF8.load(Ordering::Relaxed),
+        "private:unicode-utf8-cache",
         "public:PyUnicode_AsUTF8AndSize",
     );
     paths.set_item("str", str_path)?;
@@ -220,26 +220,20 @@ pub(crate) unsafe fn dict_entries(dict: *mut ffi::PyObject) -> Option<Entries> {
     unsafe { Entries::of(dict) }
 }
 
-/// Whether a non-ASCII `str` without a UTF-8 cache may be transcoded from its code units in place
-/// (`PyUnicode_KIND`, `PyUnicode_DATA`) rather than taken from `PyUnicode_AsUTF8AndSize`.
-#[inline]
-pub(crate) fn inline_str() -> bool {
-    STR_INLINE.load(Ordering::Relaxed)
-}
-
 /// The UTF-8 form cached in the `str` (or subclass) `text` that is not compact ASCII, read from
-/// the object, or `None` when it has none yet or the path is off (`inline_str`).
+/// the object, or `None` when the caller must call `PyUnicode_AsUTF8AndSize` (public path, or no
+/// cache yet).
 ///
 /// # Safety
 /// `text` must be a live `str` that is not compact ASCII, with the GIL held; the slice lives as
 /// long as `text`.
 #[inline]
 pub(crate) unsafe fn cached_utf8<'a>(text: *mut ffi::PyObject) -> Option<&'a [u8]> {
-    if !STR_INLINE.load(Ordering::Relaxed) {
+    if !STR_UTF8.load(Ordering::Relaxed) {
         return None;
     }
     // SAFETY: the layout was verified for this interpreter (`init`); the caller's contract.
-    unsafe { str_inline::cached_utf8(text) }
+    unsafe { str_utf8::cached_utf8(text) }
 }
 
 /// The value of the int (or subclass) `int` read from its digits when it is small, or `None`
