@@ -48,11 +48,21 @@ values = [
     {"after": "a small line after a large one"},
     ["é", "\u0101x", "😀", "naïve ω 🙂", Str("ünï"), "é" * 5000, {"ключ": "значение"}],
 ]
+# Non-ASCII text of each storage kind (1-, 2-, 4-byte code units), with every escape and control
+# character in each, astral characters, runs of escapes long enough to grow the line, subclasses.
+base = "a\x00\x01\x1f\"\\\b\t\n\f\r\x7f \u0080 é ÿ"
+texts = [base, base + "ω€\u07ff\u0800\ud7ff\ue000\uffff", base + "ω😀\U00010000\U0010ffff"]
+texts += ["\x01" * 3000 + "é", "\x1f\"" * 3000 + "ω", "\n" * 3000 + "😀"]
+texts += ["é" * 9000 + "\x00", "€" * 9000 + "\\", "😀" * 9000 + '"', "\u2028\u2029\ufeff"]
+texts += [Str(text) for text in texts[:3]]
 out = {"paths": _core._ffi_paths(), "lines": [_core.encode(v).hex() for v in values]}
+out["texts"] = [_core.encode([text, {text: text}]).hex() for text in texts]
 out["many"] = _core.encode_many(values).hex()
 out["request"] = _core.encode_request(2**40, "tools/call", {"arguments": holes}).hex()
 errors = []
-for bad in [{1: 2}, {"a": {2: 3}}, [1, object()], 10**5000, "\ud800"]:
+# Lone surrogates in each kind, alone, after other text, in a subclass, as a key.
+surrogates = ["\ud800", "é\udfff", "ω\ud800x", "😀\udc00", ["ok", "ÿ\ud800"], Str("x\udbff€"), {"\ud800é": 1}]
+for bad in [{1: 2}, {"a": {2: 3}}, [1, object()], 10**5000, *surrogates]:
     try:
         _core.encode(bad)
     except Exception as exc:
@@ -118,10 +128,11 @@ def test_the_switch_forces_every_public_path(both_backends: Backends, runs: dict
 
 def test_both_paths_encode_the_same_bytes(both_backends: Backends, runs: dict[Any, Any]) -> None:
     private, public = runs[None], runs["1"]
-    for key in ("lines", "many", "request", "errors"):
+    for key in ("lines", "many", "request", "errors", "texts"):
         assert private[key] == public[key], key
-    assert len(public["errors"]) == 5
+    assert len(public["errors"]) == 11
     assert public["errors"][0] == "EncodeError: Dict key must be str"
+    assert set(public["errors"][4:]) == {"EncodeError: str is not valid UTF-8: surrogates not allowed"}
     # The values went through unchanged (holes skipped, order kept), and the large line is whole.
     lines = [bytes.fromhex(line) for line in public["lines"]]
     assert [json.loads(line) for line in lines[:2]] == [
@@ -131,3 +142,13 @@ def test_both_paths_encode_the_same_bytes(both_backends: Backends, runs: dict[An
     assert len(lines[7]) > 4 * 16 * 1024
     assert lines[7] == both_backends.python.encode(json.loads(lines[7]))
     assert bytes.fromhex(public["many"]) == b"".join(lines)
+
+
+def test_text_of_every_kind_encodes_as_json_does(both_backends: Backends, runs: dict[Any, Any]) -> None:
+    texts = [bytes.fromhex(line) for line in runs[None]["texts"]]
+    assert len(texts) == 13
+    for line in texts:
+        value = json.loads(line)
+        expected = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        assert line == expected
+        assert line == both_backends.python.encode(value)
