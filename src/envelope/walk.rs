@@ -165,7 +165,8 @@ pub(super) fn scan_frame<P: Payloads>(
     };
     match frame.get(at) {
         Some(b'{') => {
-            let (members, end) = scan_object(frame, at, p, MAX_DEPTH - 1)?;
+            let mut members = Members::default();
+            let end = scan_object(frame, at, p, MAX_DEPTH - 1, &mut members)?;
             finish(end)?;
             out.push(classify(members, 0..frame.len(), None, frame, long));
         }
@@ -202,7 +203,8 @@ fn scan_batch<P: Payloads>(d: &[u8], i: usize, p: &mut P) -> Scan<(Vec<Element<P
     loop {
         // the batch is level 1, its elements level 2
         let (members, end) = if d.get(i) == Some(&b'{') {
-            let (m, end) = scan_object(d, i, p, MAX_DEPTH - 2)?;
+            let mut m = Members::default();
+            let end = scan_object(d, i, p, MAX_DEPTH - 2, &mut m)?;
             (Some(m), end)
         } else {
             (None, skip_nested(d, i, MAX_DEPTH - 1)?)
@@ -233,21 +235,23 @@ fn take_str(d: &[u8], i: usize, levels: usize) -> Scan<(Option<Text>, usize)> {
 }
 
 /// Scan an object whose `{` is at `i`, recording the envelope members (whose values may nest
-/// `levels` deep); and the index after it.
+/// `levels` deep) in `m` (fresh, all unset); the index after it.
+// `m` is the caller's, not a returned value: returning the members moved them once more (a
+// `memcpy` call of their whole size) for every message
 fn scan_object<P: Payloads>(
     d: &[u8],
     i: usize,
     p: &mut P,
     levels: usize,
-) -> Scan<(Members<P::Value>, usize)> {
-    let mut m = Members::default();
+    m: &mut Members<P::Value>,
+) -> Scan<usize> {
     let (mut next, mut end) = first_member(d, i);
     while let Some(at) = next {
         let (f, start) = field_key(d, at)?;
-        let value_end = member(d, (start, levels), f, &mut m, p)?;
+        let value_end = member(d, (start, levels), f, m, p)?;
         (next, end) = next_member(d, value_end)?;
     }
-    Ok((m, end))
+    Ok(end)
 }
 
 /// Scan the value at `start` (which may nest `levels` deep) of the member `f`, recording it in
