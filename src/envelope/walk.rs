@@ -66,44 +66,59 @@ pub(super) fn key(d: &[u8], i: usize) -> Scan<(Text, usize)> {
 /// string for its end; any other key (or an escaped name) goes through [`key`] and [`field`].
 /// Both ways accept and refuse exactly the same bytes: a name matched here is a complete string
 /// token with no escape, no control byte and no inner quote.
+// inlined into its one caller: every key of every message comes through here, and a call's
+// set-up and a result returned through memory were a third of its cost
+#[inline(always)]
 pub(super) fn field_key(d: &[u8], i: usize) -> Scan<(Field, usize)> {
-    // the name and its closing quote as a little-endian word, and its length (at most 8)
-    let known: Option<(u64, usize, Field)> = match d.get(i + 1) {
-        Some(b'j') => Some((name_word(b"jsonrpc\""), 8, Field::Jsonrpc)),
-        Some(b'm') => Some((name_word(b"method\""), 7, Field::Method)),
-        Some(b'i') => Some((name_word(b"id\""), 3, Field::Id)),
-        Some(b'p') => Some((name_word(b"params\""), 7, Field::Params)),
-        Some(b'r') => Some((name_word(b"result\""), 7, Field::Result)),
-        Some(b'e') => Some((name_word(b"error\""), 6, Field::Error)),
-        _ => None,
-    };
-    // one 8-byte load and a masked comparison, not a `memcmp` call (the key is followed by at
-    // least `:` and a value, so 8 bytes are there but near the very end of a frame)
-    if let (Some((word, len, f)), Some(chunk)) = (known, d.get(i + 1..i + 9)) {
-        let mut bytes = [0u8; 8];
-        bytes.copy_from_slice(chunk);
-        let mask = u64::MAX >> (8 * (8 - len));
-        if d[i] == b'"' && u64::from_le_bytes(bytes) & mask == word {
-            let colon = ws(d, i + 1 + len);
-            if d.get(colon) != Some(&b':') {
-                return Err(Invalid);
+    // the opening quote and the next 8 bytes in one bounds check (the key is followed by at least
+    // `:` and a value, so they are there but near the very end of a frame), then the name and
+    // its closing quote as one masked word compared with the entry its first byte selects
+    if let Some(chunk) = d.get(i..i + 9) {
+        let slot = usize::from(chunk[1].wrapping_sub(b'e'));
+        if let (b'"', Some(&(word, mask, len, f))) = (chunk[0], NAMES.get(slot)) {
+            let mut bytes = [0u8; 8];
+            bytes.copy_from_slice(&chunk[1..]);
+            if u64::from_le_bytes(bytes) & mask == word {
+                let colon = ws(d, i + 1 + len);
+                if d.get(colon) != Some(&b':') {
+                    return Err(Invalid);
+                }
+                return Ok((f, ws(d, colon + 1)));
             }
-            return Ok((f, ws(d, colon + 1)));
         }
     }
     let (name, start) = key(d, i)?;
     Ok((field(name.as_bytes(d)), start))
 }
 
-/// `name` (at most 8 bytes) as a little-endian word, zero-padded.
-const fn name_word(name: &[u8]) -> u64 {
+/// One entry of [`NAMES`]: the name and its closing quote as a word, the mask of its bytes, its
+/// length with the quote and its field.
+type Name = (u64, u64, usize, Field);
+
+/// The envelope names by first byte, `e` to `r`; a byte with no name has a mask of 0 and a word
+/// that is not 0, so nothing matches it.
+const NAMES: [Name; 14] = {
+    let none: Name = (1, 0, 0, Field::Other);
+    let mut t = [none; 14];
+    t[0] = name(b"error\"", Field::Error);
+    t[(b'i' - b'e') as usize] = name(b"id\"", Field::Id);
+    t[(b'j' - b'e') as usize] = name(b"jsonrpc\"", Field::Jsonrpc);
+    t[(b'm' - b'e') as usize] = name(b"method\"", Field::Method);
+    t[(b'p' - b'e') as usize] = name(b"params\"", Field::Params);
+    t[(b'r' - b'e') as usize] = name(b"result\"", Field::Result);
+    t
+};
+
+/// The [`NAMES`] entry of `quoted` (a name and its closing quote, at most 8 bytes).
+const fn name(quoted: &[u8], f: Field) -> Name {
     let mut bytes = [0u8; 8];
     let mut k = 0;
-    while k < name.len() {
-        bytes[k] = name[k];
+    while k < quoted.len() {
+        bytes[k] = quoted[k];
         k += 1;
     }
-    u64::from_le_bytes(bytes)
+    let mask = u64::MAX >> (8 * (8 - quoted.len()));
+    (u64::from_le_bytes(bytes), mask, quoted.len(), f)
 }
 
 /// After an object member's value (ending at `i`): the index of the next key, or `None` at the
@@ -150,7 +165,8 @@ pub(super) fn scan_frame<P: Payloads>(
     };
     match frame.get(at) {
         Some(b'{') => {
-            let (members, end) = scan_object(frame, at, p, MAX_DEPTH - 1)?;
+            let mut members = Members::default();
+            let end = scan_object(frame, at, p, MAX_DEPTH - 1, &mut members)?;
             finish(end)?;
             out.push(classify(members, 0..frame.len(), None, frame, long));
         }
@@ -187,7 +203,8 @@ fn scan_batch<P: Payloads>(d: &[u8], i: usize, p: &mut P) -> Scan<(Vec<Element<P
     loop {
         // the batch is level 1, its elements level 2
         let (members, end) = if d.get(i) == Some(&b'{') {
-            let (m, end) = scan_object(d, i, p, MAX_DEPTH - 2)?;
+            let mut m = Members::default();
+            let end = scan_object(d, i, p, MAX_DEPTH - 2, &mut m)?;
             (Some(m), end)
         } else {
             (None, skip_nested(d, i, MAX_DEPTH - 1)?)
@@ -218,21 +235,23 @@ fn take_str(d: &[u8], i: usize, levels: usize) -> Scan<(Option<Text>, usize)> {
 }
 
 /// Scan an object whose `{` is at `i`, recording the envelope members (whose values may nest
-/// `levels` deep); and the index after it.
+/// `levels` deep) in `m` (fresh, all unset); the index after it.
+// `m` is the caller's, not a returned value: returning the members moved them once more (a
+// `memcpy` call of their whole size) for every message
 fn scan_object<P: Payloads>(
     d: &[u8],
     i: usize,
     p: &mut P,
     levels: usize,
-) -> Scan<(Members<P::Value>, usize)> {
-    let mut m = Members::default();
+    m: &mut Members<P::Value>,
+) -> Scan<usize> {
     let (mut next, mut end) = first_member(d, i);
     while let Some(at) = next {
         let (f, start) = field_key(d, at)?;
-        let value_end = member(d, (start, levels), f, &mut m, p)?;
+        let value_end = member(d, (start, levels), f, m, p)?;
         (next, end) = next_member(d, value_end)?;
     }
-    Ok((m, end))
+    Ok(end)
 }
 
 /// Scan the value at `start` (which may nest `levels` deep) of the member `f`, recording it in
