@@ -17,6 +17,7 @@ from mcpframe.http import streams
 from mcpframe.http.exchange import Exchange
 from mcpframe.http.responses import Reply
 from mcpframe.http.server import HttpOptions, serve_http
+from mcpframe.session import eager
 
 from ._server_support import (
     JSON_AND_SSE,
@@ -32,6 +33,12 @@ from ._server_support import (
 from ._server_support import session_headers as headers_of
 
 pytestmark = pytest.mark.anyio
+
+
+WHOLE = "whole" if eager.AVAILABLE else "later"
+"""What the fast path makes of an answer ready in its handler's first step: written whole where handlers
+start eagerly; without an eager start (3.11 with ``MCPFRAME_PUBLIC_ONLY=1``) that first step is a task that
+runs after the POST was read, so the full path finishes it (the same answer, from an Exchange)."""
 
 
 @pytest.fixture
@@ -124,7 +131,7 @@ async def test_a_plain_call_is_answered_whole_on_the_fast_path(taken: list[str])
                 "result": {"content": [{"type": "text", "text": f"t{rid}"}]},
             }
         # a `def` tool runs on the worker pool: its answer comes after the first step
-        assert taken == ["whole", "whole", "later"]
+        assert taken == [WHOLE, WHOLE, "later"]
 
 
 async def test_an_answer_in_the_first_step_makes_no_exchange_and_a_later_one_gets_it_handed_over(
@@ -146,8 +153,8 @@ async def test_an_answer_in_the_first_step_makes_no_exchange_and_a_later_one_get
             assert response.headers["content-type"] == "application/json"
             assert response.json()["id"] == rid
             assert response.json()["result"]["content"][0]["text"] == tool
-        assert taken == ["whole", "later", "whole", "later", "later"]
-        assert len(made) == 3  # one per POST that was handed over, none for the whole answers
+        assert taken == [WHOLE, "later", WHOLE, "later", "later"]
+        assert len(made) == taken.count("later")  # one per POST handed over, none for the whole answers
 
 
 async def test_a_handler_that_logs_is_finished_by_the_full_path_with_sse(taken: list[str]) -> None:
@@ -191,7 +198,7 @@ async def test_resumable_answers_are_stored_and_replayed_as_before(taken: list[s
             replay = {**headers, "accept": "text/event-stream", "last-event-id": events[0]["id"]}
             again = await client.get(url, headers=replay)
             assert messages(again.text) == messages(response.text)
-        assert taken == ["whole", "later"]  # an `async def` answer in the first step: whole
+        assert taken == [WHOLE, "later"]  # an `async def` answer in the first step: whole
 
 
 def _modern(tool: str, rid: int, text: str, mcp_name: str | None = None) -> tuple[Any, dict[str, str]]:
@@ -211,7 +218,7 @@ async def test_stateless_requests_take_the_fast_path_and_mismatches_are_declined
             assert response.status_code == 200
             assert response.json()["result"]["content"] == [{"type": "text", "text": f"s{rid}"}]
             assert "mcp-session-id" not in response.headers
-        assert taken == ["declined", "whole"]
+        assert taken == ["declined", WHOLE]
         taken.clear()
         body, headers = _modern("echo", 21, "m", mcp_name="other")
         got = await client.post(url, json=body, headers=headers)
