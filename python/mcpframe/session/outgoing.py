@@ -3,12 +3,22 @@
 The Session owns one ``Outgoing``, built with what it truly needs from the Session: ``write`` (queue a frame
 now, for ``notifications/cancelled``), ``send`` (queue a frame and wait while the outbox is full: the
 back-pressure our senders feel), ``queue`` (hand a progress callback to the Session's job worker, so it runs
-in arrival order and never in the reader) and ``expect_answer`` (a request was just allocated: its answer is
-somewhere in the unread input, so reading must go on). It owns the rest: the core ``Correlator`` that gives
-ids and finds the waiter of a response, the ``Pending`` waiter of each request (its deadline, its progress
-callback), the progress-token table, ``notifications/cancelled`` sent on timeout or cancellation, and failing
-every waiter when the connection ends. The Session tells it when sending stops (``stop_sending``), when the
-peer's input has ended (``end_of_input``) and when everything is over (``close``).
+in arrival order and never in the reader; ``False`` when the worker is gone) and ``expect_answer`` (a
+request was just allocated: its answer is somewhere in the unread input, so reading must go on). It owns
+the rest: the core ``Correlator`` that gives ids and finds the waiter of a response, the ``Pending`` waiter
+of each request (its deadline, its progress callback), the progress-token table, ``notifications/cancelled``
+sent on timeout or cancellation, and failing every waiter when the connection ends.
+
+Order: a response completes its request only after the progress callbacks of the notifications that
+arrived before it have run. The reader never waits for that: when such callbacks are still queued, the
+response is *held* on its ``Pending`` (the deadline is lifted: the answer is in) and the last of those
+callbacks releases it from the job worker. Progress arriving after the response is ignored, so nothing can
+hold an answer for longer than the callbacks of what came before it (the running one, at most
+``PROGRESS_QUEUE`` queued, and the newest overflowed update). A held answer is released when the Session
+closes (``close``), as the worker is gone then.
+
+The Session tells it when sending stops (``stop_sending``), when the peer's input has ended
+(``end_of_input``) and when everything is over (``close``).
 """
 
 from __future__ import annotations
@@ -51,11 +61,13 @@ class Pending:
         "event",
         "failure",
         "hard_deadline",
+        "held",
         "message",
         "method",
         "on_progress",
         "progress_overflow",
         "progress_queued",
+        "progress_running",
         "scope",
         "timeout",
     )
@@ -70,6 +82,8 @@ class Pending:
         self.failure: BaseException | None = None
         self.hard_deadline = math.inf
         self.progress_queued = 0  # progress callbacks queued and not yet run
+        self.progress_running = False  # one of its progress callbacks runs now (in the job worker)
+        self.held = False  # the response arrived before its progress callbacks ran: ``settle`` releases it
         # past PROGRESS_QUEUE of those, the newest (progress, total, message) waits here, replacing older ones
         self.progress_overflow: tuple[float, Any, Any] | None = None
 
@@ -89,9 +103,20 @@ class Pending:
             self.scope.deadline = min(anyio.current_time() + self.timeout, self.hard_deadline)
 
     def resolve(self, message: MessageLike) -> None:
-        """The response arrived."""
+        """The response arrived: complete the wait now, or hold it while earlier progress callbacks run."""
         self.message = message
-        self.event.set()
+        if self.progress_queued == 0 and not self.progress_running:
+            self.event.set()
+            return
+        self.held = True
+        if self.scope is not None:  # the answer is in: only our own callbacks are left to wait for
+            self.scope.deadline = math.inf
+
+    def settle(self) -> None:
+        """A progress callback finished: release a held response once no earlier callback is left."""
+        if self.held and self.progress_queued == 0 and not self.progress_running:
+            self.held = False
+            self.event.set()
 
     def fail(self, exc: BaseException) -> None:
         """The connection ended before a response."""
@@ -128,18 +153,24 @@ def with_progress_token(params: Any, token: Id) -> tuple[Any, Id]:
 
 
 async def _report_progress(waiter: Pending, update: tuple[float, Any, Any]) -> None:
-    """Call ``waiter``'s progress callback with ``update``, then with the newest overflowed one, if any."""
+    """Call ``waiter``'s progress callback with ``update``, then with the newest overflowed one if this is
+    the last queued; then release the response if it was held for them (module doc: Order)."""
     waiter.progress_queued -= 1
+    waiter.progress_running = True
     callback = waiter.on_progress
     assert callback is not None
-    outcome = callback(*update)
-    if inspect.isawaitable(outcome):
-        await outcome
-    if waiter.progress_queued == 0 and waiter.progress_overflow is not None:
-        newest, waiter.progress_overflow = waiter.progress_overflow, None
-        outcome = callback(*newest)
+    try:
+        outcome = callback(*update)
         if inspect.isawaitable(outcome):
             await outcome
+        if waiter.progress_queued == 0 and waiter.progress_overflow is not None:
+            newest, waiter.progress_overflow = waiter.progress_overflow, None
+            outcome = callback(*newest)
+            if inspect.isawaitable(outcome):
+                await outcome
+    finally:  # a failing callback releases the response too (the worker logs the failure)
+        waiter.progress_running = False
+        waiter.settle()
 
 
 class Outgoing:
@@ -147,6 +178,7 @@ class Outgoing:
 
     __slots__ = (
         "_expect_answer",
+        "_held",
         "_pending",
         "_progress",
         "_queue",
@@ -162,7 +194,7 @@ class Outgoing:
         *,
         write: Callable[[bytes], None],
         send: Callable[[bytes], Awaitable[None]],
-        queue: Callable[..., None],
+        queue: Callable[..., bool | None],
         expect_answer: Callable[[], None],
         max_pending: int,
         timeout: float | None,
@@ -173,6 +205,7 @@ class Outgoing:
         self._expect_answer = expect_answer
         self._pending = core.Correlator(max_pending=max_pending)
         self._progress: dict[Id, Pending] = {}
+        self._held: set[Pending] = set()  # answered, waiting for their earlier progress callbacks
         self.timeout = timeout  # for a request that names none
         self.sending = True  # False once the session is closed or a write failed: nothing more goes out
         self.eof = False  # the peer's input has ended: no answer can arrive any more
@@ -204,6 +237,10 @@ class Outgoing:
         self.eof = True
         self.fail_all(exc)
         self._progress.clear()
+        for waiter in self._held:  # the worker is gone: their callbacks never run; the answers did arrive
+            waiter.held = False
+            waiter.event.set()
+        self._held.clear()
 
     def fail_all(self, exc: BaseException) -> None:
         """Fail every waiting request with ``exc``."""
@@ -225,6 +262,8 @@ class Outgoing:
             return
         assert isinstance(waiter, Pending)
         waiter.resolve(message)
+        if waiter.held:
+            self._held.add(waiter)
 
     def reject(self, rid: Id, exc: BaseException) -> None:
         """The peer's answer to request ``rid`` could not be read: that request fails with ``exc`` now."""
@@ -239,6 +278,8 @@ class Outgoing:
         waiter = self._progress.get(token) if is_id(token) else None
         if waiter is None:
             return False
+        if waiter.message is not None:  # after its response: late, and it must not hold the answer longer
+            return True
         assert isinstance(params, dict)
         waiter.extend()
         progress = params.get("progress")
@@ -246,7 +287,8 @@ class Outgoing:
             update = (progress, params.get("total"), params.get("message"))
             if waiter.progress_queued < PROGRESS_QUEUE:
                 waiter.progress_queued += 1
-                self._queue(_report_progress, waiter, update)
+                if self._queue(_report_progress, waiter, update) is False:  # the worker is gone
+                    waiter.progress_queued -= 1
             else:  # the callback is far behind: keep only the newest of the updates past the queue
                 waiter.progress_overflow = update
         return True
@@ -293,11 +335,12 @@ class Outgoing:
                 raise RequestTimeout(f"Request timed out: {method} (no response after {elapsed:.3g} s)")
             return waiter.outcome()
         except anyio.get_cancelled_exc_class():
-            if not waiter.event.is_set():
+            if waiter.message is None and not waiter.event.is_set():  # a held answer is in: nothing to cancel
                 self._cancel_remote(rid, "cancelled by the requester")
             raise
         finally:
             self._pending.pop(rid, None)
+            self._held.discard(waiter)
             if token is not None and self._progress.get(token) is waiter:
                 del self._progress[token]
 

@@ -553,12 +553,15 @@ class Session:
         """Notification jobs not yet taken by the worker (the Intake bounds them too)."""
         return self._jobs_queued
 
-    def _queue(self, func: Callable[..., Any], *args: Any) -> None:
+    def _queue(self, func: Callable[..., Any], *args: Any) -> bool:
+        """Hand a job to the worker; ``False`` (and a warning) when it was dropped: the session is closing."""
         try:
             self._jobs_in.send_nowait((func, args))
             self._jobs_queued += 1
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.WouldBlock):
             logger.warning("dropped a notification for its handler: the session is closing")
+            return False
+        return True
 
     async def _job_worker(self) -> None:
         """Notification handlers and progress callbacks, one at a time, in arrival order."""
