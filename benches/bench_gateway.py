@@ -36,18 +36,10 @@ ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent / "python"))
 
 from mcpframe import core  # noqa: E402
+from servers.procs import threads_cpu  # noqa: E402
 
 ECHO = str(ROOT / "servers" / "mcpframe_echo.py")
 READ = 1 << 20
-
-
-def _cpu_seconds(pid: int) -> float:
-    """CPU time of the process's live threads (scheduler nanoseconds: finer than utime + stime's ticks)."""
-    total = 0
-    for task in os.listdir(f"/proc/{pid}/task"):
-        with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{task}/schedstat", "rb") as stat:
-            total += int(stat.read().split()[0])
-    return total / 1e9
 
 
 class Peer:
@@ -107,7 +99,7 @@ class Peer:
         _, frames = self._frames(count)
         done = sent = 0
         out = b""
-        cpu, start = _cpu_seconds(self.proc.pid), time.perf_counter()
+        cpu, start = threads_cpu(self.proc.pid), time.perf_counter()
         os.set_blocking(self.wfd, False)
         try:
             while done < count:
@@ -125,7 +117,7 @@ class Peer:
                     done += self._check(self.decoder.feed(data))
         finally:
             os.set_blocking(self.wfd, True)
-        return time.perf_counter() - start, _cpu_seconds(self.proc.pid) - cpu
+        return time.perf_counter() - start, threads_cpu(self.proc.pid) - cpu
 
     def sequential(self, count: int) -> list[float]:
         """Each call's round trip, one at a time."""

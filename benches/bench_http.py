@@ -45,6 +45,7 @@ if str(ROOT / "python") not in sys.path:
 
 from mcpframe import core  # noqa: E402
 from mcpframe.http import connect  # noqa: E402
+from servers.procs import process_cpu  # noqa: E402
 
 SERVERS = ("mcpframe", "sdk")
 CLIENTS = ("mcpframe", "sdk")
@@ -194,15 +195,6 @@ async def _calls(add: Add, count: int, latencies: list[float]) -> None:
         latencies.append(time.perf_counter() - start)
         if answer != i + 1:
             raise AssertionError(f"add({i}, 1) answered {answer!r}")
-
-
-def process_cpu(pid: int) -> float:
-    """CPU seconds (user + system) a process has used so far; 0.0 where /proc is not available."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def measure(url: str, pid: int, row: Row, *, calls: int, max_seconds: float) -> Row:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import statistics
 import sys
 import tempfile
@@ -24,15 +23,11 @@ import anyio
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.scale.support import Instance, RedisProcess  # after the root is on the path
+from tests.scale.support import Instance  # after the root is on the path
+
+from servers.procs import process_cpu, redis_server
 
 _NOTE = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode()
-
-
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of a process."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / 100
 
 
 async def endpoint_of(lines: object) -> str:
@@ -55,14 +50,14 @@ async def measure(instances: list[Instance], pids: list[int], posts: int, rounds
             endpoint = await endpoint_of(lines)
             for _ in range(rounds):
                 for name, base in (("local", bases[0]), ("relayed", bases[1])):
-                    before = sum(cpu_seconds(pid) for pid in pids)
+                    before = sum(process_cpu(pid) for pid in pids)
                     for _ in range(posts):
                         start = time.perf_counter()
                         reply = await http.post(base + endpoint, content=_NOTE, headers=headers)
                         latency[name].append(time.perf_counter() - start)
                         if reply.status_code != 202:
                             raise RuntimeError(f"{name}: {reply.status_code} {reply.text}")
-                    cpu[name] += sum(cpu_seconds(pid) for pid in pids) - before
+                    cpu[name] += sum(process_cpu(pid) for pid in pids) - before
     print(f"{'':8} {'p50 ms':>7} {'p99 ms':>7} {'CPU ms/POST':>12}")
     for name, values in latency.items():
         values.sort()
@@ -76,22 +71,16 @@ def main() -> None:
     parser.add_argument("--posts", type=int, default=200, help="POSTs per configuration and round")
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
-    program = shutil.which("redis-server")
-    if program is None:
-        sys.exit("redis-server is not installed (scripts/install-redis.sh)")
     logs = Path(tempfile.mkdtemp(prefix="bench-legacy-relay-"))
-    redis = RedisProcess(program, logs / "redis.log")
-    redis.start()
-    instances: list[Instance] = []
-    try:
-        instances = [Instance(["--store", redis.url], logs / f"instance{n}.log") for n in range(2)]
-        assert redis.child is not None
-        pids = [i.child.pid for i in instances] + [redis.child.pid]
-        anyio.run(measure, instances, pids, args.posts, args.rounds)
-    finally:
-        for instance in instances:
-            instance.stop()
-        redis.stop()
+    with redis_server() as (url, redis_pid):
+        instances: list[Instance] = []
+        try:
+            instances = [Instance(["--store", url], logs / f"instance{n}.log") for n in range(2)]
+            pids = [i.child.pid for i in instances] + [redis_pid]
+            anyio.run(measure, instances, pids, args.posts, args.rounds)
+        finally:
+            for instance in instances:
+                instance.stop()
 
 
 if __name__ == "__main__":

@@ -25,7 +25,6 @@ import asyncio
 import itertools
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -44,6 +43,7 @@ if str(ROOT / "python") not in sys.path:
 
 from mcpframe import core  # noqa: E402
 from servers.http_wire_client import LEGACY_VERSION, Connection, answer_of, open_connection  # noqa: E402
+from servers.procs import process_cpu, redis_server  # noqa: E402
 
 TOOLS_MODULE = ROOT / "benches" / "servers" / "http_tools.py"
 CONFIGS = ("memory1", "redis1", "redis2", "redis3")
@@ -51,41 +51,6 @@ MODES = ("json", "sse")
 
 
 # ---------------------------------------------------------------------------------------------- children
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-@contextmanager
-def redis_server() -> Iterator[tuple[str, int]]:
-    """A throwaway redis-server (no persistence): yields (URL, pid)."""
-    program = shutil.which("redis-server")
-    if program is None:
-        raise SystemExit("bench_scale: redis-server is not installed (scripts/install-redis.sh)")
-    port = _free_port()
-    args = [program, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
-    child = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
-                    sock.sendall(b"PING\r\n")
-                    if sock.recv(16).startswith(b"+PONG"):
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("redis-server did not start")
-            time.sleep(0.02)
-        yield f"redis://127.0.0.1:{port}/0", child.pid
-    finally:
-        child.kill()
-        child.wait()
 
 
 def _drain(stream: Any) -> None:
@@ -121,12 +86,6 @@ def instance(mode: str, store: str | None) -> Iterator[tuple[int, int]]:
         except subprocess.TimeoutExpired:
             child.kill()
             child.wait()
-
-
-def process_cpu(pid: int) -> float:
-    """CPU seconds (user + system) a process has used so far (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 # ---------------------------------------------------------------------------------------------- the load

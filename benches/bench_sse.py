@@ -49,6 +49,7 @@ if str(ROOT / "python") not in sys.path:
     sys.path.insert(0, str(ROOT / "python"))
 
 from mcpframe import core  # noqa: E402
+from servers.procs import process_cpu  # noqa: E402
 
 SERVERS = ("mcpframe", "sdk")
 CLIENTS = ("sdk", "mcpframe")
@@ -129,15 +130,6 @@ def server_process(name: str) -> Iterator[tuple[str, int]]:
         except subprocess.TimeoutExpired:
             child.kill()
             child.wait()
-
-
-def process_cpu(pid: int) -> float:
-    """CPU seconds (user + system) a process has used so far; 0.0 where /proc is not available."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def process_rss(pid: int) -> int:

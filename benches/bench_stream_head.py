@@ -15,25 +15,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import shutil
 import statistics
-import sys
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.scale.support import RedisProcess
+from servers.procs import process_cpu, redis_server
 
 if TYPE_CHECKING:
     from mcpframe.http.redis_store import RedisStore
 
 _ANSWER = b'{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hello"}]}}'
-
-
-def _ticks(pid: int) -> int:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return int(fields[11]) + int(fields[12])
 
 
 async def _posts(store: RedisStore, calls: int, *, head: bool) -> None:
@@ -55,12 +46,12 @@ async def measure(url: str, pid: int, calls: int, rounds: int) -> dict[bool, lis
         await _posts(store, 300, head=True)  # warm up: connections, imports
         for turn in range(rounds):
             for head in (False, True) if turn % 2 == 0 else (True, False):
-                cpu, server, wall = time.process_time(), _ticks(pid), time.perf_counter()
+                cpu, server, wall = time.process_time(), process_cpu(pid), time.perf_counter()
                 await _posts(store, calls, head=head)
                 cpu = time.process_time() - cpu
-                server = _ticks(pid) - server
+                server = process_cpu(pid) - server
                 wall = time.perf_counter() - wall
-                rows[head].append((cpu / calls * 1e6, server * 1e4 / calls, wall / calls * 1e6))
+                rows[head].append((cpu / calls * 1e6, server / calls * 1e6, wall / calls * 1e6))
     finally:
         await store.aclose()
     return rows
@@ -71,17 +62,8 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=3000, help="POSTs per contender and round")
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
-    program = shutil.which("redis-server")
-    if program is None:
-        sys.exit("redis-server is not installed (scripts/install-redis.sh)")
-    log = Path("/tmp") / "bench_stream_head.redis.log"
-    redis = RedisProcess(program, log)
-    redis.start()
-    try:
-        assert redis.child is not None
-        rows = asyncio.run(measure(redis.url, redis.child.pid, args.calls, args.rounds))
-    finally:
-        redis.stop()
+    with redis_server() as (url, pid):
+        rows = asyncio.run(measure(url, pid, args.calls, args.rounds))
     print("| contender | client CPU µs/POST | redis-server CPU µs/POST | wall µs/POST |")
     print("| --- | ---: | ---: | ---: |")
     for head, name in ((False, "no head"), (True, "head (`h` field)")):

@@ -24,16 +24,10 @@ import anyio
 from bench_compat import RawClient, spawned
 from bench_engine import APPS, CALLS
 from mcpframe import core
+from servers.procs import process_cpu as cpu_seconds
 
 BURST = 1000
 SETTINGS = {"frozen": "1", "not frozen": "0"}
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of process ``pid`` and all its threads."""
-    with open(f"/proc/{pid}/stat") as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 @contextmanager
