@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -26,17 +27,24 @@ def redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisProcess]:
     process.stop()
 
 
-def start_instances(redis: RedisProcess, logs: Path, count: int, *flags: str) -> list[Instance]:
-    """`count` instances sharing `redis` (a short idle timeout and store timeout for the tests)."""
+@contextmanager
+def instances(redis: RedisProcess, logs: Path, count: int, *flags: str) -> Iterator[list[Instance]]:
+    """`count` instances sharing `redis` (a short store timeout for the tests), all stopped on exit.
+
+    They are started together (they import in parallel), and stopped even when one of them fails to start.
+    """
     common = ["--store", redis.url, "--store-timeout", "1", *flags]
-    started = [Instance(common, logs / f"instance{n}.log", wait=False) for n in range(count)]
-    return [instance.ready() for instance in started]  # started together: they import in parallel
+    started: list[Instance] = []
+    try:
+        started += [Instance(common, logs / f"instance{n}.log", wait=False) for n in range(count)]
+        yield [instance.ready() for instance in started]
+    finally:
+        for instance in started:
+            instance.stop()
 
 
 @pytest.fixture(scope="session")
 def cluster(redis: RedisProcess, tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Instance]]:
     """Three `mcpframe serve --http --store redis://...` instances, shared by the tests that kill none."""
-    instances = start_instances(redis, tmp_path_factory.mktemp("cluster"), 3)
-    yield instances
-    for instance in instances:
-        instance.stop()
+    with instances(redis, tmp_path_factory.mktemp("cluster"), 3) as three:
+        yield three

@@ -18,7 +18,7 @@ import pytest
 
 from mcpframe.http.redis_store import RedisStore
 
-from .conftest import start_instances
+from .conftest import instances
 from .support import Events, Instance, RedisProcess, rpc
 from .test_legacy_sse import post, read_endpoint, sse_url
 from .test_streams import open_session
@@ -31,12 +31,12 @@ _QUICK = ("--store-liveness", "3", "--store-timeout", "0.5")
 @pytest.fixture(scope="module")
 def four(redis: RedisProcess, tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Instance]]:
     """a and b (each killed by one test), c and d (never killed; d keeps 2 sessions at most)."""
-    instances = start_instances(redis, tmp_path_factory.mktemp("liveness"), 3, *_QUICK)
     bounded = ("--max-sessions", "2")
-    instances += start_instances(redis, tmp_path_factory.mktemp("liveness-d"), 1, *_QUICK, *bounded)
-    yield instances
-    for instance in instances:
-        instance.stop()
+    with (
+        instances(redis, tmp_path_factory.mktemp("liveness"), 3, *_QUICK) as three,
+        instances(redis, tmp_path_factory.mktemp("liveness-d"), 1, *_QUICK, *bounded) as one,
+    ):
+        yield three + one
 
 
 @asynccontextmanager

@@ -10,7 +10,7 @@ import anyio
 import httpx
 import pytest
 
-from .conftest import start_instances
+from .conftest import instances
 from .support import HEADERS, INITIALIZE, Events, Instance, RedisProcess, rpc
 
 pytestmark = pytest.mark.anyio
@@ -19,10 +19,8 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture(scope="module")
 def pair(redis: RedisProcess, tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Instance]]:
     """Two instances of their own (a test kills one)."""
-    instances = start_instances(redis, tmp_path_factory.mktemp("pair"), 2)
-    yield instances
-    for instance in instances:
-        instance.stop()
+    with instances(redis, tmp_path_factory.mktemp("pair"), 2) as two:
+        yield two
 
 
 async def open_session(http: httpx.AsyncClient, url: str) -> dict[str, str]:
