@@ -38,11 +38,11 @@ async def wait_for_cancel(ctx: Context) -> str:
 
 
 @server.tool
-async def tick(count: int, ctx: Context) -> str:
-    """Sends `count` info log messages, one every 20 ms, on the POST's stream."""
+async def tick(count: int, ctx: Context, ms: int = 20) -> str:
+    """Sends `count` info log messages, one every `ms` milliseconds, on the POST's stream."""
     for n in range(count):
         await ctx.info(f"tick {n}")
-        await anyio.sleep(0.02)
+        await anyio.sleep(ms / 1000)
     return f"{count} ticks"
 
 
