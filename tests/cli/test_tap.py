@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import io
 import json
 import math
@@ -28,7 +29,7 @@ TAP = [sys.executable, "-m", "mcpframe", "tap"]
 SERVER = [*SERVE, EVERYTHING]
 
 
-def _request(rid: int, method: str, params: dict[str, Any] | None = None) -> bytes:
+def _request(rid: int | str, method: str, params: dict[str, Any] | None = None) -> bytes:
     message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
     if params is not None:
         message["params"] = params
@@ -194,36 +195,63 @@ class _StuckLog(io.StringIO):
         return super().write(text)
 
 
-async def test_slow_log_drops_records_never_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tap_record, "QUEUE_RECORDS", 4)
-    log, warn = _StuckLog(), io.StringIO()
-    recorder = tap_record.Recorder(log, None, colour=False, warn=warn)
-    frames = b"".join(_request(i, "ping") for i in range(50))
-    recorder.observe("c2s", frames)  # returns although the writer is stuck on the first record
-    assert recorder.frames == 50
-    assert recorder.dropped >= 50 - 4 - 1  # the queue's 4, and the one the writer holds
-    assert warn.getvalue().count("cannot keep up") == 1
+def test_slow_log_holds_forwarding_back_and_loses_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A burst bigger than the queue's bound meets a stuck log: the forwarding thread waits (it does
+    not drop records, nor queue without bound); once the log moves, every record is written, in order."""
+    monkeypatch.setattr(tap_record, "QUEUE_CHUNKS", 4)
+    log = _StuckLog()
+    recorder = tap_record.Recorder(log, None, colour=False, warn=io.StringIO())
+    waiting = threading.Event()
+    wait_for_room = recorder._wait_for_room
+
+    def noted_wait() -> None:
+        waiting.set()
+        wait_for_room()
+
+    monkeypatch.setattr(recorder, "_wait_for_room", noted_wait)
+    sent: list[int] = []
+
+    def forward() -> None:  # what a forwarding thread does per chunk (here: one frame per chunk)
+        for i in range(50):
+            recorder.observe("c2s", _request(i, "ping"))
+            sent.append(i)
+
+    forwarder = threading.Thread(target=forward)
+    forwarder.start()
+    assert waiting.wait(60)  # the forwarder is held back...
+    held_at = len(sent)
+    assert held_at <= 4 + 1  # ...with at most the bound, and the chunk over it, taken
     log.release.set()
+    forwarder.join(60)
     recorder.close()
-    written = log.getvalue().splitlines()
-    assert len(written) == recorder.frames - recorder.dropped
-    assert recorder.stats["ping"].count == 50  # the statistics count every frame, dropped or not
+    records = [json.loads(line) for line in log.getvalue().splitlines()]
+    assert [r["id"] for r in records] == list(range(50))  # nothing lost, order kept
+    assert recorder.stats["ping"].count == 50
+    assert recorder._chunks == collections.deque()
 
 
-async def test_slow_log_bounds_the_bytes_of_bad_frames_queued(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Bad frames' records hold the frame whole: the queue is capped by bytes as well as by count."""
-    monkeypatch.setattr(tap_record, "QUEUE_BYTES", 10_000)
-    log, warn = _StuckLog(), io.StringIO()
-    recorder = tap_record.Recorder(log, None, colour=False, warn=warn)
-    bad = b'{"jsonrpc":"2.0","id":1,"method":' + b"x" * 2_000 + b"\n"  # broken JSON, ~2 KB each
-    recorder.observe("c2s", bad * 20)
-    assert recorder.frames == 20
-    # 10,000 bytes hold at most 10,000 // (256 + 3 * ~2 KB) = 1 record besides the one the writer holds
-    assert recorder.dropped >= 20 - 2
-    log.release.set()
+def test_latency_is_the_time_between_the_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Answers are matched to their request by direction and id, even out of order or in one chunk,
+    and the latency is the gap between the reads that brought them."""
+    log = io.StringIO()
+    recorder = tap_record.Recorder(log, None, colour=False, warn=io.StringIO())
+    recorder.take("c2s", _request(1, "tools/call") + _request("b", "ping"), 100.0)
+    recorder.take("s2c", _request(1, "roots/list"), 100.1)  # the server asks too, with the same id
+    recorder.take("s2c", b'{"jsonrpc":"2.0","id":"b","result":{}}\n', 100.010)
+    recorder.take("c2s", b'{"jsonrpc":"2.0","id":1,"result":{"roots":[]}}\n', 100.2)
+    recorder.take("s2c", b'{"jsonrpc":"2.0","id":1,"result":{}}\n', 100.250)
+    recorder.take("s2c", b'{"jsonrpc":"2.0","id":7,"result":{}}\n', 100.3)  # asked by nobody
     recorder.close()
-    assert len(log.getvalue().splitlines()) == recorder.frames - recorder.dropped
-    assert recorder._queued_bytes == 0  # every queued record's weight was given back
+    answers = [json.loads(line) for line in log.getvalue().splitlines()][3:]
+    assert [(a["dir"], a["id"], a.get("method"), a.get("latency_ms")) for a in answers] == [
+        ("s2c", "b", "ping", 10.0),
+        ("c2s", 1, "roots/list", 100.0),
+        ("s2c", 1, "tools/call", 250.0),
+        ("s2c", 7, None, None),
+    ]
+    p50 = recorder.stats["tools/call"].latency(0.5)
+    assert p50 is not None
+    assert 250.0 <= p50 <= 250.0 * 1.0101
 
 
 def test_latency_histogram_is_within_one_percent_of_exact() -> None:
@@ -246,6 +274,6 @@ def test_method_table_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tap_record, "MAX_METHODS", 3)
     recorder = tap_record.Recorder(None, None, colour=False, warn=io.StringIO())
     recorder.observe("c2s", b"".join(_request(i, f"m{i}") for i in range(10)))
+    recorder.close()
     assert set(recorder.stats) == {"m0", "m1", "m2", tap_record.OTHER_METHODS}
     assert recorder.stats[tap_record.OTHER_METHODS].count == 7
-    recorder.close()
