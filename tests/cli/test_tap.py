@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import collections
 import io
 import json
@@ -114,13 +115,54 @@ async def test_bytes_unchanged_and_one_record_per_frame(tmp_path: Path) -> None:
     assert answered[4]["method"] == "tools/call"
     assert answered[4]["latency_ms"] >= 0
     by_id = {r["id"]: r["t"] for r in sent if "id" in r}
-    assert all(answered[rid]["t"] >= by_id[rid] for rid in answered)
+    for rid, answer in answered.items():  # the latency is the gap between the two records' reads
+        assert answer["latency_ms"] == pytest.approx((answer["t"] - by_id[rid]) * 1000.0, abs=0.001)
+        assert answer["t"] >= by_id[rid]
 
     table = stderr[stderr.index("method") :].splitlines()
     rows = {row.split()[0]: row.split() for row in table[1:]}
     assert rows["tools/call"][1] == "1"
     assert rows["tools/call"][2] != "-"
     assert rows["notifications/initialized"][1:] == ["1", "-", "-"]
+
+
+# Frames a transparent observer must pass on untouched: broken JSON, invalid UTF-8, a NUL, a CRLF line,
+# a blank line, and an unterminated last frame.
+ODD = [
+    _request(1, "ping"),
+    BAD,
+    b'\xff\xfe{"a":1}\n',
+    b'{"jsonrpc":"2.0","method":"n"}\r\n',
+    b"\n",
+    b"\x00\n",
+    b'{"jsonrpc":"2.0","id":5,"method":"pi',
+]
+CAT = [sys.executable, "-c", "import os\nwhile b := os.read(0, 65536):\n    os.write(1, b)\n"]
+
+
+async def test_bad_frames_pass_byte_identical_and_are_logged_whole(tmp_path: Path) -> None:
+    log = tmp_path / "tap.jsonl"
+    sent = b"".join(ODD)
+    with anyio.fail_after(60):  # the child echoes its stdin: both directions carry the same bytes
+        result = await anyio.run_process([*TAP, "--log", str(log), "--", *CAT], input=sent, env=child_env())
+    assert result.returncode == 0
+    assert result.stdout == sent
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    bad = [BAD.rstrip(b"\n"), b'\xff\xfe{"a":1}', b"\x00", ODD[-1]]
+    for direction in ("c2s", "s2c"):
+        mine = [r for r in records if r["dir"] == direction]
+        assert [r["kind"] for r in mine] == [
+            "request",
+            "invalid",
+            "invalid",
+            "notification",
+            "invalid",
+            "invalid",
+        ]
+        invalid = [r for r in mine if r["kind"] == "invalid"]
+        assert [base64.b64decode(r["raw_b64"]) for r in invalid] == bad
+        assert invalid[1]["raw"] == '\ufffd\ufffd{"a":1}'
+        assert all("truncated" not in r for r in invalid)
 
 
 async def test_client_through_the_tap_pretty(tmp_path: Path) -> None:
