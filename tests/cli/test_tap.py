@@ -10,6 +10,7 @@ import math
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -237,10 +238,20 @@ class _StuckLog(io.StringIO):
         return super().write(text)
 
 
-def test_slow_log_holds_forwarding_back_and_loses_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("bound", "limit", "frame"),
+    [
+        ("QUEUE_CHUNKS", 4, lambda i: _request(i, "ping")),
+        # bad frames are logged whole: the bound in bytes is what holds a stuck log's backlog down
+        ("QUEUE_BYTES", 10_000, lambda i: b'{"jsonrpc":"2.0","id":%d,"method":' % i + b"x" * 2_000 + b"\n"),
+    ],
+)
+def test_slow_log_holds_forwarding_back_and_loses_nothing(
+    monkeypatch: pytest.MonkeyPatch, bound: str, limit: int, frame: Callable[[int], bytes]
+) -> None:
     """A burst bigger than the queue's bound meets a stuck log: the forwarding thread waits (it does
     not drop records, nor queue without bound); once the log moves, every record is written, in order."""
-    monkeypatch.setattr(tap_record, "QUEUE_CHUNKS", 4)
+    monkeypatch.setattr(tap_record, bound, limit)
     log = _StuckLog()
     recorder = tap_record.Recorder(log, None, colour=False, warn=io.StringIO())
     waiting = threading.Event()
@@ -255,21 +266,37 @@ def test_slow_log_holds_forwarding_back_and_loses_nothing(monkeypatch: pytest.Mo
 
     def forward() -> None:  # what a forwarding thread does per chunk (here: one frame per chunk)
         for i in range(50):
-            recorder.observe("c2s", _request(i, "ping"))
+            recorder.observe("c2s", frame(i))
             sent.append(i)
 
     forwarder = threading.Thread(target=forward)
     forwarder.start()
     assert waiting.wait(60)  # the forwarder is held back...
     held_at = len(sent)
-    assert held_at <= 4 + 1  # ...with at most the bound, and the chunk over it, taken
+    room = limit if bound == "QUEUE_CHUNKS" else limit // len(frame(0))
+    assert held_at <= room + 1  # ...with at most the bound, and the chunk over it, taken
     log.release.set()
     forwarder.join(60)
     recorder.close()
     records = [json.loads(line) for line in log.getvalue().splitlines()]
-    assert [r["id"] for r in records] == list(range(50))  # nothing lost, order kept
-    assert recorder.stats["ping"].count == 50
+    seen = [r["id"] if "id" in r else base64.b64decode(r["raw_b64"]) for r in records]
+    assert seen == [i if bound == "QUEUE_CHUNKS" else frame(i)[:-1] for i in range(50)]  # all, in order
+    assert recorder.frames == 50
     assert recorder._chunks == collections.deque()
+
+
+def test_a_log_that_cannot_be_written_is_said_once_and_left() -> None:
+    class FullDisk(io.StringIO):
+        def write(self, text: str) -> int:
+            raise OSError(28, "No space left on device")
+
+    warn = io.StringIO()
+    recorder = tap_record.Recorder(FullDisk(), None, colour=False, warn=warn)
+    for i in range(10):
+        recorder.observe("c2s", _request(i, "ping"))
+    recorder.close()
+    assert warn.getvalue().count("cannot write the log any more") == 1
+    assert recorder.stats["ping"].count == 10  # the table is still exact
 
 
 def test_latency_is_the_time_between_the_reads(monkeypatch: pytest.MonkeyPatch) -> None:
