@@ -346,3 +346,22 @@ def test_method_table_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     recorder.close()
     assert set(recorder.stats) == {"m0", "m1", "m2", tap_record.OTHER_METHODS}
     assert recorder.stats[tap_record.OTHER_METHODS].count == 7
+
+
+async def test_bench_tap_smoke() -> None:
+    """benches/bench_tap.py runs and prints a row per contender (its timings are not checked here)."""
+    bench = Path(__file__).resolve().parents[2] / "benches" / "bench_tap.py"
+    command = [
+        sys.executable,
+        str(bench),
+        "--calls",
+        "20",
+        "--rounds",
+        "1",
+        "--contenders",
+        "direct,floor,tap",
+    ]
+    with anyio.fail_after(60):
+        result = await anyio.run_process(command, env=child_env())
+    rows = [line.split()[0] for line in result.stdout.decode().splitlines()[2:]]
+    assert rows == ["direct", "floor", "tap"]
