@@ -7,6 +7,7 @@ import collections
 import io
 import json
 import math
+import os
 import signal
 import sys
 import threading
@@ -18,7 +19,7 @@ import anyio
 import pytest
 from anyio.abc import Process
 
-from mcpframe.cli import tap_record
+from mcpframe.cli import tap, tap_record
 from mcpframe.cli.tap_record import pretty_line
 from mcpframe.client import Client
 
@@ -365,3 +366,25 @@ async def test_bench_tap_smoke() -> None:
         result = await anyio.run_process(command, env=child_env())
     rows = [line.split()[0] for line in result.stdout.decode().splitlines()[2:]]
     assert rows == ["direct", "floor", "tap"]
+
+
+def test_a_write_cut_short_is_finished(monkeypatch: pytest.MonkeyPatch) -> None:
+    """os.write may take part of a chunk (a signal cut it short): the rest follows, nothing is lost."""
+    real_write = os.write
+    source_r, source_w = os.pipe()
+    sink_r, sink_w = os.pipe()
+    payload = b"".join(_request(i, "ping") for i in range(5))
+    real_write(source_w, payload)
+    os.close(source_w)
+    recorder = tap_record.Recorder(None, None, colour=False, warn=io.StringIO())
+    ended: list[bool] = []
+    monkeypatch.setattr(os, "write", lambda fd, data: real_write(fd, bytes(data[:7])))
+    tap._pump(source_r, sink_w, "c2s", recorder, lambda: ended.append(True))
+    monkeypatch.undo()
+    os.close(sink_w)
+    with open(sink_r, "rb") as sink:
+        assert sink.read() == payload
+    os.close(source_r)
+    recorder.close()
+    assert ended == [True]
+    assert recorder.stats["ping"].count == 5
