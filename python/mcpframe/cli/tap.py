@@ -4,10 +4,11 @@ The tap runs the server as its child and sits between it and whoever runs the ta
 copied to the child's stdin and the child's stdout to stdout, byte for byte as read (never decoded and
 re-encoded; chunks may be cut differently, the bytes are the same), the child's stderr is its own.
 One thread per direction does a blocking read and a blocking write, so a slow reader on either side
-holds that direction back (the pipe's own flow control) and the tap never buffers more than one chunk.
-After each write the chunk is shown to the `Recorder` (`cli.tap_record`), which writes the JSONL log
-and the `--pretty` lines from its own thread. On exit a per-method table goes to stderr and the exit
-status is the child's; SIGTERM and SIGINT are passed on to the child.
+holds that direction back (the pipe's own flow control). Forwarding comes first: each chunk read is
+written on at once, whole, and all the recording (framing, matching answers to requests, the JSONL
+log, the `--pretty` lines) happens on the `Recorder`'s own thread (`cli.tap_record`). On exit a
+per-method table goes to stderr and the exit status is the child's; SIGTERM and SIGINT are passed on
+to the child.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import IO, Any, TextIO
 
@@ -55,23 +57,40 @@ def _colour(stream: TextIO) -> bool:
 def _pump(
     source: int, sink: int, direction: Direction, recorder: Recorder, on_eof: Callable[[], None]
 ) -> None:
-    """Copy ``source`` to ``sink`` until EOF or until the sink is gone; show each chunk to the recorder.
+    """Copy ``source`` to ``sink`` until EOF or until the sink is gone; hand each chunk to the recorder.
+
+    The loop is kept to the bare read, write and two O(1) calls: a fresh ``os.read`` per chunk (the
+    recorder keeps the chunk, so a reused buffer would only add a copy), one ``os.write`` of all of it
+    (a blocking pipe takes it whole unless a signal cuts the write short). The chunk is queued for the
+    recorder before the write (an append, so requests are queued before their answers), and the
+    recorder is woken after it.
 
     ``on_eof`` runs either way: it closes what the other end needs closed (the child's stdin, so the
     server sees EOF as it would without the tap; the child's stdout, so a server writing to a client
     that is gone gets EPIPE instead of blocking for ever).
     """
+    read, write, now = os.read, os.write, time.monotonic
+    take, taken = recorder.take, recorder.taken
     try:
-        while chunk := os.read(source, CHUNK):
-            view = memoryview(chunk)
-            while view:  # os.write may take part of a chunk on a pipe
-                view = view[os.write(sink, view) :]
-            recorder.observe(direction, chunk)
+        while chunk := read(source, CHUNK):
+            take(direction, chunk, now())
+            size = len(chunk)
+            written = write(sink, chunk)
+            if written < size:
+                _write_rest(sink, chunk, written)
+            taken(direction, size)
     except OSError:  # EPIPE: the side we write to is gone
         pass
     finally:
         recorder.end(direction)
         on_eof()
+
+
+def _write_rest(sink: int, chunk: bytes, written: int) -> None:
+    """Finish a write that a signal cut short after ``written`` bytes."""
+    view = memoryview(chunk)[written:]
+    while view:
+        view = view[os.write(sink, view) :]
 
 
 def render_table(stats: dict[str, MethodStats]) -> str:
@@ -179,7 +198,5 @@ def tap_main(argv: Sequence[str]) -> int:
         if log is not None:
             log.close()
     sys.stderr.write(render_table(recorder.stats))
-    if recorder.dropped:
-        sys.stderr.write(f"mcpframe tap: {recorder.dropped} of {recorder.frames} log records dropped\n")
     sys.stderr.flush()
     return status

@@ -1,10 +1,18 @@
 """What `mcpframe tap` records: frames cut by the core's lazy `Decoder`, one JSONL record per frame.
 
-The forwarding threads call `Recorder.observe(direction, chunk)` *after* they have written the chunk on,
-so observing never delays bytes already read. Records go to the log writer through a bounded queue:
-when it is full the record is dropped and counted (said once on stderr), never waited for, so a slow
-log file cannot hold the pipes back or grow the tap's memory. The per-method statistics and the
-request/answer matching are kept here, beside the decoder, so they stay exact even when records drop.
+Forwarding comes first. A forwarding thread hands each chunk it read to the `Recorder` with `take`
+(an append to a deque: no lock, no system call) just *before* writing it on, and calls `taken` after
+the write: that wakes the recorder thread if it sleeps, and waits only when the recorder is too far
+behind. Everything else (cutting frames, classifying them, matching answers to requests, the JSONL
+log and the `--pretty` lines, the per-method statistics) runs on the recorder's own thread.
+Taking the chunk before the write keeps the chunks in the order they were read, so a request is
+always recorded before its answer (the answer can only be read after the request was written).
+
+The chunks waiting for the recorder are bounded (`QUEUE_CHUNKS` chunks, `QUEUE_BYTES` bytes): past
+that, the forwarding thread that went over waits until the recorder has caught up to half the bound.
+A slow log file therefore slows the traffic down rather than losing records or growing memory; if
+writing the log fails (a full disk), the tap says so once on stderr and stops writing it, and the
+pipes go on. The per-method statistics and the request/answer matching stay exact either way.
 
 A bad frame's record carries the frame whole (`FrameError.raw`) as text, invalid UTF-8 replaced by
 U+FFFD (`"raw"`), and the same bytes base64-encoded (`"raw_b64"`), so nothing is lost.
@@ -13,6 +21,7 @@ U+FFFD (`"raw"`), and the same bytes base64-encoded (`"raw_b64"`), so nothing is
 from __future__ import annotations
 
 import base64
+import collections
 import json
 import math
 import queue
@@ -30,19 +39,23 @@ _OTHER: dict[Direction, Direction] = {"c2s": "s2c", "s2c": "c2s"}
 # A server that never answers must not make the pending map grow for ever: past this many requests in
 # flight the oldest is forgotten (its answer, if it comes, is recorded without a latency).
 MAX_PENDING = 100_000
-# The queue to the log writer is bounded twice: by records, and by the bytes they carry (a bad frame's
-# record holds the frame whole, up to the decoder's frame limit), so a stalled log holds at most this much.
-QUEUE_RECORDS = 10_000
-QUEUE_BYTES = 64 * 1024 * 1024
+# Chunks read but not yet recorded, bounded twice: by count and by the bytes they hold. A forwarding
+# thread that finds either exceeded waits (the traffic slows to the log's pace; nothing is dropped).
+QUEUE_CHUNKS = 4_096
+QUEUE_BYTES = 16 * 1024 * 1024
 # Method names come from the peers: a client sending endless new names must not grow the table; past
 # this many, the rest are counted under one row.
 MAX_METHODS = 1_000
+# After a batch the recorder naps this long before looking again, instead of being woken per chunk:
+# under steady traffic the forwarding threads never pay for a wake-up (a futex call, and the recorder
+# then competing for the GIL just as the answer comes back), and records reach the log and --pretty at
+# most this late. Only a recorder that found nothing after its nap sleeps until woken.
+NAP_SECONDS = 0.005
 OTHER_METHODS = "(other methods)"
 # Latencies go into a log-scale histogram (buckets 1% wide, from 1 µs): memory stays bounded however many
 # answers pass, and a percentile read off it is within 1% of the exact one.
 _GROWTH = 1.01
 _LOG_GROWTH = math.log(_GROWTH)
-_STOP = None
 
 
 @dataclass
@@ -74,66 +87,146 @@ class MethodStats:
 
 
 class Recorder:
-    """Cuts both directions into frames and hands records to a writer thread (see the module doc)."""
+    """Records both directions on its own thread, fed by the forwarding threads (see the module doc)."""
 
     def __init__(self, log: TextIO | None, pretty: TextIO | None, *, colour: bool, warn: TextIO) -> None:
         self._decoders: dict[Direction, Any] = {d: core.Decoder(lazy=True) for d in ("c2s", "s2c")}
         self._pending: dict[tuple[Direction, str], tuple[float, str | None]] = {}
-        self._lock = threading.Lock()  # the two forwarding threads share pending and stats
         self.stats: dict[str, MethodStats] = {}
         self.frames = 0
-        self.dropped = 0
-        self._queued_bytes = 0
-        self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue(QUEUE_RECORDS)
         self._log, self._pretty, self._colour, self._warn = log, pretty, colour, warn
-        self._writer: threading.Thread | None = None
-        if log is not None or pretty is not None:
-            self._writer = threading.Thread(target=self._write_loop, name="tap-log", daemon=True)
-            self._writer.start()
+        # (direction, monotonic time of the read, chunk); chunk None: that direction ended; None: stop
+        self._chunks: collections.deque[tuple[Direction, float, bytes | None] | None] = collections.deque()
+        self._produced: dict[Direction, int] = {"c2s": 0, "s2c": 0}  # each written by its own thread
+        self._consumed = 0  # written by the recorder thread only
+        self._sleeping = False
+        self._wake: queue.SimpleQueue[None] = queue.SimpleQueue()
+        self._room = threading.Condition()
+        self._waiters = 0
+        self._done = False  # the recorder thread has ended (closed, or failed): nothing waits for it
+        self._thread = threading.Thread(target=self._run, name="tap-record", daemon=True)
+        self._thread.start()
+
+    def take(self, direction: Direction, chunk: bytes, at: float) -> None:
+        """Queue ``chunk``, read in ``direction`` at monotonic time ``at``; call before writing it on."""
+        if not self._done:
+            self._chunks.append((direction, at, chunk))
+
+    def taken(self, direction: Direction, size: int) -> None:
+        """The chunk just taken (``size`` bytes) was written on: wake the recorder; wait if it is behind."""
+        self._produced[direction] += size
+        if self._sleeping:
+            self._wake.put(None)
+        if len(self._chunks) > QUEUE_CHUNKS or self._backlog() > QUEUE_BYTES:
+            self._wait_for_room()
 
     def observe(self, direction: Direction, chunk: bytes) -> None:
-        """Record every frame ``chunk`` completes in ``direction``."""
-        self._record(direction, self._decoders[direction].feed(chunk))
+        """`take` and `taken` at once: record ``chunk`` as read in ``direction`` now."""
+        self.take(direction, chunk, time.monotonic())
+        self.taken(direction, len(chunk))
 
     def end(self, direction: Direction) -> None:
         """``direction`` reached EOF: an unterminated last frame is recorded too."""
-        decoder = self._decoders[direction]
-        if not decoder.closed:
-            self._record(direction, decoder.close())
+        self._chunks.append((direction, time.monotonic(), None))
+        self.taken(direction, 0)
 
     def close(self) -> None:
-        """Flush the writer (everything queued is written) and stop it."""
-        if self._writer is not None:
-            self._queue.put(_STOP)  # blocking is fine here: the pipes are done
-            self._writer.join()
+        """Record everything taken so far, flush the log and stop the recorder thread."""
+        self._chunks.append(None)
+        self._wake.put(None)
+        self._thread.join()
 
-    def _record(self, direction: Direction, items: list[Any]) -> None:
-        if not items:
-            return
-        now = time.monotonic()
-        with self._lock:
-            records = [self._describe(direction, item, now) for item in items]
-        if self._writer is None:
-            return
-        for record in records:
-            weight = _weight(record)
-            with self._lock:
-                fits = self._queued_bytes + weight <= QUEUE_BYTES
-                if fits:
-                    self._queued_bytes += weight
+    def _backlog(self) -> int:
+        return self._produced["c2s"] + self._produced["s2c"] - self._consumed
+
+    def _behind(self) -> bool:
+        """Over half the bound: a waiting forwarding thread goes on once the recorder is under it."""
+        return not self._done and (
+            len(self._chunks) > QUEUE_CHUNKS // 2 or self._backlog() > QUEUE_BYTES // 2
+        )
+
+    def _wait_for_room(self) -> None:
+        with self._room:
+            # counted before the check: the recorder notifies whenever it sees a waiter, so the wake-up
+            # cannot fall between this check and the wait
+            self._waiters += 1
+            self._wake.put(None)  # a napping recorder starts at once
             try:
-                if not fits:
-                    raise queue.Full
-                self._queue.put_nowait(record)
-            except queue.Full:
-                with self._lock:
-                    if fits:
-                        self._queued_bytes -= weight
-                    self.dropped += 1
-                    first = self.dropped == 1
-                if first:
-                    self._warn.write("mcpframe tap: the log cannot keep up; dropping records (counted)\n")
-                    self._warn.flush()
+                while self._behind():
+                    self._room.wait()
+            finally:
+                self._waiters -= 1
+
+    def _run(self) -> None:
+        chunks = self._chunks
+        try:
+            while True:
+                while chunks:
+                    item = chunks.popleft()
+                    if item is None:
+                        return
+                    self._record(*item)
+                    if self._waiters and not self._behind():
+                        with self._room:
+                            self._room.notify_all()
+                try:
+                    self._wake.get(timeout=NAP_SECONDS)
+                except queue.Empty:
+                    if not chunks:
+                        self._sleep()
+        except Exception as exc:  # a bug here must never stall the pipes: recording stops, they go on
+            self._say(f"mcpframe tap: recording stopped ({type(exc).__name__}: {exc})")
+        finally:
+            self._done = True
+            self._flush()
+            with self._room:
+                self._room.notify_all()
+
+    def _sleep(self) -> None:
+        """Wait until a forwarding thread has taken a chunk (it wakes us only when the flag is up)."""
+        self._sleeping = True
+        if not self._chunks:  # checked after the flag is up: a chunk taken meanwhile is not missed
+            self._wake.get()
+        self._sleeping = False
+
+    def _record(self, direction: Direction, at: float, chunk: bytes | None) -> None:
+        decoder = self._decoders[direction]
+        if chunk is not None:
+            items = decoder.feed(chunk)
+            self._consumed += len(chunk)
+        else:
+            items = [] if decoder.closed else decoder.close()
+        for item in items:
+            record = self._describe(direction, item, at)
+            if self._log is not None:
+                self._write("log", self._log, json.dumps(record, ensure_ascii=False) + "\n")
+            if self._pretty is not None:
+                self._write("--pretty", self._pretty, pretty_line(record, self._colour) + "\n")
+
+    def _write(self, what: str, stream: TextIO, text: str) -> None:
+        try:
+            stream.write(text)
+        except (OSError, ValueError) as exc:  # a full disk, a closed stderr: stop writing there only
+            if what == "log":
+                self._log = None
+            else:
+                self._pretty = None
+            self._say(f"mcpframe tap: cannot write the {what} any more ({exc}); the pipes go on")
+
+    def _flush(self) -> None:
+        for stream in (self._log, self._pretty):
+            if stream is not None:
+                try:
+                    stream.flush()
+                except (OSError, ValueError) as exc:
+                    self._say(f"mcpframe tap: cannot write the log ({exc})")
+
+    def _say(self, line: str) -> None:
+        try:
+            self._warn.write(line + "\n")
+            self._warn.flush()
+        except (OSError, ValueError):
+            pass
 
     def _describe(self, direction: Direction, item: Any, now: float) -> dict[str, Any]:
         self.frames += 1
@@ -171,23 +264,6 @@ class Recorder:
                 name = OTHER_METHODS
             entry = self.stats.setdefault(name, MethodStats())
         return entry
-
-    def _write_loop(self) -> None:
-        while (record := self._queue.get()) is not _STOP:
-            with self._lock:
-                self._queued_bytes -= _weight(record)
-            if self._log is not None:
-                self._log.write(json.dumps(record, ensure_ascii=False) + "\n")
-            if self._pretty is not None:
-                self._pretty.write(pretty_line(record, self._colour) + "\n")
-        for stream in (self._log, self._pretty):
-            if stream is not None:
-                stream.flush()
-
-
-def _weight(record: dict[str, Any]) -> int:
-    """What a queued record holds, roughly: a bad frame's bytes (twice: text and base64), else a little."""
-    return 256 + 3 * record["size"] if record["kind"] == "invalid" else 256
 
 
 def _bad_frame(direction: Direction, error: Any, now: float) -> dict[str, Any]:
