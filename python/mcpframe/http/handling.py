@@ -152,10 +152,15 @@ class PostHandler:
             if self.sessions.shared is not None:  # a session nobody could find again is no session: 503
                 await self.sessions.shared.store.ping()
         else:
-            done = self._route_all(session, body)
-            if done is not None:
-                return done
             session.touch(+1)  # waiting for room counts as activity: the reaper leaves the session alone
+            try:
+                done = await self._route_all(session, body)
+            except BaseException:
+                session.touch(-1)
+                raise
+            if done is not None:
+                session.touch(-1)
+                return done
         try:
             slot = await self._admit(request, body)
         finally:
@@ -169,11 +174,11 @@ class PostHandler:
             slot.release()  # idempotent: the exchange (if any) releases it too when it ends
             raise
 
-    def _route_all(self, session: HttpSession, body: Body) -> Reply | None:
-        """Route the body's notifications and responses; the reply when nothing more is to be done."""
-        session.touch()
+    async def _route_all(self, session: HttpSession, body: Body) -> Reply | None:
+        """Route the body's notifications and responses (waiting while the session's notification queue
+        is full); the reply when nothing more is to be done."""
         for message in body.others:
-            self._route(session, message)
+            await self._route(session, message)
         if not body.requests:
             if body.errors:  # a batch of nothing but invalid parts
                 return json_response(b"[" + b",".join(body.error_frames()) + b"]")
@@ -244,7 +249,7 @@ class PostHandler:
     def _make_session(self, lane: Lane, handler: RequestHandler, *, batches: bool) -> Session:
         return Session(lane.transport, request_handler=handler, batches=batches, options=self._lane_options)
 
-    def _route(self, session: HttpSession, message: MessageLike) -> None:
+    async def _route(self, session: HttpSession, message: MessageLike) -> None:
         if message.kind in ("result", "error"):
             shared = self.sessions.shared
             if not session.router.response(message) and shared is not None:
@@ -256,7 +261,7 @@ class PostHandler:
             if shared is None or not shared.publish_cancel(session, rid, one_line(message.raw)):
                 session.router.cancelled(message)
         else:
-            session.transport.feed(one_line(message.raw))
+            await session.transport.notify(one_line(message.raw))
 
     async def _modern(self, request: HttpRequest, body: Body, accepts: Accepts) -> Answer:
         message = body.requests[0]

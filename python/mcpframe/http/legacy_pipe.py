@@ -9,97 +9,14 @@ reads waits for its `202`.
 
 from __future__ import annotations
 
-import asyncio
-from collections import deque
 from collections.abc import Iterable
 
 from mcpframe.transports.base import TransportClosedError
 
-from .pipe import ChunkReader
+from .pipe import BoundedPipe
 from .streams import format_event
 
-__all__ = ["BoundedPipe", "LegacyTransport"]
-
-
-class BoundedPipe(ChunkReader):
-    """A queue of non-empty byte chunks holding at most `limit` bytes, from any writers to one reader.
-
-    `put` waits while the chunk would take the queue past `limit`; an empty queue takes any chunk, so one
-    chunk longer than `limit` still passes (alone). `close()` ends it: waiting writers get `False`, the
-    reader gets what was queued, then `b""`. `peak` is the most bytes it ever held (what tests check).
-    """
-
-    __slots__ = ("_writers", "limit", "peak", "size")
-
-    def __init__(self, limit: int) -> None:
-        if limit < 1:
-            raise ValueError(f"limit must be at least 1 byte, got {limit}")
-        super().__init__()
-        self.limit = limit
-        self.size = 0
-        self.peak = 0
-        self._writers: deque[asyncio.Event] = deque()  # writers waiting for room, first in line first
-
-    def _fits(self, length: int) -> bool:
-        return self.size == 0 or self.size + length <= self.limit
-
-    async def put(self, chunk: bytes) -> bool:
-        """Queue `chunk` once there is room for it; `False` (nothing queued) if the pipe is closed.
-
-        Writers are served in the order they came (the order of a client's POSTs is kept): one that finds
-        others waiting queues behind them even if its own chunk would fit.
-        """
-        if self._writers or not self._fits(len(chunk)):
-            await self._wait_turn(len(chunk))
-        if self.closed:
-            return False
-        if chunk:
-            self._items.append(chunk)
-            self.size += len(chunk)
-            self.peak = max(self.peak, self.size)
-            self._wake()
-        return True
-
-    async def _wait_turn(self, length: int) -> None:
-        turn = asyncio.Event()
-        self._writers.append(turn)
-        try:
-            while not self.closed and not (self._writers[0] is turn and self._fits(length)):
-                turn.clear()
-                await turn.wait()
-        finally:
-            self._writers.remove(turn)
-            if self._writers:
-                self._writers[0].set()  # the next in line looks for room once this chunk is queued
-
-    def close(self) -> None:
-        """No more chunks: the reader ends after those already queued, waiting writers get `False`."""
-        if self.closed:
-            return
-        self.closed = True
-        self._wake()
-        for turn in self._writers:
-            turn.set()
-
-    def get_nowait(self) -> bytes | None:
-        """The next chunk, `b""` at the end, `None` when nothing is queued yet."""
-        chunk = super().get_nowait()
-        if chunk:
-            self.size -= len(chunk)
-            if self._writers:
-                self._writers[0].set()
-        return chunk
-
-    def drain_nowait(self) -> tuple[list[bytes], bool]:
-        """Everything queued right now, and whether the end came with it."""
-        chunks: list[bytes] = []
-        while True:
-            chunk = self.get_nowait()
-            if chunk is None:
-                return chunks, False
-            if not chunk:
-                return chunks, True
-            chunks.append(chunk)
+__all__ = ["BoundedPipe", "LegacyTransport"]  # BoundedPipe: re-exported from .pipe
 
 
 class LegacyTransport:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import secrets
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -24,6 +23,7 @@ from mcpframe.session import Session
 from .events import EventStore
 from .exchange import MAIN, NOTIFICATION_PREFIX, LanePool, RequestHandler, Router
 from .headers import MCP_PROTOCOL_VERSION, MCP_SESSION_ID
+from .pipe import BoundedPipe
 from .responses import Reply, error_response
 from .store import StoreUnavailable
 from .streams import Stream
@@ -39,6 +39,9 @@ __all__ = ["HttpSession", "MainTransport", "SessionManager"]
 
 logger = logging.getLogger("mcpframe.http")
 
+NOTIFICATIONS_QUEUED = 1024 * 1024
+"""Bytes of a session's client notifications that may wait for its handlers before a POST waits for room."""
+
 
 def _now() -> float:
     """The event loop's clock (what `anyio.current_time()` reads on asyncio, without the backend lookup)."""
@@ -52,27 +55,36 @@ class MainTransport:
     A request the main Session sends (a notification handler asking the client something) gets a
     session-wide id from the router, as an exchange's requests do, so that the client's answer, POSTed like
     any other, finds its way back here and cannot be taken for an exchange's.
+
+    Notifications wait in a queue of at most `limit` bytes: when the session's notification handlers fall
+    behind (its Session stops reading once their backlog is full), `notify` waits for room, so a client that
+    posts notifications faster than they are handled waits for its `202` instead of growing the server.
     """
 
-    def __init__(self, stream: Stream, router: Router) -> None:
+    def __init__(self, stream: Stream, router: Router, *, limit: int = NOTIFICATIONS_QUEUED) -> None:
         self.stream = stream
         self.router = router
-        router.main = self.feed
-        self._in, self._out = anyio.create_memory_object_stream[bytes](math.inf)
+        router.main = self.answer
+        self._in = BoundedPipe(limit)
 
-    def feed(self, data: bytes) -> None:
-        """Queue a client notification frame, or the client's answer to a request of the main Session."""
-        try:
-            self._in.send_nowait(data)
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+    async def notify(self, data: bytes) -> None:
+        """Queue a client notification frame, once there is room for it (dropped if the session ended)."""
+        if not await self._in.put(data):
             logger.debug("dropping a notification for a closed session")
 
+    def answer(self, data: bytes) -> None:
+        """Queue the client's answer to a request of the main Session (never waits: one per request sent)."""
+        if not self._in.put_now(data):
+            logger.debug("dropping an answer for a closed session")
+
+    @property
+    def queued(self) -> int:
+        """Bytes of client frames not yet read by the session (at most `limit`, plus answers)."""
+        return self._in.size
+
     async def receive(self) -> bytes:
-        """The next notification frame; `b""` once the session ends."""
-        try:
-            return await self._out.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            return b""
+        """The next client frames; `b""` once the session ends."""
+        return await self._in.get() or b""
 
     async def send(self, data: bytes) -> None:
         """Server notifications: onto the standalone GET stream (stored if resumable, else only if open)."""
@@ -95,7 +107,6 @@ class MainTransport:
     async def aclose(self) -> None:
         """Idempotent."""
         self._in.close()
-        self._out.close()
 
 
 class HttpSession:
@@ -110,7 +121,7 @@ class HttpSession:
         self.lanes: LanePool | None = None  # the Sessions answering its POSTs (created by the first one)
         self.streams: dict[str, Stream] = {}
         self.get_stream = self.new_stream(buffer_until_attached=False)
-        self.transport = MainTransport(self.get_stream, self.router)
+        self.transport = MainTransport(self.get_stream, self.router, limit=NOTIFICATIONS_QUEUED)
         self.main = Session(self.transport, notification_handler=connection.handle_notification)
         self.open_requests = 0
         self.last_active = _now()
