@@ -10,13 +10,15 @@ them in a chunk) are decoded here and routed one by one by the forwarder, in str
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable
-from typing import TYPE_CHECKING
+import functools
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import TYPE_CHECKING, Any
 
 from mcpframe import core, jsonrpc
 from mcpframe.transports.base import TransportClosedError
 
 from .link import Writer
+from .pump import ThreadWriter
 
 if TYPE_CHECKING:
     from .forward import Forwarder
@@ -59,19 +61,49 @@ class ClientSession:
         """`feed` without a task switch when both sides take the bytes at once (the common case), for a
         transport's read callback; else what is left to await (stop reading until it is done)."""
         relayed, held = self._relay.feed(chunk)
-        forwarder = self._forwarder
-        up = forwarder.writer()
+        up = self._forwarder.writer()
         if not held and up is not None:  # the common chunk: plain requests and notifications only
             if relayed:
                 if (requests := self._relay.requests) != self._requests:  # inline: the hot path
                     self._requests = requests
-                    forwarder.relayed(self)
+                    self._forwarder.relayed(self)
                 try:
                     if rest := up.write_nowait(relayed):
                         return self._complete(b"", up, rest, b"")
                 except TransportClosedError:
                     pass  # it died: `serve` fails the pending requests
             return None
+        return self._dispatch(relayed, held, up)
+
+    def feed_thread(self, chunk: bytes) -> Callable[[], Coroutine[Any, Any, None]] | None:
+        """`feed` in the thread pump's reader thread (`mcpframe.proxy.pump`): plain frames are written
+        upstream from this thread; anything else is returned as work for the event loop."""
+        guard = self._forwarder.guard
+        if guard is None:
+            relayed, held = self._relay.feed(chunk)
+        else:
+            with guard:
+                relayed, held = self._relay.feed(chunk)
+        up = self._forwarder.writer()
+        if held or not isinstance(up, ThreadWriter):
+            return functools.partial(self._dispatch_async, relayed, held)
+        if relayed:
+            if (requests := self._relay.requests) != self._requests:
+                self._requests = requests
+                self._forwarder.relayed(self)
+            with contextlib.suppress(TransportClosedError):  # it died: `serve` fails the pending requests
+                up.write_blocking(relayed)
+        return None
+
+    async def _dispatch_async(self, relayed: bytes, held: list[bytes | core.FrameError]) -> None:
+        if (rest := self._dispatch(relayed, held, self._forwarder.writer())) is not None:
+            await rest
+
+    def _dispatch(
+        self, relayed: bytes, held: list[bytes | core.FrameError], up: Writer | None
+    ) -> Awaitable[None] | None:
+        """Route what the relay held (and what it relayed before): the proxy's own answers back to the
+        client, the rest upstream (started first if none runs); what is left to await, if anything."""
         upward, back = self._sort(relayed, held)
         rest_back = b""
         if back:
