@@ -49,6 +49,7 @@ _PARAMS_TOKEN = ("params", protocol.PROGRESS_TOKEN)
 _REQUEST_ID = ("params", "requestId")
 _WATCHED = frozenset({protocol.INITIALIZE, protocol.RESOURCES_SUBSCRIBE, protocol.RESOURCES_UNSUBSCRIBE})
 _FrameError = core.FrameError
+_NO_ITEMS: list[core.Message | core.FrameError] = []  # read only
 
 
 def _error(id: Any, code: int, message: str) -> bytes:
@@ -374,9 +375,31 @@ class Forwarder:
         else:
             with guard:
                 relayed, items = reader.feed(chunk)
-        sessions = [self._sessions.get(conn) for conn, _ in relayed]
-        if items or self._refusals or not all(isinstance(s.writer, ThreadWriter) for s in sessions if s):
+        if items or self._refusals:
             return functools.partial(self._route, relayed, items)
+        if len(relayed) == 1:  # the common chunk: one session's answers (always so in the stdio mode)
+            conn, data = relayed[0]
+            session = self._sessions.get(conn)
+            if session is None:  # the client is gone: its answers have no taker
+                return None
+            writer = session.writer
+            if type(writer) is not ThreadWriter:
+                return functools.partial(self._route, relayed, items)
+            try:
+                writer.write_blocking(data)
+            except TransportClosedError:
+                return functools.partial(self.close_session, session)
+            return None
+        return self._thread_many(relayed)
+
+    def _thread_many(
+        self, relayed: list[tuple[int, bytes]]
+    ) -> Callable[[], Coroutine[Any, Any, None]] | None:
+        """`_thread_chunk` for answers to several sessions: written from the thread if every session's
+        writer is a `ThreadWriter`, else all routed on the loop."""
+        sessions = [self._sessions.get(conn) for conn, _ in relayed]
+        if not all(isinstance(s.writer, ThreadWriter) for s in sessions if s is not None):
+            return functools.partial(self._route, relayed, _NO_ITEMS)
         gone: list[ClientSession] = []
         for session, (_, data) in zip(sessions, relayed, strict=True):
             if session is not None:  # else the client is gone: its answers have no taker
