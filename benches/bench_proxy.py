@@ -15,9 +15,10 @@ process's RSS after the calls.
 `--calls 1000000 --rounds 1 --contenders mcpframe` is the flat-RSS run: RSS sampled 20 times along it.
 `loop-floor` and `thread-floor` (`servers/relay_floor.py`) copy bytes both ways with nothing parsed, in an
 asyncio readiness callback per direction or a blocked thread per direction: floors for the added latency.
-`mcpframe-loop` is the proxy with `--pump loop` (the event-loop pump; `mcpframe` is the default, the thread
-pump with the native core); `base` is `mcpframe proxy --` run from another checkout (`--base TREE`, its
-`python/` first on the path of the proxy and its server): the build before a change, in the same run.
+`mcpframe-loop` and `mcpframe-thread` are the proxy with `--pump loop` and `--pump thread` (`mcpframe` is
+the default: the thread pump with the native core, the loop with the python one); `base` is
+`mcpframe proxy --` run from another checkout (`--base TREE`, its `python/` first on the path of the proxy
+and its server): the build before a change, in the same run.
 FastMCP's proxy is slow enough that it gets `--fastmcp-calls` pipelined calls (per-call figures agree).
 `--forwarder-only` measures the `Forwarder` in-process (no pipes, no event-loop turns): the CPU of routing
 one request up and one answer back, the part a native forwarder would replace.
