@@ -19,6 +19,7 @@ from mcpframe.transports.base import TransportClosedError
 
 from .link import Writer
 from .pump import ThreadWriter
+from .reader import decode_held, held_decoder
 
 if TYPE_CHECKING:
     from .forward import Forwarder
@@ -38,10 +39,7 @@ class ClientSession:
         """Ordered writes to this client: the upstream reader and `feed` (its error answers) both write."""
         self._relay = relay
         self._requests = 0  # `relay.requests` when last looked at
-        # Decodes the frames the relay holds, one whole frame at a time. The LF first settles the
-        # stream-start BOM question: the relay dropped a real one already.
-        self._held = core.Decoder(max_frame=relay.max_frame, lazy=True)
-        self._held.feed(b"\n")
+        self._held = held_decoder(relay.max_frame)
         self.subscriptions: set[str] = set()
         """Resource URIs this session subscribed to (a `resources/subscribe` that succeeded)."""
         self.initialize: bytes | None = None
@@ -146,7 +144,7 @@ class ClientSession:
             return relayed, b""
         upward: list[bytes] = [relayed[:-1]] if relayed else []
         back: list[bytes] = []
-        for item in self._decoded(held):
+        for item in decode_held(self._held, held):
             self._route(item, upward, back)
         if upward:
             upward.append(b"")
@@ -178,12 +176,3 @@ class ClientSession:
             frame = forwarder.client_answer(self, item)
         if frame:
             upward.append(frame)
-
-    def _decoded(self, held: list[bytes | core.FrameError]) -> list[core.Message | core.FrameError]:
-        items: list[core.Message | core.FrameError] = []
-        for frame in held:
-            if isinstance(frame, bytes):
-                items += self._held.feed(frame + b"\r\n")  # CRLF: a frame's own last CR stays content
-            else:
-                items.append(frame)  # an oversize frame
-        return items
