@@ -67,6 +67,17 @@ COMMANDS = {
         sys.executable,
         ECHO,
     ],
+    "mcpframe-thread": [
+        sys.executable,
+        "-m",
+        "mcpframe",
+        "proxy",
+        "--pump",
+        "thread",
+        "--",
+        sys.executable,
+        ECHO,
+    ],
     "base": [sys.executable, "-m", "mcpframe", "proxy", "--", sys.executable, ECHO],
     "fastmcp": [sys.executable, "-c", FASTMCP_PROXY, ECHO],
     # hand-written byte copiers, no proxy work: what an event loop (or a thread per direction) costs per hop
