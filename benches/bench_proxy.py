@@ -16,7 +16,7 @@ process's RSS after the calls.
 `loop-floor` and `thread-floor` (`servers/relay_floor.py`) copy bytes both ways with nothing parsed, in an
 asyncio readiness callback per direction or a blocked thread per direction: floors for the added latency.
 `mcpframe-loop` and `mcpframe-thread` are the proxy with `--pump loop` and `--pump thread` (`mcpframe` is
-the default: the thread pump with the native core, the loop with the python one); `base` is
+the default: the thread pump on pipes); `base` is
 `mcpframe proxy --` run from another checkout (`--base TREE`, its `python/` first on the path of the proxy
 and its server): the build before a change, in the same run.
 FastMCP's proxy is slow enough that it gets `--fastmcp-calls` pipelined calls (per-call figures agree).

@@ -104,7 +104,7 @@ def test_a_client_that_stops_reading_stalls_the_upstream_not_the_proxys_memory(
             written = 0
         accepted += written
         pending = pending[written:]
-        if not written and not poller.poll(2000):  # nothing taken for 2 s: the chain is stalled
+        if not written and not poller.poll(1000):  # nothing taken for 1 s: the chain is stalled
             break
     grown = _rss_kib(proc.pid) - before
     # Everything in flight fits in the pipes and one read chunk per direction; 32 MiB were offered.

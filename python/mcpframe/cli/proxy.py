@@ -87,7 +87,7 @@ def _parser() -> argparse.ArgumentParser:
         choices=("auto", "loop", "thread"),
         default="auto",
         help="stdio to stdio: a thread per direction (thread: the lowest latency) or the event loop; "
-        "auto (default): thread with the native core on pipes",
+        "auto (default): thread on pipes and sockets",
     )
     return parser
 

@@ -22,7 +22,7 @@ rewritten), `auto` picks `shared` for 2026-07-28 (stateless) traffic and `sessio
 Pump = Literal["auto", "loop", "thread"]
 """How the stdio-to-stdio proxy moves bytes: `thread` (a thread per direction blocked in `readv`, plain frames
 relayed and written from it: the lowest latency), `loop` (the event loop's readiness callbacks), `auto`
-(`thread` with the native core on POSIX pipes, else `loop`)."""
+(`thread` on POSIX pipes and sockets, else `loop`)."""
 
 OnUpstreamExit = Literal["restart", "exit"]
 """When an upstream dies: fail its pending requests and start it again on the next request (`restart`), or

@@ -8,8 +8,8 @@ status (`exit`). When nobody reads its stdout any more, the proxy ends (status 0
 SIGTERM and SIGINT end the child's process group and the proxy (status 128 + signal).
 
 `options.pump` picks how bytes move (`mcpframe.proxy.pump`): a thread per direction, blocked in `readv`,
-relaying plain frames and writing them itself (the default with the native core on POSIX pipes), or the
-event loop's readiness callbacks (everywhere else, and with `pump="loop"`).
+relaying plain frames and writing them itself (the default on POSIX pipes and sockets), or the event
+loop's readiness callbacks (everywhere else, and with `pump="loop"`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import sys
 import anyio
 import anyio.abc
 
-from mcpframe import core
 from mcpframe.transports.base import TransportClosedError
 from mcpframe.transports.fd import FdTransport
 from mcpframe.transports.stdio import stdio_server
@@ -77,9 +76,8 @@ async def serve_stdio(options: ProxyOptions) -> int:
 
 def _threaded(options: ProxyOptions, client: FdTransport) -> bool:
     """Whether the thread pump drives this run (`ProxyOptions.pump`)."""
-    if options.pump == "loop" or not usable(client.read_fd, client.write_fd):
-        return False
-    return options.pump == "thread" or core.BACKEND == "native"  # the python core gains nothing by threads
+    # `auto` is `thread` by measurement, with either core (benches/README.md, the stdio proxy's round 3).
+    return options.pump != "loop" and usable(client.read_fd, client.write_fd)
 
 
 async def _forward(
