@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import anyio
 import pytest
@@ -190,3 +191,26 @@ async def test_the_clients_eof_mid_call_ends_the_upstream_and_answers_what_was_i
     assert "exited with status 0" in failed["error"]["message"]
     with anyio.fail_after(20):
         assert await client.process.wait() == 0
+
+
+def test_thread_asked_for_on_a_regular_file_falls_back_to_the_loop(
+    tmp_path: Path, proxy_of: list[subprocess.Popen[bytes]]
+) -> None:
+    """stdin a regular file (not a pipe): `--pump thread` cannot drive it, the loop pump serves it."""
+    requests = tmp_path / "requests.ndjson"
+    params = {"protocolVersion": "2025-11-25", "capabilities": {}}
+    lines = [
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        *({"jsonrpc": "2.0", "id": i, "method": "echo", "params": {"i": i}} for i in range(1, 4)),
+    ]
+    requests.write_bytes(b"".join(json.dumps(line).encode() + b"\n" for line in lines))
+    with requests.open("rb") as stdin:
+        argv = [*PROXY, "--pump", "thread", "--", *PEER]
+        proc = subprocess.Popen(argv, stdin=stdin, stdout=subprocess.PIPE, env=child_env())
+        proxy_of.append(proc)
+        out, _ = proc.communicate(timeout=20)
+    answers = [json.loads(line) for line in out.splitlines()]
+    assert [answer["id"] for answer in answers] == [0, 1, 2, 3]
+    assert [answer["result"]["params"] for answer in answers[1:]] == [{"i": 1}, {"i": 2}, {"i": 3}]
+    assert proc.returncode == 0
