@@ -17,6 +17,10 @@ upstream is an `UpstreamLink` made by a `connect` function, read by `Forwarder.s
 awaiting itself: a session's `feed` returns once the upstream took its frames, and `serve` reads the
 upstream again once every client took what the last chunk carried, so a slow side holds the other back and
 nothing queues without bound (the pending maps are bounded by `max_pending` and cleared on each answer).
+
+With the thread pump (`mcpframe.proxy.pump`: a link with `pump_thread`, sessions fed by `feed_thread`),
+plain chunks are relayed and written in the reader threads, and every other chunk is handed to the event
+loop, where it takes the same path as above while its thread waits.
 """
 
 from __future__ import annotations
