@@ -39,7 +39,7 @@ from mcpframe.errors import DuplicateIdError, PendingLimitError, UnknownIdError
 from mcpframe.transports.base import TransportClosedError
 
 from .link import Sink, SinkNowait, UpstreamLink, Writer, read_through
-from .pump import ThreadWriter
+from .pump import GuardedIds, ThreadWriter
 from .reader import Reader, splice, splice_two
 from .session import ClientSession
 
@@ -58,24 +58,6 @@ _NO_ITEMS: list[core.Message | core.FrameError] = []  # read only
 
 def _error(id: Any, code: int, message: str) -> bytes:
     return core.encode_error(id, code, message)
-
-
-class _GuardedIds:
-    """The python core's `IdMap` behind a lock, for the thread pump: its methods are several Python steps
-    each (the native ones are one call under the GIL), and the pump threads' relays use it too."""
-
-    def __init__(self, ids: core.IdMap, guard: threading.RLock) -> None:
-        self._ids = ids
-        self._guard = guard
-
-    def __getattr__(self, name: str) -> Any:
-        method = getattr(self._ids, name)
-
-        def guarded(*args: Any) -> Any:
-            with self._guard:
-                return method(*args)
-
-        return guarded
 
 
 class Forwarder:
@@ -109,7 +91,7 @@ class Forwarder:
         self._ids = self._core_ids
         if core.BACKEND == "python":
             self.guard = threading.RLock()
-            self._ids = cast(core.IdMap, _GuardedIds(self._core_ids, self.guard))
+            self._ids = cast(core.IdMap, GuardedIds(self._core_ids, self.guard))
         self._sessions: dict[int, ClientSession] = {}
         self._next_conn = 0
         self._link: UpstreamLink | None = None

@@ -32,11 +32,12 @@ import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
 
+from mcpframe import core
 from mcpframe.transports.base import RECEIVE_CHUNK, TransportClosedError
 
 from .link import Writer
 
-__all__ = ["Step", "ThreadPump", "ThreadWriter", "usable"]
+__all__ = ["GuardedIds", "Step", "ThreadPump", "ThreadWriter", "usable"]
 
 Step = Callable[[bytes], Callable[[], Coroutine[Any, Any, None]] | None]
 """Handles one chunk in the pump's thread; what it returns (if anything) is run on the event loop, the
@@ -151,6 +152,24 @@ def _on_loop(token: anyio.lowlevel.EventLoopToken, func: Callable[[], object]) -
         anyio.from_thread.run_sync(func, token=token)
     else:
         func()
+
+
+class GuardedIds:
+    """The python core's `IdMap` behind a lock, for the thread pump: its methods are several Python steps
+    each (the native ones are one call under the GIL), and the pump threads' relays use it too."""
+
+    def __init__(self, ids: core.IdMap, guard: threading.RLock) -> None:
+        self._ids = ids
+        self._guard = guard
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._ids, name)
+
+        def guarded(*args: Any) -> Any:
+            with self._guard:
+                return method(*args)
+
+        return guarded
 
 
 class ThreadPump:
