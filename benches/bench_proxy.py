@@ -1,7 +1,7 @@
 """`mcpframe proxy -- command` (stdio to stdio) against a direct connection and FastMCP's `create_proxy`.
 
     PYTHONPATH=<checkout>/python python benches/bench_proxy.py [--calls 5000] [--rounds 5] [--latency 1000]
-        [--contenders direct,mcpframe,fastmcp] [--fastmcp-calls 1000]
+        [--contenders direct,mcpframe,fastmcp] [--fastmcp-calls 1000] [--base TREE]
     PYTHONPATH=<checkout>/python python benches/bench_proxy.py --forwarder-only
 
 The server is the same in every row: mcpframe's `echo` tool server (`servers/mcpframe_echo.py`), run
@@ -15,6 +15,10 @@ process's RSS after the calls.
 `--calls 1000000 --rounds 1 --contenders mcpframe` is the flat-RSS run: RSS sampled 20 times along it.
 `loop-floor` and `thread-floor` (`servers/relay_floor.py`) copy bytes both ways with nothing parsed, in an
 asyncio readiness callback per direction or a blocked thread per direction: floors for the added latency.
+`mcpframe-loop` and `mcpframe-thread` are the proxy with `--pump loop` and `--pump thread` (`mcpframe` is
+the default: the thread pump on pipes); `base` is
+`mcpframe proxy --` run from another checkout (`--base TREE`, its `python/` first on the path of the proxy
+and its server): the build before a change, in the same run.
 FastMCP's proxy is slow enough that it gets `--fastmcp-calls` pipelined calls (per-call figures agree).
 `--forwarder-only` measures the `Forwarder` in-process (no pipes, no event-loop turns): the CPU of routing
 one request up and one answer back, the part a native forwarder would replace.
@@ -52,6 +56,29 @@ FASTMCP_PROXY = (
 COMMANDS = {
     "direct": [sys.executable, ECHO],
     "mcpframe": [sys.executable, "-m", "mcpframe", "proxy", "--", sys.executable, ECHO],
+    "mcpframe-loop": [
+        sys.executable,
+        "-m",
+        "mcpframe",
+        "proxy",
+        "--pump",
+        "loop",
+        "--",
+        sys.executable,
+        ECHO,
+    ],
+    "mcpframe-thread": [
+        sys.executable,
+        "-m",
+        "mcpframe",
+        "proxy",
+        "--pump",
+        "thread",
+        "--",
+        sys.executable,
+        ECHO,
+    ],
+    "base": [sys.executable, "-m", "mcpframe", "proxy", "--", sys.executable, ECHO],
     "fastmcp": [sys.executable, "-c", FASTMCP_PROXY, ECHO],
     # hand-written byte copiers, no proxy work: what an event loop (or a thread per direction) costs per hop
     "loop-floor": [sys.executable, RELAY_FLOOR, "loop", sys.executable, ECHO],
@@ -62,8 +89,15 @@ COMMANDS = {
 class CommandChild(Child):
     """A `Child` (the bench client's end of a server) started from a whole command line."""
 
+    base: Path | None = None  # `--base`: the checkout the `base` contender runs from
+
     def __init__(self, key: str, command: list[str]) -> None:
-        env = {**os.environ, "PYTHONPATH": str(Path(mcpframe.__file__).resolve().parent.parent)}
+        source = Path(mcpframe.__file__).resolve().parent.parent
+        if key == "base":
+            if self.base is None:
+                raise ValueError("the base contender needs --base TREE")
+            source = self.base / "python"
+        env = {**os.environ, "PYTHONPATH": str(source)}
         self.kind = ServerKind(key, command[-1])
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (closed by close())
         self.proc = subprocess.Popen(
@@ -196,7 +230,9 @@ def main() -> None:
     parser.add_argument("--contenders", default="direct,mcpframe,fastmcp")
     parser.add_argument("--fastmcp-calls", type=int, default=1000)
     parser.add_argument("--forwarder-only", action="store_true", help="only the in-process Forwarder cost")
+    parser.add_argument("--base", type=Path, help="the checkout the `base` contender runs from")
     args = parser.parse_args()
+    CommandChild.base = args.base
     if args.forwarder_only:
         cost = forwarder_cost()
         print(

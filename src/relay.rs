@@ -85,7 +85,9 @@ impl Upward {
             requests,
         } = self;
         framer.feed(chunk, |event| {
-            step(event, conn, map, items, requests, out, held);
+            hold_or(event, held, |frame| {
+                relay(frame, conn, map, items, requests, out)
+            });
         })
     }
 
@@ -103,21 +105,16 @@ impl Upward {
             requests,
         } = self;
         framer.close(|event| {
-            step(event, conn, map, items, requests, out, held);
+            hold_or(event, held, |frame| {
+                relay(frame, conn, map, items, requests, out)
+            });
         })
     }
 }
 
-/// One framer event: relayed into `out` while nothing is held, else held.
-fn step<D: Default>(
-    event: Event<'_>,
-    conn: i64,
-    map: &mut IdRemap<D>,
-    items: &mut Vec<Item>,
-    requests: &mut u64,
-    out: &mut Vec<u8>,
-    held: &mut Vec<Held>,
-) {
+/// One framer event of either direction: while nothing is held, `relay` may take the frame (true);
+/// else the frame is held whole, as is everything after it in the chunk (stream order).
+fn hold_or(event: Event<'_>, held: &mut Vec<Held>, relay: impl FnOnce(&[u8]) -> bool) {
     let frame: &[u8] = match &event {
         Event::Frame { bytes, .. } => bytes,
         Event::Assembled { bytes, .. } => bytes,
@@ -129,7 +126,7 @@ fn step<D: Default>(
             return;
         }
     };
-    if held.is_empty() && relay(frame, conn, map, items, requests, out) {
+    if held.is_empty() && relay(frame) {
         return;
     }
     held.push(Held::Frame(match event {
@@ -246,7 +243,9 @@ impl Downward {
         held: &mut Vec<Held>,
     ) -> Result<(), Closed> {
         let Downward { framer, items } = self;
-        framer.feed(chunk, |event| step_down(event, map, items, out, held))
+        framer.feed(chunk, |event| {
+            hold_or(event, held, |frame| answer(frame, map, items, out));
+        })
     }
 
     /// End the stream: an unterminated last frame is relayed (or held) as if terminated.
@@ -257,35 +256,10 @@ impl Downward {
         held: &mut Vec<Held>,
     ) -> Result<(), Closed> {
         let Downward { framer, items } = self;
-        framer.close(|event| step_down(event, map, items, out, held))
+        framer.close(|event| {
+            hold_or(event, held, |frame| answer(frame, map, items, out));
+        })
     }
-}
-
-fn step_down(
-    event: Event<'_>,
-    map: &mut IdRemap<bool>,
-    items: &mut Vec<Item>,
-    out: &mut PerConn,
-    held: &mut Vec<Held>,
-) {
-    let frame: &[u8] = match &event {
-        Event::Frame { bytes, .. } => bytes,
-        Event::Assembled { bytes, .. } => bytes,
-        Event::Oversize { offset, preview } => {
-            held.push(Held::Oversize {
-                offset: *offset,
-                preview: preview.to_vec(),
-            });
-            return;
-        }
-    };
-    if held.is_empty() && answer(frame, map, items, out) {
-        return;
-    }
-    held.push(Held::Frame(match event {
-        Event::Assembled { bytes, .. } => bytes,
-        _ => frame.to_vec(),
-    }));
 }
 
 /// Relay one answer to its client (true), or change nothing (false).

@@ -10,6 +10,7 @@ use pyo3::types::{PyBool, PyByteArray, PyBytes, PyDict, PyInt, PyList, PyMemoryV
 use super::correlator::conn_arg;
 use super::correlator::idmap::PyIdMap;
 use super::errors::new_error;
+use crate::correlation::IdRemap;
 use crate::envelope::INVALID_REQUEST;
 use crate::framing::DEFAULT_MAX_FRAME;
 use crate::relay::{Downward, Held, PerConn, Upward};
@@ -19,10 +20,50 @@ use crate::relay::{Downward, Held, PerConn, Upward};
 #[pyclass(module = "mcpframe._core", name = "Relay")]
 pub(crate) struct PyRelay {
     relay: Upward,
-    idmap: Py<PyIdMap>,
+    shared: Shared,
     conn: i64,
+}
+
+/// What `Relay` and `AnswerRelay` share: the `IdMap`, the frame limit, whether `close()` was called.
+struct Shared {
+    idmap: Py<PyIdMap>,
     max_frame: usize,
     closed: bool,
+}
+
+impl Shared {
+    fn new(idmap: &Bound<'_, PyAny>, max_frame: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        Ok(Shared {
+            idmap: idmap_arg(idmap)?,
+            max_frame: match max_frame {
+                Some(value) => max_frame_arg(value)?,
+                None => DEFAULT_MAX_FRAME,
+            },
+            closed: false,
+        })
+    }
+
+    /// Run `relay` over the chunk's bytes (`None`: the stream's end, which closes the relay) with
+    /// the `IdMap` borrowed; `DecoderClosedError` once closed.
+    fn run<R>(
+        &mut self,
+        py: Python<'_>,
+        chunk: Option<&Bound<'_, PyAny>>,
+        relay: impl FnOnce(&[u8], &mut IdRemap<bool>) -> R,
+    ) -> PyResult<R> {
+        if self.closed {
+            return Err(closed_error(py));
+        }
+        let chunk = chunk.map(chunk_arg).transpose()?;
+        self.closed = chunk.is_none();
+        let data: &[u8] = match &chunk {
+            Some(Chunk::Bytes(b)) => b.as_bytes(py),
+            Some(Chunk::Owned(v)) => v,
+            None => &[],
+        };
+        let mut idmap = self.idmap.bind(py).borrow_mut();
+        Ok(relay(data, idmap.remap()))
+    }
 }
 
 /// The chunk's bytes (a copy only for the mutable buffer types).
@@ -107,7 +148,10 @@ impl PyRelay {
         out: &[u8],
         held: Vec<Held>,
     ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyList>)> {
-        Ok((PyBytes::new(py, out), held_list(py, self.max_frame, held)?))
+        Ok((
+            PyBytes::new(py, out),
+            held_list(py, self.shared.max_frame, held)?,
+        ))
     }
 }
 
@@ -123,18 +167,11 @@ impl PyRelay {
         conn: &Bound<'_, PyAny>,
         max_frame: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let idmap = idmap_arg(idmap)?;
-        let conn = conn_arg(conn)?;
-        let max_frame = match max_frame {
-            Some(value) => max_frame_arg(value)?,
-            None => DEFAULT_MAX_FRAME,
-        };
+        let shared = Shared::new(idmap, max_frame)?;
         Ok(PyRelay {
-            relay: Upward::new(max_frame),
-            idmap,
-            conn,
-            max_frame,
-            closed: false,
+            relay: Upward::new(shared.max_frame),
+            shared,
+            conn: conn_arg(conn)?,
         })
     }
 
@@ -147,7 +184,7 @@ impl PyRelay {
     /// The frame size limit in bytes.
     #[getter]
     fn max_frame(&self) -> usize {
-        self.max_frame
+        self.shared.max_frame
     }
 
     /// Requests relayed so far (each mapped in the `IdMap`).
@@ -159,7 +196,7 @@ impl PyRelay {
     /// Whether `close()` was called.
     #[getter]
     fn closed(&self) -> bool {
-        self.closed
+        self.shared.closed
     }
 
     /// Relay what `chunk` completes: `(relayed bytes, held frames)`.
@@ -169,22 +206,13 @@ impl PyRelay {
         py: Python<'py>,
         chunk: &Bound<'py, PyAny>,
     ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyList>)> {
-        if self.closed {
-            return Err(closed_error(py));
-        }
-        let chunk = chunk_arg(chunk)?;
-        let data: &[u8] = match &chunk {
-            Chunk::Bytes(b) => b.as_bytes(py),
-            Chunk::Owned(v) => v,
-        };
-        let (mut out, mut held) = (Vec::with_capacity(data.len() + 64), Vec::new());
-        {
-            let mut idmap = self.idmap.bind(py).borrow_mut();
-            let fed = self
-                .relay
-                .feed(data, self.conn, idmap.remap(), &mut out, &mut held);
-            debug_assert!(fed.is_ok()); // `closed` mirrors the framer's state
-        }
+        let (mut out, mut held) = (Vec::new(), Vec::new());
+        let (relay, conn) = (&mut self.relay, self.conn);
+        let fed = self.shared.run(py, Some(chunk), |data, map| {
+            out.reserve(data.len() + 64);
+            relay.feed(data, conn, map, &mut out, &mut held)
+        })?;
+        debug_assert!(fed.is_ok()); // `closed` mirrors the framer's state
         self.output(py, &out, held)
     }
 
@@ -193,23 +221,17 @@ impl PyRelay {
         &mut self,
         py: Python<'py>,
     ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyList>)> {
-        if self.closed {
-            return Err(closed_error(py));
-        }
-        self.closed = true;
         let (mut out, mut held) = (Vec::new(), Vec::new());
-        {
-            let mut idmap = self.idmap.bind(py).borrow_mut();
-            let closed = self
-                .relay
-                .close(self.conn, idmap.remap(), &mut out, &mut held);
-            debug_assert!(closed.is_ok());
-        }
+        let (relay, conn) = (&mut self.relay, self.conn);
+        let closed = self.shared.run(py, None, |_, map| {
+            relay.close(conn, map, &mut out, &mut held)
+        })?;
+        debug_assert!(closed.is_ok());
         self.output(py, &out, held)
     }
 
     fn __traverse__(&self, visit: pyo3::PyVisit<'_>) -> Result<(), pyo3::PyTraverseError> {
-        visit.call(&self.idmap)
+        visit.call(&self.shared.idmap)
     }
 }
 
@@ -218,9 +240,7 @@ impl PyRelay {
 #[pyclass(module = "mcpframe._core", name = "AnswerRelay")]
 pub(crate) struct PyAnswerRelay {
     relay: Downward,
-    idmap: Py<PyIdMap>,
-    max_frame: usize,
-    closed: bool,
+    shared: Shared,
 }
 
 impl PyAnswerRelay {
@@ -234,7 +254,7 @@ impl PyAnswerRelay {
         for (conn, bytes) in out {
             relayed.append((conn, PyBytes::new(py, &bytes)))?;
         }
-        Ok((relayed, held_list(py, self.max_frame, held)?))
+        Ok((relayed, held_list(py, self.shared.max_frame, held)?))
     }
 }
 
@@ -246,29 +266,23 @@ impl PyAnswerRelay {
         text_signature = "(idmap, *, max_frame=67108864)"
     )]
     fn new(idmap: &Bound<'_, PyAny>, max_frame: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
-        let idmap = idmap_arg(idmap)?;
-        let max_frame = match max_frame {
-            Some(value) => max_frame_arg(value)?,
-            None => DEFAULT_MAX_FRAME,
-        };
+        let shared = Shared::new(idmap, max_frame)?;
         Ok(PyAnswerRelay {
-            relay: Downward::new(max_frame),
-            idmap,
-            max_frame,
-            closed: false,
+            relay: Downward::new(shared.max_frame),
+            shared,
         })
     }
 
     /// The frame size limit in bytes.
     #[getter]
     fn max_frame(&self) -> usize {
-        self.max_frame
+        self.shared.max_frame
     }
 
     /// Whether `close()` was called.
     #[getter]
     fn closed(&self) -> bool {
-        self.closed
+        self.shared.closed
     }
 
     /// Relay what `chunk` completes: `([(conn, relayed bytes), ...], held frames)`.
@@ -278,20 +292,12 @@ impl PyAnswerRelay {
         py: Python<'py>,
         chunk: &Bound<'py, PyAny>,
     ) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>)> {
-        if self.closed {
-            return Err(closed_error(py));
-        }
-        let chunk = chunk_arg(chunk)?;
-        let data: &[u8] = match &chunk {
-            Chunk::Bytes(b) => b.as_bytes(py),
-            Chunk::Owned(v) => v,
-        };
         let (mut out, mut held) = (Vec::new(), Vec::new());
-        {
-            let mut idmap = self.idmap.bind(py).borrow_mut();
-            let fed = self.relay.feed(data, idmap.remap(), &mut out, &mut held);
-            debug_assert!(fed.is_ok());
-        }
+        let relay = &mut self.relay;
+        let fed = self.shared.run(py, Some(chunk), |data, map| {
+            relay.feed(data, map, &mut out, &mut held)
+        })?;
+        debug_assert!(fed.is_ok());
         self.output(py, out, held)
     }
 
@@ -300,21 +306,17 @@ impl PyAnswerRelay {
         &mut self,
         py: Python<'py>,
     ) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>)> {
-        if self.closed {
-            return Err(closed_error(py));
-        }
-        self.closed = true;
         let (mut out, mut held) = (Vec::new(), Vec::new());
-        {
-            let mut idmap = self.idmap.bind(py).borrow_mut();
-            let closed = self.relay.close(idmap.remap(), &mut out, &mut held);
-            debug_assert!(closed.is_ok());
-        }
+        let relay = &mut self.relay;
+        let closed = self
+            .shared
+            .run(py, None, |_, map| relay.close(map, &mut out, &mut held))?;
+        debug_assert!(closed.is_ok());
         self.output(py, out, held)
     }
 
     fn __traverse__(&self, visit: pyo3::PyVisit<'_>) -> Result<(), pyo3::PyTraverseError> {
-        visit.call(&self.idmap)
+        visit.call(&self.shared.idmap)
     }
 }
 

@@ -33,6 +33,9 @@ def anyio_backend() -> str:
 class RawClient:
     """`mcpframe proxy [flags] -- command` driven line by line, to see the exact bytes it forwards."""
 
+    pump_flags: tuple[str, ...] = ()
+    """Flags every `start` adds (tests/proxy/test_stdio.py runs each test with each `--pump`)."""
+
     def __init__(self, process: Process) -> None:
         self.process = process
         assert process.stdout is not None
@@ -40,7 +43,7 @@ class RawClient:
 
     @classmethod
     async def start(cls, *flags: str, command: list[str] | None = None) -> RawClient:
-        argv = [*PROXY, *flags, "--", *(command or PEER)]
+        argv = [*PROXY, *cls.pump_flags, *flags, "--", *(command or PEER)]
         return cls(await anyio.open_process(argv, env=child_env(), stderr=None))
 
     async def send(self, message: Any) -> None:

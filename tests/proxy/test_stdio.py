@@ -15,6 +15,14 @@ from .conftest import PEER, PROXY, RawClient, child_env
 
 pytestmark = pytest.mark.anyio
 
+
+@pytest.fixture(autouse=True, params=["thread", "loop"])
+def pump(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test here runs with both of the stdio proxy's pumps (`--pump`)."""
+    monkeypatch.setattr(RawClient, "pump_flags", ("--pump", request.param))
+    return str(request.param)
+
+
 IDS = ["abc", "", "é\u2028", 0, -1, 2**63 - 1, 2**64 + 1, 10**30]
 
 
@@ -191,7 +199,7 @@ async def test_a_command_that_cannot_run_exits_127() -> None:
 
 
 def test_the_proxy_ends_when_its_stdout_is_closed() -> None:
-    command = [*PROXY, "--", *PEER]
+    command = [*PROXY, *RawClient.pump_flags, "--", *PEER]
     pipe = subprocess.PIPE
     proxy = subprocess.Popen(command, stdin=pipe, stdout=pipe, env=child_env(), bufsize=0)
     assert proxy.stdin is not None

@@ -82,6 +82,13 @@ def _parser() -> argparse.ArgumentParser:
         help="when the server dies: fail its pending requests and restart it on the next request "
         "(default), or exit with its status",
     )
+    parser.add_argument(
+        "--pump",
+        choices=("auto", "loop", "thread"),
+        default="auto",
+        help="stdio to stdio: a thread per direction (thread: the lowest latency) or the event loop; "
+        "auto (default): thread on pipes and sockets",
+    )
     return parser
 
 
@@ -153,6 +160,7 @@ def proxy_main(argv: Sequence[str] | None = None) -> int:
             pool_size=namespace.pool_size,
             idle_timeout=namespace.idle_timeout,
             on_upstream_exit=namespace.on_upstream_exit,
+            pump=namespace.pump,
             http=http,
         )
     except ValueError as exc:

@@ -17,6 +17,10 @@ upstream is an `UpstreamLink` made by a `connect` function, read by `Forwarder.s
 awaiting itself: a session's `feed` returns once the upstream took its frames, and `serve` reads the
 upstream again once every client took what the last chunk carried, so a slow side holds the other back and
 nothing queues without bound (the pending maps are bounded by `max_pending` and cleared on each answer).
+
+With the thread pump (`mcpframe.proxy.pump`: a link with `pump_thread`, sessions fed by `feed_thread`),
+plain chunks are relayed and written in the reader threads, and every other chunk is handed to the event
+loop, where it takes the same path as above while its thread waits.
 """
 
 from __future__ import annotations
@@ -24,8 +28,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import sys
-from collections.abc import Awaitable, Callable
-from typing import Any, Literal
+import threading
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, Literal, cast
 
 import anyio
 
@@ -34,6 +39,7 @@ from mcpframe.errors import DuplicateIdError, PendingLimitError, UnknownIdError
 from mcpframe.transports.base import TransportClosedError
 
 from .link import Sink, SinkNowait, UpstreamLink, Writer, read_through
+from .pump import GuardedIds, ThreadWriter
 from .reader import Reader, splice, splice_two
 from .session import ClientSession
 
@@ -47,6 +53,7 @@ _PARAMS_TOKEN = ("params", protocol.PROGRESS_TOKEN)
 _REQUEST_ID = ("params", "requestId")
 _WATCHED = frozenset({protocol.INITIALIZE, protocol.RESOURCES_SUBSCRIBE, protocol.RESOURCES_UNSUBSCRIBE})
 _FrameError = core.FrameError
+_NO_ITEMS: list[core.Message | core.FrameError] = []  # read only
 
 
 def _error(id: Any, code: int, message: str) -> bytes:
@@ -77,7 +84,14 @@ class Forwarder:
         self._policy = on_upstream_exit
         self._max_frame = max_frame
         self._warn = warn or (lambda text: print(f"mcpframe proxy: {text}", file=sys.stderr, flush=True))
-        self._ids = core.IdMap(max_pending=max_pending)
+        self._core_ids = core.IdMap(max_pending=max_pending)  # the relays' (they take `guard` themselves)
+        self.guard: threading.RLock | None = None
+        """Held around every use of the shared `IdMap` when its methods are not atomic (the python core),
+        so that the thread pump's relays and the event loop take turns; `None` with the native core."""
+        self._ids = self._core_ids
+        if core.BACKEND == "python":
+            self.guard = threading.RLock()
+            self._ids = cast(core.IdMap, GuardedIds(self._core_ids, self.guard))
         self._sessions: dict[int, ClientSession] = {}
         self._next_conn = 0
         self._link: UpstreamLink | None = None
@@ -97,11 +111,14 @@ class Forwarder:
 
     # ------------------------------------------------------------------ sessions
 
-    def open_session(self, send: Sink, send_nowait: SinkNowait | None = None) -> ClientSession:
-        """A new client session whose outgoing bytes go to `send` (`send_nowait` first, if given)."""
+    def open_session(
+        self, send: Sink, send_nowait: SinkNowait | None = None, *, writer: Writer | None = None
+    ) -> ClientSession:
+        """A new client session whose outgoing bytes go to `send` (`send_nowait` first, if given), or to
+        `writer` (a `ThreadWriter` for the thread pump)."""
         self._next_conn += 1
-        relay = core.Relay(self._ids, self._next_conn, max_frame=self._max_frame)
-        session = ClientSession(self, self._next_conn, Writer(send, send_nowait), relay)
+        relay = core.Relay(self._core_ids, self._next_conn, max_frame=self._max_frame)
+        session = ClientSession(self, self._next_conn, writer or Writer(send, send_nowait), relay)
         self._sessions[session.conn] = session
         return session
 
@@ -250,7 +267,7 @@ class Forwarder:
             if self._reading is not link:  # it died during the replay: `serve` has failed what it had
                 return None
             self._link = link
-            self._up = Writer(link.send, getattr(link, "send_nowait", None))
+            self._up = getattr(link, "writer", None) or Writer(link.send, getattr(link, "send_nowait", None))
             return link
 
     async def _replay(self, link: UpstreamLink) -> None:
@@ -280,7 +297,11 @@ class Forwarder:
             if link is None:  # `finish` while no upstream ran
                 return 0
             reader = self._new_reader()
-            await read_through(link, functools.partial(self._route_chunk, reader))
+            pump = getattr(link, "pump_thread", None)
+            if pump is not None:  # a link that offers the thread pump (`ChildUpstream(threaded=True)`)
+                await pump(functools.partial(self._thread_chunk, reader))
+            else:
+                await read_through(link, functools.partial(self._route_chunk, reader))
             await self._route(*reader.close())
             status = await link.wait()
             await link.aclose()
@@ -329,7 +350,56 @@ class Forwarder:
     # ------------------------------------------------------------------ upstream -> clients
 
     def _new_reader(self) -> Reader:
-        return Reader(self._ids, self._max_frame)
+        return Reader(self._core_ids, self._max_frame)
+
+    def _thread_chunk(self, reader: Reader, chunk: bytes) -> Callable[[], Coroutine[Any, Any, None]] | None:
+        """A chunk of the upstream's output in the thread pump's reader thread: plain answers are written
+        to their clients from this thread; anything else is returned as work for the event loop."""
+        guard = self.guard
+        if guard is None:
+            relayed, items = reader.feed(chunk)
+        else:
+            with guard:
+                relayed, items = reader.feed(chunk)
+        if items or self._refusals:
+            return functools.partial(self._route, relayed, items)
+        if len(relayed) == 1:  # the common chunk: one session's answers (always so in the stdio mode)
+            conn, data = relayed[0]
+            session = self._sessions.get(conn)
+            if session is None:  # the client is gone: its answers have no taker
+                return None
+            writer = session.writer
+            if type(writer) is not ThreadWriter:
+                return functools.partial(self._route, relayed, items)
+            try:
+                writer.write_blocking(data)
+            except TransportClosedError:
+                return functools.partial(self.close_session, session)
+            return None
+        return self._thread_many(relayed)
+
+    def _thread_many(
+        self, relayed: list[tuple[int, bytes]]
+    ) -> Callable[[], Coroutine[Any, Any, None]] | None:
+        """`_thread_chunk` for answers to several sessions: written from the thread if every session's
+        writer is a `ThreadWriter`, else all routed on the loop."""
+        sessions = [self._sessions.get(conn) for conn, _ in relayed]
+        if not all(isinstance(s.writer, ThreadWriter) for s in sessions if s is not None):
+            return functools.partial(self._route, relayed, _NO_ITEMS)
+        gone: list[ClientSession] = []
+        for session, (_, data) in zip(sessions, relayed, strict=True):
+            if session is not None:  # else the client is gone: its answers have no taker
+                try:
+                    session.writer.write_blocking(data)  # type: ignore[attr-defined]
+                except TransportClosedError:
+                    gone.append(session)
+        if gone:
+            return functools.partial(self._close_sessions, gone)
+        return None
+
+    async def _close_sessions(self, sessions: list[ClientSession]) -> None:
+        for session in sessions:
+            await self.close_session(session)
 
     def _route_chunk(self, reader: Reader, chunk: bytes) -> Awaitable[None] | None:
         relayed, items = reader.feed(chunk)

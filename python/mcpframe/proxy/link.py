@@ -19,7 +19,12 @@ SinkNowait = Callable[[bytes], int]
 
 
 class UpstreamLink(Protocol):
-    """One connection to the upstream server (a stdio child; later, a remote endpoint)."""
+    """One connection to the upstream server (a stdio child, a remote endpoint).
+
+    A link may also offer the thread pump (`mcpframe.proxy.pump`): a `writer` attribute (a `ThreadWriter`
+    the forwarder then writes through) and `pump_thread(step)` (reads it in a thread), as
+    `ChildUpstream(threaded=True)` does; the forwarder uses them when they are not `None`.
+    """
 
     async def send(self, data: bytes) -> None:
         """Write whole frames; `TransportClosedError` when the upstream is gone."""

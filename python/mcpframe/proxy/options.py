@@ -12,12 +12,17 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-__all__ = ["Multiplex", "OnUpstreamExit", "ProxyOptions"]
+__all__ = ["Multiplex", "OnUpstreamExit", "ProxyOptions", "Pump"]
 
 Multiplex = Literal["auto", "session", "shared"]
 """How client sessions map onto upstream connections: `session` gives each client session its own upstream
 (a child per session for a command), `shared` carries many sessions over one upstream connection (ids
 rewritten), `auto` picks `shared` for 2026-07-28 (stateless) traffic and `session` otherwise."""
+
+Pump = Literal["auto", "loop", "thread"]
+"""How the stdio-to-stdio proxy moves bytes: `thread` (a thread per direction blocked in `readv`, plain frames
+relayed and written from it: the lowest latency), `loop` (the event loop's readiness callbacks), `auto`
+(`thread` on POSIX pipes and sockets, else `loop`)."""
 
 OnUpstreamExit = Literal["restart", "exit"]
 """When an upstream dies: fail its pending requests and start it again on the next request (`restart`), or
@@ -51,6 +56,8 @@ class ProxyOptions:
     idle_timeout: float = 300.0
     """Seconds an upstream child without a client session lives before it is reaped."""
     on_upstream_exit: OnUpstreamExit = "restart"
+    pump: Pump = "auto"
+    """stdio to stdio only: `Pump` (`loop` wherever the thread pump cannot drive the fds)."""
     http: Any = None
     """`mcpframe.http.HttpOptions` for `listen` (Host/Origin allow-lists, tokens, limits); None: defaults."""
 
@@ -60,5 +67,7 @@ class ProxyOptions:
             raise ValueError("name exactly one upstream: a command, a url or a config file")
         if self.pool_size < 1:
             raise ValueError(f"pool_size must be at least 1, not {self.pool_size}")
+        if self.pump not in ("auto", "loop", "thread"):
+            raise ValueError(f"pump must be 'auto', 'loop' or 'thread', not {self.pump!r}")
         if self.idle_timeout <= 0:
             raise ValueError(f"idle_timeout must be positive, not {self.idle_timeout}")

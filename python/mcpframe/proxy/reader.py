@@ -5,9 +5,30 @@ from __future__ import annotations
 
 from mcpframe import core
 
-__all__ = ["Reader", "splice", "splice_two"]
+__all__ = ["Reader", "decode_held", "held_decoder", "splice", "splice_two"]
 
 _NOTHING: list[core.Message | core.FrameError] = []  # no held frames (read only, never appended to)
+
+
+def held_decoder(max_frame: int) -> core.Decoder:
+    """A decoder for the frames a relay holds, one whole frame at a time. The LF first settles the
+    stream-start BOM question: the relay dropped a real one already."""
+    decoder = core.Decoder(max_frame=max_frame, lazy=True)
+    decoder.feed(b"\n")
+    return decoder
+
+
+def decode_held(
+    decoder: core.Decoder, held: list[bytes | core.FrameError]
+) -> list[core.Message | core.FrameError]:
+    """The messages of a relay's held frames, in order (an oversize frame is the relay's `FrameError`)."""
+    items: list[core.Message | core.FrameError] = []
+    for frame in held:
+        if isinstance(frame, bytes):
+            items += decoder.feed(frame + b"\r\n")  # CRLF: a frame's own last CR stays content
+        else:
+            items.append(frame)
+    return items
 
 
 class Reader:
@@ -17,8 +38,7 @@ class Reader:
 
     def __init__(self, ids: core.IdMap, max_frame: int) -> None:
         self._relay = core.AnswerRelay(ids, max_frame=max_frame)
-        self._decoder = core.Decoder(max_frame=max_frame, lazy=True)
-        self._decoder.feed(b"\n")  # settles the BOM question: the relay dropped a stream-start one
+        self._decoder = held_decoder(max_frame)
 
     def feed(self, chunk: bytes) -> tuple[list[tuple[int, bytes]], list[core.Message | core.FrameError]]:
         relayed, held = self._relay.feed(chunk)
@@ -32,13 +52,7 @@ class Reader:
     def _split(
         self, relayed: list[tuple[int, bytes]], held: list[bytes | core.FrameError]
     ) -> tuple[list[tuple[int, bytes]], list[core.Message | core.FrameError]]:
-        items: list[core.Message | core.FrameError] = []
-        for frame in held:
-            if isinstance(frame, bytes):
-                items += self._decoder.feed(frame + b"\r\n")  # CRLF: a frame's own last CR stays content
-            else:
-                items.append(frame)  # an oversize frame
-        return relayed, items
+        return relayed, decode_held(self._decoder, held)
 
 
 def splice(raw: bytes, span: tuple[int, int], value: bytes) -> bytes:

@@ -10,13 +10,16 @@ them in a chunk) are decoded here and routed one by one by the forwarder, in str
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable
-from typing import TYPE_CHECKING
+import functools
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import TYPE_CHECKING, Any
 
 from mcpframe import core, jsonrpc
 from mcpframe.transports.base import TransportClosedError
 
 from .link import Writer
+from .pump import ThreadWriter
+from .reader import decode_held, held_decoder
 
 if TYPE_CHECKING:
     from .forward import Forwarder
@@ -36,10 +39,7 @@ class ClientSession:
         """Ordered writes to this client: the upstream reader and `feed` (its error answers) both write."""
         self._relay = relay
         self._requests = 0  # `relay.requests` when last looked at
-        # Decodes the frames the relay holds, one whole frame at a time. The LF first settles the
-        # stream-start BOM question: the relay dropped a real one already.
-        self._held = core.Decoder(max_frame=relay.max_frame, lazy=True)
-        self._held.feed(b"\n")
+        self._held = held_decoder(relay.max_frame)
         self.subscriptions: set[str] = set()
         """Resource URIs this session subscribed to (a `resources/subscribe` that succeeded)."""
         self.initialize: bytes | None = None
@@ -59,19 +59,49 @@ class ClientSession:
         """`feed` without a task switch when both sides take the bytes at once (the common case), for a
         transport's read callback; else what is left to await (stop reading until it is done)."""
         relayed, held = self._relay.feed(chunk)
-        forwarder = self._forwarder
-        up = forwarder.writer()
+        up = self._forwarder.writer()
         if not held and up is not None:  # the common chunk: plain requests and notifications only
             if relayed:
                 if (requests := self._relay.requests) != self._requests:  # inline: the hot path
                     self._requests = requests
-                    forwarder.relayed(self)
+                    self._forwarder.relayed(self)
                 try:
                     if rest := up.write_nowait(relayed):
                         return self._complete(b"", up, rest, b"")
                 except TransportClosedError:
                     pass  # it died: `serve` fails the pending requests
             return None
+        return self._dispatch(relayed, held, up)
+
+    def feed_thread(self, chunk: bytes) -> Callable[[], Coroutine[Any, Any, None]] | None:
+        """`feed` in the thread pump's reader thread (`mcpframe.proxy.pump`): plain frames are written
+        upstream from this thread; anything else is returned as work for the event loop."""
+        guard = self._forwarder.guard
+        if guard is None:
+            relayed, held = self._relay.feed(chunk)
+        else:
+            with guard:
+                relayed, held = self._relay.feed(chunk)
+        up = self._forwarder.writer()
+        if held or not isinstance(up, ThreadWriter):
+            return functools.partial(self._dispatch_async, relayed, held)
+        if relayed:
+            if (requests := self._relay.requests) != self._requests:
+                self._requests = requests
+                self._forwarder.relayed(self)
+            with contextlib.suppress(TransportClosedError):  # it died: `serve` fails the pending requests
+                up.write_blocking(relayed)
+        return None
+
+    async def _dispatch_async(self, relayed: bytes, held: list[bytes | core.FrameError]) -> None:
+        if (rest := self._dispatch(relayed, held, self._forwarder.writer())) is not None:
+            await rest
+
+    def _dispatch(
+        self, relayed: bytes, held: list[bytes | core.FrameError], up: Writer | None
+    ) -> Awaitable[None] | None:
+        """Route what the relay held (and what it relayed before): the proxy's own answers back to the
+        client, the rest upstream (started first if none runs); what is left to await, if anything."""
         upward, back = self._sort(relayed, held)
         rest_back = b""
         if back:
@@ -114,7 +144,7 @@ class ClientSession:
             return relayed, b""
         upward: list[bytes] = [relayed[:-1]] if relayed else []
         back: list[bytes] = []
-        for item in self._decoded(held):
+        for item in decode_held(self._held, held):
             self._route(item, upward, back)
         if upward:
             upward.append(b"")
@@ -146,12 +176,3 @@ class ClientSession:
             frame = forwarder.client_answer(self, item)
         if frame:
             upward.append(frame)
-
-    def _decoded(self, held: list[bytes | core.FrameError]) -> list[core.Message | core.FrameError]:
-        items: list[core.Message | core.FrameError] = []
-        for frame in held:
-            if isinstance(frame, bytes):
-                items += self._held.feed(frame + b"\r\n")  # CRLF: a frame's own last CR stays content
-            else:
-                items.append(frame)  # an oversize frame
-        return items

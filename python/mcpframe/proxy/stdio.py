@@ -6,6 +6,10 @@ proxy then exits 0. When the child dies first, its pending requests fail with a 
 `on_upstream_exit`, it is restarted on the next request (`restart`) or the proxy exits with the child's
 status (`exit`). When nobody reads its stdout any more, the proxy ends (status 0) and the child with it.
 SIGTERM and SIGINT end the child's process group and the proxy (status 128 + signal).
+
+`options.pump` picks how bytes move (`mcpframe.proxy.pump`): a thread per direction, blocked in `readv`,
+relaying plain frames and writing them itself (the default on POSIX pipes and sockets), or the event
+loop's readiness callbacks (everywhere else, and with `pump="loop"`).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import signal
 import sys
 
 import anyio
+import anyio.abc
 
 from mcpframe.transports.base import TransportClosedError
 from mcpframe.transports.fd import FdTransport
@@ -22,6 +27,7 @@ from mcpframe.transports.stdio import stdio_server
 from .forward import Forwarder, UpstreamLink
 from .link import read_through
 from .options import ProxyOptions
+from .pump import ThreadPump, ThreadWriter, usable
 from .upstream import ChildUpstream
 
 __all__ = ["run_stdio", "serve_stdio"]
@@ -40,9 +46,10 @@ def run_stdio(options: ProxyOptions) -> int:
 async def serve_stdio(options: ProxyOptions) -> int:
     """`run_stdio` inside a running event loop."""
     links: list[ChildUpstream] = []
+    threaded = False
 
     async def connect() -> UpstreamLink:
-        link = await ChildUpstream.start(options.command, options.env)
+        link = await ChildUpstream.start(options.command, options.env, threaded=threaded)
         links.append(link)
         return link
 
@@ -50,6 +57,7 @@ async def serve_stdio(options: ProxyOptions) -> int:
     outcome: dict[str, int] = {}
     try:
         async with stdio_server() as client:
+            threaded = _threaded(options, client)
             try:  # a command that cannot run fails now, not at the first request
                 await forwarder.ensure_upstream()
             except OSError as exc:
@@ -58,7 +66,7 @@ async def serve_stdio(options: ProxyOptions) -> int:
                     file=sys.stderr,
                 )
                 return 127
-            await _forward(forwarder, client, outcome)
+            await _forward(forwarder, client, outcome, threaded=threaded)
     finally:
         with anyio.CancelScope(shield=True):
             for link in links:
@@ -66,46 +74,77 @@ async def serve_stdio(options: ProxyOptions) -> int:
     return outcome.get("status", 0)
 
 
-async def _forward(forwarder: Forwarder, client: FdTransport, outcome: dict[str, int]) -> None:
+def _threaded(options: ProxyOptions, client: FdTransport) -> bool:
+    """Whether the thread pump drives this run (`ProxyOptions.pump`)."""
+    # `auto` is `thread` by measurement, with either core (benches/README.md, the stdio proxy's round 3).
+    return options.pump != "loop" and usable(client.read_fd, client.write_fd)
+
+
+async def _forward(
+    forwarder: Forwarder, client: FdTransport, outcome: dict[str, int], *, threaded: bool
+) -> None:
     """Forward until stdin ends (and the child with it), the child ends for good, stdout is closed, or a
     signal comes."""
-    async with anyio.create_task_group() as group:
+    writer: ThreadWriter | None = None
+    try:
+        async with anyio.create_task_group() as group:
+            writer = _start(forwarder, client, outcome, group, threaded=threaded)
+    finally:
+        if writer is not None:  # a pump thread stuck writing to a client that stopped reading gives up
+            with anyio.CancelScope(shield=True):
+                await writer.aclose()
 
-        def gone() -> None:  # nobody reads our stdout any more: the client went away
-            outcome.setdefault("status", 0)
-            group.cancel_scope.cancel()
 
-        def send_nowait(data: bytes) -> int:
-            try:
-                return client.send_nowait(data)
-            except TransportClosedError:
-                gone()
-                raise
+def _start(
+    forwarder: Forwarder,
+    client: FdTransport,
+    outcome: dict[str, int],
+    group: anyio.abc.TaskGroup,
+    *,
+    threaded: bool,
+) -> ThreadWriter | None:
+    """Start `_forward`'s tasks in `group`; the client's `ThreadWriter` when the thread pump runs."""
 
-        async def send(data: bytes) -> None:
-            try:
-                await client.send(data)
-            except TransportClosedError:
-                gone()
-                raise
+    def gone() -> None:  # nobody reads our stdout any more: the client went away
+        outcome.setdefault("status", 0)
+        group.cancel_scope.cancel()
 
-        session = forwarder.open_session(send, send_nowait)
+    def send_nowait(data: bytes) -> int:
+        try:
+            return client.send_nowait(data)
+        except TransportClosedError:
+            gone()
+            raise
 
-        async def upstream() -> None:
-            outcome.setdefault("status", await forwarder.serve())
-            group.cancel_scope.cancel()
+    async def send(data: bytes) -> None:
+        try:
+            await client.send(data)
+        except TransportClosedError:
+            gone()
+            raise
 
-        async def downstream() -> None:
+    writer = ThreadWriter(client.write_fd, on_broken=gone) if threaded else None
+    session = forwarder.open_session(send, send_nowait, writer=writer)
+
+    async def upstream() -> None:
+        outcome.setdefault("status", await forwarder.serve())
+        group.cancel_scope.cancel()
+
+    async def downstream() -> None:
+        if threaded:
+            await ThreadPump(client.read_fd, session.feed_thread, name="mcpframe-proxy-client").run()
+        else:
             await read_through(client, session.feed_nowait)
-            await session.end()
-            outcome.setdefault("status", 0)
-            await forwarder.finish()
-            await anyio.sleep(_FINISH_GRACE)  # `upstream` ends the group first, unless the child hangs
-            group.cancel_scope.cancel()
+        await session.end()
+        outcome.setdefault("status", 0)
+        await forwarder.finish()
+        await anyio.sleep(_FINISH_GRACE)  # `upstream` ends the group first, unless the child hangs
+        group.cancel_scope.cancel()
 
-        group.start_soon(upstream)
-        group.start_soon(downstream)
-        group.start_soon(_signals, group.cancel_scope, outcome)
+    group.start_soon(upstream)
+    group.start_soon(downstream)
+    group.start_soon(_signals, group.cancel_scope, outcome)
+    return writer
 
 
 async def _signals(scope: anyio.CancelScope, outcome: dict[str, int]) -> None:

@@ -6,13 +6,17 @@ back-pressure) and inherits the proxy's stderr, so its log lines reach the user 
 the proxy. It runs in a new session (its own process group): a Ctrl-C on the terminal reaches the proxy
 alone, which ends the child's whole group itself. `close_input` gives the child EOF while its output is
 still read, which is how a stdio server is asked to end.
+
+With `threaded=True` the child's pipes are driven by the thread pump instead (`mcpframe.proxy.pump`): its
+stdout is read by a thread of its own (`pump_thread`), its stdin written through a `ThreadWriter`
+(`writer`), and `aclose` closes the stdout pipe only once that thread has ended (the child's EOF).
 """
 
 from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import suppress
 
 import anyio
@@ -20,6 +24,8 @@ from anyio.abc import Process
 
 from mcpframe.transports.base import TransportClosedError
 from mcpframe.transports.fd import FdTransport
+
+from .pump import Step, ThreadPump, ThreadWriter
 
 __all__ = ["ChildUpstream", "exit_status"]
 
@@ -32,19 +38,30 @@ def exit_status(returncode: int) -> int:
 class ChildUpstream:
     """A running stdio server child (`UpstreamLink` of `mcpframe.proxy.forward`)."""
 
-    def __init__(self, process: Process, read_fd: int, write_fd: int, grace: float) -> None:
+    def __init__(
+        self, process: Process, read_fd: int, write_fd: int, grace: float, *, threaded: bool = False
+    ) -> None:
         self.process = process
         self._read_fd = read_fd
         self._write_fd = write_fd
         self._fds = FdTransport(read_fd, write_fd)
         self._grace = grace
         self._closed = False
+        self.writer: ThreadWriter | None = ThreadWriter(write_fd) if threaded else None
+        """The child's stdin for the thread pump (`None`: the event loop writes it through `send`)."""
+        self._pump: ThreadPump | None = None
 
     @classmethod
     async def start(
-        cls, command: Sequence[str], env: Mapping[str, str] | None = None, *, grace: float = 2.0
+        cls,
+        command: Sequence[str],
+        env: Mapping[str, str] | None = None,
+        *,
+        grace: float = 2.0,
+        threaded: bool = False,
     ) -> ChildUpstream:
-        """Spawn `command` (argv form) with `env` added to the proxy's environment; `OSError` if it cannot."""
+        """Spawn `command` (argv form) with `env` added to the proxy's environment; `OSError` if it cannot.
+        `threaded`: drive its pipes with the thread pump (module doc)."""
         if not command:
             raise ValueError("no upstream command")
         child_stdin, write_fd = os.pipe()
@@ -65,7 +82,7 @@ class ChildUpstream:
         finally:
             os.close(child_stdin)
             os.close(child_stdout)
-        return cls(process, read_fd, write_fd, grace)
+        return cls(process, read_fd, write_fd, grace, threaded=threaded)
 
     @property
     def pid(self) -> int:
@@ -76,6 +93,9 @@ class ChildUpstream:
         """Write whole frames to the child's stdin; `TransportClosedError` once it is closed."""
         if self._write_fd < 0:
             raise TransportClosedError("the upstream server's stdin is closed")
+        if self.writer is not None:
+            await self.writer.write(data)
+            return
         try:
             await self._fds.send(data)
         except OSError as exc:
@@ -85,7 +105,20 @@ class ChildUpstream:
         """Write what the child's stdin takes now, without waiting; how many bytes that was."""
         if self._write_fd < 0:
             raise TransportClosedError("the upstream server's stdin is closed")
+        if self.writer is not None:
+            return self.writer.try_write(data)
         return self._fds.send_nowait(data)
+
+    @property
+    def pump_thread(self) -> Callable[[Step], Awaitable[None]] | None:
+        """With `threaded`: read the child's stdout in a thread until its end, each chunk to a `Step`."""
+        return self._run_pump if self.writer is not None else None
+
+    async def _run_pump(self, step: Step) -> None:
+        if self._closed:
+            return
+        self._pump = ThreadPump(self._read_fd, step, name=f"mcpframe-proxy-upstream-{self.pid}")
+        await self._pump.run()
 
     async def receive(self) -> bytes:
         """The next chunk of the child's stdout; `b""` at its end."""
@@ -112,9 +145,11 @@ class ChildUpstream:
     async def close_input(self) -> None:
         """Close the child's stdin (EOF: a stdio server ends); reading its stdout goes on."""
         if self._write_fd >= 0:
+            fd, self._write_fd = self._write_fd, -1
+            if self.writer is not None:  # no thread writes to it any more before it is closed
+                await self.writer.aclose()
             self._fds.release_write()
-            os.close(self._write_fd)
-            self._write_fd = -1
+            os.close(fd)
 
     async def wait(self) -> int:
         """Wait for the child to end; its exit status (`exit_status`)."""
@@ -137,6 +172,12 @@ class ChildUpstream:
                 if self.process.returncode is not None:
                     break
             await self.process.wait()
+            pump = self._pump
+            if pump is not None and not await pump.wait_ended(self._grace):
+                # A process outside the group still holds the pipe open and the thread still reads it:
+                # the fd stays open (closing it under a blocked read could hand the number to another file).
+                await self._fds.aclose()
+                return
             anyio.notify_closing(self._read_fd)
             await self._fds.aclose()
             os.close(self._read_fd)

@@ -291,6 +291,7 @@ class FdTransport:
 
     def __init__(self, read_fd: int, write_fd: int, *, chunk: int = RECEIVE_CHUNK) -> None:
         self._chunk = chunk
+        self._read_fd = read_fd
         self._reader = _FdReader(read_fd, chunk)
         self._polled_in = _NonBlocking(read_fd) if _pollable(read_fd) else None
         self._polled_out = _NonBlocking(write_fd) if _pollable(write_fd) else None
@@ -302,6 +303,16 @@ class FdTransport:
         self._eof = False
         self._paused = False
         self._unpaused: anyio.Event | None = None  # set by ``resume_reading`` (threaded ``pump``)
+
+    @property
+    def read_fd(self) -> int:
+        """The descriptor read (for a caller that drives it itself, such as the proxy's thread pump)."""
+        return self._read_fd
+
+    @property
+    def write_fd(self) -> int:
+        """The descriptor written."""
+        return self._write_fd
 
     async def receive(self) -> bytes:
         """The next chunk read from ``read_fd``; ``b""`` at EOF (waits while reading is paused)."""

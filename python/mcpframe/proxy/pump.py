@@ -1,0 +1,240 @@
+"""The thread pump: a thread per direction, blocked in `readv`, relaying plain frames without the event loop.
+
+A call made alone through an event-loop proxy pays one loop turn per direction (readiness, callback,
+write); a thread blocked in `readv` wakes straight into the relay and writes at once, which is what takes
+the proxy's added latency under 50 µs (benches/README.md). What the loop still does, it does as before:
+each chunk whose frames need a decision (held frames, an upstream to start, a client gone) is handed to
+the event loop by the thread, which blocks until the loop is done with it. That blocking is also the
+back-pressure: a slow destination blocks the thread writing to it, so it stops reading its source, whose
+writes then block.
+
+`ThreadWriter` is the `Writer` of a destination written by threads and the loop alike (both directions
+and the proxy's own answers write to the client): one thread lock per destination, held for a whole
+write, so frames never interleave. Its fd stays non-blocking: the loop's `write_nowait` never waits, and
+a thread waits in `poll` with a wake-up pipe, so `aclose` frees a thread stuck on a stalled peer.
+
+POSIX pipes and sockets only (`usable`); elsewhere the proxy keeps the event-loop pump.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import stat
+import sys
+import threading
+from collections.abc import Callable, Coroutine
+from contextlib import suppress
+from typing import Any
+
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
+import anyio.to_thread
+
+from mcpframe import core
+from mcpframe.transports.base import RECEIVE_CHUNK, TransportClosedError
+
+from .link import Writer
+
+__all__ = ["GuardedIds", "Step", "ThreadPump", "ThreadWriter", "usable"]
+
+Step = Callable[[bytes], Callable[[], Coroutine[Any, Any, None]] | None]
+"""Handles one chunk in the pump's thread; what it returns (if anything) is run on the event loop, the
+thread waiting for it."""
+
+
+def usable(*fds: int) -> bool:
+    """Whether the thread pump can drive these fds: POSIX pipes or sockets."""
+    if sys.platform == "win32":
+        return False
+    try:
+        return all(
+            stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) for mode in (os.fstat(fd).st_mode for fd in fds)
+        )
+    except OSError:
+        return False
+
+
+class ThreadWriter(Writer):
+    """Ordered, whole writes to one non-blocking pipe or socket, from threads (`write_blocking`) and from
+    the event loop (`write_nowait`/`write_rest`, as `Writer`); `on_broken` is called on the loop the first
+    time the peer is found gone."""
+
+    __slots__ = ("_broken", "_closed", "_fd", "_on_broken", "_poll", "_thread_lock", "_token", "_wake")
+
+    def __init__(self, fd: int, *, on_broken: Callable[[], object] | None = None) -> None:
+        super().__init__(self._send_rest, self.try_write)
+        self._fd = fd
+        os.set_blocking(fd, False)
+        self._thread_lock = threading.Lock()  # held for a whole write: frames never interleave
+        self._closed = False
+        self._broken = False
+        self._on_broken = on_broken
+        self._token = anyio.lowlevel.current_token()
+        self._wake = os.pipe()  # written by `aclose`: a thread waiting in `poll` gives up
+        self._poll = select.poll()
+        self._poll.register(fd, select.POLLOUT)
+        self._poll.register(self._wake[0], select.POLLIN)
+
+    def try_write(self, data: bytes) -> int:
+        """Write what the fd takes now, without waiting (0 while a thread is writing: order is kept)."""
+        if not self._thread_lock.acquire(blocking=False):
+            return 0
+        try:
+            if self._closed:
+                raise TransportClosedError("the destination is closed")
+            try:
+                return os.write(self._fd, data)
+            except BlockingIOError:
+                return 0
+            except OSError as exc:
+                raise self._gone(exc) from exc
+        finally:
+            self._thread_lock.release()
+
+    def write_blocking(self, data: bytes) -> None:
+        """Write all of `data`, waiting while the destination is full (in a thread, never on the loop)."""
+        with self._thread_lock:
+            if self._closed:
+                raise TransportClosedError("the destination is closed")
+            try:
+                written = os.write(self._fd, data)
+            except BlockingIOError:
+                written = 0
+            except OSError as exc:
+                raise self._gone(exc) from exc
+            if written != len(data):
+                self._write_slowly(memoryview(data)[written:])
+
+    def _write_slowly(self, view: memoryview) -> None:
+        """The rest of a write the destination did not take at once (thread lock held)."""
+        while view:
+            self._poll.poll()
+            if self._closed:
+                raise TransportClosedError("the destination is closed")
+            try:
+                view = view[os.write(self._fd, view) :]
+            except BlockingIOError:
+                continue
+            except OSError as exc:
+                raise self._gone(exc) from exc
+
+    async def _send_rest(self, data: bytes) -> None:
+        """`Writer.write_rest` from the loop: a worker thread waits for the destination, not the loop."""
+        await anyio.to_thread.run_sync(self.write_blocking, data, abandon_on_cancel=True)
+
+    def _gone(self, exc: OSError) -> TransportClosedError:
+        if not self._broken and self._on_broken is not None:
+            self._broken = True
+            with suppress(RuntimeError):  # the loop has ended: nobody to tell
+                _on_loop(self._token, self._on_broken)
+        return TransportClosedError(f"write failed: {exc}")
+
+    async def aclose(self) -> None:
+        """No more writes: a thread waiting for the destination stops; then the fd may be closed."""
+        if self._closed:
+            return
+        self._closed = True
+        os.write(self._wake[1], b"x")
+        # The lock's holder is writing a non-blocking fd or waiting in `poll`, which the wake-up ends.
+        await anyio.to_thread.run_sync(self._thread_lock.acquire)
+        self._thread_lock.release()
+        for fd in self._wake:
+            os.close(fd)
+
+
+def _on_loop(token: anyio.lowlevel.EventLoopToken, func: Callable[[], object]) -> None:
+    """Call `func` on the event loop: now if this is the loop's thread, else handed over (and waited for)."""
+    try:
+        anyio.lowlevel.current_token()
+    except RuntimeError:  # a thread: hand it over
+        anyio.from_thread.run_sync(func, token=token)
+    else:
+        func()
+
+
+class GuardedIds:
+    """The python core's `IdMap` behind a lock, for the thread pump: its methods are several Python steps
+    each (the native ones are one call under the GIL), and the pump threads' relays use it too."""
+
+    def __init__(self, ids: core.IdMap, guard: threading.RLock) -> None:
+        self._ids = ids
+        self._guard = guard
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._ids, name)
+
+        def guarded(*args: Any) -> Any:
+            with self._guard:
+                return method(*args)
+
+        return guarded
+
+
+class ThreadPump:
+    """Reads `fd` (a pipe or socket, switched to blocking mode) in a thread of its own until EOF, handing
+    each chunk to `step` in that thread (`Step`)."""
+
+    def __init__(self, fd: int, step: Step, *, name: str, chunk: int = RECEIVE_CHUNK) -> None:
+        self._fd = fd
+        self._step = step
+        self._name = name
+        self._chunk = chunk
+        self._stop = False
+        self._error: BaseException | None = None
+        self._ended = threading.Event()
+
+    @property
+    def ended(self) -> bool:
+        """Whether the thread has ended (after which its fd may be closed)."""
+        return self._ended.is_set()
+
+    async def run(self) -> None:
+        """Pump until EOF or a read error; returns once the thread ended. Cancelled, it returns at once and
+        the thread ends at its next chunk or EOF (`wait_ended`)."""
+        token = anyio.lowlevel.current_token()
+        done = anyio.Event()
+
+        def main() -> None:
+            try:
+                self._pump(token)
+            except BaseException as exc:  # raised by `run`, on the loop
+                self._error = exc
+            finally:
+                self._ended.set()
+                with suppress(RuntimeError):
+                    anyio.from_thread.run_sync(done.set, token=token)
+
+        os.set_blocking(self._fd, True)  # the thread sleeps in `readv` itself: one syscall per chunk
+        threading.Thread(target=main, name=self._name, daemon=True).start()
+        try:
+            await done.wait()
+        finally:
+            self._stop = True
+        if self._error is not None:
+            raise self._error
+
+    async def wait_ended(self, timeout: float) -> bool:
+        """Wait up to `timeout` seconds for the thread to end; whether it did (its fd may then be closed)."""
+        return await anyio.to_thread.run_sync(self._ended.wait, timeout)
+
+    def _pump(self, token: anyio.lowlevel.EventLoopToken) -> None:
+        view = memoryview(bytearray(self._chunk))
+        step = self._step
+        while True:
+            try:
+                size = os.readv(self._fd, (view,))
+            except BlockingIOError:  # someone made it non-blocking again: wait for data
+                select.select([self._fd], [], [])
+                continue
+            except OSError:
+                return  # a read error ends the stream like an EOF
+            if not size or self._stop:
+                return
+            work = step(view[:size].tobytes())
+            if work is not None:
+                try:
+                    anyio.from_thread.run(work, token=token)
+                except RuntimeError:  # the loop has ended
+                    return
