@@ -273,10 +273,11 @@ class StreamableHTTPTransport(BackgroundTransport):
             and not self._reinit_lock.locked()
         )
 
-    def session_key(self) -> tuple[object, ...]:
-        """What the headers of a request in the session depend on (they change with it)."""
+    def session_key(self) -> tuple[str | None, str | None, dict[str, str]]:
+        """What the headers of a request in the session depend on: the session id, the version and the
+        caller's headers (the live dict: compare it with a copy)."""
         state = self._state
-        return (state.session_id, state.protocol_version, tuple(state.base.items()))
+        return (state.session_id, state.protocol_version, state.base)
 
     def session_headers(self, method: str) -> dict[str, str]:
         """The headers of a `method` request in the running session, but `Mcp-Name` (per request)."""

@@ -59,8 +59,8 @@ logger = logging.getLogger("mcpframe.http.client")
 _STAMP: Final = protocol.PROTOCOL_VERSION_KEY.encode()
 """A frame holding these bytes may carry a 2026-07-28 version stamp: the transport's (a false alarm costs
 only the fast path)."""
-_JSON: Final = "application/json"
-_SSE: Final = "text/event-stream"
+_JSON: Final = b"application/json"
+_SSE: Final = b"text/event-stream"
 _MAX_HEADS: Final = 256  # prebuilt heads kept (one per method): bounded against a client inventing methods
 
 
@@ -73,7 +73,7 @@ class _Exchange:
         self.message = message
         self.rid = rid
         self.sent_session = sent_session
-        self.kind: str | None = None  # the answer's content type, once its head came
+        self.kind: bytes | None = None  # the answer's content type, once its head came
         self.parser: SSEParser | None = None
         self.stream: StreamState | None = None
         self.found = False
@@ -117,8 +117,9 @@ class FastLane:
         self._idle: list[_LaneConnection] = []
         self._room = anyio.Event()
         self._busy: dict[Id, _LaneConnection] = {}
-        self._key: tuple[object, ...] = ()
+        self._key: tuple[str | None, str | None, dict[str, str]] | None = None
         self._heads: dict[str, bytes] = {}
+        self._names: dict[bytes, bytes] = {}  # a name's JSON bytes -> its `mcp-name` line
         self._out: list[bytes] = []
         self._answered: list[Id] = []
         self._wake = anyio.Event()
@@ -187,8 +188,9 @@ class FastLane:
         transport = self._transport
         key = transport.session_key()
         if key != self._key or len(self._heads) >= _MAX_HEADS:
-            self._key = key
+            self._key = (key[0], key[1], dict(key[2]))  # a copy: the caller's headers may change in place
             self._heads.clear()
+            self._names.clear()
         method = message.method or ""
         head = self._heads.get(method)
         if head is None:
@@ -200,10 +202,20 @@ class FastLane:
             return head
         raw = message.raw
         span = core.value_span(raw, ["params", param])
-        name = json.loads(raw[span[0] : span[1]]) if span is not None else None
-        if not isinstance(name, str):
+        if span is None:
             return head
-        return head + b"mcp-name: " + encode_header_value(name).encode("ascii") + b"\r\n"
+        value = raw[span[0] : span[1]]
+        line = self._names.get(value)
+        if line is None:
+            name = json.loads(value)
+            line = (
+                b"mcp-name: " + encode_header_value(name).encode("ascii") + b"\r\n"
+                if isinstance(name, str)
+                else b""
+            )
+            if len(self._names) < _MAX_HEADS:
+                self._names[value] = line
+        return head + line
 
     async def _acquire(self) -> _LaneConnection:
         """An idle connection still open, else a new one (at most `max_open`; past it wait for one)."""
@@ -272,7 +284,8 @@ class FastLane:
         if not conn.head_done:
             return
         if exchange.kind is None:
-            kind = conn.headers.get("content-type", "").partition(";")[0].strip().lower()
+            raw = conn.headers.raw_value(b"content-type") or b""
+            kind = raw.partition(b";")[0].strip().lower()
             if conn.status != 200 or kind not in (_JSON, _SSE):
                 self._hand_over(conn, exchange)
                 return

@@ -113,33 +113,36 @@ class Lane(Protocol):
 async def _client_to_server(
     client: ByteTransport, server: ByteTransport, in_flight: _InFlight, lane: Lane | None
 ) -> None:
-    """What the client writes, posted frame by frame as it came; malformed frames answered here."""
+    """What the client writes, posted frame by frame as it came (the lane's requests by the lane);
+    malformed frames answered here."""
     decoder = core.Decoder(lazy=True)
+    frames: list[bytes] = []  # for the transport, sent together
     while True:
         chunk = await client.receive()
         if not chunk:
             return
-        frames: list[bytes] = []
         for item in decoder.feed(chunk):
             if isinstance(item, core.FrameError):
                 if not item.notification:  # answered as a stdio server would; never sent on broken
                     await client.send(item.to_response())
                 continue
             if item.kind == "request" and in_flight.full:
-                if frames:  # what came before goes now; this request waits for an answer
-                    await server.send(b"".join(frames))
-                    frames = []
+                await _flush(server, frames)  # what came before goes now; this request waits for an answer
                 await in_flight.wait_for_room()
             in_flight.note(item)
             if lane is not None and lane.accepts(item):
-                if frames:  # what came before it goes first
-                    await server.send(b"".join(frames))
-                    frames = []
+                await _flush(server, frames)  # what came before it goes first
                 await lane.post(item)
-                continue
-            frames.append(item.raw + b"\n")
-        if frames:
-            await server.send(b"".join(frames))
+            else:
+                frames.append(item.raw + b"\n")
+        await _flush(server, frames)
+
+
+async def _flush(server: ByteTransport, frames: list[bytes]) -> None:
+    if frames:
+        data = b"".join(frames)
+        frames.clear()
+        await server.send(data)
 
 
 async def _server_to_client(server: ByteTransport, client: ByteTransport, in_flight: _InFlight) -> None:

@@ -1,0 +1,168 @@
+"""The remote proxy's fast lane (`http/client_fast.py`) against `mcpframe serve --http examples/everything.py`:
+plain calls take it, progress and server requests come through it in order, and whatever it does not read
+(an HTTP error, an expired session, a cancelled request) ends as the transport's full path ends it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from tests.proxy._listen_support import SERVE_EVERYTHING, running
+
+from mcpframe.http.client_fast import FastLane
+from mcpframe.proxy.remote import fast_lane, proxy_remote, remote_transport
+
+pytestmark = pytest.mark.anyio
+
+TOKEN = "lane-s3cret"
+
+
+@pytest.fixture(scope="module")
+def server_url() -> Iterator[str]:
+    with running([*SERVE_EVERYTHING, "--http", "--port", "0"], MCPFRAME_AUTH_TOKEN=TOKEN) as url:
+        yield url
+
+
+class Stdio:
+    """The proxy's stdin/stdout as a test drives them: lines in, every line out recorded."""
+
+    def __init__(self) -> None:
+        self.input, self._incoming = anyio.create_memory_object_stream[bytes](100)
+        self.out: list[dict[str, Any]] = []
+        self._changed = anyio.Event()
+
+    async def receive(self) -> bytes:
+        try:
+            return await self._incoming.receive()
+        except anyio.EndOfStream:
+            return b""
+
+    async def send(self, data: bytes) -> None:
+        self.out += [json.loads(line) for line in data.splitlines() if line]
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    async def write(self, message: dict[str, Any]) -> None:
+        await self.input.send(json.dumps(message).encode() + b"\n")
+
+    async def answer(self, rid: Any) -> dict[str, Any]:
+        """The answer to request `rid` once it came."""
+        while True:
+            for message in self.out:
+                if message.get("id") == rid and "method" not in message:
+                    return message
+            await self._changed.wait()
+
+    async def request_from_server(self, method: str) -> dict[str, Any]:
+        while True:
+            for message in self.out:
+                if message.get("method") == method and "id" in message:
+                    return message
+            await self._changed.wait()
+
+
+@asynccontextmanager
+async def proxied(url: str) -> AsyncIterator[tuple[Stdio, Any, FastLane]]:
+    """An in-process `mcpframe proxy URL` with its lane, the handshake done (2025-11-25)."""
+    stdio = Stdio()
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    async with remote_transport(url, headers) as remote, anyio.create_task_group() as tg:
+        lane = fast_lane(remote)
+        assert isinstance(lane, FastLane)
+        tg.start_soon(lambda: proxy_remote(stdio, remote, lane=lane))
+        capabilities = {"sampling": {}, "elicitation": {}}
+        init = {
+            "protocolVersion": "2025-11-25",
+            "capabilities": capabilities,
+            "clientInfo": {"name": "t", "version": "1"},
+        }
+        await stdio.write({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": init})
+        assert "result" in await stdio.answer("init")
+        await stdio.write({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        yield stdio, remote, lane
+        stdio.input.close()
+
+
+def call(rid: Any, tool: str, arguments: dict[str, Any] | None = None, **meta: Any) -> dict[str, Any]:
+    params: dict[str, Any] = {"name": tool, "arguments": arguments or {}}
+    if meta:
+        params["_meta"] = meta
+    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
+
+
+def text(answer: dict[str, Any]) -> str:
+    return str(answer["result"]["content"][0]["text"])
+
+
+async def test_plain_calls_take_the_lane_and_progress_comes_before_its_answer(server_url: str) -> None:
+    with anyio.fail_after(30):
+        async with proxied(server_url) as (stdio, _, lane):
+            await stdio.write(call(1, "test_simple_text"))
+            await stdio.write(call(2, "test_tool_with_progress", progressToken="p"))
+            await stdio.write(call(3, "test_simple_text"))
+            assert text(await stdio.answer(2)) == "Progress test completed"
+            assert text(await stdio.answer(1)).startswith("This is a simple text")
+            assert text(await stdio.answer(3)).startswith("This is a simple text")
+            assert (lane.posted, lane.handed_over) == (3, 0)
+    kinds = [(m.get("method"), m.get("id")) for m in stdio.out if m.get("id") == 2 or "method" in m]
+    progress = [m["params"]["progress"] for m in stdio.out if m.get("method") == "notifications/progress"]
+    assert progress == [0, 50, 100]
+    assert kinds[-1] == (None, 2)  # the answer after every progress notification of its request
+
+
+async def test_server_requests_on_a_lane_answer_reach_the_client(server_url: str) -> None:
+    with anyio.fail_after(30):
+        async with proxied(server_url) as (stdio, _, lane):
+            await stdio.write(call(5, "test_sampling", {"prompt": "hi"}))
+            asked = await stdio.request_from_server("sampling/createMessage")
+            reply = {"role": "assistant", "content": {"type": "text", "text": "echo"}, "model": "m"}
+            await stdio.write({"jsonrpc": "2.0", "id": asked["id"], "result": reply})
+            assert text(await stdio.answer(5)) == "LLM response: echo"
+            assert lane.posted == 1
+
+
+async def test_an_http_error_is_read_by_the_transport_and_named(server_url: str) -> None:
+    with anyio.fail_after(30):
+        async with proxied(server_url) as (stdio, remote, lane):
+            remote.streamable.headers["Authorization"] = "Bearer wrong"  # the prebuilt heads follow it
+            await stdio.write(call(6, "test_simple_text"))
+            answer = await stdio.answer(6)
+            assert "HTTP 401" in answer["error"]["message"]
+            assert (lane.posted, lane.handed_over) == (1, 1)
+            remote.streamable.headers["Authorization"] = f"Bearer {TOKEN}"
+            await stdio.write(call(7, "test_simple_text"))
+            assert text(await stdio.answer(7)).startswith("This is a simple text")
+
+
+async def test_an_expired_session_is_started_again_and_the_call_answered(server_url: str) -> None:
+    with anyio.fail_after(30):
+        async with proxied(server_url) as (stdio, remote, lane):
+            stale = remote.streamable.session_id
+            headers = {"Authorization": f"Bearer {TOKEN}", "mcp-session-id": stale}
+            async with httpx.AsyncClient() as http:  # the server forgets the session
+                assert (await http.delete(server_url, headers=headers)).status_code < 300
+            await stdio.write(call(8, "test_simple_text"))
+            assert text(await stdio.answer(8)).startswith("This is a simple text")
+            assert lane.handed_over == 1
+            assert remote.streamable.session_id not in (None, stale)
+            await stdio.write(call(9, "test_simple_text"))  # the lane again, in the new session
+            assert text(await stdio.answer(9)).startswith("This is a simple text")
+            assert (lane.posted, lane.handed_over) == (2, 1)
+
+
+async def test_a_cancelled_lane_request_is_abandoned_and_gets_no_answer(server_url: str) -> None:
+    with anyio.fail_after(30):
+        async with proxied(server_url) as (stdio, _, lane):
+            await stdio.write(call(10, "test_elicitation", {"message": "who?"}))
+            await stdio.request_from_server("elicitation/create")  # the tool now waits for the client
+            cancel = {"requestId": 10, "reason": "changed my mind"}
+            await stdio.write({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel})
+            await stdio.write(call(11, "test_simple_text"))
+            assert text(await stdio.answer(11)).startswith("This is a simple text")
+            assert not lane._busy  # the cancelled request's connection was closed, nothing waits on it
+    assert not [m for m in stdio.out if m.get("id") == 10 and "method" not in m]
