@@ -1,4 +1,4 @@
-"""The remote proxy's fast lane (`http/client_fast.py`) against `mcpframe serve --http examples/everything.py`:
+"""The remote proxy's fast lane (`http/client_fast.py`) against `serve --http examples/everything.py`:
 plain calls take it, progress and server requests come through it in order, and whatever it does not read
 (an HTTP error, an expired session, a cancelled request) ends as the transport's full path ends it."""
 
@@ -105,14 +105,18 @@ async def test_plain_calls_take_the_lane_and_progress_comes_before_its_answer(se
             await stdio.write(call(1, "test_simple_text"))
             await stdio.write(call(2, "test_tool_with_progress", progressToken="p"))
             await stdio.write(call(3, "test_simple_text"))
+            await stdio.write(call(4, "test_tool_with_logging"))
             assert text(await stdio.answer(2)) == "Progress test completed"
             assert text(await stdio.answer(1)).startswith("This is a simple text")
             assert text(await stdio.answer(3)).startswith("This is a simple text")
-            assert (lane.posted, lane.handed_over) == (3, 0)
-    kinds = [(m.get("method"), m.get("id")) for m in stdio.out if m.get("id") == 2 or "method" in m]
-    progress = [m["params"]["progress"] for m in stdio.out if m.get("method") == "notifications/progress"]
-    assert progress == [0, 50, 100]
-    assert kinds[-1] == (None, 2)  # the answer after every progress notification of its request
+            assert text(await stdio.answer(4)) == "Logging test completed"
+            assert (lane.posted, lane.handed_over) == (4, 0)
+    progress = [i for i, m in enumerate(stdio.out) if m.get("method") == "notifications/progress"]
+    assert [stdio.out[i]["params"]["progress"] for i in progress] == [0, 50, 100]
+    (answer,) = [i for i, m in enumerate(stdio.out) if m.get("id") == 2]
+    assert answer > max(progress)  # the answer after every progress notification of its request
+    logged = [m["params"]["data"] for m in stdio.out if m.get("method") == "notifications/message"]
+    assert logged == ["Tool execution started", "Tool processing data", "Tool execution completed"]
 
 
 async def test_server_requests_on_a_lane_answer_reach_the_client(server_url: str) -> None:

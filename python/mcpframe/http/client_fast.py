@@ -32,7 +32,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Final
 
 import anyio
@@ -340,7 +340,7 @@ class FastLane:
             self.handed_over += 1
             self._transport.take_over(exchange.message, stream)
 
-    def _deliver(self, exchange: _Exchange, items: list[MessageLike | core.FrameError]) -> None:
+    def _deliver(self, exchange: _Exchange, items: Iterable[MessageLike | core.FrameError]) -> None:
         """Queue the messages for the writer, sorted as the transport sorts them."""
         found, forward = self._transport.reader.sort(items, exchange.rid, False)
         if forward:
