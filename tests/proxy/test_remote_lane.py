@@ -28,6 +28,14 @@ def server_url() -> Iterator[str]:
         yield url
 
 
+@pytest.fixture(scope="module")
+def json_url() -> Iterator[str]:
+    """The same server answering plain JSON where no handler streams (`--response-mode auto`)."""
+    command = [*SERVE_EVERYTHING, "--http", "--port", "0", "--response-mode", "auto"]
+    with running(command, MCPFRAME_AUTH_TOKEN=TOKEN) as url:
+        yield url
+
+
 class Stdio:
     """The proxy's stdin/stdout as a test drives them: lines in, every line out recorded."""
 
@@ -170,3 +178,20 @@ async def test_a_cancelled_lane_request_is_abandoned_and_gets_no_answer(server_u
             assert text(await stdio.answer(11)).startswith("This is a simple text")
             assert not lane._busy  # the cancelled request's connection was closed, nothing waits on it
     assert not [m for m in stdio.out if m.get("id") == 10 and "method" not in m]
+
+
+async def test_json_answers_take_the_lane_too(json_url: str) -> None:
+    with anyio.fail_after(30):
+        async with proxied(json_url) as (stdio, _, lane):
+            await stdio.write(call(12, "test_simple_text"))
+            await stdio.write(call(13, "test_tool_with_progress", progressToken=7))
+            await stdio.write(
+                {"jsonrpc": "2.0", "id": 14, "method": "tools/call", "params": {"name": "nope"}}
+            )
+            assert text(await stdio.answer(12)).startswith("This is a simple text")
+            assert text(await stdio.answer(13)) == "Progress test completed"
+            assert "nope" in (await stdio.answer(14))["error"]["message"]  # the server's own error answer
+            assert (lane.posted, lane.handed_over) == (3, 0)
+    assert [
+        m["params"]["progressToken"] for m in stdio.out if m.get("method") == "notifications/progress"
+    ] == [7] * 3
