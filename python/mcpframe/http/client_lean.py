@@ -41,6 +41,8 @@ _HIGH_WATER: Final = 256 * 1024  # unread body bytes before the socket is paused
 _MAX_IDLE: Final = 100  # idle connections kept per pool: as many as were busy at once (the server closes
 # those it finds idle too long); fewer made a proxy with 64 calls in flight reconnect for one call in six
 _OURS: Final = frozenset({"host", "content-length", "transfer-encoding", "accept-encoding", "connection"})
+_FRAMING: Final = frozenset({b"content-type", b"content-length", b"transfer-encoding"})
+"""The headers read of every response (`LeanHeaders.raw_value` finds them without a search)."""
 _MAX_OPEN: Final = 100  # connections at once (as httpx's default pool); more requests wait for one
 
 
@@ -67,20 +69,26 @@ class LeanHeaders(Mapping[str, str]):
     `add` only keeps the raw pair: the mapping is built on first use, since a proxy's fast lane reads one
     header of seven (decoding them all was a tenth of its CPU per call)."""
 
-    __slots__ = ("_items", "_raw")
+    __slots__ = ("_framing", "_items", "_raw")
 
     def __init__(self) -> None:
         self._raw: list[tuple[bytes, bytes]] = []
         self._items: dict[str, str] | None = None
+        self._framing: dict[bytes, bytes] = {}  # the first value of each of `_FRAMING`, kept as they come
 
     def add(self, name: bytes, value: bytes) -> None:
         self._raw.append((name, value))
         self._items = None
+        key = name.lower()
+        if key in _FRAMING and key not in self._framing:
+            self._framing[key] = value
 
     def raw_value(self, lowered: bytes) -> bytes | None:
         """The first value of the header named `lowered` (lower-case bytes), without building the mapping."""
+        if lowered in _FRAMING:
+            return self._framing.get(lowered)
         for name, value in self._raw:
-            if len(name) == len(lowered) and name.lower() == lowered:
+            if name.lower() == lowered:
                 return value
         return None
 
