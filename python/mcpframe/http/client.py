@@ -301,19 +301,7 @@ class StreamableHTTPTransport(BackgroundTransport):
             if done is not None:
                 done()
             return
-        self._tg.start_soon(self._taken_over, message, pending, done)
-
-    async def _taken_over(
-        self,
-        message: MessageLike,
-        pending: PendingAnswer | StreamState | None,
-        done: Callable[[], None] | None,
-    ) -> None:
-        try:
-            await self._post_request(message, pending)
-        finally:
-            if done is not None:
-                done()
+        self._tg.start_soon(self._post_request, message, pending, done)
 
     # ------------------------------------------------------------------ posting
 
@@ -324,7 +312,10 @@ class StreamableHTTPTransport(BackgroundTransport):
         return self._http.stream("POST", self.url, content=content, headers=headers)
 
     async def _post_request(
-        self, message: MessageLike, pending: PendingAnswer | StreamState | None = None
+        self,
+        message: MessageLike,
+        pending: PendingAnswer | StreamState | None = None,
+        done: Callable[[], None] | None = None,
     ) -> None:
         rid = request_id(message)
         scope = self._exchanges[rid] = anyio.CancelScope()
@@ -338,6 +329,8 @@ class StreamableHTTPTransport(BackgroundTransport):
         finally:
             if self._exchanges.get(rid) is scope:
                 del self._exchanges[rid]
+            if done is not None:
+                done()
 
     async def _exchange_or_failure(
         self, message: MessageLike, pending: PendingAnswer | StreamState | None = None
