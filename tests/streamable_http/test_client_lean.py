@@ -18,7 +18,7 @@ import pytest
 
 from mcpframe.client import Client
 from mcpframe.http import connect
-from mcpframe.http.client_lean import LeanPool, LeanConnection
+from mcpframe.http.client_lean import LeanConnection, LeanPool
 from mcpframe.http.options import HttpClientOptions
 from mcpframe.session import JSONRPCError, RequestTimeout
 
