@@ -9,7 +9,11 @@ Two tools, `add(a, b)` and `echo(text)`, served by mcpframe's `Server` (this fil
   session; `modern`: 2026-07-28 requests over the shared child); `lean` as above;
 - `direct stdio`: the server on stdio, 5,000 calls pipelined by a raw client (the floor of the remote rows);
 - `remote`: `mcpframe proxy URL` in front of `direct http lean` (one upstream for every remote row), driven
-  on its stdin/stdout the same way; `remote httpx`: the same with `MCPFRAME_HTTP_LEAN=0`.
+  on its stdin/stdout the same way; `remote full`: the same without its fast lane
+  (`MCPFRAME_PROXY_FAST_LANE=0`: every request through the transport); `remote httpx`: the same with
+  `MCPFRAME_HTTP_LEAN=0`; `remote baseline` (with `--baseline DIR`): the proxy of another tree of mcpframe
+  (e.g. `git archive main python | tar -x -C DIR`, with the built `_core*.so` copied in), run with
+  `PYTHONPATH=DIR/python`, so a change is measured against what it replaces in the same run.
 
 HTTP rows: 16 keep-alive sessions of a raw HTTP/1.1 client (`servers/http_wire_client.py`: one connection
 per session, one `echo` call in flight each, no client library), the same client for every contender, so
@@ -63,10 +67,12 @@ HTTP_ROWS = (
     "listen modern",
     "listen modern lean",
 )
-PIPE_ROWS = ("direct stdio", "remote", "remote httpx")
+PIPE_ROWS = ("direct stdio", "remote", "remote full", "remote httpx")
 _URL = re.compile(r"Streamable HTTP on (\S+)")
 MCP_PROXY: Path | None = None
 """mcp-proxy's executable (`--mcp-proxy`): its rows run only with it."""
+BASELINE: Path | None = None
+"""Another mcpframe tree (`--baseline`): the `remote baseline` row runs its proxy."""
 
 
 def _serve_stdio() -> None:
@@ -240,6 +246,7 @@ class Result:
 
     name: str
     rows: list[Row] = dataclasses.field(default_factory=list)
+    upstream_cpu: list[float] = dataclasses.field(default_factory=list)  # remote rows: us per call
 
     def median(self, value: Any) -> float:
         return statistics.median(value(r) for r in self.rows)
@@ -298,7 +305,13 @@ def pipe_round(name: str, calls: int, floor_url: str) -> Row:
         return pipelined(STDIO_SERVER, calls)
     if name == "mcp-proxy remote":
         return pipelined([str(MCP_PROXY), floor_url, "--transport", "streamablehttp"], calls)
-    env = _env(MCPFRAME_HTTP_LEAN="0") if name == "remote httpx" else None
+    env = None
+    if name == "remote httpx":
+        env = _env(MCPFRAME_HTTP_LEAN="0")
+    elif name == "remote full":
+        env = _env(MCPFRAME_PROXY_FAST_LANE="0")
+    elif name == "remote baseline":
+        env = {**_env(), "PYTHONPATH": str(BASELINE / "python") if BASELINE else ""}
     return pipelined([PY, "-m", "mcpframe", "proxy", floor_url], calls, env)
 
 
@@ -307,18 +320,25 @@ def run(
 ) -> list[Result]:
     """Every row (or those in `only`), `rounds` times, interleaved (round 1 of every row, then round 2...)."""
     http_rows = [*HTTP_ROWS, *(["mcp-proxy listen"] if MCP_PROXY else [])]
-    pipe_rows = [*PIPE_ROWS, *(["mcp-proxy remote"] if MCP_PROXY else [])]
+    pipe_rows = [
+        *PIPE_ROWS,
+        *(["remote baseline"] if BASELINE else []),
+        *(["mcp-proxy remote"] if MCP_PROXY else []),
+    ]
     if only is not None:
         http_rows = [r for r in http_rows if r in only]
         pipe_rows = [r for r in pipe_rows if r in only]
     results = {name: Result(name) for name in (*http_rows, *pipe_rows)}
     # the remote rows' one upstream, up for the whole run: mcpframe's lean HTTP server (the fastest here)
-    with _process(_direct_http("direct http lean")) as (floor_url, _):
+    with _process(_direct_http("direct http lean")) as (floor_url, floor_pid):
         for _ in range(rounds):
             for name in http_rows:
                 results[name].rows.append(http_round(name, sessions, calls))
             for name in pipe_rows:
-                results[name].rows.append(pipe_round(name, pipelined_calls, floor_url))
+                before = process_cpu(floor_pid)
+                row = pipe_round(name, pipelined_calls, floor_url)
+                results[name].rows.append(row)
+                results[name].upstream_cpu.append(1e6 * (process_cpu(floor_pid) - before) / row.calls)
     return list(results.values())
 
 
@@ -328,7 +348,7 @@ def table(results: list[Result]) -> str:
         "mcpframe proxy HTTP bridges, tools/call echo (HTTP rows) or add (pipelined), "
         f"core backend {core.BACKEND}, medians of {len(results[0].rows)} interleaved rounds",
         f"{'row':<19} {'load':<22} {'calls/s':>9} {'p50 ms':>8} {'p99 ms':>8} "
-        f"{'proxy/server CPU us/call':>25} {'load CPU us/call':>17}",
+        f"{'proxy/server CPU us/call':>25} {'load CPU us/call':>17} {'upstream CPU us/call':>21}",
     ]
     for result in results:
         first = result.rows[0]
@@ -339,6 +359,7 @@ def table(results: list[Result]) -> str:
             f"{result.median(lambda r: r.percentile(0.99)):>8.2f} "
             f"{result.median(lambda r: 1e6 * r.server_cpu / r.calls):>25.0f} "
             f"{result.median(lambda r: 1e6 * r.cpu / r.calls):>17.0f}"
+            + (f" {statistics.median(result.upstream_cpu):>21.0f}" if "remote" in result.name else "")
         )
     return "\n".join(lines)
 
@@ -360,11 +381,15 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--pipelined", type=int, default=5000, help="calls pipelined (stdio rows)")
     parser.add_argument("--mcp-proxy", type=Path, default=None, help="mcp-proxy 0.13's executable")
     parser.add_argument("--rows", default=None, help="comma-separated rows to run (default: all)")
+    parser.add_argument(
+        "--baseline", type=Path, default=None, help="another mcpframe tree: `remote baseline`"
+    )
     args = parser.parse_args(argv)
     if args.serve_stdio:
         _serve_stdio()
         return 0
-    global MCP_PROXY  # noqa: PLW0603 - one run's setting, read by the rows
+    global MCP_PROXY, BASELINE  # noqa: PLW0603 - one run's settings, read by the rows
+    BASELINE = args.baseline
     if args.mcp_proxy is not None and not args.mcp_proxy.exists():
         print(f"--mcp-proxy {args.mcp_proxy}: not found, its rows are skipped", file=sys.stderr)
     elif args.mcp_proxy is not None:

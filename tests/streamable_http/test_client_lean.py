@@ -18,7 +18,7 @@ import pytest
 
 from mcpframe.client import Client
 from mcpframe.http import connect
-from mcpframe.http.client_lean import LeanPool, _Connection
+from mcpframe.http.client_lean import LeanConnection, LeanPool
 from mcpframe.http.options import HttpClientOptions
 from mcpframe.session import JSONRPCError, RequestTimeout
 
@@ -150,7 +150,7 @@ async def echo_server() -> AsyncIterator[Scripted]:
 
 async def test_a_chunked_sse_answer_is_read_whatever_its_split() -> None:
     """Fed one byte at a time, the parser still yields the whole body and the end of the message."""
-    conn = _Connection()
+    conn = LeanConnection()
     data = sse_answer(result(7, {"ok": True}))
     for i in range(len(data)):
         conn.data_received(data[i : i + 1])
@@ -246,7 +246,7 @@ class FakeSocket(asyncio.Transport):
 
 
 async def test_a_reader_that_falls_behind_pauses_the_socket() -> None:
-    conn = _Connection()
+    conn = LeanConnection()
     sock = FakeSocket()
     conn.connection_made(sock)
     conn.data_received(head("200 OK", {"content-type": "application/json", "content-length": "400000"}))

@@ -123,6 +123,16 @@ def test_chunking_never_changes_the_events(cuts: list[int]) -> None:
     assert parse(*chunks)[0] == EXPECTED
 
 
+MIXED = STREAM[:60] + STREAM[60:].replace(b"\n", b"\r\n")  # LF lines (split at once), then CRLF ones
+
+
+@given(st.lists(st.integers(min_value=0, max_value=len(MIXED)), max_size=12))
+def test_lf_chunks_then_crlf_chunks_give_the_same_events(cuts: list[int]) -> None:
+    bounds = [0, *sorted(cuts), len(MIXED)]
+    chunks = [MIXED[a:b] for a, b in itertools.pairwise(bounds)]
+    assert parse(*chunks)[0] == EXPECTED
+
+
 def test_large_event_in_small_chunks() -> None:
     payload = b"x" * 300_000
     data = b"data: " + payload + b"\n\n"

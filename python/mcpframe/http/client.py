@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Final
+from typing import Any, Final, Literal, Protocol
 
 import anyio
 import anyio.abc
@@ -45,6 +45,7 @@ from mcpframe.http.client_wire import (
     BackgroundTransport,
     HttpResponse,
     SessionState,
+    StreamState,
     content_type,
     encode_header_value,
     mcp_name,
@@ -65,6 +66,16 @@ _ACCEPT: Final = "application/json, text/event-stream"
 GET_OPEN_WAIT: Final = 1.0
 """Seconds the requests after `notifications/initialized` wait at most for the GET stream's answer head
 (a server that holds its headers back until its first event costs the client this much, once)."""
+
+PendingAnswer = tuple[HttpResponse, str | None]
+"""A response to a request posted already, and the session id it was posted with (`_exchange`)."""
+
+
+class Abandoning(Protocol):
+    """What the transport tells a fast lane (`client_fast.FastLane`): stop waiting for request `rid`."""
+
+    def abandon(self, rid: Id) -> None: ...
+
 
 Probe = Callable[[MessageLike, HttpResponse], Awaitable[bool]]
 """`StreamableHTTPTransport.probe`: given a request and the response to its POST (status and headers read,
@@ -113,6 +124,9 @@ class StreamableHTTPTransport(BackgroundTransport):
         # `connect(transport="auto")` sets it until the server is known to speak Streamable HTTP: a 400,
         # 404 or 405 to the first POST may mean a legacy HTTP+SSE server (`http/client_sse_auto.py`).
         self.probe: Probe | None = None
+        # `client_fast.FastLane` sets it while it posts some requests itself: a cancelled request, or one
+        # answered on another stream, is abandoned there too
+        self.lane: Abandoning | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -211,6 +225,8 @@ class StreamableHTTPTransport(BackgroundTransport):
         scope = self._exchanges.get(rid)
         if scope is not None:
             scope.cancel()
+        if self.lane is not None:
+            self.lane.abandon(rid)
 
     # ------------------------------------------------------------------ headers
 
@@ -233,6 +249,60 @@ class StreamableHTTPTransport(BackgroundTransport):
                 headers[MCP_NAME] = encode_header_value(name)
         return headers
 
+    # ------------------------------------------------------------------ for the fast lane (client_fast.py)
+
+    @property
+    def lean_pool(self) -> LeanPool | None:
+        """The lean keep-alive pool when the lean path is in use (`HttpClientOptions.lean`), else `None`."""
+        return self._lean
+
+    @property
+    def reader(self) -> AnswerReader:
+        """The answer reader, whose `sort` the fast lane uses to check what it forwards."""
+        return self._reader
+
+    @property
+    def session_ready(self) -> bool:
+        """Whether a request may be posted in the running session by someone else than this transport:
+        `initialize` answered, no new session being started, the transport running and open."""
+        state = self._state
+        return (
+            state.protocol_version is not None
+            and self._tg is not None
+            and not self._closed
+            and not self._reinit_lock.locked()
+        )
+
+    def session_key(self) -> tuple[str | None, str | None, dict[str, str]]:
+        """What the headers of a request in the session depend on: the session id, the version and the
+        caller's headers (the live dict: compare it with a copy)."""
+        state = self._state
+        return (state.session_id, state.protocol_version, state.base)
+
+    def session_headers(self, method: str) -> dict[str, str]:
+        """The headers of a `method` request in the running session, but `Mcp-Name` (per request)."""
+        headers = self._state.headers()
+        headers["accept"] = _ACCEPT
+        headers["content-type"] = "application/json"
+        headers[MCP_METHOD] = encode_header_value(method)
+        return headers
+
+    def take_over(
+        self,
+        message: MessageLike,
+        pending: PendingAnswer | StreamState | None = None,
+        *,
+        done: Callable[[], None] | None = None,
+    ) -> None:
+        """Finish request `message` here, as if this transport had posted it: read `pending`, a response to
+        it (404, 503, errors and all), or resume its SSE stream; post it (again) when `None`. `done` is
+        called once the response was read (the caller's connection is free again)."""
+        if self._tg is None:
+            if done is not None:
+                done()
+            return
+        self._tg.start_soon(self._post_request, message, pending, done)
+
     # ------------------------------------------------------------------ posting
 
     def _post(self, content: bytes, headers: Mapping[str, str]) -> AbstractAsyncContextManager[HttpResponse]:
@@ -241,12 +311,17 @@ class StreamableHTTPTransport(BackgroundTransport):
             return self._lean.stream(content, headers)
         return self._http.stream("POST", self.url, content=content, headers=headers)
 
-    async def _post_request(self, message: MessageLike) -> None:
+    async def _post_request(
+        self,
+        message: MessageLike,
+        pending: PendingAnswer | StreamState | None = None,
+        done: Callable[[], None] | None = None,
+    ) -> None:
         rid = request_id(message)
         scope = self._exchanges[rid] = anyio.CancelScope()
         try:
             with scope:
-                failure = await self._exchange_or_failure(message)
+                failure = await self._exchange_or_failure(message, pending)
                 if failure is not None:
                     await self._inbox.push([failure])
         except Undeliverable:
@@ -254,12 +329,16 @@ class StreamableHTTPTransport(BackgroundTransport):
         finally:
             if self._exchanges.get(rid) is scope:
                 del self._exchanges[rid]
+            if done is not None:
+                done()
 
-    async def _exchange_or_failure(self, message: MessageLike) -> MessageLike | None:
+    async def _exchange_or_failure(
+        self, message: MessageLike, pending: PendingAnswer | StreamState | None = None
+    ) -> MessageLike | None:
         """Run the exchange; what went wrong becomes an error response for the request."""
         rid = request_id(message)
         try:
-            await self._exchange(message)
+            await self._exchange(message, pending)
         except Undeliverable:
             raise
         except httpx.HTTPError as exc:
@@ -294,37 +373,69 @@ class StreamableHTTPTransport(BackgroundTransport):
             with anyio.move_on_after(GET_OPEN_WAIT):
                 await self._get_open.wait()
 
-    async def _exchange(self, message: MessageLike) -> None:
-        """Post one request and deliver its answer.
+    async def _exchange(
+        self, message: MessageLike, pending: PendingAnswer | StreamState | None = None
+    ) -> None:
+        """Post one request and deliver its answer (`pending`: it was posted already, by the fast lane,
+        whose response is read here as if this method had posted it; or the fast lane read an SSE answer
+        that ended without the response, and the stream is resumed here).
 
         A 404 for our session re-initializes it and sends the request again (once). A 503 with a short
         `Retry-After` (the server's queue was full, so the request never started) is waited out and the
         request sent again, up to `max_reconnects` times; after that the 503's error is the answer.
         """
+        if isinstance(pending, StreamState):
+            await self._resume(message, pending)
+            return
         renewed = False
         busy = 0
         while True:
-            sent_session = None if stamped_version(message.params) else self.session_id
-            headers = self._post_headers(message)
-            async with self._post(message.raw, headers) as resp:
-                if self.probe is not None and await self.probe(message, resp):
-                    return
-                expired = resp.status_code == 404 and sent_session is not None and not renewed
-                if expired and message.method != protocol.INITIALIZE:
-                    renewed = True
-                    await resp.aread()
-                    if await self._reinitialize(sent_session):  # type: ignore[arg-type]
-                        continue
-                delay = retry_after(resp) if busy < self.options.max_reconnects else None
-                if delay is None:
-                    answer = await self._reader.answer(message, resp, intercept=False)
-                    if answer is not None:
-                        await self._inbox.push([answer])
-                    return
-                await resp.aread()
+            if pending is not None:
+                (resp, sent_session), pending = pending, None
+                step = await self._answer_step(message, resp, sent_session, renewed=renewed, busy=busy)
+            else:
+                sent_session = None if stamped_version(message.params) else self.session_id
+                async with self._post(message.raw, self._post_headers(message)) as resp:
+                    step = await self._answer_step(message, resp, sent_session, renewed=renewed, busy=busy)
+            if step is None:
+                return
+            if step == "renewed":
+                renewed = True
+                continue
             busy += 1
-            logger.debug("the server is busy (503): sending request %r again in %g s", message.id, delay)
-            await anyio.sleep(delay)
+            logger.debug("the server is busy (503): sending request %r again in %g s", message.id, step)
+            await anyio.sleep(step)
+
+    async def _resume(self, message: MessageLike, stream: StreamState) -> None:
+        rid = request_id(message)
+        found = await self._reader.resume(stream, rid, intercept=False)
+        if found is False:
+            found = synthesized_error(
+                rid, jsonrpc.CONNECTION_CLOSED, "the server's answer did not include it"
+            )
+        if not isinstance(found, bool):
+            await self._inbox.push([found])
+
+    async def _answer_step(
+        self, message: MessageLike, resp: HttpResponse, sent_session: str | None, *, renewed: bool, busy: int
+    ) -> float | Literal["renewed"] | None:
+        """Read one response to `message`: `None` once answered, `"renewed"` to send it again in a new
+        session, or the seconds to wait before sending it again (a 503)."""
+        if self.probe is not None and await self.probe(message, resp):
+            return None
+        expired = resp.status_code == 404 and sent_session is not None and not renewed
+        if expired and message.method != protocol.INITIALIZE:
+            await resp.aread()
+            if await self._reinitialize(sent_session):  # type: ignore[arg-type]
+                return "renewed"
+        delay = retry_after(resp) if busy < self.options.max_reconnects else None
+        if delay is None:
+            answer = await self._reader.answer(message, resp, intercept=False)
+            if answer is not None:
+                await self._inbox.push([answer])
+            return None
+        await resp.aread()
+        return delay
 
     # ------------------------------------------------------------------ the standalone GET stream
 

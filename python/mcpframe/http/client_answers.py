@@ -172,6 +172,15 @@ class AnswerReader:
         self, items: Iterable[MessageLike | core.FrameError], rid: Id | None, intercept: bool
     ) -> MessageLike | bool:
         """Forward messages; report whether the response to `rid` was among them (or return it: intercept)."""
+        found, forward = self.sort(items, rid, intercept)
+        await self._inbox.push(forward)
+        return found
+
+    def sort(
+        self, items: Iterable[MessageLike | core.FrameError], rid: Id | None, intercept: bool
+    ) -> tuple[MessageLike | bool, list[MessageLike]]:
+        """What `_deliver` does before pushing: the response to `rid` found (or returned: intercept), and
+        the messages to forward; invalid ones dropped (or, for `rid`'s answer, turned into an error)."""
         found: MessageLike | bool = False
         forward: list[MessageLike] = []
         for item in items:
@@ -192,8 +201,7 @@ class AnswerReader:
             elif answer and item.id is not None:
                 self._answered_elsewhere(item.id)
             forward.append(item)
-        await self._inbox.push(forward)
-        return found
+        return found, forward
 
     # ------------------------------------------------------------------ SSE streams
 
@@ -239,6 +247,13 @@ class AnswerReader:
         """
         stream = StreamState()
         found = await self._read_sse(resp, stream, rid, intercept)
+        return await self.resume(stream, rid, found, intercept=intercept)
+
+    async def resume(
+        self, stream: StreamState, rid: Id | None, found: MessageLike | bool = False, *, intercept: bool
+    ) -> MessageLike | bool:
+        """While the answer to `rid` is missing, resume the SSE stream `stream` with GET + Last-Event-ID
+        (`follow`'s second half; the fast lane calls it for a stream it read itself)."""
         misses = 0
         while found is False and not self._inbox.closed and misses <= self._options.max_reconnects:
             if not stream.last_event_id and rid is not None:

@@ -138,7 +138,13 @@ class SSEParser:
 
     def _lines(self, *, final: bool) -> list[bytes]:
         buf = self._buf
-        lines: list[bytes] = []
+        if b"\r" not in buf:  # LF only (most servers): one split; the unterminated rest stays
+            lines = bytes(buf).split(b"\n")
+            rest = lines.pop()
+            buf[:] = rest
+            self._scan = len(rest)
+            return lines
+        lines = []
         start = 0
         pos = self._scan
         while True:
@@ -165,17 +171,16 @@ class SSEParser:
         if not line:
             self._dispatch(events)
             return
+        if line.startswith(b"data:"):  # the common field first (what the general case below would do)
+            self._add_data(line[6:] if line[5:6] == b" " else line[5:])
+            return
         if line[:1] == b":":
             return  # a comment (keep-alive)
         name, sep, value = line.partition(b":")
         if sep and value[:1] == b" ":
             value = value[1:]
         if name == b"data":
-            self._data.append(value)
-            self._size += len(value) + 1
-            self._has_data = True
-            if self._size > self.max_event + 1:  # + 1: the last line's newline is not part of the data
-                self._too_large()
+            self._add_data(value)
         elif name == b"event":
             self._event = value.decode("utf-8", "replace")
         elif name == b"id":
@@ -183,6 +188,13 @@ class SSEParser:
                 self.last_event_id = value.decode("utf-8", "replace")
         elif name == b"retry" and value.isdigit():
             self.retry = int(value)
+
+    def _add_data(self, value: bytes) -> None:
+        self._data.append(value)
+        self._size += len(value) + 1
+        self._has_data = True
+        if self._size > self.max_event + 1:  # + 1: the last line's newline is not part of the data
+            self._too_large()
 
     def _dispatch(self, events: list[SSEEvent]) -> None:
         if self._has_data:

@@ -23,8 +23,9 @@ read until an answer comes. At the client's end of input the session is ended (D
 from __future__ import annotations
 
 import logging
+import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
 import anyio
@@ -34,7 +35,7 @@ from mcpframe._api import MessageLike
 
 from .options import ProxyOptions
 
-__all__ = ["ByteTransport", "proxy_remote", "run_remote"]
+__all__ = ["ByteTransport", "Lane", "fast_lane", "proxy_remote", "run_remote"]
 
 logger = logging.getLogger("mcpframe.proxy")
 
@@ -96,28 +97,52 @@ class _InFlight:
             await self._room.wait()
 
 
-async def _client_to_server(client: ByteTransport, server: ByteTransport, in_flight: _InFlight) -> None:
-    """What the client writes, posted frame by frame as it came; malformed frames answered here."""
+class Lane(Protocol):
+    """A fast lane for some requests (`mcpframe.http.client_fast.FastLane`): it posts them itself and
+    writes their answers through `run`."""
+
+    def accepts(self, message: MessageLike) -> bool: ...
+
+    async def post(self, message: MessageLike) -> None: ...
+
+    async def run(
+        self, write: Callable[[bytes], Awaitable[None]], answered: Callable[[Any], None]
+    ) -> None: ...
+
+
+async def _client_to_server(
+    client: ByteTransport, server: ByteTransport, in_flight: _InFlight, lane: Lane | None
+) -> None:
+    """What the client writes, posted frame by frame as it came (the lane's requests by the lane);
+    malformed frames answered here."""
     decoder = core.Decoder(lazy=True)
+    frames: list[bytes] = []  # for the transport, sent together
     while True:
         chunk = await client.receive()
         if not chunk:
             return
-        frames: list[bytes] = []
         for item in decoder.feed(chunk):
             if isinstance(item, core.FrameError):
                 if not item.notification:  # answered as a stdio server would; never sent on broken
                     await client.send(item.to_response())
                 continue
             if item.kind == "request" and in_flight.full:
-                if frames:  # what came before goes now; this request waits for an answer
-                    await server.send(b"".join(frames))
-                    frames = []
+                await _flush(server, frames)  # what came before goes now; this request waits for an answer
                 await in_flight.wait_for_room()
             in_flight.note(item)
-            frames.append(item.raw + b"\n")
-        if frames:
-            await server.send(b"".join(frames))
+            if lane is not None and lane.accepts(item):
+                await _flush(server, frames)  # what came before it goes first
+                await lane.post(item)
+            else:
+                frames.append(item.raw + b"\n")
+        await _flush(server, frames)
+
+
+async def _flush(server: ByteTransport, frames: list[bytes]) -> None:
+    if frames:
+        data = b"".join(frames)
+        frames.clear()
+        await server.send(data)
 
 
 async def _server_to_client(server: ByteTransport, client: ByteTransport, in_flight: _InFlight) -> None:
@@ -139,18 +164,22 @@ async def proxy_remote(
     *,
     max_in_flight: int = MAX_IN_FLIGHT,
     drain_timeout: float = DRAIN_TIMEOUT,
+    lane: Lane | None = None,
 ) -> None:
     """Forward between `client` and `server` until the client's input ends (then the requests in flight
-    get up to `drain_timeout` seconds to be answered) or the server's does."""
+    get up to `drain_timeout` seconds to be answered) or the server's does. `lane`: the requests it
+    accepts are posted there and their answers written by it (`fast_lane`)."""
     in_flight = _InFlight(max_in_flight)
     async with anyio.create_task_group() as tg:
+        if lane is not None:
+            tg.start_soon(lane.run, client.send, in_flight.done)
 
         async def from_server() -> None:
             await _server_to_client(server, client, in_flight)
             tg.cancel_scope.cancel()  # the remote side ended: nothing more can be answered
 
         tg.start_soon(from_server)
-        await _client_to_server(client, server, in_flight)
+        await _client_to_server(client, server, in_flight, lane)
         # end of input: what is in flight is still answered (as a stdio server answers what it read)
         with anyio.move_on_after(drain_timeout):
             if in_flight.ids:
@@ -165,12 +194,23 @@ def remote_transport(url: str, headers: Mapping[str, str]) -> Any:
     return AutoTransport(url, headers=dict(headers))
 
 
+def fast_lane(remote: Any) -> Lane | None:
+    """The fast lane of `remote_transport`'s transport (its Streamable HTTP side), unless
+    `MCPFRAME_PROXY_FAST_LANE=0` (every request then takes the transport's full path)."""
+    from mcpframe.http.client_fast import FastLane  # noqa: PLC0415 - the http extra
+    from mcpframe.http.client_sse_auto import AutoTransport  # noqa: PLC0415
+
+    if os.environ.get("MCPFRAME_PROXY_FAST_LANE", "1") == "0" or not isinstance(remote, AutoTransport):
+        return None
+    return FastLane(remote.streamable, max_open=max(MAX_IN_FLIGHT, 1))
+
+
 async def _serve_remote(options: ProxyOptions) -> None:
     from mcpframe.transports.stdio import stdio_server  # noqa: PLC0415
 
     assert options.url is not None
     async with stdio_server() as stdio, remote_transport(options.url, options.headers) as remote:
-        await proxy_remote(stdio, remote)
+        await proxy_remote(stdio, remote, lane=fast_lane(remote))
 
 
 def run_remote(options: ProxyOptions) -> int:
