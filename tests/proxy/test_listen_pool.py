@@ -13,7 +13,7 @@ import mcp.types as sdk
 import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
-from tests.proxy._listen_support import SERVE_EVERYTHING, Proxy, in_process_proxy
+from tests.proxy._listen_support import EVERYTHING, SERVE_EVERYTHING, Proxy, in_process_proxy
 
 from mcpframe.cli.token_auth import static_token_auth
 from mcpframe.http.options import HttpOptions
@@ -215,3 +215,26 @@ async def test_a_server_that_cannot_start_is_a_502_and_a_refused_initialize_leav
     assert "mcp-session-id" not in response.headers
     with anyio.fail_after(10):
         await _until(lambda: proxy.app.pool.running == 0)  # and its child ended
+
+
+async def test_a_slow_starting_child_still_answers_initialize_as_json_and_a_refusal_keeps_no_session() -> (
+    None
+):
+    # The child takes 0.3 s to start and the proxy switches to SSE after 0.01 s of silence: an initialize
+    # still waits for its answer as JSON, so the session id is given (or not) by what the child answered.
+    start = "import runpy, sys, time; time.sleep(0.3); sys.argv[0] = 'mcpframe'; "
+    start += "runpy.run_module('mcpframe', run_name='__main__', alter_sys=True)"
+    slow = [sys.executable, "-c", start, "serve", str(EVERYTHING)]
+    async with (
+        in_process_proxy(slow, http=HttpOptions(stream_after=0.01)) as proxy,
+        httpx.AsyncClient() as http,
+    ):
+        with anyio.fail_after(30):
+            refused = await http.post(proxy.url, json={**_INITIALIZE, "params": []}, headers=_HEADERS)
+            assert refused.headers["content-type"].startswith("application/json")
+            assert "error" in refused.json()
+            assert "mcp-session-id" not in refused.headers
+            accepted = await http.post(proxy.url, json=_INITIALIZE, headers=_HEADERS)
+            assert accepted.headers["content-type"].startswith("application/json")
+            assert accepted.json()["result"]["serverInfo"]
+            assert accepted.headers["mcp-session-id"]

@@ -182,7 +182,11 @@ class BridgePosts:
         if not await bridge.write(b"".join(one_line(r.raw) for r in body.requests)):
             route.close()
             return _ended()
-        return await self.answer(route, session, accepts, {MCP_SESSION_ID: session.id}, bridge)
+        # An initialize is answered as JSON however long a starting child takes, unless the child sends
+        # something first: the session id it carries may only be kept once the child accepted.
+        patient = body.initialize and session.version is None
+        headers = {MCP_SESSION_ID: session.id}
+        return await self.answer(route, session, accepts, headers, bridge, patient=patient)
 
     @staticmethod
     async def _pass_others(bridge: SessionBridge, body: Body) -> Reply | None:
@@ -206,15 +210,17 @@ class BridgePosts:
         accepts: Accepts,
         headers: dict[str, str],
         bridge: Any,
+        *,
+        patient: bool = False,
     ) -> Answer:
-        """Plain JSON when only responses came (within `stream_after`), else SSE."""
+        """Plain JSON when only responses came (within `stream_after`, or at all if `patient`), else SSE."""
         stream = route.stream
         priming = self.replies.priming(session)
         prefer_sse = self.options.response_mode == "sse" or (
             self.options.response_mode == "resumable" and priming is not None
         )
-        if not (accepts.sse and prefer_sse):
-            answered = await self._json_answer(stream, session, accepts, headers)
+        if not (accepts.sse and prefer_sse) or patient:
+            answered = await self._json_answer(stream, session, accepts, headers, patient=patient)
             if answered is not None:
                 return answered
         receive = await stream.attach(retry_ms=priming)
@@ -229,11 +235,17 @@ class BridgePosts:
         )
 
     async def _json_answer(
-        self, stream: Stream, session: HttpSession | None, accepts: Accepts, headers: dict[str, str]
+        self,
+        stream: Stream,
+        session: HttpSession | None,
+        accepts: Accepts,
+        headers: dict[str, str],
+        *,
+        patient: bool = False,
     ) -> Reply | None:
         event = stream.wake if accepts.sse else stream.finished
         if not event.is_set():
-            wait = self.options.stream_after if accepts.sse else math.inf
+            wait = self.options.stream_after if accepts.sse and not patient else math.inf
             if accepts.sse and self.options.close_idle_streams is not None:
                 wait = min(wait, self.options.close_idle_streams)
             loop = asyncio.get_running_loop()
