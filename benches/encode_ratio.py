@@ -14,6 +14,9 @@ soon as it is made (a writer's pattern) instead of keeping them until the run en
 a corpus of another shape, generated here with that seed (``fresh``: deeper and wider objects, random
 field names, floats, non-ASCII text), so a figure does not rest on the bench corpora alone.
 
+``--build NAME=PATH`` (repeatable) also times another build of ``_core`` (a copy of the ``.so`` before a
+change) in the same rounds, loaded beside the installed one, and prints its time and median ratio to orjson.
+
 ``--only native|orjson --repeat N`` runs one encoder N times over each corpus and times nothing: run it
 under ``valgrind --tool=callgrind`` with two values of N and subtract, to count instructions per message
 without the start-up (see ``benches/README.md``).
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib.util
 import os
 import random
 import re
@@ -32,6 +36,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 if __package__ is None and "mcpframe" not in sys.modules:  # pragma: no cover - run from a checkout
@@ -45,11 +50,8 @@ from mcpframe.bench.corpus import CORPORA, Corpus, build
 Run = Callable[[], list[bytes]]
 
 
-def _runs(corpus: Corpus, newline: str, *, drop: bool = False) -> dict[str, Run]:
-    """Both encoders over the corpus: each returns its lines, or with ``drop`` drops every line as soon
-    as it is made (a writer's pattern; the allocator then reuses the memory at once) and returns none."""
-    encode, dumps, append = _core.encode, orjson.dumps, orjson.OPT_APPEND_NEWLINE
-    messages = list(corpus.messages)
+def _native(encode: Callable[[Any], bytes], messages: list[Any], drop: bool) -> Run:
+    """A native build's ``encode`` over the messages (see ``_runs``)."""
 
     def native() -> list[bytes]:
         if drop:
@@ -57,6 +59,18 @@ def _runs(corpus: Corpus, newline: str, *, drop: bool = False) -> dict[str, Run]
                 encode(m)
             return []
         return [encode(m) for m in messages]
+
+    return native
+
+
+def _runs(
+    corpus: Corpus, newline: str, *, drop: bool = False, builds: dict[str, ModuleType] | None = None
+) -> dict[str, Run]:
+    """Both encoders over the corpus (and each of ``builds``' ``encode``): each returns its lines, or with
+    ``drop`` drops every line as soon as it is made (a writer's pattern; the allocator then reuses the
+    memory at once) and returns none."""
+    dumps, append = orjson.dumps, orjson.OPT_APPEND_NEWLINE
+    messages = list(corpus.messages)
 
     def concat() -> list[bytes]:
         if drop:
@@ -72,7 +86,29 @@ def _runs(corpus: Corpus, newline: str, *, drop: bool = False) -> dict[str, Run]
             return []
         return [dumps(m, option=append) for m in messages]
 
-    return {"native": native, "orjson": option if newline == "option" else concat}
+    runs = {
+        "native": _native(_core.encode, messages, drop),
+        "orjson": option if newline == "option" else concat,
+    }
+    runs.update({name: _native(build.encode, messages, drop) for name, build in (builds or {}).items()})
+    return runs
+
+
+def _load_builds(specs: list[str]) -> dict[str, ModuleType]:
+    """``NAME=PATH`` specs: other builds of ``_core`` (e.g. a copy of the ``.so`` before a change),
+    loaded beside the installed one, so a change is timed against its base in the same rounds."""
+    builds = {}
+    for spec in specs:
+        name, _, path = spec.partition("=")
+        if not path or name in ("native", "orjson"):
+            raise SystemExit(f"--build wants NAME=PATH with another name than native/orjson: {spec!r}")
+        found = importlib.util.spec_from_file_location("mcpframe._core", path)
+        if found is None or found.loader is None:
+            raise SystemExit(f"not an extension module: {path}")
+        module = importlib.util.module_from_spec(found)
+        found.loader.exec_module(module)
+        builds[name] = module
+    return builds
 
 
 _FIELDS = [f"{stem}_{i}" for stem in ("name", "size", "path", "tags", "score", "owner") for i in range(40)]
@@ -117,28 +153,33 @@ def _check(corpus: Corpus, runs: dict[str, Run]) -> None:
             raise SystemExit(f"{name} does not reproduce the {corpus.name} corpus")
 
 
-def _time(runs: dict[str, Run], rounds: int, clock: Callable[[], float]) -> tuple[dict[str, float], float]:
-    """The best time of each run, and the median over rounds of the native/orjson time ratio (each
-    round times both back to back, so the ratio of one round shares its moment's noise)."""
+def _time(
+    runs: dict[str, Run], rounds: int, clock: Callable[[], float]
+) -> tuple[dict[str, float], dict[str, float]]:
+    """The best time of each run, and the median over rounds of each run's time ratio to orjson's (each
+    round times all back to back, so the ratio of one round shares its moment's noise)."""
     best = dict.fromkeys(runs, float("inf"))
-    ratios = []
+    ratios: dict[str, list[float]] = {name: [] for name in runs}
     names = list(runs)
     gc.collect()
     gc.disable()
     try:
         for round_ in range(rounds):
             took = {}
-            # Alternate who goes first: the second encoder of a round meets the heap and caches the
-            # first one left behind.
-            for name in names if round_ % 2 == 0 else names[::-1]:
+            # Rotate and alternate who goes first: an encoder meets the heap and caches the one
+            # before it left behind.
+            turn = round_ % len(names)
+            order = names[turn:] + names[:turn]
+            for name in order if (round_ // len(names)) % 2 == 0 else order[::-1]:
                 start = clock()
                 runs[name]()
                 took[name] = clock() - start
                 best[name] = min(best[name], took[name])
-            ratios.append(took["native"] / took["orjson"])
+            for name in names:
+                ratios[name].append(took[name] / took["orjson"])
     finally:
         gc.enable()
-    return best, statistics.median(ratios)
+    return best, {name: statistics.median(values) for name, values in ratios.items()}
 
 
 def _collected(only: str, repeat: int, selection: list[str]) -> int:
@@ -200,6 +241,9 @@ def main() -> None:
     parser.add_argument("--only", choices=("native", "orjson"))
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--instructions", type=int, metavar="N", help="callgrind: N extra passes")
+    parser.add_argument(
+        "--build", action="append", default=[], metavar="NAME=PATH", help="also time this _core build"
+    )
     args = parser.parse_args()
     paths = getattr(_core, "_ffi_paths", dict)()
     print(f"python {sys.version.split()[0]}  ffi paths {paths}", flush=True)
@@ -207,19 +251,21 @@ def main() -> None:
         _instructions(args)
         return
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
+    builds = _load_builds(args.build)
     for corpus in _corpora(args):
-        runs = _runs(corpus, args.newline)
+        runs = _runs(corpus, args.newline, builds=builds)
         if args.only is not None:
             for _ in range(args.repeat):
                 runs[args.only]()
             continue
         _check(corpus, runs)
-        best, median = _time(_runs(corpus, args.newline, drop=args.drop), args.rounds, clock)
+        best, median = _time(_runs(corpus, args.newline, drop=args.drop, builds=builds), args.rounds, clock)
         per = {key: value / corpus.count * 1e6 for key, value in best.items()}
+        others = "".join(f"  {name} {per[name]:8.3f} us/msg median {median[name]:.3f}" for name in builds)
         print(
             f"{corpus.name:6} native {per['native']:8.3f} us/msg  orjson {per['orjson']:8.3f} us/msg  "
-            f"best/best {best['native'] / best['orjson']:.3f}  median {median:.3f}  (orjson newline: "
-            f"{args.newline}, {'dropped' if args.drop else 'kept'}, "
+            f"best/best {best['native'] / best['orjson']:.3f}  median {median['native']:.3f}{others}  "
+            f"(orjson newline: {args.newline}, {'dropped' if args.drop else 'kept'}, "
             f"MCPFRAME_PUBLIC_ONLY={os.environ.get('MCPFRAME_PUBLIC_ONLY', '')!r})",
             flush=True,
         )

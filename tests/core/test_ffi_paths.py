@@ -40,10 +40,16 @@ holes = {f"k{i}": i for i in range(12)}
 del holes["k3"], holes["k7"]
 general = {1: "gone", "a": 1, "b": [None, True]}
 del general[1]
+# Deleted entries among the first values the walker prefetches, and containers longer than that.
+leading = {f"k{i}": [i, str(i), {"n": i}] for i in range(10)}
+for i in (0, 1, 2, 3, 5):
+    del leading[f"k{i}"]
+emptied = {"a": 1, "b": 2}
+del emptied["a"], emptied["b"]
 ints = [0, 1, -1, 2**30 - 1, 2**30, -(2**30), 2**60 - 1, 2**60, -(2**60) + 1, 2**63 - 1, -(2**63),
         2**63, 2**64 + 5, -(10**30), Int(7), Int(2**62)]
 values = [
-    holes, general, vars(Obj()), ints, Dict(x=Str("y")), {"s": "\u0000\"\\é😀\ud7ff"},
+    holes, general, leading, emptied, vars(Obj()), ints, Dict(x=Str("y")), {"s": "\u0000\"\\é😀\ud7ff"},
     {"mid": "m" * 20_000}, {"big": "b" * 100_000, "n": list(range(20_000)), "d": holes},
     {"after": "a small line after a large one"},
     ["é", "\u0101x", "😀", "naïve ω 🙂", Str("ünï"), "é" * 5000, {"ключ": "значение"}],
@@ -135,12 +141,14 @@ def test_both_paths_encode_the_same_bytes(both_backends: Backends, runs: dict[An
     assert set(public["errors"][4:]) == {"EncodeError: str is not valid UTF-8: surrogates not allowed"}
     # The values went through unchanged (holes skipped, order kept), and the large line is whole.
     lines = [bytes.fromhex(line) for line in public["lines"]]
-    assert [json.loads(line) for line in lines[:2]] == [
+    assert [json.loads(line) for line in lines[:4]] == [
         {f"k{i}": i for i in range(12) if i not in (3, 7)},
         {"a": 1, "b": [None, True]},
+        {f"k{i}": [i, str(i), {"n": i}] for i in (4, 6, 7, 8, 9)},
+        {},
     ]
-    assert len(lines[7]) > 4 * 16 * 1024
-    assert lines[7] == both_backends.python.encode(json.loads(lines[7]))
+    assert len(lines[9]) > 4 * 16 * 1024
+    assert lines[9] == both_backends.python.encode(json.loads(lines[9]))
     assert bytes.fromhex(public["many"]) == b"".join(lines)
 
 

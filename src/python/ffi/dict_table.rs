@@ -103,13 +103,28 @@ impl Entries {
         self.stride == 2
     }
 
-    /// The value of the entry after the one `next` gave last (NULL for a deleted entry or past
-    /// the end): an address to prefetch, nothing more.
+    /// Call `hint` with each of the first `count` values (NULL for a deleted entry), without
+    /// moving: the walker asks the CPU for their headers at once.
     #[inline]
-    pub(crate) fn peek_value(&self) -> *mut ffi::PyObject {
-        if self.at < self.end {
+    pub(crate) fn first_values(&self, count: usize, mut hint: impl FnMut(*mut ffi::PyObject)) {
+        let end = self.end.min(count * self.stride);
+        let mut at = 1;
+        while at < end {
+            // SAFETY: `at < end <= self.end`: the entry exists (see `of`); the dict is unchanged.
+            let value = unsafe { *self.slots.add(at) };
+            hint(value);
+            at += self.stride;
+        }
+    }
+
+    /// The value of the entry `ahead` entries after the next one `next` gives (NULL for a deleted
+    /// entry or past the end): an address to prefetch, nothing more.
+    #[inline]
+    pub(crate) fn peek_value_at(&self, ahead: usize) -> *mut ffi::PyObject {
+        let at = self.at + ahead * self.stride;
+        if at < self.end {
             // SAFETY: `at < end`: the entry exists (see `of`); the dict is unchanged.
-            unsafe { *self.slots.add(self.at + 1) }
+            unsafe { *self.slots.add(at + 1) }
         } else {
             std::ptr::null_mut()
         }

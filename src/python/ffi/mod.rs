@@ -70,7 +70,12 @@ mod dict_table {
         }
 
         /// Unreachable (no value exists).
-        pub(crate) fn peek_value(&self) -> *mut ffi::PyObject {
+        pub(crate) fn first_values(&self, _count: usize, _hint: impl FnMut(*mut ffi::PyObject)) {
+            match *self {}
+        }
+
+        /// Unreachable (no value exists).
+        pub(crate) fn peek_value_at(&self, _ahead: usize) -> *mut ffi::PyObject {
             match *self {}
         }
     }
