@@ -8,6 +8,7 @@ each at most `wait_timeout` seconds, so a burst of new sessions never queues wit
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import subprocess
@@ -38,6 +39,9 @@ class Child:
         self._pool = pool
         self._lock = anyio.Lock()  # concurrent writers (POSTs) must not interleave their frames
         self._closed = False
+        # the asyncio stream under anyio's wrapper (asyncio backend only), for `write_now`
+        writer = getattr(process.stdin, "_stream", None)
+        self._writer = writer if isinstance(writer, asyncio.StreamWriter) else None
 
     @property
     def pid(self) -> int:
@@ -55,6 +59,22 @@ class Child:
         assert stdin is not None
         async with self._lock:
             await stdin.send(data)
+
+    def write_now(self, data: bytes) -> bool:
+        """Write whole frames at once, without a trip through the event loop, when nothing waits to be
+        written before them: no `write` is under way and the pipe took everything written so far. `False`
+        (nothing written): use `write`, which waits for the child to read (flow control), instead.
+
+        Writing only onto an empty pipe buffer keeps the bound of `write`: at most one body (within the
+        host's body limit) sits in the buffer beyond what the child read."""
+        writer = self._writer
+        if writer is None or self._closed or self._lock.locked():
+            return False
+        transport = writer.transport
+        if transport.is_closing() or transport.get_write_buffer_size():
+            return False
+        transport.write(data)
+        return True
 
     async def frames(self, *, max_frame: int) -> AsyncIterator[core.Message | core.FrameError]:
         """What the child writes, frame by frame (envelope decoded lazily), until its stdout ends."""
