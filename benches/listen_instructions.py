@@ -1,7 +1,7 @@
 """Proxy instructions per forwarded `tools/call` of `mcpframe proxy --listen`: callgrind on the proxy process.
 
     python benches/listen_instructions.py [--http-server mcpframe|uvicorn] [--accept both|json]
-        [--calls 1000] [--pythonpath DIR]
+        [--calls 1000] [--pythonpath DIR] [--keep PREFIX]
 
 Starts `mcpframe proxy --listen` in front of `bench_proxy_http.py --serve-stdio` (its `echo` tool) under
 `valgrind --tool=callgrind --instr-atstart=no` (the child is not traced), opens one session with the
@@ -82,6 +82,9 @@ def instructions(args: argparse.Namespace) -> float:
                 for line in dump:
                     if line.startswith(("totals:", "summary:")):
                         total = max(total, int(line.split()[1]))
+        if args.keep:
+            for name in os.listdir(tmp):
+                os.replace(os.path.join(tmp, name), f"{args.keep}.{name}")
         return total / args.calls
 
 
@@ -91,6 +94,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--accept", choices=("both", "json"), default="both")
     parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--pythonpath", help="another checkout's python/ folder (before/after)")
+    parser.add_argument("--keep", help="keep callgrind's output files as KEEP.<name> (callgrind_annotate)")
     args = parser.parse_args(argv)
     per_call = instructions(args)
     print(f"listen {args.http_server} accept {args.accept}: {per_call:,.0f} instructions per call")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import sys
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -141,8 +142,14 @@ async def serve_listen(
     http_server: Any = None,
 ) -> None:
     """Serve `options.command` to HTTP clients at `options.listen` until cancelled; `ready(url)` once
-    listening (the URL has the bound port when `:0` was asked)."""
+    listening (the URL has the bound port when `:0` was asked).
+
+    `http_server`: mcpframe's lean HTTP/1.1 server by default (its fast path, `listen_fast`, forwards the
+    common POST without the ASGI layers), unless `"uvicorn"` is asked here or in `MCPFRAME_HTTP_SERVER`
+    (`mcpframe proxy --listen URL --http-server uvicorn`)."""
     assert options.listen is not None
+    if http_server is None and os.environ.get("MCPFRAME_HTTP_SERVER") != "uvicorn":
+        http_server = "mcpframe"
     address = listen_address(options.listen)
     http = http_options_for(options)
     app = ListenServer(options, http)
