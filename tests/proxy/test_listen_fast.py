@@ -184,6 +184,12 @@ async def test_a_child_that_dies_fails_the_call_it_had(proxy: Proxy, http: httpx
     assert proxy.app.fast.taken == 1
     again = await http.post(proxy.url, json=_call(2, "echo"), headers={**JSON_ONLY, **headers})
     assert again.status_code == 404  # the session ended with its child
+    headers = await _session(http, proxy.url)  # SSE preferred: the error is its one event, nothing stored
+    response = await http.post(proxy.url, json=_call(3, "crash", {"status": 4}), headers={**BOTH, **headers})
+    events = _events(response.text)
+    assert "status 4" in json.loads(events[-1]["data"])["error"]["message"]
+    if len(events) == 1:  # answered within the hold (else the full path's stream, priming first)
+        assert headers["mcp-session-id"] not in proxy.app.sessions.store._sessions  # type: ignore[union-attr]
 
 
 async def test_what_the_fast_path_declines_the_full_path_answers(

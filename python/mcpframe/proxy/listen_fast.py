@@ -45,6 +45,7 @@ from mcpframe.http.handling import refusal_of
 from mcpframe.http.headers import FIRST_STATELESS, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, Accepts
 from mcpframe.http.post import Body, one_line
 from mcpframe.http.responses import SSE_HEADERS, Reply, error_response, json_response
+from mcpframe.http.streams import format_event
 from mcpframe.http.wire_parts import Whole, WireAnswer
 
 from .listen_bridge import FastRoute, Route, SessionBridge
@@ -194,6 +195,8 @@ class FastPosts:
             return Reply(202, headers=headers)
         if not sse:
             return json_response(frame, headers)
+        if session.closed:  # the child died: its session's events were dropped, none is stored again
+            return Reply(200, format_event(frame), {**SSE_HEADERS, **headers})
         stream = session.new_stream()
         await stream.emit(frame, response=True)  # kept in its backlog: nothing is awaited
         stream.finish()
