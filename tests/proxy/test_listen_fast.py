@@ -103,6 +103,9 @@ async def test_a_plain_call_is_answered_whole_with_the_priming_event_and_the_ans
     }
     assert proxy.app.fast.taken == 1
     assert proxy.app.posts.admission.running == 0
+    resume = {"accept": "text/event-stream", "last-event-id": priming["id"], **headers}
+    replayed = await http.get(proxy.url, headers=resume)  # the events were stored, the priming one first
+    assert _events(replayed.text) == [answer]
 
 
 async def test_a_json_only_client_gets_the_childs_bytes_as_json(

@@ -44,8 +44,8 @@ from mcpframe.http.fast import answering
 from mcpframe.http.handling import refusal_of
 from mcpframe.http.headers import FIRST_STATELESS, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, Accepts
 from mcpframe.http.post import Body, one_line
-from mcpframe.http.responses import SSE_HEADERS, Reply, error_response, json_response
-from mcpframe.http.streams import format_event
+from mcpframe.http.responses import SSE_HEADERS, Reply, error_response
+from mcpframe.http.streams import format_event, new_stream_id
 from mcpframe.http.wire_parts import Whole, WireAnswer
 
 from .listen_bridge import FastRoute, Route, SessionBridge
@@ -58,6 +58,15 @@ if TYPE_CHECKING:
 __all__ = ["SSE_HOLD", "FastPosts"]
 
 logger = logging.getLogger("mcpframe.proxy")
+
+_SSE_LINES = Reply(200, b"", SSE_HEADERS).header_lines()
+_JSON_LINES = Reply(200, b"", None, "application/json").header_lines()
+
+
+def _priming(event_id: str, retry_ms: int) -> bytes:
+    """The priming event (`Stream.attach` writes the same): the id to resume from, the retry hint."""
+    return b"id: %s\nretry: %d\ndata: \n\n" % (event_id.encode(), retry_ms)
+
 
 SSE_HOLD = 0.05
 """Seconds a POST whose client prefers SSE waits for its answer before its SSE response is opened (then
@@ -181,29 +190,28 @@ class FastPosts:
                 await answer(receive, send)
                 return None
             route.slot_release()
-            reply = await self._whole(session, got, headers, sse)
-            return reply.status, reply.header_lines(), reply.body
+            return self._whole(session, got, sse)
 
         return finish
 
-    async def _whole(
-        self, session: HttpSession, frame: bytes | None, headers: dict[str, str], sse: bool
-    ) -> Reply:
-        """The response to a request whose answer is `frame` (`None`: cancelled, nothing to answer)."""
+    def _whole(self, session: HttpSession, frame: bytes | None, sse: bool) -> Whole:
+        """The response to a request whose answer is `frame` (`None`: cancelled, nothing to answer): what
+        `BridgePosts.answer` would give once the stream finished, its header lines made once per server."""
         session.touch()
+        session_line = b"mcp-session-id: %s\r\n" % session.id.encode()  # the server's own token
         if frame is None:
-            return Reply(202, headers=headers)
+            return 202, session_line, b""
         if not sse:
-            return json_response(frame, headers)
-        if session.closed:  # the child died: its session's events were dropped, none is stored again
-            return Reply(200, format_event(frame), {**SSE_HEADERS, **headers})
-        stream = session.new_stream()
-        await stream.emit(frame, response=True)  # kept in its backlog: nothing is awaited
-        stream.finish()
-        body = stream.finished_body(retry_ms=self.posts.replies.priming(session))
-        session.stream_ended(stream)
-        assert body is not None  # a fresh stream, finished, on the memory store (`_hold`)
-        return Reply(200, body, {**SSE_HEADERS, **headers})
+            return 200, _JSON_LINES + session_line, frame.rstrip(b"\n")
+        store = None if session.closed else store_now(session.store)  # a dead child's events were dropped
+        if store is None:  # nothing to store (as `Stream.finished_body` without a store): no ids
+            return 200, _SSE_LINES + session_line, format_event(frame)
+        # the events as `Stream.finished_body` stores and writes them: the priming event first (resuming
+        # from its id replays the answer), then the answer
+        stream_id = new_stream_id()
+        retry = self.posts.replies.priming(session)
+        head = b"" if retry is None else _priming(store(session.id, stream_id, None), retry)
+        return 200, _SSE_LINES + session_line, head + format_event(frame, store(session.id, stream_id, frame))
 
     # ---------------------------------------------------------------- holds
 
