@@ -9,8 +9,9 @@ declines (`None`) with nothing started, and the full path (`BridgePosts`) answer
 - Content-Type and Accept are right (`refusal_of`) and the body is within `max_body`;
 - `Mcp-Session-Id` names a live session whose child answered `initialize` (`SessionManager.find`, no
   shared store), its child runs and the request id is not in flight there;
-- the body (`Body.decode`, as the full path decodes it) is one request: not a batch, a notification, a
-  response or `initialize`, and names no progress token;
+- the body is one request (the core's lazy decoder validates it as the full path's decoder does, and
+  builds no Python value for its params): not a batch, a notification, a response or `initialize`, and
+  names no progress token (`core.value_span` looks for it in the bytes);
 - the admission bound has room without queueing, and the child's stdin takes the bytes at once
   (`Child.write_now`: no other write under way, nothing left unwritten in the pipe).
 
@@ -26,8 +27,9 @@ an answer that takes longer than the request's hold, after which an SSE response
 path opens it. The hold is `stream_after` (as the full path's own wait for JSON) for a client that takes
 either, none for one that takes JSON only, and `SSE_HOLD` when SSE is preferred.
 
-What it saves per call: the ASGI scope and messages, the body read, a second decode, the `Stream`, the
-`Route`, the SSE pipe and its task, and the two loop trips of the anyio write to the child.
+What it saves per call: the ASGI scope and messages, the body read, the params decoded into Python
+values, the `Stream`, the `Route`, the SSE pipe and its task, and the two loop trips of the anyio write
+to the child.
 """
 
 from __future__ import annotations
@@ -37,13 +39,14 @@ import logging
 import math
 from typing import TYPE_CHECKING
 
-from mcpframe import jsonrpc, protocol
+from mcpframe import core, jsonrpc, protocol
+from mcpframe._api import MessageLike
 from mcpframe.http.asgi import Receive, Send
 from mcpframe.http.events import store_now
 from mcpframe.http.fast import answering
 from mcpframe.http.handling import refusal_of
 from mcpframe.http.headers import FIRST_STATELESS, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, Accepts
-from mcpframe.http.post import Body, one_line
+from mcpframe.http.post import one_line
 from mcpframe.http.responses import SSE_HEADERS, Reply, error_response
 from mcpframe.http.streams import format_event, new_stream_id
 from mcpframe.http.wire_parts import Whole, WireAnswer
@@ -103,11 +106,10 @@ class FastPosts:
         found = self._in_session(headers, data)
         if found is None:
             return None
-        session, bridge, body = found
+        session, bridge, request = found
         hold, sse = self._hold(session, accepts)
         if hold is None:
             return None
-        request = body.requests[0]
         rid = request.id
         assert rid is not None
         assert bridge.child is not None
@@ -129,8 +131,8 @@ class FastPosts:
 
     def _in_session(
         self, headers: dict[str, str], data: bytes
-    ) -> tuple[HttpSession, SessionBridge, Body] | None:
-        """The session, its bridge and the decoded body of a POST the fast path takes, else `None`."""
+    ) -> tuple[HttpSession, SessionBridge, MessageLike] | None:
+        """The session, its bridge and the request of a POST the fast path takes, else `None`."""
         posts = self.posts
         if MCP_SESSION_ID not in headers or posts.sessions.shared is not None:
             return None
@@ -142,11 +144,10 @@ class FastPosts:
         bridge = session.connection
         if not isinstance(bridge, SessionBridge) or bridge.child is None or bridge.ended:
             return None
-        body = Body.decode(data, max_frame=posts.max_frame, batches=True)
-        if not _plain(body):
+        request = _plain(core.decode(data, max_frame=posts.max_frame, batches=True, lazy=True))
+        if request is None or request.id in bridge.pending:
             return None
-        rid = body.requests[0].id
-        return None if rid is None or rid in bridge.pending else (session, bridge, body)
+        return session, bridge, request
 
     def _hold(self, session: HttpSession, accepts: Accepts) -> tuple[float | None, bool]:
         """How long the POST may wait for a whole answer, and whether that answer is SSE; `None`: not here
@@ -239,10 +240,17 @@ class FastPosts:
             self._sweeping = False
 
 
-def _plain(body: Body) -> bool:
-    """One request that is not `initialize`, with no progress token."""
-    if body.batch or len(body.items) != 1 or len(body.requests) != 1 or body.initialize:
-        return False
-    params = body.requests[0].params
-    meta = params.get("_meta") if isinstance(params, dict) else None
-    return not (isinstance(meta, dict) and protocol.PROGRESS_TOKEN in meta)
+_TOKEN = ("params", "_meta", protocol.PROGRESS_TOKEN)
+
+
+def _plain(items: list[core.Message | core.FrameError]) -> MessageLike | None:
+    """The one request of a body that holds nothing else, is not `initialize` and names no progress
+    token; else `None` (a refusal included: the full path gives it)."""
+    if len(items) != 1:
+        return None
+    request = items[0]
+    if isinstance(request, core.FrameError) or request.kind != "request" or request.batch is not None:
+        return None
+    if request.id is None or request.method == protocol.INITIALIZE:
+        return None
+    return None if core.value_span(request.raw, _TOKEN) is not None else request
