@@ -1,10 +1,11 @@
 """The listening proxy's fast path on the lean HTTP server (`proxy/listen_fast.py`), in front of the scripted
 peer: what it takes and answers whole (SSE with its priming event, or JSON), what it hands to the full path
 (a notification during the call, a hold that ran out), cancellation, a child that dies, what it declines,
-and the child write that never queues behind a full pipe."""
+the child write that never queues behind a full pipe, and the child's stdout read by `ChildOutput`."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -17,6 +18,7 @@ from tests.proxy._listen_support import Proxy, child_env, in_process_proxy
 from tests.proxy.conftest import PEER
 
 from mcpframe.proxy.listen_bridge import FastRoute, SessionBridge
+from mcpframe.proxy.listen_output import HIGH_WATER, LOW_WATER, ChildOutput
 from mcpframe.proxy.pool import ChildPool
 
 pytestmark = pytest.mark.anyio
@@ -240,3 +242,54 @@ async def test_write_now_never_writes_behind_bytes_the_child_has_not_read() -> N
             await child.close()
     assert child.returncode is not None
     assert child.returncode != 0
+
+
+class _Pipe(asyncio.ReadTransport):
+    """A read transport that only records pausing."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.paused = False
+
+    def pause_reading(self) -> None:
+        self.paused = True
+
+    def resume_reading(self) -> None:
+        self.paused = False
+
+
+def _frame(rid: int) -> bytes:
+    return b'{"jsonrpc":"2.0","id":%d,"result":{}}\n' % rid
+
+
+async def test_child_output_stops_reading_while_its_reader_lags_and_keeps_order() -> None:
+    output, pipe = ChildOutput(), _Pipe()
+    output.connection_made(pipe)
+    many = HIGH_WATER + 10
+    output.data_received(b"".join(_frame(i) for i in range(many)))  # before anyone reads
+    frames = output.frames(max_frame=1 << 20)
+    seen = [(await anext(frames)).id]
+    assert pipe.paused  # a full queue: the child's stdout is not read
+    while pipe.paused:
+        seen.append((await anext(frames)).id)
+    assert many - len(seen) < LOW_WATER  # read again once the reader caught up
+    taken: list[Any] = []
+    output.take = lambda item: item.id == "x" and not taken.append(item.id)
+    note = b'{"jsonrpc":"2.0","method":"notifications/message","params":{}}\n'
+    output.data_received(note + b'{"jsonrpc":"2.0","id":"x","result":{}}\n')  # behind a queued frame
+    assert taken == []
+    output.connection_lost(None)
+    seen += [getattr(item, "id", None) async for item in frames]
+    assert seen == [*range(many), None, "x"]  # in order, nothing taken past a frame still waiting
+    fresh = ChildOutput()
+    fresh.connection_made(_Pipe())
+    fresh.take = output.take
+    later = fresh.frames(max_frame=1 << 20)
+    fresh.data_received(b"")
+    waiting = asyncio.ensure_future(anext(later))
+    await asyncio.sleep(0)  # the reader waits on an empty queue
+    fresh.data_received(b'{"jsonrpc":"2.0","id":"x","result":{}}\n')
+    assert taken == ["x"]  # nothing waited before it: placed at once
+    fresh.connection_lost(None)
+    with pytest.raises(StopAsyncIteration):
+        await waiting

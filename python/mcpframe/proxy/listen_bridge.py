@@ -49,6 +49,7 @@ __all__ = [
 logger = logging.getLogger("mcpframe.proxy")
 
 _PROGRESS = protocol.NOTIFICATIONS_PROGRESS
+_ANSWERS = frozenset(("result", "error"))
 
 
 HIGH_WATER = 64
@@ -252,6 +253,7 @@ class SessionBridge:
             tg.cancel_scope.cancel()
 
         status: int | None = None
+        child.output.take = self._take  # the fast path's answers are placed where the pipe read lands
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(watch_main)
@@ -271,6 +273,18 @@ class SessionBridge:
                 await self._fail_pending(why)
                 await self.http.close()
         logger.debug("session %s: upstream child ended (status %s)", self.http.id, status)
+
+    def _take(self, item: MessageLike | core.FrameError) -> bool:
+        """An answer to a request of the fast path goes to its POST at once (`ChildOutput.take`); anything
+        else is left to `_route`, in order."""
+        if isinstance(item, core.FrameError) or item.kind not in _ANSWERS or item.id is None:
+            return False
+        route = self.pending.get(item.id)
+        if type(route) is not FastRoute:
+            return False
+        del self.pending[item.id]
+        route.answer(item.raw)
+        return True
 
     async def _fail_pending(self, why: str) -> None:
         for rid, route in list(self.pending.items()):
