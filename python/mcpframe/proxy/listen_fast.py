@@ -17,15 +17,16 @@ declines (`None`) with nothing started, and the full path (`BridgePosts`) answer
 
 The body's bytes go to the child as they came (the child is the session's alone, so its ids are the
 client's: nothing to rewrite, as on the full path). The request waits in the bridge's map as a
-`FastRoute`: its answer is handed to the POST as bytes and written as the whole response, JSON, or for a
+`FastRoute`: its answer is handed to the POST as bytes where the child's pipe read lands
+(`SessionBridge._take`, `ChildOutput`) and written as the whole response, JSON, or for a
 client that prefers SSE (the default `resumable` mode with a 2025-11-25 client) the priming event and
 the answer event, both stored in the memory event store first, as the direct server's fast path does.
 What needs more than that answer continues on the full path, exactly as there (the `FastRoute` is
 upgraded to a `Route` with a stream, `SessionBridge._target`): a notification or request of the child
 while the request is the newest one waiting (progress, logging, sampling, elicitation, roots/list), or
 an answer that takes longer than the request's hold, after which an SSE response is opened as the full
-path opens it. The hold is `stream_after` (as the full path's own wait for JSON) for a client that takes
-either, none for one that takes JSON only, and `SSE_HOLD` when SSE is preferred.
+path opens it. The hold is `SSE_HOLD` when SSE is preferred, `stream_after` (the full path's own wait
+for JSON) for a client that takes either in `--response-mode auto`, and none for one that takes JSON only.
 
 What it saves per call: the ASGI scope and messages, the body read, the params decoded into Python
 values, the `Stream`, the `Route`, the SSE pipe and its task, and the two loop trips of the anyio write
