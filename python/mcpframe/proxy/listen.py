@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import sys
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -28,11 +29,14 @@ from urllib.parse import urlsplit
 import anyio
 
 from mcpframe.http.admission import Admission
+from mcpframe.http.asgi import header_dict
 from mcpframe.http.legacy import LegacySSE
 from mcpframe.http.options import HttpOptions
-from mcpframe.http.server import StreamableHTTPServer, serve_http
+from mcpframe.http.server import StreamableHTTPServer, _version_refusal, serve_http
+from mcpframe.http.wire_parts import WireAnswer
 
 from .listen_bridge import SessionBridge
+from .listen_fast import FastPosts
 from .listen_legacy import LegacyBridge
 from .listen_posts import BridgePosts
 from .listen_stateless import StatelessBridge
@@ -98,8 +102,21 @@ class ListenServer(StreamableHTTPServer):
             pool=self.pool,
             stateless=self.stateless,
         )
+        self.fast = FastPosts(self.posts)  # type: ignore[arg-type]  # a BridgePosts (set just above)
         if http.legacy_sse:
             self.legacy = LegacySSE(lambda: LegacyBridge(self.pool, max_frame=max_frame), http)  # type: ignore[arg-type, return-value]
+
+    def wire_fast(
+        self, target: bytes, raw_headers: list[tuple[bytes, bytes]], body: bytes
+    ) -> WireAnswer | None:
+        """The lean server's hot path (see `StreamableHTTPServer.wire_fast`): a POST of one request in a
+        running session goes to its child from here (`listen_fast`); anything else, `None` (the ASGI app)."""
+        if target != self._target or self.options.auth is not None:
+            return None
+        headers = header_dict(raw_headers)  # checked as the full path's `_admit` does (no `auth` here)
+        if self._guard(headers) is not None or _version_refusal(headers) is not None:
+            return None
+        return self.fast.post(headers, body)
 
     async def __aexit__(self, *exc_info: Any) -> bool | None:
         try:
@@ -125,8 +142,14 @@ async def serve_listen(
     http_server: Any = None,
 ) -> None:
     """Serve `options.command` to HTTP clients at `options.listen` until cancelled; `ready(url)` once
-    listening (the URL has the bound port when `:0` was asked)."""
+    listening (the URL has the bound port when `:0` was asked).
+
+    `http_server`: mcpframe's lean HTTP/1.1 server by default (its fast path, `listen_fast`, forwards the
+    common POST without the ASGI layers), unless `"uvicorn"` is asked here or in `MCPFRAME_HTTP_SERVER`
+    (`mcpframe proxy --listen URL --http-server uvicorn`)."""
     assert options.listen is not None
+    if http_server is None and os.environ.get("MCPFRAME_HTTP_SERVER") != "uvicorn":
+        http_server = "mcpframe"
     address = listen_address(options.listen)
     http = http_options_for(options)
     app = ListenServer(options, http)

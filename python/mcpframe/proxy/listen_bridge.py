@@ -19,6 +19,7 @@ HTTP session: the client's next request gets 404 and it initializes again (a new
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -35,11 +36,20 @@ if TYPE_CHECKING:
 
     from .pool import Child
 
-__all__ = ["HIGH_WATER", "Route", "SessionBridge", "cancel_frame", "emit_bounded", "progress_tokens"]
+__all__ = [
+    "HIGH_WATER",
+    "FastRoute",
+    "Route",
+    "SessionBridge",
+    "cancel_frame",
+    "emit_bounded",
+    "progress_tokens",
+]
 
 logger = logging.getLogger("mcpframe.proxy")
 
 _PROGRESS = protocol.NOTIFICATIONS_PROGRESS
+_ANSWERS = frozenset(("result", "error"))
 
 
 HIGH_WATER = 64
@@ -99,6 +109,58 @@ class Route:
             callback()
 
 
+class FastRoute:
+    """A request the fast path wrote to the child (`listen_fast`): the POST waits on `waiter` alone.
+
+    `waiter` gets the child's answer (`bytes`), `None` when the client cancelled the request, or, once the
+    request needs more than its answer (the child sent something else while it was the newest request, or
+    it waited past its hold), the `Route` that takes its place: from there on the full path answers it.
+    """
+
+    __slots__ = ("bridge", "deadline", "rid", "session", "slot_release", "waiter")
+    closed = False  # what `SessionBridge._target` asks of a route
+
+    def __init__(
+        self,
+        bridge: SessionBridge,
+        session: HttpSession,
+        rid: Id,
+        slot_release: Callable[[], None],
+        deadline: float,
+    ) -> None:
+        self.bridge = bridge
+        self.session = session
+        self.rid = rid
+        self.slot_release = slot_release
+        self.deadline = deadline
+        self.waiter: asyncio.Future[bytes | Route | None] = asyncio.get_running_loop().create_future()
+
+    def answer(self, frame: bytes | None) -> None:
+        """The child's answer (or `None`: nothing will come); the bridge has dropped the request."""
+        if not self.waiter.done():
+            self.waiter.set_result(frame)
+
+    def answered(self, rid: Id) -> None:
+        """The client cancelled the request (`SessionBridge.client_cancelled`)."""
+        self.answer(None)
+
+    def waiting(self) -> bool:
+        """Whether the request is still the bridge's and unanswered."""
+        return not self.waiter.done() and self.bridge.pending.get(self.rid) is self
+
+    def upgrade(self) -> Route:
+        """A `Route` with a stream of the session in this request's place, as `BridgePosts` makes one; the
+        waiting POST carries on with it on the full path."""
+        session = self.session
+        stream = session.new_stream()
+        route = Route(stream, [self.rid], [])
+        route.on_close += (self.slot_release, lambda: session.stream_ended(stream))
+        route.on_close.append(lambda: self.bridge._forget(route))
+        self.bridge.pending[self.rid] = route
+        self.waiter.set_result(route)
+        return route
+
+
 class SessionBridge:
     """The `ServerConnection` stand-in of one proxied HTTP session (see the module's docstring)."""
 
@@ -107,7 +169,7 @@ class SessionBridge:
         self.http: HttpSession | None = None
         self.child: Child | None = None
         self.version: str | None = None  # what the child's initialize answer negotiated
-        self.pending: dict[Id, Route] = {}
+        self.pending: dict[Id, Route | FastRoute] = {}
         self.tokens: dict[Any, Route] = {}
         self._init_id: Id | None = None
         self.ended = False
@@ -166,6 +228,11 @@ class SessionBridge:
             if route is not None:
                 route.answered(rid)
 
+    def forget(self, route: FastRoute) -> None:
+        """The fast path gave up on its request (its POST was cancelled): its answer will be dropped."""
+        if self.pending.get(route.rid) is route:
+            del self.pending[route.rid]
+
     async def abandon(self, route: Route) -> None:
         """Nobody can receive this POST's answers any more (its stream was dropped): cancel them upstream."""
         ids = list(route.ids)
@@ -186,6 +253,7 @@ class SessionBridge:
             tg.cancel_scope.cancel()
 
         status: int | None = None
+        child.output.take = self._take  # the fast path's answers are placed where the pipe read lands
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(watch_main)
@@ -206,10 +274,26 @@ class SessionBridge:
                 await self.http.close()
         logger.debug("session %s: upstream child ended (status %s)", self.http.id, status)
 
+    def _take(self, item: MessageLike | core.FrameError) -> bool:
+        """An answer to a request of the fast path goes to its POST at once (`ChildOutput.take`); anything
+        else is left to `_route`, in order."""
+        if isinstance(item, core.FrameError) or item.kind not in _ANSWERS or item.id is None:
+            return False
+        route = self.pending.get(item.id)
+        if type(route) is not FastRoute:
+            return False
+        del self.pending[item.id]
+        route.answer(item.raw)
+        return True
+
     async def _fail_pending(self, why: str) -> None:
         for rid, route in list(self.pending.items()):
             text = f"{why} request {rid!r}; initialize a new session"
-            await route.stream.emit(core.encode_error(rid, jsonrpc.CONNECTION_CLOSED, text), response=True)
+            frame = core.encode_error(rid, jsonrpc.CONNECTION_CLOSED, text)
+            if isinstance(route, FastRoute):
+                route.answer(frame)
+                continue
+            await route.stream.emit(frame, response=True)
             route.answered(rid)
         self.pending.clear()
 
@@ -224,8 +308,12 @@ class SessionBridge:
             if route is None:
                 logger.debug("dropping an answer to unknown or cancelled request %r", rid)
                 return
+            if type(route) is FastRoute:  # the POST waits for these bytes alone (`listen_fast`)
+                route.answer(item.raw)
+                return
             if rid == self._init_id:
                 self._adopt_version(item)
+            assert isinstance(route, Route)
             await emit_bounded(route.stream, item.raw, response=True)
             route.answered(rid)  # type: ignore[arg-type]  # rid is not None: it was found
             return
@@ -238,12 +326,13 @@ class SessionBridge:
         if item.method == _PROGRESS:
             params = item.params
             token = params.get(protocol.PROGRESS_TOKEN) if isinstance(params, dict) else None
-            route = self.tokens.get(token) if isinstance(token, int | str) else None
-            if route is not None and not route.closed:
-                return route
+            found = self.tokens.get(token) if isinstance(token, int | str) else None
+            if found is not None and not found.closed:
+                return found
         for route in reversed(self.pending.values()):
             if not route.closed:
-                return route
+                # a fast request now needs a stream: the full path takes it over from here
+                return route.upgrade() if isinstance(route, FastRoute) else route
         return None
 
     def _get_stream(self) -> Stream:

@@ -212,14 +212,14 @@ class BridgePosts:
         bridge: Any,
         *,
         patient: bool = False,
+        late: bool = False,
     ) -> Answer:
-        """Plain JSON when only responses came (within `stream_after`, or at all if `patient`), else SSE."""
+        """Plain JSON when only responses came (within `stream_after`, or at all if `patient`), else SSE.
+        `late`: the POST has already waited `stream_after` (`listen_fast`), so a client that takes SSE gets
+        it now."""
         stream = route.stream
         priming = self.replies.priming(session)
-        prefer_sse = self.options.response_mode == "sse" or (
-            self.options.response_mode == "resumable" and priming is not None
-        )
-        if not (accepts.sse and prefer_sse) or patient:
+        if not (accepts.sse and (late or self.prefers_sse(priming))) or patient:
             answered = await self._json_answer(stream, session, accepts, headers, patient=patient)
             if answered is not None:
                 return answered
@@ -233,6 +233,11 @@ class BridgePosts:
         return self.replies.reply(
             session, stream, receive, close_idle=close_idle, on_end=ended, headers=headers
         )
+
+    def prefers_sse(self, priming: int | None) -> bool:
+        """Whether a client that takes SSE gets it (the response mode, and `priming` of its session)."""
+        mode = self.options.response_mode
+        return mode == "sse" or (mode == "resumable" and priming is not None)
 
     async def _json_answer(
         self,

@@ -8,6 +8,7 @@ each at most `wait_timeout` seconds, so a burst of new sessions never queues wit
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import subprocess
@@ -18,12 +19,13 @@ import anyio.abc
 
 from mcpframe import core
 
+from .listen_output import ChildOutput
+
 __all__ = ["Child", "ChildPool", "PoolBusy"]
 
 logger = logging.getLogger("mcpframe.proxy")
 
 _CLOSE_GRACE = 2.0  # seconds a child gets to exit after its stdin closed, before it is terminated
-_READ_CHUNK = 256 * 1024
 
 
 class PoolBusy(Exception):
@@ -33,11 +35,15 @@ class PoolBusy(Exception):
 class Child:
     """One upstream server process: frames to its stdin, decoded frames from its stdout."""
 
-    def __init__(self, process: anyio.abc.Process, pool: ChildPool) -> None:
+    def __init__(self, process: anyio.abc.Process, pool: ChildPool, output: ChildOutput) -> None:
         self.process = process
+        self.output = output  # its stdout, read where the pipe read lands (`listen_output`)
         self._pool = pool
         self._lock = anyio.Lock()  # concurrent writers (POSTs) must not interleave their frames
         self._closed = False
+        # the asyncio stream under anyio's wrapper (asyncio backend only), for `write_now`
+        writer = getattr(process.stdin, "_stream", None)
+        self._writer = writer if isinstance(writer, asyncio.StreamWriter) else None
 
     @property
     def pid(self) -> int:
@@ -56,20 +62,26 @@ class Child:
         async with self._lock:
             await stdin.send(data)
 
-    async def frames(self, *, max_frame: int) -> AsyncIterator[core.Message | core.FrameError]:
-        """What the child writes, frame by frame (envelope decoded lazily), until its stdout ends."""
-        stdout = self.process.stdout
-        assert stdout is not None
-        decoder = core.Decoder(max_frame=max_frame, lazy=True)
-        while True:
-            try:
-                chunk = await stdout.receive(_READ_CHUNK)
-            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-                break
-            for item in decoder.feed(chunk):
-                yield item
-        for item in decoder.close():
-            yield item
+    def write_now(self, data: bytes) -> bool:
+        """Write whole frames at once, without a trip through the event loop, when nothing waits to be
+        written before them: no `write` is under way and the pipe took everything written so far. `False`
+        (nothing written): use `write`, which waits for the child to read (flow control), instead.
+
+        Writing only onto an empty pipe buffer keeps the bound of `write`: at most one body (within the
+        host's body limit) sits in the buffer beyond what the child read."""
+        writer = self._writer
+        if writer is None or self._closed or self._lock.locked():
+            return False
+        transport = writer.transport
+        if transport.is_closing() or transport.get_write_buffer_size():
+            return False
+        transport.write(data)
+        return True
+
+    def frames(self, *, max_frame: int) -> AsyncIterator[core.Message | core.FrameError]:
+        """What the child writes, frame by frame (envelope decoded lazily), until its stdout ends; without
+        the frames `output.take` took."""
+        return self.output.frames(max_frame=max_frame)
 
     async def close(self) -> int | None:
         """End the child: stdin closed (a stdio server's cue to exit), then terminate, then kill. Idempotent;
@@ -91,6 +103,7 @@ class Child:
             except ProcessLookupError:
                 pass  # it ended between the checks
             finally:
+                self.output.close()
                 self._pool.release()
         return process.returncode
 
@@ -145,12 +158,32 @@ class ChildPool:
         finally:
             self.waiting -= 1
         try:
-            process = await anyio.open_process(
-                self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None, env=self.env
-            )
+            process, output = await self._start()
         except BaseException:
             self._slots.release()
             raise
         self.spawned += 1
         logger.debug("upstream child %d started: %s", process.pid, self.command)
-        return Child(process, self)
+        return Child(process, self, output)
+
+    async def _start(self) -> tuple[anyio.abc.Process, ChildOutput]:
+        """The process, its stdout a pipe of ours read by a `ChildOutput` (not anyio's stream: see there)."""
+        read_fd, write_fd = os.pipe()
+        try:
+            process = await anyio.open_process(
+                self.command, stdin=subprocess.PIPE, stdout=write_fd, stderr=None, env=self.env
+            )
+        except BaseException:
+            os.close(read_fd)
+            raise
+        finally:
+            os.close(write_fd)  # the child has its copy: its exit ends the pipe
+        pipe = os.fdopen(read_fd, "rb", buffering=0)
+        try:
+            loop = asyncio.get_running_loop()
+            _, output = await loop.connect_read_pipe(ChildOutput, pipe)
+        except BaseException:
+            pipe.close()
+            process.kill()
+            raise
+        return process, output

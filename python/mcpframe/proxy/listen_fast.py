@@ -1,0 +1,257 @@
+"""The listening proxy's hot POST on the lean HTTP server: one request in a running session, its bytes
+written to the session's child where the POST was parsed, the child's answer written back as the response.
+
+The lean server (`mcpframe.http.wire`) offers every complete POST to the app's `wire_fast` before it builds
+an ASGI scope; `ListenServer.wire_fast` checks Host/Origin and `MCP-Protocol-Version` with the host's own
+functions and hands the POST here. `FastPosts.post` takes it when every one of these holds, else it
+declines (`None`) with nothing started, and the full path (`BridgePosts`) answers it as before:
+
+- Content-Type and Accept are right (`refusal_of`) and the body is within `max_body`;
+- `Mcp-Session-Id` names a live session whose child answered `initialize` (`SessionManager.find`, no
+  shared store), its child runs and the request id is not in flight there;
+- the body is one request (the core's lazy decoder validates it as the full path's decoder does, and
+  builds no Python value for its params): not a batch, a notification, a response or `initialize`, and
+  names no progress token (`core.value_span` looks for it in the bytes);
+- the admission bound has room without queueing, and the child's stdin takes the bytes at once
+  (`Child.write_now`: no other write under way, nothing left unwritten in the pipe).
+
+The body's bytes go to the child as they came (the child is the session's alone, so its ids are the
+client's: nothing to rewrite, as on the full path). The request waits in the bridge's map as a
+`FastRoute`: its answer is handed to the POST as bytes where the child's pipe read lands
+(`SessionBridge._take`, `ChildOutput`) and written as the whole response, JSON, or for a
+client that prefers SSE (the default `resumable` mode with a 2025-11-25 client) the priming event and
+the answer event, both stored in the memory event store first, as the direct server's fast path does.
+What needs more than that answer continues on the full path, exactly as there (the `FastRoute` is
+upgraded to a `Route` with a stream, `SessionBridge._target`): a notification or request of the child
+while the request is the newest one waiting (progress, logging, sampling, elicitation, roots/list), or
+an answer that takes longer than the request's hold, after which an SSE response is opened as the full
+path opens it. The hold is `SSE_HOLD` when SSE is preferred, `stream_after` (the full path's own wait
+for JSON) for a client that takes either in `--response-mode auto`, and none for one that takes JSON only.
+
+What it saves per call: the ASGI scope and messages, the body read, the params decoded into Python
+values, the `Stream`, the `Route`, the SSE pipe and its task, and the two loop trips of the anyio write
+to the child.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from typing import TYPE_CHECKING
+
+from mcpframe import core, jsonrpc, protocol
+from mcpframe._api import MessageLike
+from mcpframe.http.asgi import Receive, Send
+from mcpframe.http.events import store_now
+from mcpframe.http.fast import answering
+from mcpframe.http.handling import refusal_of
+from mcpframe.http.headers import FIRST_STATELESS, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, Accepts
+from mcpframe.http.post import one_line
+from mcpframe.http.responses import SSE_HEADERS, Reply, error_response
+from mcpframe.http.streams import format_event, new_stream_id
+from mcpframe.http.wire_parts import Whole, WireAnswer
+
+from .listen_bridge import FastRoute, Route, SessionBridge
+
+if TYPE_CHECKING:
+    from mcpframe.http.sessions import HttpSession
+
+    from .listen_posts import BridgePosts
+
+__all__ = ["SSE_HOLD", "FastPosts"]
+
+logger = logging.getLogger("mcpframe.proxy")
+
+_SSE_LINES = Reply(200, b"", SSE_HEADERS).header_lines()
+_JSON_LINES = Reply(200, b"", None, "application/json").header_lines()
+
+
+def _priming(event_id: str, retry_ms: int) -> bytes:
+    """The priming event (`Stream.attach` writes the same): the id to resume from, the retry hint."""
+    return b"id: %s\nretry: %d\ndata: \n\n" % (event_id.encode(), retry_ms)
+
+
+SSE_HOLD = 0.05
+"""Seconds a POST whose client prefers SSE waits for its answer before its SSE response is opened (then
+the answer follows on it, as on the full path). Within it the priming event and the answer go out
+together; a client that drops the connection meanwhile has no event id to resume from."""
+
+
+class FastPosts:
+    """The fast path of one `ListenServer` (see the module doc), and the sweep that ends long holds."""
+
+    def __init__(self, posts: BridgePosts) -> None:
+        self.posts = posts
+        close_idle = posts.options.close_idle_streams
+        self.sse_hold = SSE_HOLD if close_idle is None else min(SSE_HOLD, close_idle / 2)
+        self.held: dict[FastRoute, None] = {}  # requests with a finite hold, oldest first
+        self._sweeping = False
+        self.taken = 0  # POSTs the fast path took (tests and benchmarks read it)
+
+    def post(self, headers: dict[str, str], data: bytes) -> WireAnswer | None:
+        """Write the POST's request to its child and return what finishes the answer, or `None`."""
+        try:
+            return self._post(headers, data)
+        except Exception as exc:  # as on the full path: a bug costs this request, answered
+            logger.exception("POST %s failed", self.posts.options.path)
+            why = f"Internal error: handling this POST failed ({type(exc).__name__})"
+            reply = error_response(500, why, code=jsonrpc.INTERNAL_ERROR)
+            return reply.status, reply.header_lines(), reply.body
+
+    def _post(self, headers: dict[str, str], data: bytes) -> WireAnswer | None:
+        posts = self.posts
+        accepts = Accepts.parse(headers.get("accept"))
+        if refusal_of(headers, accepts) is not None or len(data) > posts.options.max_body:
+            return None
+        found = self._in_session(headers, data)
+        if found is None:
+            return None
+        session, bridge, request = found
+        hold, sse = self._hold(session, accepts)
+        if hold is None:
+            return None
+        rid = request.id
+        assert rid is not None
+        assert bridge.child is not None
+        slot = posts.admission.try_enter(1, ping=request.method == protocol.PING)
+        if slot is None:
+            return None
+        loop = asyncio.get_running_loop()
+        route = FastRoute(bridge, session, rid, slot.release, loop.time() + hold)
+        bridge.pending[rid] = route  # before the write: no answer can come before its request is known
+        if not bridge.child.write_now(one_line(request.raw)):
+            del bridge.pending[rid]
+            slot.release()
+            return None
+        session.touch(+1)  # an HTTP request open: the reaper leaves the session alone
+        self.taken += 1
+        if hold != math.inf:
+            self._hold_route(route)
+        return self._finisher(route, accepts, sse)
+
+    def _in_session(
+        self, headers: dict[str, str], data: bytes
+    ) -> tuple[HttpSession, SessionBridge, MessageLike] | None:
+        """The session, its bridge and the request of a POST the fast path takes, else `None`."""
+        posts = self.posts
+        if MCP_SESSION_ID not in headers or posts.sessions.shared is not None:
+            return None
+        if protocol.at_least(headers.get(MCP_PROTOCOL_VERSION, ""), FIRST_STATELESS):
+            return None
+        session = posts.sessions.find(headers, None)
+        if isinstance(session, Reply) or session.version is None:
+            return None
+        bridge = session.connection
+        if not isinstance(bridge, SessionBridge) or bridge.child is None or bridge.ended:
+            return None
+        request = _plain(core.decode(data, max_frame=posts.max_frame, batches=True, lazy=True))
+        if request is None or request.id in bridge.pending:
+            return None
+        return session, bridge, request
+
+    def _hold(self, session: HttpSession, accepts: Accepts) -> tuple[float | None, bool]:
+        """How long the POST may wait for a whole answer, and whether that answer is SSE; `None`: not here
+        (an SSE answer whose events could not be stored at once)."""
+        posts = self.posts
+        if not accepts.sse:
+            return math.inf, False
+        if posts.prefers_sse(posts.replies.priming(session)):
+            if session.store is not None and store_now(session.store) is None:
+                return None, True
+            return self.sse_hold, True
+        wait = posts.options.stream_after
+        close_idle = posts.options.close_idle_streams
+        return (wait if close_idle is None else min(wait, close_idle)), False
+
+    def _finisher(self, route: FastRoute, accepts: Accepts, sse: bool) -> WireAnswer:
+        """What the lean server runs (eagerly) for the answer: the whole response once the child's answer
+        is in, else (upgraded) the full path's answer."""
+        posts = self.posts
+        session = route.session
+        headers = {MCP_SESSION_ID: session.id}
+
+        async def finish(receive: Receive, send: Send) -> Whole | None:
+            try:
+                got = await route.waiter
+            except BaseException:  # cancelled (shutdown): the request is given up, its slot freed
+                route.bridge.forget(route)
+                route.slot_release()
+                raise
+            finally:
+                self.held.pop(route, None)
+                session.touch(-1)
+            if isinstance(got, Route):
+                answer = await answering(
+                    "POST",
+                    posts.options.path,
+                    posts.answer(got, session, accepts, headers, route.bridge, late=not got.stream.saw_other),
+                )
+                if isinstance(answer, Reply):
+                    return answer.status, answer.header_lines(), answer.body
+                await answer(receive, send)
+                return None
+            route.slot_release()
+            return self._whole(session, got, sse)
+
+        return finish
+
+    def _whole(self, session: HttpSession, frame: bytes | None, sse: bool) -> Whole:
+        """The response to a request whose answer is `frame` (`None`: cancelled, nothing to answer): what
+        `BridgePosts.answer` would give once the stream finished, its header lines made once per server."""
+        session.touch()
+        session_line = b"mcp-session-id: %s\r\n" % session.id.encode()  # the server's own token
+        if frame is None:
+            return 202, session_line, b""
+        if not sse:
+            return 200, _JSON_LINES + session_line, frame.rstrip(b"\n")
+        store = None if session.closed else store_now(session.store)  # a dead child's events were dropped
+        if store is None:  # nothing to store (as `Stream.finished_body` without a store): no ids
+            return 200, _SSE_LINES + session_line, format_event(frame)
+        # the events as `Stream.finished_body` stores and writes them: the priming event first (resuming
+        # from its id replays the answer), then the answer
+        stream_id = new_stream_id()
+        retry = self.posts.replies.priming(session)
+        head = b"" if retry is None else _priming(store(session.id, stream_id, None), retry)
+        return 200, _SSE_LINES + session_line, head + format_event(frame, store(session.id, stream_id, frame))
+
+    # ---------------------------------------------------------------- holds
+
+    def _hold_route(self, route: FastRoute) -> None:
+        self.held[route] = None
+        if not self._sweeping:
+            self._sweeping = True
+            self.posts.sessions.spawn(self._sweep)
+
+    async def _sweep(self) -> None:
+        """While requests are held: upgrade each one whose hold ran out (its SSE response opens now)."""
+        loop = asyncio.get_running_loop()
+        tick = max(0.005, self.sse_hold / 2)
+        try:
+            while self.held:
+                await asyncio.sleep(tick)
+                now = loop.time()
+                for route in list(self.held):
+                    if route.deadline > now:
+                        continue
+                    del self.held[route]
+                    if route.waiting():
+                        route.upgrade()
+        finally:
+            self._sweeping = False
+
+
+_TOKEN = ("params", "_meta", protocol.PROGRESS_TOKEN)
+
+
+def _plain(items: list[core.Message | core.FrameError]) -> MessageLike | None:
+    """The one request of a body that holds nothing else, is not `initialize` and names no progress
+    token; else `None` (a refusal included: the full path gives it)."""
+    if len(items) != 1:
+        return None
+    request = items[0]
+    if isinstance(request, core.FrameError) or request.kind != "request" or request.batch is not None:
+        return None
+    if request.id is None or request.method == protocol.INITIALIZE:
+        return None
+    return None if core.value_span(request.raw, _TOKEN) is not None else request
