@@ -101,7 +101,8 @@ impl Message {
     pub(crate) fn untrack(slf: &Bound<'_, Self>) {
         let this = slf.get();
         if this.built.is_none() && this.payload.get(slf.py()).is_none() {
-            // SAFETY: `slf` was just created (so it is tracked) and the GIL is held.
+            // SAFETY: `slf` is a live object of a GC type and the GIL is held; untracking one
+            // that is not tracked (a message reused from the freelist) does nothing.
             unsafe { ffi::PyObject_GC_UnTrack(slf.as_ptr().cast()) }
         }
     }
