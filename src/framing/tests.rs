@@ -200,3 +200,25 @@ fn assembled_frames_come_checked() {
         }
     }
 }
+
+#[test]
+fn newline_searchers_agree() {
+    // the AVX2 searcher (where the CPU has it) and the generic one find the same newlines,
+    // at every offset and length around the 32-byte vectors
+    let mut text = Vec::new();
+    for k in 0..300u32 {
+        text.push(if k % 37 == 0 || k % 101 == 3 {
+            b'\n'
+        } else {
+            b'a' + (k % 26) as u8
+        });
+    }
+    let fast = Newlines::new();
+    for start in 0..text.len() {
+        for end in start..(start + 80).min(text.len()) {
+            let hay = &text[start..end];
+            assert_eq!(fast.find(hay), Newlines::Generic.find(hay));
+            assert_eq!(fast.find(hay), hay.iter().position(|&b| b == b'\n'));
+        }
+    }
+}

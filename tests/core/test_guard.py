@@ -24,9 +24,11 @@ from ._support import canon, feed_all
 
 INTERNAL = "Internal error: decoding the frame failed ({})"
 
-A = b'{"jsonrpc":"2.0","id":1,"method":"a","params":{"x":[1,2,"s"],"y":{"z":-12345678901234567890123}}}'
-B = b'{"jsonrpc":"2.0","id":"b","result":{"content":[{"type":"text","text":"\\u00e9t\\u00e9"}]}}'
-C = b'{"jsonrpc":"2.0","method":"c","params":[3.5,null,true]}'
+# the frames' ids and methods are new objects on every call (beyond CPython's small ints and one-letter
+# strings): a lazy frame builds little else, and its `Message` may be a reused one (the freelist)
+A = b'{"jsonrpc":"2.0","id":1001,"method":"ab","params":{"x":[1,2,"s"],"y":{"z":-12345678901234567890123}}}'
+B = b'{"jsonrpc":"2.0","id":"beta","result":{"content":[{"type":"text","text":"\\u00e9t\\u00e9"}]}}'
+C = b'{"jsonrpc":"2.0","method":"gamma","params":[3.5,null,true]}'
 DEEP_REQUEST = b'{"jsonrpc":"2.0","id":7,"method":"deep","params":' + b"[" * 100 + b"]" * 100 + b"}"
 DEEP_NOTE = b'{"jsonrpc":"2.0","method":"deep","params":{"a":' + b"[" * 100 + b"]" * 100 + b"}}"
 DEEP_BATCH = b"[" + DEEP_REQUEST + b"," + A + b"]"

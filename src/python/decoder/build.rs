@@ -370,7 +370,7 @@ pub(crate) fn message<'py>(
         }
     }
     let object = Bound::new(py, m)?;
-    Message::untrack(&object);
+    Message::set_tracking(&object);
     Ok(object.into_any())
 }
 

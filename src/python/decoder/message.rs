@@ -20,6 +20,10 @@ use super::build::Buffer;
 use super::encode_id;
 use super::values;
 
+/// Dropped messages kept for reuse: a 64 KiB chunk of usual MCP lines holds a few hundred, and
+/// a chunk's messages are mostly dropped before the next chunk's are made.
+const SPARE_MESSAGES: usize = 1024;
+
 /// Build the Python value of a payload already validated by the envelope scan (with the same
 /// builder as the eager scan, so lazy and eager values are built the same way).
 pub(crate) fn parse_json<'py>(py: Python<'py>, json: &[u8]) -> PyResult<Bound<'py, PyAny>> {
@@ -27,7 +31,10 @@ pub(crate) fn parse_json<'py>(py: Python<'py>, json: &[u8]) -> PyResult<Bound<'p
 }
 
 /// A valid message (see `docs/core-contract.md`).
-#[pyclass(module = "mcpframe._core", name = "Message", frozen)]
+// `freelist`: a stream makes and drops messages by the thousand, chunk after chunk; reusing the
+// memory of dropped ones skips the allocator, the zeroing and the collector's bookkeeping of a
+// new object (a reused one starts untracked: `set_tracking` tracks it if it holds a value).
+#[pyclass(module = "mcpframe._core", name = "Message", frozen, freelist = SPARE_MESSAGES)]
 pub(crate) struct Message {
     pub(crate) kind: Kind,
     pub(crate) id: Option<Py<PyAny>>,
@@ -76,7 +83,7 @@ impl Message {
             parse_json(py, &this.buf.bytes(py)[r.clone()]).map(Bound::unbind)
         })?;
         // A message without a payload value is not tracked by the garbage collector (see
-        // `untrack`); now that it holds a container, it could be part of a cycle.
+        // `set_tracking`); now that it holds a container, it could be part of a cycle.
         // SAFETY: `slf` is a live object of a GC type and the GIL is held; it is tracked only if
         // it is not tracked already.
         unsafe {
@@ -88,14 +95,24 @@ impl Message {
         Ok(value.clone_ref(py))
     }
 
-    /// Stop the garbage collector tracking a new message that holds no payload value: its other
-    /// references (`int`, `str`, `bytes`) cannot form cycles, and a lazy stream of messages
-    /// would otherwise make every collection walk all of them. `value_of` tracks it again.
-    pub(crate) fn untrack(slf: &Bound<'_, Self>) {
+    /// Set whether the garbage collector tracks a new message: only one that holds a payload value
+    /// (eager messages, errors) can be part of a cycle. Its other references (`int`, `str`,
+    /// `bytes`) cannot, and a lazy stream of messages would otherwise make every collection walk
+    /// all of them; `value_of` tracks it once it builds a value. A message reused from the freelist
+    /// starts untracked, a newly allocated one tracked: both are settled here.
+    pub(crate) fn set_tracking(slf: &Bound<'_, Self>) {
         let this = slf.get();
-        if this.built.is_none() && this.payload.get(slf.py()).is_none() {
-            // SAFETY: `slf` was just created (so it is tracked) and the GIL is held.
-            unsafe { ffi::PyObject_GC_UnTrack(slf.as_ptr().cast()) }
+        let holds = this.built.is_some() || this.payload.get(slf.py()).is_some();
+        // SAFETY: `slf` is a live object of a GC type and the GIL is held; it is tracked only when
+        // it is not, and untracked only when it is.
+        unsafe {
+            let ptr = slf.as_ptr();
+            let tracked = ffi::PyObject_GC_IsTracked(ptr) != 0;
+            if holds && !tracked {
+                ffi::PyObject_GC_Track(ptr.cast());
+            } else if !holds && tracked {
+                ffi::PyObject_GC_UnTrack(ptr.cast());
+            }
         }
     }
 
