@@ -130,8 +130,9 @@ def _add_tuning(http: argparse._ArgumentGroup) -> None:
         "--http-server",
         choices=("uvicorn", "mcpframe"),
         default=None,
-        help="the HTTP/1.1 server: uvicorn (default; or MCPFRAME_HTTP_SERVER) or mcpframe's own lean one "
-        "(asyncio + httptools, one write per answer; docs/transports.md)",
+        help="the HTTP/1.1 server: uvicorn or mcpframe's own lean one (asyncio + httptools, one write per "
+        "answer; docs/transports.md); default: uvicorn for `serve --http`, mcpframe for `proxy --listen` "
+        "(or MCPFRAME_HTTP_SERVER)",
     )
     http.add_argument(
         "--response-mode",
