@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import anyio
+import httpx
 import pytest
 
-from mcpframe.http.exchange import Exchange
+from mcpframe.http import handling
+from mcpframe.http.exchange import Exchange, LanePool
 from mcpframe.http.pipe import Pipe
+from mcpframe.http.server import StreamableHTTPServer
 
 from ._server_support import asgi_client, call, initialize, messages, modern_meta, session_headers
 
@@ -148,3 +151,50 @@ async def test_a_stateless_request_runs_on_a_connection_bound_to_its_session() -
             assert conn.session is not None
             server.gate.set()  # type: ignore[attr-defined]
         assert server._connections == set()  # closed with its exchange
+
+
+async def _in_flight_at_once(client: httpx.AsyncClient, http: StreamableHTTPServer, count: int) -> LanePool:
+    """`count` gated `wait` calls in flight at once in one session, then released; the session's lane pool."""
+    headers = session_headers(await initialize(client))
+    session = next(iter(http.sessions.sessions.values()))
+    pool = http.posts.lanes(session)
+    answers: list[str] = []
+
+    async def wait(rid: int) -> None:
+        response = await client.post("/mcp", json=call("wait", rid=rid), headers=headers)
+        answers.append(response.json()["result"]["content"][0]["text"])
+
+    async with anyio.create_task_group() as tg:
+        for rid in range(10, 10 + count):
+            tg.start_soon(wait, rid)
+        with anyio.fail_after(5):
+            while len(session.router.exchanges) < count:  # every call is running on a lane of its own
+                await anyio.sleep(0.001)
+        http.server.gate.set()  # type: ignore[attr-defined]
+    assert answers == ["released"] * count
+    for rid in range(3):  # later calls
+        response = await client.post("/mcp", json=call("echo", {"text": f"t{rid}"}, rid=rid), headers=headers)
+        assert response.json()["result"]["content"][0]["text"] == f"t{rid}"
+    return pool
+
+
+async def test_a_session_keeps_as_many_idle_lanes_as_it_had_requests_in_flight() -> None:
+    # issue 11: with 4 idle lanes kept, each request past the 4th in flight made a new lane Session (and
+    # the lean server's fast path, finding no idle lane, sent it down the full path): CPU per call grew
+    # with the requests in flight
+    async with asgi_client(response_mode="auto") as (client, http):
+        pool = await _in_flight_at_once(client, http, 10)
+        assert pool.peak == 10
+        assert pool.live == 10  # the later calls were answered on kept lanes: no new Session
+        assert len(pool._idle) == 10
+
+
+async def test_the_idle_lanes_a_session_keeps_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(handling, "_SESSION_LANES_MOST", 6)  # 64 in a server, small here
+    async with asgi_client(response_mode="auto") as (client, http):
+        pool = await _in_flight_at_once(client, http, 9)
+        assert pool.peak == 9
+        assert len(pool._idle) == 6  # the three past the cap ended
+        with anyio.fail_after(5):
+            while pool.live > 6:
+                await anyio.sleep(0.001)

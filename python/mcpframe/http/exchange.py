@@ -203,11 +203,17 @@ class LanePool:
         spawn: Callable[..., Any],
         *,
         keep: int = 8,
+        most: int | None = None,
     ) -> None:
         self.router = router
         self.make_session = make_session
         self.spawn = spawn
         self.keep = keep
+        # idle lanes kept: `keep`, or as many lanes as ran at once so far (up to `most`), so a client with
+        # more requests in flight than `keep` finds an idle lane for each, not a new Session per request
+        self.most = keep if most is None else max(keep, most)
+        self.live = 0  # lanes made by this pool whose Session still runs (idle or answering)
+        self.peak = 0  # the most of them at once so far
         self._idle: list[Lane] = []
         self.closed = False
 
@@ -218,6 +224,8 @@ class LanePool:
             return lane
         lane = Lane(self.router, self.make_session, reusable=not self.closed)
         lane.pool = self
+        self.live += 1
+        self.peak = max(self.peak, self.live)
         self.spawn(lane.run)
         return lane
 
@@ -232,14 +240,16 @@ class LanePool:
         return None
 
     def put(self, lane: Lane) -> bool:
-        """Keep a lane for the next POST; `False` when the pool is closed or holds enough already."""
-        if self.closed or len(self._idle) >= self.keep:
+        """Keep a lane for the next POST; `False` when the pool is closed or holds enough already: `keep`,
+        or the most lanes that ran at once (at most `most`)."""
+        if self.closed or len(self._idle) >= max(self.keep, min(self.peak, self.most)):
             return False
         self._idle.append(lane)
         return True
 
     def forget(self, lane: Lane) -> None:
         """A lane ended."""
+        self.live -= 1
         if lane in self._idle:
             self._idle.remove(lane)
 

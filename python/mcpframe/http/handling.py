@@ -39,8 +39,11 @@ if TYPE_CHECKING:
 
 __all__ = ["PostHandler"]
 
-# idle lanes kept for the next POSTs: per HTTP session (there may be thousands), and for stateless requests
+# idle lanes kept for the next POSTs: per HTTP session (there may be thousands), and for stateless requests;
+# a session whose client had more requests in flight at once keeps that many, up to _SESSION_LANES_MOST:
+# with only 4 kept, each request past the 4th made a new lane Session and took the full path (issue 11)
 _SESSION_LANES = 4
+_SESSION_LANES_MOST = 64
 _STATELESS_LANES = 64
 RETRY_AFTER = 1  # seconds, the `Retry-After` of a 503 for a full queue: about one slow handler's time
 
@@ -239,6 +242,7 @@ class PostHandler:
                 lambda lane: self._make_session(lane, handler, batches=False),
                 self.sessions.spawn,
                 keep=_SESSION_LANES,
+                most=_SESSION_LANES_MOST,
             )
         return session.lanes
 
