@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
@@ -84,8 +85,7 @@ class _InFlight:
         if message.kind == "request":
             self.add(message.id)
         elif message.method == protocol.NOTIFICATIONS_CANCELLED:
-            params = message.params
-            self.done(params.get("requestId") if isinstance(params, dict) else None)
+            self.done(_cancelled_id(message))
 
     @property
     def full(self) -> bool:
@@ -110,14 +110,84 @@ class Lane(Protocol):
     ) -> None: ...
 
 
+class _Backlog:
+    """The client's requests read while `in_flight` is full: posted in order as room comes (by `run`).
+
+    Reading stdin goes on meanwhile (the answers a tool in flight waits for are behind them) until
+    `limit` requests wait; the caller then stops reading until one is posted."""
+
+    def __init__(self, in_flight: _InFlight, limit: int, post: Callable[[MessageLike], Awaitable[None]]):
+        self.in_flight = in_flight
+        self.limit = limit
+        self.waiting: deque[MessageLike] = deque()
+        self.posting = False  # `run` holds a request it is posting
+        self.closed = False  # the client's input ended: `run` returns once the backlog is empty
+        self._post = post
+        self._wake = anyio.Event()
+        self._room = anyio.Event()
+        self.done = anyio.Event()
+        """Set once `run` returned (closed and every waiting request posted)."""
+
+    @property
+    def clear(self) -> bool:
+        """Whether a request just read may be posted at once (nothing before it waits)."""
+        return not self.waiting and not self.posting and not self.in_flight.full
+
+    def add(self, message: MessageLike) -> None:
+        self.waiting.append(message)
+        self._wake.set()
+
+    def cancel(self, rid: Any) -> bool:
+        """Drop waiting request `rid` (the server never saw it: neither it nor its cancel is sent)."""
+        for message in self.waiting:
+            if message.id == rid:
+                self.waiting.remove(message)
+                self._room.set()
+                return True
+        return False
+
+    def close(self) -> None:
+        self.closed = True
+        self._wake.set()
+
+    async def wait_for_room(self) -> None:
+        """Until fewer than `limit` requests wait."""
+        while len(self.waiting) >= self.limit:
+            self._room = anyio.Event()
+            await self._room.wait()
+
+    async def run(self) -> None:
+        """Post the waiting requests from the head as the bound allows; return once closed and empty."""
+        while True:
+            if not self.waiting:
+                if self.closed:
+                    self.done.set()
+                    return
+                self._wake = anyio.Event()
+                await self._wake.wait()
+                continue
+            await self.in_flight.wait_for_room()
+            if not self.waiting:  # its head was cancelled meanwhile
+                continue
+            message = self.waiting.popleft()
+            self._room.set()
+            self.posting = True
+            try:
+                self.in_flight.note(message)
+                await self._post(message)
+            finally:
+                self.posting = False
+
+
 async def _client_to_server(
-    client: ByteTransport, server: ByteTransport, in_flight: _InFlight, lane: Lane | None
+    client: ByteTransport, server: ByteTransport, in_flight: _InFlight, lane: Lane | None, backlog: _Backlog
 ) -> None:
     """What the client writes, posted frame by frame as it came (the lane's requests by the lane);
-    malformed frames answered here."""
+    malformed frames answered here. A request past the in-flight bound waits in `backlog` (module doc)."""
     decoder = core.Decoder(lazy=True)
     frames: list[bytes] = []  # for the transport, sent together
     while True:
+        await backlog.wait_for_room()  # past the backlog's bound, stdin is not read
         chunk = await client.receive()
         if not chunk:
             return
@@ -126,16 +196,27 @@ async def _client_to_server(
                 if not item.notification:  # answered as a stdio server would; never sent on broken
                     await client.send(item.to_response())
                 continue
-            if item.kind == "request" and in_flight.full:
-                await _flush(server, frames)  # what came before goes now; this request waits for an answer
-                await in_flight.wait_for_room()
-            in_flight.note(item)
-            if lane is not None and lane.accepts(item):
-                await _flush(server, frames)  # what came before it goes first
-                await lane.post(item)
+            if item.kind == "request":
+                if not backlog.clear:
+                    await _flush(server, frames)  # what came before it goes first
+                    backlog.add(item)
+                    continue
+                in_flight.note(item)
+                if lane is not None and lane.accepts(item):
+                    await _flush(server, frames)  # what came before it goes first
+                    await lane.post(item)
+                    continue
+            elif item.method == protocol.NOTIFICATIONS_CANCELLED and backlog.cancel(_cancelled_id(item)):
+                continue
             else:
-                frames.append(item.raw + b"\n")
+                in_flight.note(item)
+            frames.append(item.raw + b"\n")
         await _flush(server, frames)
+
+
+def _cancelled_id(message: MessageLike) -> Any:
+    params = message.params
+    return params.get("requestId") if isinstance(params, dict) else None
 
 
 async def _flush(server: ByteTransport, frames: list[bytes]) -> None:
@@ -163,6 +244,7 @@ async def proxy_remote(
     server: ByteTransport,
     *,
     max_in_flight: int = MAX_IN_FLIGHT,
+    max_backlog: int | None = None,
     drain_timeout: float = DRAIN_TIMEOUT,
     lane: Lane | None = None,
 ) -> None:
@@ -170,7 +252,16 @@ async def proxy_remote(
     get up to `drain_timeout` seconds to be answered) or the server's does. `lane`: the requests it
     accepts are posted there and their answers written by it (`fast_lane`)."""
     in_flight = _InFlight(max_in_flight)
+
+    async def post(message: MessageLike) -> None:  # a request that waited in the backlog
+        if lane is not None and lane.accepts(message):
+            await lane.post(message)
+        else:
+            await server.send(message.raw + b"\n")
+
+    backlog = _Backlog(in_flight, max_in_flight if max_backlog is None else max_backlog, post)
     async with anyio.create_task_group() as tg:
+        tg.start_soon(backlog.run)
         if lane is not None:
             tg.start_soon(lane.run, client.send, in_flight.done)
 
@@ -179,9 +270,11 @@ async def proxy_remote(
             tg.cancel_scope.cancel()  # the remote side ended: nothing more can be answered
 
         tg.start_soon(from_server)
-        await _client_to_server(client, server, in_flight, lane)
-        # end of input: what is in flight is still answered (as a stdio server answers what it read)
+        await _client_to_server(client, server, in_flight, lane, backlog)
+        # end of input: what was read is still posted and answered (as a stdio server answers what it read)
+        backlog.close()
         with anyio.move_on_after(drain_timeout):
+            await backlog.done.wait()
             if in_flight.ids:
                 await in_flight.idle.wait()
         tg.cancel_scope.cancel()
