@@ -1,10 +1,10 @@
 """`mcpframe proxy https://host/mcp`: this process's stdin/stdout (one stdio client) to a remote server.
 
 ```python
-from mcpframe.proxy import ProxyOptions
-from mcpframe.proxy.remote import proxy_remote
+from mcpframe.proxy.remote import fast_lane, proxy_remote, remote_transport
 
-await proxy_remote(ProxyOptions(url="https://host/mcp", headers={"Authorization": "Bearer T"}), transport)
+async with remote_transport("https://host/mcp", {"Authorization": "Bearer T"}) as remote:
+    await proxy_remote(stdio, remote, lane=fast_lane(remote))  # stdio: a ByteTransport (stdio_server())
 ```
 
 The remote side is `mcpframe.http`'s client transport: `AutoTransport` speaks Streamable HTTP and falls back
@@ -16,8 +16,16 @@ elicitation and roots, notifications) is written to stdout. A refused or failed 
 no connection) gets an error answer whose message names the HTTP status; an expired session is
 re-initialized by the transport, once, with the client's own `initialize`.
 
-Flow control: at most `max_in_flight` requests are posted and unanswered at once; past it, stdin is not
-read until an answer comes. At the client's end of input the session is ended (DELETE) and the proxy exits 0.
+Flow control: at most `max_in_flight` requests are posted and unanswered at once. Past it, stdin is still
+read (as the Session's `Intake` does): the requests read wait in a backlog, in order, and are posted as
+answers free room; what is read past them goes on at once: answers to the server's requests (the tools in
+flight may be waiting for them: sampling, elicitation, roots) and notifications (a `notifications/cancelled`
+naming a waiting request drops it, and neither it nor the cancel reaches the server). The backlog is
+bounded: once `max_backlog` requests (default `max_in_flight`) wait, stdin is not read until one is posted,
+so at most `max_backlog` requests plus those of one read (a chunk of stdin) are held. A client that queues
+more requests than both bounds ahead of its answers still waits for the tools' own timeouts. At the client's
+end of input what was read is still posted and answered (within `drain_timeout`), the session is ended
+(DELETE) and the proxy exits 0.
 """
 
 from __future__ import annotations
@@ -41,7 +49,8 @@ __all__ = ["ByteTransport", "Lane", "fast_lane", "proxy_remote", "run_remote"]
 logger = logging.getLogger("mcpframe.proxy")
 
 MAX_IN_FLIGHT = 64
-"""Requests posted to the remote server and not answered yet; past it the proxy stops reading stdin. Each
+"""Requests posted to the remote server and not answered yet; past it requests wait in the backlog (as many
+again at most, then the proxy stops reading stdin: see the module doc). Each
 holds a connection of the HTTP client while it waits (the lean client sends one request per connection;
 httpx's pool queues past 100 at a cost that grows with the queue), so it stays below their 100. Measured
 with 5,000 pipelined calls: 16, 64 and 100 cost the proxy the same CPU per call (~180-220 µs)."""
@@ -248,9 +257,11 @@ async def proxy_remote(
     drain_timeout: float = DRAIN_TIMEOUT,
     lane: Lane | None = None,
 ) -> None:
-    """Forward between `client` and `server` until the client's input ends (then the requests in flight
-    get up to `drain_timeout` seconds to be answered) or the server's does. `lane`: the requests it
-    accepts are posted there and their answers written by it (`fast_lane`)."""
+    """Forward between `client` and `server` until the client's input ends (then the requests read get up
+    to `drain_timeout` seconds to be posted and answered) or the server's does. At most `max_in_flight`
+    requests are unanswered, at most `max_backlog` (default: `max_in_flight`) wait for room before stdin is
+    no longer read (module doc). `lane`: the requests it accepts are posted there and their answers written
+    by it (`fast_lane`)."""
     in_flight = _InFlight(max_in_flight)
 
     async def post(message: MessageLike) -> None:  # a request that waited in the backlog
