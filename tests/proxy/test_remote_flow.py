@@ -99,3 +99,19 @@ async def test_answers_and_cancels_read_past_a_waiting_request_go_at_once() -> N
     assert [json.loads(f).get("id") for f in server.sent] == [1, 2, "s1", "s2", 3, 5]
     answered = [json.loads(line)["id"] for line in client.sent if b'"result"' in line]
     assert answered == [1, 2, 3, 5]  # the cancelled request is not answered
+
+
+async def test_requests_waiting_at_the_end_of_input_are_still_posted_and_answered() -> None:
+    client, server = Side(), Side()
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: proxy_remote(client, server, max_in_flight=1, drain_timeout=60))
+            await client.incoming_send.send(call(1) + call(2) + call(3))
+            client.incoming_send.close()  # end of input while 2 and 3 wait for room
+            for rid in (1, 2, 3):
+                await server.wait_for(rid)
+                await server.incoming_send.send(core.encode_result(rid, {}))
+            await client.wait_for(3)
+    # the proxy ended on its own once everything read was answered (the task group did not hang)
+    assert [json.loads(f)["id"] for f in server.sent] == [1, 2, 3]
+    assert [json.loads(line)["id"] for line in client.sent] == [1, 2, 3]
