@@ -15,7 +15,7 @@ import pytest
 from tests.proxy._listen_support import SERVE_EVERYTHING, running
 
 from mcpframe.http.client_fast import FastLane
-from mcpframe.proxy.remote import fast_lane, proxy_remote, remote_transport
+from mcpframe.proxy.remote import MAX_IN_FLIGHT, fast_lane, proxy_remote, remote_transport
 
 pytestmark = pytest.mark.anyio
 
@@ -67,22 +67,29 @@ class Stdio:
             await self._changed.wait()
 
     async def request_from_server(self, method: str) -> dict[str, Any]:
+        return (await self.requests_from_server(method, 1))[0]
+
+    async def requests_from_server(self, method: str, count: int) -> list[dict[str, Any]]:
+        """The first `count` requests `method` from the server, once that many came."""
         while True:
-            for message in self.out:
-                if message.get("method") == method and "id" in message:
-                    return message
+            found = [m for m in self.out if m.get("method") == method and "id" in m]
+            if len(found) >= count:
+                return found[:count]
             await self._changed.wait()
 
 
 @asynccontextmanager
-async def proxied(url: str) -> AsyncIterator[tuple[Stdio, Any, FastLane]]:
-    """An in-process `mcpframe proxy URL` with its lane, the handshake done (2025-11-25)."""
+async def proxied_with(
+    url: str, *, lane_on: bool = True, max_in_flight: int = MAX_IN_FLIGHT
+) -> AsyncIterator[tuple[Stdio, Any, FastLane | None]]:
+    """An in-process `mcpframe proxy URL` (with its lane unless not `lane_on`), the handshake done
+    (2025-11-25)."""
     stdio = Stdio()
     headers = {"Authorization": f"Bearer {TOKEN}"}
     async with remote_transport(url, headers) as remote, anyio.create_task_group() as tg:
-        lane = fast_lane(remote)
-        assert isinstance(lane, FastLane)
-        tg.start_soon(lambda: proxy_remote(stdio, remote, lane=lane))
+        lane = fast_lane(remote) if lane_on else None
+        assert lane is None or isinstance(lane, FastLane)
+        tg.start_soon(lambda: proxy_remote(stdio, remote, lane=lane, max_in_flight=max_in_flight))
         capabilities = {"sampling": {}, "elicitation": {}}
         init = {
             "protocolVersion": "2025-11-25",
@@ -94,6 +101,14 @@ async def proxied(url: str) -> AsyncIterator[tuple[Stdio, Any, FastLane]]:
         await stdio.write({"jsonrpc": "2.0", "method": "notifications/initialized"})
         yield stdio, remote, lane
         stdio.input.close()
+
+
+@asynccontextmanager
+async def proxied(url: str) -> AsyncIterator[tuple[Stdio, Any, FastLane]]:
+    """`proxied_with` its lane."""
+    async with proxied_with(url) as (stdio, remote, lane):
+        assert lane is not None
+        yield stdio, remote, lane
 
 
 def call(rid: Any, tool: str, arguments: dict[str, Any] | None = None, **meta: Any) -> dict[str, Any]:
@@ -195,3 +210,26 @@ async def test_json_answers_take_the_lane_too(json_url: str) -> None:
     assert [
         m["params"]["progressToken"] for m in stdio.out if m.get("method") == "notifications/progress"
     ] == [7] * 3
+
+
+@pytest.mark.parametrize("lane_on", [True, False], ids=["lane", "full-path"])
+async def test_answers_to_the_server_pass_requests_waiting_for_the_bound(
+    server_url: str, lane_on: bool
+) -> None:
+    """Two tools in flight (the bound) wait on elicitation answers that the client wrote behind a third
+    call: stdin is read on past the waiting call, so the answers reach the server and all three finish."""
+    with anyio.fail_after(30):
+        async with proxied_with(server_url, lane_on=lane_on, max_in_flight=2) as (stdio, _, _):
+            for rid in (20, 21, 22):
+                await stdio.write(call(rid, "test_elicitation", {"message": f"m{rid}"}))
+            asked = await stdio.requests_from_server("elicitation/create", 2)
+            for ask in asked:  # written after call 22, which waits for room
+                content = {"username": ask["params"]["message"], "email": "e@x"}
+                reply = {"action": "accept", "content": content}
+                await stdio.write({"jsonrpc": "2.0", "id": ask["id"], "result": reply})
+            (*_, third) = await stdio.requests_from_server("elicitation/create", 3)
+            reply = {"action": "accept", "content": {"username": "m22", "email": "e@x"}}
+            await stdio.write({"jsonrpc": "2.0", "id": third["id"], "result": reply})
+            for rid in (20, 21, 22):
+                assert f"'username': 'm{rid}'" in text(await stdio.answer(rid))
+    assert sorted(m["params"]["message"] for m in asked) == ["m20", "m21"]  # 22 waited for room

@@ -1,10 +1,10 @@
 """`mcpframe proxy https://host/mcp`: this process's stdin/stdout (one stdio client) to a remote server.
 
 ```python
-from mcpframe.proxy import ProxyOptions
-from mcpframe.proxy.remote import proxy_remote
+from mcpframe.proxy.remote import fast_lane, proxy_remote, remote_transport
 
-await proxy_remote(ProxyOptions(url="https://host/mcp", headers={"Authorization": "Bearer T"}), transport)
+async with remote_transport("https://host/mcp", {"Authorization": "Bearer T"}) as remote:
+    await proxy_remote(stdio, remote, lane=fast_lane(remote))  # stdio: a ByteTransport (stdio_server())
 ```
 
 The remote side is `mcpframe.http`'s client transport: `AutoTransport` speaks Streamable HTTP and falls back
@@ -16,8 +16,16 @@ elicitation and roots, notifications) is written to stdout. A refused or failed 
 no connection) gets an error answer whose message names the HTTP status; an expired session is
 re-initialized by the transport, once, with the client's own `initialize`.
 
-Flow control: at most `max_in_flight` requests are posted and unanswered at once; past it, stdin is not
-read until an answer comes. At the client's end of input the session is ended (DELETE) and the proxy exits 0.
+Flow control: at most `max_in_flight` requests are posted and unanswered at once. Past it, stdin is still
+read (as the Session's `Intake` does): the requests read wait in a backlog, in order, and are posted as
+answers free room; what is read past them goes on at once: answers to the server's requests (the tools in
+flight may be waiting for them: sampling, elicitation, roots) and notifications (a `notifications/cancelled`
+naming a waiting request drops it, and neither it nor the cancel reaches the server). The backlog is
+bounded: once `max_backlog` requests (default `max_in_flight`) wait, stdin is not read until one is posted,
+so at most `max_backlog` requests plus those of one read (a chunk of stdin) are held. A client that queues
+more requests than both bounds ahead of its answers still waits for the tools' own timeouts. At the client's
+end of input what was read is still posted and answered (within `drain_timeout`), the session is ended
+(DELETE) and the proxy exits 0.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
@@ -40,7 +49,8 @@ __all__ = ["ByteTransport", "Lane", "fast_lane", "proxy_remote", "run_remote"]
 logger = logging.getLogger("mcpframe.proxy")
 
 MAX_IN_FLIGHT = 64
-"""Requests posted to the remote server and not answered yet; past it the proxy stops reading stdin. Each
+"""Requests posted to the remote server and not answered yet; past it requests wait in the backlog (as many
+again at most, then the proxy stops reading stdin: see the module doc). Each
 holds a connection of the HTTP client while it waits (the lean client sends one request per connection;
 httpx's pool queues past 100 at a cost that grows with the queue), so it stays below their 100. Measured
 with 5,000 pipelined calls: 16, 64 and 100 cost the proxy the same CPU per call (~180-220 µs)."""
@@ -84,8 +94,7 @@ class _InFlight:
         if message.kind == "request":
             self.add(message.id)
         elif message.method == protocol.NOTIFICATIONS_CANCELLED:
-            params = message.params
-            self.done(params.get("requestId") if isinstance(params, dict) else None)
+            self.done(_cancelled_id(message))
 
     @property
     def full(self) -> bool:
@@ -110,14 +119,84 @@ class Lane(Protocol):
     ) -> None: ...
 
 
+class _Backlog:
+    """The client's requests read while `in_flight` is full: posted in order as room comes (by `run`).
+
+    Reading stdin goes on meanwhile (the answers a tool in flight waits for are behind them) until
+    `limit` requests wait; the caller then stops reading until one is posted."""
+
+    def __init__(self, in_flight: _InFlight, limit: int, post: Callable[[MessageLike], Awaitable[None]]):
+        self.in_flight = in_flight
+        self.limit = limit
+        self.waiting: deque[MessageLike] = deque()
+        self.posting = False  # `run` holds a request it is posting
+        self.closed = False  # the client's input ended: `run` returns once the backlog is empty
+        self._post = post
+        self._wake = anyio.Event()
+        self._room = anyio.Event()
+        self.done = anyio.Event()
+        """Set once `run` returned (closed and every waiting request posted)."""
+
+    @property
+    def clear(self) -> bool:
+        """Whether a request just read may be posted at once (nothing before it waits)."""
+        return not self.waiting and not self.posting and not self.in_flight.full
+
+    def add(self, message: MessageLike) -> None:
+        self.waiting.append(message)
+        self._wake.set()
+
+    def cancel(self, rid: Any) -> bool:
+        """Drop waiting request `rid` (the server never saw it: neither it nor its cancel is sent)."""
+        for message in self.waiting:
+            if message.id == rid:
+                self.waiting.remove(message)
+                self._room.set()
+                return True
+        return False
+
+    def close(self) -> None:
+        self.closed = True
+        self._wake.set()
+
+    async def wait_for_room(self) -> None:
+        """Until fewer than `limit` requests wait."""
+        while len(self.waiting) >= self.limit:
+            self._room = anyio.Event()
+            await self._room.wait()
+
+    async def run(self) -> None:
+        """Post the waiting requests from the head as the bound allows; return once closed and empty."""
+        while True:
+            if not self.waiting:
+                if self.closed:
+                    self.done.set()
+                    return
+                self._wake = anyio.Event()
+                await self._wake.wait()
+                continue
+            await self.in_flight.wait_for_room()
+            if not self.waiting:  # its head was cancelled meanwhile
+                continue
+            message = self.waiting.popleft()
+            self._room.set()
+            self.posting = True
+            try:
+                self.in_flight.note(message)
+                await self._post(message)
+            finally:
+                self.posting = False
+
+
 async def _client_to_server(
-    client: ByteTransport, server: ByteTransport, in_flight: _InFlight, lane: Lane | None
+    client: ByteTransport, server: ByteTransport, in_flight: _InFlight, lane: Lane | None, backlog: _Backlog
 ) -> None:
     """What the client writes, posted frame by frame as it came (the lane's requests by the lane);
-    malformed frames answered here."""
+    malformed frames answered here. A request past the in-flight bound waits in `backlog` (module doc)."""
     decoder = core.Decoder(lazy=True)
     frames: list[bytes] = []  # for the transport, sent together
     while True:
+        await backlog.wait_for_room()  # past the backlog's bound, stdin is not read
         chunk = await client.receive()
         if not chunk:
             return
@@ -126,16 +205,27 @@ async def _client_to_server(
                 if not item.notification:  # answered as a stdio server would; never sent on broken
                     await client.send(item.to_response())
                 continue
-            if item.kind == "request" and in_flight.full:
-                await _flush(server, frames)  # what came before goes now; this request waits for an answer
-                await in_flight.wait_for_room()
-            in_flight.note(item)
-            if lane is not None and lane.accepts(item):
-                await _flush(server, frames)  # what came before it goes first
-                await lane.post(item)
+            if item.kind == "request":
+                if not backlog.clear:
+                    await _flush(server, frames)  # what came before it goes first
+                    backlog.add(item)
+                    continue
+                in_flight.note(item)
+                if lane is not None and lane.accepts(item):
+                    await _flush(server, frames)  # what came before it goes first
+                    await lane.post(item)
+                    continue
+            elif item.method == protocol.NOTIFICATIONS_CANCELLED and backlog.cancel(_cancelled_id(item)):
+                continue
             else:
-                frames.append(item.raw + b"\n")
+                in_flight.note(item)
+            frames.append(item.raw + b"\n")
         await _flush(server, frames)
+
+
+def _cancelled_id(message: MessageLike) -> Any:
+    params = message.params
+    return params.get("requestId") if isinstance(params, dict) else None
 
 
 async def _flush(server: ByteTransport, frames: list[bytes]) -> None:
@@ -163,14 +253,26 @@ async def proxy_remote(
     server: ByteTransport,
     *,
     max_in_flight: int = MAX_IN_FLIGHT,
+    max_backlog: int | None = None,
     drain_timeout: float = DRAIN_TIMEOUT,
     lane: Lane | None = None,
 ) -> None:
-    """Forward between `client` and `server` until the client's input ends (then the requests in flight
-    get up to `drain_timeout` seconds to be answered) or the server's does. `lane`: the requests it
-    accepts are posted there and their answers written by it (`fast_lane`)."""
+    """Forward between `client` and `server` until the client's input ends (then the requests read get up
+    to `drain_timeout` seconds to be posted and answered) or the server's does. At most `max_in_flight`
+    requests are unanswered, at most `max_backlog` (default: `max_in_flight`) wait for room before stdin is
+    no longer read (module doc). `lane`: the requests it accepts are posted there and their answers written
+    by it (`fast_lane`)."""
     in_flight = _InFlight(max_in_flight)
+
+    async def post(message: MessageLike) -> None:  # a request that waited in the backlog
+        if lane is not None and lane.accepts(message):
+            await lane.post(message)
+        else:
+            await server.send(message.raw + b"\n")
+
+    backlog = _Backlog(in_flight, max_in_flight if max_backlog is None else max_backlog, post)
     async with anyio.create_task_group() as tg:
+        tg.start_soon(backlog.run)
         if lane is not None:
             tg.start_soon(lane.run, client.send, in_flight.done)
 
@@ -179,9 +281,11 @@ async def proxy_remote(
             tg.cancel_scope.cancel()  # the remote side ended: nothing more can be answered
 
         tg.start_soon(from_server)
-        await _client_to_server(client, server, in_flight, lane)
-        # end of input: what is in flight is still answered (as a stdio server answers what it read)
+        await _client_to_server(client, server, in_flight, lane, backlog)
+        # end of input: what was read is still posted and answered (as a stdio server answers what it read)
+        backlog.close()
         with anyio.move_on_after(drain_timeout):
+            await backlog.done.wait()
             if in_flight.ids:
                 await in_flight.idle.wait()
         tg.cancel_scope.cancel()
