@@ -5,8 +5,9 @@ Two tools, `add(a, b)` and `echo(text)`, served by mcpframe's `Server` (this fil
 
 - `direct http`: `mcpframe serve --http` of the same server (the floor of the HTTP rows); `lean`: with
   `--http-server mcpframe` (its own HTTP/1.1 server, `http/wire.py`) instead of uvicorn;
-- `listen`: `mcpframe proxy --listen http://127.0.0.1:0/mcp -- python this-file --serve-stdio` (a child per
-  session; `modern`: 2026-07-28 requests over the shared child); `lean` as above;
+- `listen`: `mcpframe proxy --listen http://127.0.0.1:0/mcp --http-server uvicorn -- python this-file
+  --serve-stdio` (a child per session; `modern`: 2026-07-28 requests over the shared child); `lean` as above
+  (`--listen`'s default, with its fast path);
 - `direct stdio`: the server on stdio, 5,000 calls pipelined by a raw client (the floor of the remote rows);
 - `remote`: `mcpframe proxy URL` in front of `direct http lean` (one upstream for every remote row), driven
   on its stdin/stdout the same way; `remote full`: the same without its fast lane
@@ -132,7 +133,8 @@ def _free_port() -> int:
 
 
 def _lean(name: str) -> list[str]:
-    return ["--http-server", "mcpframe"] if name.endswith(" lean") else []
+    # Named either way: `serve --http` defaults to uvicorn, `proxy --listen` to the lean server.
+    return ["--http-server", "mcpframe" if name.endswith(" lean") else "uvicorn"]
 
 
 def _direct_http(name: str = "direct http") -> list[str]:
