@@ -8,6 +8,7 @@ from typing import Any
 import anyio
 import pytest
 
+from mcpframe import jsonrpc
 from mcpframe.http import sessions
 from mcpframe.server.connection import ServerConnection
 
@@ -23,6 +24,7 @@ async def test_a_notification_flood_waits_for_slow_handlers_and_nothing_is_lost(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(sessions, "NOTIFICATIONS_QUEUED", LIMIT)
+    monkeypatch.setattr(sessions, "NOTIFICATION_WAIT", 600.0)  # the poster waits as long as the test needs
     gate = anyio.Event()
     seen: list[int] = []
 
@@ -63,3 +65,35 @@ async def test_a_notification_flood_waits_for_slow_handlers_and_nothing_is_lost(
     assert acks == list(range(total))
     assert held < total
     assert seen == list(range(total))  # every notification handled, in the order it was posted
+
+
+async def test_a_hung_notification_handler_gets_posts_a_503_and_its_session_is_still_reaped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sessions, "NOTIFICATIONS_QUEUED", LIMIT)
+    monkeypatch.setattr(sessions, "NOTIFICATION_WAIT", 0.05)
+    hung = anyio.Event()  # never set: the first list_changed holds the session's handler for good
+
+    async def stuck(self: ServerConnection, message: Any) -> None:
+        if message.method == "notifications/roots/list_changed":
+            await hung.wait()
+
+    monkeypatch.setattr(ServerConnection, "handle_notification", stuck)
+    async with asgi_client(idle_timeout=0.2) as (client, http):
+        session_id = await initialize(client)
+        headers = session_headers(session_id)
+        with anyio.fail_after(60):
+            statuses: list[int] = []
+            n = 0
+            while 503 not in statuses:  # the handler's backlog, then the queue, fill up; then a POST waits
+                note = {"jsonrpc": "2.0", "method": "notifications/roots/list_changed", "params": {"n": n}}
+                reply = await client.post("/mcp", json=note, headers=headers)
+                statuses.append(reply.status_code)
+                n += 1
+            refused = reply
+            assert set(statuses) == {202, 503}
+            assert refused.headers["retry-after"] == "1"
+            assert refused.json()["error"]["code"] == jsonrpc.INTERNAL_ERROR
+            assert "notification handlers are behind" in refused.json()["error"]["message"]
+            while http.sessions.sessions:  # no POST holds it open: the idle reaper ends it
+                await anyio.sleep(0.05)

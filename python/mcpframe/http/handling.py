@@ -181,7 +181,9 @@ class PostHandler:
         """Route the body's notifications and responses (waiting while the session's notification queue
         is full); the reply when nothing more is to be done."""
         for message in body.others:
-            await self._route(session, message)
+            if not await self._route(session, message):
+                why = "Service Unavailable: the session's notification handlers are behind; retry after 1 s"
+                return error_response(503, why, code=jsonrpc.INTERNAL_ERROR, headers={"Retry-After": "1"})
         if not body.requests:
             if body.errors:  # a batch of nothing but invalid parts
                 return json_response(b"[" + b",".join(body.error_frames()) + b"]")
@@ -253,7 +255,8 @@ class PostHandler:
     def _make_session(self, lane: Lane, handler: RequestHandler, *, batches: bool) -> Session:
         return Session(lane.transport, request_handler=handler, batches=batches, options=self._lane_options)
 
-    async def _route(self, session: HttpSession, message: MessageLike) -> None:
+    async def _route(self, session: HttpSession, message: MessageLike) -> bool:
+        """Hand a client notification or response on; `False` when a notification found no room in time."""
         if message.kind in ("result", "error"):
             shared = self.sessions.shared
             if not session.router.response(message) and shared is not None:
@@ -265,7 +268,8 @@ class PostHandler:
             if shared is None or not shared.publish_cancel(session, rid, one_line(message.raw)):
                 session.router.cancelled(message)
         else:
-            await session.transport.notify(one_line(message.raw))
+            return await session.transport.notify(one_line(message.raw))
+        return True
 
     async def _modern(self, request: HttpRequest, body: Body, accepts: Accepts) -> Answer:
         message = body.requests[0]

@@ -41,6 +41,9 @@ logger = logging.getLogger("mcpframe.http")
 
 NOTIFICATIONS_QUEUED = 1024 * 1024
 """Bytes of a session's client notifications that may wait for its handlers before a POST waits for room."""
+NOTIFICATION_WAIT = 10.0
+"""Seconds a POSTed notification waits for room before the POST is refused (503, `Retry-After`): a hung
+notification handler must not hold POSTs, nor keep its session from the idle reaper, for ever."""
 
 
 def _now() -> float:
@@ -67,10 +70,17 @@ class MainTransport:
         router.main = self.answer
         self._in = BoundedPipe(limit)
 
-    async def notify(self, data: bytes) -> None:
-        """Queue a client notification frame, once there is room for it (dropped if the session ended)."""
-        if not await self._in.put(data):
+    async def notify(self, data: bytes) -> bool:
+        """Queue a client notification frame once there is room for it (dropped if the session ended);
+        `False`, nothing queued, when no room came within `NOTIFICATION_WAIT` seconds."""
+        try:
+            async with asyncio.timeout(NOTIFICATION_WAIT):
+                queued = await self._in.put(data)
+        except TimeoutError:
+            return False
+        if not queued:
             logger.debug("dropping a notification for a closed session")
+        return True
 
     def answer(self, data: bytes) -> None:
         """Queue the client's answer to a request of the main Session (never waits: one per request sent)."""
