@@ -48,14 +48,14 @@ def anyio_backend() -> str:
 
 @pytest.fixture
 def taken(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """What `fast_post` made of each POST it was asked: "whole", "later" (finished by the full path's
-    `respond`) or "declined"."""
+    """What `fast_post` made of each POST it was asked: "whole" (a `Reply`, or the `Whole` a JSON answer
+    given at once is written as), "later" (finished by the full path's `respond`) or "declined"."""
     seen: list[str] = []
     real = fast_module.fast_post
 
     def recorded(posts: Any, headers: dict[str, str], data: bytes) -> Any:
         got = real(posts, headers, data)
-        seen.append("declined" if got is None else "whole" if isinstance(got, Reply) else "later")
+        seen.append("declined" if got is None else "whole" if isinstance(got, Reply | tuple) else "later")
         return got
 
     monkeypatch.setattr(fast_module, "fast_post", recorded)
