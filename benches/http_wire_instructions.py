@@ -10,7 +10,8 @@ off, and prints the instructions counted divided by `--calls`: the server proces
 call (parsing, checks, dispatch, handler, encode, write; the kernel's part is not counted). `--pythonpath`
 runs another checkout's `python/` (with its native extension) for a before/after. Needs Debian's
 `valgrind`. `--keep FILE` copies the callgrind profile there, for `callgrind_annotate --inclusive=yes
-FILE` (where the instructions of a call go, function by function). Round 4 of issue 11 (benches/README.md) was measured with it.
+FILE` (where the instructions of a call go, function by function). Round 4 of issue 11
+(benches/README.md) was measured with it.
 """
 
 from __future__ import annotations

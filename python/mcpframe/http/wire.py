@@ -215,7 +215,9 @@ class _Connection(asyncio.Protocol):
         if self.owner.draining:
             cycle.keep_alive = False  # stopping: this answer is the connection's last
         close = b"" if cycle.keep_alive else b"connection: close\r\n"
-        self.transport.write(b"%s%s%scontent-length: %d\r\n\r\n%s" % (Clock.head(status), lines, close, len(body), body))
+        self.transport.write(
+            b"%s%s%scontent-length: %d\r\n\r\n%s" % (Clock.head(status), lines, close, len(body), body)
+        )
         if then:
             self._finished(cycle)
 

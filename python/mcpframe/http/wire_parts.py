@@ -51,7 +51,8 @@ class Clock:
         date = cls.date()
         if status == 200:
             return cls.ok
-        return b"HTTP/1.1 %d %s\r\ndate: %s\r\nserver: mcpframe\r\n" % (status, REASONS.get(status, b""), date)
+        reason = REASONS.get(status, b"")
+        return b"HTTP/1.1 %d %s\r\ndate: %s\r\nserver: mcpframe\r\n" % (status, reason, date)
 
 
 class Cycle:
