@@ -1,7 +1,7 @@
 """Server instructions per Streamable HTTP `tools/call`: callgrind on the server child, steady on a noisy box.
 
     python benches/http_wire_instructions.py [--server mcpframe-lean|mcpframe|floor] [--mode json|sse]
-        [--era legacy|modern] [--tool aecho|echo] [--calls 1000] [--pythonpath DIR]
+        [--era legacy|modern] [--tool aecho|echo] [--calls 1000] [--pythonpath DIR] [--keep FILE]
 
 Starts the server of `benches/bench_http_wire.py` under `valgrind --tool=callgrind --instr-atstart=no`,
 opens one session with the bench's own raw HTTP/1.1 client, checks an answer, makes 300 warm-up calls,
@@ -9,7 +9,9 @@ switches instrumentation on (`callgrind_control -i on`), makes `--calls` calls o
 off, and prints the instructions counted divided by `--calls`: the server process's user-space work per
 call (parsing, checks, dispatch, handler, encode, write; the kernel's part is not counted). `--pythonpath`
 runs another checkout's `python/` (with its native extension) for a before/after. Needs Debian's
-`valgrind`. Round 4 of issue 11 (benches/README.md) was measured with it.
+`valgrind`. `--keep FILE` copies the callgrind profile there, for `callgrind_annotate --inclusive=yes
+FILE` (where the instructions of a call go, function by function). Round 4 of issue 11
+(benches/README.md) was measured with it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -32,7 +35,8 @@ WARM_UP = 300
 
 
 def _command(args: argparse.Namespace, out: str) -> list[str]:
-    valgrind = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}"]
+    valgrind = ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--dump-instr=no"]
+    valgrind.append(f"--callgrind-out-file={out}")
     if args.server == "floor":
         bench = str(ROOT / "benches" / "bench_http_wire.py")
         return [*valgrind, sys.executable, bench, "--serve", "floor", "--mode", args.mode]
@@ -85,6 +89,8 @@ def instructions(args: argparse.Namespace) -> float:
                 for line in dump:
                     if line.startswith(("totals:", "summary:")):
                         total = max(total, int(line.split()[1]))
+                if args.keep and name.startswith("callgrind.out"):
+                    shutil.copyfile(os.path.join(tmp, name), args.keep)
         return total / args.calls
 
 
@@ -96,6 +102,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--tool", choices=("aecho", "echo"), default="aecho")
     parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--pythonpath", help="another checkout's python/ folder (before/after)")
+    parser.add_argument("--keep", help="copy the callgrind profile to this file")
     args = parser.parse_args(argv)
     per_call = instructions(args)
     print(f"{args.server} {args.mode} {args.era} {args.tool}: {per_call:,.0f} instructions per call")

@@ -48,14 +48,14 @@ def anyio_backend() -> str:
 
 @pytest.fixture
 def taken(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """What `fast_post` made of each POST it was asked: "whole", "later" (finished by the full path's
-    `respond`) or "declined"."""
+    """What `fast_post` made of each POST it was asked: "whole" (a `Reply`, or the `Whole` a JSON answer
+    given at once is written as), "later" (finished by the full path's `respond`) or "declined"."""
     seen: list[str] = []
     real = fast_module.fast_post
 
     def recorded(posts: Any, headers: dict[str, str], data: bytes) -> Any:
         got = real(posts, headers, data)
-        seen.append("declined" if got is None else "whole" if isinstance(got, Reply) else "later")
+        seen.append("declined" if got is None else "whole" if isinstance(got, Reply | tuple) else "later")
         return got
 
     monkeypatch.setattr(fast_module, "fast_post", recorded)
@@ -282,3 +282,27 @@ def test_stream_ids_are_unique_hex_and_a_forked_child_draws_its_own() -> None:
     streams._Ids.forget()  # what `os.register_at_fork` runs in a child
     assert streams.new_stream_id() not in ids
     assert streams._Ids.batch != before
+
+
+async def test_remembered_header_pairs_let_through_only_what_was_checked(taken: list[str]) -> None:
+    """The fast path remembers the (Host, Origin) and (Content-Type, Accept) pairs it allowed: another
+    pair, after a call that filled those memories, is still checked and refused as the full path does."""
+    async with lean(response_mode="auto") as (url, client):
+        headers = await open_session(client, url)
+        host = url.split("/")[2]
+        taken.clear()
+        refused = {
+            406: {"accept": "text/html"},
+            415: {"content-type": "text/plain"},
+            421: {"host": "evil.example"},
+            403: {"origin": "http://evil.example"},
+        }
+        for status, extra in refused.items():
+            ok = await client.post(url, json=call("aecho", {"text": "ok"}), headers={**headers, "host": host})
+            assert ok.status_code == 200
+            response = await client.post(
+                url, json=call("aecho", {"text": "no"}), headers={**headers, **extra}
+            )
+            assert response.status_code == status, extra
+        # the media types are refused by the full path after `fast_post` declined; Host and Origin before
+        assert taken == [WHOLE, "declined", WHOLE, "declined", WHOLE, WHOLE]

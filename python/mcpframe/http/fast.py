@@ -47,8 +47,16 @@ __all__ = ["FastAnswer", "answering", "fast_post", "wire_answer"]
 logger = logging.getLogger("mcpframe.http")
 _T = TypeVar("_T")
 
-FastAnswer = Reply | Callable[[], Awaitable[Answer]]
-"""A complete `Reply`, or the coroutine function that finishes the answer of a request already started."""
+FastAnswer = Reply | Whole | Callable[[], Awaitable[Answer]]
+"""A complete `Reply` (or, for a JSON answer given at once, the `Whole` it would be written as), or the
+coroutine function that finishes the answer of a request already started."""
+
+_STATELESS_LINES = json_response(b"").header_lines()  # a JSON answer's header lines with no session
+
+# (Content-Type, Accept) pairs `refusal_of` let through, with what the Accept allows: a client sends the
+# same two with every request, and parsing them each time measured ~6k instructions per call
+_MEDIA_OK: dict[tuple[str | None, str | None], Accepts] = {}
+_REMEMBERED = 256  # at most this many pairs: a client varying them only costs the parse again
 
 
 def wire_answer(posts: PostHandler, headers: dict[str, str], data: bytes) -> WireAnswer | None:
@@ -60,8 +68,8 @@ def wire_answer(posts: PostHandler, headers: dict[str, str], data: bytes) -> Wir
         logger.exception("POST %s failed", posts.options.path)
         why = f"Internal error: handling this POST failed ({type(exc).__name__})"
         answer = error_response(500, why, code=jsonrpc.INTERNAL_ERROR)
-    if answer is None:
-        return None
+    if answer is None or isinstance(answer, tuple):
+        return answer
     if isinstance(answer, Reply):
         return answer.status, answer.header_lines(), answer.body
     later = answer
@@ -93,9 +101,16 @@ async def answering(method: str, path: object, routed: Awaitable[_T]) -> _T | Re
 def fast_post(posts: PostHandler, headers: dict[str, str], data: bytes) -> FastAnswer | None:
     """Start the POST `headers` + `data` (Host, Origin and version already checked) if it is the common
     case (see the module doc); `None` otherwise, with nothing started."""
-    accepts = Accepts.parse(headers.get("accept"))
+    media = (headers.get("content-type"), headers.get("accept"))
+    accepts = _MEDIA_OK.get(media)
+    if accepts is None:
+        accepts = Accepts.parse(media[1])
+        if refusal_of(headers, accepts) is not None:
+            return None
+        if len(_MEDIA_OK) < _REMEMBERED:
+            _MEDIA_OK[media] = accepts
     options = posts.options
-    if refusal_of(headers, accepts) is not None or len(data) > options.max_body:
+    if len(data) > options.max_body:
         return None
     if protocol.at_least(headers.get(MCP_PROTOCOL_VERSION, ""), FIRST_STATELESS):
         return _stateless(posts, headers, accepts, data)
@@ -120,10 +135,10 @@ def _session_post(
         return None
     session.touch()
     assert request.id is not None
-    headers = {MCP_SESSION_ID: session.id}
     if not (accepts.sse and posts.prefers_sse(session)):
         ends = (slot.release,)
-        return _handover(posts, lane, session, request, ends=ends, accepts=accepts, headers=headers)
+        return _handover(posts, lane, session, request, ends=ends, accepts=accepts)
+    headers = {MCP_SESSION_ID: session.id}
     exchange = Exchange(lane, session.new_stream(), [request.id])
     exchange.on_close.append(slot.release)
     return _started(posts, exchange, body, session, accepts=accepts, headers=headers)
@@ -137,7 +152,6 @@ def _handover(
     *,
     ends: tuple[Callable[[], None], ...],
     accepts: Accepts,
-    headers: dict[str, str],
 ) -> FastAnswer:
     """A JSON answer with no `Exchange` or `Stream` when the handler answers in its first step.
 
@@ -145,7 +159,8 @@ def _handover(
     Session, its host task, a copy of the context) before any exchange exists. If it answered in that step
     it sent nothing else: `answer_inline` waits for the lane Session's writes (`_flush`), and those go
     through the Session's writer task, so anything sent makes the step suspend. The answer is then what
-    `PostHandler._json_ready` would build, and what the exchange's end would do is done here (`ends`, then
+    `PostHandler._json_ready` would build, as the `Whole` it is written as (its header lines built once per
+    session, `_json_lines`), and what the exchange's end would do is done here (`ends`, then
     the lane back to its pool). Else (it suspended, was queued, or gave no answer) the exchange is made at
     once, before the loop runs anything that could write to the lane or route to the request's id (a
     client's cancel, the answer to a request of the handler), and the handler's answer goes to it: from
@@ -168,13 +183,22 @@ def _handover(
         for end in ends:
             end()
         lane.done()
-        return json_response(answers[0], headers)
+        return 200, _STATELESS_LINES if session is None else _json_lines(session), answers[0]
     stream = Stream(None, None) if session is None else session.new_stream()
     exchange = started = Exchange(lane, stream, [rid])
     started.on_close += ends
     if session is not None:
         started.on_close.append(lambda: session.stream_ended(stream))
+    headers = {} if session is None else {MCP_SESSION_ID: session.id}
     return lambda: posts.respond(started, session, accepts, headers)
+
+
+def _json_lines(session: HttpSession) -> bytes:
+    """The header lines of `session`'s JSON answers, as `json_response` gives them (built once)."""
+    lines = session.json_lines
+    if lines is None:
+        lines = session.json_lines = json_response(b"", {MCP_SESSION_ID: session.id}).header_lines()
+    return lines
 
 
 def _in_session(posts: PostHandler, headers: dict[str, str], data: bytes) -> tuple[HttpSession, Body] | None:
@@ -224,7 +248,7 @@ def _stateless_start(posts: PostHandler, body: Body, accepts: Accepts) -> FastAn
         conn.bind(lane.session)
         ends = (conn.close, slot.release)
         if not (accepts.sse and posts.prefers_sse(None)):
-            return _handover(posts, lane, None, request, ends=ends, accepts=accepts, headers={})
+            return _handover(posts, lane, None, request, ends=ends, accepts=accepts)
         exchange = Exchange(lane, Stream(None, None), [request.id])
         exchange.on_close += ends
     except BaseException:

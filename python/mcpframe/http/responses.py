@@ -25,6 +25,10 @@ SSE_HEADERS = {
 }
 
 
+_LINES: dict[tuple[tuple[str, str], ...], bytes] = {}  # `Reply.header_lines`, by the headers' items
+_LINES_KEPT = 1024
+
+
 def _raw_headers(headers: dict[str, str]) -> list[tuple[bytes, bytes]]:
     return [(name.encode("latin-1"), value.encode("latin-1")) for name, value in headers.items()]
 
@@ -49,10 +53,18 @@ class Reply:
 
     def header_lines(self) -> bytes:
         """Its headers as HTTP/1.1 lines (`name: value\r\n`, no Content-Length); `ValueError` for a value
-        holding CR or LF, which would split the response."""
+        holding CR or LF, which would split the response. The same headers (a session's answers) are
+        formatted once (`_LINES`)."""
+        key = tuple(self.headers.items())
+        lines = _LINES.get(key)
+        if lines is not None:
+            return lines
         lines = b"".join([b"%s: %s\r\n" % pair for pair in _raw_headers(self.headers)])
         if lines.count(b"\r") != lines.count(b"\n") or lines.count(b"\r\n") != len(self.headers):
             raise ValueError("an HTTP header holds CR or LF")
+        if len(_LINES) >= _LINES_KEPT:
+            _LINES.clear()  # many sessions: start over rather than grow
+        _LINES[key] = lines
         return lines
 
     async def __call__(self, receive: Receive, send: Send) -> None:

@@ -104,6 +104,7 @@ class StreamableHTTPServer:
         # the 2024-11-05 HTTP+SSE transport on /sse and /messages/ (its sessions run inside their GETs)
         self.legacy = LegacySSE(server.connection, opts, self.sessions.shared) if opts.legacy_sse else None
         self._target = opts.path.encode("latin-1")  # what `wire_fast` takes (no query, no percent-escape)
+        self._allowed: set[tuple[str | None, str | None]] = set()  # (Host, Origin) pairs `_guard` allowed
         self._tg: anyio.abc.TaskGroup | None = None
         self._server_lifespan: AbstractAsyncContextManager[Any] | None = None
 
@@ -136,7 +137,13 @@ class StreamableHTTPServer:
         if target != self._target or self.options.auth is not None or not isinstance(self.posts, PostHandler):
             return None
         headers = header_dict(raw_headers)  # checked as `_admit` does (no `auth` here)
-        if self._guard(headers) is not None or _version_refusal(headers) is not None:
+        pair = (headers.get("host"), headers.get("origin"))
+        if pair not in self._allowed:  # `HostGuard.check` is cached too, but keyed by the guard's hash
+            if self._guard(headers) is not None:
+                return None
+            if len(self._allowed) < _ALLOWED_PAIRS:
+                self._allowed.add(pair)
+        if _version_refusal(headers) is not None:
             return None
         return wire_answer(self.posts, headers, body)
 
@@ -373,6 +380,9 @@ class StreamableHTTPServer:
         else:
             await self.sessions.end(found)
         return Reply(200)
+
+
+_ALLOWED_PAIRS = 256  # (Host, Origin) pairs remembered by `wire_fast`; more are checked every time
 
 
 def _version_refusal(headers: dict[str, str]) -> Reply | None:

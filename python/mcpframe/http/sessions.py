@@ -139,6 +139,8 @@ class HttpSession:
         self.closed = False
         self.handler: RequestHandler = connection.handle_request  # what its lanes answer requests with
         self.state: SessionState | None = None  # with a shared store: the state last read or written
+        # the header lines of its JSON answers (`fast._json_lines`): built once, not per request
+        self.json_lines: bytes | None = None
 
     @property
     def version(self) -> str | None:

@@ -214,17 +214,9 @@ class _Connection(asyncio.Protocol):
         cycle.head_sent = cycle.response_done = True
         if self.owner.draining:
             cycle.keep_alive = False  # stopping: this answer is the connection's last
+        close = b"" if cycle.keep_alive else b"connection: close\r\n"
         self.transport.write(
-            b"HTTP/1.1 %d %s\r\ndate: %s\r\nserver: mcpframe\r\n%s%scontent-length: %d\r\n\r\n%s"
-            % (
-                status,
-                REASONS.get(status, b""),
-                Clock.date(),
-                lines,
-                b"" if cycle.keep_alive else b"connection: close\r\n",
-                len(body),
-                body,
-            )
+            b"%s%s%scontent-length: %d\r\n\r\n%s" % (Clock.head(status), lines, close, len(body), body)
         )
         if then:
             self._finished(cycle)

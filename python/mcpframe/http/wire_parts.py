@@ -35,13 +35,24 @@ class Clock:
 
     second = -1
     value = b""
+    ok = b""  # a 200's status line, `Date` and `Server`, as of `second`
 
     @classmethod
     def date(cls) -> bytes:
         now = int(time.time())
         if now != cls.second:
             cls.second, cls.value = now, formatdate(now, usegmt=True).encode()
+            cls.ok = b"HTTP/1.1 200 OK\r\ndate: %s\r\nserver: mcpframe\r\n" % cls.value
         return cls.value
+
+    @classmethod
+    def head(cls, status: int) -> bytes:
+        """The status line, `Date` and `Server` of a response (a 200's made once a second)."""
+        date = cls.date()
+        if status == 200:
+            return cls.ok
+        reason = REASONS.get(status, b"")
+        return b"HTTP/1.1 %d %s\r\ndate: %s\r\nserver: mcpframe\r\n" % (status, reason, date)
 
 
 class Cycle:
