@@ -1,5 +1,5 @@
 """`ChildOutput` (`proxy/listen_output.py`), the listening proxy's reader of a child's stdout: its queue is
-bounded in bytes as well as in frames.
+bounded in bytes as well as in frames, and reading paused before `frames()` started always starts again.
 Driven through a fake transport that records pausing, so the bounds are counted, not timed."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import json
 import anyio
 import pytest
 
-from mcpframe.proxy.listen_output import HIGH_WATER_BYTES, LOW_WATER_BYTES, ChildOutput
+from mcpframe.proxy.listen_output import HIGH_WATER, HIGH_WATER_BYTES, LOW_WATER_BYTES, ChildOutput
 
 pytestmark = pytest.mark.anyio
 
@@ -71,6 +71,26 @@ async def test_a_stuck_reader_holds_back_big_frames_by_their_bytes() -> None:
     assert sizes == [len(_note(1 << 20)) - 1] * 8  # every frame, whole
     assert peak <= HIGH_WATER_BYTES + len(_note(1 << 20)) + READ
     assert output._bytes == 0
+
+
+async def test_reading_paused_before_the_reader_started_starts_again() -> None:
+    output, pipe = ChildOutput(), _Pipe()
+    output.connection_made(pipe)
+    output.data_received(b'{"jsonrpc":"2.0","method":"notifications/message","params":{"d":"')
+    for _ in range(HIGH_WATER + 5):  # one frame in many small writes, read before anyone reads
+        output.data_received(b"x" * 10)
+    assert pipe.paused
+    frames = output.frames(max_frame=1 << 20)
+    waiting = asyncio.ensure_future(anext(frames))
+    with anyio.fail_after(5):
+        await pipe.resumed.wait()  # no whole frame came of them: reading must go on
+    output.data_received(b'"}}\n')
+    with anyio.fail_after(5):
+        item = await waiting
+    assert item.method == "notifications/message"
+    output.connection_lost(None)
+    with anyio.fail_after(5):
+        assert [item async for item in frames] == []
 
 
 async def test_early_bytes_pause_reading_too() -> None:

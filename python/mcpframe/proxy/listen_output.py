@@ -131,6 +131,9 @@ class ChildOutput(asyncio.Protocol):
             self._feed(decoder, chunk)
         if self._ended:  # it ended before anyone read it
             self._end(decoder)
+        # Reading paused on early chunks that made too few frames must start again, or nothing (not
+        # even the end) would ever come
+        self._resume_if_low()
         loop = asyncio.get_running_loop()
         items, charges = self._items, self._charges
         while True:
