@@ -178,6 +178,27 @@ async def test_a_cancelled_json_call_is_answered_202(proxy: Proxy, http: httpx.A
     assert proxy.app.posts.admission.running == 0
 
 
+async def test_a_fast_call_given_up_is_cancelled_at_the_child(proxy: Proxy, http: httpx.AsyncClient) -> None:
+    headers = await _session(http, proxy.url)
+    get_headers = {"accept": "text/event-stream", **headers}
+    with anyio.fail_after(10):
+        async with http.stream("GET", proxy.url, headers=get_headers) as stream:
+            assert stream.status_code == 200
+            finish = proxy.app.fast.post({**JSON_ONLY, **headers}, json.dumps(_call(7, "slow")).encode())
+            assert callable(finish)  # taken: the POST waits for the child's answer
+            running = finish(None, None)  # type: ignore[arg-type]
+            running.send(None)  # stepped by hand up to its wait for the answer
+            assert len(_fast_routes(proxy)) == 1
+            with pytest.raises(asyncio.CancelledError):  # as the lean server cancels calls when it closes
+                running.throw(asyncio.CancelledError())
+            assert _fast_routes(proxy) == []
+            async for line in stream.aiter_lines():  # the peer reports the cancel it got on the GET stream
+                if "test/cancelled" in line:
+                    break
+    assert json.loads(line.partition(":")[2])["params"] == {"requestId": 7, "known": True}
+    assert proxy.app.posts.admission.running == 0
+
+
 async def test_a_child_that_dies_fails_the_call_it_had(proxy: Proxy, http: httpx.AsyncClient) -> None:
     headers = await _session(http, proxy.url)
     response = await http.post(

@@ -3,11 +3,13 @@ the pool bound, a child killed mid-call, DELETE ending the child, and bearer tok
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio
+import anyio.abc
 import httpx
 import mcp.types as sdk
 import pytest
@@ -147,6 +149,28 @@ async def test_a_pool_wait_past_its_bound_is_refused() -> None:
     finally:
         await child.close()
     assert pool.running == 0
+
+
+async def test_a_child_whose_stdout_cannot_be_read_is_killed_and_reaped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    started: list[anyio.abc.Process] = []
+    open_process = anyio.open_process
+
+    async def recorded(*args: Any, **kwargs: Any) -> anyio.abc.Process:
+        started.append(await open_process(*args, **kwargs))
+        return started[-1]
+
+    async def refused(*args: Any, **kwargs: Any) -> Any:
+        raise OSError("no pipe for you")
+
+    monkeypatch.setattr(anyio, "open_process", recorded)
+    monkeypatch.setattr(asyncio.get_running_loop(), "connect_read_pipe", refused)
+    pool = ChildPool([sys.executable, "-c", "import sys; sys.stdin.read()"], size=1)
+    with anyio.fail_after(10), pytest.raises(OSError, match="no pipe"):
+        await pool.spawn()
+    assert started[0].returncode is not None  # waited for: no zombie
+    assert pool.running == 0  # its place is free again
 
 
 _MODERN_META = {

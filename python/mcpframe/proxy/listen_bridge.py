@@ -228,10 +228,13 @@ class SessionBridge:
             if route is not None:
                 route.answered(rid)
 
-    def forget(self, route: FastRoute) -> None:
-        """The fast path gave up on its request (its POST was cancelled): its answer will be dropped."""
-        if self.pending.get(route.rid) is route:
-            del self.pending[route.rid]
+    def forget(self, route: FastRoute) -> bool:
+        """The fast path gave up on its request (its POST was cancelled): its answer will be dropped.
+        `True` when the child still works on it (else it was answered, cancelled or handed on)."""
+        if self.pending.get(route.rid) is not route:
+            return False
+        del self.pending[route.rid]
+        return True
 
     async def abandon(self, route: Route) -> None:
         """Nobody can receive this POST's answers any more (its stream was dropped): cancel them upstream."""

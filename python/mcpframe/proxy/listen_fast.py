@@ -52,7 +52,7 @@ from mcpframe.http.responses import SSE_HEADERS, Reply, error_response
 from mcpframe.http.streams import format_event, new_stream_id
 from mcpframe.http.wire_parts import Whole, WireAnswer
 
-from .listen_bridge import FastRoute, Route, SessionBridge
+from .listen_bridge import FastRoute, Route, SessionBridge, cancel_frame
 
 if TYPE_CHECKING:
     from mcpframe.http.sessions import HttpSession
@@ -175,7 +175,8 @@ class FastPosts:
             try:
                 got = await route.waiter
             except BaseException:  # cancelled (shutdown): the request is given up, its slot freed
-                route.bridge.forget(route)
+                if route.bridge.forget(route):
+                    self._cancel_upstream(route)
                 route.slot_release()
                 raise
             finally:
@@ -195,6 +196,19 @@ class FastPosts:
             return self._whole(session, got, sse)
 
         return finish
+
+    def _cancel_upstream(self, route: FastRoute) -> None:
+        """Tell the child to stop working on a request nobody waits for (as `SessionBridge.abandon` does on
+        the full path): at once when its stdin is free, else behind the writes under way."""
+        bridge = route.bridge
+        child = bridge.child
+        frame = cancel_frame(route.rid, "the HTTP request was cancelled")
+        if child is None or bridge.ended or child.write_now(frame):
+            return
+        try:
+            self.posts.sessions.spawn(bridge.write, frame)
+        except RuntimeError:  # the host's task group is gone (shutdown): the child ends with it
+            logger.debug("request %r given up without telling the child", route.rid)
 
     def _whole(self, session: HttpSession, frame: bytes | None, sse: bool) -> Whole:
         """The response to a request whose answer is `frame` (`None`: cancelled, nothing to answer): what

@@ -185,5 +185,7 @@ class ChildPool:
         except BaseException:
             pipe.close()
             process.kill()
+            with anyio.CancelScope(shield=True):  # reaped even when cancelled: no zombie left behind
+                await process.aclose()  # its stdin closed, and waited for (killed: at once)
             raise
         return process, output
