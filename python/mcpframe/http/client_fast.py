@@ -23,8 +23,12 @@ case and leaves everything else to the transport, unchanged:
   server closed while idle has the request posted again there.
 
 Flow control: at most `max_open` connections (a request waits for one past it, which holds back whoever
-posts, i.e. the proxy's stdin); the writer's queue holds only the answers of requests in flight, which the
-caller bounds (`proxy.remote.MAX_IN_FLIGHT`), and an answer counts as answered only once written.
+posts, i.e. the proxy's stdin); the writer's queue holds the messages of requests in flight, which the
+caller bounds (`proxy.remote.MAX_IN_FLIGHT`), and an answer counts as answered only once written. Past
+`max_queued` bytes queued for the writer (a slow stdout reader, a server streaming many notifications)
+the lane stops taking what its connections received; each then stops reading its socket past its own
+mark (`client_lean`), so the server slows down with the writer; the writer resumes them after each
+write.
 """
 
 from __future__ import annotations
@@ -62,6 +66,8 @@ only the fast path)."""
 _JSON: Final = b"application/json"
 _SSE: Final = b"text/event-stream"
 _MAX_HEADS: Final = 256  # prebuilt heads kept (one per method): bounded against a client inventing methods
+MAX_QUEUED: Final = 1024 * 1024
+"""Bytes queued for the writer past which the lane stops reading its connections (`FastLane`)."""
 
 
 class _Exchange:
@@ -89,6 +95,7 @@ class _LaneConnection(LeanConnection):
         self.exchange: _Exchange | None = None
         self.reused = False
         self.counted = True  # in the lane's count of open connections
+        self.held = False  # left unread while the writer's queue is full
 
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
@@ -110,9 +117,12 @@ class FastLane:
     the caller cancels (or the server answers on another stream) is abandoned here too.
     """
 
-    def __init__(self, transport: StreamableHTTPTransport, *, max_open: int = 100) -> None:
+    def __init__(
+        self, transport: StreamableHTTPTransport, *, max_open: int = 100, max_queued: int = MAX_QUEUED
+    ) -> None:
         self._transport = transport
         self._max_open = max_open
+        self._max_queued = max_queued
         self._open = 0
         self._idle: list[_LaneConnection] = []
         self._room = anyio.Event()
@@ -121,6 +131,11 @@ class FastLane:
         self._heads: dict[str, bytes] = {}
         self._names: dict[bytes, bytes] = {}  # a name's JSON bytes -> its `mcp-name` line
         self._out: list[bytes] = []
+        self.queued = 0
+        """Bytes queued for the writer or being written (what `max_queued` bounds)."""
+        self.most_queued = 0
+        """The most `queued` has been (what the bound allowed: `max_queued` plus one connection's read)."""
+        self._held: list[_LaneConnection] = []
         self._answered: list[Id] = []
         self._wake = anyio.Event()
         self._closed = False
@@ -293,6 +308,11 @@ class FastLane:
             if kind == _SSE:
                 exchange.parser = SSEParser(self._transport.options.max_message)
                 exchange.stream = StreamState()
+        if self.queued >= self._max_queued:  # the writer is behind: read on once it wrote
+            if not conn.held:
+                conn.held = True
+                self._held.append(conn)
+            return
         if exchange.kind == _JSON:
             self._read_json(conn, exchange)
         else:
@@ -345,11 +365,16 @@ class FastLane:
         found, forward = self._transport.reader.sort(items, exchange.rid, False)
         if forward:
             exchange.forwarded = True
-            self._out.extend([ndjson_frame(message) for message in forward])
-            self._wake.set()
+            self._queue([ndjson_frame(message) for message in forward])
         if found is not False:
             exchange.found = True
             self._answered.append(exchange.rid)
+
+    def _queue(self, frames: list[bytes]) -> None:
+        self._out += frames
+        self.queued += sum(map(len, frames))
+        self.most_queued = max(self.most_queued, self.queued)
+        self._wake.set()
 
     def _missing(self, exchange: _Exchange) -> MessageLike:
         return synthesized_error(
@@ -360,9 +385,8 @@ class FastLane:
         """`exchange` is over: `failure` (if any) is its answer; the connection kept if it ended cleanly."""
         self._forget(conn, exchange)
         if failure is not None:
-            self._out.append(ndjson_frame(failure))
+            self._queue([ndjson_frame(failure)])
             self._answered.append(exchange.rid)
-            self._wake.set()
         self._release(conn)
 
     def _forget(self, conn: _LaneConnection, exchange: _Exchange) -> None:
@@ -405,11 +429,22 @@ class FastLane:
                 out, self._out = self._out, []
                 ids, self._answered = self._answered, []
                 if out:
-                    await write(b"".join(out))
+                    data = b"".join(out)
+                    await write(data)
+                    self.queued -= len(data)
                 for rid in ids:
                     answered(rid)
+                self._resume()
         finally:
             self.close()
+
+    def _resume(self) -> None:
+        """Read on the connections held while the queue was full (until it fills again)."""
+        held, self._held = self._held, []
+        for conn in held:
+            conn.held = False
+            if conn.exchange is not None:
+                self.progress(conn, conn.exchange)
 
     def close(self) -> None:
         """Close every connection of the lane; it takes no more requests. Idempotent."""
@@ -418,5 +453,6 @@ class FastLane:
             self._discard(conn)
         self._idle.clear()
         self._busy.clear()
+        self._held.clear()
         if self._transport.lane is self:
             self._transport.lane = None
