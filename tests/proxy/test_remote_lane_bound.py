@@ -1,5 +1,6 @@
 """The remote proxy's fast lane (`http/client_fast.py`) behind a slow stdout: what it queues for the writer
-stays bounded while a server streams. Against a scripted in-process HTTP server (one per test)."""
+stays bounded while a server streams, and a stream the transport resumes does not overtake what the lane
+still has to write. Against a scripted in-process HTTP server (one per test)."""
 
 from __future__ import annotations
 
@@ -196,3 +197,49 @@ async def test_a_streaming_server_is_held_back_while_stdout_is_not_read() -> Non
             assert at == EVENTS
             assert lane.most_queued <= bound
             assert lane.queued == 0
+
+
+class Resumed:
+    """A request's stream: two logs (events `e1`, `e2`), then the stream ends without the answer; resumed
+    (GET + `Last-Event-ID: e2`), it sends the answer."""
+
+    def __init__(self) -> None:
+        self.rid: Any = None
+
+    async def first(
+        self, message: dict[str, Any], headers: dict[str, str], writer: asyncio.StreamWriter
+    ) -> None:
+        self.rid = message["id"]
+        writer.write(SSE_HEAD + chunk(b"retry: 0\n\n") + event(log("one"), "e1"))
+        await writer.drain()
+        writer.write(event(log("two"), "e2") + b"0\r\n\r\n")
+
+    async def resume(
+        self, message: dict[str, Any], headers: dict[str, str], writer: asyncio.StreamWriter
+    ) -> None:
+        assert headers["last-event-id"] == "e2"
+        writer.write(SSE_HEAD + event(result(self.rid), "e3") + b"0\r\n\r\n")
+
+
+async def test_a_resumed_stream_does_not_overtake_what_the_lane_still_writes() -> None:
+    script = Resumed()
+    server = Server(script.first, script.resume)
+    with anyio.fail_after(10):
+        async with proxied(server) as (stdio, lane):
+            transport = lane._transport
+            taken: list[Any] = []
+
+            def take_over(message: Any, *args: Any, **kwargs: Any) -> None:
+                taken.append(message.id)
+                type(transport).take_over(transport, message, *args, **kwargs)
+
+            transport.take_over = take_over  # type: ignore[method-assign]
+            await stdio.write(call(7))
+            await until(lambda: lane.handed_over == 1)
+            # the logs wait behind stdout: the transport resumes the stream only once they are written
+            assert taken == []
+            stdio.release.set()
+            at = await stdio.answer(7)
+            assert [m["params"]["data"] for m in stdio.out[:at]] == ["one", "two"]
+            assert taken == [7]
+            assert server.resumed == 1

@@ -19,7 +19,8 @@ case and leaves everything else to the transport, unchanged:
   written before its answer.
 - **Handing over**: any other status (4xx, 5xx, 404 session expiry, 503 busy) or content type goes to the
   transport with the open response (`take_over`), which reads it exactly as if it had posted the request;
-  an SSE stream that ends without the answer is resumed there (GET + `Last-Event-ID`); a connection the
+  an SSE stream that ends without the answer is resumed there (GET + `Last-Event-ID`), once the writer
+  wrote the stream's messages read here (the resumed answer must not overtake them); a connection the
   server closed while idle has the request posted again there.
 
 Flow control: at most `max_open` connections (a request waits for one past it, which holds back whoever
@@ -136,6 +137,7 @@ class FastLane:
         self.most_queued = 0
         """The most `queued` has been (what the bound allowed: `max_queued` plus one connection's read)."""
         self._held: list[_LaneConnection] = []
+        self._handovers: list[tuple[MessageLike, StreamState]] = []  # after what is queued is written
         self._answered: list[Id] = []
         self._wake = anyio.Event()
         self._closed = False
@@ -357,8 +359,7 @@ class FastLane:
         elif conn.complete:  # the stream ended without the answer: resumed by the transport
             self._forget(conn, exchange)
             self._release(conn)
-            self.handed_over += 1
-            self._transport.take_over(exchange.message, stream)
+            self._resume_there(exchange, stream)
 
     def _deliver(self, exchange: _Exchange, items: Iterable[MessageLike | core.FrameError]) -> None:
         """Queue the messages for the writer, sorted as the transport sorts them."""
@@ -399,8 +400,7 @@ class FastLane:
         self._forget(conn, exchange)
         self._discard(conn)
         if exchange.stream is not None:  # an SSE answer cut short: resumed (or failed) by the transport
-            self.handed_over += 1
-            self._transport.take_over(exchange.message, exchange.stream)
+            self._resume_there(exchange, exchange.stream)
         elif conn.reused and not conn.received:  # closed by the server while idle: posted again there
             self.handed_over += 1
             self._transport.take_over(exchange.message)
@@ -408,6 +408,16 @@ class FastLane:
             error = conn.error or httpx.RemoteProtocolError("the server closed the connection")
             text = f"HTTP request failed: {error!r}"
             self._finish(conn, exchange, synthesized_error(exchange.rid, jsonrpc.CONNECTION_CLOSED, text))
+
+    def _resume_there(self, exchange: _Exchange, stream: StreamState) -> None:
+        """The transport resumes `exchange`'s stream; once the writer wrote what is queued when some of
+        the stream's messages went out here (the transport's writes must not overtake them)."""
+        self.handed_over += 1
+        if exchange.forwarded and self.queued:
+            self._handovers.append((exchange.message, stream))
+            self._wake.set()
+        else:
+            self._transport.take_over(exchange.message, stream)
 
     def _hand_over(self, conn: _LaneConnection, exchange: _Exchange) -> None:
         """An answer the lane does not read (status, content type): the transport reads it."""
@@ -428,12 +438,15 @@ class FastLane:
                 self._wake = anyio.Event()
                 out, self._out = self._out, []
                 ids, self._answered = self._answered, []
+                handovers, self._handovers = self._handovers, []
                 if out:
                     data = b"".join(out)
                     await write(data)
                     self.queued -= len(data)
                 for rid in ids:
                     answered(rid)
+                for message, stream in handovers:
+                    self._transport.take_over(message, stream)
                 self._resume()
         finally:
             self.close()
@@ -454,5 +467,6 @@ class FastLane:
         self._idle.clear()
         self._busy.clear()
         self._held.clear()
+        self._handovers.clear()
         if self._transport.lane is self:
             self._transport.lane = None
