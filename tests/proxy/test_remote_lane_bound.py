@@ -11,6 +11,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+import httpx
 import pytest
 
 from mcpframe.http.client_fast import FastLane
@@ -243,3 +244,24 @@ async def test_a_resumed_stream_does_not_overtake_what_the_lane_still_writes() -
             assert [m["params"]["data"] for m in stdio.out[:at]] == ["one", "two"]
             assert taken == [7]
             assert server.resumed == 1
+
+
+async def test_a_connection_made_while_the_lane_closes_is_closed_too() -> None:
+    closed = anyio.Event()
+
+    async def never(message: dict[str, Any], headers: dict[str, str], writer: asyncio.StreamWriter) -> None:
+        raise AssertionError("nothing is posted")
+
+    class Watching(Server):
+        async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await super().handle(reader, writer)
+            closed.set()
+
+    with anyio.fail_after(10):
+        async with proxied(Watching(never)) as (_, lane):
+            closed = anyio.Event()  # the connections of the handshake are the transport's, not watched
+            lane.close()  # as at shutdown, while a request's connection was being made
+            with pytest.raises(httpx.ConnectError):
+                await lane._connect()
+            assert lane._open == 0
+            await closed.wait()  # the server saw it closed

@@ -262,6 +262,9 @@ class FastLane:
             self._open -= 1
             self._room.set()
             raise
+        if self._closed:  # closed while connecting (shutdown): nobody would close this one
+            self._discard(conn)
+            raise httpx.ConnectError("the fast lane is closed")
         return conn
 
     # ------------------------------------------------------------------ connections
