@@ -1,6 +1,7 @@
 """The remote proxy's fast lane (`http/client_fast.py`) behind a slow stdout: what it queues for the writer
 stays bounded while a server streams, and a stream the transport resumes does not overtake what the lane
-still has to write. Against a scripted in-process HTTP server (one per test)."""
+still has to write; a JSON answer longer than a connection's read mark is read whole. Against a scripted
+in-process HTTP server (one per test)."""
 
 from __future__ import annotations
 
@@ -265,3 +266,26 @@ async def test_a_connection_made_while_the_lane_closes_is_closed_too() -> None:
                 await lane._connect()
             assert lane._open == 0
             await closed.wait()  # the server saw it closed
+
+
+async def test_a_json_answer_past_the_connections_read_mark_is_read_whole() -> None:
+    text = "x" * 1_000_000  # past the 256 KiB a lean connection holds unread before pausing its socket
+
+    async def big(message: dict[str, Any], headers: dict[str, str], writer: asyncio.StreamWriter) -> None:
+        answer = {
+            "jsonrpc": "2.0",
+            "id": message["id"],
+            "result": {"content": [{"type": "text", "text": text}]},
+        }
+        out = json.dumps(answer).encode()
+        head = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n" % len(out)
+        writer.write(head + out)
+
+    with anyio.fail_after(10):
+        async with proxied(Server(big)) as (stdio, lane):
+            stdio.release.set()
+            await stdio.write(call(3))
+            at = await stdio.answer(3)
+            assert stdio.out[at]["result"]["content"][0]["text"] == text
+            assert lane.posted == 1
+            assert lane.handed_over == 0

@@ -74,7 +74,18 @@ MAX_QUEUED: Final = 1024 * 1024
 class _Exchange:
     """One request on a lane connection: what its answer has shown so far."""
 
-    __slots__ = ("forwarded", "found", "kind", "message", "parser", "rid", "sent_session", "stream")
+    __slots__ = (
+        "body",
+        "forwarded",
+        "found",
+        "kind",
+        "message",
+        "parser",
+        "rid",
+        "sent_session",
+        "size",
+        "stream",
+    )
 
     def __init__(self, message: MessageLike, rid: Id, sent_session: str | None) -> None:
         self.message = message
@@ -85,6 +96,8 @@ class _Exchange:
         self.stream: StreamState | None = None
         self.found = False
         self.forwarded = False  # some of the answer's messages went out already
+        self.body: list[bytes] = []  # a JSON answer's bytes so far (taken: the connection reads on)
+        self.size = 0  # their length
 
 
 class _LaneConnection(LeanConnection):
@@ -324,14 +337,21 @@ class FastLane:
             self._read_sse(conn, exchange)
 
     def _read_json(self, conn: _LaneConnection, exchange: _Exchange) -> None:
+        # taken as it comes: left in the connection, a body past its mark would pause the socket for good
+        data = conn.take()
+        if data:
+            exchange.body.append(data)
+            exchange.size += len(data)
         limit = self._transport.options.max_message
-        if conn.buffered > limit:
+        if exchange.size > limit:
             why = f"the server's JSON answer exceeds {limit} bytes (HttpClientOptions.max_message); not read"
             self._finish(conn, exchange, synthesized_error(exchange.rid, jsonrpc.INTERNAL_ERROR, why))
             return
         if not conn.complete:
             return
-        self._deliver(exchange, core.decode(conn.take() or b"", lazy=True))
+        body = exchange.body[0] if len(exchange.body) == 1 else b"".join(exchange.body)
+        exchange.body = []
+        self._deliver(exchange, core.decode(body, lazy=True))
         self._finish(conn, exchange, None if exchange.found else self._missing(exchange))
 
     def _read_sse(self, conn: _LaneConnection, exchange: _Exchange) -> None:
