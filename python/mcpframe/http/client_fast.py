@@ -19,12 +19,17 @@ case and leaves everything else to the transport, unchanged:
   written before its answer.
 - **Handing over**: any other status (4xx, 5xx, 404 session expiry, 503 busy) or content type goes to the
   transport with the open response (`take_over`), which reads it exactly as if it had posted the request;
-  an SSE stream that ends without the answer is resumed there (GET + `Last-Event-ID`); a connection the
+  an SSE stream that ends without the answer is resumed there (GET + `Last-Event-ID`), once the writer
+  wrote the stream's messages read here (the resumed answer must not overtake them); a connection the
   server closed while idle has the request posted again there.
 
 Flow control: at most `max_open` connections (a request waits for one past it, which holds back whoever
-posts, i.e. the proxy's stdin); the writer's queue holds only the answers of requests in flight, which the
-caller bounds (`proxy.remote.MAX_IN_FLIGHT`), and an answer counts as answered only once written.
+posts, i.e. the proxy's stdin); the writer's queue holds the messages of requests in flight, which the
+caller bounds (`proxy.remote.MAX_IN_FLIGHT`), and an answer counts as answered only once written. Past
+`max_queued` bytes queued for the writer (a slow stdout reader, a server streaming many notifications)
+the lane stops taking what its connections received; each then stops reading its socket past its own
+mark (`client_lean`), so the server slows down with the writer; the writer resumes them after each
+write.
 """
 
 from __future__ import annotations
@@ -62,12 +67,25 @@ only the fast path)."""
 _JSON: Final = b"application/json"
 _SSE: Final = b"text/event-stream"
 _MAX_HEADS: Final = 256  # prebuilt heads kept (one per method): bounded against a client inventing methods
+MAX_QUEUED: Final = 1024 * 1024
+"""Bytes queued for the writer past which the lane stops reading its connections (`FastLane`)."""
 
 
 class _Exchange:
     """One request on a lane connection: what its answer has shown so far."""
 
-    __slots__ = ("forwarded", "found", "kind", "message", "parser", "rid", "sent_session", "stream")
+    __slots__ = (
+        "body",
+        "forwarded",
+        "found",
+        "kind",
+        "message",
+        "parser",
+        "rid",
+        "sent_session",
+        "size",
+        "stream",
+    )
 
     def __init__(self, message: MessageLike, rid: Id, sent_session: str | None) -> None:
         self.message = message
@@ -78,6 +96,8 @@ class _Exchange:
         self.stream: StreamState | None = None
         self.found = False
         self.forwarded = False  # some of the answer's messages went out already
+        self.body: list[bytes] = []  # a JSON answer's bytes so far (taken: the connection reads on)
+        self.size = 0  # their length
 
 
 class _LaneConnection(LeanConnection):
@@ -89,6 +109,7 @@ class _LaneConnection(LeanConnection):
         self.exchange: _Exchange | None = None
         self.reused = False
         self.counted = True  # in the lane's count of open connections
+        self.held = False  # left unread while the writer's queue is full
 
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
@@ -110,9 +131,12 @@ class FastLane:
     the caller cancels (or the server answers on another stream) is abandoned here too.
     """
 
-    def __init__(self, transport: StreamableHTTPTransport, *, max_open: int = 100) -> None:
+    def __init__(
+        self, transport: StreamableHTTPTransport, *, max_open: int = 100, max_queued: int = MAX_QUEUED
+    ) -> None:
         self._transport = transport
         self._max_open = max_open
+        self._max_queued = max_queued
         self._open = 0
         self._idle: list[_LaneConnection] = []
         self._room = anyio.Event()
@@ -121,6 +145,12 @@ class FastLane:
         self._heads: dict[str, bytes] = {}
         self._names: dict[bytes, bytes] = {}  # a name's JSON bytes -> its `mcp-name` line
         self._out: list[bytes] = []
+        self.queued = 0
+        """Bytes queued for the writer or being written (what `max_queued` bounds)."""
+        self.most_queued = 0
+        """The most `queued` has been (what the bound allowed: `max_queued` plus one connection's read)."""
+        self._held: list[_LaneConnection] = []
+        self._handovers: list[tuple[MessageLike, StreamState]] = []  # after what is queued is written
         self._answered: list[Id] = []
         self._wake = anyio.Event()
         self._closed = False
@@ -245,6 +275,9 @@ class FastLane:
             self._open -= 1
             self._room.set()
             raise
+        if self._closed:  # closed while connecting (shutdown): nobody would close this one
+            self._discard(conn)
+            raise httpx.ConnectError("the fast lane is closed")
         return conn
 
     # ------------------------------------------------------------------ connections
@@ -293,20 +326,32 @@ class FastLane:
             if kind == _SSE:
                 exchange.parser = SSEParser(self._transport.options.max_message)
                 exchange.stream = StreamState()
+        if self.queued >= self._max_queued:  # the writer is behind: read on once it wrote
+            if not conn.held:
+                conn.held = True
+                self._held.append(conn)
+            return
         if exchange.kind == _JSON:
             self._read_json(conn, exchange)
         else:
             self._read_sse(conn, exchange)
 
     def _read_json(self, conn: _LaneConnection, exchange: _Exchange) -> None:
+        # taken as it comes: left in the connection, a body past its mark would pause the socket for good
+        data = conn.take()
+        if data:
+            exchange.body.append(data)
+            exchange.size += len(data)
         limit = self._transport.options.max_message
-        if conn.buffered > limit:
+        if exchange.size > limit:
             why = f"the server's JSON answer exceeds {limit} bytes (HttpClientOptions.max_message); not read"
             self._finish(conn, exchange, synthesized_error(exchange.rid, jsonrpc.INTERNAL_ERROR, why))
             return
         if not conn.complete:
             return
-        self._deliver(exchange, core.decode(conn.take() or b"", lazy=True))
+        body = exchange.body[0] if len(exchange.body) == 1 else b"".join(exchange.body)
+        exchange.body = []
+        self._deliver(exchange, core.decode(body, lazy=True))
         self._finish(conn, exchange, None if exchange.found else self._missing(exchange))
 
     def _read_sse(self, conn: _LaneConnection, exchange: _Exchange) -> None:
@@ -337,19 +382,23 @@ class FastLane:
         elif conn.complete:  # the stream ended without the answer: resumed by the transport
             self._forget(conn, exchange)
             self._release(conn)
-            self.handed_over += 1
-            self._transport.take_over(exchange.message, stream)
+            self._resume_there(exchange, stream)
 
     def _deliver(self, exchange: _Exchange, items: Iterable[MessageLike | core.FrameError]) -> None:
         """Queue the messages for the writer, sorted as the transport sorts them."""
         found, forward = self._transport.reader.sort(items, exchange.rid, False)
         if forward:
             exchange.forwarded = True
-            self._out.extend([ndjson_frame(message) for message in forward])
-            self._wake.set()
+            self._queue([ndjson_frame(message) for message in forward])
         if found is not False:
             exchange.found = True
             self._answered.append(exchange.rid)
+
+    def _queue(self, frames: list[bytes]) -> None:
+        self._out += frames
+        self.queued += sum(map(len, frames))
+        self.most_queued = max(self.most_queued, self.queued)
+        self._wake.set()
 
     def _missing(self, exchange: _Exchange) -> MessageLike:
         return synthesized_error(
@@ -360,9 +409,8 @@ class FastLane:
         """`exchange` is over: `failure` (if any) is its answer; the connection kept if it ended cleanly."""
         self._forget(conn, exchange)
         if failure is not None:
-            self._out.append(ndjson_frame(failure))
+            self._queue([ndjson_frame(failure)])
             self._answered.append(exchange.rid)
-            self._wake.set()
         self._release(conn)
 
     def _forget(self, conn: _LaneConnection, exchange: _Exchange) -> None:
@@ -375,8 +423,7 @@ class FastLane:
         self._forget(conn, exchange)
         self._discard(conn)
         if exchange.stream is not None:  # an SSE answer cut short: resumed (or failed) by the transport
-            self.handed_over += 1
-            self._transport.take_over(exchange.message, exchange.stream)
+            self._resume_there(exchange, exchange.stream)
         elif conn.reused and not conn.received:  # closed by the server while idle: posted again there
             self.handed_over += 1
             self._transport.take_over(exchange.message)
@@ -384,6 +431,16 @@ class FastLane:
             error = conn.error or httpx.RemoteProtocolError("the server closed the connection")
             text = f"HTTP request failed: {error!r}"
             self._finish(conn, exchange, synthesized_error(exchange.rid, jsonrpc.CONNECTION_CLOSED, text))
+
+    def _resume_there(self, exchange: _Exchange, stream: StreamState) -> None:
+        """The transport resumes `exchange`'s stream; once the writer wrote what is queued when some of
+        the stream's messages went out here (the transport's writes must not overtake them)."""
+        self.handed_over += 1
+        if exchange.forwarded and self.queued:
+            self._handovers.append((exchange.message, stream))
+            self._wake.set()
+        else:
+            self._transport.take_over(exchange.message, stream)
 
     def _hand_over(self, conn: _LaneConnection, exchange: _Exchange) -> None:
         """An answer the lane does not read (status, content type): the transport reads it."""
@@ -404,12 +461,26 @@ class FastLane:
                 self._wake = anyio.Event()
                 out, self._out = self._out, []
                 ids, self._answered = self._answered, []
+                handovers, self._handovers = self._handovers, []
                 if out:
-                    await write(b"".join(out))
+                    data = b"".join(out)
+                    await write(data)
+                    self.queued -= len(data)
                 for rid in ids:
                     answered(rid)
+                for message, stream in handovers:
+                    self._transport.take_over(message, stream)
+                self._resume()
         finally:
             self.close()
+
+    def _resume(self) -> None:
+        """Read on the connections held while the queue was full (until it fills again)."""
+        held, self._held = self._held, []
+        for conn in held:
+            conn.held = False
+            if conn.exchange is not None:
+                self.progress(conn, conn.exchange)
 
     def close(self) -> None:
         """Close every connection of the lane; it takes no more requests. Idempotent."""
@@ -418,5 +489,7 @@ class FastLane:
             self._discard(conn)
         self._idle.clear()
         self._busy.clear()
+        self._held.clear()
+        self._handovers.clear()
         if self._transport.lane is self:
             self._transport.lane = None
