@@ -271,9 +271,15 @@ class GuardedIds:
 
 class ThreadPump:
     """Reads `fd` (a pipe or socket, switched to blocking mode) in a thread of its own until EOF, handing
-    each chunk to `step` in that thread (`Step`)."""
+    each chunk to `step` in that thread (`Step`).
 
-    def __init__(self, fd: int, step: Step, *, name: str, chunk: int = RECEIVE_CHUNK) -> None:
+    With `wakeable` the thread waits in `poll` with a wake-up pipe before each read, so it ends when `run`
+    ends rather than at the next chunk: for an fd that outlives the pump (the process's stdin, which a
+    second `serve_stdio` reads again), whose next chunk a leftover thread would otherwise swallow."""
+
+    def __init__(
+        self, fd: int, step: Step, *, name: str, chunk: int = RECEIVE_CHUNK, wakeable: bool = False
+    ) -> None:
         self._fd = fd
         self._step = step
         self._name = name
@@ -281,6 +287,8 @@ class ThreadPump:
         self._stop = False
         self._error: BaseException | None = None
         self._ended = threading.Event()
+        self._wake: tuple[int, int] | None = os.pipe() if wakeable else None
+        self._wake_lock = threading.Lock()  # the wake-up pipe is closed by the thread, written by `run`
 
     @property
     def ended(self) -> bool:
@@ -289,7 +297,7 @@ class ThreadPump:
 
     async def run(self) -> None:
         """Pump until EOF or a read error; returns once the thread ended. Cancelled, it returns at once and
-        the thread ends at its next chunk or EOF (`wait_ended`)."""
+        the thread ends at its next chunk or EOF (`wait_ended`), or at once if `wakeable`."""
         token = anyio.lowlevel.current_token()
         done = anyio.Event()
 
@@ -299,6 +307,7 @@ class ThreadPump:
             except BaseException as exc:  # raised by `run`, on the loop
                 self._error = exc
             finally:
+                self._close_wake()
                 self._ended.set()
                 with suppress(RuntimeError):
                     anyio.from_thread.run_sync(done.set, token=token)
@@ -309,6 +318,9 @@ class ThreadPump:
             await done.wait()
         finally:
             self._stop = True
+            with self._wake_lock:
+                if self._wake is not None:
+                    os.write(self._wake[1], b"x")
         if self._error is not None:
             raise self._error
 
@@ -316,22 +328,61 @@ class ThreadPump:
         """Wait up to `timeout` seconds for the thread to end; whether it did (its fd may then be closed)."""
         return await anyio.to_thread.run_sync(self._ended.wait, timeout)
 
+    def _close_wake(self) -> None:
+        with self._wake_lock:
+            if self._wake is not None:
+                for fd in self._wake:
+                    os.close(fd)
+                self._wake = None
+
     def _pump(self, token: anyio.lowlevel.EventLoopToken) -> None:
         view = memoryview(bytearray(self._chunk))
         step = self._step
+        ready: select.poll | None = None
+        if self._wake is not None:
+            ready = select.poll()
+            ready.register(self._fd, select.POLLIN)
+            ready.register(self._wake[0], select.POLLIN)
         while True:
+            if ready is not None:
+                ready.poll()
+                if self._stop:
+                    return  # the chunk waiting is left to whoever reads the fd next
             try:
                 size = os.readv(self._fd, (view,))
             except BlockingIOError:  # someone made it non-blocking again: wait for data
-                select.select([self._fd], [], [])
+                _readable(self._fd)
                 continue
             except OSError:
                 return  # a read error ends the stream like an EOF
             if not size or self._stop:
                 return
             work = step(view[:size].tobytes())
-            if work is not None:
-                try:
-                    anyio.from_thread.run(work, token=token)
-                except RuntimeError:  # the loop has ended
-                    return
+            if work is not None and not _run_on_loop(work, token):
+                return
+
+
+def _readable(fd: int) -> None:
+    """Wait until `fd` is readable (`poll`: no limit on the fd's number, unlike `select`)."""
+    ready = select.poll()
+    ready.register(fd, select.POLLIN)
+    ready.poll()
+
+
+def _run_on_loop(work: Callable[[], Coroutine[Any, Any, None]], token: anyio.lowlevel.EventLoopToken) -> bool:
+    """Run `work` on the event loop and wait for it; False if the loop has ended. The work's own errors
+    (a `RuntimeError` among them) are raised, not taken for the loop's end."""
+    started = False
+
+    async def call() -> None:
+        nonlocal started
+        started = True
+        await work()
+
+    try:
+        anyio.from_thread.run(call, token=token)
+    except RuntimeError:
+        if started:
+            raise
+        return False
+    return True
