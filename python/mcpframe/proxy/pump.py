@@ -9,9 +9,10 @@ back-pressure: a slow destination blocks the thread writing to it, so it stops r
 writes then block.
 
 `ThreadWriter` is the `Writer` of a destination written by threads and the loop alike (both directions
-and the proxy's own answers write to the client): one thread lock per destination, held for a whole
-write, so frames never interleave. Its fd stays non-blocking: the loop's `write_nowait` never waits, and
-a thread waits in `poll` with a wake-up pipe, so `aclose` frees a thread stuck on a stalled peer.
+and the proxy's own answers write to the client): one owner at a time writes a whole frame, and a loop
+write the destination took only in part keeps it reserved until a worker thread wrote its rest, so frames
+never interleave. Its fd stays non-blocking: the loop's `write_nowait` never waits, and a thread waits in
+`poll` with a wake-up pipe, so `aclose` frees a thread stuck on a stalled peer.
 
 POSIX pipes and sockets only (`usable`); elsewhere the proxy keeps the event-loop pump.
 """
