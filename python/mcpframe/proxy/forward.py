@@ -302,7 +302,7 @@ class Forwarder:
                 await pump(functools.partial(self._thread_chunk, reader))
             else:
                 await read_through(link, functools.partial(self._route_chunk, reader))
-            await self._route(*reader.close())
+            await self._route(*self._close_reader(reader))
             status = await link.wait()
             await link.aclose()
             self._link = self._up = self._reading = None  # no await from here to `_fail_pending`'s collection
@@ -348,6 +348,15 @@ class Forwarder:
             await session.deliver(b"".join(frames))
 
     # ------------------------------------------------------------------ upstream -> clients
+
+    def _close_reader(
+        self, reader: Reader
+    ) -> tuple[list[tuple[int, bytes]], list[core.Message | core.FrameError]]:
+        """`reader.close()` under `guard`: it touches the shared python `IdMap` the client thread feeds."""
+        if self.guard is None:
+            return reader.close()
+        with self.guard:
+            return reader.close()
 
     def _new_reader(self) -> Reader:
         return Reader(self._core_ids, self._max_frame)

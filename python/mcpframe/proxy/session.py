@@ -130,7 +130,13 @@ class ClientSession:
     async def end(self) -> None:
         """The client's input ended: decode its last unterminated frame, if any."""
         if not self._relay.closed:
-            upward, back = self._sort(*self._relay.close())
+            guard = self._forwarder.guard  # the python `IdMap` is shared with the upstream's pump thread
+            if guard is None:
+                closed = self._relay.close()
+            else:
+                with guard:
+                    closed = self._relay.close()
+            upward, back = self._sort(*closed)
             if back:
                 await self.deliver(back)
             if upward:

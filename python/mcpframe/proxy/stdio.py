@@ -132,7 +132,9 @@ def _start(
 
     async def downstream() -> None:
         if threaded:
-            await ThreadPump(client.read_fd, session.feed_thread, name="mcpframe-proxy-client").run()
+            await ThreadPump(
+                client.read_fd, session.feed_thread, name="mcpframe-proxy-client", wakeable=True
+            ).run()
         else:
             await read_through(client, session.feed_nowait)
         await session.end()
