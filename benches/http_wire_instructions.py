@@ -9,29 +9,23 @@ switches instrumentation on (`callgrind_control -i on`), makes `--calls` calls o
 off, and prints the instructions counted divided by `--calls`: the server process's user-space work per
 call (parsing, checks, dispatch, handler, encode, write; the kernel's part is not counted). `--pythonpath`
 runs another checkout's `python/` (with its native extension) for a before/after. Needs Debian's
-`valgrind`. `--keep FILE` copies the callgrind profile there, for `callgrind_annotate --inclusive=yes
-FILE` (where the instructions of a call go, function by function). Round 4 of issue 11
+`valgrind`. `--keep FILE` keeps callgrind's files as FILE.<name>, for `callgrind_annotate --inclusive=yes
+FILE.callgrind.out` (where the instructions of a call go, function by function). Round 4 of issue 11
 (benches/README.md) was measured with it.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
-import threading
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benches"))
 
+from servers.callgrind import counted_calls, instructions_per_call  # noqa: E402
 from servers.http_wire_client import Session, open_connection  # noqa: E402
-
-WARM_UP = 300
 
 
 def _command(args: argparse.Namespace, out: str) -> list[str]:
@@ -52,46 +46,16 @@ async def _calls(port: int, pid: int, args: argparse.Namespace) -> None:
     session = Session(await open_connection(port), port, args.era, args.tool)
     await session.open()
     await session.check(10_000_000)
-    for rid in range(WARM_UP):
-        await session.call(rid)
-    subprocess.run(["callgrind_control", "-i", "on", str(pid)], check=True, capture_output=True)
-    for rid in range(WARM_UP, WARM_UP + args.calls):
-        await session.call(rid)
-    subprocess.run(["callgrind_control", "-i", "off", str(pid)], check=True, capture_output=True)
+    await counted_calls(session, pid, args.calls)
 
 
 def instructions(args: argparse.Namespace) -> float:
     """The server's instructions per call (see the module doc)."""
-    with tempfile.TemporaryDirectory(prefix="mcpframe-cg-") as tmp:
-        out = os.path.join(tmp, "callgrind.out")
-        path = args.pythonpath or str(ROOT / "python")
-        env = {**os.environ, "PYTHONPATH": path, "PYTHONHASHSEED": "0"}
-        child = subprocess.Popen(
-            _command(args, out), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
-        )
-        assert child.stdout is not None
-        port = 0
-        for line in child.stdout:
-            if "http://" in line:
-                port = int(line.split("http://", 1)[1].split("/", 1)[0].rsplit(":", 1)[1])
-                break
-        if not port:
-            raise RuntimeError(f"the {args.server} server did not start under valgrind")
-        threading.Thread(target=lambda: [None for _ in child.stdout or ()], daemon=True).start()
-        try:
-            asyncio.run(_calls(port, child.pid, args))
-        finally:
-            child.terminate()
-            child.wait(timeout=60)
-        total = 0
-        for name in os.listdir(tmp):
-            with open(os.path.join(tmp, name)) as dump:
-                for line in dump:
-                    if line.startswith(("totals:", "summary:")):
-                        total = max(total, int(line.split()[1]))
-                if args.keep and name.startswith("callgrind.out"):
-                    shutil.copyfile(os.path.join(tmp, name), args.keep)
-        return total / args.calls
+    path = args.pythonpath or str(ROOT / "python")
+    env = {**os.environ, "PYTHONPATH": path, "PYTHONHASHSEED": "0"}
+    return instructions_per_call(
+        lambda out: _command(args, out), env, lambda port, pid: _calls(port, pid, args), args.calls, args.keep
+    )
 
 
 def main(argv: list[str]) -> int:
@@ -102,7 +66,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--tool", choices=("aecho", "echo"), default="aecho")
     parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--pythonpath", help="another checkout's python/ folder (before/after)")
-    parser.add_argument("--keep", help="copy the callgrind profile to this file")
+    parser.add_argument("--keep", help="keep callgrind's output files as KEEP.<name> (callgrind_annotate)")
     args = parser.parse_args(argv)
     per_call = instructions(args)
     print(f"{args.server} {args.mode} {args.era} {args.tool}: {per_call:,.0f} instructions per call")

@@ -16,20 +16,15 @@ counted), steady on a noisy machine where CPU time is not. `--accept json`: the 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
-import subprocess
 import sys
-import tempfile
-import threading
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benches"))
 
+from servers.callgrind import counted_calls, instructions_per_call  # noqa: E402
 from servers.http_wire_client import Session, open_connection  # noqa: E402
-
-WARM_UP = 300
 
 
 def _command(args: argparse.Namespace, out: str) -> list[str]:
@@ -45,47 +40,16 @@ async def _calls(port: int, pid: int, args: argparse.Namespace) -> None:
         session.base = session.head = session.base.replace(b", text/event-stream", b"")
     await session.open()
     await session.check(10_000_000)
-    for rid in range(WARM_UP):
-        await session.call(rid)
-    subprocess.run(["callgrind_control", "-i", "on", str(pid)], check=True, capture_output=True)
-    for rid in range(WARM_UP, WARM_UP + args.calls):
-        await session.call(rid)
-    subprocess.run(["callgrind_control", "-i", "off", str(pid)], check=True, capture_output=True)
+    await counted_calls(session, pid, args.calls)
 
 
 def instructions(args: argparse.Namespace) -> float:
     """The proxy's instructions per call (see the module doc)."""
-    with tempfile.TemporaryDirectory(prefix="mcpframe-cg-") as tmp:
-        out = os.path.join(tmp, "callgrind.out")
-        path = args.pythonpath or str(ROOT / "python")
-        env = {**os.environ, "PYTHONPATH": path, "PYTHONHASHSEED": "0"}
-        child = subprocess.Popen(
-            _command(args, out), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
-        )
-        assert child.stdout is not None
-        port = 0
-        for line in child.stdout:
-            if "Streamable HTTP on http://" in line:
-                port = int(line.split("http://", 1)[1].split("/", 1)[0].rsplit(":", 1)[1])
-                break
-        if not port:
-            raise RuntimeError("the proxy did not start under valgrind")
-        threading.Thread(target=lambda: [None for _ in child.stdout or ()], daemon=True).start()
-        try:
-            asyncio.run(_calls(port, child.pid, args))
-        finally:
-            child.terminate()
-            child.wait(timeout=60)
-        total = 0
-        for name in os.listdir(tmp):
-            with open(os.path.join(tmp, name)) as dump:
-                for line in dump:
-                    if line.startswith(("totals:", "summary:")):
-                        total = max(total, int(line.split()[1]))
-        if args.keep:
-            for name in os.listdir(tmp):
-                os.replace(os.path.join(tmp, name), f"{args.keep}.{name}")
-        return total / args.calls
+    path = args.pythonpath or str(ROOT / "python")
+    env = {**os.environ, "PYTHONPATH": path, "PYTHONHASHSEED": "0"}
+    return instructions_per_call(
+        lambda out: _command(args, out), env, lambda port, pid: _calls(port, pid, args), args.calls, args.keep
+    )
 
 
 def main(argv: list[str]) -> int:
