@@ -124,9 +124,12 @@ class Child:
         os.write(self.wfd, core.encode_notification("notifications/initialized"))
 
     def close(self) -> None:
-        with suppress(OSError):
-            os.close(self.wfd)
-        self.proc.stdin = None
+        # Close stdin through its file object, once: an os.close of its fd left the object to close the same
+        # number again when collected (EBADF, or another file's fd if the number was reused meanwhile).
+        stdin, self.proc.stdin = self.proc.stdin, None
+        if stdin is not None:
+            with suppress(OSError):
+                stdin.close()
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
