@@ -17,6 +17,7 @@ import pytest
 from tests.proxy._listen_support import Proxy, child_env, in_process_proxy
 from tests.proxy.conftest import PEER
 
+from mcpframe.http.wire import Parked
 from mcpframe.proxy.listen_bridge import FastRoute, SessionBridge
 from mcpframe.proxy.listen_output import HIGH_WATER, LOW_WATER, ChildOutput
 from mcpframe.proxy.pool import ChildPool
@@ -184,14 +185,15 @@ async def test_a_fast_call_given_up_is_cancelled_at_the_child(proxy: Proxy, http
     with anyio.fail_after(10):
         async with http.stream("GET", proxy.url, headers=get_headers) as stream:
             assert stream.status_code == 200
-            finish = proxy.app.fast.post({**JSON_ONLY, **headers}, json.dumps(_call(7, "slow")).encode())
-            assert callable(finish)  # taken: the POST waits for the child's answer
-            running = finish(None, None)  # type: ignore[arg-type]
-            running.send(None)  # stepped by hand up to its wait for the answer
+            parked = proxy.app.fast.post({**JSON_ONLY, **headers}, json.dumps(_call(7, "slow")).encode())
+            assert isinstance(parked, Parked)  # taken: the POST waits for the child's answer
             assert len(_fast_routes(proxy)) == 1
-            with pytest.raises(asyncio.CancelledError):  # as the lean server cancels calls when it closes
-                running.throw(asyncio.CancelledError())
+            delivered: list[object] = []
+            parked.deliver = delivered.append
+            parked.cancel()  # as the lean server does with parked answers when it closes
             assert _fast_routes(proxy) == []
+            parked.cancel()  # once only
+            assert delivered == []
             async for line in stream.aiter_lines():  # the peer reports the cancel it got on the GET stream
                 if "test/cancelled" in line:
                     break

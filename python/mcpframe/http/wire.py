@@ -29,7 +29,9 @@ A request is handed to the app once the bytes that carried it have been parsed (
 `data_received`, so a small request's body is already there), and its first step runs at once, eagerly
 (`mcpframe.session.eager`, as the Session starts handlers): an answer that needs no waiting is written
 before `data_received` returns, with no task created or scheduled for it. One that waits continues in a
-task of its own, as before.
+task of its own, as before. An app whose fast answer waits for one event it is told of (the listening
+proxy's child answering) may instead return a `Parked`: no task, no future; the app calls its `deliver`
+with the response where the event lands (a pipe read), and the response is written from there.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ from mcpframe.session import eager
 from .asgi import Message, Receive, Scope, Send
 from .wire_parts import REASONS, Clock, Cycle, HeadTooLarge, Later, Whole, WireAnswer, header_lines
 
-__all__ = ["Later", "Whole", "WireAnswer", "WireServer", "serve_asgi"]
+__all__ = ["FastAnswer", "Later", "Parked", "Whole", "WireAnswer", "WireServer", "serve_asgi"]
 
 logger = logging.getLogger("mcpframe.http")
 
@@ -59,6 +61,31 @@ _MAX_PIPELINED = 8  # requests parsed ahead of the one being answered before rea
 _ABORT_WAIT = 1.0  # after `drain`'s bound: how long closed connections get to flush before they are aborted
 _SWEEP_MAX = 1.0  # the longest pause between two checks of the connections' deadlines
 _SWEEP_MIN = 0.01
+
+
+class Parked:
+    """A fast answer (`WireServer.fast`) that is not ready yet, kept by the app until it is.
+
+    The connection sets `deliver`; the app calls it once, with the `Whole` response (written at once, from
+    wherever the app is: no task or loop turn between the event and the write) or with a `Later` (run as a
+    task, as `_Connection._next` runs one). If the server closes first it calls `cancel` instead (a
+    `deliver` after that is ignored). Subclasses add the slots they need."""
+
+    __slots__ = ("deliver",)
+
+    def __init__(self) -> None:
+        self.deliver: Callable[[WireAnswer], None] = _ignored
+
+    def cancel(self) -> None:
+        """The server closes before the answer came: give the request up."""
+
+
+def _ignored(answer: WireAnswer) -> None:
+    """What a `Parked` delivers to before it is parked, and once it was cancelled."""
+
+
+FastAnswer = WireAnswer | Parked
+"""What an app's `wire_fast(target, headers, body)` may answer a complete POST with (`None`: ASGI)."""
 
 
 class _Connection(asyncio.Protocol):
@@ -201,10 +228,28 @@ class _Connection(asyncio.Protocol):
                 cycle.delivered = True
                 if isinstance(answer, tuple):
                     self._write_whole(cycle, answer)
+                elif isinstance(answer, Parked):
+                    self._park(cycle, answer)
                 else:
                     self.owner.start(self._run(cycle, answer))
                 return
         self.owner.start(self._run(cycle))
+
+    def _park(self, cycle: Cycle, parked: Parked) -> None:
+        self.owner.parked.add(parked)
+        parked.deliver = lambda answer: self._unpark(cycle, parked, answer)
+
+    def _unpark(self, cycle: Cycle, parked: Parked, answer: WireAnswer) -> None:
+        """A `Parked` answer came: a whole one is written now (unless the client reads too slowly or left:
+        then it goes the way of a `Later`, which waits or drops it)."""
+        self.owner.parked.discard(parked)
+        parked.deliver = _ignored
+        if isinstance(answer, tuple):
+            if self.writable is None and not self.lost:
+                self._write_whole(cycle, answer)
+                return
+            answer = _ready(answer)
+        self.owner.start(self._run(cycle, answer))
 
     def _write_whole(self, cycle: Cycle, answer: Whole, *, then: bool = True) -> None:
         """A fast answer (to a POST: it has a body): head and body in one write, then (`then`) the next
@@ -414,6 +459,15 @@ class _Connection(asyncio.Protocol):
         self.idle_deadline = None
 
 
+def _ready(whole: Whole) -> Later:
+    """A `Later` whose answer is `whole` (a parked answer that cannot be written at once)."""
+
+    async def ready(receive: Receive, send: Send) -> Whole:
+        return whole
+
+    return ready
+
+
 class WireServer:
     """The lean server on one listening socket, and its graceful stop.
 
@@ -428,13 +482,14 @@ class WireServer:
         self.head_timeout = head_timeout
         self.connections: set[_Connection] = set()
         self.tasks: set[asyncio.Task[None]] = set()  # the app calls running (one per busy connection)
+        self.parked: set[Parked] = set()  # fast answers the app will deliver (no task: see `Parked`)
         self.draining = False
         self._server: asyncio.Server | None = None
         self._all_closed: asyncio.Event | None = None
         self._sweeper: asyncio.Task[None] | None = None
         self._eager: eager.EagerStarter | None = None
         # the app's hot path for a complete POST (`WireAnswer`), e.g. `StreamableHTTPServer.wire_fast`
-        self.fast: Callable[[bytes, list[tuple[bytes, bytes]], bytes], WireAnswer | None] | None
+        self.fast: Callable[[bytes, list[tuple[bytes, bytes]], bytes], FastAnswer | None] | None
         self.fast = getattr(app, "wire_fast", None)
         self._sweep_every = min(_SWEEP_MAX, max(_SWEEP_MIN, min(keepalive_timeout, head_timeout) / 4))
 
@@ -494,6 +549,7 @@ class WireServer:
         for connection in list(self.connections):
             if connection.transport is not None:
                 connection.transport.close()
+        self._cancel_parked()
         for task in list(self.tasks):
             task.cancel()
         if self.tasks:
@@ -511,6 +567,13 @@ class WireServer:
         if self._eager is not None:
             self._eager.close()  # its idle host task ends on its own
             self._eager = None
+
+    def _cancel_parked(self) -> None:
+        """Closing: the parked answers are given up (a delivery after this is dropped)."""
+        for parked in list(self.parked):
+            self.parked.discard(parked)
+            parked.deliver = _ignored
+            parked.cancel()
 
     def track(self, task: asyncio.Task[None]) -> None:
         self.tasks.add(task)

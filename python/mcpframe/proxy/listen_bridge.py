@@ -110,14 +110,17 @@ class Route:
 
 
 class FastRoute:
-    """A request the fast path wrote to the child (`listen_fast`): the POST waits on `waiter` alone.
+    """A request the fast path wrote to the child (`listen_fast`): its POST waits for `finish` alone.
 
-    `waiter` gets the child's answer (`bytes`), `None` when the client cancelled the request, or, once the
-    request needs more than its answer (the child sent something else while it was the newest request, or
-    it waited past its hold), the `Route` that takes its place: from there on the full path answers it.
+    `finish` is called once, with the child's answer (`bytes`), `None` when the client cancelled the
+    request, or, once the request needs more than its answer (the child sent something else while it was
+    the newest request, or it waited past its hold), the `Route` that takes its place: from there on the
+    full path answers it. An answer read from the child's pipe is finished there (`answer_now`); the rest
+    one loop turn later (`answer`, `upgrade`), as when the POST awaited a future: never inside the bridge's
+    own routing step.
     """
 
-    __slots__ = ("bridge", "deadline", "rid", "session", "slot_release", "waiter")
+    __slots__ = ("bridge", "deadline", "done", "finish", "rid", "session", "slot_release")
     closed = False  # what `SessionBridge._target` asks of a route
 
     def __init__(
@@ -127,18 +130,28 @@ class FastRoute:
         rid: Id,
         slot_release: Callable[[], None],
         deadline: float,
+        *,
+        finish: Callable[[bytes | Route | None], None],
     ) -> None:
         self.bridge = bridge
         self.session = session
         self.rid = rid
         self.slot_release = slot_release
         self.deadline = deadline
-        self.waiter: asyncio.Future[bytes | Route | None] = asyncio.get_running_loop().create_future()
+        self.finish = finish
+        self.done = False  # `finish` was called or is scheduled (or the POST gave the request up)
 
     def answer(self, frame: bytes | None) -> None:
         """The child's answer (or `None`: nothing will come); the bridge has dropped the request."""
-        if not self.waiter.done():
-            self.waiter.set_result(frame)
+        if not self.done:
+            self.done = True
+            asyncio.get_running_loop().call_soon(self.finish, frame)
+
+    def answer_now(self, frame: bytes) -> None:
+        """The child's answer, read just now from its pipe: the POST is answered from here."""
+        if not self.done:
+            self.done = True
+            self.finish(frame)
 
     def answered(self, rid: Id) -> None:
         """The client cancelled the request (`SessionBridge.client_cancelled`)."""
@@ -146,7 +159,7 @@ class FastRoute:
 
     def waiting(self) -> bool:
         """Whether the request is still the bridge's and unanswered."""
-        return not self.waiter.done() and self.bridge.pending.get(self.rid) is self
+        return not self.done and self.bridge.pending.get(self.rid) is self
 
     def upgrade(self) -> Route:
         """A `Route` with a stream of the session in this request's place, as `BridgePosts` makes one; the
@@ -157,7 +170,8 @@ class FastRoute:
         route.on_close += (self.slot_release, lambda: session.stream_ended(stream))
         route.on_close.append(lambda: self.bridge._forget(route))
         self.bridge.pending[self.rid] = route
-        self.waiter.set_result(route)
+        self.done = True
+        asyncio.get_running_loop().call_soon(self.finish, route)
         return route
 
 
@@ -286,7 +300,10 @@ class SessionBridge:
         if type(route) is not FastRoute:
             return False
         del self.pending[item.id]
-        route.answer(item.raw)
+        try:
+            route.answer_now(item.raw)
+        except Exception:  # a bug costs this POST, never the child's pipe read (`ChildOutput`)
+            logger.exception("answering request %r failed", item.id)
         return True
 
     async def _fail_pending(self, why: str) -> None:

@@ -17,8 +17,9 @@ declines (`None`) with nothing started, and the full path (`BridgePosts`) answer
 
 The body's bytes go to the child as they came (the child is the session's alone, so its ids are the
 client's: nothing to rewrite, as on the full path). The request waits in the bridge's map as a
-`FastRoute`: its answer is handed to the POST as bytes where the child's pipe read lands
-(`SessionBridge._take`, `ChildOutput`) and written as the whole response, JSON, or for a
+`FastRoute`, its POST parked on the lean server (`wire.Parked`: no task, no future): its answer is handed
+to the POST as bytes where the child's pipe read lands (`SessionBridge._take`, `ChildOutput`) and written
+there, to the client's socket, as the whole response, JSON, or for a
 client that prefers SSE (the default `resumable` mode with a 2025-11-25 client) the priming event and
 the answer event, both stored in the memory event store first, as the direct server's fast path does.
 What needs more than that answer continues on the full path, exactly as there (the `FastRoute` is
@@ -29,8 +30,8 @@ path opens it. The hold is `SSE_HOLD` when SSE is preferred, `stream_after` (the
 for JSON) for a client that takes either in `--response-mode auto`, and none for one that takes JSON only.
 
 What it saves per call: the ASGI scope and messages, the body read, the params decoded into Python
-values, the `Stream`, the `Route`, the SSE pipe and its task, and the two loop trips of the anyio write
-to the child.
+values, the `Stream`, the `Route`, the SSE pipe and its task, the two loop trips of the anyio write to the
+child, and the task (and its loop turns) that would wait for the answer.
 """
 
 from __future__ import annotations
@@ -50,7 +51,8 @@ from mcpframe.http.headers import FIRST_STATELESS, MCP_PROTOCOL_VERSION, MCP_SES
 from mcpframe.http.post import one_line
 from mcpframe.http.responses import SSE_HEADERS, Reply, error_response
 from mcpframe.http.streams import format_event, new_stream_id
-from mcpframe.http.wire_parts import Whole, WireAnswer
+from mcpframe.http.wire import FastAnswer, Parked
+from mcpframe.http.wire_parts import Later, Whole
 
 from .listen_bridge import FastRoute, Route, SessionBridge, cancel_frame
 
@@ -89,17 +91,21 @@ class FastPosts:
         self._sweeping = False
         self.taken = 0  # POSTs the fast path took (tests and benchmarks read it)
 
-    def post(self, headers: dict[str, str], data: bytes) -> WireAnswer | None:
+    def post(self, headers: dict[str, str], data: bytes) -> FastAnswer | None:
         """Write the POST's request to its child and return what finishes the answer, or `None`."""
         try:
             return self._post(headers, data)
         except Exception as exc:  # as on the full path: a bug costs this request, answered
-            logger.exception("POST %s failed", self.posts.options.path)
-            why = f"Internal error: handling this POST failed ({type(exc).__name__})"
-            reply = error_response(500, why, code=jsonrpc.INTERNAL_ERROR)
-            return reply.status, reply.header_lines(), reply.body
+            return self.failed(exc)
 
-    def _post(self, headers: dict[str, str], data: bytes) -> WireAnswer | None:
+    def failed(self, exc: Exception) -> Whole:
+        """The 500 answer of a POST whose handling failed (logged)."""
+        logger.exception("POST %s failed", self.posts.options.path)
+        why = f"Internal error: handling this POST failed ({type(exc).__name__})"
+        reply = error_response(500, why, code=jsonrpc.INTERNAL_ERROR)
+        return reply.status, reply.header_lines(), reply.body
+
+    def _post(self, headers: dict[str, str], data: bytes) -> FastAnswer | None:
         posts = self.posts
         accepts = Accepts.parse(headers.get("accept"))
         if refusal_of(headers, accepts) is not None or len(data) > posts.options.max_body:
@@ -117,8 +123,9 @@ class FastPosts:
         slot = posts.admission.try_enter(1, ping=request.method == protocol.PING)
         if slot is None:
             return None
-        loop = asyncio.get_running_loop()
-        route = FastRoute(bridge, session, rid, slot.release, loop.time() + hold)
+        deadline = hold if hold == math.inf else asyncio.get_running_loop().time() + hold
+        parked = _Parked(self, accepts, sse)
+        route = parked.route = FastRoute(bridge, session, rid, slot.release, deadline, finish=parked.finish)
         bridge.pending[rid] = route  # before the write: no answer can come before its request is known
         if not bridge.child.write_now(one_line(request.raw)):
             del bridge.pending[rid]
@@ -128,7 +135,7 @@ class FastPosts:
         self.taken += 1
         if hold != math.inf:
             self._hold_route(route)
-        return self._finisher(route, accepts, sse)
+        return parked
 
     def _in_session(
         self, headers: dict[str, str], data: bytes
@@ -163,39 +170,6 @@ class FastPosts:
         wait = posts.options.stream_after
         close_idle = posts.options.close_idle_streams
         return (wait if close_idle is None else min(wait, close_idle)), False
-
-    def _finisher(self, route: FastRoute, accepts: Accepts, sse: bool) -> WireAnswer:
-        """What the lean server runs (eagerly) for the answer: the whole response once the child's answer
-        is in, else (upgraded) the full path's answer."""
-        posts = self.posts
-        session = route.session
-        headers = {MCP_SESSION_ID: session.id}
-
-        async def finish(receive: Receive, send: Send) -> Whole | None:
-            try:
-                got = await route.waiter
-            except BaseException:  # cancelled (shutdown): the request is given up, its slot freed
-                if route.bridge.forget(route):
-                    self._cancel_upstream(route)
-                route.slot_release()
-                raise
-            finally:
-                self.held.pop(route, None)
-                session.touch(-1)
-            if isinstance(got, Route):
-                answer = await answering(
-                    "POST",
-                    posts.options.path,
-                    posts.answer(got, session, accepts, headers, route.bridge, late=not got.stream.saw_other),
-                )
-                if isinstance(answer, Reply):
-                    return answer.status, answer.header_lines(), answer.body
-                await answer(receive, send)
-                return None
-            route.slot_release()
-            return self._whole(session, got, sse)
-
-        return finish
 
     def _cancel_upstream(self, route: FastRoute) -> None:
         """Tell the child to stop working on a request nobody waits for (as `SessionBridge.abandon` does on
@@ -253,6 +227,68 @@ class FastPosts:
                         route.upgrade()
         finally:
             self._sweeping = False
+
+
+class _Parked(Parked):
+    """A taken POST parked on the lean server until its `FastRoute` is finished (see the module doc)."""
+
+    __slots__ = ("accepts", "fast", "route", "sse")
+
+    route: FastRoute
+
+    def __init__(self, fast: FastPosts, accepts: Accepts, sse: bool) -> None:
+        super().__init__()
+        self.fast = fast
+        self.accepts = accepts
+        self.sse = sse
+
+    def finish(self, got: bytes | Route | None) -> None:
+        """The route's end (`FastRoute.finish`): the whole response once the child's answer is in, else
+        (upgraded) the full path's answer."""
+        fast, route = self.fast, self.route
+        fast.held.pop(route, None)
+        route.session.touch(-1)
+        if isinstance(got, Route):
+            self.deliver(self._full(got))
+            return
+        route.slot_release()
+        try:
+            whole = fast._whole(route.session, got, self.sse)
+        except Exception as exc:  # as on the full path: a bug costs this request, answered
+            whole = fast.failed(exc)
+        self.deliver(whole)
+
+    def _full(self, got: Route) -> Later:
+        posts, route, accepts = self.fast.posts, self.route, self.accepts
+        session = route.session
+        headers = {MCP_SESSION_ID: session.id}
+
+        async def full(receive: Receive, send: Send) -> Whole | None:
+            late = not got.stream.saw_other
+            answer = await answering(
+                "POST",
+                posts.options.path,
+                posts.answer(got, session, accepts, headers, route.bridge, late=late),
+            )
+            if isinstance(answer, Reply):
+                return answer.status, answer.header_lines(), answer.body
+            await answer(receive, send)
+            return None
+
+        return full
+
+    def cancel(self) -> None:
+        """The lean server closes (shutdown) before the answer came: the request is given up, its slot
+        freed, the child told (an answer already on its way finishes the route as usual)."""
+        route = self.route
+        if route.done:
+            return
+        route.done = True
+        self.fast.held.pop(route, None)
+        route.session.touch(-1)
+        if route.bridge.forget(route):
+            self.fast._cancel_upstream(route)
+        route.slot_release()
 
 
 _TOKEN = ("params", "_meta", protocol.PROGRESS_TOKEN)

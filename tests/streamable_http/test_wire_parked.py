@@ -1,0 +1,140 @@
+"""The lean server's parked fast answers (`wire.Parked`): written where the app delivers them, in order with
+pipelined requests; a `Later` delivered runs as a task; the server's close cancels what is still parked."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import pytest
+
+from mcpframe.http.asgi import Receive, Send
+from mcpframe.http.wire import Parked, WireServer
+from mcpframe.http.wire_parts import Whole, WireAnswer
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"  # the server is built on asyncio Protocols
+
+
+class _Held(Parked):
+    __slots__ = ("body", "cancelled")
+
+    def __init__(self, body: bytes) -> None:
+        super().__init__()
+        self.body = body
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+class _App:
+    """Every POST is parked; the test delivers (or not) each answer itself."""
+
+    def __init__(self) -> None:
+        self.parked: list[_Held] = []
+        self.arrived = asyncio.Event()
+
+    async def __call__(self, scope: Any, receive: Receive, send: Send) -> None:
+        raise AssertionError("every POST takes the fast path here")
+
+    def wire_fast(
+        self, target: bytes, headers: list[tuple[bytes, bytes]], body: bytes
+    ) -> WireAnswer | Parked:
+        held = _Held(body)
+        self.parked.append(held)
+        self.arrived.set()
+        return held
+
+
+@asynccontextmanager
+async def _serving(app: _App) -> AsyncIterator[tuple[WireServer, asyncio.StreamReader, asyncio.StreamWriter]]:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(4)
+    wire = WireServer(app)
+    await wire.listen(sock)
+    reader, writer = await asyncio.open_connection("127.0.0.1", sock.getsockname()[1])
+    try:
+        yield wire, reader, writer
+    finally:
+        writer.close()
+        await wire.close()
+        sock.close()
+
+
+def _post(body: bytes) -> bytes:
+    return b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
+async def _parked(app: _App, count: int) -> None:
+    while len(app.parked) < count:
+        app.arrived.clear()
+        await app.arrived.wait()
+
+
+async def _answers(reader: asyncio.StreamReader, count: int) -> bytes:
+    got = b""
+    while got.count(b"HTTP/1.1 200") < count or not got.endswith((b"first", b"second", b"later")):
+        chunk = await reader.read(65536)
+        assert chunk, got
+        got += chunk
+    return got
+
+
+async def test_a_parked_answer_is_written_when_delivered_and_the_next_request_follows() -> None:
+    app = _App()
+    with anyio.fail_after(10):
+        async with _serving(app) as (wire, reader, writer):
+            writer.write(_post(b"first") + _post(b"second"))  # pipelined: the second waits for the first
+            await _parked(app, 1)
+            first = app.parked[0]
+            assert wire.parked == {first}
+            assert len(app.parked) == 1
+            first.deliver((200, b"content-type: text/plain\r\n", b"first"))  # written from here, no task
+            assert not wire.tasks
+            assert len(app.parked) == 2  # ... and the next request was started at once
+            assert wire.parked == {app.parked[1]}
+            app.parked[1].deliver((200, b"", b"second"))
+            assert wire.parked == set()
+            got = await _answers(reader, 2)
+    assert got.index(b"first") < got.index(b"second")
+    assert got.count(b"content-length: ") == 2
+    assert not first.cancelled
+
+
+async def test_a_later_delivered_runs_as_a_task() -> None:
+    app = _App()
+
+    async def later(receive: Receive, send: Send) -> Whole:
+        await asyncio.sleep(0)  # it waits: a task runs the rest
+        return 200, b"", b"later"
+
+    with anyio.fail_after(10):
+        async with _serving(app) as (_, reader, writer):
+            writer.write(_post(b"x"))
+            await _parked(app, 1)
+            app.parked[0].deliver(later)
+            assert (await _answers(reader, 1)).endswith(b"later")
+
+
+async def test_the_servers_close_cancels_what_is_parked_and_a_late_delivery_is_dropped() -> None:
+    app = _App()
+    with anyio.fail_after(10):
+        async with _serving(app) as (wire, reader, writer):
+            writer.write(_post(b"x"))
+            await _parked(app, 1)
+            held = app.parked[0]
+            await wire.close()
+            assert held.cancelled
+            assert wire.parked == set()
+            held.deliver((200, b"", b"too late"))  # ignored: the request was given up
+            assert await reader.read() == b""  # closed with nothing written
