@@ -9,6 +9,7 @@ pub mod digits;
 pub mod encode;
 pub mod envelope;
 pub mod framing;
+pub mod http_head;
 pub mod pages;
 pub mod relay;
 pub mod scan;

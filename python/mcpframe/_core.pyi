@@ -28,6 +28,7 @@ __all__ = [
     "encode_notification",
     "encode_request",
     "encode_result",
+    "plain_request",
     "splice_id",
     "value_span",
 ]
@@ -183,6 +184,11 @@ def splice_id(frame: bytes, new_id: _Id, /) -> bytes:
 
 def value_span(frame: bytes, path: Sequence[str], /) -> tuple[int, int] | None:
     """The ``(start, end)`` byte span of the value at the key ``path`` in a raw message, or None."""
+
+def plain_request(
+    data: bytes, start: int, /
+) -> tuple[str, bytes, list[tuple[bytes, bytes]], bytes, int] | None:
+    """``(method, target, headers, body, next)`` of the plain HTTP/1.1 request at ``data[start]``, or None."""
 
 def encode_request(id: _Id, method: str, params: Any = None, /) -> bytes:
     """``{"jsonrpc":"2.0","id":…,"method":…,"params":…}`` + LF; ``params`` omitted when None.

@@ -8,6 +8,7 @@ mod decoder;
 mod encoder;
 mod errors;
 mod ffi;
+mod http_head;
 mod relay;
 mod span;
 
@@ -21,5 +22,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     correlator::register(m)?;
     span::register(m)?;
     relay::register(m)?;
+    http_head::register(m)?;
     Ok(())
 }

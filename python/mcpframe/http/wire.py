@@ -29,9 +29,16 @@ A request is handed to the app once the bytes that carried it have been parsed (
 `data_received`, so a small request's body is already there), and its first step runs at once, eagerly
 (`mcpframe.session.eager`, as the Session starts handlers): an answer that needs no waiting is written
 before `data_received` returns, with no task created or scheduled for it. One that waits continues in a
-task of its own, as before. An app whose fast answer waits for one event it is told of (the listening
-proxy's child answering) may instead return a `Parked`: no task, no future; the app calls its `deliver`
-with the response where the event lands (a pipe read), and the response is written from there.
+task of its own, as before.
+
+A plain request (the common case: see `core.plain_request`) is read in one native call where httptools
+stands between two requests; everything else (HTTP/1.0, chunked bodies, `Expect`, `Connection: close`, a
+head or body split over reads, what is refused with 400 or 431) is httptools', from the same byte on, as
+before.
+
+An app whose fast answer waits for one event it is told of (the listening proxy's child answering) may
+return a `Parked`: no task, no future; the app calls its `deliver` with the response where the event
+lands (a pipe read), and the response is written from there.
 """
 
 from __future__ import annotations
@@ -46,6 +53,7 @@ from urllib.parse import unquote
 
 import httptools
 
+from mcpframe import core
 from mcpframe.session import eager
 
 from .asgi import Message, Receive, Scope, Send
@@ -61,6 +69,9 @@ _MAX_PIPELINED = 8  # requests parsed ahead of the one being answered before rea
 _ABORT_WAIT = 1.0  # after `drain`'s bound: how long closed connections get to flush before they are aborted
 _SWEEP_MAX = 1.0  # the longest pause between two checks of the connections' deadlines
 _SWEEP_MIN = 0.01
+# the native backend reads a plain request in one call; the python one's `plain_request` (the contract's
+# reference) is slower than httptools, so there httptools reads every request
+_PLAIN = core.plain_request if core.BACKEND == "native" else None
 
 
 class Parked:
@@ -102,6 +113,9 @@ class _Connection(asyncio.Protocol):
         self.pending: deque[Cycle] = deque()  # parsed (head at least), not yet answered
         self.current: Cycle | None = None
         self.parsing: Cycle | None = None  # the request whose bytes the parser is reading
+        # httptools stands between two requests of a kept-alive connection: a plain request may be read
+        # without it (`_plain`)
+        self.between = _PLAIN is not None
         self.lost = False
         self.head_bytes = 0
         self.url = b""
@@ -130,7 +144,10 @@ class _Connection(asyncio.Protocol):
         if self.current is None and not self.pending:
             self._disarm_idle()
         try:
-            self.parser.feed_data(data)
+            if self.between:
+                data = self._plain(data)
+            if data:
+                self.parser.feed_data(data)
             if self.current is None and self.pending:
                 self._next()
         except httptools.HttpParserUpgrade:
@@ -162,7 +179,24 @@ class _Connection(asyncio.Protocol):
 
     # ---------------------------------------------------------------- the parser's callbacks
 
+    def _plain(self, data: bytes) -> bytes:
+        """Queue the plain requests at the start of `data` (`core.plain_request`: one call each, where
+        httptools makes a Python call per URL, header and body part); the rest is httptools'."""
+        assert _PLAIN is not None
+        start = 0
+        while start < len(data) and (request := _PLAIN(data, start)) is not None:
+            method, target, headers, body, start = request
+            cycle = Cycle(method, target, "1.1", headers, True)
+            cycle.complete = True
+            if body:
+                cycle.body.append(body)
+            self.pending.append(cycle)
+            if len(self.pending) > _MAX_PIPELINED and self.transport is not None:
+                self.transport.pause_reading()  # as `on_message_complete` does
+        return data[start:] if start else data
+
     def on_message_begin(self) -> None:
+        self.between = False
         self.url, self.headers, self.head_bytes, self.expect_continue = b"", [], 0, False
         self.head_deadline = self.loop.time() + self.owner.head_timeout
 
@@ -205,6 +239,8 @@ class _Connection(asyncio.Protocol):
         if cycle is None:
             return
         self.parsing = None
+        # after `Connection: close` (or HTTP/1.0) httptools refuses what follows: it reads all of that
+        self.between = cycle.keep_alive and _PLAIN is not None
         cycle.complete = True
         if cycle.more is not None:
             cycle.more.set()
