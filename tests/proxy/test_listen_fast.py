@@ -316,3 +316,21 @@ async def test_child_output_stops_reading_while_its_reader_lags_and_keeps_order(
     fresh.connection_lost(None)
     with pytest.raises(StopAsyncIteration):
         await waiting
+
+
+async def test_host_origin_and_media_are_checked_on_every_post_after_allowed_ones(
+    proxy: Proxy, http: httpx.AsyncClient
+) -> None:
+    headers = {**JSON_ONLY, **await _session(http, proxy.url)}
+    assert (await http.post(proxy.url, json=_call(1, "echo"), headers=headers)).status_code == 200
+    assert proxy.app.fast.taken == 1  # its Host, Origin and media types are remembered as allowed
+    bad_host = await http.post(proxy.url, json=_call(2, "echo"), headers={**headers, "host": "evil.example"})
+    assert bad_host.status_code == 421
+    origin = {**headers, "origin": "http://evil.example"}
+    assert (await http.post(proxy.url, json=_call(3, "echo"), headers=origin)).status_code == 403
+    not_json = {**headers, "content-type": "text/plain"}
+    assert (await http.post(proxy.url, json=_call(4, "echo"), headers=not_json)).status_code == 415
+    no_accept = {**headers, "accept": "text/html"}
+    assert (await http.post(proxy.url, json=_call(5, "echo"), headers=no_accept)).status_code == 406
+    assert (await http.post(proxy.url, json=_call(6, "echo"), headers=headers)).status_code == 200
+    assert proxy.app.fast.taken == 2

@@ -32,7 +32,7 @@ from mcpframe.http.admission import Admission
 from mcpframe.http.asgi import header_dict
 from mcpframe.http.legacy import LegacySSE
 from mcpframe.http.options import HttpOptions
-from mcpframe.http.server import StreamableHTTPServer, _version_refusal, serve_http
+from mcpframe.http.server import _ALLOWED_PAIRS, StreamableHTTPServer, _version_refusal, serve_http
 from mcpframe.http.wire import FastAnswer
 
 from .listen_bridge import SessionBridge
@@ -114,7 +114,13 @@ class ListenServer(StreamableHTTPServer):
         if target != self._target or self.options.auth is not None:
             return None
         headers = header_dict(raw_headers)  # checked as the full path's `_admit` does (no `auth` here)
-        if self._guard(headers) is not None or _version_refusal(headers) is not None:
+        pair = (headers.get("host"), headers.get("origin"))
+        if pair not in self._allowed:  # as `StreamableHTTPServer.wire_fast` remembers allowed pairs
+            if self._guard(headers) is not None:
+                return None
+            if len(self._allowed) < _ALLOWED_PAIRS:
+                self._allowed.add(pair)
+        if _version_refusal(headers) is not None:
             return None
         return self.fast.post(headers, body)
 

@@ -65,6 +65,7 @@ __all__ = ["SSE_HOLD", "FastPosts"]
 
 logger = logging.getLogger("mcpframe.proxy")
 
+_REMEMBERED = 256  # media pairs remembered; a client varying them only costs the parse again
 _SSE_LINES = Reply(200, b"", SSE_HEADERS).header_lines()
 _JSON_LINES = Reply(200, b"", None, "application/json").header_lines()
 
@@ -90,6 +91,8 @@ class FastPosts:
         self.held: dict[FastRoute, None] = {}  # requests with a finite hold, oldest first
         self._sweeping = False
         self.taken = 0  # POSTs the fast path took (tests and benchmarks read it)
+        # (Content-Type, Accept) pairs `refusal_of` let through, and their parse (as `http/fast.py` keeps)
+        self._media_ok: dict[tuple[str | None, str | None], Accepts] = {}
 
     def post(self, headers: dict[str, str], data: bytes) -> FastAnswer | None:
         """Write the POST's request to its child and return what finishes the answer, or `None`."""
@@ -107,8 +110,8 @@ class FastPosts:
 
     def _post(self, headers: dict[str, str], data: bytes) -> FastAnswer | None:
         posts = self.posts
-        accepts = Accepts.parse(headers.get("accept"))
-        if refusal_of(headers, accepts) is not None or len(data) > posts.options.max_body:
+        accepts = self._accepts(headers)
+        if accepts is None or len(data) > posts.options.max_body:
             return None
         found = self._in_session(headers, data)
         if found is None:
@@ -136,6 +139,18 @@ class FastPosts:
         if hold != math.inf:
             self._hold_route(route)
         return parked
+
+    def _accepts(self, headers: dict[str, str]) -> Accepts | None:
+        """What the POST accepts, `None` if its media types are refused (`refusal_of`: the full path's)."""
+        media = (headers.get("content-type"), headers.get("accept"))
+        accepts = self._media_ok.get(media)
+        if accepts is None:
+            accepts = Accepts.parse(media[1])
+            if refusal_of(headers, accepts) is not None:
+                return None
+            if len(self._media_ok) < _REMEMBERED:
+                self._media_ok[media] = accepts
+        return accepts
 
     def _in_session(
         self, headers: dict[str, str], data: bytes
@@ -186,8 +201,8 @@ class FastPosts:
 
     def _whole(self, session: HttpSession, frame: bytes | None, sse: bool) -> Whole:
         """The response to a request whose answer is `frame` (`None`: cancelled, nothing to answer): what
-        `BridgePosts.answer` would give once the stream finished, its header lines made once per server."""
-        session.touch()
+        `BridgePosts.answer` would give once the stream finished, its header lines made once per server
+        (the session was touched just before: `_Parked.finish`)."""
         session_line = b"mcp-session-id: %s\r\n" % session.id.encode()  # the server's own token
         if frame is None:
             return 202, session_line, b""
