@@ -60,8 +60,9 @@ class MainTransport:
     any other, finds its way back here and cannot be taken for an exchange's.
 
     Notifications wait in a queue of at most `limit` bytes: when the session's notification handlers fall
-    behind (its Session stops reading once their backlog is full), `notify` waits for room, so a client that
-    posts notifications faster than they are handled waits for its `202` instead of growing the server.
+    behind (its Session stops reading once their backlog is full), a POST waits for room (`reserve`), so a
+    client that posts notifications faster than they are handled waits for its `202` instead of growing the
+    server.
     """
 
     def __init__(self, stream: Stream, router: Router, *, limit: int = NOTIFICATIONS_QUEUED) -> None:
@@ -70,17 +71,21 @@ class MainTransport:
         router.main = self.answer
         self._in = BoundedPipe(limit)
 
-    async def notify(self, data: bytes) -> bool:
-        """Queue a client notification frame once there is room for it (dropped if the session ended);
-        `False`, nothing queued, when no room came within `NOTIFICATION_WAIT` seconds."""
+    async def reserve(self, size: int) -> bool:
+        """Wait until `size` bytes of notifications fit in the queue (in turn with other POSTs); `False` when
+        no room came within `NOTIFICATION_WAIT` seconds. The room is the caller's if it queues them with
+        `notify_now` before it awaits anything: a POST's notifications are queued all or none."""
         try:
             async with asyncio.timeout(NOTIFICATION_WAIT):
-                queued = await self._in.put(data)
+                await self._in.wait_room(size)
         except TimeoutError:
             return False
-        if not queued:
-            logger.debug("dropping a notification for a closed session")
         return True
+
+    def notify_now(self, data: bytes) -> None:
+        """Queue a client notification frame (room reserved by `reserve`; dropped if the session ended)."""
+        if not self._in.put_now(data):
+            logger.debug("dropping a notification for a closed session")
 
     def answer(self, data: bytes) -> None:
         """Queue the client's answer to a request of the main Session (never waits: one per request sent)."""
