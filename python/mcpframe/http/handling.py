@@ -41,7 +41,8 @@ __all__ = ["PostHandler"]
 
 # idle lanes kept for the next POSTs: per HTTP session (there may be thousands), and for stateless requests;
 # a session whose client had more requests in flight at once keeps that many, up to _SESSION_LANES_MOST:
-# with only 4 kept, each request past the 4th made a new lane Session and took the full path (issue 11)
+# with only 4 kept, each request past the 4th made a new lane Session and took the full path (issue 11);
+# those past _SESSION_LANES end once the reaper's sweep finds them unused (`LanePool.sweep`)
 _SESSION_LANES = 4
 _SESSION_LANES_MOST = 64
 _STATELESS_LANES = 64

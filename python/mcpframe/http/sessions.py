@@ -46,6 +46,11 @@ NOTIFICATION_WAIT = 10.0
 notification handler must not hold POSTs, nor keep its session from the idle reaper, for ever."""
 
 
+LANE_SWEEP = 30.0
+"""Seconds between the reaper's rounds at most: idle sessions are closed (`idle_timeout`), and the idle lanes
+a session kept past its baseline for a burst of requests end after one to two rounds unused."""
+
+
 def _now() -> float:
     """The event loop's clock (what `anyio.current_time()` reads on asyncio, without the backend lookup)."""
     return asyncio.get_running_loop().time()
@@ -233,13 +238,17 @@ class SessionManager:
                     await self.shared.close()
 
     async def _reap_forever(self) -> None:
-        if self.idle_timeout is None:
-            await anyio.sleep_forever()
-        assert self.idle_timeout is not None
-        period = max(0.01, min(self.idle_timeout / 4, 30.0))
+        timeout = self.idle_timeout
+        period = LANE_SWEEP if timeout is None else max(0.01, min(timeout / 4, LANE_SWEEP))
         while True:
             await anyio.sleep(period)
             await self.reap()
+            self.sweep_lanes()
+
+    def sweep_lanes(self) -> int:
+        """End the idle lanes each session keeps past its baseline that no POST took since the last sweep
+        (`LanePool.sweep`: what a burst of requests in flight made); returns how many."""
+        return sum(s.lanes.sweep() for s in self.sessions.values() if s.lanes is not None)
 
     async def reap(self) -> int:
         """Close the sessions idle past `idle_timeout` (no open HTTP request); returns how many."""
