@@ -94,7 +94,9 @@ class _InFlight:
         if message.kind == "request":
             self.add(message.id)
         elif message.method == protocol.NOTIFICATIONS_CANCELLED:
-            self.done(_cancelled_id(message))
+            rid = _cancelled_id(message)
+            if rid is not None:
+                self.done(rid)
 
     @property
     def full(self) -> bool:
@@ -223,9 +225,11 @@ async def _client_to_server(
         await _flush(server, frames)
 
 
-def _cancelled_id(message: MessageLike) -> Any:
+def _cancelled_id(message: MessageLike) -> int | str | None:
+    """The id a cancel names (`None` for anything that cannot be a request's id)."""
     params = message.params
-    return params.get("requestId") if isinstance(params, dict) else None
+    rid = params.get("requestId") if isinstance(params, dict) else None
+    return rid if isinstance(rid, int | str) else None
 
 
 async def _flush(server: ByteTransport, frames: list[bytes]) -> None:
