@@ -6,7 +6,7 @@ import anyio
 import httpx
 import pytest
 
-from mcpframe.http import handling
+from mcpframe.http import handling, sessions
 from mcpframe.http.exchange import Exchange, LanePool
 from mcpframe.http.pipe import Pipe
 from mcpframe.http.server import StreamableHTTPServer
@@ -156,8 +156,22 @@ async def test_a_stateless_request_runs_on_a_connection_bound_to_its_session() -
 async def _in_flight_at_once(client: httpx.AsyncClient, http: StreamableHTTPServer, count: int) -> LanePool:
     """`count` gated `wait` calls in flight at once in one session, then released; the session's lane pool."""
     headers = session_headers(await initialize(client))
+    await _burst(client, http, headers, count)
+    for rid in range(3):  # later calls
+        await _echo(client, headers, rid)
+    return http.posts.lanes(next(iter(http.sessions.sessions.values())))
+
+
+async def _burst(
+    client: httpx.AsyncClient,
+    http: StreamableHTTPServer,
+    headers: dict[str, str],
+    count: int,
+    first: int = 10,
+) -> None:
+    """`count` gated `wait` calls (ids from `first`) in flight at once in the session, then released."""
     session = next(iter(http.sessions.sessions.values()))
-    pool = http.posts.lanes(session)
+    http.server.gate = gate = anyio.Event()  # type: ignore[attr-defined]
     answers: list[str] = []
 
     async def wait(rid: int) -> None:
@@ -165,17 +179,18 @@ async def _in_flight_at_once(client: httpx.AsyncClient, http: StreamableHTTPServ
         answers.append(response.json()["result"]["content"][0]["text"])
 
     async with anyio.create_task_group() as tg:
-        for rid in range(10, 10 + count):
+        for rid in range(first, first + count):
             tg.start_soon(wait, rid)
         with anyio.fail_after(5):
             while len(session.router.exchanges) < count:  # every call is running on a lane of its own
                 await anyio.sleep(0.001)
-        http.server.gate.set()  # type: ignore[attr-defined]
+        gate.set()
     assert answers == ["released"] * count
-    for rid in range(3):  # later calls
-        response = await client.post("/mcp", json=call("echo", {"text": f"t{rid}"}, rid=rid), headers=headers)
-        assert response.json()["result"]["content"][0]["text"] == f"t{rid}"
-    return pool
+
+
+async def _echo(client: httpx.AsyncClient, headers: dict[str, str], rid: int) -> None:
+    response = await client.post("/mcp", json=call("echo", {"text": f"t{rid}"}, rid=rid), headers=headers)
+    assert response.json()["result"]["content"][0]["text"] == f"t{rid}"
 
 
 async def test_a_session_keeps_as_many_idle_lanes_as_it_had_requests_in_flight() -> None:
@@ -198,3 +213,42 @@ async def test_the_idle_lanes_a_session_keeps_are_bounded(monkeypatch: pytest.Mo
         with anyio.fail_after(5):
             while pool.live > 6:
                 await anyio.sleep(0.001)
+
+
+async def test_the_idle_lanes_of_a_burst_end_once_a_sweep_finds_them_unused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # issue: a session that once had 64 requests in flight kept 64 idle lanes (64 Sessions) for its life
+    monkeypatch.setattr(sessions, "LANE_SWEEP", 3600.0)  # the reaper's own sweeps stay out of the test
+    async with asgi_client(response_mode="auto", idle_timeout=None) as (client, http):
+        pool = await _in_flight_at_once(client, http, 10)
+        assert (pool.live, len(pool._idle)) == (10, 10)
+        assert http.sessions.sweep_lanes() == 0  # the first sweep only marks what is idle
+        await _echo(client, _headers_of(http), 3)  # one lane at a time in use: the top of the stack
+        assert http.sessions.sweep_lanes() == 6  # the six never taken since, past the four kept
+        assert len(pool._idle) == 4
+        with anyio.fail_after(5):
+            while pool.live > 4:  # their Sessions end
+                await anyio.sleep(0)
+        assert http.sessions.sweep_lanes() == 0  # the baseline stays
+        await _echo(client, _headers_of(http), 4)
+        assert pool.live == 4  # answered on a kept lane
+
+
+async def test_a_session_that_keeps_its_requests_in_flight_keeps_its_idle_lanes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sessions, "LANE_SWEEP", 3600.0)
+    async with asgi_client(response_mode="auto", idle_timeout=None) as (client, http):
+        pool = await _in_flight_at_once(client, http, 10)
+        headers = _headers_of(http)
+        for round_ in range(3):  # as many in flight again between each two sweeps: nothing ends
+            assert http.sessions.sweep_lanes() == 0
+            await _burst(client, http, headers, 10, first=100 + 10 * round_)
+        assert http.sessions.sweep_lanes() == 0
+        assert (pool.peak, pool.live, len(pool._idle)) == (10, 10, 10)  # no lane Session made anew
+
+
+def _headers_of(http: StreamableHTTPServer) -> dict[str, str]:
+    """The request headers of the (only) session of `http`."""
+    return session_headers(next(iter(http.sessions.sessions.values())).id)

@@ -128,7 +128,8 @@ class FastLane:
     `accepts(message)` says whether a request may take the lane, `await post(message)` posts it, and
     `run(write, answered)` writes what comes back (`write`: the bytes, in order; `answered(id)`: after the
     answer to request `id` was written). Created for a transport, it registers itself there so a request
-    the caller cancels (or the server answers on another stream) is abandoned here too.
+    the caller cancels (or the server answers on another stream) is abandoned here too; a caller that
+    reads the cancel itself calls `withdraw(id)` before sending it, and gets no answer to it from then on.
     """
 
     def __init__(
@@ -141,6 +142,8 @@ class FastLane:
         self._idle: list[_LaneConnection] = []
         self._room = anyio.Event()
         self._busy: dict[Id, _LaneConnection] = {}
+        self._posting: set[Id] = set()  # requests `post` holds while it waits for a connection
+        self._withdrawn: set[Id] = set()  # posted requests the client cancelled: nothing more of them read
         self._key: tuple[str | None, str | None, dict[str, str]] | None = None
         self._heads: dict[str, bytes] = {}
         self._names: dict[bytes, bytes] = {}  # a name's JSON bytes -> its `mcp-name` line
@@ -173,6 +176,7 @@ class FastLane:
             and transport.lean_pool is not None
             and transport.session_ready
             and message.id not in self._busy
+            and message.id not in self._posting
             and _STAMP not in message.raw
         )
 
@@ -182,12 +186,23 @@ class FastLane:
         hands the request to the transport, which reports it as it always does."""
         rid = message.id
         assert rid is not None
+        posting = self._posting
+        posting.add(rid)
         try:
             data = self._head(message) + b"content-length: %d\r\n\r\n" % len(message.raw) + message.raw
             conn = await self._acquire()
         except (httpx.HTTPError, OSError):
-            self._transport.take_over(message)
+            if rid in posting:  # not withdrawn meanwhile
+                posting.discard(rid)
+                self._transport.take_over(message)
             return
+        except BaseException:
+            posting.discard(rid)
+            raise
+        if rid not in posting:  # the client cancelled it while it waited: never posted
+            self._release(conn)
+            return
+        posting.discard(rid)
         exchange = _Exchange(message, rid, self._transport.session_id)
         conn.reset()
         conn.exchange = exchange
@@ -302,15 +317,43 @@ class FastLane:
 
     def abandon(self, rid: Id) -> None:
         """Stop waiting for request `rid` (cancelled, or answered on another stream): its connection is
-        closed, nothing of its answer is written."""
+        closed, and nothing of its answer not written yet is (as `withdraw`)."""
+        self.withdraw(rid)
+        self._withdrawn.discard(rid)
         conn = self._busy.pop(rid, None)
         if conn is not None:
             self._discard(conn)
+
+    def withdraw(self, rid: Id) -> None:
+        """The client cancelled request `rid` (called before its cancel is posted): it gets no answer from
+        here on. Waiting for a connection, it is never posted; posted, what comes back on its connection
+        is no longer read (the connection stays open until the transport, having posted the cancel,
+        `abandon`s it: the server sees the cancel before the stream closes); its answer queued for the
+        writer is taken out; its stream queued for the transport to resume is not resumed."""
+        self._posting.discard(rid)
+        if rid in self._busy:
+            self._withdrawn.add(rid)
+        if rid in self._answered:
+            self._unqueue(rid)
+        if self._handovers:
+            self._handovers = [(message, state) for message, state in self._handovers if message.id != rid]
+
+    def _unqueue(self, rid: Id) -> None:
+        """Take the answer to `rid` out of the writer's queue (not taken by the writer yet)."""
+        self._answered.remove(rid)
+        out = self._out
+        for index in range(len(out) - 1, -1, -1):
+            (item,) = core.decode(out[index], lazy=True)
+            if not isinstance(item, core.FrameError) and item.kind in ("result", "error") and item.id == rid:
+                self.queued -= len(out.pop(index))
+                return
 
     # ------------------------------------------------------------------ reading
 
     def progress(self, conn: _LaneConnection, exchange: _Exchange) -> None:
         """Something arrived on `conn` (or it closed): read what can be read of `exchange`'s answer."""
+        if self._withdrawn and self._dropped(conn, exchange):
+            return
         if conn.error is not None or (conn.lost and not conn.complete):
             self._failed(conn, exchange)
             return
@@ -335,6 +378,16 @@ class FastLane:
             self._read_json(conn, exchange)
         else:
             self._read_sse(conn, exchange)
+
+    def _dropped(self, conn: _LaneConnection, exchange: _Exchange) -> bool:
+        """Whether `exchange` was withdrawn (nothing of it is read; its connection ends once the answer's
+        end came or it failed, if `abandon` did not end it first)."""
+        if exchange.rid not in self._withdrawn:
+            return False
+        if conn.error is not None or conn.lost or conn.complete:
+            self._forget(conn, exchange)
+            self._discard(conn)
+        return True
 
     def _read_json(self, conn: _LaneConnection, exchange: _Exchange) -> None:
         # taken as it comes: left in the connection, a body past its mark would pause the socket for good
@@ -416,6 +469,8 @@ class FastLane:
     def _forget(self, conn: _LaneConnection, exchange: _Exchange) -> None:
         if self._busy.get(exchange.rid) is conn:
             del self._busy[exchange.rid]
+            if self._withdrawn:
+                self._withdrawn.discard(exchange.rid)
         conn.exchange = None
 
     def _failed(self, conn: _LaneConnection, exchange: _Exchange) -> None:
@@ -461,15 +516,17 @@ class FastLane:
                 self._wake = anyio.Event()
                 out, self._out = self._out, []
                 ids, self._answered = self._answered, []
-                handovers, self._handovers = self._handovers, []
+                handovers = list(self._handovers)  # queued behind `out`; `withdraw` may drop some meanwhile
                 if out:
                     data = b"".join(out)
                     await write(data)
                     self.queued -= len(data)
                 for rid in ids:
                     answered(rid)
-                for message, stream in handovers:
-                    self._transport.take_over(message, stream)
+                for handover in handovers:
+                    if handover in self._handovers:
+                        self._handovers.remove(handover)
+                        self._transport.take_over(*handover)
                 self._resume()
         finally:
             self.close()

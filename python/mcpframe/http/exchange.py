@@ -167,6 +167,7 @@ class Lane:
         self.reusable = reusable
         self.pool: LanePool | None = None
         self.reused = False  # taken from the pool's idle lanes: its Session is running
+        self.idled = 0  # the pool's sweep round when it last went idle
 
     async def handle(self, request: Request) -> Any:
         """A request handler for `make_session` that calls this lane's current `handler`."""
@@ -194,7 +195,14 @@ class Lane:
 
 
 class LanePool:
-    """The idle lanes of one HTTP session (or of the stateless requests), newest first."""
+    """The idle lanes of one HTTP session (or of the stateless requests), newest first.
+
+    Idle lanes past `keep` decay: `sweep` (run by the sessions' reaper, every few seconds) ends those no POST
+    took since the sweep before, so the lanes a burst of requests in flight made end once it is over, while
+    a client that keeps that many in flight keeps finding them. (The newest is taken first, so the stack
+    holds its lanes in the order they went idle, oldest at the bottom; a lane notes the sweep round it went
+    idle in: no clock and no timer.)
+    """
 
     def __init__(
         self,
@@ -215,6 +223,7 @@ class LanePool:
         self.live = 0  # lanes made by this pool whose Session still runs (idle or answering)
         self.peak = 0  # the most of them at once so far
         self._idle: list[Lane] = []
+        self._sweeps = 0  # `sweep` rounds so far
         self.closed = False
 
     def acquire(self) -> Lane:
@@ -244,6 +253,7 @@ class LanePool:
         or the most lanes that ran at once (at most `most`)."""
         if self.closed or len(self._idle) >= max(self.keep, min(self.peak, self.most)):
             return False
+        lane.idled = self._sweeps
         self._idle.append(lane)
         return True
 
@@ -252,6 +262,20 @@ class LanePool:
         self.live -= 1
         if lane in self._idle:
             self._idle.remove(lane)
+
+    def sweep(self) -> int:
+        """End the idle lanes past `keep` that no POST took since the previous sweep, the oldest first;
+        returns how many (see the class doc)."""
+        idle = self._idle
+        extra = 0
+        while extra < len(idle) - self.keep and idle[extra].idled < self._sweeps:
+            extra += 1
+        ended, idle[:extra] = idle[:extra], []
+        for lane in ended:
+            lane.reusable = False
+            lane.transport.end()  # its Session ends; `forget` then counts it out of `live`
+        self._sweeps += 1
+        return extra
 
     def close(self) -> None:
         """End the idle lanes; lanes in use end when their exchange does."""

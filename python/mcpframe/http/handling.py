@@ -41,7 +41,8 @@ __all__ = ["PostHandler"]
 
 # idle lanes kept for the next POSTs: per HTTP session (there may be thousands), and for stateless requests;
 # a session whose client had more requests in flight at once keeps that many, up to _SESSION_LANES_MOST:
-# with only 4 kept, each request past the 4th made a new lane Session and took the full path (issue 11)
+# with only 4 kept, each request past the 4th made a new lane Session and took the full path (issue 11);
+# those past _SESSION_LANES end once the reaper's sweep finds them unused (`LanePool.sweep`)
 _SESSION_LANES = 4
 _SESSION_LANES_MOST = 64
 _STATELESS_LANES = 64
@@ -154,20 +155,12 @@ class PostHandler:
                 return _too_many_sessions()
             if self.sessions.shared is not None:  # a session nobody could find again is no session: 503
                 await self.sessions.shared.store.ping()
+            slot = await self._admit(request, body)
         else:
             session.touch(+1)  # waiting for room counts as activity: the reaper leaves the session alone
             try:
-                done = await self._route_all(session, body)
-            except BaseException:
-                session.touch(-1)
-                raise
-            if done is not None:
-                session.touch(-1)
-                return done
-        try:
-            slot = await self._admit(request, body)
-        finally:
-            if session is not None:
+                slot = await self._admit_and_route(request, session, body)
+            finally:
                 session.touch(-1)
         if isinstance(slot, Reply):
             return slot
@@ -177,18 +170,43 @@ class PostHandler:
             slot.release()  # idempotent: the exchange (if any) releases it too when it ends
             raise
 
-    async def _route_all(self, session: HttpSession, body: Body) -> Reply | None:
-        """Route the body's notifications and responses (waiting while the session's notification queue
-        is full); the reply when nothing more is to be done."""
-        for message in body.others:
-            if not await self._route(session, message):
-                why = "Service Unavailable: the session's notification handlers are behind; retry after 1 s"
-                return error_response(503, why, code=jsonrpc.INTERNAL_ERROR, headers={"Retry-After": "1"})
-        if not body.requests:
-            if body.errors:  # a batch of nothing but invalid parts
-                return json_response(b"[" + b",".join(body.error_frames()) + b"]")
-            return Reply(202)
-        return _busy_ids(session, body)
+    async def _admit_and_route(self, request: HttpRequest, session: HttpSession, body: Body) -> Slot | Reply:
+        """Room for the POST's requests, then its notifications and responses routed; the reply when nothing
+        more is to be done. All or nothing: a POST refused (503: no room for its requests, or none for its
+        notifications in the session's queue in time) routed none of its parts, so the client's retry of
+        the whole body delivers each of them once."""
+        refusal = _busy_ids(session, body)
+        if refusal is not None:
+            return refusal
+        slot = await self._admit(request, body) if body.requests else None
+        if isinstance(slot, Reply):
+            return slot
+        try:
+            routed = await self._route_all(session, body)
+        except BaseException:
+            if slot is not None:
+                slot.release()
+            raise
+        if not routed:
+            if slot is not None:
+                slot.release()
+            why = "Service Unavailable: the session's notification handlers are behind; retry after 1 s"
+            return error_response(503, why, code=jsonrpc.INTERNAL_ERROR, headers={"Retry-After": "1"})
+        if slot is not None:
+            return slot
+        if body.errors:  # a batch of nothing but invalid parts
+            return json_response(b"[" + b",".join(body.error_frames()) + b"]")
+        return Reply(202)
+
+    async def _route_all(self, session: HttpSession, body: Body) -> bool:
+        """Route the body's notifications and responses in order, once the session's notification queue has
+        room for all its notifications; `False`, nothing routed, when that room did not come in time."""
+        size = sum(len(m.raw) + 1 for m in body.others if _queued(m))  # `one_line` makes none longer
+        if size and not await session.transport.reserve(size):
+            return False
+        for message in body.others:  # no await from here on: the room reserved is theirs
+            self._route(session, message)
+        return True
 
     async def _legacy_answer(
         self, body: Body, session: HttpSession | None, accepts: Accepts, owner: str | None, slot: Slot
@@ -255,8 +273,8 @@ class PostHandler:
     def _make_session(self, lane: Lane, handler: RequestHandler, *, batches: bool) -> Session:
         return Session(lane.transport, request_handler=handler, batches=batches, options=self._lane_options)
 
-    async def _route(self, session: HttpSession, message: MessageLike) -> bool:
-        """Hand a client notification or response on; `False` when a notification found no room in time."""
+    def _route(self, session: HttpSession, message: MessageLike) -> None:
+        """Hand a client notification or response on (a notification's room reserved by `_route_all`)."""
         if message.kind in ("result", "error"):
             shared = self.sessions.shared
             if not session.router.response(message) and shared is not None:
@@ -268,8 +286,7 @@ class PostHandler:
             if shared is None or not shared.publish_cancel(session, rid, one_line(message.raw)):
                 session.router.cancelled(message)
         else:
-            return await session.transport.notify(one_line(message.raw))
-        return True
+            session.transport.notify_now(one_line(message.raw))
 
     async def _modern(self, request: HttpRequest, body: Body, accepts: Accepts) -> Answer:
         message = body.requests[0]
@@ -498,6 +515,11 @@ def refusal_of(headers: dict[str, str], accepts: Accepts) -> Reply | None:
 
 def _too_many_sessions() -> Reply:
     return error_response(503, "Service Unavailable: too many sessions", headers={"Retry-After": "1"})
+
+
+def _queued(message: MessageLike) -> bool:
+    """Whether `_route` queues `message` for the session's notification handlers (a bounded queue)."""
+    return message.kind == "notification" and message.method != protocol.NOTIFICATIONS_CANCELLED
 
 
 def _busy_ids(session: HttpSession, body: Body) -> Reply | None:

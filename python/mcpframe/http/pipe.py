@@ -115,9 +115,14 @@ class BoundedPipe(ChunkReader):
         Writers are served in the order they came (the order of a client's POSTs is kept): one that finds
         others waiting queues behind them even if its own chunk would fit.
         """
-        if self._writers or not self._fits(len(chunk)):
-            await self._wait_turn(len(chunk))
+        await self.wait_room(len(chunk))
         return self.put_now(chunk)
+
+    async def wait_room(self, length: int) -> None:
+        """Until `length` bytes fit and no writer is ahead (or the pipe closed): what `put` waits for. The
+        room is the caller's if it queues them (`put_now`, one chunk or several) before it awaits anything."""
+        if self._writers or not self._fits(length):
+            await self._wait_turn(length)
 
     def put_now(self, chunk: bytes) -> bool:
         """Queue `chunk` at once, room or not; `False` (nothing queued) if the pipe is closed.

@@ -46,6 +46,11 @@ NOTIFICATION_WAIT = 10.0
 notification handler must not hold POSTs, nor keep its session from the idle reaper, for ever."""
 
 
+LANE_SWEEP = 30.0
+"""Seconds between the reaper's rounds at most: idle sessions are closed (`idle_timeout`), and the idle lanes
+a session kept past its baseline for a burst of requests end after one to two rounds unused."""
+
+
 def _now() -> float:
     """The event loop's clock (what `anyio.current_time()` reads on asyncio, without the backend lookup)."""
     return asyncio.get_running_loop().time()
@@ -60,8 +65,9 @@ class MainTransport:
     any other, finds its way back here and cannot be taken for an exchange's.
 
     Notifications wait in a queue of at most `limit` bytes: when the session's notification handlers fall
-    behind (its Session stops reading once their backlog is full), `notify` waits for room, so a client that
-    posts notifications faster than they are handled waits for its `202` instead of growing the server.
+    behind (its Session stops reading once their backlog is full), a POST waits for room (`reserve`), so a
+    client that posts notifications faster than they are handled waits for its `202` instead of growing the
+    server.
     """
 
     def __init__(self, stream: Stream, router: Router, *, limit: int = NOTIFICATIONS_QUEUED) -> None:
@@ -70,17 +76,21 @@ class MainTransport:
         router.main = self.answer
         self._in = BoundedPipe(limit)
 
-    async def notify(self, data: bytes) -> bool:
-        """Queue a client notification frame once there is room for it (dropped if the session ended);
-        `False`, nothing queued, when no room came within `NOTIFICATION_WAIT` seconds."""
+    async def reserve(self, size: int) -> bool:
+        """Wait until `size` bytes of notifications fit in the queue (in turn with other POSTs); `False` when
+        no room came within `NOTIFICATION_WAIT` seconds. The room is the caller's if it queues them with
+        `notify_now` before it awaits anything: a POST's notifications are queued all or none."""
         try:
             async with asyncio.timeout(NOTIFICATION_WAIT):
-                queued = await self._in.put(data)
+                await self._in.wait_room(size)
         except TimeoutError:
             return False
-        if not queued:
-            logger.debug("dropping a notification for a closed session")
         return True
+
+    def notify_now(self, data: bytes) -> None:
+        """Queue a client notification frame (room reserved by `reserve`; dropped if the session ended)."""
+        if not self._in.put_now(data):
+            logger.debug("dropping a notification for a closed session")
 
     def answer(self, data: bytes) -> None:
         """Queue the client's answer to a request of the main Session (never waits: one per request sent)."""
@@ -228,13 +238,17 @@ class SessionManager:
                     await self.shared.close()
 
     async def _reap_forever(self) -> None:
-        if self.idle_timeout is None:
-            await anyio.sleep_forever()
-        assert self.idle_timeout is not None
-        period = max(0.01, min(self.idle_timeout / 4, 30.0))
+        timeout = self.idle_timeout
+        period = LANE_SWEEP if timeout is None else max(0.01, min(timeout / 4, LANE_SWEEP))
         while True:
             await anyio.sleep(period)
             await self.reap()
+            self.sweep_lanes()
+
+    def sweep_lanes(self) -> int:
+        """End the idle lanes each session keeps past its baseline that no POST took since the last sweep
+        (`LanePool.sweep`: what a burst of requests in flight made); returns how many."""
+        return sum(s.lanes.sweep() for s in self.sessions.values() if s.lanes is not None)
 
     async def reap(self) -> int:
         """Close the sessions idle past `idle_timeout` (no open HTTP request); returns how many."""

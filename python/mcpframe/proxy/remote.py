@@ -26,6 +26,12 @@ so at most `max_backlog` requests plus those of one read (a chunk of stdin) are 
 more requests than both bounds ahead of its answers still waits for the tools' own timeouts. At the client's
 end of input what was read is still posted and answered (within `drain_timeout`), the session is ended
 (DELETE) and the proxy exits 0.
+
+Cancellation: a `notifications/cancelled` the client sends for a request in flight is posted to the server
+(the transport then stops reading that request's answer), and from the moment the proxy read it no answer
+to that request is written to the client, even one that crossed the cancel (the spec: a cancelled request
+gets no response). A request the fast lane had not posted yet (waiting for a connection), or whose stream it
+had queued for the transport to resume, is not posted or resumed.
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ import logging
 import os
 import sys
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 import anyio
@@ -55,6 +61,10 @@ holds a connection of the HTTP client while it waits (the lean client sends one 
 httpx's pool queues past 100 at a cost that grows with the queue), so it stays below their 100. Measured
 with 5,000 pipelined calls: 16, 64 and 100 cost the proxy the same CPU per call (~180-220 µs)."""
 
+
+CANCELLED_KEPT = 1024
+"""Ids of cancelled requests remembered so that a late answer to one is not written (at least
+`max_in_flight`)."""
 
 DRAIN_TIMEOUT = 10.0
 """Seconds the requests in flight at the client's end of input get to be answered before the proxy ends."""
@@ -94,7 +104,9 @@ class _InFlight:
         if message.kind == "request":
             self.add(message.id)
         elif message.method == protocol.NOTIFICATIONS_CANCELLED:
-            self.done(_cancelled_id(message))
+            rid = _cancelled_id(message)
+            if rid is not None:
+                self.done(rid)
 
     @property
     def full(self) -> bool:
@@ -106,13 +118,67 @@ class _InFlight:
             await self._room.wait()
 
 
+class _Cancelled:
+    """The requests the client cancelled while in flight: an answer to one of them that still comes from
+    the transport is not written (the fast lane drops its own: `Lane.withdraw`). Bounded: past `limit` ids
+    the oldest is forgotten. (Once its cancel is posted the transport stops reading the request's answer,
+    and the proxy posts one cancel at a time, so only what was queued for stdout before then can still
+    come: the ids of a few cancels back at most.)"""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.ids: dict[Any, None] = {}  # in the order cancelled
+
+    def add(self, rid: Any) -> None:
+        self.ids[rid] = None
+        if len(self.ids) > self.limit:
+            del self.ids[next(iter(self.ids))]
+
+    def drop(self, data: bytes, in_flight: _InFlight) -> bytes:
+        """`data` (NDJSON frames from the server) without the answers to cancelled requests (each such id
+        is then forgotten); the other answers end their request's count in `in_flight`."""
+        found = False
+        for item in _frames(data):
+            if not isinstance(item, core.FrameError) and item.kind in ("result", "error"):
+                if item.id in self.ids:
+                    found = True
+                else:
+                    in_flight.done(item.id)
+        if not found:
+            return data
+        kept: list[bytes] = []
+        for line in data.splitlines(keepends=True):
+            rid = _answered_id(line)
+            if rid is not None and rid in self.ids:
+                del self.ids[rid]
+                continue
+            kept.append(line)
+        return b"".join(kept)
+
+
+def _frames(data: bytes) -> Sequence[MessageLike | core.FrameError]:
+    return core.Decoder(lazy=True).feed(data if data.endswith(b"\n") else data + b"\n")
+
+
+def _answered_id(line: bytes) -> Any:
+    """The id of the answer that NDJSON `line` is (`None`: something else)."""
+    items = _frames(line) if line.strip() else ()
+    item = items[0] if len(items) == 1 else None
+    if item is None or isinstance(item, core.FrameError) or item.kind not in ("result", "error"):
+        return None
+    return item.id
+
+
 class Lane(Protocol):
     """A fast lane for some requests (`mcpframe.http.client_fast.FastLane`): it posts them itself and
-    writes their answers through `run`."""
+    writes their answers through `run`; `withdraw(id)`: the client cancelled that request (called before
+    the cancel is posted), nothing more of it is written."""
 
     def accepts(self, message: MessageLike) -> bool: ...
 
     async def post(self, message: MessageLike) -> None: ...
+
+    def withdraw(self, rid: Any) -> None: ...
 
     async def run(
         self, write: Callable[[bytes], Awaitable[None]], answered: Callable[[Any], None]
@@ -189,7 +255,13 @@ class _Backlog:
 
 
 async def _client_to_server(
-    client: ByteTransport, server: ByteTransport, in_flight: _InFlight, lane: Lane | None, backlog: _Backlog
+    client: ByteTransport,
+    server: ByteTransport,
+    in_flight: _InFlight,
+    lane: Lane | None,
+    backlog: _Backlog,
+    *,
+    cancelled: _Cancelled,
 ) -> None:
     """What the client writes, posted frame by frame as it came (the lane's requests by the lane);
     malformed frames answered here. A request past the in-flight bound waits in `backlog` (module doc)."""
@@ -215,17 +287,34 @@ async def _client_to_server(
                     await _flush(server, frames)  # what came before it goes first
                     await lane.post(item)
                     continue
-            elif item.method == protocol.NOTIFICATIONS_CANCELLED and backlog.cancel(_cancelled_id(item)):
+            elif not _passes(item, in_flight=in_flight, backlog=backlog, cancelled=cancelled, lane=lane):
                 continue
-            else:
-                in_flight.note(item)
             frames.append(item.raw + b"\n")
         await _flush(server, frames)
 
 
-def _cancelled_id(message: MessageLike) -> Any:
+def _passes(
+    message: MessageLike, *, in_flight: _InFlight, backlog: _Backlog, cancelled: _Cancelled, lane: Lane | None
+) -> bool:
+    """A notification or response from the client, noted; whether it goes on to the server (not a cancel
+    of a request still in the backlog: neither goes)."""
+    if message.method == protocol.NOTIFICATIONS_CANCELLED:
+        rid = _cancelled_id(message)
+        if backlog.cancel(rid):
+            return False
+        if rid in in_flight.ids:  # no answer to it is written from now on
+            cancelled.add(rid)
+            if lane is not None:
+                lane.withdraw(rid)
+    in_flight.note(message)
+    return True
+
+
+def _cancelled_id(message: MessageLike) -> int | str | None:
+    """The id a cancel names (`None` for anything that cannot be a request's id)."""
     params = message.params
-    return params.get("requestId") if isinstance(params, dict) else None
+    rid = params.get("requestId") if isinstance(params, dict) else None
+    return rid if isinstance(rid, int | str) else None
 
 
 async def _flush(server: ByteTransport, frames: list[bytes]) -> None:
@@ -235,16 +324,19 @@ async def _flush(server: ByteTransport, frames: list[bytes]) -> None:
         await server.send(data)
 
 
-async def _server_to_client(server: ByteTransport, client: ByteTransport, in_flight: _InFlight) -> None:
-    """What the server sends, to the client as it came; answers free their place in flight."""
+async def _server_to_client(
+    server: ByteTransport, client: ByteTransport, in_flight: _InFlight, cancelled: _Cancelled
+) -> None:
+    """What the server sends, to the client as it came; answers free their place in flight, and those to
+    cancelled requests are not written."""
     while True:
         data = await server.receive()
         if not data:
             return
-        if in_flight.ids:
-            for item in core.Decoder(lazy=True).feed(data if data.endswith(b"\n") else data + b"\n"):
-                if not isinstance(item, core.FrameError) and item.kind in ("result", "error"):
-                    in_flight.done(item.id)
+        if in_flight.ids or cancelled.ids:
+            data = cancelled.drop(data, in_flight)
+            if not data:
+                continue
         await client.send(data)
 
 
@@ -263,6 +355,7 @@ async def proxy_remote(
     no longer read (module doc). `lane`: the requests it accepts are posted there and their answers written
     by it (`fast_lane`)."""
     in_flight = _InFlight(max_in_flight)
+    cancelled = _Cancelled(max(CANCELLED_KEPT, max_in_flight))
 
     async def post(message: MessageLike) -> None:  # a request that waited in the backlog
         if lane is not None and lane.accepts(message):
@@ -277,11 +370,11 @@ async def proxy_remote(
             tg.start_soon(lane.run, client.send, in_flight.done)
 
         async def from_server() -> None:
-            await _server_to_client(server, client, in_flight)
+            await _server_to_client(server, client, in_flight, cancelled)
             tg.cancel_scope.cancel()  # the remote side ended: nothing more can be answered
 
         tg.start_soon(from_server)
-        await _client_to_server(client, server, in_flight, lane, backlog)
+        await _client_to_server(client, server, in_flight, lane, backlog, cancelled=cancelled)
         # end of input: what was read is still posted and answered (as a stdio server answers what it read)
         backlog.close()
         with anyio.move_on_after(drain_timeout):
