@@ -47,9 +47,9 @@ import httptools
 from mcpframe.session import eager
 
 from .asgi import Message, Receive, Scope, Send
-from .wire_parts import REASONS, Clock, Cycle, HeadTooLarge, Later, Whole, WireAnswer, header_lines
+from .wire_parts import REASONS, Clock, Cycle, Deferred, HeadTooLarge, Later, Whole, WireAnswer, header_lines
 
-__all__ = ["Later", "Whole", "WireAnswer", "WireServer", "serve_asgi"]
+__all__ = ["Deferred", "Later", "Whole", "WireAnswer", "WireServer", "serve_asgi"]
 
 logger = logging.getLogger("mcpframe.http")
 
@@ -201,10 +201,41 @@ class _Connection(asyncio.Protocol):
                 cycle.delivered = True
                 if isinstance(answer, tuple):
                     self._write_whole(cycle, answer)
+                elif isinstance(answer, Deferred):
+                    answer.then(self._resolved, cycle)  # no task while it waits
                 else:
                     self.owner.start(self._run(cycle, answer))
                 return
         self.owner.start(self._run(cycle))
+
+    def _resolved(self, cycle: Cycle, answer: Whole | Later) -> None:
+        """A `Deferred` answer came (called by whatever resolved it): a whole one is written now, unless
+        the client reads slowly (then a task waits for room, as `_send` does); a `Later` runs in a task."""
+        if not isinstance(answer, tuple):
+            self.owner.start(self._run(cycle, answer))
+            return
+        if self.writable is not None and not self.lost:
+            self.owner.start(self._run(cycle, _ready(answer)))
+            return
+        if not self.lost:
+            self._write_whole(cycle, answer, then=False)
+        # not `_finished` as is: a pipelined request is started from the loop, not inside the code that
+        # resolved this answer (a handler's task, in the middle of ending its exchange)
+        self.current = None
+        if self.lost or self.transport is None:
+            return
+        if not cycle.keep_alive or self.owner.draining:
+            self.transport.close()
+            return
+        self.transport.resume_reading()
+        if self.pending:
+            self.loop.call_soon(self._next_if_idle)
+        else:
+            self._arm_idle()
+
+    def _next_if_idle(self) -> None:
+        if self.current is None:
+            self._next()
 
     def _write_whole(self, cycle: Cycle, answer: Whole, *, then: bool = True) -> None:
         """A fast answer (to a POST: it has a body): head and body in one write, then (`then`) the next
@@ -520,6 +551,15 @@ class WireServer:
         self.connections.discard(connection)
         if not self.connections and self._all_closed is not None:
             self._all_closed.set()
+
+
+def _ready(whole: Whole) -> Later:
+    """A `Later` that gives `whole` at once (written once the socket has room: `_finish_later`)."""
+
+    async def ready(receive: Receive, send: Send) -> Whole:
+        return whole
+
+    return ready
 
 
 async def serve_asgi(
