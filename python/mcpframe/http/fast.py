@@ -235,6 +235,15 @@ def _deferred(
             return
         if deadline is not None:
             deadline[1] = None
+        if stream.finished.is_set() and not stream.saw_other:
+            frames = stream.response_frames()
+            if len(frames) == 1:  # the common answer, as `answered` gives it (`_handover`'s own lines)
+                if session is not None:
+                    session.stream_ended(stream)
+                deferred.resolve(
+                    (200, _STATELESS_LINES if session is None else _json_lines(session), frames[0])
+                )
+                return
         try:
             reply = posts.answered(exchange, session, accepts, headers)
         except Exception as exc:  # as `answering`: a bug costs this request, answered
