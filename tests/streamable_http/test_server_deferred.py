@@ -15,13 +15,17 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import httpx
 import pytest
 
 from mcpframe.http import fast as fast_module
 from mcpframe.http import wire as wire_module
+from mcpframe.http.deadlines import Deadlines
+from mcpframe.http.responses import SseReply
 from mcpframe.http.server import HttpOptions, StreamableHTTPServer, serve_http
 from mcpframe.http.sessions import HttpSession
+from mcpframe.http.streams import KEEPALIVE, Stream
 from mcpframe.http.wire_parts import Deferred
 from mcpframe.server import Context, Server
 
@@ -424,7 +428,7 @@ class _FakeLoop:
 
 def test_the_deadlines_fire_in_order_on_one_timer_and_skip_the_cancelled() -> None:
     loop = _FakeLoop()
-    deadlines = fast_module._Deadlines(loop, 1.0)  # type: ignore[arg-type]
+    deadlines = Deadlines(loop, 1.0)  # type: ignore[arg-type]
     fired: list[str] = []
     first = deadlines.add(lambda: fired.append("first"))
     loop.now += 0.5
@@ -448,20 +452,33 @@ def test_the_deadlines_fire_in_order_on_one_timer_and_skip_the_cancelled() -> No
 
 
 async def test_the_deadlines_are_per_loop_and_length() -> None:
-    one = fast_module._Deadlines.of(1.0)
-    assert fast_module._Deadlines.of(1.0) is one
-    other = fast_module._Deadlines.of(2.0)
+    one = Deadlines.of(1.0)
+    assert Deadlines.of(1.0) is one
+    other = Deadlines.of(2.0)
     assert other is not one
     assert other.wait == 2.0
+    assert Deadlines.of(1.0) is one  # lengths used in turn keep their own
+
+    def elsewhere() -> Deadlines:
+        async def there() -> Deadlines:
+            return Deadlines.of(1.0)
+
+        return asyncio.run(there())
+
+    theirs = await anyio.to_thread.run_sync(elsewhere)
+    assert theirs is not one
+    assert theirs.loop is not one.loop
     fired = anyio.Event()
-    zero = fast_module._Deadlines.of(0.0)
+    zero = Deadlines.of(0.0)
     zero.add(fired.set)
     with anyio.fail_after(10):
         await fired.wait()
 
 
-async def test_a_switch_that_fails_does_not_keep_the_others_waiting(caplog: pytest.LogCaptureFixture) -> None:
-    deadlines = fast_module._Deadlines.of(0.0)
+async def test_a_callback_that_fails_does_not_keep_the_others_waiting(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    deadlines = Deadlines.of(0.0)
     fired = anyio.Event()
 
     def broken() -> None:
@@ -471,4 +488,33 @@ async def test_a_switch_that_fails_does_not_keep_the_others_waiting(caplog: pyte
     deadlines.add(fired.set)
     with anyio.fail_after(10):
         await fired.wait()
-    assert "switch to SSE failed" in caplog.text
+    assert "callback failed" in caplog.text
+
+
+async def test_a_quiet_sse_reply_writes_keepalives_on_the_shared_timer_and_ends_with_its_stream() -> None:
+    stream = Stream(None, None)
+    pipe = await stream.attach(retry_ms=None)
+    reply = SseReply(stream, pipe, keepalive=0.001)
+    sent: list[dict[str, Any]] = []
+    quiet = anyio.Event()
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+        if sum(m.get("body") == KEEPALIVE for m in sent) >= 2:
+            quiet.set()
+
+    async def receive() -> dict[str, Any]:
+        await anyio.sleep_forever()  # the client stays
+        raise AssertionError
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(reply, receive, send)
+            await quiet.wait()
+            await stream.emit(b'{"jsonrpc":"2.0","id":1,"result":{}}', response=True)
+            stream.finish()
+    bodies = [m["body"] for m in sent if m["type"] == "http.response.body"]
+    assert bodies[:2] == [KEEPALIVE, KEEPALIVE]
+    assert b'"id":1' in b"".join(bodies[2:])
+    assert sent[-1]["more_body"] is False
+    assert all(entry[1] is None for entry in Deadlines.of(0.001)._queue)  # no wake-up left behind

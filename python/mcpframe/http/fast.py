@@ -23,18 +23,17 @@ dict and, for a body that is not one plain request, one decode the full path rep
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import math
-from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from mcpframe import jsonrpc, protocol
 from mcpframe._api import Id, MessageLike
 from mcpframe.session.inline import start_inline
 
 from .asgi import Receive, Send
+from .deadlines import Deadlines
 from .exchange import Exchange, Lane
 from .handling import PostHandler, refusal_of
 from .headers import FIRST_STATELESS, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, Accepts, mirror_mismatch
@@ -257,66 +256,9 @@ def _deferred(
         deferred.resolve(rest())
 
     wait = posts.json_wait(accepts)
-    deadline = None if wait == math.inf else _Deadlines.of(wait).add(expired)
+    deadline = None if wait == math.inf else Deadlines.of(wait).add(expired)
     stream.on_wake = woken
     return deferred
-
-
-class _Deadlines:
-    """The `stream_after` deadlines of one loop's deferred answers (one length), on one timer.
-
-    A `call_later` per POST, cancelled when its answer comes, measured ~28k instructions per call on the
-    lean server (the loop's heap keeps the cancelled handles, compared in Python, until they are due). The
-    deadlines of one length come in the order they end, so they wait in a FIFO queue instead, and one
-    timer, armed for the oldest, fires them all in time: an entry `[when, expire]` is cancelled by setting
-    its `expire` to `None`, and cancelled ones are dropped from the front as new ones come.
-    """
-
-    __slots__ = ("_queue", "_timer", "loop", "wait")
-
-    current: _Deadlines | None = None  # the last loop's (an other loop, or length, makes its own)
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, wait: float) -> None:
-        self.loop = loop
-        self.wait = wait
-        self._queue: deque[list[Any]] = deque()
-        self._timer: asyncio.TimerHandle | None = None
-
-    @classmethod
-    def of(cls, wait: float) -> _Deadlines:
-        """The deadlines of `wait` seconds on the running loop."""
-        loop = asyncio.get_running_loop()
-        deadlines = cls.current
-        if deadlines is None or deadlines.loop is not loop or deadlines.wait != wait:
-            deadlines = cls.current = cls(loop, wait)
-        return deadlines
-
-    def add(self, expire: Callable[[], None]) -> list[Any]:
-        """Call `expire()` in `wait` seconds unless the returned entry's `[1]` is set to `None` first."""
-        queue = self._queue
-        while queue and queue[0][1] is None:
-            queue.popleft()
-        entry: list[Any] = [self.loop.time() + self.wait, expire]
-        queue.append(entry)
-        if self._timer is None:
-            self._timer = self.loop.call_at(entry[0], self._fire)
-        return entry
-
-    def _fire(self) -> None:
-        self._timer = None
-        queue = self._queue
-        now = self.loop.time()
-        while queue and queue[0][0] <= now:
-            expire = queue.popleft()[1]
-            if expire is not None:
-                try:
-                    expire()
-                except Exception:  # one failing must not keep the others waiting
-                    logger.exception("a POST's switch to SSE failed")
-        while queue and queue[0][1] is None:
-            queue.popleft()
-        if queue:
-            self._timer = self.loop.call_at(queue[0][0], self._fire)
 
 
 def _json_lines(session: HttpSession) -> bytes:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from mcpframe import core, jsonrpc, protocol
 
 from .asgi import Receive, Send, wait_disconnect
+from .deadlines import Deadlines
 from .pipe import Pipe
 from .streams import KEEPALIVE, Stream
 
@@ -125,7 +127,13 @@ class SseReply:
         chunks, ended = self._drain()
         while not chunks and not ended:
             wait = self.keepalive if self.close_idle is None else min(self.close_idle, self.keepalive)
-            chunk = await self.reader.get(wait)
+            # on the loop's one timer for waits of that length (`Deadlines`), not a timer per wait
+            entry = None if wait == math.inf else Deadlines.of(wait).add(self.reader.nudge)
+            try:
+                chunk = await self.reader.get()  # `None`: woken by the timer, nothing came
+            finally:
+                if entry is not None:
+                    entry[1] = None
             if chunk:
                 chunks.append(chunk)
                 more, ended = self._drain()
