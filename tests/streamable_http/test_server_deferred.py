@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import json
 import threading
+import types
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -518,3 +519,81 @@ async def test_a_quiet_sse_reply_writes_keepalives_on_the_shared_timer_and_ends_
     assert b'"id":1' in b"".join(bodies[2:])
     assert sent[-1]["more_body"] is False
     assert all(entry[1] is None for entry in Deadlines.of(0.001)._queue)  # no wake-up left behind
+
+
+# ------------------------------------------------------------------------ an SSE answer's client leaving
+
+
+async def _leave_mid_stream(
+    url: str, client: httpx.AsyncClient, headers: dict[str, str], tools: Tools, *, primed: bool
+) -> str:
+    """POST `hold`, read the head of its SSE answer (and its priming event if `primed`), hang up; the
+    priming event's id (`""`: none)."""
+    with anyio.fail_after(10):
+        request = client.build_request(
+            "POST", url, json=call("hold", {"text": "gone"}, rid=20), headers=headers
+        )
+        response = await client.send(request, stream=True)
+        try:
+            assert response.headers["content-type"].startswith("text/event-stream")
+            await tools.entered.wait()
+            first = b""
+            if primed:  # its first event is there already
+                async for chunk in response.aiter_raw():
+                    first += chunk
+                    if b"\n\n" in first:
+                        break
+        finally:
+            await response.aclose()  # the client leaves while the handler waits
+    event_id = [line for line in first.decode().splitlines() if line.startswith("id: ")]
+    return event_id[0][4:] if event_id else ""
+
+
+@LEAN_AND_UVICORN
+async def test_a_client_leaving_a_stream_nobody_can_resume_cancels_its_handler_once(http_server: str) -> None:
+    tools = Tools()
+    async with serving(tools, http_server, response_mode="sse", event_store=None) as (url, app, client):
+        headers = await open_session(client, url)
+        await _leave_mid_stream(url, client, headers, tools, primed=False)
+        with anyio.fail_after(10):
+            await until(lambda: tools.cancelled == 1 and app.posts.admission.running == 0)
+        assert tools.finished == 0
+        again = await client.post(url, json=call("echo", {"text": "on"}, rid=21), headers=headers)
+        assert messages(again.text)[-1]["result"]["content"] == [{"type": "text", "text": "on"}]
+        assert tools.cancelled == 1
+
+
+@LEAN_AND_UVICORN
+async def test_a_client_leaving_a_resumable_stream_leaves_its_handler_running(http_server: str) -> None:
+    tools = Tools()
+    async with serving(tools, http_server, response_mode="resumable") as (url, app, client):
+        headers = await open_session(client, url)
+        priming = await _leave_mid_stream(url, client, headers, tools, primed=True)
+        assert priming
+        session = app.sessions.find(headers, None)
+        assert isinstance(session, HttpSession)
+        with anyio.fail_after(10):
+            await until(lambda: not any(stream.attached for stream in session.streams.values()))
+        tools.gate.set()
+        with anyio.fail_after(10):
+            await until(lambda: app.posts.admission.running == 0)
+            resume = {**headers, "accept": "text/event-stream", "last-event-id": priming}
+            async with client.stream("GET", url, headers=resume) as replay:
+                text = (await replay.aread()).decode()
+        assert (tools.finished, tools.cancelled) == (1, 0)
+        assert messages(text)[-1]["result"]["content"] == [{"type": "text", "text": "gone"}]
+
+
+def test_the_lean_receive_tells_of_a_client_that_left_already_at_once() -> None:
+    cycle = wire_module.Cycle("POST", b"/mcp", "1.1", [], True)
+    gone = types.SimpleNamespace(lost=True)
+    told: list[str] = []
+    wire_module._Receive(gone, cycle).on_disconnect(lambda: told.append("left"))  # type: ignore[arg-type]
+    assert told == ["left"]
+    assert cycle.on_lost is None
+    here = types.SimpleNamespace(lost=False)
+    receive = wire_module._Receive(here, cycle)  # type: ignore[arg-type]
+    receive.on_disconnect(lambda: told.append("later"))
+    assert cycle.on_lost is not None
+    receive.on_disconnect(None)
+    assert cycle.on_lost is None

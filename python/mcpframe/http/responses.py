@@ -102,8 +102,17 @@ class SseReply:
         self.status = 200
 
     async def __call__(self, receive: Receive, send: Send) -> None:
-        """Write the events; a disconnecting client ends the stream's reading (and so this response)."""
-        watcher = asyncio.get_running_loop().create_task(self._watch(receive))
+        """Write the events; a disconnecting client ends the stream's reading (and so this response).
+
+        The lean server's `receive` tells of the client leaving by a callback (`on_disconnect`); any other
+        server's is watched by a task of its own.
+        """
+        hook = getattr(receive, "on_disconnect", None)
+        watcher = None
+        if hook is not None:
+            hook(self._left)
+        else:
+            watcher = asyncio.get_running_loop().create_task(self._watch(receive))
         try:
             headers = _raw_headers(self.headers)
             await send({"type": "http.response.start", "status": 200, "headers": headers})
@@ -113,13 +122,19 @@ class SseReply:
                 if ended:
                     return
         finally:
-            watcher.cancel()
+            if watcher is not None:
+                watcher.cancel()
+            elif hook is not None:
+                hook(None)
             self.stream.detach(self.reader)
             if self.on_end is not None:
                 self.on_end()
 
     async def _watch(self, receive: Receive) -> None:
         await wait_disconnect(receive)
+        self._left()
+
+    def _left(self) -> None:
         self.stream.detach(self.reader)  # its reader sees the end: the response ends
 
     async def _next(self) -> tuple[bytes, bool]:

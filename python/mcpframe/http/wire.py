@@ -119,6 +119,10 @@ class _Connection(asyncio.Protocol):
         self.lost = True
         self.idle_deadline = self.head_deadline = None
         self.owner.forget(self)
+        current = self.current
+        if current is not None and current.on_lost is not None:
+            on_lost, current.on_lost = current.on_lost, None
+            on_lost()  # what a response asked to hear of it (`_Receive.on_disconnect`)
         for cycle in (self.current, *self.pending):
             if cycle is not None and cycle.more is not None:
                 cycle.more.set()  # receive() answers http.disconnect from now on
@@ -281,7 +285,7 @@ class _Connection(asyncio.Protocol):
             self._refuse(400, b"Bad Request")
             return
         try:
-            receive: Receive = lambda: self._receive(cycle)  # noqa: E731
+            receive: Receive = _Receive(self, cycle)
             send: Send = lambda m: self._send(cycle, m)  # noqa: E731
             if scope is not None:
                 await self.app(scope, receive, send)
@@ -551,6 +555,29 @@ class WireServer:
         self.connections.discard(connection)
         if not self.connections and self._all_closed is not None:
             self._all_closed.set()
+
+
+class _Receive:
+    """A request's ASGI `receive`, which also tells of the client leaving by a callback (`on_disconnect`):
+    what an SSE response (`responses.SseReply`) would else learn from a task of its own waiting on
+    `receive` (that task measured ~55k instructions per SSE answer)."""
+
+    __slots__ = ("_connection", "_cycle")
+
+    def __init__(self, connection: _Connection, cycle: Cycle) -> None:
+        self._connection = connection
+        self._cycle = cycle
+
+    def __call__(self) -> Coroutine[Any, Any, Message]:
+        return self._connection._receive(self._cycle)
+
+    def on_disconnect(self, callback: Callable[[], None] | None) -> None:
+        """Call `callback()` once if the client leaves while this response is being written (at once if it
+        has left already); `None` forgets the callback given before."""
+        if callback is not None and self._connection.lost:
+            callback()
+            return
+        self._cycle.on_lost = callback
 
 
 def _ready(whole: Whole) -> Later:

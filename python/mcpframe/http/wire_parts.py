@@ -102,7 +102,7 @@ class Cycle:
 
     __slots__ = (
         "body", "chunked", "complete", "delivered", "expecting", "head_sent", "headers", "keep_alive",
-        "method", "more", "response_done", "scope", "start", "target", "version",
+        "method", "more", "on_lost", "response_done", "scope", "start", "target", "version",
     )  # fmt: skip
 
     def __init__(
@@ -125,6 +125,9 @@ class Cycle:
         self.head_sent = False
         self.response_done = False
         self.expecting = False  # `Expect: 100-continue` and no `100 Continue` sent yet
+        self.on_lost: Callable[[], None] | None = (
+            None  # called if the client leaves (`_Receive.on_disconnect`)
+        )
 
 
 def header_lines(cycle: Cycle, headers: Any, parts: list[bytes]) -> bytes | None:
