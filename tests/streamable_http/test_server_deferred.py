@@ -163,15 +163,20 @@ def taken(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 @pytest.fixture
 def wire_tasks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The app calls the lean server ran in tasks (`WireServer.start`), by coroutine name."""
+    """The app calls the lean server ran in tasks (`WireServer.start`, `_spawn`), by coroutine name."""
     started: list[str] = []
-    real = wire_module.WireServer.start
+    real_start, real_spawn = wire_module.WireServer.start, wire_module.WireServer._spawn
 
-    def recorded(self: wire_module.WireServer, coro: Any) -> None:
+    def start(self: wire_module.WireServer, coro: Any) -> None:
         started.append(coro.__qualname__)
-        real(self, coro)
+        real_start(self, coro)
 
-    monkeypatch.setattr(wire_module.WireServer, "start", recorded)
+    def spawn(self: wire_module.WireServer, coro: Any) -> Any:
+        started.append(coro.__qualname__)
+        return real_spawn(self, coro)
+
+    monkeypatch.setattr(wire_module.WireServer, "start", start)
+    monkeypatch.setattr(wire_module.WireServer, "_spawn", spawn)
     return started
 
 
@@ -280,6 +285,34 @@ async def test_a_session_deleted_while_a_call_is_suspended_ends_it_once(http_ser
         assert (got[0].status_code, got[0].content) == (202, b"")  # no answer came: the stream just ended
         assert (tools.cancelled, tools.finished) == (1, 0)
         assert app.posts.admission.running == 0
+
+
+async def test_a_stream_its_session_ends_while_walking_its_streams_answers_without_touching_them() -> None:
+    """`HttpSession.close` ends every stream it holds, walking its dict of them: the deferred answer that
+    this resolves must not change that dict (the exchange's own end forgets the stream)."""
+    tools = Tools()
+    async with serving(tools, response_mode="auto") as (url, app, client):
+        headers = await open_session(client, url)
+        got: list[httpx.Response] = []
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+
+                async def post() -> None:
+                    got.append(
+                        await client.post(url, json=call("hold", {"text": "w"}, rid=14), headers=headers)
+                    )
+
+                tg.start_soon(post)
+                await tools.entered.wait()
+                session = app.sessions.find(headers, None)
+                assert isinstance(session, HttpSession)
+                for stream in session.streams.values():  # as `HttpSession.close` does
+                    stream.finish()
+        assert (got[0].status_code, got[0].content) == (202, b"")
+        tools.gate.set()
+        with anyio.fail_after(10):
+            await until(lambda: app.posts.admission.running == 0)
+        assert list(session.streams) == [session.get_stream.id]
 
 
 async def test_a_client_that_leaves_while_a_call_is_suspended_costs_only_its_answer(

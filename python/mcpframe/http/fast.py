@@ -216,11 +216,12 @@ def _deferred(
     """The JSON answer of a handed-over request that suspended, with no task waiting for it.
 
     What `PostHandler.respond` does for JSON, done by the stream's wake-up (`Stream.on_wake`) instead of
-    a task waiting on it: once the exchange ends (its stream finishes) the answer is `PostHandler.answered`'s,
-    resolved as a `Whole` by the code that ended it (the handler's task, a cancel, the session's end). A frame
-    that is not a response (the handler logs, reports progress or asks the client something) to a client
-    that accepts SSE, or `stream_after` seconds with no answer, hands the rest to `respond` (a `Later`, in a
-    task of the wire server's): from there on the full path runs unchanged.
+    a task waiting on it: once the stream finishes (its exchange ends) the answer is the one `respond`
+    gives (`_finished_json`), resolved as a `Whole` by the code that finished it (the handler's task, a
+    cancel, the session's end). A frame that is not a response (the handler logs, reports progress or asks
+    the client something) to a client that accepts SSE, or `stream_after` seconds with no answer, hands the
+    rest to `respond` (a `Later`, in a task of the wire server's): from there on the full path runs
+    unchanged.
     """
     deferred = Deferred()
     stream = exchange.stream
@@ -229,26 +230,22 @@ def _deferred(
         return _later(posts, lambda: posts.respond(exchange, session, accepts, headers))
 
     def woken() -> None:
-        if not stream.finished.is_set() and not accepts.sse:
+        finished = stream.finished.is_set()
+        if not finished and not accepts.sse:
             stream.on_wake = woken  # only the end counts for a client that takes JSON only
             return
         if deadline is not None:
             deadline[1] = None
-        if stream.finished.is_set() and not stream.saw_other:
-            frames = stream.response_frames()
-            if len(frames) == 1:  # the common answer, as `answered` gives it (`_handover`'s own lines)
-                if session is not None:
-                    session.stream_ended(stream)
-                deferred.resolve(
-                    (200, _STATELESS_LINES if session is None else _json_lines(session), frames[0])
-                )
-                return
+        if not finished or (stream.saw_other and accepts.sse):
+            deferred.resolve(rest())  # a frame that is not a response, to a client that takes SSE
+            return
         try:
-            reply = posts.answered(exchange, session, accepts, headers)
+            whole = _finished_json(stream, session, headers)
         except Exception as exc:  # as `answering`: a bug costs this request, answered
             logger.exception("POST %s failed", posts.options.path)
-            reply = _failed(exc)
-        deferred.resolve(rest() if reply is None else (reply.status, reply.header_lines(), reply.body))
+            failed = _failed(exc)
+            whole = (failed.status, failed.header_lines(), failed.body)
+        deferred.resolve(whole)
 
     def expired() -> None:  # no answer in time: SSE from now on, as `respond` would switch
         stream.on_wake = None
@@ -259,6 +256,17 @@ def _deferred(
     deadline = None if wait == math.inf else Deadlines.of(wait).add(expired)
     stream.on_wake = woken
     return deferred
+
+
+def _finished_json(stream: Stream, session: HttpSession | None, headers: dict[str, str]) -> Whole:
+    """The JSON answer of a finished stream, as `PostHandler._json_ready` gives it, as the `Whole` it is
+    written as. The session forgets the stream when its exchange ends (`_handover`'s `on_close`), not here:
+    this may run inside `HttpSession.close`'s walk over its streams."""
+    frames = stream.response_frames()
+    if not frames:  # cancelled, or its session ended: no answer
+        return 202, Reply(202, headers=headers).header_lines(), b""
+    lines = _STATELESS_LINES if session is None else _json_lines(session)
+    return 200, lines, frames[0] if len(frames) == 1 else b"[" + b",".join(frames) + b"]"
 
 
 def _json_lines(session: HttpSession) -> bytes:

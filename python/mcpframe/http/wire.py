@@ -214,12 +214,14 @@ class _Connection(asyncio.Protocol):
 
     def _resolved(self, cycle: Cycle, answer: Whole | Later) -> None:
         """A `Deferred` answer came (called by whatever resolved it): a whole one is written now, unless
-        the client reads slowly (then a task waits for room, as `_send` does); a `Later` runs in a task."""
+        the client reads slowly (then a task waits for room, as `_send` does); a `Later` runs in a task.
+        (A task of its own, not started eagerly: this runs inside the app's code, in the middle of its
+        own work.)"""
         if not isinstance(answer, tuple):
-            self.owner.start(self._run(cycle, answer))
+            self.owner._spawn(self._run(cycle, answer))
             return
         if self.writable is not None and not self.lost:
-            self.owner.start(self._run(cycle, _ready(answer)))
+            self.owner._spawn(self._run(cycle, _ready(answer)))
             return
         if not self.lost:
             self._write_whole(cycle, answer, then=False)
