@@ -7,6 +7,7 @@ import contextvars
 import functools
 import threading
 import types
+from typing import Any
 
 import anyio
 import anyio.from_thread
@@ -380,3 +381,33 @@ def test_off_an_event_loop_the_pool_hands_over_to_anyio_and_submit_refuses() -> 
     with pytest.raises(RuntimeError, match="asyncio"):
         pool.submit(int)
     assert pool._threads == 0
+
+
+@needs_pool
+async def test_each_sync_tool_call_wakes_the_loop_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker hands its result back with one `call_soon_threadsafe` (one self-pipe write, one loop
+    wake-up) per call made one at a time: no second hop for the answer."""
+    server = Server("wakes")
+
+    @server.tool
+    def same(text: str) -> str:
+        """Its argument back."""
+        return text
+
+    loop = asyncio.get_running_loop()
+    wakes: list[str] = []
+    real = loop.call_soon_threadsafe
+
+    def counted(callback: Any, *args: Any, context: contextvars.Context | None = None) -> asyncio.Handle:
+        wakes.append(getattr(callback, "__qualname__", repr(callback)))
+        return real(callback, *args, context=context)
+
+    async with legacy(server) as client:
+        first = await client.request("tools/call", {"name": "same", "arguments": {"text": "warm"}})
+        assert first["content"][0]["text"] == "warm"
+        monkeypatch.setattr(loop, "call_soon_threadsafe", counted)
+        for n in range(20):
+            answer = await client.request("tools/call", {"name": "same", "arguments": {"text": f"t{n}"}})
+            assert answer["content"][0]["text"] == f"t{n}"
+        monkeypatch.undo()
+    assert wakes == ["_Inbox._drain"] * 20

@@ -8,9 +8,11 @@ the full path's own functions (`HostGuard.check`, the version check, `refusal_of
 is then started the way the full path's direct path starts it (`PostHandler.start`: a pooled lane, an
 `Exchange`, `session.inline`, the handler's first step run eagerly). When the answer is in at once it is
 the same `Reply` the full path would build (`PostHandler.answered`), written by the wire server in one
-piece; else the rest of the full path (`PostHandler.respond`: wait for JSON, or switch to SSE) goes on
-in a task, on the exchange already started, so a handler that suspends and then logs, reports progress or
-asks the client something is answered exactly as before.
+piece. A JSON answer that comes later is that same `Reply` too, handed to the wire server by the code that
+ends the exchange, with no task waiting for it (`_deferred`); what needs more (a switch to SSE, or an
+answer preferred as SSE) goes on in a task, through the rest of the full path (`PostHandler.respond`) on
+the exchange already started, so a handler that suspends and then logs, reports progress or asks the
+client something is answered exactly as before.
 
 What is not the common case is not taken here (`None`: the wire server runs the full ASGI path, which
 answers it, refusals included): a refusal of any kind, `auth`, a batch, a notification or response,
@@ -22,6 +24,7 @@ dict and, for a body that is not one plain request, one decode the full path rep
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
 
@@ -30,6 +33,7 @@ from mcpframe._api import Id, MessageLike
 from mcpframe.session.inline import start_inline
 
 from .asgi import Receive, Send
+from .deadlines import Deadlines
 from .exchange import Exchange, Lane
 from .handling import PostHandler, refusal_of
 from .headers import FIRST_STATELESS, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, Accepts, mirror_mismatch
@@ -37,7 +41,7 @@ from .post import Body
 from .responses import Answer, Reply, error_response, json_response
 from .store import StoreUnavailable
 from .streams import Stream
-from .wire_parts import Whole, WireAnswer
+from .wire_parts import Deferred, Later, Whole, WireAnswer
 
 if TYPE_CHECKING:
     from .sessions import HttpSession
@@ -47,9 +51,10 @@ __all__ = ["FastAnswer", "answering", "fast_post", "wire_answer"]
 logger = logging.getLogger("mcpframe.http")
 _T = TypeVar("_T")
 
-FastAnswer = Reply | Whole | Callable[[], Awaitable[Answer]]
-"""A complete `Reply` (or, for a JSON answer given at once, the `Whole` it would be written as), or the
-coroutine function that finishes the answer of a request already started."""
+FastAnswer = Reply | Whole | Deferred | Callable[[], Awaitable[Answer]]
+"""A complete `Reply` (or, for a JSON answer given at once, the `Whole` it would be written as), the
+`Deferred` JSON answer of a request that suspended, or the coroutine function that finishes the answer of a
+request already started."""
 
 _STATELESS_LINES = json_response(b"").header_lines()  # a JSON answer's header lines with no session
 
@@ -61,21 +66,29 @@ _REMEMBERED = 256  # at most this many pairs: a client varying them only costs t
 
 def wire_answer(posts: PostHandler, headers: dict[str, str], data: bytes) -> WireAnswer | None:
     """`fast_post` for the lean server (`StreamableHTTPServer.wire_fast`): its `Reply` as a `Whole`, what
-    finishes it as a `Later`, a failure as the 500 the full path gives."""
+    finishes it as a `Later` (or a `Deferred` JSON answer), a failure as the 500 the full path gives."""
     try:
         answer = fast_post(posts, headers, data)
     except Exception as exc:  # as on the full path: a bug costs this request, answered
         logger.exception("POST %s failed", posts.options.path)
-        why = f"Internal error: handling this POST failed ({type(exc).__name__})"
-        answer = error_response(500, why, code=jsonrpc.INTERNAL_ERROR)
-    if answer is None or isinstance(answer, tuple):
+        answer = _failed(exc)
+    if answer is None or isinstance(answer, tuple | Deferred):
         return answer
     if isinstance(answer, Reply):
         return answer.status, answer.header_lines(), answer.body
-    later = answer
+    return _later(posts, answer)
+
+
+def _failed(exc: Exception) -> Reply:
+    why = f"Internal error: handling this POST failed ({type(exc).__name__})"
+    return error_response(500, why, code=jsonrpc.INTERNAL_ERROR)
+
+
+def _later(posts: PostHandler, rest: Callable[[], Awaitable[Answer]]) -> Later:
+    """The `Later` that finishes a started answer (`rest`): whole if it is a `Reply`, else on ASGI."""
 
     async def finish(receive: Receive, send: Send) -> Whole | None:
-        reply = await answering("POST", posts.options.path, later())
+        reply = await answering("POST", posts.options.path, rest())
         if isinstance(reply, Reply):
             return reply.status, reply.header_lines(), reply.body
         await reply(receive, send)
@@ -163,8 +176,8 @@ def _handover(
     session, `_json_lines`), and what the exchange's end would do is done here (`ends`, then
     the lane back to its pool). Else (it suspended, was queued, or gave no answer) the exchange is made at
     once, before the loop runs anything that could write to the lane or route to the request's id (a
-    client's cancel, the answer to a request of the handler), and the handler's answer goes to it: from
-    there on the full path (`PostHandler.respond`) runs unchanged. (A closure rather than an object: this
+    client's cancel, the answer to a request of the handler), and the handler's answer goes to it, to be
+    answered as `PostHandler.respond` would (`_deferred`). (A closure rather than an object: this
     runs once per request, and an object measured ~2k instructions more per call.)
     """
     rid = request.id
@@ -190,7 +203,70 @@ def _handover(
     if session is not None:
         started.on_close.append(lambda: session.stream_ended(stream))
     headers = {} if session is None else {MCP_SESSION_ID: session.id}
-    return lambda: posts.respond(started, session, accepts, headers)
+    return _deferred(posts, started, session, accepts, headers)
+
+
+def _deferred(
+    posts: PostHandler,
+    exchange: Exchange,
+    session: HttpSession | None,
+    accepts: Accepts,
+    headers: dict[str, str],
+) -> Deferred:
+    """The JSON answer of a handed-over request that suspended, with no task waiting for it.
+
+    What `PostHandler.respond` does for JSON, done by the stream's wake-up (`Stream.on_wake`) instead of
+    a task waiting on it: once the stream finishes (its exchange ends) the answer is the one `respond`
+    gives (`_finished_json`), resolved as a `Whole` by the code that finished it (the handler's task, a
+    cancel, the session's end). A frame that is not a response (the handler logs, reports progress or asks
+    the client something) to a client that accepts SSE, or `stream_after` seconds with no answer, hands the
+    rest to `respond` (a `Later`, in a task of the wire server's): from there on the full path runs
+    unchanged.
+    """
+    deferred = Deferred()
+    stream = exchange.stream
+
+    def rest() -> Later:
+        return _later(posts, lambda: posts.respond(exchange, session, accepts, headers))
+
+    def woken() -> None:
+        finished = stream.finished.is_set()
+        if not finished and not accepts.sse:
+            stream.on_wake = woken  # only the end counts for a client that takes JSON only
+            return
+        if deadline is not None:
+            deadline[1] = None
+        if not finished or (stream.saw_other and accepts.sse):
+            deferred.resolve(rest())  # a frame that is not a response, to a client that takes SSE
+            return
+        try:
+            whole = _finished_json(stream, session, headers)
+        except Exception as exc:  # as `answering`: a bug costs this request, answered
+            logger.exception("POST %s failed", posts.options.path)
+            failed = _failed(exc)
+            whole = (failed.status, failed.header_lines(), failed.body)
+        deferred.resolve(whole)
+
+    def expired() -> None:  # no answer in time: SSE from now on, as `respond` would switch
+        stream.on_wake = None
+        stream.wake.set()
+        deferred.resolve(rest())
+
+    wait = posts.json_wait(accepts)
+    deadline = None if wait == math.inf else Deadlines.of(wait).add(expired)
+    stream.on_wake = woken
+    return deferred
+
+
+def _finished_json(stream: Stream, session: HttpSession | None, headers: dict[str, str]) -> Whole:
+    """The JSON answer of a finished stream, as `PostHandler._json_ready` gives it, as the `Whole` it is
+    written as. The session forgets the stream when its exchange ends (`_handover`'s `on_close`), not here:
+    this may run inside `HttpSession.close`'s walk over its streams."""
+    frames = stream.response_frames()
+    if not frames:  # cancelled, or its session ended: no answer
+        return 202, Reply(202, headers=headers).header_lines(), b""
+    lines = _STATELESS_LINES if session is None else _json_lines(session)
+    return 200, lines, frames[0] if len(frames) == 1 else b"[" + b",".join(frames) + b"]"
 
 
 def _json_lines(session: HttpSession) -> bytes:

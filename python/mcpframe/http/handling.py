@@ -441,10 +441,10 @@ class PostHandler:
     async def _json_answer(
         self, stream: Stream, session: HttpSession | None, accepts: Accepts, headers: dict[str, str]
     ) -> Reply | None:
-        """Wait for the answer (up to `_json_wait`); `None` when it has to be SSE after all."""
+        """Wait for the answer (up to `json_wait`); `None` when it has to be SSE after all."""
         event = stream.wake if accepts.sse else stream.finished  # wake: a frame that is not a response
         if not event.is_set():  # on the direct path most answers are in before we get here: no timer
-            wait = self._json_wait(accepts)
+            wait = self.json_wait(accepts)
             timer = None if wait == math.inf else asyncio.get_running_loop().call_later(wait, stream.wake.set)
             try:
                 await event.wait()
@@ -494,7 +494,7 @@ class PostHandler:
         mode = self.options.response_mode
         return mode == "sse" or (mode == "resumable" and priming is not None)
 
-    def _json_wait(self, accepts: Accepts) -> float:
+    def json_wait(self, accepts: Accepts) -> float:
         """How long to hold a POST for a plain JSON answer before switching to SSE."""
         if not accepts.sse:
             return math.inf

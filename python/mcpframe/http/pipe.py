@@ -35,6 +35,10 @@ class ChunkReader:
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
+    def nudge(self) -> None:
+        """Wake the waiting reader with nothing new: its `get` returns `None`, as on a timeout."""
+        self._wake()
+
     def queued(self) -> int:
         """How many chunks wait for the reader (what a producer that can wait checks for flow control)."""
         return len(self._items)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from mcpframe import core, jsonrpc, protocol
 
 from .asgi import Receive, Send, wait_disconnect
+from .deadlines import Deadlines
 from .pipe import Pipe
 from .streams import KEEPALIVE, Stream
 
@@ -100,8 +102,17 @@ class SseReply:
         self.status = 200
 
     async def __call__(self, receive: Receive, send: Send) -> None:
-        """Write the events; a disconnecting client ends the stream's reading (and so this response)."""
-        watcher = asyncio.get_running_loop().create_task(self._watch(receive))
+        """Write the events; a disconnecting client ends the stream's reading (and so this response).
+
+        The lean server's `receive` tells of the client leaving by a callback (`on_disconnect`); any other
+        server's is watched by a task of its own.
+        """
+        hook = getattr(receive, "on_disconnect", None)
+        watcher = None
+        if hook is not None:
+            hook(self._left)
+        else:
+            watcher = asyncio.get_running_loop().create_task(self._watch(receive))
         try:
             headers = _raw_headers(self.headers)
             await send({"type": "http.response.start", "status": 200, "headers": headers})
@@ -111,13 +122,19 @@ class SseReply:
                 if ended:
                     return
         finally:
-            watcher.cancel()
+            if watcher is not None:
+                watcher.cancel()
+            elif hook is not None:
+                hook(None)
             self.stream.detach(self.reader)
             if self.on_end is not None:
                 self.on_end()
 
     async def _watch(self, receive: Receive) -> None:
         await wait_disconnect(receive)
+        self._left()
+
+    def _left(self) -> None:
         self.stream.detach(self.reader)  # its reader sees the end: the response ends
 
     async def _next(self) -> tuple[bytes, bool]:
@@ -125,7 +142,13 @@ class SseReply:
         chunks, ended = self._drain()
         while not chunks and not ended:
             wait = self.keepalive if self.close_idle is None else min(self.close_idle, self.keepalive)
-            chunk = await self.reader.get(wait)
+            # on the loop's one timer for waits of that length (`Deadlines`), not a timer per wait
+            entry = None if wait == math.inf else Deadlines.of(wait).add(self.reader.nudge)
+            try:
+                chunk = await self.reader.get()  # `None`: woken by the timer, nothing came
+            finally:
+                if entry is not None:
+                    entry[1] = None
             if chunk:
                 chunks.append(chunk)
                 more, ended = self._drain()

@@ -12,6 +12,7 @@ import asyncio
 import logging
 import os
 import secrets
+from collections.abc import Callable
 
 from .events import EventStore, store_now
 from .pipe import Pipe
@@ -99,6 +100,10 @@ class Stream:
         # before, a frame kept for later needs no lock: that is nothing awaited, in order
         self._serialized = False
         self._priming_id: str | None = None
+        # called (at most once: it is cleared first) when `wake` is set: by the frame that is not a
+        # response, or by `finish` (the last thing it does). For a POST whose answer waits without a task
+        # (`fast.py`); it must not raise
+        self.on_wake: Callable[[], None] | None = None
 
     @property
     def resumable(self) -> bool:
@@ -154,6 +159,7 @@ class Stream:
         if not response:
             self.saw_other = True
             self.wake.set()
+            self._woken()
 
     async def _emit_locked(self, frame: bytes, response: bool) -> None:
         self._serialized = True
@@ -176,6 +182,13 @@ class Stream:
         if self._pipe is not None:
             self._pipe.close()
             self._pipe = None
+        self._woken()
+
+    def _woken(self) -> None:
+        on_wake = self.on_wake
+        if on_wake is not None:
+            self.on_wake = None
+            on_wake()
 
     async def attach(self, *, retry_ms: int | None) -> Pipe:
         """Start an HTTP response on this stream: the priming event (if `retry_ms`), then the backlog."""

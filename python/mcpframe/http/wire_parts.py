@@ -13,7 +13,9 @@ from typing import Any
 
 from .asgi import Message, Receive, Scope, Send
 
-__all__ = ["REASONS", "Clock", "Cycle", "HeadTooLarge", "Later", "Whole", "WireAnswer", "header_lines"]
+__all__ = [
+    "REASONS", "Clock", "Cycle", "Deferred", "HeadTooLarge", "Later", "Whole", "WireAnswer", "header_lines",
+]  # fmt: skip
 
 REASONS = {status.value: status.phrase.encode() for status in HTTPStatus}
 """The reason phrase of each status code."""
@@ -24,7 +26,47 @@ the app) and the body."""
 Later = Callable[[Receive, Send], Awaitable[Whole | None]]
 """The rest of an answer the app started: a coroutine function that returns the `Whole` response, or
 answers on ASGI `receive` and `send` itself (and returns `None`)."""
-WireAnswer = Whole | Later
+
+
+class Deferred:
+    """The answer to a POST that comes later, with no task waiting for it: the app `resolve`s it once, with
+    the `Whole` response or with the `Later` that finishes it (in a task), and the wire server's callback
+    (`then`) gets that at once. Whatever resolves it (a handler's task, a timer) runs the callback, which
+    must not raise; a second `resolve` is ignored."""
+
+    __slots__ = ("_answer", "_arg", "_then")
+
+    def __init__(self) -> None:
+        self._answer: Whole | Later | None = None
+        self._then: Callable[[Any, Whole | Later], None] | None = None
+        self._arg: Any = None
+
+    @property
+    def resolved(self) -> bool:
+        """Whether the answer came."""
+        return self._answer is not None
+
+    def then(self, callback: Callable[[Any, Whole | Later], None], arg: Any) -> None:
+        """Call `callback(arg, answer)` once the answer comes (now, if it came already). Once only."""
+        answer = self._answer
+        if answer is not None:
+            callback(arg, answer)
+        else:
+            self._then, self._arg = callback, arg
+
+    def resolve(self, answer: Whole | Later) -> None:
+        """Give the answer (the first one counts)."""
+        if self._answer is not None:
+            return
+        self._answer = answer
+        then = self._then
+        if then is not None:
+            arg = self._arg
+            self._then = self._arg = None
+            then(arg, answer)
+
+
+WireAnswer = Whole | Later | Deferred
 """What an app's `wire_fast(target, headers, body)` answers a complete POST with (`None` instead: the app's
 ASGI call answers it). See `wire._Connection._next`."""
 
@@ -60,7 +102,7 @@ class Cycle:
 
     __slots__ = (
         "body", "chunked", "complete", "delivered", "expecting", "head_sent", "headers", "keep_alive",
-        "method", "more", "response_done", "scope", "start", "target", "version",
+        "method", "more", "on_lost", "response_done", "scope", "start", "target", "version",
     )  # fmt: skip
 
     def __init__(
@@ -83,6 +125,9 @@ class Cycle:
         self.head_sent = False
         self.response_done = False
         self.expecting = False  # `Expect: 100-continue` and no `100 Continue` sent yet
+        self.on_lost: Callable[[], None] | None = (
+            None  # called if the client leaves (`_Receive.on_disconnect`)
+        )
 
 
 def header_lines(cycle: Cycle, headers: Any, parts: list[bytes]) -> bytes | None:

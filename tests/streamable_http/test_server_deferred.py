@@ -1,0 +1,480 @@
+"""A POST whose handler suspends, over the lean server (`http/fast.py`'s `Deferred` JSON answer): answered
+as the full path answers it, with no task waiting for it, and every way it can end (answer, SSE switch,
+cancel, DELETE, a client that leaves) ends it once.
+
+No test here waits for time to pass: tools wait on gates the test opens once it has seen what it needs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import threading
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import httpx
+import pytest
+
+from mcpframe.http import fast as fast_module
+from mcpframe.http import wire as wire_module
+from mcpframe.http.server import HttpOptions, StreamableHTTPServer, serve_http
+from mcpframe.http.sessions import HttpSession
+from mcpframe.http.wire_parts import Deferred
+from mcpframe.server import Context, Server
+
+from ._server_support import JSON_AND_SSE, call, messages
+from ._server_support import session_headers as headers_of
+
+pytestmark = pytest.mark.anyio
+
+LEAN_AND_UVICORN = pytest.mark.parametrize("http_server", ["mcpframe", "uvicorn"])
+"""Run on the lean server (the fast path) and on uvicorn (the full ASGI path): the same answers."""
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+class Tools:
+    """A server whose tools wait on gates the test opens, counting how each run ended."""
+
+    def __init__(self) -> None:
+        self.server = Server("deferred", version="1.0.0")
+        self.entered = anyio.Event()
+        self.gate = anyio.Event()
+        self.thread_gate = threading.Event()
+        self.cancelled = 0
+        self.finished = 0
+        tools = self
+
+        @self.server.tool
+        def echo(text: str) -> str:
+            """A `def` tool: on the worker pool."""
+            return text
+
+        @self.server.tool
+        def blocked(text: str) -> str:
+            """A `def` tool that waits for the test (on its worker thread)."""
+            tools.thread_gate.wait(10)
+            return text
+
+        @self.server.tool
+        async def hold(text: str) -> str:
+            """Suspends until the test opens the gate."""
+            tools.entered.set()
+            try:
+                await tools.gate.wait()
+            except BaseException:
+                tools.cancelled += 1
+                raise
+            tools.finished += 1
+            return text
+
+        @self.server.tool
+        async def late_log(ctx: Context) -> str:
+            """Suspends, then logs, then answers."""
+            tools.entered.set()
+            await tools.gate.wait()
+            await ctx.info("late")
+            return "logged"
+
+
+@contextlib.asynccontextmanager
+async def serving(
+    tools: Tools, http_server: str = "mcpframe", **options: Any
+) -> AsyncIterator[tuple[str, StreamableHTTPServer, httpx.AsyncClient]]:
+    """`tools` served on 127.0.0.1 by `http_server`; yields (URL, the app, a client)."""
+    opts = HttpOptions(**options)
+    app = StreamableHTTPServer(tools.server, opts)
+    ready: list[str] = []
+    started = anyio.Event()
+
+    def on_ready(url: str) -> None:
+        ready.append(url)
+        started.set()
+
+    async with anyio.create_task_group() as tg, httpx.AsyncClient(timeout=10) as client:
+        tg.start_soon(
+            lambda: serve_http(
+                tools.server,
+                port=0,
+                options=opts,
+                ready=on_ready,
+                http_server=http_server,
+                app=app,  # type: ignore[arg-type]
+            )
+        )
+        with anyio.fail_after(10):
+            await started.wait()
+        try:
+            yield ready[0], app, client
+        finally:
+            tg.cancel_scope.cancel()
+
+
+async def open_session(client: httpx.AsyncClient, url: str) -> dict[str, str]:
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    response = await client.post(url, json=body, headers=JSON_AND_SSE)
+    assert response.status_code == 200, response.text
+    headers = headers_of(response.headers["mcp-session-id"], "2025-11-25")
+    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert (await client.post(url, json=note, headers=headers)).status_code == 202
+    return headers
+
+
+async def until(condition: Callable[[], bool]) -> None:
+    """Let the loop run until `condition()` holds (no clock involved; bounded by the caller's fail_after)."""
+    while not condition():
+        await anyio.sleep(0)
+
+
+@pytest.fixture
+def taken(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """What the fast path made of each POST: "deferred" (a `Deferred` JSON answer), "other" or "declined"."""
+    seen: list[str] = []
+    real = fast_module.fast_post
+
+    def recorded(posts: Any, headers: dict[str, str], data: bytes) -> Any:
+        got = real(posts, headers, data)
+        seen.append("declined" if got is None else "deferred" if isinstance(got, Deferred) else "other")
+        return got
+
+    monkeypatch.setattr(fast_module, "fast_post", recorded)
+    return seen
+
+
+@pytest.fixture
+def wire_tasks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The app calls the lean server ran in tasks (`WireServer.start`, `_spawn`), by coroutine name."""
+    started: list[str] = []
+    real_start, real_spawn = wire_module.WireServer.start, wire_module.WireServer._spawn
+
+    def start(self: wire_module.WireServer, coro: Any) -> None:
+        started.append(coro.__qualname__)
+        real_start(self, coro)
+
+    def spawn(self: wire_module.WireServer, coro: Any) -> Any:
+        started.append(coro.__qualname__)
+        return real_spawn(self, coro)
+
+    monkeypatch.setattr(wire_module.WireServer, "start", start)
+    monkeypatch.setattr(wire_module.WireServer, "_spawn", spawn)
+    return started
+
+
+async def test_a_def_tool_is_answered_json_with_no_task_waiting(
+    taken: list[str], wire_tasks: list[str]
+) -> None:
+    tools = Tools()
+    async with serving(tools, response_mode="auto") as (url, app, client):
+        headers = await open_session(client, url)
+        taken.clear()
+        wire_tasks.clear()
+        for rid in range(2, 6):
+            response = await client.post(
+                url, json=call("echo", {"text": f"t{rid}"}, rid=rid), headers=headers
+            )
+            assert response.status_code == 200
+            assert response.headers["content-type"] == "application/json"
+            assert response.headers["mcp-session-id"] == headers["mcp-session-id"]
+            assert response.json() == {
+                "jsonrpc": "2.0",
+                "id": rid,
+                "result": {"content": [{"type": "text", "text": f"t{rid}"}]},
+            }
+        assert taken == ["deferred"] * 4
+        assert wire_tasks == []  # written by whatever ended the exchange, not by a task of the wire server
+        assert app.posts.admission.running == 0
+        session = app.sessions.find(headers, None)
+        assert isinstance(session, HttpSession)
+        assert list(session.streams) == [session.get_stream.id]  # each POST's stream forgotten once answered
+
+
+@LEAN_AND_UVICORN
+async def test_an_async_tool_that_suspends_gets_its_answer_when_released(
+    http_server: str, taken: list[str]
+) -> None:
+    tools = Tools()
+    async with serving(tools, http_server, response_mode="auto") as (url, app, client):
+        headers = await open_session(client, url)
+        taken.clear()
+        got: list[httpx.Response] = []
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+
+                async def post() -> None:
+                    got.append(
+                        await client.post(url, json=call("hold", {"text": "h"}, rid=7), headers=headers)
+                    )
+
+                tg.start_soon(post)
+                await tools.entered.wait()
+                assert not got  # held while the handler waits
+                tools.gate.set()
+        assert got[0].status_code == 200
+        assert got[0].headers["content-type"] == "application/json"
+        assert got[0].json()["result"]["content"] == [{"type": "text", "text": "h"}]
+        assert (tools.finished, tools.cancelled) == (1, 0)
+        assert taken == (["deferred"] if http_server == "mcpframe" else [])
+        assert app.posts.admission.running == 0
+
+
+@LEAN_AND_UVICORN
+async def test_a_cancel_while_suspended_cancels_the_handler_once_and_answers_once(http_server: str) -> None:
+    tools = Tools()
+    async with serving(tools, http_server, response_mode="auto") as (url, app, client):
+        headers = await open_session(client, url)
+        got: list[httpx.Response] = []
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+
+                async def post() -> None:
+                    got.append(
+                        await client.post(url, json=call("hold", {"text": "c"}, rid=8), headers=headers)
+                    )
+
+                tg.start_soon(post)
+                await tools.entered.wait()
+                cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 8}}
+                assert (await client.post(url, json=cancel, headers=headers)).status_code == 202
+        assert (got[0].status_code, got[0].content) == (202, b"")  # a cancelled request gets no answer
+        assert (tools.cancelled, tools.finished) == (1, 0)
+        tools.gate.set()
+        # the id is free again, and the session goes on
+        again = await client.post(url, json=call("echo", {"text": "again"}, rid=8), headers=headers)
+        assert again.json()["result"]["content"] == [{"type": "text", "text": "again"}]
+        assert app.posts.admission.running == 0
+        assert tools.cancelled == 1
+
+
+@LEAN_AND_UVICORN
+async def test_a_session_deleted_while_a_call_is_suspended_ends_it_once(http_server: str) -> None:
+    tools = Tools()
+    async with serving(tools, http_server, response_mode="auto") as (url, app, client):
+        headers = await open_session(client, url)
+        got: list[httpx.Response] = []
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+
+                async def post() -> None:
+                    got.append(
+                        await client.post(url, json=call("hold", {"text": "d"}, rid=9), headers=headers)
+                    )
+
+                tg.start_soon(post)
+                await tools.entered.wait()
+                assert (await client.delete(url, headers=headers)).status_code == 200
+        assert (got[0].status_code, got[0].content) == (202, b"")  # no answer came: the stream just ended
+        assert (tools.cancelled, tools.finished) == (1, 0)
+        assert app.posts.admission.running == 0
+
+
+async def test_a_stream_its_session_ends_while_walking_its_streams_answers_without_touching_them() -> None:
+    """`HttpSession.close` ends every stream it holds, walking its dict of them: the deferred answer that
+    this resolves must not change that dict (the exchange's own end forgets the stream)."""
+    tools = Tools()
+    async with serving(tools, response_mode="auto") as (url, app, client):
+        headers = await open_session(client, url)
+        got: list[httpx.Response] = []
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+
+                async def post() -> None:
+                    got.append(
+                        await client.post(url, json=call("hold", {"text": "w"}, rid=14), headers=headers)
+                    )
+
+                tg.start_soon(post)
+                await tools.entered.wait()
+                session = app.sessions.find(headers, None)
+                assert isinstance(session, HttpSession)
+                for stream in session.streams.values():  # as `HttpSession.close` does
+                    stream.finish()
+        assert (got[0].status_code, got[0].content) == (202, b"")
+        tools.gate.set()
+        with anyio.fail_after(10):
+            await until(lambda: app.posts.admission.running == 0)
+        assert list(session.streams) == [session.get_stream.id]
+
+
+async def test_a_client_that_leaves_while_a_call_is_suspended_costs_only_its_answer(
+    monkeypatch: pytest.MonkeyPatch, taken: list[str]
+) -> None:
+    lost = anyio.Event()
+    real_lost = wire_module._Connection.connection_lost
+
+    def connection_lost(self: wire_module._Connection, exc: Exception | None) -> None:
+        real_lost(self, exc)
+        if self.current is not None:
+            lost.set()  # the connection whose POST is still being answered
+
+    monkeypatch.setattr(wire_module._Connection, "connection_lost", connection_lost)
+    tools = Tools()
+    async with serving(tools, response_mode="auto") as (url, app, client):
+        headers = await open_session(client, url)
+        host, port = url.split("/")[2].split(":")
+        taken.clear()
+        with anyio.fail_after(10):
+            _reader, writer = await asyncio.open_connection(host, int(port))
+            body = json.dumps(call("hold", {"text": "x"}, rid=10)).encode()
+            head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+            writer.write(
+                b"POST /mcp HTTP/1.1\r\nhost: %s\r\n%scontent-length: %d\r\n\r\n%s"
+                % (url.split("/")[2].encode(), head.encode(), len(body), body)
+            )
+            await tools.entered.wait()
+            writer.close()
+            await lost.wait()
+            tools.gate.set()  # the answer comes with nobody to read it: dropped
+            await until(lambda: app.posts.admission.running == 0)
+        assert taken == ["deferred"]
+        assert (tools.finished, tools.cancelled) == (1, 0)
+        # the session, its lanes and the id go on serving
+        again = await client.post(url, json=call("hold", {"text": "y"}, rid=10), headers=headers)
+        assert again.json()["result"]["content"] == [{"type": "text", "text": "y"}]
+        assert app.posts.admission.running == 0
+
+
+@LEAN_AND_UVICORN
+async def test_a_handler_that_logs_after_suspending_is_switched_to_sse(
+    http_server: str, taken: list[str]
+) -> None:
+    tools = Tools()
+    async with serving(tools, http_server, response_mode="auto") as (url, app, client):
+        headers = await open_session(client, url)
+        taken.clear()
+        got: list[httpx.Response] = []
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+
+                async def post() -> None:
+                    got.append(await client.post(url, json=call("late_log", rid=11), headers=headers))
+
+                tg.start_soon(post)
+                await tools.entered.wait()
+                tools.gate.set()
+        assert got[0].headers["content-type"].startswith("text/event-stream")
+        sent = messages(got[0].text)
+        assert [m.get("method") for m in sent] == ["notifications/message", None]
+        assert sent[1]["id"] == 11
+        assert sent[1]["result"]["content"] == [{"type": "text", "text": "logged"}]
+        assert taken == (["deferred"] if http_server == "mcpframe" else [])
+        assert app.posts.admission.running == 0
+
+
+@LEAN_AND_UVICORN
+async def test_a_client_that_takes_only_json_gets_json_from_a_handler_that_logs(http_server: str) -> None:
+    tools = Tools()
+    async with serving(tools, http_server, response_mode="auto") as (url, _app, client):
+        headers = {**await open_session(client, url), "accept": "application/json"}
+        got: list[httpx.Response] = []
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+
+                async def post() -> None:
+                    got.append(await client.post(url, json=call("late_log", rid=12), headers=headers))
+
+                tg.start_soon(post)
+                await tools.entered.wait()
+                tools.gate.set()
+        assert got[0].headers["content-type"] == "application/json"
+        assert got[0].json()["result"]["content"] == [{"type": "text", "text": "logged"}]
+
+
+@LEAN_AND_UVICORN
+async def test_no_answer_within_stream_after_switches_to_sse(http_server: str) -> None:
+    tools = Tools()
+    async with serving(tools, http_server, response_mode="auto", stream_after=0) as (url, app, client):
+        headers = await open_session(client, url)
+        with anyio.fail_after(10):
+            request = client.build_request(
+                "POST", url, json=call("blocked", {"text": "s"}, rid=13), headers=headers
+            )
+            response = await client.send(request, stream=True)
+            try:
+                # the head came while the tool still waits on its worker thread: the switch happened
+                assert response.headers["content-type"].startswith("text/event-stream")
+                tools.thread_gate.set()
+                text = (await response.aread()).decode()
+            finally:
+                await response.aclose()
+        answer = [m for m in messages(text) if m.get("id") == 13]
+        assert answer[0]["result"]["content"] == [{"type": "text", "text": "s"}]
+        assert app.posts.admission.running == 0
+
+
+# ------------------------------------------------------------------------ an SSE answer's client leaving
+
+
+async def _leave_mid_stream(
+    url: str, client: httpx.AsyncClient, headers: dict[str, str], tools: Tools, *, primed: bool
+) -> str:
+    """POST `hold`, read the head of its SSE answer (and its priming event if `primed`), hang up; the
+    priming event's id (`""`: none)."""
+    with anyio.fail_after(10):
+        request = client.build_request(
+            "POST", url, json=call("hold", {"text": "gone"}, rid=20), headers=headers
+        )
+        response = await client.send(request, stream=True)
+        try:
+            assert response.headers["content-type"].startswith("text/event-stream")
+            await tools.entered.wait()
+            first = b""
+            if primed:  # its first event is there already
+                async for chunk in response.aiter_raw():
+                    first += chunk
+                    if b"\n\n" in first:
+                        break
+        finally:
+            await response.aclose()  # the client leaves while the handler waits
+    event_id = [line for line in first.decode().splitlines() if line.startswith("id: ")]
+    return event_id[0][4:] if event_id else ""
+
+
+@LEAN_AND_UVICORN
+async def test_a_client_leaving_a_stream_nobody_can_resume_cancels_its_handler_once(http_server: str) -> None:
+    tools = Tools()
+    async with serving(tools, http_server, response_mode="sse", event_store=None) as (url, app, client):
+        headers = await open_session(client, url)
+        await _leave_mid_stream(url, client, headers, tools, primed=False)
+        with anyio.fail_after(10):
+            await until(lambda: tools.cancelled == 1 and app.posts.admission.running == 0)
+        assert tools.finished == 0
+        again = await client.post(url, json=call("echo", {"text": "on"}, rid=21), headers=headers)
+        assert messages(again.text)[-1]["result"]["content"] == [{"type": "text", "text": "on"}]
+        assert tools.cancelled == 1
+
+
+@LEAN_AND_UVICORN
+async def test_a_client_leaving_a_resumable_stream_leaves_its_handler_running(http_server: str) -> None:
+    tools = Tools()
+    async with serving(tools, http_server, response_mode="resumable") as (url, app, client):
+        headers = await open_session(client, url)
+        priming = await _leave_mid_stream(url, client, headers, tools, primed=True)
+        assert priming
+        session = app.sessions.find(headers, None)
+        assert isinstance(session, HttpSession)
+        with anyio.fail_after(10):
+            await until(lambda: not any(stream.attached for stream in session.streams.values()))
+        tools.gate.set()
+        with anyio.fail_after(10):
+            await until(lambda: app.posts.admission.running == 0)
+            resume = {**headers, "accept": "text/event-stream", "last-event-id": priming}
+            async with client.stream("GET", url, headers=resume) as replay:
+                text = (await replay.aread()).decode()
+        assert (tools.finished, tools.cancelled) == (1, 0)
+        assert messages(text)[-1]["result"]["content"] == [{"type": "text", "text": "gone"}]
