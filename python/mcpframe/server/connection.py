@@ -88,6 +88,11 @@ def _task_sender(request: Request) -> Callable[[dict[str, Any]], Awaitable[None]
     return send
 
 
+async def _ready(result: dict[str, Any]) -> dict[str, Any]:
+    """`result`, as the awaitable `ServerConnection.handle_request` returns."""
+    return result
+
+
 def _method_not_found(method: str, why: str = "") -> JSONRPCError:
     return JSONRPCError(jsonrpc.METHOD_NOT_FOUND, f"Method not found: {method}{why}")
 
@@ -209,8 +214,13 @@ class ServerConnection:
         if message.method == protocol.NOTIFICATIONS_INITIALIZED:
             self.initialized = True
 
-    async def handle_request(self, request: Request) -> Any:
-        """The Session's request handler: decide the era of this message, then dispatch."""
+    def handle_request(self, request: Request) -> Awaitable[Any]:
+        """The Session's request handler: decide the era of this message, then dispatch.
+
+        It returns the awaitable that answers `request` (for a handshake-era request, the method handler's
+        own coroutine) and raises at once what it refuses. Not `async def`: the Session awaits the
+        handler's coroutine itself, with no frame of this method in between on every request.
+        """
         params = request.params
         if params is None:
             params = {}
@@ -219,11 +229,19 @@ class ServerConnection:
         meta = request.meta
         version = modern_version(meta) if meta else None
         if version is not None:
-            return self._finish(request.method, await self._modern(request, version, params))
+            return self._modern_answer(request, version, params)
         method = request.method
         if self.version is None or method in _UNVERSIONED:
-            return self._unversioned(method, params)
-        return await self._handler(method)(self, request, self._legacy_call(), params)
+            return _ready(self._unversioned(method, params))
+        call = self._call  # _legacy_call()'s test, inlined: it is true on almost every request
+        if (
+            call is None
+            or call.log_level != self.log_level
+            or call.client_capabilities is not self.client_capabilities
+            or call.version is not self.version
+        ):
+            call = self._legacy_call()
+        return self._handler(method)(self, request, call, params)
 
     def _handler(self, method: str) -> Handler:
         handler = self.server.handlers.get(method)
@@ -282,6 +300,9 @@ class ServerConnection:
         if self.server.instructions is not None:
             result["instructions"] = self.server.instructions
         return result
+
+    async def _modern_answer(self, request: Request, version: str, params: dict[str, Any]) -> dict[str, Any]:
+        return self._finish(request.method, await self._modern(request, version, params))
 
     async def _modern(self, request: Request, version: str, params: dict[str, Any]) -> dict[str, Any]:
         method = request.method
