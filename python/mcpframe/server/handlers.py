@@ -116,18 +116,21 @@ def _error_result(message: str) -> dict[str, Any]:
     return {"content": [_text_block(message)], "isError": True}
 
 
-async def tools_call(
+def tools_call(
     conn: ServerConnection, request: Request, call: CallInfo, params: dict[str, Any]
-) -> dict[str, Any]:
+) -> Awaitable[dict[str, Any]]:
+    """The coroutine that answers this call: `run_tool`'s, or a task's start (`server/tasks.py`).
+
+    A plain function, not `async def` (what it refuses, it raises at once): the connection awaits the
+    returned coroutine itself, one coroutine frame fewer on every tool call.
+    """
     name = params.get("name")
     tool = conn.server.registry.tools.get(name) if isinstance(name, str) else None
     if tool is None:
         raise invalid(f"unknown tool {name!r}")
-    if tool.task_support != "forbidden" or "task" in params:  # tasks: server/tasks.py
-        tasks = conn.server.tasks
-        if route(conn, call, tool, params):
-            return await tasks.start(conn, request, call, tool, params, run=run_tool)
-    return await run_tool(conn, request, call, tool, params)
+    if (tool.task_support != "forbidden" or "task" in params) and route(conn, call, tool, params):
+        return conn.server.tasks.start(conn, request, call, tool, params, run=run_tool)
+    return run_tool(conn, request, call, tool, params)
 
 
 async def run_tool(

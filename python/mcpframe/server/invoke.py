@@ -82,14 +82,15 @@ async def invoke(
     call: CallInfo,
     connection: ServerConnection,
 ) -> Any:
-    """Call a handler with validated `kwargs`, injecting a `Context` where its signature asks for one.
+    """Call a handler with validated `kwargs` (left unchanged), injecting a `Context` where its signature
+    asks for one.
 
     A sync handler runs on a worker thread (mcpframe's shared pool on asyncio), so it never blocks the
     event loop; when its request is cancelled the thread is abandoned (it can watch `Context.is_cancelled`).
     A sync handler that returns an awaitable has it awaited here.
     """
-    if signature.context_param is not None:
-        kwargs[signature.context_param] = Context(request, call, connection)
+    if signature.context_param is not None:  # a new dict: `kwargs` may be the request's own arguments
+        kwargs = {**kwargs, signature.context_param: Context(request, call, connection)}
     if signature.is_async:
         return await fn(**kwargs)
     result = await call_sync(fn, (), kwargs)

@@ -30,7 +30,6 @@ import os
 import signal
 import sys
 import traceback
-import weakref
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -149,7 +148,6 @@ class Stop:
         self._cut: set[asyncio.Task[Any]] = set()
         self._idle: anyio.Event | None = None
         self._settled: anyio.Event | None = None
-        self._tracked: weakref.WeakSet[ServerConnection] = weakref.WeakSet()
 
     def request(self, sig: int | None = None) -> None:
         """Begin the stop (what a first signal does); idempotent."""
@@ -198,8 +196,8 @@ class Stop:
 
     def track_connection(self, connection: ServerConnection) -> None:
         """Route ``connection``'s requests through ``track`` (once, however often it is asked)."""
-        if connection not in self._tracked:
-            self._tracked.add(connection)
+        if connection.tracked_by is not self:
+            connection.tracked_by = self
             connection.handle_request = self.track(connection.handle_request)  # type: ignore[method-assign,assignment]
 
     async def settle(self) -> None:

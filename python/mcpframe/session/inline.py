@@ -4,9 +4,10 @@ Streamable HTTP decodes each POST body itself (it must, to route it). Feeding th
 Session would encode nothing new but cost a pipe hop, a second decode, the outbox and a third (lazy) decode
 of the answer to learn its id. ``answer_inline`` runs the Session's request handler on the message as the
 Session would (a ``Request`` registered among its incoming ones, so ``notifications/cancelled`` fed to the
-Session and ``Session.aclose()`` reach it; the same error answers) and returns the answer's frame instead
-of writing it. Whatever the handler sent meanwhile (notifications, requests to the client) went through the
-Session and is handed to its transport before this returns, so the caller's answer comes after it.
+Session and ``Session.aclose()`` reach it; the same error answers) and hands the answer's frame to the
+caller's ``deliver`` instead of writing it. Whatever the handler sent meanwhile (notifications, requests to
+the client) went through the Session and is handed to its transport first, so the caller's answer comes
+after it.
 """
 
 from __future__ import annotations
@@ -35,38 +36,37 @@ def start_inline(
 
     Call it only while ``session`` runs (``Session.run()`` has started).
     """
-    rid = message.id
-    assert rid is not None
-
-    async def run() -> None:
-        frame = await answer_inline(session, message)
-        if frame is not None:
-            await deliver(rid, frame)
-
+    coro = answer_inline(session, message, deliver)
     eager = session._eager
     if eager is None or session._jobs_queued:
-        session._spawn(run())  # referenced by the Request in the Session's incoming ones while it runs
+        session._spawn(coro)  # referenced by the Request in the Session's incoming ones while it runs
     else:
-        eager.start(run())
+        eager.start(coro)
 
 
-async def answer_inline(session: Session, message: MessageLike) -> bytes | None:
-    """Run ``session``'s request handler for ``message`` in this task; its answer frame (no newline).
+async def answer_inline(
+    session: Session, message: MessageLike, deliver: Callable[[Id, bytes], Awaitable[None]]
+) -> None:
+    """Run ``session``'s request handler for ``message`` in this task, then ``deliver(id, frame)`` its
+    answer frame (no newline).
 
-    ``None`` when the request was cancelled (``notifications/cancelled``, or the Session closing): a
-    cancelled request gets no answer. Run it in a task of its own: that task is what a cancel cancels.
+    Nothing is delivered when the request was cancelled (``notifications/cancelled``, or the Session
+    closing): a cancelled request gets no answer. Run it in a task of its own: that task is what a cancel
+    cancels.
     """
     rid = message.id
     assert rid is not None
     incoming = session._incoming
     handler = session.request_handler
     if rid in incoming or handler is None:
-        return error_frame(rid, session._refusal(message))
+        await deliver(rid, error_frame(rid, session._refusal(message)).rstrip(b"\n"))
+        return
     try:
         request = Request(session, message)
     except Exception as exc:  # e.g. params that cannot be built: answered, as the Session does
         failure = JSONRPCError(jsonrpc.INTERNAL_ERROR, f"Internal error ({type(exc).__name__})")
-        return error_frame(rid, failure)
+        await deliver(rid, error_frame(rid, failure).rstrip(b"\n"))
+        return
     incoming[rid] = request
     request._task = asyncio.current_task()
     request._started = True
@@ -85,7 +85,8 @@ async def answer_inline(session: Session, message: MessageLike) -> bytes | None:
         request._done = True
         if incoming.get(rid) is request:
             del incoming[rid]
-    if request._cancelled:
-        return None
-    await session._flush()  # what the handler sent (queued, or being written) goes first
-    return frame.rstrip(b"\n") if frame is not None else None
+    if request._cancelled or frame is None:
+        return
+    if session._outbox.busy:  # what the handler sent (queued, or being written) goes first
+        await session._flush()
+    await deliver(rid, frame.rstrip(b"\n"))

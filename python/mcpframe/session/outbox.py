@@ -147,6 +147,11 @@ class Outbox:
         self._idle.clear()
         self._wake.set()
 
+    @property
+    def busy(self) -> bool:
+        """Whether frames are queued or being written (``drain`` would wait, or hand them over)."""
+        return bool(self._frames) or self._sending
+
     async def drain(self) -> None:
         """Wait until everything queued so far has been handed to the transport (or the write failed)."""
         self.flush_now()

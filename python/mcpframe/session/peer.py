@@ -40,6 +40,7 @@ from typing import Any, ClassVar, Final
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from mcpframe import jsonrpc
@@ -161,8 +162,17 @@ class Session:
         self._jobs_in: MemoryObjectSendStream[_Job]
         self._jobs_out: MemoryObjectReceiveStream[_Job]
         self._jobs_in, self._jobs_out = anyio.create_memory_object_stream[_Job](math.inf)
+        self._loop_token: anyio.lowlevel.EventLoopToken | None = None
 
     # ------------------------------------------------------------------ introspection
+
+    def loop_token(self) -> anyio.lowlevel.EventLoopToken:
+        """anyio's token of the event loop this Session is used on (call it on that loop): taken at the
+        first call, then kept, since something bound to a pooled Session may ask on every request."""
+        token = self._loop_token
+        if token is None:
+            token = self._loop_token = anyio.lowlevel.current_token()
+        return token
 
     @property
     def options(self) -> SessionOptions:
