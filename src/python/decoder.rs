@@ -23,6 +23,7 @@ mod direct;
 mod frame_error;
 mod guard;
 mod message;
+mod message_type;
 mod methods;
 mod strings;
 mod values;
@@ -406,7 +407,7 @@ fn splice_id<'py>(
 /// Register the decode half of `mcpframe._core`.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Decoder>()?;
-    m.add_class::<message::Message>()?;
+    message::register(m)?;
     m.add_class::<frame_error::FrameError>()?;
     m.add_function(wrap_pyfunction!(decode, m)?)?;
     m.add_function(wrap_pyfunction!(splice_id, m)?)?;

@@ -4,13 +4,13 @@
 //! chunk, in a small arena. The messages then share those buffers, so `raw` and the `raw_*`
 //! members are cut out only on access.
 
+use std::cell::OnceCell;
 use std::ops::Range;
 use std::sync::Arc;
 
 use pyo3::exceptions::PyMemoryError;
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyList, PyString};
 
 use crate::envelope::{
@@ -20,7 +20,7 @@ use crate::framing::{Checked, Event};
 
 use super::frame_error::FrameError;
 use super::guard::{guarded, internal_error};
-use super::message::{parse_json, Message};
+use super::message::{new_message, parse_json, Record};
 use super::methods::Methods;
 use super::values::big_int;
 
@@ -341,37 +341,36 @@ pub(crate) fn message<'py>(
     };
     let method = e.method.map(|t| methods.get(py, frame_text(frame, &t)));
     let request = matches!(e.kind, Kind::Request | Kind::Notification);
-    let mut m = Message {
+    let raw_payload = if request {
+        e.raw_params.clone()
+    } else {
+        e.raw_result.or(e.raw_error)
+    }
+    .map(shift);
+    let value = OnceCell::new();
+    if let Some(v) = e.payload {
+        // built during the scan
+        let _ = value.set(v);
+    } else if let Some(r) = &raw_payload {
+        if !lazy || e.kind == Kind::Error {
+            let _ = value.set(parse_json(py, &bytes[r.clone()])?.unbind());
+        }
+    }
+    let record = Record {
         kind: e.kind,
+        lazy,
+        batch: e.batch,
         id,
         method,
         buf: buf.clone_ref(py),
-        offset: offset + e.raw.start as u64,
-        raw: shift(e.raw),
+        raw: shift(e.raw.clone()),
         raw_id: e.raw_id.map(shift),
-        raw_payload: if request {
-            e.raw_params.clone()
-        } else {
-            e.raw_result.or(e.raw_error)
-        }
-        .map(shift),
+        raw_payload,
         response_params: if request { None } else { e.raw_params }.map(shift),
-        batch: e.batch,
-        lazy,
-        built: None,
-        payload: PyOnceLock::new(),
+        offset: offset + e.raw.start as u64,
+        value,
     };
-    if let Some(v) = e.payload {
-        // built during the scan
-        m.built = Some(v);
-    } else if let Some(r) = &m.raw_payload {
-        if !lazy || m.kind == Kind::Error {
-            m.built = Some(parse_json(py, &bytes[r.clone()])?.unbind());
-        }
-    }
-    let object = Bound::new(py, m)?;
-    Message::set_tracking(&object);
-    Ok(object.into_any())
+    new_message(py, record)
 }
 
 /// The `FrameError` for `f`, whose offsets are relative to `frame` (`None` for an oversize frame,
