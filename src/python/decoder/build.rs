@@ -244,13 +244,21 @@ pub(crate) fn to_python<'py>(
     let mut objects = Vec::with_capacity(collected.items.len());
     let mut items = collected.items.into_iter();
     let mut done = 0;
+    // the input's bytes once for all its frames (each look-up is two calls into CPython)
+    let input_bytes = input.bytes(py);
     for frame in collected.frames {
-        let (buf, base) = match frame.place {
-            Place::Input(at) => (input, Some(at)),
-            Place::Assembled(index) => (assembled.get(index).unwrap_or(&Buffer::Empty), Some(0)),
+        let (buf, bytes) = match frame.place {
+            Place::Input(at) => (input, input_bytes.get(at..at + frame.len)),
+            Place::Assembled(index) => {
+                let buf = assembled.get(index).unwrap_or(&Buffer::Empty);
+                (buf, buf.bytes(py).get(..frame.len))
+            }
             Place::Nowhere => (&Buffer::Empty, None),
         };
-        let bytes = base.and_then(|at| buf.bytes(py).get(at..at + frame.len));
+        let base = match frame.place {
+            Place::Input(at) => at,
+            Place::Assembled(_) | Place::Nowhere => 0,
+        };
         let mut these = items.by_ref().take(frame.end - done);
         done = frame.end;
         let mark = objects.len();
@@ -258,7 +266,8 @@ pub(crate) fn to_python<'py>(
             for item in these.by_ref() {
                 objects.push(match item {
                     Item::Message(e) => {
-                        let place = (buf, base.unwrap_or(0), frame.offset);
+                        let frame_bytes = bytes.unwrap_or_default();
+                        let place = (buf, frame_bytes, base, frame.offset);
                         message(py, place, e, lazy, methods)?
                     }
                     Item::Failure(f) => frame_error(py, frame.offset, f, bytes)?,
@@ -324,16 +333,15 @@ fn owned_id_object(py: Python<'_>, id: OwnedId) -> PyResult<Bound<'_, PyAny>> {
     }
 }
 
-/// Build a `Message` for `e`, whose frame is at `base` in `buf` and at `offset` in the stream.
+/// Build a `Message` for `e`, whose frame (`frame`, the bytes its spans refer to) is at `base`
+/// in `buf` and at `offset` in the stream.
 pub(crate) fn message<'py>(
     py: Python<'py>,
-    (buf, base, offset): (&Buffer, usize, u64),
+    (buf, frame, base, offset): (&Buffer, &[u8], usize, u64),
     e: Envelope<Py<PyAny>>,
     lazy: bool,
     methods: &mut Methods,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let bytes = buf.bytes(py);
-    let frame = &bytes[base..];
     let shift = |r: Range<usize>| base + r.start..base + r.end;
     let id = match e.id {
         Some(id) => Some(id_object(py, frame, id)?.unbind()),
@@ -341,21 +349,21 @@ pub(crate) fn message<'py>(
     };
     let method = e.method.map(|t| methods.get(py, frame_text(frame, &t)));
     let request = matches!(e.kind, Kind::Request | Kind::Notification);
-    let raw_payload = if request {
+    let payload = if request {
         e.raw_params.clone()
     } else {
         e.raw_result.or(e.raw_error)
-    }
-    .map(shift);
+    };
     let value = OnceCell::new();
     if let Some(v) = e.payload {
         // built during the scan
         let _ = value.set(v);
-    } else if let Some(r) = &raw_payload {
+    } else if let Some(r) = &payload {
         if !lazy || e.kind == Kind::Error {
-            let _ = value.set(parse_json(py, &bytes[r.clone()])?.unbind());
+            let _ = value.set(parse_json(py, &frame[r.clone()])?.unbind());
         }
     }
+    let raw_payload = payload.map(shift);
     let record = Record {
         kind: e.kind,
         lazy,

@@ -111,9 +111,13 @@ impl<'a, 'py, P: PyPayloads> Direct<'a, 'py, P> {
         }
         for item in self.scratch.drain(..) {
             self.objects.push(match item {
-                Item::Message(e) => {
-                    message(self.py, (buf, base, offset), e, self.lazy, self.methods)?
-                }
+                Item::Message(e) => message(
+                    self.py,
+                    (buf, frame, base, offset),
+                    e,
+                    self.lazy,
+                    self.methods,
+                )?,
                 Item::Failure(f) => frame_error(self.py, offset, f, Some(frame))?,
             });
         }

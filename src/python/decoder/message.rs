@@ -8,6 +8,7 @@
 
 use std::cell::OnceCell;
 use std::ops::Range;
+use std::ptr::{self, addr_of};
 
 use pyo3::exceptions::PyValueError;
 use pyo3::ffi;
@@ -72,25 +73,32 @@ fn optional(py: Python<'_>, value: Option<&Py<PyAny>>) -> Py<PyAny> {
 
 impl Record {
     /// Drop the Python references this record holds (the GIL is held: `py`).
-    pub(crate) fn release(self, py: Python<'_>) {
-        let Self {
-            id,
-            method,
-            buf,
-            value,
-            ..
-        } = self;
-        if let Some(o) = id {
+    pub(crate) fn release(mut self, py: Python<'_>) {
+        // SAFETY: `self` is a valid record, forgotten once its references are released
+        unsafe { Self::release_in_place(&mut self, py) };
+        std::mem::forget(self);
+    }
+
+    /// Drop the Python references of the record at `record` (the GIL is held: `py`), reading
+    /// only those fields (not copying the whole record out first).
+    ///
+    /// # Safety
+    /// `record` points to a valid record, which is no longer used afterwards (its references
+    /// are released; the other fields own nothing).
+    pub(crate) unsafe fn release_in_place(record: *mut Self, py: Python<'_>) {
+        if let Some(o) = ptr::read(addr_of!((*record).id)) {
             o.drop_ref(py);
         }
-        if let Some(o) = method {
+        if let Some(o) = ptr::read(addr_of!((*record).method)) {
             o.drop_ref(py);
         }
-        if let Some(o) = value.into_inner() {
+        if let Some(o) = ptr::read(addr_of!((*record).value)).into_inner() {
             o.drop_ref(py);
         }
-        if let Buffer::Bytes(b) = buf {
-            b.drop_ref(py);
+        match ptr::read(addr_of!((*record).buf)) {
+            Buffer::Bytes(b) => b.drop_ref(py),
+            Buffer::Shared(v) => drop(v),
+            Buffer::Empty => {}
         }
     }
 
@@ -242,6 +250,7 @@ impl Record {
 }
 
 /// A new `Message` object holding `record`.
+#[inline(always)]
 pub(crate) fn new_message<'py>(py: Python<'py>, record: Record) -> PyResult<Bound<'py, PyAny>> {
     message_type::new_object(py, record)
 }

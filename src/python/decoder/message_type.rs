@@ -60,6 +60,8 @@ pub(crate) fn is_message(object: *mut ffi::PyObject) -> bool {
 /// A new message object holding `record`; the garbage collector tracks it only if it holds a
 /// payload value (its other references, `int`, `str`, `bytes`, cannot be part of a cycle, and a
 /// lazy stream of tracked messages would make every collection walk all of them).
+// inlined into the builder of the record, so that the record is written straight into the object
+#[inline(always)]
 pub(crate) fn new_object(py: Python<'_>, record: Record) -> PyResult<Bound<'_, PyAny>> {
     let tp = TYPE.load(Ordering::Relaxed);
     // SAFETY: the GIL is held (`py`), which guards the spare list; `tp` is the registered type
@@ -97,8 +99,8 @@ unsafe extern "C" fn dealloc(object: *mut ffi::PyObject) {
     // either kept for reuse (untracked, its type reference given back) or freed.
     let tp = ffi::Py_TYPE(object);
     ffi::PyObject_GC_UnTrack(object.cast());
-    let record = ptr::read(addr_of!((*object.cast::<MessageObject>()).record));
-    record.release(Python::assume_attached());
+    let record = addr_of_mut!((*object.cast::<MessageObject>()).record);
+    Record::release_in_place(record, Python::assume_attached());
     let spare = &mut *SPARE.0.get();
     if spare.len() < SPARE_MESSAGES {
         if spare.capacity() == 0 {
