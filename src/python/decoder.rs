@@ -352,7 +352,7 @@ fn drive_body(body: &[u8], max_frame: usize, sink: &mut dyn FnMut(Event<'_>)) {
 /// one message, so it cannot be blank, unlike a line of a stream.
 fn empty_body<'py>(py: Python<'py>, frame: &[u8], offset: u64) -> PyResult<Bound<'py, PyList>> {
     let failure = Failure::of_frame(frame, PARSE_ERROR, "Parse error: empty body".into());
-    new_list(py, vec![frame_error(py, offset, failure, Some(frame))?])
+    new_list(py, vec![frame_error(py, offset, &failure, Some(frame))?])
 }
 
 /// Decode a whole body (an HTTP POST body) as one frame.

@@ -242,7 +242,9 @@ pub(crate) fn to_python<'py>(
         .map(|v| Buffer::Shared(Arc::new(v)))
         .collect();
     let mut objects = Vec::with_capacity(collected.items.len());
-    let mut items = collected.items.into_iter();
+    // read in place (a message's fields are taken out of its envelope, not the envelope moved
+    // out of the vector), then dropped with what is left in them
+    let mut items = collected.items;
     let mut done = 0;
     // the input's bytes once for all its frames (each look-up is two calls into CPython)
     let input_bytes = input.bytes(py);
@@ -259,11 +261,11 @@ pub(crate) fn to_python<'py>(
             Place::Input(at) => at,
             Place::Assembled(_) | Place::Nowhere => 0,
         };
-        let mut these = items.by_ref().take(frame.end - done);
+        let these = items.get_mut(done..frame.end).unwrap_or_default();
         done = frame.end;
         let mark = objects.len();
         let built = guarded(py, || {
-            for item in these.by_ref() {
+            for item in these.iter_mut() {
                 objects.push(match item {
                     Item::Message(e) => {
                         let frame_bytes = bytes.unwrap_or_default();
@@ -275,7 +277,6 @@ pub(crate) fn to_python<'py>(
             }
             Ok(())
         });
-        these.for_each(drop);
         if let Err(name) = built {
             objects.truncate(mark);
             let frame_bytes = bytes.unwrap_or_default();
@@ -317,19 +318,19 @@ fn frame_text<'a>(frame: &'a [u8], text: &'a Text) -> &'a str {
     unsafe { std::str::from_utf8_unchecked(text.as_bytes(frame)) }
 }
 
-fn id_object<'py>(py: Python<'py>, frame: &[u8], id: Id) -> PyResult<Bound<'py, PyAny>> {
+fn id_object<'py>(py: Python<'py>, frame: &[u8], id: &Id) -> PyResult<Bound<'py, PyAny>> {
     match id {
         Id::Int(i) => Ok(i.into_pyobject(py)?.into_any()),
-        Id::Big(r) => big_int(py, &frame[r]),
-        Id::Str(t) => Ok(PyString::new(py, frame_text(frame, &t)).into_any()),
+        Id::Big(r) => big_int(py, &frame[r.clone()]),
+        Id::Str(t) => Ok(PyString::new(py, frame_text(frame, t)).into_any()),
     }
 }
 
-fn owned_id_object(py: Python<'_>, id: OwnedId) -> PyResult<Bound<'_, PyAny>> {
+fn owned_id_object<'py>(py: Python<'py>, id: &OwnedId) -> PyResult<Bound<'py, PyAny>> {
     match id {
         OwnedId::Int(i) => Ok(i.into_pyobject(py)?.into_any()),
         OwnedId::Big(s) => big_int(py, s.as_bytes()),
-        OwnedId::Str(s) => Ok(PyString::new(py, &s).into_any()),
+        OwnedId::Str(s) => Ok(PyString::new(py, s).into_any()),
     }
 }
 
@@ -338,24 +339,27 @@ fn owned_id_object(py: Python<'_>, id: OwnedId) -> PyResult<Bound<'_, PyAny>> {
 pub(crate) fn message<'py>(
     py: Python<'py>,
     (buf, frame, base, offset): (&Buffer, &[u8], usize, u64),
-    e: Envelope<Py<PyAny>>,
+    e: &mut Envelope<Py<PyAny>>,
     lazy: bool,
     methods: &mut Methods,
 ) -> PyResult<Bound<'py, PyAny>> {
     let shift = |r: Range<usize>| base + r.start..base + r.end;
-    let id = match e.id {
+    let id = match &e.id {
         Some(id) => Some(id_object(py, frame, id)?.unbind()),
         None => None,
     };
-    let method = e.method.map(|t| methods.get(py, frame_text(frame, &t)));
+    let method = e
+        .method
+        .as_ref()
+        .map(|t| methods.get(py, frame_text(frame, t)));
     let request = matches!(e.kind, Kind::Request | Kind::Notification);
     let payload = if request {
         e.raw_params.clone()
     } else {
-        e.raw_result.or(e.raw_error)
+        e.raw_result.clone().or_else(|| e.raw_error.clone())
     };
     let value = OnceCell::new();
-    if let Some(v) = e.payload {
+    if let Some(v) = e.payload.take() {
         // built during the scan
         let _ = value.set(v);
     } else if let Some(r) = &payload {
@@ -372,9 +376,9 @@ pub(crate) fn message<'py>(
         method,
         buf: buf.clone_ref(py),
         raw: shift(e.raw.clone()),
-        raw_id: e.raw_id.map(shift),
+        raw_id: e.raw_id.clone().map(shift),
         raw_payload,
-        response_params: if request { None } else { e.raw_params }.map(shift),
+        response_params: if request { None } else { e.raw_params.clone() }.map(shift),
         offset: offset + e.raw.start as u64,
         value,
     };
@@ -386,10 +390,10 @@ pub(crate) fn message<'py>(
 pub(crate) fn frame_error<'py>(
     py: Python<'py>,
     offset: u64,
-    f: Failure,
+    f: &Failure,
     frame: Option<&[u8]>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let id = match f.id {
+    let id = match &f.id {
         Some(id) => Some(owned_id_object(py, id)?.unbind()),
         None => None,
     };
