@@ -426,6 +426,9 @@ fn preview(frame: &[u8], range: &Range<usize>) -> Vec<u8> {
 
 /// The message or failure for an object's members; `long` holds the positions of the integer
 /// literals beyond the digit limit in the frame (empty on the common path).
+// inlined into the scan of a frame, so that the message is built straight into `out`'s slot
+// rather than returned (a copy of the whole item per message)
+#[inline(always)]
 fn classify<V>(
     m: Members<V>,
     raw: Range<usize>,
@@ -458,6 +461,7 @@ fn classify<V>(
     })
 }
 
+#[inline(always)]
 fn envelope<V>(m: Members<V>, kind: Kind, raw: Range<usize>, batch: Option<u32>) -> Envelope<V> {
     let (raw_id, id) = match m.id {
         Some((r, tag)) => {

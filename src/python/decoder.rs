@@ -23,6 +23,7 @@ mod direct;
 mod frame_error;
 mod guard;
 mod message;
+mod message_type;
 mod methods;
 mod strings;
 mod values;
@@ -351,7 +352,7 @@ fn drive_body(body: &[u8], max_frame: usize, sink: &mut dyn FnMut(Event<'_>)) {
 /// one message, so it cannot be blank, unlike a line of a stream.
 fn empty_body<'py>(py: Python<'py>, frame: &[u8], offset: u64) -> PyResult<Bound<'py, PyList>> {
     let failure = Failure::of_frame(frame, PARSE_ERROR, "Parse error: empty body".into());
-    new_list(py, vec![frame_error(py, offset, failure, Some(frame))?])
+    new_list(py, vec![frame_error(py, offset, &failure, Some(frame))?])
 }
 
 /// Decode a whole body (an HTTP POST body) as one frame.
@@ -406,7 +407,7 @@ fn splice_id<'py>(
 /// Register the decode half of `mcpframe._core`.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Decoder>()?;
-    m.add_class::<message::Message>()?;
+    message::register(m)?;
     m.add_class::<frame_error::FrameError>()?;
     m.add_function(wrap_pyfunction!(decode, m)?)?;
     m.add_function(wrap_pyfunction!(splice_id, m)?)?;

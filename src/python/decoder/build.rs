@@ -4,13 +4,13 @@
 //! chunk, in a small arena. The messages then share those buffers, so `raw` and the `raw_*`
 //! members are cut out only on access.
 
+use std::cell::OnceCell;
 use std::ops::Range;
 use std::sync::Arc;
 
 use pyo3::exceptions::PyMemoryError;
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyList, PyString};
 
 use crate::envelope::{
@@ -20,7 +20,7 @@ use crate::framing::{Checked, Event};
 
 use super::frame_error::FrameError;
 use super::guard::{guarded, internal_error};
-use super::message::{parse_json, Message};
+use super::message::{new_message, parse_json, Record};
 use super::methods::Methods;
 use super::values::big_int;
 
@@ -242,23 +242,34 @@ pub(crate) fn to_python<'py>(
         .map(|v| Buffer::Shared(Arc::new(v)))
         .collect();
     let mut objects = Vec::with_capacity(collected.items.len());
-    let mut items = collected.items.into_iter();
+    // read in place (a message's fields are taken out of its envelope, not the envelope moved
+    // out of the vector), then dropped with what is left in them
+    let mut items = collected.items;
     let mut done = 0;
+    // the input's bytes once for all its frames (each look-up is two calls into CPython)
+    let input_bytes = input.bytes(py);
     for frame in collected.frames {
-        let (buf, base) = match frame.place {
-            Place::Input(at) => (input, Some(at)),
-            Place::Assembled(index) => (assembled.get(index).unwrap_or(&Buffer::Empty), Some(0)),
+        let (buf, bytes) = match frame.place {
+            Place::Input(at) => (input, input_bytes.get(at..at + frame.len)),
+            Place::Assembled(index) => {
+                let buf = assembled.get(index).unwrap_or(&Buffer::Empty);
+                (buf, buf.bytes(py).get(..frame.len))
+            }
             Place::Nowhere => (&Buffer::Empty, None),
         };
-        let bytes = base.and_then(|at| buf.bytes(py).get(at..at + frame.len));
-        let mut these = items.by_ref().take(frame.end - done);
+        let base = match frame.place {
+            Place::Input(at) => at,
+            Place::Assembled(_) | Place::Nowhere => 0,
+        };
+        let these = items.get_mut(done..frame.end).unwrap_or_default();
         done = frame.end;
         let mark = objects.len();
         let built = guarded(py, || {
-            for item in these.by_ref() {
+            for item in these.iter_mut() {
                 objects.push(match item {
                     Item::Message(e) => {
-                        let place = (buf, base.unwrap_or(0), frame.offset);
+                        let frame_bytes = bytes.unwrap_or_default();
+                        let place = (buf, frame_bytes, base, frame.offset);
                         message(py, place, e, lazy, methods)?
                     }
                     Item::Failure(f) => frame_error(py, frame.offset, f, bytes)?,
@@ -266,7 +277,6 @@ pub(crate) fn to_python<'py>(
             }
             Ok(())
         });
-        these.for_each(drop);
         if let Err(name) = built {
             objects.truncate(mark);
             let frame_bytes = bytes.unwrap_or_default();
@@ -308,70 +318,71 @@ fn frame_text<'a>(frame: &'a [u8], text: &'a Text) -> &'a str {
     unsafe { std::str::from_utf8_unchecked(text.as_bytes(frame)) }
 }
 
-fn id_object<'py>(py: Python<'py>, frame: &[u8], id: Id) -> PyResult<Bound<'py, PyAny>> {
+fn id_object<'py>(py: Python<'py>, frame: &[u8], id: &Id) -> PyResult<Bound<'py, PyAny>> {
     match id {
         Id::Int(i) => Ok(i.into_pyobject(py)?.into_any()),
-        Id::Big(r) => big_int(py, &frame[r]),
-        Id::Str(t) => Ok(PyString::new(py, frame_text(frame, &t)).into_any()),
+        Id::Big(r) => big_int(py, &frame[r.clone()]),
+        Id::Str(t) => Ok(PyString::new(py, frame_text(frame, t)).into_any()),
     }
 }
 
-fn owned_id_object(py: Python<'_>, id: OwnedId) -> PyResult<Bound<'_, PyAny>> {
+fn owned_id_object<'py>(py: Python<'py>, id: &OwnedId) -> PyResult<Bound<'py, PyAny>> {
     match id {
         OwnedId::Int(i) => Ok(i.into_pyobject(py)?.into_any()),
         OwnedId::Big(s) => big_int(py, s.as_bytes()),
-        OwnedId::Str(s) => Ok(PyString::new(py, &s).into_any()),
+        OwnedId::Str(s) => Ok(PyString::new(py, s).into_any()),
     }
 }
 
-/// Build a `Message` for `e`, whose frame is at `base` in `buf` and at `offset` in the stream.
+/// Build a `Message` for `e`, whose frame (`frame`, the bytes its spans refer to) is at `base`
+/// in `buf` and at `offset` in the stream.
 pub(crate) fn message<'py>(
     py: Python<'py>,
-    (buf, base, offset): (&Buffer, usize, u64),
-    e: Envelope<Py<PyAny>>,
+    (buf, frame, base, offset): (&Buffer, &[u8], usize, u64),
+    e: &mut Envelope<Py<PyAny>>,
     lazy: bool,
     methods: &mut Methods,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let bytes = buf.bytes(py);
-    let frame = &bytes[base..];
     let shift = |r: Range<usize>| base + r.start..base + r.end;
-    let id = match e.id {
+    let id = match &e.id {
         Some(id) => Some(id_object(py, frame, id)?.unbind()),
         None => None,
     };
-    let method = e.method.map(|t| methods.get(py, frame_text(frame, &t)));
+    let method = e
+        .method
+        .as_ref()
+        .map(|t| methods.get(py, frame_text(frame, t)));
     let request = matches!(e.kind, Kind::Request | Kind::Notification);
-    let mut m = Message {
+    let payload = if request {
+        e.raw_params.clone()
+    } else {
+        e.raw_result.clone().or_else(|| e.raw_error.clone())
+    };
+    let value = OnceCell::new();
+    if let Some(v) = e.payload.take() {
+        // built during the scan
+        let _ = value.set(v);
+    } else if let Some(r) = &payload {
+        if !lazy || e.kind == Kind::Error {
+            let _ = value.set(parse_json(py, &frame[r.clone()])?.unbind());
+        }
+    }
+    let raw_payload = payload.map(shift);
+    let record = Record {
         kind: e.kind,
+        lazy,
+        batch: e.batch,
         id,
         method,
         buf: buf.clone_ref(py),
+        raw: shift(e.raw.clone()),
+        raw_id: e.raw_id.clone().map(shift),
+        raw_payload,
+        response_params: if request { None } else { e.raw_params.clone() }.map(shift),
         offset: offset + e.raw.start as u64,
-        raw: shift(e.raw),
-        raw_id: e.raw_id.map(shift),
-        raw_payload: if request {
-            e.raw_params.clone()
-        } else {
-            e.raw_result.or(e.raw_error)
-        }
-        .map(shift),
-        response_params: if request { None } else { e.raw_params }.map(shift),
-        batch: e.batch,
-        lazy,
-        built: None,
-        payload: PyOnceLock::new(),
+        value,
     };
-    if let Some(v) = e.payload {
-        // built during the scan
-        m.built = Some(v);
-    } else if let Some(r) = &m.raw_payload {
-        if !lazy || m.kind == Kind::Error {
-            m.built = Some(parse_json(py, &bytes[r.clone()])?.unbind());
-        }
-    }
-    let object = Bound::new(py, m)?;
-    Message::set_tracking(&object);
-    Ok(object.into_any())
+    new_message(py, record)
 }
 
 /// The `FrameError` for `f`, whose offsets are relative to `frame` (`None` for an oversize frame,
@@ -379,10 +390,10 @@ pub(crate) fn message<'py>(
 pub(crate) fn frame_error<'py>(
     py: Python<'py>,
     offset: u64,
-    f: Failure,
+    f: &Failure,
     frame: Option<&[u8]>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let id = match f.id {
+    let id = match &f.id {
         Some(id) => Some(owned_id_object(py, id)?.unbind()),
         None => None,
     };

@@ -71,7 +71,7 @@ impl<'a, 'py, P: PyPayloads> Direct<'a, 'py, P> {
             } => self.assembled(offset, bytes, checked),
             Event::Oversize { offset, preview } => {
                 let failure = oversize_failure(self.max_frame, preview);
-                frame_error(self.py, offset, failure, None).map(|e| self.objects.push(e))
+                frame_error(self.py, offset, &failure, None).map(|e| self.objects.push(e))
             }
         };
         if let Err(e) = done {
@@ -109,14 +109,20 @@ impl<'a, 'py, P: PyPayloads> Direct<'a, 'py, P> {
         if let Some(err) = self.payloads.take_error() {
             return Err(err);
         }
-        for item in self.scratch.drain(..) {
+        // read in place, then cleared (after a failed build, `settle` clears it)
+        for item in self.scratch.iter_mut() {
             self.objects.push(match item {
-                Item::Message(e) => {
-                    message(self.py, (buf, base, offset), e, self.lazy, self.methods)?
-                }
+                Item::Message(e) => message(
+                    self.py,
+                    (buf, frame, base, offset),
+                    e,
+                    self.lazy,
+                    self.methods,
+                )?,
                 Item::Failure(f) => frame_error(self.py, offset, f, Some(frame))?,
             });
         }
+        self.scratch.clear();
         Ok(())
     }
 

@@ -75,5 +75,5 @@ pub(crate) fn internal_error<'py>(
         batch: None,
         notification,
     };
-    frame_error(py, offset, failure, Some(frame))
+    frame_error(py, offset, &failure, Some(frame))
 }
