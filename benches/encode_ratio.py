@@ -12,7 +12,8 @@ what code written against orjson's default API does), or ``orjson.dumps(msg, opt
 (``--newline option``, no second ``bytes`` object). ``--drop`` times each encoder dropping every line as
 soon as it is made (a writer's pattern) instead of keeping them until the run ends. ``--fresh SEED`` adds
 a corpus of another shape, generated here with that seed (``fresh``: deeper and wider objects, random
-field names, floats, non-ASCII text), so a figure does not rest on the bench corpora alone.
+field names, floats, non-ASCII text), so a figure does not rest on the bench corpora alone;
+``--fresh-count N`` makes it N messages instead of 3,000 (100 stay in the caches).
 
 ``--build NAME=PATH`` (repeatable) also times another build of ``_core`` (a copy of the ``.so`` before a
 change) in the same rounds, loaded beside the installed one, and prints its time and median ratio to orjson.
@@ -199,10 +200,11 @@ def _instructions(args: argparse.Namespace) -> None:
     extra = args.instructions
     selections = [(name, ["--corpus", name]) for name in args.corpus]
     if args.fresh is not None:
-        selections.append((f"fresh{args.fresh}", ["--corpus", "--fresh", str(args.fresh)]))
+        fresh = ["--fresh", str(args.fresh), "--fresh-count", str(args.fresh_count)]
+        selections.append((f"fresh{args.fresh}", ["--corpus", *fresh]))
     for name, selection in selections:
         selection += ["--newline", args.newline]
-        count = _count(name)
+        count = _count(name, args.fresh_count)
         per = {}
         for only in ("native", "orjson"):
             base = _collected(only, 1, selection)
@@ -214,10 +216,10 @@ def _instructions(args: argparse.Namespace) -> None:
         )
 
 
-def _count(name: str) -> int:
+def _count(name: str, fresh_count: int) -> int:
     """Messages in the corpus ``name`` (a bench corpus or ``fresh<seed>``)."""
     if name.startswith("fresh"):
-        return _fresh(int(name[5:])).count
+        return _fresh(int(name[5:]), fresh_count).count
     return build(name).count  # type: ignore[arg-type]
 
 
@@ -225,7 +227,7 @@ def _corpora(args: argparse.Namespace) -> list[Corpus]:
     """The corpora the arguments name, in order."""
     corpora = [build(name) for name in args.corpus]
     if args.fresh is not None:
-        corpora.append(_fresh(args.fresh))
+        corpora.append(_fresh(args.fresh, args.fresh_count))
     return corpora
 
 
@@ -234,6 +236,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", nargs="*", choices=CORPORA, default=list(CORPORA))
     parser.add_argument("--fresh", type=int, metavar="SEED", help="also a corpus of another shape, this seed")
+    parser.add_argument("--fresh-count", type=int, default=3000, metavar="N", help="messages of --fresh")
     parser.add_argument("--newline", choices=("concat", "option"), default="concat")
     parser.add_argument("--drop", action="store_true", help="time with each line dropped at once")
     parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu")

@@ -145,10 +145,17 @@ const BLOCK: usize = 16;
 /// Append `s` as a JSON string literal (quotes included).
 ///
 /// One pass: runs of bytes that need no escaping are copied a block at a time straight into
-/// the spare capacity of `out`, which always has room for the rest of the text.
+/// the spare capacity of `out`, which always has room for the rest of the text. A long text on a
+/// CPU with AVX2 takes `write_long_avx2`, which also writes its escapes without leaving its loop.
 #[inline]
 pub fn write_str<O: Output>(out: &mut O, s: &str) {
     let src = s.as_bytes();
+    #[cfg(target_arch = "x86_64")]
+    if src.len() >= 4 * BLOCK && std::is_x86_feature_detected!("avx2") {
+        // SAFETY: AVX2 is available (checked just above).
+        unsafe { write_long_avx2(out, src) };
+        return;
+    }
     out.reserve(src.len() + 2);
     let mut len = out.len();
     let mut i = 0;
@@ -167,16 +174,94 @@ pub fn write_str<O: Output>(out: &mut O, s: &str) {
             if i == src.len() {
                 break;
             }
-            let byte = src[i];
+            len = escape_at(out, len, src, i);
             i += 1;
-            let needed = 6 + (src.len() - i) + 1;
-            if out.capacity() - len < needed {
-                out.set_len(len);
-                out.reserve(needed);
-            }
-            len += write_escape(out.as_mut_ptr().add(len), byte);
         }
         *out.as_mut_ptr().add(len) = b'"';
+        out.set_len(len + 1);
+    }
+}
+
+/// Write the escape of `src[i]` at `len` (bytes written so far), first growing `out` so that
+/// the invariant of `write_str` holds after it (room for the rest of `src` and the closing
+/// quote); return the new length.
+///
+/// # Safety
+/// `src[i]` needs an escape; the first `len` bytes of `out` were written and
+/// `capacity - len >= src.len() - i` (the invariant of `write_str` before the byte).
+#[inline(always)]
+unsafe fn escape_at<O: Output>(out: &mut O, len: usize, src: &[u8], i: usize) -> usize {
+    let needed = 6 + (src.len() - i - 1) + 1;
+    // SAFETY: the caller's contract; after the top-up 6 bytes are writable at `len`.
+    unsafe {
+        if out.capacity() - len < needed {
+            out.set_len(len);
+            out.reserve(needed);
+        }
+        len + write_escape(out.as_mut_ptr().add(len), src[i])
+    }
+}
+
+/// `write_str` for a text of at least 64 bytes with AVX2: 32 bytes at a time are stored and
+/// checked; a byte that needs an escape is written where it stands and the blocks go on from the
+/// byte after it, so an escape costs no return to `write_str` and no new set-up (the text of a
+/// large message has one every ~150 bytes: its newlines and quotes). The last bytes (fewer than
+/// a block) go through `copy_plain`.
+///
+/// # Safety
+/// AVX2 must be available.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn write_long_avx2<O: Output>(out: &mut O, src: &[u8]) {
+    use core::arch::x86_64::{
+        __m256i, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_min_epu8, _mm256_movemask_epi8,
+        _mm256_or_si256, _mm256_set1_epi8, _mm256_storeu_si256,
+    };
+    let below = _mm256_set1_epi8(0x1f);
+    let quote = _mm256_set1_epi8(b'"' as i8);
+    let backslash = _mm256_set1_epi8(b'\\' as i8);
+    out.reserve(src.len() + 2);
+    let mut len = out.len();
+    let mut i = 0;
+    // SAFETY: the invariant of `write_str` (`capacity - len >= (src.len() - i) + 1` before each
+    // copy), kept the same way; a block is loaded only when 32 bytes of `src` remain at `i`, so
+    // its store of 32 bytes at `len` is inside the capacity. `dst` is refreshed after every
+    // call that may move the buffer (`escape_at`).
+    unsafe {
+        let mut dst = out.as_mut_ptr();
+        *dst.add(len) = b'"';
+        len += 1;
+        loop {
+            while i + 2 * BLOCK <= src.len() {
+                let v = _mm256_loadu_si256(src.as_ptr().add(i).cast::<__m256i>());
+                _mm256_storeu_si256(dst.add(len).cast::<__m256i>(), v);
+                let control = _mm256_cmpeq_epi8(_mm256_min_epu8(v, below), v);
+                let special =
+                    _mm256_or_si256(_mm256_cmpeq_epi8(v, quote), _mm256_cmpeq_epi8(v, backslash));
+                let mask = _mm256_movemask_epi8(_mm256_or_si256(control, special)) as u32;
+                if mask == 0 {
+                    i += 2 * BLOCK;
+                    len += 2 * BLOCK;
+                    continue;
+                }
+                let run = mask.trailing_zeros() as usize;
+                i += run;
+                len += run;
+                len = escape_at(out, len, src, i);
+                i += 1;
+                dst = out.as_mut_ptr();
+            }
+            let run = copy_plain(&src[i..], dst.add(len));
+            len += run;
+            i += run;
+            if i == src.len() {
+                break;
+            }
+            len = escape_at(out, len, src, i);
+            i += 1;
+            dst = out.as_mut_ptr();
+        }
+        *dst.add(len) = b'"';
         out.set_len(len + 1);
     }
 }
@@ -220,14 +305,6 @@ unsafe fn write_escape(dst: *mut u8, byte: u8) -> usize {
 unsafe fn copy_plain(src: &[u8], dst: *mut u8) -> usize {
     use core::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_storeu_si128};
     let mut k = 0;
-    if src.len() >= 4 * BLOCK && std::is_x86_feature_detected!("avx2") {
-        // SAFETY: AVX2 is available (checked just above); same contract as this function.
-        let (run, found) = unsafe { copy_plain_avx2(src, dst) };
-        if found {
-            return run;
-        }
-        k = run;
-    }
     // SAFETY: SSE2 is part of the x86_64 baseline. Loads read 16 bytes inside `src` (whole
     // blocks, and the last 16 bytes when `src` is longer than 16); stores write 16 bytes at
     // `dst + k` with `k + 16 <= src.len()`, which the caller guarantees to be writable.
@@ -276,41 +353,6 @@ fn sse2_mask(v: core::arch::x86_64::__m128i) -> u32 {
         let backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
         _mm_movemask_epi8(_mm_or_si128(control, _mm_or_si128(quote, backslash))) as u32
     }
-}
-
-/// The 32-byte-block part of `copy_plain` for long texts: `(run, true)` when a byte needing an
-/// escape ends the run, `(bytes of whole blocks copied, false)` otherwise.
-///
-/// # Safety
-/// AVX2 must be available; `dst` must be valid for writing `src.len()` bytes.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn copy_plain_avx2(src: &[u8], dst: *mut u8) -> (usize, bool) {
-    use core::arch::x86_64::{
-        __m256i, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_min_epu8, _mm256_movemask_epi8,
-        _mm256_or_si256, _mm256_set1_epi8, _mm256_storeu_si256,
-    };
-    let below = _mm256_set1_epi8(0x1f);
-    let quote = _mm256_set1_epi8(b'"' as i8);
-    let backslash = _mm256_set1_epi8(b'\\' as i8);
-    let mut k = 0;
-    while k + 2 * BLOCK <= src.len() {
-        // SAFETY: the load reads 32 bytes inside `src` and the store writes 32 bytes inside
-        // `dst[0..src.len()]`, both unaligned-tolerant.
-        let v = unsafe {
-            let v = _mm256_loadu_si256(src.as_ptr().add(k).cast::<__m256i>());
-            _mm256_storeu_si256(dst.add(k).cast::<__m256i>(), v);
-            v
-        };
-        let control = _mm256_cmpeq_epi8(_mm256_min_epu8(v, below), v);
-        let special = _mm256_or_si256(_mm256_cmpeq_epi8(v, quote), _mm256_cmpeq_epi8(v, backslash));
-        let mask = _mm256_movemask_epi8(_mm256_or_si256(control, special)) as u32;
-        if mask != 0 {
-            return (k + mask.trailing_zeros() as usize, true);
-        }
-        k += 2 * BLOCK;
-    }
-    (k, false)
 }
 
 /// `copy_plain` for texts shorter than one block: two overlapping 8- or 4-byte words checked

@@ -135,3 +135,68 @@ fn bools_and_null() {
     write_null(&mut out);
     assert_eq!(out, b"truefalsenull");
 }
+
+/// `write_str`'s long path (64 bytes and more: AVX2 blocks that write escapes in place) against a
+/// byte-at-a-time reference, for texts with escapes alone, several in one block, on block
+/// boundaries, at the start and end, and dense enough to grow the buffer many times.
+#[test]
+fn long_texts_with_escapes_match_a_byte_at_a_time_reference() {
+    fn reference(s: &str) -> String {
+        let mut expected = String::from("\"");
+        for c in s.chars() {
+            match c {
+                '"' => expected.push_str("\\\""),
+                '\\' => expected.push_str("\\\\"),
+                '\n' => expected.push_str("\\n"),
+                '\r' => expected.push_str("\\r"),
+                '\t' => expected.push_str("\\t"),
+                '\u{8}' => expected.push_str("\\b"),
+                '\u{c}' => expected.push_str("\\f"),
+                c if (c as u32) < 0x20 => expected.push_str(&format!("\\u{:04x}", c as u32)),
+                c => expected.push(c),
+            }
+        }
+        expected.push('"');
+        expected
+    }
+    // A small xorshift: the same texts on every run.
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let specials = ['"', '\\', '\n', '\u{1}', '\u{1f}', '\t'];
+    let plain = ['a', 'b', ' ', 'é', '€', '😀', '\u{7f}'];
+    for len in [64usize, 65, 95, 96, 97, 127, 128, 129, 200, 1000, 5000] {
+        for every in [1u64, 2, 3, 31, 32, 33, 150, u64::MAX] {
+            let text: String = (0..len)
+                .map(|_| {
+                    let roll = next();
+                    if every != u64::MAX && roll % every == 0 {
+                        specials[(roll >> 32) as usize % specials.len()]
+                    } else {
+                        plain[(roll >> 32) as usize % plain.len()]
+                    }
+                })
+                .collect();
+            let mut out = b"x".to_vec();
+            out.shrink_to_fit();
+            write_str(&mut out, &text);
+            let written = String::from_utf8(out).unwrap();
+            assert_eq!(
+                written,
+                format!("x{}", reference(&text)),
+                "len {len} every {every}"
+            );
+        }
+    }
+    // Escapes exactly at the block edges of a long plain text.
+    for pos in [0usize, 31, 32, 63, 64, 65, 95, 96, 99] {
+        let mut text = "y".repeat(100);
+        text.replace_range(pos..=pos, "\"");
+        text.replace_range(99..100, "\n");
+        assert_eq!(string(&text), reference(&text), "pos {pos}");
+    }
+}
