@@ -3,12 +3,15 @@ stream are dropped, the ``Message`` type and each input ``bytes`` object have th
 they had before. The native ``Message`` is a hand-written CPython type with a freelist of 1,024
 dropped objects, so the streams here make more messages than that; they also hold a frame split
 over chunks (rebuilt in a buffer of the decoder's own), invalid frames (``FrameError``) and lazy
-payloads both built and left unbuilt."""
+payloads both built and left unbuilt. A ``bytes`` subclass instance, which may hold attributes,
+is never referred to by the messages, so a cycle through it is collected (the messages in an
+attribute of the chunk)."""
 
 from __future__ import annotations
 
 import gc
 import sys
+import weakref
 from types import ModuleType
 
 import pytest
@@ -98,3 +101,24 @@ def test_decode_gives_back_its_references(backend: ModuleType, lazy: bool) -> No
     after_body = sys.getrefcount(body)
     assert after_type == before_type
     assert after_body == before_body
+
+
+class Chunk(bytes):
+    """A ``bytes`` subclass: its instances may hold attributes (but no weak reference)."""
+
+
+class Probe:
+    """Something weakly referable, kept by a chunk."""
+
+
+@pytest.mark.parametrize("lazy", [False, True], ids=["eager", "lazy"])
+def test_a_bytes_subclass_holding_its_messages_is_collected(backend: ModuleType, lazy: bool) -> None:
+    chunk = Chunk(lines(0, 50))
+    chunk.probe = probe = Probe()  # type: ignore[attr-defined]
+    ref = weakref.ref(probe)
+    del probe
+    chunk.messages = backend.Decoder(lazy=lazy).feed(chunk)  # type: ignore[attr-defined]
+    assert len(chunk.messages) == 50  # type: ignore[attr-defined]
+    del chunk
+    gc.collect()
+    assert ref() is None
