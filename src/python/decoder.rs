@@ -41,10 +41,15 @@ const DETACH_AT: usize = 64 * 1024;
 const EAGER_DETACH_AT: usize = 4 * 1024 * 1024;
 
 /// The bytes of a `bytes`, `bytearray` or `memoryview` argument: the `bytes` object itself, or
-/// a copy of the others (which may change under us).
+/// a copy of the others (which may change under us). A subclass of `bytes` is copied too: its
+/// instance may hold attributes (the messages, say), and the messages, mostly untracked by the
+/// garbage collector, must not refer to it, or such a cycle could never be collected.
 fn input_buffer(data: &Bound<'_, PyAny>) -> PyResult<Buffer> {
-    if let Ok(b) = data.cast::<PyBytes>() {
+    if let Ok(b) = data.cast_exact::<PyBytes>() {
         Ok(Buffer::Bytes(b.clone().unbind()))
+    } else if let Ok(b) = data.cast::<PyBytes>() {
+        let copy = PyBytes::new(data.py(), b.as_bytes());
+        Ok(Buffer::Bytes(copy.unbind()))
     } else if let Ok(b) = data.cast::<PyByteArray>() {
         Ok(Buffer::Shared(Arc::new(b.to_vec())))
     } else if data.is_instance_of::<PyMemoryView>() {

@@ -4,7 +4,6 @@
 //! chunk, in a small arena. The messages then share those buffers, so `raw` and the `raw_*`
 //! members are cut out only on access.
 
-use std::cell::OnceCell;
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -20,7 +19,7 @@ use crate::framing::{Checked, Event};
 
 use super::frame_error::FrameError;
 use super::guard::{guarded, internal_error};
-use super::message::{new_message, parse_json, Record};
+use super::message::{new_message, parse_json, Record, ValueCell};
 use super::methods::Methods;
 use super::values::big_int;
 
@@ -358,7 +357,7 @@ pub(crate) fn message<'py>(
     } else {
         e.raw_result.clone().or_else(|| e.raw_error.clone())
     };
-    let value = OnceCell::new();
+    let value = ValueCell::new();
     if let Some(v) = e.payload.take() {
         // built during the scan
         let _ = value.set(v);

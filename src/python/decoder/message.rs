@@ -6,7 +6,6 @@
 //! This file holds what a message is and what its members return; the CPython type that carries
 //! it (written by hand rather than with `#[pyclass]`, for speed) is in `message_type`.
 
-use std::cell::OnceCell;
 use std::ops::Range;
 use std::ptr::{self, addr_of};
 
@@ -32,6 +31,14 @@ pub(crate) fn parse_json<'py>(py: Python<'py>, json: &[u8]) -> PyResult<Bound<'p
     values::parse(py, json)
 }
 
+/// The cell of a lazy payload value, set once. With the GIL, every access is ordered by it, so a
+/// plain cell does; a free-threaded build reads one message on several threads at once, and needs
+/// the synchronised cell.
+#[cfg(not(Py_GIL_DISABLED))]
+pub(crate) type ValueCell = std::cell::OnceCell<Py<PyAny>>;
+#[cfg(Py_GIL_DISABLED)]
+pub(crate) type ValueCell = std::sync::OnceLock<Py<PyAny>>;
+
 /// What a `Message` object holds (see `docs/core-contract.md`). It lives inside its Python object
 /// and is released by the object's deallocator, with the GIL held: its Python references are
 /// dropped there with [`Record::release`], never by `Drop` (which would look up the GIL state).
@@ -50,7 +57,7 @@ pub(crate) struct Record {
     pub(crate) response_params: Option<Range<usize>>,
     pub(crate) offset: u64,
     /// The payload value: built while decoding (eager messages, errors) or on first access.
-    pub(crate) value: OnceCell<Py<PyAny>>,
+    pub(crate) value: ValueCell,
 }
 
 /// The result of a member: a new reference, or the error to raise.
@@ -128,7 +135,8 @@ impl Record {
     }
 
     /// The payload value when the kind is one of `kinds`, built on first access; the flag says
-    /// whether this call built it (the message must then be tracked by the garbage collector).
+    /// whether this call stored it (the message must then be tracked by the garbage collector:
+    /// only one call can, so only one tracks it).
     fn value_of(&self, py: Python<'_>, kinds: &[Kind]) -> PyResult<(Py<PyAny>, bool)> {
         let Some(r) = self.payload_span(kinds) else {
             return Ok((py.None(), false));
@@ -138,12 +146,17 @@ impl Record {
         }
         let built = parse_json(py, &self.buf.bytes(py)[r.clone()])?.unbind();
         // building allocates, which may run other Python code (a finalizer) that asked for this
-        // same value in the meantime: the first value stays
-        if let Err(again) = self.value.set(built) {
-            again.drop_ref(py);
-        }
+        // same value in the meantime, or (free-threaded) another thread built it too: the first
+        // value stays, and its caller tracked the message
+        let stored = match self.value.set(built) {
+            Ok(()) => true,
+            Err(again) => {
+                again.drop_ref(py);
+                false
+            }
+        };
         let value = self.value.get().map(|v| v.clone_ref(py));
-        Ok((value.unwrap_or_else(|| py.None()), true))
+        Ok((value.unwrap_or_else(|| py.None()), stored))
     }
 
     pub(crate) fn kind(&self, py: Python<'_>) -> Member {

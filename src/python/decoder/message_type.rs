@@ -8,7 +8,6 @@
 //! Every entry point (getters, `with_id`, comparison, `repr`) runs its Rust code under
 //! `catch_unwind`, so a panic becomes a Python exception instead of crossing the C boundary.
 
-use std::cell::UnsafeCell;
 use std::ffi::{c_int, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::{self, addr_of, addr_of_mut};
@@ -20,10 +19,6 @@ use pyo3::prelude::*;
 
 use super::message::{Member, Record};
 
-/// Dropped messages kept for reuse: a 64 KiB chunk of usual MCP lines holds a few hundred, and
-/// a chunk's messages are mostly dropped before the next chunk's are made.
-const SPARE_MESSAGES: usize = 1024;
-
 /// The memory of a `Message` object: the object header, then the record.
 #[repr(C)]
 struct MessageObject {
@@ -34,14 +29,73 @@ struct MessageObject {
 /// The type object, made once by [`register`] and kept for the life of the process.
 static TYPE: AtomicPtr<ffi::PyTypeObject> = AtomicPtr::new(ptr::null_mut());
 
-/// Dropped message objects (refcount 0, untracked, record released) waiting for reuse.
-struct Spare(UnsafeCell<Vec<*mut ffi::PyObject>>);
+/// Dropped message objects (refcount 0, untracked, record released) waiting for reuse. Only the
+/// GIL builds keep one: without a GIL, messages are made and dropped on several threads at once.
+#[cfg(not(Py_GIL_DISABLED))]
+mod spare {
+    use std::cell::UnsafeCell;
 
-// SAFETY: the list is only touched by the allocator and the deallocator of `Message`, which run
-// with the GIL held (the package supports the GIL builds of CPython only), so never at once.
-unsafe impl Sync for Spare {}
+    use pyo3::ffi;
 
-static SPARE: Spare = Spare(UnsafeCell::new(Vec::new()));
+    /// Dropped messages kept for reuse: a 64 KiB chunk of usual MCP lines holds a few hundred,
+    /// and a chunk's messages are mostly dropped before the next chunk's are made.
+    const SPARE_MESSAGES: usize = 1024;
+
+    struct Spare(UnsafeCell<Vec<*mut ffi::PyObject>>);
+
+    // SAFETY: the list is only touched by the allocator and the deallocator of `Message`, which
+    // run with the GIL held (this module is compiled only for GIL builds), so never at once.
+    unsafe impl Sync for Spare {}
+
+    static SPARE: Spare = Spare(UnsafeCell::new(Vec::new()));
+
+    /// A dropped message object to reuse, if one is kept.
+    ///
+    /// # Safety
+    /// The GIL is held.
+    pub(super) unsafe fn take() -> Option<*mut ffi::PyObject> {
+        (*SPARE.0.get()).pop()
+    }
+
+    /// Keep `object` (dead, untracked, its record released) for reuse; whether it was kept
+    /// (otherwise the caller frees it).
+    ///
+    /// # Safety
+    /// The GIL is held.
+    pub(super) unsafe fn keep(object: *mut ffi::PyObject) -> bool {
+        let spare = &mut *SPARE.0.get();
+        if spare.len() >= SPARE_MESSAGES {
+            return false;
+        }
+        if spare.capacity() == 0 {
+            spare.reserve_exact(SPARE_MESSAGES);
+        }
+        spare.push(object);
+        true
+    }
+}
+
+/// Free-threaded builds keep no dropped objects: each message is allocated and freed.
+#[cfg(Py_GIL_DISABLED)]
+mod spare {
+    use pyo3::ffi;
+
+    /// None is kept.
+    ///
+    /// # Safety
+    /// None (kept `unsafe` to match the GIL build).
+    pub(super) unsafe fn take() -> Option<*mut ffi::PyObject> {
+        None
+    }
+
+    /// None is kept: the caller frees `_object`.
+    ///
+    /// # Safety
+    /// None (kept `unsafe` to match the GIL build).
+    pub(super) unsafe fn keep(_object: *mut ffi::PyObject) -> bool {
+        false
+    }
+}
 
 /// The record of a live message object.
 ///
@@ -64,15 +118,14 @@ pub(crate) fn is_message(object: *mut ffi::PyObject) -> bool {
 #[inline(always)]
 pub(crate) fn new_object(py: Python<'_>, record: Record) -> PyResult<Bound<'_, PyAny>> {
     let tp = TYPE.load(Ordering::Relaxed);
-    // SAFETY: the GIL is held (`py`), which guards the spare list; `tp` is the registered type
-    // (a message exists only after `register`). A reused object is dead memory of that type:
+    // SAFETY: the thread is attached (`py`; on GIL builds that guards the spare list); `tp` is
+    // the registered type (a message exists only after `register`). A reused object is dead memory of that type:
     // `PyObject_Init` makes it a new reference again (and takes a reference to the heap type, as
     // a fresh allocation does); a fresh one comes from `PyType_GenericAlloc`, zeroed and tracked,
     // and is untracked before its record is written. The record is written once, in place,
     // without dropping the stale bytes of a reused object (already released by `dealloc`).
     unsafe {
-        let spare = &mut *SPARE.0.get();
-        let object = match spare.pop() {
+        let object = match spare::take() {
             Some(object) => ffi::PyObject_Init(object, tp),
             None => {
                 let object = ffi::PyType_GenericAlloc(tp, 0);
@@ -94,21 +147,18 @@ pub(crate) fn new_object(py: Python<'_>, record: Record) -> PyResult<Bound<'_, P
 }
 
 unsafe extern "C" fn dealloc(object: *mut ffi::PyObject) {
-    // SAFETY: CPython calls the deallocator with the GIL held, once, when the count reaches 0;
+    // SAFETY: CPython calls the deallocator on an attached thread (with the GIL held on GIL
+    // builds), once, when the count reaches 0;
     // the record was written when the object was made. After it is read out, the memory is
     // either kept for reuse (untracked, its type reference given back) or freed.
     let tp = ffi::Py_TYPE(object);
     ffi::PyObject_GC_UnTrack(object.cast());
     let record = addr_of_mut!((*object.cast::<MessageObject>()).record);
     Record::release_in_place(record, Python::assume_attached());
-    let spare = &mut *SPARE.0.get();
-    if spare.len() < SPARE_MESSAGES {
-        if spare.capacity() == 0 {
-            spare.reserve_exact(SPARE_MESSAGES);
+    if !spare::keep(object) {
+        if let Some(free) = (*tp).tp_free {
+            free(object.cast());
         }
-        spare.push(object);
-    } else if let Some(free) = (*tp).tp_free {
-        free(object.cast());
     }
     ffi::Py_DECREF(tp.cast());
 }
