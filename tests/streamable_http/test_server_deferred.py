@@ -353,6 +353,44 @@ async def test_a_client_that_leaves_while_a_call_is_suspended_costs_only_its_ans
         assert app.posts.admission.running == 0
 
 
+async def test_a_wake_up_callback_that_fails_does_not_break_the_exchange_it_ends(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, taken: list[str]
+) -> None:
+    """The deferred answer's wake-up runs inside `Exchange.close` (the stream's `finish`), before the
+    exchange's own `on_close` work: what it raises is logged, and the rest of the close still happens."""
+
+    def broken(self: wire_module._Connection, cycle: Any, answer: Any) -> None:
+        raise RuntimeError("boom")
+
+    real = wire_module._Connection._resolved
+    monkeypatch.setattr(wire_module._Connection, "_resolved", broken)
+    tools = Tools()
+    async with serving(tools, response_mode="auto") as (url, app, client):
+        headers = await open_session(client, url)
+        session = app.sessions.find(headers, None)
+        assert isinstance(session, HttpSession)
+        host, port = url.split("/")[2].split(":")
+        taken.clear()
+        with anyio.fail_after(10):
+            _reader, writer = await asyncio.open_connection(host, int(port))
+            body = json.dumps(call("hold", {"text": "x"}, rid=15)).encode()
+            head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+            writer.write(
+                b"POST /mcp HTTP/1.1\r\nhost: %s\r\n%scontent-length: %d\r\n\r\n%s"
+                % (url.split("/")[2].encode(), head.encode(), len(body), body)
+            )
+            await tools.entered.wait()
+            tools.gate.set()
+            await until(lambda: tools.finished == 1 and app.posts.admission.running == 0)
+            writer.close()
+        assert taken == ["deferred"]
+        assert "wake-up callback failed" in caplog.text
+        assert list(session.streams) == [session.get_stream.id]  # the exchange's end forgot its stream
+        monkeypatch.setattr(wire_module._Connection, "_resolved", real)
+        again = await client.post(url, json=call("echo", {"text": "on"}, rid=15), headers=headers)
+        assert again.json()["result"]["content"] == [{"type": "text", "text": "on"}]  # the id is free
+
+
 @LEAN_AND_UVICORN
 async def test_a_handler_that_logs_after_suspending_is_switched_to_sse(
     http_server: str, taken: list[str]
