@@ -88,6 +88,52 @@ def test_the_deadlines_fire_in_order_on_one_timer_and_skip_the_cancelled() -> No
     assert loop.timers == []
 
 
+def test_a_deadline_callback_that_adds_another_keeps_one_timer() -> None:
+    loop = _FakeLoop()
+    deadlines = Deadlines(loop, 1.0)  # type: ignore[arg-type]
+    fired: list[int] = []
+
+    def again() -> None:  # as an SSE keep-alive does: each one waits for the next
+        fired.append(len(fired))
+        deadlines.add(again)
+
+    deadlines.add(again)
+    for rounds in range(1, 4):
+        loop.fire()
+        assert fired == list(range(rounds))
+        assert len(loop.timers) == 1  # one live timer, however many rounds
+        assert len(deadlines._queue) == 1
+
+
+def test_a_deadline_callback_that_raises_loses_neither_the_others_nor_the_timer(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    loop = _FakeLoop()
+    deadlines = Deadlines(loop, 1.0)  # type: ignore[arg-type]
+    fired: list[str] = []
+
+    def broken() -> None:
+        raise RuntimeError("boom")
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    deadlines.add(broken)
+    deadlines.add(lambda: fired.append("after the failure"))
+    loop.now += 0.5
+    deadlines.add(interrupted)
+    deadlines.add(lambda: fired.append("after the interrupt"))
+    loop.fire()
+    assert fired == ["after the failure"]
+    assert "callback failed" in caplog.text
+    with pytest.raises(KeyboardInterrupt):  # what is no `Exception` goes on up, to the loop
+        loop.fire()
+    assert [when for when, _ in loop.timers] == [101.5]  # the one still waiting keeps its timer
+    loop.fire()
+    assert fired == ["after the failure", "after the interrupt"]
+    assert loop.timers == []
+
+
 async def test_the_deadlines_are_per_loop_and_length() -> None:
     one = Deadlines.of(1.0)
     assert Deadlines.of(1.0) is one

@@ -21,6 +21,7 @@ import pytest
 
 from mcpframe.http import fast as fast_module
 from mcpframe.http import wire as wire_module
+from mcpframe.http.deadlines import Deadlines
 from mcpframe.http.server import HttpOptions, StreamableHTTPServer, serve_http
 from mcpframe.http.sessions import HttpSession
 from mcpframe.http.wire_parts import Deferred
@@ -136,6 +137,35 @@ async def open_session(client: httpx.AsyncClient, url: str) -> dict[str, str]:
     return headers
 
 
+def _waiting_deadlines() -> list[Any]:
+    """The running loop's deadlines still waiting (not cancelled), of every length."""
+    cache = Deadlines._cache
+    assert cache[0] is asyncio.get_running_loop()
+    return [entry for deadlines in cache[1].values() for entry in deadlines._queue if entry[1] is not None]
+
+
+def _raw_post(url: str, headers: dict[str, str], body: Any) -> bytes:
+    """A POST of `body` to `url` as HTTP/1.1 bytes (to write on a socket of the test's own)."""
+    data = json.dumps(body).encode()
+    head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+    host = url.split("/")[2].encode()
+    return b"POST /mcp HTTP/1.1\r\nhost: %s\r\n%scontent-length: %d\r\n\r\n%s" % (
+        host,
+        head.encode(),
+        len(data),
+        data,
+    )
+
+
+async def _read_answer(reader: asyncio.StreamReader) -> tuple[int, Any]:
+    """One HTTP/1.1 response with a content-length: its status and its JSON body."""
+    head = (await reader.readuntil(b"\r\n\r\n")).decode()
+    lines = head.split("\r\n")
+    fields = dict(line.lower().split(": ", 1) for line in lines[1:] if line)
+    body = await reader.readexactly(int(fields["content-length"]))
+    return int(lines[0].split()[1]), json.loads(body)
+
+
 async def until(condition: Callable[[], bool]) -> None:
     """Let the loop run until `condition()` holds (no clock involved; bounded by the caller's fail_after)."""
     while not condition():
@@ -234,10 +264,13 @@ async def test_an_async_tool_that_suspends_gets_its_answer_when_released(
 
 
 @LEAN_AND_UVICORN
-async def test_a_cancel_while_suspended_cancels_the_handler_once_and_answers_once(http_server: str) -> None:
+async def test_a_cancel_while_suspended_cancels_the_handler_once_and_answers_once(
+    http_server: str, taken: list[str]
+) -> None:
     tools = Tools()
     async with serving(tools, http_server, response_mode="auto") as (url, app, client):
         headers = await open_session(client, url)
+        taken.clear()
         got: list[httpx.Response] = []
         with anyio.fail_after(10):
             async with anyio.create_task_group() as tg:
@@ -253,6 +286,8 @@ async def test_a_cancel_while_suspended_cancels_the_handler_once_and_answers_onc
                 assert (await client.post(url, json=cancel, headers=headers)).status_code == 202
         assert (got[0].status_code, got[0].content) == (202, b"")  # a cancelled request gets no answer
         assert (tools.cancelled, tools.finished) == (1, 0)
+        # the call was the fast path's (deferred); the cancel, a notification, the full path's
+        assert taken == (["deferred", "declined"] if http_server == "mcpframe" else [])
         tools.gate.set()
         # the id is free again, and the session goes on
         again = await client.post(url, json=call("echo", {"text": "again"}, rid=8), headers=headers)
@@ -262,10 +297,13 @@ async def test_a_cancel_while_suspended_cancels_the_handler_once_and_answers_onc
 
 
 @LEAN_AND_UVICORN
-async def test_a_session_deleted_while_a_call_is_suspended_ends_it_once(http_server: str) -> None:
+async def test_a_session_deleted_while_a_call_is_suspended_ends_it_once(
+    http_server: str, taken: list[str]
+) -> None:
     tools = Tools()
     async with serving(tools, http_server, response_mode="auto") as (url, app, client):
         headers = await open_session(client, url)
+        taken.clear()
         got: list[httpx.Response] = []
         with anyio.fail_after(10):
             async with anyio.create_task_group() as tg:
@@ -280,6 +318,7 @@ async def test_a_session_deleted_while_a_call_is_suspended_ends_it_once(http_ser
                 assert (await client.delete(url, headers=headers)).status_code == 200
         assert (got[0].status_code, got[0].content) == (202, b"")  # no answer came: the stream just ended
         assert (tools.cancelled, tools.finished) == (1, 0)
+        assert taken == (["deferred"] if http_server == "mcpframe" else [])
         assert app.posts.admission.running == 0
 
 
@@ -349,6 +388,106 @@ async def test_a_client_that_leaves_while_a_call_is_suspended_costs_only_its_ans
         assert app.posts.admission.running == 0
 
 
+async def test_a_wake_up_callback_that_fails_does_not_break_the_exchange_it_ends(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, taken: list[str]
+) -> None:
+    """The deferred answer's wake-up runs inside `Exchange.close` (the stream's `finish`), before the
+    exchange's own `on_close` work: what it raises is logged, and the rest of the close still happens."""
+
+    def broken(self: wire_module._Connection, cycle: Any, answer: Any) -> None:
+        raise RuntimeError("boom")
+
+    real = wire_module._Connection._resolved
+    monkeypatch.setattr(wire_module._Connection, "_resolved", broken)
+    tools = Tools()
+    async with serving(tools, response_mode="auto") as (url, app, client):
+        headers = await open_session(client, url)
+        session = app.sessions.find(headers, None)
+        assert isinstance(session, HttpSession)
+        host, port = url.split("/")[2].split(":")
+        taken.clear()
+        with anyio.fail_after(10):
+            _reader, writer = await asyncio.open_connection(host, int(port))
+            body = json.dumps(call("hold", {"text": "x"}, rid=15)).encode()
+            head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+            writer.write(
+                b"POST /mcp HTTP/1.1\r\nhost: %s\r\n%scontent-length: %d\r\n\r\n%s"
+                % (url.split("/")[2].encode(), head.encode(), len(body), body)
+            )
+            await tools.entered.wait()
+            tools.gate.set()
+            await until(lambda: tools.finished == 1 and app.posts.admission.running == 0)
+            writer.close()
+        assert taken == ["deferred"]
+        assert "wake-up callback failed" in caplog.text
+        assert list(session.streams) == [session.get_stream.id]  # the exchange's end forgot its stream
+        monkeypatch.setattr(wire_module._Connection, "_resolved", real)
+        again = await client.post(url, json=call("echo", {"text": "on"}, rid=15), headers=headers)
+        assert again.json()["result"]["content"] == [{"type": "text", "text": "on"}]  # the id is free
+
+
+async def test_posts_pipelined_behind_a_suspended_one_are_answered_in_order(taken: list[str]) -> None:
+    tools = Tools()
+    async with serving(tools, response_mode="auto") as (url, app, client):
+        headers = await open_session(client, url)
+        host, port = url.split("/")[2].split(":")
+        taken.clear()
+        with anyio.fail_after(10):
+            reader, writer = await asyncio.open_connection(host, int(port))
+            writer.write(  # three POSTs in one write: the first suspends, the others wait their turn
+                _raw_post(url, headers, call("hold", {"text": "first"}, rid=30))
+                + _raw_post(url, headers, call("echo", {"text": "second"}, rid=31))
+                + _raw_post(url, headers, call("echo", {"text": "third"}, rid=32))
+            )
+            await tools.entered.wait()
+            tools.gate.set()
+            answers = [await _read_answer(reader) for _ in range(3)]
+            writer.close()
+        assert [(status, got["id"]) for status, got in answers] == [(200, 30), (200, 31), (200, 32)]
+        assert [got["result"]["content"][0]["text"] for _, got in answers] == ["first", "second", "third"]
+        assert taken == ["deferred"] * 3
+        assert app.posts.admission.running == 0
+
+
+async def test_a_deferred_answer_to_a_client_reading_slowly_waits_for_room(
+    monkeypatch: pytest.MonkeyPatch, taken: list[str]
+) -> None:
+    """The socket's buffer filled while the answer was being made (`pause_writing`): the answer is written
+    once the transport says there is room (`resume_writing`), not added to the full buffer."""
+    connections: list[wire_module._Connection] = []
+    real_next = wire_module._Connection._next
+
+    def recorded(self: wire_module._Connection) -> None:
+        connections.append(self)
+        real_next(self)
+
+    monkeypatch.setattr(wire_module._Connection, "_next", recorded)
+    tools = Tools()
+    async with serving(tools, response_mode="auto") as (url, app, client):
+        headers = await open_session(client, url)
+        host, port = url.split("/")[2].split(":")
+        taken.clear()
+        connections.clear()
+        with anyio.fail_after(10):
+            reader, writer = await asyncio.open_connection(host, int(port))
+            writer.write(_raw_post(url, headers, call("hold", {"text": "slow"}, rid=33)))
+            await tools.entered.wait()
+            (conn,) = connections
+            cycle = conn.current
+            assert cycle is not None
+            conn.pause_writing()  # as the transport does when its buffer passes the high-water mark
+            tools.gate.set()
+            await until(lambda: app.posts.admission.running == 0)  # the exchange ended: answer resolved
+            for _ in range(10):
+                await anyio.sleep(0)  # let the loop run what it would (the task waiting for room)
+            assert not cycle.head_sent  # held while the buffer is full
+            conn.resume_writing()
+            status, got = await _read_answer(reader)
+            writer.close()
+        assert (status, got["id"], got["result"]["content"]) == (200, 33, [{"type": "text", "text": "slow"}])
+        assert taken == ["deferred"]
+
+
 @LEAN_AND_UVICORN
 async def test_a_handler_that_logs_after_suspending_is_switched_to_sse(
     http_server: str, taken: list[str]
@@ -374,6 +513,7 @@ async def test_a_handler_that_logs_after_suspending_is_switched_to_sse(
         assert sent[1]["result"]["content"] == [{"type": "text", "text": "logged"}]
         assert taken == (["deferred"] if http_server == "mcpframe" else [])
         assert app.posts.admission.running == 0
+        assert not _waiting_deadlines()  # the switch cancelled the POST's stream_after deadline
 
 
 @LEAN_AND_UVICORN

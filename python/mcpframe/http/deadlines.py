@@ -27,7 +27,7 @@ class Deadlines:
     """The timeouts of `wait` seconds on `loop` (see the module doc); `Deadlines.of(wait)` is the running
     loop's."""
 
-    __slots__ = ("_queue", "_timer", "loop", "wait")
+    __slots__ = ("_firing", "_queue", "_timer", "loop", "wait")
 
     # the last loop's, by length: read and replaced as one tuple (a loop runs in one thread, but two loops in
     # two threads must never share one)
@@ -38,6 +38,7 @@ class Deadlines:
         self.wait = wait
         self._queue: deque[list[Any]] = deque()
         self._timer: asyncio.TimerHandle | None = None
+        self._firing = False  # inside `_fire`: it arms the timer once when done, `add` must not
 
     @classmethod
     def of(cls, wait: float) -> Deadlines:
@@ -61,22 +62,28 @@ class Deadlines:
             queue.popleft()
         entry: list[Any] = [self.loop.time() + self.wait, expire]
         queue.append(entry)
-        if self._timer is None:
+        if self._timer is None and not self._firing:
             self._timer = self.loop.call_at(entry[0], self._fire)
         return entry
 
     def _fire(self) -> None:
+        # `add` from a callback must not arm a second timer (this one arms once at the end), and nothing a
+        # callback raises may stop the others or leave entries waiting with no timer
         self._timer = None
+        self._firing = True
         queue = self._queue
-        now = self.loop.time()
-        while queue and queue[0][0] <= now:
-            expire = queue.popleft()[1]
-            if expire is not None:
-                try:
-                    expire()
-                except Exception:  # one failing must not keep the others waiting
-                    logger.exception("a timeout's callback failed")
-        while queue and queue[0][1] is None:
-            queue.popleft()
-        if queue:
-            self._timer = self.loop.call_at(queue[0][0], self._fire)
+        try:
+            now = self.loop.time()
+            while queue and queue[0][0] <= now:
+                expire = queue.popleft()[1]
+                if expire is not None:
+                    try:
+                        expire()
+                    except Exception:  # one failing must not keep the others waiting
+                        logger.exception("a timeout's callback failed")
+        finally:
+            self._firing = False
+            while queue and queue[0][1] is None:
+                queue.popleft()
+            if queue and self._timer is None:
+                self._timer = self.loop.call_at(queue[0][0], self._fire)

@@ -28,6 +28,8 @@ import math
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
 
+import sniffio
+
 from mcpframe import jsonrpc, protocol
 from mcpframe._api import Id, MessageLike
 from mcpframe.session.inline import start_inline
@@ -44,6 +46,8 @@ from .streams import Stream
 from .wire_parts import Deferred, Later, Whole, WireAnswer
 
 if TYPE_CHECKING:
+    from mcpframe.server.connection import ServerConnection
+
     from .sessions import HttpSession
 
 __all__ = ["FastAnswer", "answering", "fast_post", "wire_answer"]
@@ -318,10 +322,11 @@ def _stateless_start(posts: PostHandler, body: Body, accepts: Accepts) -> FastAn
     if lane is None:
         slot.release()
         return None
+    conn: ServerConnection | None = None
     try:
         conn = posts.connect()
         lane.handler = conn.handle_request
-        conn.bind(lane.session)
+        _bind(conn, lane)
         ends = (conn.close, slot.release)
         if not (accepts.sse and posts.prefers_sse(None)):
             return _handover(posts, lane, None, request, ends=ends, accepts=accepts)
@@ -329,8 +334,24 @@ def _stateless_start(posts: PostHandler, body: Body, accepts: Accepts) -> FastAn
         exchange.on_close += ends
     except BaseException:
         slot.release()
+        if conn is not None:
+            conn.close()
+        lane.reusable = False  # its state is unknown: it ends (its exchange with it), not back to the pool
+        lane.transport.end()
         raise
     return _started(posts, exchange, body, None, accepts=accepts, headers={})
+
+
+def _bind(conn: ServerConnection, lane: Lane) -> None:
+    """`conn.bind(lane.session)` from the wire server's `data_received`, where no task runs: anyio learns
+    which library runs the loop from sniffio, which finds no task to ask there (only a loop started by
+    `anyio.run` names it in the context). The lean server runs on asyncio only, so it names asyncio for the
+    call: the connection gets its loop token however the loop was started (plain `asyncio.run` too)."""
+    named = sniffio.current_async_library_cvar.set("asyncio")
+    try:
+        conn.bind(lane.session)
+    finally:
+        sniffio.current_async_library_cvar.reset(named)
 
 
 def _started(

@@ -102,7 +102,8 @@ class Stream:
         self._priming_id: str | None = None
         # called (at most once: it is cleared first) when `wake` is set: by the frame that is not a
         # response, or by `finish` (the last thing it does). For a POST whose answer waits without a task
-        # (`fast.py`); it must not raise
+        # (`fast.py`); what it raises is logged, never passed on to whoever woke it (`Exchange.close`
+        # finishes the stream before its own `on_close` work: an admission slot, the session's streams)
         self.on_wake: Callable[[], None] | None = None
 
     @property
@@ -188,7 +189,10 @@ class Stream:
         on_wake = self.on_wake
         if on_wake is not None:
             self.on_wake = None
-            on_wake()
+            try:
+                on_wake()
+            except Exception:
+                logger.exception("SSE stream %s: a wake-up callback failed", self.id)
 
     async def attach(self, *, retry_ms: int | None) -> Pipe:
         """Start an HTTP response on this stream: the priming event (if `retry_ms`), then the backlog."""
