@@ -189,8 +189,8 @@ async def test_a_fast_call_given_up_is_cancelled_at_the_child(proxy: Proxy, http
             assert isinstance(parked, Parked)  # taken: the POST waits for the child's answer
             assert len(_fast_routes(proxy)) == 1
             delivered: list[object] = []
-            parked.deliver = delivered.append
-            parked.cancel()  # as the lean server does with parked answers when it closes
+            parked.park(delivered.append)
+            parked.give_up()  # as the lean server does with parked answers when it closes
             assert _fast_routes(proxy) == []
             parked.cancel()  # once only
             assert delivered == []

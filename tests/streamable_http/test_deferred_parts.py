@@ -1,4 +1,4 @@
-"""The parts of a suspended POST's answer on the lean server, alone: the `Deferred` the wire server waits
+"""The parts of a suspended POST's answer on the lean server, alone: the `Parked` answer the wire server waits
 on, the shared timeouts (`http/deadlines.py`) with an SSE reply's keep-alive on them, and the lean
 server's `receive` that tells of a client leaving. The whole path: test_server_deferred.py."""
 
@@ -17,7 +17,7 @@ from mcpframe.http import wire as wire_module
 from mcpframe.http.deadlines import Deadlines
 from mcpframe.http.responses import SseReply
 from mcpframe.http.streams import KEEPALIVE, Stream
-from mcpframe.http.wire_parts import Deferred
+from mcpframe.http.wire_parts import Parked
 
 pytestmark = pytest.mark.anyio
 
@@ -27,20 +27,39 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-def test_a_deferred_gives_its_first_answer_once_whichever_comes_first() -> None:
+def test_a_parked_answer_gives_its_first_answer_once_whichever_comes_first() -> None:
     got: list[tuple[str, Any]] = []
-    early = Deferred()
-    early.resolve((200, b"", b"early"))
-    early.resolve((500, b"", b"ignored"))
-    assert early.resolved
-    early.then(lambda arg, answer: got.append((arg, answer)), "a")
-    late = Deferred()
-    late.then(lambda arg, answer: got.append((arg, answer)), "b")
-    assert not late.resolved
+    early = Parked()
+    early.deliver((200, b"", b"early"))
+    early.deliver((500, b"", b"ignored"))
+    early.park(lambda answer: got.append(("a", answer)))  # delivered before it was parked: given now
+    late = Parked()
+    late.park(lambda answer: got.append(("b", answer)))
     assert len(got) == 1
-    late.resolve((200, b"", b"late"))
-    late.resolve((200, b"", b"again"))
+    late.deliver((200, b"", b"late"))
+    late.deliver((200, b"", b"again"))
     assert got == [("a", (200, b"", b"early")), ("b", (200, b"", b"late"))]
+
+
+def test_a_parked_answer_given_up_cancels_once_and_drops_what_comes_after() -> None:
+    got: list[Any] = []
+    cancels: list[str] = []
+
+    class Counted(Parked):
+        __slots__ = ()
+
+        def cancel(self) -> None:
+            cancels.append("cancel")
+
+    parked = Counted()
+    parked.park(got.append)
+    parked.give_up()  # the server closes
+    parked.deliver((200, b"", b"too late"))
+    assert (got, cancels) == ([], ["cancel"])
+    delivered_first = Counted()
+    delivered_first.give_up()
+    delivered_first.park(got.append)  # nothing to give: it was given up
+    assert got == []
 
 
 class _FakeLoop:

@@ -1,4 +1,4 @@
-"""A POST whose handler suspends, over the lean server (`http/fast.py`'s `Deferred` JSON answer): answered
+"""A POST whose handler suspends, over the lean server (`http/fast.py`'s `Parked` JSON answer): answered
 as the full path answers it, with no task waiting for it, and every way it can end (answer, SSE switch,
 cancel, DELETE, a client that leaves) ends it once.
 
@@ -24,7 +24,7 @@ from mcpframe.http import wire as wire_module
 from mcpframe.http.deadlines import Deadlines
 from mcpframe.http.server import HttpOptions, StreamableHTTPServer, serve_http
 from mcpframe.http.sessions import HttpSession
-from mcpframe.http.wire_parts import Deferred
+from mcpframe.http.wire_parts import Parked
 from mcpframe.server import Context, Server
 
 from ._server_support import JSON_AND_SSE, call, messages
@@ -174,13 +174,13 @@ async def until(condition: Callable[[], bool]) -> None:
 
 @pytest.fixture
 def taken(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """What the fast path made of each POST: "deferred" (a `Deferred` JSON answer), "other" or "declined"."""
+    """What the fast path made of each POST: "deferred" (a `Parked` JSON answer), "other" or "declined"."""
     seen: list[str] = []
     real = fast_module.fast_post
 
     def recorded(posts: Any, headers: dict[str, str], data: bytes) -> Any:
         got = real(posts, headers, data)
-        seen.append("declined" if got is None else "deferred" if isinstance(got, Deferred) else "other")
+        seen.append("declined" if got is None else "deferred" if isinstance(got, Parked) else "other")
         return got
 
     monkeypatch.setattr(fast_module, "fast_post", recorded)
@@ -394,11 +394,11 @@ async def test_a_wake_up_callback_that_fails_does_not_break_the_exchange_it_ends
     """The deferred answer's wake-up runs inside `Exchange.close` (the stream's `finish`), before the
     exchange's own `on_close` work: what it raises is logged, and the rest of the close still happens."""
 
-    def broken(self: wire_module._Connection, cycle: Any, answer: Any) -> None:
+    def broken(self: wire_module._Connection, cycle: Any, parked: Any, answer: Any) -> None:
         raise RuntimeError("boom")
 
-    real = wire_module._Connection._resolved
-    monkeypatch.setattr(wire_module._Connection, "_resolved", broken)
+    real = wire_module._Connection._unpark
+    monkeypatch.setattr(wire_module._Connection, "_unpark", broken)
     tools = Tools()
     async with serving(tools, response_mode="auto") as (url, app, client):
         headers = await open_session(client, url)
@@ -421,7 +421,7 @@ async def test_a_wake_up_callback_that_fails_does_not_break_the_exchange_it_ends
         assert taken == ["deferred"]
         assert "wake-up callback failed" in caplog.text
         assert list(session.streams) == [session.get_stream.id]  # the exchange's end forgot its stream
-        monkeypatch.setattr(wire_module._Connection, "_resolved", real)
+        monkeypatch.setattr(wire_module._Connection, "_unpark", real)
         again = await client.post(url, json=call("echo", {"text": "on"}, rid=15), headers=headers)
         assert again.json()["result"]["content"] == [{"type": "text", "text": "on"}]  # the id is free
 

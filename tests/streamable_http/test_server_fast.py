@@ -17,7 +17,7 @@ from mcpframe.http import streams
 from mcpframe.http.exchange import Exchange
 from mcpframe.http.responses import Reply
 from mcpframe.http.server import HttpOptions, serve_http
-from mcpframe.http.wire_parts import Deferred
+from mcpframe.http.wire_parts import Parked
 from mcpframe.session import eager
 
 from ._server_support import (
@@ -50,7 +50,7 @@ def anyio_backend() -> str:
 @pytest.fixture
 def taken(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """What `fast_post` made of each POST it was asked: "whole" (a `Reply`, or the `Whole` a JSON answer
-    given at once is written as), "deferred" (a JSON answer that comes later, `Deferred`), "later"
+    given at once is written as), "deferred" (a JSON answer that comes later, `Parked`), "later"
     (finished by the full path's `respond`) or "declined"."""
     seen: list[str] = []
     real = fast_module.fast_post
@@ -58,11 +58,7 @@ def taken(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     def recorded(posts: Any, headers: dict[str, str], data: bytes) -> Any:
         got = real(posts, headers, data)
         kind = (
-            "whole"
-            if isinstance(got, Reply | tuple)
-            else "deferred"
-            if isinstance(got, Deferred)
-            else "later"
+            "whole" if isinstance(got, Reply | tuple) else "deferred" if isinstance(got, Parked) else "later"
         )
         seen.append("declined" if got is None else kind)
         return got

@@ -43,7 +43,7 @@ from .post import Body
 from .responses import Answer, Reply, error_response, json_response
 from .store import StoreUnavailable
 from .streams import Stream
-from .wire_parts import Deferred, Later, Whole, WireAnswer
+from .wire_parts import Later, Parked, Whole, WireAnswer
 
 if TYPE_CHECKING:
     from mcpframe.server.connection import ServerConnection
@@ -55,9 +55,9 @@ __all__ = ["FastAnswer", "answering", "fast_post", "wire_answer"]
 logger = logging.getLogger("mcpframe.http")
 _T = TypeVar("_T")
 
-FastAnswer = Reply | Whole | Deferred | Callable[[], Awaitable[Answer]]
+FastAnswer = Reply | Whole | Parked | Callable[[], Awaitable[Answer]]
 """A complete `Reply` (or, for a JSON answer given at once, the `Whole` it would be written as), the
-`Deferred` JSON answer of a request that suspended, or the coroutine function that finishes the answer of a
+`Parked` JSON answer of a request that suspended, or the coroutine function that finishes the answer of a
 request already started."""
 
 _STATELESS_LINES = json_response(b"").header_lines()  # a JSON answer's header lines with no session
@@ -70,13 +70,13 @@ _REMEMBERED = 256  # at most this many pairs: a client varying them only costs t
 
 def wire_answer(posts: PostHandler, headers: dict[str, str], data: bytes) -> WireAnswer | None:
     """`fast_post` for the lean server (`StreamableHTTPServer.wire_fast`): its `Reply` as a `Whole`, what
-    finishes it as a `Later` (or a `Deferred` JSON answer), a failure as the 500 the full path gives."""
+    finishes it as a `Later` (or a `Parked` JSON answer), a failure as the 500 the full path gives."""
     try:
         answer = fast_post(posts, headers, data)
     except Exception as exc:  # as on the full path: a bug costs this request, answered
         logger.exception("POST %s failed", posts.options.path)
         answer = _failed(exc)
-    if answer is None or isinstance(answer, tuple | Deferred):
+    if answer is None or isinstance(answer, tuple | Parked):
         return answer
     if isinstance(answer, Reply):
         return answer.status, answer.header_lines(), answer.body
@@ -216,18 +216,18 @@ def _deferred(
     session: HttpSession | None,
     accepts: Accepts,
     headers: dict[str, str],
-) -> Deferred:
+) -> Parked:
     """The JSON answer of a handed-over request that suspended, with no task waiting for it.
 
     What `PostHandler.respond` does for JSON, done by the stream's wake-up (`Stream.on_wake`) instead of
     a task waiting on it: once the stream finishes (its exchange ends) the answer is the one `respond`
-    gives (`_finished_json`), resolved as a `Whole` by the code that finished it (the handler's task, a
+    gives (`_finished_json`), delivered as a `Whole` by the code that finished it (the handler's task, a
     cancel, the session's end). A frame that is not a response (the handler logs, reports progress or asks
     the client something) to a client that accepts SSE, or `stream_after` seconds with no answer, hands the
     rest to `respond` (a `Later`, in a task of the wire server's): from there on the full path runs
     unchanged.
     """
-    deferred = Deferred()
+    parked = Parked()
     stream = exchange.stream
 
     def rest() -> Later:
@@ -241,7 +241,7 @@ def _deferred(
         if deadline is not None:
             deadline[1] = None
         if not finished or (stream.saw_other and accepts.sse):
-            deferred.resolve(rest())  # a frame that is not a response, to a client that takes SSE
+            parked.deliver(rest())  # a frame that is not a response, to a client that takes SSE
             return
         try:
             whole = _finished_json(stream, session, headers)
@@ -249,17 +249,17 @@ def _deferred(
             logger.exception("POST %s failed", posts.options.path)
             failed = _failed(exc)
             whole = (failed.status, failed.header_lines(), failed.body)
-        deferred.resolve(whole)
+        parked.deliver(whole)
 
     def expired() -> None:  # no answer in time: SSE from now on, as `respond` would switch
         stream.on_wake = None
         stream.wake.set()
-        deferred.resolve(rest())
+        parked.deliver(rest())
 
     wait = posts.json_wait(accepts)
     deadline = None if wait == math.inf else Deadlines.of(wait).add(expired)
     stream.on_wake = woken
-    return deferred
+    return parked
 
 
 def _finished_json(stream: Stream, session: HttpSession | None, headers: dict[str, str]) -> Whole:

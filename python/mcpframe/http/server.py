@@ -52,7 +52,7 @@ from .sessions import HttpSession, SessionManager
 from .store import open_store
 from .store_sessions import SharedSessions
 from .streams import Stream, format_event
-from .wire import FastAnswer, WireServer
+from .wire import WireAnswer, WireServer
 
 if TYPE_CHECKING:
     from mcpframe.server import Server
@@ -125,7 +125,7 @@ class StreamableHTTPServer:
 
     def wire_fast(
         self, target: bytes, raw_headers: list[tuple[bytes, bytes]], body: bytes
-    ) -> FastAnswer | None:
+    ) -> WireAnswer | None:
         """The lean server's hot path (`http/fast.py`): a POST to `target` (the raw request target) with
         these headers (lower-case names) and this whole body, answered without the ASGI layers, or `None`
         when it is not the common case (nothing was started: the ASGI app answers it).

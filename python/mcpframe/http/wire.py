@@ -36,9 +36,10 @@ stands between two requests; everything else (HTTP/1.0, chunked bodies, `Expect`
 head or body split over reads, what is refused with 400 or 431) is httptools', from the same byte on, as
 before.
 
-An app whose fast answer waits for one event it is told of (the listening proxy's child answering) may
-return a `Parked`: no task, no future; the app calls its `deliver` with the response where the event
-lands (a pipe read), and the response is written from there.
+An app whose fast answer waits for one event it is told of (the listening proxy's child answering, a
+suspended handler's exchange ending) may return a `Parked`: no task, no future; the app calls its `deliver`
+with the response where the event lands (a pipe read, the handler's task), and the response is written
+from there; a pipelined request behind it is started from the loop, not inside the app's code.
 """
 
 from __future__ import annotations
@@ -57,9 +58,9 @@ from mcpframe import core
 from mcpframe.session import eager
 
 from .asgi import Message, Receive, Scope, Send
-from .wire_parts import REASONS, Clock, Cycle, Deferred, HeadTooLarge, Later, Whole, WireAnswer, header_lines
+from .wire_parts import REASONS, Clock, Cycle, HeadTooLarge, Later, Parked, Whole, WireAnswer, header_lines
 
-__all__ = ["Deferred", "FastAnswer", "Later", "Parked", "Whole", "WireAnswer", "WireServer", "serve_asgi"]
+__all__ = ["Later", "Parked", "Whole", "WireAnswer", "WireServer", "serve_asgi"]
 
 logger = logging.getLogger("mcpframe.http")
 
@@ -72,31 +73,6 @@ _SWEEP_MIN = 0.01
 # the native backend reads a plain request in one call; the python one's `plain_request` (the contract's
 # reference) is slower than httptools, so there httptools reads every request
 _PLAIN = core.plain_request if core.BACKEND == "native" else None
-
-
-class Parked:
-    """A fast answer (`WireServer.fast`) that is not ready yet, kept by the app until it is.
-
-    The connection sets `deliver`; the app calls it once, with the `Whole` response (written at once, from
-    wherever the app is: no task or loop turn between the event and the write) or with a `Later` (run as a
-    task, as `_Connection._next` runs one). If the server closes first it calls `cancel` instead (a
-    `deliver` after that is ignored). Subclasses add the slots they need."""
-
-    __slots__ = ("deliver",)
-
-    def __init__(self) -> None:
-        self.deliver: Callable[[Whole | Later], None] = _ignored
-
-    def cancel(self) -> None:
-        """The server closes before the answer came: give the request up."""
-
-
-def _ignored(answer: Whole | Later) -> None:
-    """What a `Parked` delivers to before it is parked, and once it was cancelled."""
-
-
-FastAnswer = WireAnswer | Parked
-"""What an app's `wire_fast(target, headers, body)` may answer a complete POST with (`None`: ASGI)."""
 
 
 class _Connection(asyncio.Protocol):
@@ -269,9 +245,7 @@ class _Connection(asyncio.Protocol):
                 if isinstance(answer, tuple):
                     self._write_whole(cycle, answer)
                 elif isinstance(answer, Parked):
-                    self._park(cycle, answer)
-                elif isinstance(answer, Deferred):
-                    answer.then(self._resolved, cycle)  # no task while it waits
+                    self._park(cycle, answer)  # no task while it waits
                 else:
                     self.owner.start(self._run(cycle, answer))
                 return
@@ -279,25 +253,14 @@ class _Connection(asyncio.Protocol):
 
     def _park(self, cycle: Cycle, parked: Parked) -> None:
         self.owner.parked.add(parked)
-        parked.deliver = lambda answer: self._unpark(cycle, parked, answer)
+        parked.park(lambda answer: self._unpark(cycle, parked, answer))
 
     def _unpark(self, cycle: Cycle, parked: Parked, answer: Whole | Later) -> None:
-        """A `Parked` answer came: a whole one is written now (unless the client reads too slowly or left:
-        then it goes the way of a `Later`, which waits or drops it)."""
-        self.owner.parked.discard(parked)
-        parked.deliver = _ignored
-        if isinstance(answer, tuple):
-            if self.writable is None and not self.lost:
-                self._write_whole(cycle, answer)
-                return
-            answer = _ready(answer)
-        self.owner.start(self._run(cycle, answer))
-
-    def _resolved(self, cycle: Cycle, answer: Whole | Later) -> None:
-        """A `Deferred` answer came (called by whatever resolved it): a whole one is written now, unless
+        """A `Parked` answer came (called by whatever delivered it): a whole one is written now, unless
         the client reads slowly (then a task waits for room, as `_send` does); a `Later` runs in a task.
         (A task of its own, not started eagerly: this runs inside the app's code, in the middle of its
         own work.)"""
+        self.owner.parked.discard(parked)
         if not isinstance(answer, tuple):
             self.owner._spawn(self._run(cycle, answer))
             return
@@ -307,7 +270,7 @@ class _Connection(asyncio.Protocol):
         if not self.lost:
             self._write_whole(cycle, answer, then=False)
         # not `_finished` as is: a pipelined request is started from the loop, not inside the code that
-        # resolved this answer (a handler's task, in the middle of ending its exchange)
+        # delivered this answer (a handler's task, in the middle of ending its exchange)
         self.current = None
         if self.lost or self.transport is None:
             return
@@ -553,7 +516,7 @@ class WireServer:
         self._sweeper: asyncio.Task[None] | None = None
         self._eager: eager.EagerStarter | None = None
         # the app's hot path for a complete POST (`WireAnswer`), e.g. `StreamableHTTPServer.wire_fast`
-        self.fast: Callable[[bytes, list[tuple[bytes, bytes]], bytes], FastAnswer | None] | None
+        self.fast: Callable[[bytes, list[tuple[bytes, bytes]], bytes], WireAnswer | None] | None
         self.fast = getattr(app, "wire_fast", None)
         self._sweep_every = min(_SWEEP_MAX, max(_SWEEP_MIN, min(keepalive_timeout, head_timeout) / 4))
 
@@ -636,8 +599,7 @@ class WireServer:
         """Closing: the parked answers are given up (a delivery after this is dropped)."""
         for parked in list(self.parked):
             self.parked.discard(parked)
-            parked.deliver = _ignored
-            parked.cancel()
+            parked.give_up()
 
     def track(self, task: asyncio.Task[None]) -> None:
         self.tasks.add(task)
@@ -673,8 +635,8 @@ class _Receive:
 
 
 def _ready(whole: Whole) -> Later:
-    """A `Later` that gives `whole` at once (a `Parked` or `Deferred` answer the socket has no room for
-    yet: written once it has, `_finish_later`)."""
+    """A `Later` that gives `whole` at once (a `Parked` answer the socket has no room for yet: written
+    once it has, `_finish_later`)."""
 
     async def ready(receive: Receive, send: Send) -> Whole:
         return whole

@@ -14,7 +14,7 @@ from typing import Any
 from .asgi import Message, Receive, Scope, Send
 
 __all__ = [
-    "REASONS", "Clock", "Cycle", "Deferred", "HeadTooLarge", "Later", "Whole", "WireAnswer", "header_lines",
+    "REASONS", "Clock", "Cycle", "HeadTooLarge", "Later", "Parked", "Whole", "WireAnswer", "header_lines",
 ]  # fmt: skip
 
 REASONS = {status.value: status.phrase.encode() for status in HTTPStatus}
@@ -28,45 +28,56 @@ Later = Callable[[Receive, Send], Awaitable[Whole | None]]
 answers on ASGI `receive` and `send` itself (and returns `None`)."""
 
 
-class Deferred:
-    """The answer to a POST that comes later, with no task waiting for it: the app `resolve`s it once, with
-    the `Whole` response or with the `Later` that finishes it (in a task), and the wire server's callback
-    (`then`) gets that at once. Whatever resolves it (a handler's task, a timer) runs the callback, which
-    must not raise; a second `resolve` is ignored."""
+async def _never(receive: Receive, send: Send) -> None:
+    """What a `Parked` holds once the server gave it up: no answer goes out after that."""
 
-    __slots__ = ("_answer", "_arg", "_then")
+
+_GIVEN_UP: Later = _never
+
+
+class Parked:
+    """A fast answer that is not ready yet: the app returns it from `wire_fast`, keeps it, and calls
+    `deliver` once, with the `Whole` response or with the `Later` that finishes it, from wherever the answer
+    lands (the listening proxy's pipe read, a handler's task ending its exchange, a timer). The wire server
+    writes a whole answer there and then (no task, no future, no loop turn between the event and the write)
+    and runs a `Later` in a task. Only the first delivery counts. If the server closes first it calls
+    `cancel` (a delivery after that is dropped). Subclasses add the slots they need."""
+
+    __slots__ = ("_answer", "_then")
 
     def __init__(self) -> None:
         self._answer: Whole | Later | None = None
-        self._then: Callable[[Any, Whole | Later], None] | None = None
-        self._arg: Any = None
+        self._then: Callable[[Whole | Later], None] | None = None
 
-    @property
-    def resolved(self) -> bool:
-        """Whether the answer came."""
-        return self._answer is not None
-
-    def then(self, callback: Callable[[Any, Whole | Later], None], arg: Any) -> None:
-        """Call `callback(arg, answer)` once the answer comes (now, if it came already). Once only."""
-        answer = self._answer
-        if answer is not None:
-            callback(arg, answer)
-        else:
-            self._then, self._arg = callback, arg
-
-    def resolve(self, answer: Whole | Later) -> None:
-        """Give the answer (the first one counts)."""
+    def deliver(self, answer: Whole | Later) -> None:
+        """Give the answer (the first one counts; given before the server waits for it, it is kept)."""
         if self._answer is not None:
             return
         self._answer = answer
         then = self._then
         if then is not None:
-            arg = self._arg
-            self._then = self._arg = None
-            then(arg, answer)
+            self._then = None
+            then(answer)
+
+    def cancel(self) -> None:
+        """The server closes before the answer came: give the request up (nothing by default)."""
+
+    def park(self, then: Callable[[Whole | Later], None]) -> None:
+        """The wire server's: call `then(answer)` once the answer comes (now, if it came already)."""
+        answer = self._answer
+        if answer is None:
+            self._then = then
+        elif answer is not _GIVEN_UP:
+            then(answer)
+
+    def give_up(self) -> None:
+        """The wire server's, as it closes: forget the answer's way out, then `cancel`."""
+        self._then = None
+        self._answer = _GIVEN_UP
+        self.cancel()
 
 
-WireAnswer = Whole | Later | Deferred
+WireAnswer = Whole | Later | Parked
 """What an app's `wire_fast(target, headers, body)` answers a complete POST with (`None` instead: the app's
 ASGI call answers it). See `wire._Connection._next`."""
 

@@ -33,7 +33,7 @@ from mcpframe.http.asgi import header_dict
 from mcpframe.http.legacy import LegacySSE
 from mcpframe.http.options import HttpOptions
 from mcpframe.http.server import _ALLOWED_PAIRS, StreamableHTTPServer, _version_refusal, serve_http
-from mcpframe.http.wire import FastAnswer
+from mcpframe.http.wire import WireAnswer
 
 from .listen_bridge import SessionBridge
 from .listen_fast import FastPosts
@@ -108,7 +108,7 @@ class ListenServer(StreamableHTTPServer):
 
     def wire_fast(
         self, target: bytes, raw_headers: list[tuple[bytes, bytes]], body: bytes
-    ) -> FastAnswer | None:
+    ) -> WireAnswer | None:
         """The lean server's hot path (see `StreamableHTTPServer.wire_fast`): a POST of one request in a
         running session goes to its child from here (`listen_fast`); anything else, `None` (the ASGI app)."""
         if target != self._target or self.options.auth is not None:

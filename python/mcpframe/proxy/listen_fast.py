@@ -51,7 +51,7 @@ from mcpframe.http.headers import FIRST_STATELESS, MCP_PROTOCOL_VERSION, MCP_SES
 from mcpframe.http.post import one_line
 from mcpframe.http.responses import SSE_HEADERS, Reply, error_response
 from mcpframe.http.streams import format_event, new_stream_id
-from mcpframe.http.wire import FastAnswer, Parked
+from mcpframe.http.wire import Parked, WireAnswer
 from mcpframe.http.wire_parts import Later, Whole
 
 from .listen_bridge import FastRoute, Route, SessionBridge, cancel_frame
@@ -94,7 +94,7 @@ class FastPosts:
         # (Content-Type, Accept) pairs `refusal_of` let through, and their parse (as `http/fast.py` keeps)
         self._media_ok: dict[tuple[str | None, str | None], Accepts] = {}
 
-    def post(self, headers: dict[str, str], data: bytes) -> FastAnswer | None:
+    def post(self, headers: dict[str, str], data: bytes) -> WireAnswer | None:
         """Write the POST's request to its child and return what finishes the answer, or `None`."""
         try:
             return self._post(headers, data)
@@ -108,7 +108,7 @@ class FastPosts:
         reply = error_response(500, why, code=jsonrpc.INTERNAL_ERROR)
         return reply.status, reply.header_lines(), reply.body
 
-    def _post(self, headers: dict[str, str], data: bytes) -> FastAnswer | None:
+    def _post(self, headers: dict[str, str], data: bytes) -> WireAnswer | None:
         posts = self.posts
         accepts = self._accepts(headers)
         if accepts is None or len(data) > posts.options.max_body:
