@@ -334,3 +334,14 @@ async def test_host_origin_and_media_are_checked_on_every_post_after_allowed_one
     assert (await http.post(proxy.url, json=_call(5, "echo"), headers=no_accept)).status_code == 406
     assert (await http.post(proxy.url, json=_call(6, "echo"), headers=headers)).status_code == 200
     assert proxy.app.fast.taken == 2
+
+
+async def test_junk_media_values_do_not_fill_the_remembered_pairs(proxy: Proxy) -> None:
+    fast = proxy.app.fast
+    body = json.dumps(_call(1, "echo")).encode()
+    junk_accept = "application/json, " + "x/y;q=0.1, " * 3000  # ~33 KB: a head passes the Host guard
+    for n in range(300):  # no session needed: the media types are checked first
+        assert fast.post({"content-type": "application/json", "accept": junk_accept + str(n)}, body) is None
+    assert sum(len(a or "") + len(c or "") for c, a in fast._media_ok) < 300 * 256 * 2
+    assert fast.post(JSON_ONLY, body) is None  # declined (no session), its media types remembered
+    assert (JSON_ONLY["content-type"], JSON_ONLY["accept"]) in fast._media_ok
