@@ -345,3 +345,41 @@ async def test_junk_media_values_do_not_fill_the_remembered_pairs(proxy: Proxy) 
     assert sum(len(a or "") + len(c or "") for c, a in fast._media_ok) < 300 * 256 * 2
     assert fast.post(JSON_ONLY, body) is None  # declined (no session), its media types remembered
     assert (JSON_ONLY["content-type"], JSON_ONLY["accept"]) in fast._media_ok
+
+
+def _raw_post(url: str, headers: dict[str, str], body: bytes) -> tuple[str, int, bytes]:
+    """The host, port and bytes of a POST to `url`, for a client on a socket of its own."""
+    parts = httpx.URL(url)
+    assert parts.port is not None
+    lines = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+    head = f"POST {parts.path} HTTP/1.1\r\nhost: {parts.host}:{parts.port}\r\n{lines}"
+    return parts.host, parts.port, head.encode() + b"content-length: %d\r\n\r\n%s" % (len(body), body)
+
+
+async def test_a_client_that_leaves_while_parked_frees_its_slot_and_the_child_is_told(
+    proxy: Proxy, http: httpx.AsyncClient
+) -> None:
+    headers = await _session(http, proxy.url)
+    get_headers = {"accept": "text/event-stream", **headers}
+    with anyio.fail_after(10):
+        async with http.stream("GET", proxy.url, headers=get_headers) as stream:
+            assert stream.status_code == 200
+            session = proxy.app.sessions.sessions[headers["mcp-session-id"]]
+            before = session.open_requests
+            host, port, request = _raw_post(
+                proxy.url, {**JSON_ONLY, **headers}, json.dumps(_call(7, "slow")).encode()
+            )
+            _, writer = await asyncio.open_connection(host, port)
+            writer.write(request)
+            await _until(lambda: len(_fast_routes(proxy)) == 1)  # JSON only: parked with no hold
+            assert proxy.app.posts.admission.running == 1
+            writer.close()  # the client leaves before the child answers
+            await _until(lambda: proxy.app.posts.admission.running == 0)
+            assert _fast_routes(proxy) == []
+            after = session.open_requests
+            async for line in stream.aiter_lines():  # the peer reports the cancel it got on the GET stream
+                if "test/cancelled" in line:
+                    break
+    assert json.loads(line.partition(":")[2])["params"] == {"requestId": 7, "known": True}
+    assert proxy.app.posts.admission.running == 0
+    assert after == before  # the POST's count of open requests on the session was undone once

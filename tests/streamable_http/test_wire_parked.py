@@ -138,3 +138,22 @@ async def test_the_servers_close_cancels_what_is_parked_and_a_late_delivery_is_d
             assert wire.parked == set()
             held.deliver((200, b"", b"too late"))  # ignored: the request was given up
             assert await reader.read() == b""  # closed with nothing written
+
+
+async def test_a_client_that_leaves_cancels_its_parked_answer_once() -> None:
+    app = _App()
+    with anyio.fail_after(10):
+        async with _serving(app) as (wire, _, writer):
+            writer.write(_post(b"x") + _post(b"y"))
+            await _parked(app, 1)
+            held = app.parked[0]
+            writer.close()  # the client leaves while its answer is parked
+            while wire.connections:
+                await asyncio.sleep(0.005)
+            assert held.cancelled
+            assert wire.parked == set()
+            held.cancelled = False
+            held.deliver((200, b"", b"late"))  # dropped: the request was given up
+            await wire.close()
+            assert not held.cancelled  # cancelled once: the server's close found nothing parked
+            assert len(app.parked) == 1  # the pipelined second request was never started

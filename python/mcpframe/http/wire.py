@@ -79,8 +79,8 @@ class Parked:
 
     The connection sets `deliver`; the app calls it once, with the `Whole` response (written at once, from
     wherever the app is: no task or loop turn between the event and the write) or with a `Later` (run as a
-    task, as `_Connection._next` runs one). If the server closes first it calls `cancel` instead (a
-    `deliver` after that is ignored). Subclasses add the slots they need."""
+    task, as `_Connection._next` runs one). If the server closes first, or the client leaves, it calls
+    `cancel` instead (a `deliver` after that is ignored). Subclasses add the slots they need."""
 
     __slots__ = ("deliver",)
 
@@ -88,7 +88,7 @@ class Parked:
         self.deliver: Callable[[WireAnswer], None] = _ignored
 
     def cancel(self) -> None:
-        """The server closes before the answer came: give the request up."""
+        """The server closes, or the client left, before the answer came: give the request up."""
 
 
 def _ignored(answer: WireAnswer) -> None:
@@ -122,6 +122,7 @@ class _Connection(asyncio.Protocol):
         self.headers: list[tuple[bytes, bytes]] = []
         self.expect_continue = False  # the request asks for `100 Continue`
         self.writable: asyncio.Future[None] | None = None
+        self.parked: Parked | None = None  # the current request's answer, parked (`_park`)
         self.loop = asyncio.get_running_loop()
         # deadlines on the loop's clock, checked by the server's sweep (`expire`); None: not running
         self.idle_deadline: float | None = None
@@ -163,6 +164,9 @@ class _Connection(asyncio.Protocol):
         self.lost = True
         self.idle_deadline = self.head_deadline = None
         self.owner.forget(self)
+        if self.parked is not None:  # nobody to answer: the app gives the request up (`Parked.cancel`)
+            self.owner.cancel_parked(self.parked)
+            self.parked = None
         for cycle in (self.current, *self.pending):
             if cycle is not None and cycle.more is not None:
                 cycle.more.set()  # receive() answers http.disconnect from now on
@@ -273,12 +277,14 @@ class _Connection(asyncio.Protocol):
 
     def _park(self, cycle: Cycle, parked: Parked) -> None:
         self.owner.parked.add(parked)
+        self.parked = parked
         parked.deliver = lambda answer: self._unpark(cycle, parked, answer)
 
     def _unpark(self, cycle: Cycle, parked: Parked, answer: WireAnswer) -> None:
         """A `Parked` answer came: a whole one is written now (unless the client reads too slowly or left:
         then it goes the way of a `Later`, which waits or drops it)."""
         self.owner.parked.discard(parked)
+        self.parked = None
         parked.deliver = _ignored
         if isinstance(answer, tuple):
             if self.writable is None and not self.lost:
@@ -607,9 +613,16 @@ class WireServer:
     def _cancel_parked(self) -> None:
         """Closing: the parked answers are given up (a delivery after this is dropped)."""
         for parked in list(self.parked):
-            self.parked.discard(parked)
-            parked.deliver = _ignored
-            parked.cancel()
+            self.cancel_parked(parked)
+
+    def cancel_parked(self, parked: Parked) -> None:
+        """A parked answer nobody will take (the server closes, or its client left): given up by the app,
+        a delivery after this dropped. Once only."""
+        if parked not in self.parked:
+            return
+        self.parked.discard(parked)
+        parked.deliver = _ignored
+        parked.cancel()
 
     def track(self, task: asyncio.Task[None]) -> None:
         self.tasks.add(task)

@@ -279,8 +279,9 @@ class _Parked(Parked):
         return full
 
     def cancel(self) -> None:
-        """The lean server closes (shutdown) before the answer came: the request is given up, its slot
-        freed, the child told (an answer already on its way finishes the route as usual)."""
+        """The lean server closes (shutdown) or the client left before the answer came: the request is
+        given up, its slot freed, the child told (an answer already on its way finishes the route as
+        usual, its delivery dropped)."""
         route = self.route
         if route.done:
             return
