@@ -157,3 +157,29 @@ async def test_a_client_that_leaves_cancels_its_parked_answer_once() -> None:
             await wire.close()
             assert not held.cancelled  # cancelled once: the server's close found nothing parked
             assert len(app.parked) == 1  # the pipelined second request was never started
+
+
+class _FailsOnSecond(_App):
+    """The first POST is parked; starting the second one fails (a bug in the app's fast path)."""
+
+    def wire_fast(
+        self, target: bytes, headers: list[tuple[bytes, bytes]], body: bytes
+    ) -> WireAnswer | Parked:
+        if self.parked:
+            raise RuntimeError("the app's fast path failed")
+        return super().wire_fast(target, headers, body)
+
+
+async def test_a_failure_starting_the_next_request_after_a_delivery_closes_with_a_500() -> None:
+    app = _FailsOnSecond()
+    with anyio.fail_after(10):
+        async with _serving(app) as (wire, reader, writer):
+            writer.write(_post(b"first") + _post(b"second"))
+            await _parked(app, 1)
+            app.parked[0].deliver((200, b"", b"first"))  # raises nothing into the app's step
+            got = await reader.read()  # the connection is closed, not left silent
+            assert wire.parked == set()
+    first, _, rest = got.partition(b"first")
+    assert first.startswith(b"HTTP/1.1 200 ")
+    assert rest.startswith(b"HTTP/1.1 500 ")  # the second request's answer
+    assert b"connection: close" in rest

@@ -282,16 +282,25 @@ class _Connection(asyncio.Protocol):
 
     def _unpark(self, cycle: Cycle, parked: Parked, answer: WireAnswer) -> None:
         """A `Parked` answer came: a whole one is written now (unless the client reads too slowly or left:
-        then it goes the way of a `Later`, which waits or drops it)."""
+        then it goes the way of a `Later`, which waits or drops it).
+
+        It runs inside the app's own step (a pipe read) and starts the next pipelined request: what fails
+        here costs the connection (a 500, closed), never its silence nor the app's step."""
         self.owner.parked.discard(parked)
         self.parked = None
         parked.deliver = _ignored
-        if isinstance(answer, tuple):
-            if self.writable is None and not self.lost:
-                self._write_whole(cycle, answer)
-                return
-            answer = _ready(answer)
-        self.owner.start(self._run(cycle, answer))
+        try:
+            if isinstance(answer, tuple):
+                if self.writable is None and not self.lost:
+                    self._write_whole(cycle, answer)
+                    return
+                answer = _ready(answer)
+            self.owner.start(self._run(cycle, answer))
+        except Exception:
+            logger.exception(
+                "answering %s %r, or starting the request after it, failed", cycle.method, cycle.target
+            )
+            self._refuse(500, b"Internal Server Error")
 
     def _write_whole(self, cycle: Cycle, answer: Whole, *, then: bool = True) -> None:
         """A fast answer (to a POST: it has a body): head and body in one write, then (`then`) the next
