@@ -383,3 +383,33 @@ async def test_a_client_that_leaves_while_parked_frees_its_slot_and_the_child_is
     assert json.loads(line.partition(":")[2])["params"] == {"requestId": 7, "known": True}
     assert proxy.app.posts.admission.running == 0
     assert after == before  # the POST's count of open requests on the session was undone once
+
+
+async def _response(reader: asyncio.StreamReader) -> tuple[bytes, bytes]:
+    """The head and body of the next response on a raw connection (with a content-length)."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+    return head, await reader.readexactly(length)
+
+
+async def test_a_session_deleted_while_its_post_is_parked_answers_it_once(
+    proxy: Proxy, http: httpx.AsyncClient
+) -> None:
+    headers = await _session(http, proxy.url)
+    host, port, request = _raw_post(
+        proxy.url, {**JSON_ONLY, **headers}, json.dumps(_call(7, "slow")).encode()
+    )
+    with anyio.fail_after(10):
+        reader, writer = await asyncio.open_connection(host, port)
+        writer.write(request)
+        await _until(lambda: len(_fast_routes(proxy)) == 1)  # JSON only: parked with no hold
+        assert (await http.delete(proxy.url, headers=headers)).status_code == 200
+        head, body = await _response(reader)
+        assert head.startswith(b"HTTP/1.1 200 ")
+        assert json.loads(body)["error"]["code"] == -32000
+        writer.write(_raw_post(proxy.url, {**JSON_ONLY, **headers}, json.dumps(_call(8, "echo")).encode())[2])
+        head, _ = await _response(reader)  # the next response on the connection is the next request's
+        assert head.startswith(b"HTTP/1.1 404 ")  # the session is gone
+        writer.close()
+    assert proxy.app.posts.admission.running == 0
+    assert _fast_routes(proxy) == []

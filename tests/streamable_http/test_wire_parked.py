@@ -183,3 +183,22 @@ async def test_a_failure_starting_the_next_request_after_a_delivery_closes_with_
     assert first.startswith(b"HTTP/1.1 200 ")
     assert rest.startswith(b"HTTP/1.1 500 ")  # the second request's answer
     assert b"connection: close" in rest
+
+
+async def test_a_delivery_to_a_client_that_reads_slowly_waits_until_it_can_write() -> None:
+    app = _App()
+    with anyio.fail_after(10):
+        async with _serving(app) as (wire, reader, writer):
+            writer.write(_post(b"x"))
+            await _parked(app, 1)
+            (connection,) = wire.connections
+            connection.pause_writing()  # as the transport does when its write buffer is full
+            app.parked[0].deliver((200, b"", b"later"))
+            assert len(wire.tasks) == 1  # not written from here: a task waits for room
+            await asyncio.sleep(0.05)
+            assert len(wire.tasks) == 1  # ... still waiting, nothing written
+            connection.resume_writing()
+            got = await _answers(reader, 1)
+    assert got.startswith(b"HTTP/1.1 200 ")
+    assert got.endswith(b"later")
+    assert got.count(b"HTTP/1.1") == 1
