@@ -334,3 +334,82 @@ async def test_host_origin_and_media_are_checked_on_every_post_after_allowed_one
     assert (await http.post(proxy.url, json=_call(5, "echo"), headers=no_accept)).status_code == 406
     assert (await http.post(proxy.url, json=_call(6, "echo"), headers=headers)).status_code == 200
     assert proxy.app.fast.taken == 2
+
+
+async def test_junk_media_values_do_not_fill_the_remembered_pairs(proxy: Proxy) -> None:
+    fast = proxy.app.fast
+    body = json.dumps(_call(1, "echo")).encode()
+    junk_accept = "application/json, " + "x/y;q=0.1, " * 3000  # ~33 KB: a head passes the Host guard
+    for n in range(300):  # no session needed: the media types are checked first
+        assert fast.post({"content-type": "application/json", "accept": junk_accept + str(n)}, body) is None
+    assert sum(len(a or "") + len(c or "") for c, a in fast._media_ok) < 300 * 256 * 2
+    assert fast.post(JSON_ONLY, body) is None  # declined (no session), its media types remembered
+    assert (JSON_ONLY["content-type"], JSON_ONLY["accept"]) in fast._media_ok
+
+
+def _raw_post(url: str, headers: dict[str, str], body: bytes) -> tuple[str, int, bytes]:
+    """The host, port and bytes of a POST to `url`, for a client on a socket of its own."""
+    parts = httpx.URL(url)
+    assert parts.port is not None
+    lines = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+    head = f"POST {parts.path} HTTP/1.1\r\nhost: {parts.host}:{parts.port}\r\n{lines}"
+    return parts.host, parts.port, head.encode() + b"content-length: %d\r\n\r\n%s" % (len(body), body)
+
+
+async def test_a_client_that_leaves_while_parked_frees_its_slot_and_the_child_is_told(
+    proxy: Proxy, http: httpx.AsyncClient
+) -> None:
+    headers = await _session(http, proxy.url)
+    get_headers = {"accept": "text/event-stream", **headers}
+    with anyio.fail_after(10):
+        async with http.stream("GET", proxy.url, headers=get_headers) as stream:
+            assert stream.status_code == 200
+            session = proxy.app.sessions.sessions[headers["mcp-session-id"]]
+            before = session.open_requests
+            host, port, request = _raw_post(
+                proxy.url, {**JSON_ONLY, **headers}, json.dumps(_call(7, "slow")).encode()
+            )
+            _, writer = await asyncio.open_connection(host, port)
+            writer.write(request)
+            await _until(lambda: len(_fast_routes(proxy)) == 1)  # JSON only: parked with no hold
+            assert proxy.app.posts.admission.running == 1
+            writer.close()  # the client leaves before the child answers
+            await _until(lambda: proxy.app.posts.admission.running == 0)
+            assert _fast_routes(proxy) == []
+            after = session.open_requests
+            async for line in stream.aiter_lines():  # the peer reports the cancel it got on the GET stream
+                if "test/cancelled" in line:
+                    break
+    assert json.loads(line.partition(":")[2])["params"] == {"requestId": 7, "known": True}
+    assert proxy.app.posts.admission.running == 0
+    assert after == before  # the POST's count of open requests on the session was undone once
+
+
+async def _response(reader: asyncio.StreamReader) -> tuple[bytes, bytes]:
+    """The head and body of the next response on a raw connection (with a content-length)."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+    return head, await reader.readexactly(length)
+
+
+async def test_a_session_deleted_while_its_post_is_parked_answers_it_once(
+    proxy: Proxy, http: httpx.AsyncClient
+) -> None:
+    headers = await _session(http, proxy.url)
+    host, port, request = _raw_post(
+        proxy.url, {**JSON_ONLY, **headers}, json.dumps(_call(7, "slow")).encode()
+    )
+    with anyio.fail_after(10):
+        reader, writer = await asyncio.open_connection(host, port)
+        writer.write(request)
+        await _until(lambda: len(_fast_routes(proxy)) == 1)  # JSON only: parked with no hold
+        assert (await http.delete(proxy.url, headers=headers)).status_code == 200
+        head, body = await _response(reader)
+        assert head.startswith(b"HTTP/1.1 200 ")
+        assert json.loads(body)["error"]["code"] == -32000
+        writer.write(_raw_post(proxy.url, {**JSON_ONLY, **headers}, json.dumps(_call(8, "echo")).encode())[2])
+        head, _ = await _response(reader)  # the next response on the connection is the next request's
+        assert head.startswith(b"HTTP/1.1 404 ")  # the session is gone
+        writer.close()
+    assert proxy.app.posts.admission.running == 0
+    assert _fast_routes(proxy) == []

@@ -312,3 +312,26 @@ async def test_remembered_header_pairs_let_through_only_what_was_checked(taken: 
             assert response.status_code == status, extra
         # the media types are refused by the full path after `fast_post` declined; Host and Origin before
         assert taken == [WHOLE, "declined", WHOLE, "declined", WHOLE, WHOLE]
+
+
+def test_junk_media_values_are_never_remembered_and_a_normal_pair_still_is() -> None:
+    remembered: dict[tuple[str | None, str | None], Any] = {}
+    junk_accept = "application/json, " + "x/y;q=0.1, " * 3000  # ~33 KB, let through by `refusal_of`
+    for n in range(300):  # more than the pairs remembered: each would hold its ~33 KB for good
+        junk = {"content-type": "application/json", "accept": junk_accept + str(n)}
+        accepts = fast_module.media_accepts(junk, remembered)
+        assert accepts is not None
+        assert accepts.json  # still let through, parsed each time
+        junk_type = {
+            "content-type": "application/json; x=" + "y" * 30000 + str(n),
+            "accept": "text/event-stream",
+        }
+        assert fast_module.media_accepts(junk_type, remembered) is not None
+    assert sum(len(a or "") + len(c or "") for c, a in remembered) == 0
+    normal = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+    accepts = fast_module.media_accepts(normal, remembered)
+    assert accepts is not None
+    assert remembered == {("application/json", "application/json, text/event-stream"): accepts}
+    refused = {"content-type": "text/plain", "accept": "application/json"}
+    assert fast_module.media_accepts(refused, remembered) is None
+    assert len(remembered) == 1  # a refused pair is never remembered

@@ -139,3 +139,67 @@ async def test_the_servers_close_cancels_what_is_parked_and_a_late_delivery_is_d
             assert wire.parked == set()
             held.deliver((200, b"", b"too late"))  # ignored: the request was given up
             assert await reader.read() == b""  # closed with nothing written
+
+
+async def test_a_client_that_leaves_cancels_its_parked_answer_once() -> None:
+    app = _App()
+    with anyio.fail_after(10):
+        async with _serving(app) as (wire, _, writer):
+            writer.write(_post(b"x") + _post(b"y"))
+            await _parked(app, 1)
+            held = app.parked[0]
+            writer.close()  # the client leaves while its answer is parked
+            while wire.connections:
+                await asyncio.sleep(0.005)
+            assert held.cancelled
+            assert wire.parked == set()
+            held.cancelled = False
+            held.deliver((200, b"", b"late"))  # dropped: the request was given up
+            await wire.close()
+            assert not held.cancelled  # cancelled once: the server's close found nothing parked
+            assert len(app.parked) == 1  # the pipelined second request was never started
+
+
+class _FailsOnSecond(_App):
+    """The first POST is parked; starting the second one fails (a bug in the app's fast path)."""
+
+    def wire_fast(
+        self, target: bytes, headers: list[tuple[bytes, bytes]], body: bytes
+    ) -> WireAnswer | Parked:
+        if self.parked:
+            raise RuntimeError("the app's fast path failed")
+        return super().wire_fast(target, headers, body)
+
+
+async def test_a_failure_starting_the_next_request_after_a_delivery_closes_with_a_500() -> None:
+    app = _FailsOnSecond()
+    with anyio.fail_after(10):
+        async with _serving(app) as (wire, reader, writer):
+            writer.write(_post(b"first") + _post(b"second"))
+            await _parked(app, 1)
+            app.parked[0].deliver((200, b"", b"first"))  # raises nothing into the app's step
+            got = await reader.read()  # the connection is closed, not left silent
+            assert wire.parked == set()
+    first, _, rest = got.partition(b"first")
+    assert first.startswith(b"HTTP/1.1 200 ")
+    assert rest.startswith(b"HTTP/1.1 500 ")  # the second request's answer
+    assert b"connection: close" in rest
+
+
+async def test_a_delivery_to_a_client_that_reads_slowly_waits_until_it_can_write() -> None:
+    app = _App()
+    with anyio.fail_after(10):
+        async with _serving(app) as (wire, reader, writer):
+            writer.write(_post(b"x"))
+            await _parked(app, 1)
+            (connection,) = wire.connections
+            connection.pause_writing()  # as the transport does when its write buffer is full
+            app.parked[0].deliver((200, b"", b"later"))
+            assert len(wire.tasks) == 1  # not written from here: a task waits for room
+            await asyncio.sleep(0.05)
+            assert len(wire.tasks) == 1  # ... still waiting, nothing written
+            connection.resume_writing()
+            got = await _answers(reader, 1)
+    assert got.startswith(b"HTTP/1.1 200 ")
+    assert got.endswith(b"later")
+    assert got.count(b"HTTP/1.1") == 1

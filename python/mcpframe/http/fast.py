@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 
     from .sessions import HttpSession
 
-__all__ = ["FastAnswer", "answering", "fast_post", "wire_answer"]
+__all__ = ["FastAnswer", "answering", "fast_post", "media_accepts", "wire_answer"]
 
 logger = logging.getLogger("mcpframe.http")
 _T = TypeVar("_T")
@@ -66,6 +66,23 @@ _STATELESS_LINES = json_response(b"").header_lines()  # a JSON answer's header l
 # same two with every request, and parsing them each time measured ~6k instructions per call
 _MEDIA_OK: dict[tuple[str | None, str | None], Accepts] = {}
 _REMEMBERED = 256  # at most this many pairs: a client varying them only costs the parse again
+_MEDIA_LONGEST = 256  # a longer value is parsed every time, never kept (a head may be 64 KiB)
+
+
+def media_accepts(
+    headers: dict[str, str], remembered: dict[tuple[str | None, str | None], Accepts]
+) -> Accepts | None:
+    """What the POST accepts, `None` if its media types are refused (`refusal_of`); a pair let through is
+    kept in `remembered` while it has room, if both values are short: junk values must not fill it."""
+    media = (headers.get("content-type"), headers.get("accept"))
+    accepts = remembered.get(media)
+    if accepts is None:
+        accepts = Accepts.parse(media[1])
+        if refusal_of(headers, accepts) is not None:
+            return None
+        if len(remembered) < _REMEMBERED and all(v is None or len(v) <= _MEDIA_LONGEST for v in media):
+            remembered[media] = accepts
+    return accepts
 
 
 def wire_answer(posts: PostHandler, headers: dict[str, str], data: bytes) -> WireAnswer | None:
@@ -118,14 +135,9 @@ async def answering(method: str, path: object, routed: Awaitable[_T]) -> _T | Re
 def fast_post(posts: PostHandler, headers: dict[str, str], data: bytes) -> FastAnswer | None:
     """Start the POST `headers` + `data` (Host, Origin and version already checked) if it is the common
     case (see the module doc); `None` otherwise, with nothing started."""
-    media = (headers.get("content-type"), headers.get("accept"))
-    accepts = _MEDIA_OK.get(media)
+    accepts = media_accepts(headers, _MEDIA_OK)
     if accepts is None:
-        accepts = Accepts.parse(media[1])
-        if refusal_of(headers, accepts) is not None:
-            return None
-        if len(_MEDIA_OK) < _REMEMBERED:
-            _MEDIA_OK[media] = accepts
+        return None
     options = posts.options
     if len(data) > options.max_body:
         return None

@@ -98,6 +98,7 @@ class _Connection(asyncio.Protocol):
         self.headers: list[tuple[bytes, bytes]] = []
         self.expect_continue = False  # the request asks for `100 Continue`
         self.writable: asyncio.Future[None] | None = None
+        self.parked: Parked | None = None  # the current request's answer, parked (`_park`)
         self.loop = asyncio.get_running_loop()
         # deadlines on the loop's clock, checked by the server's sweep (`expire`); None: not running
         self.idle_deadline: float | None = None
@@ -143,6 +144,9 @@ class _Connection(asyncio.Protocol):
         if current is not None and current.on_lost is not None:
             on_lost, current.on_lost = current.on_lost, None
             on_lost()  # what a response asked to hear of it (`_Receive.on_disconnect`)
+        if self.parked is not None:  # nobody to answer: the app gives the request up (`Parked.cancel`)
+            self.owner.cancel_parked(self.parked)
+            self.parked = None
         for cycle in (self.current, *self.pending):
             if cycle is not None and cycle.more is not None:
                 cycle.more.set()  # receive() answers http.disconnect from now on
@@ -253,22 +257,29 @@ class _Connection(asyncio.Protocol):
 
     def _park(self, cycle: Cycle, parked: Parked) -> None:
         self.owner.parked.add(parked)
+        self.parked = parked
         parked.park(lambda answer: self._unpark(cycle, parked, answer))
 
     def _unpark(self, cycle: Cycle, parked: Parked, answer: Whole | Later) -> None:
         """A `Parked` answer came (called by whatever delivered it): a whole one is written now, unless
         the client reads slowly (then a task waits for room, as `_send` does); a `Later` runs in a task.
         (A task of its own, not started eagerly: this runs inside the app's code, in the middle of its
-        own work.)"""
+        own work, a pipe read or a handler's task; what fails here costs the connection, a 500 and closed,
+        never its silence nor the app's step.)"""
         self.owner.parked.discard(parked)
-        if not isinstance(answer, tuple):
-            self.owner._spawn(self._run(cycle, answer))
+        self.parked = None
+        try:
+            if not isinstance(answer, tuple):
+                self.owner._spawn(self._run(cycle, answer))
+                return
+            if self.writable is not None and not self.lost:
+                self.owner._spawn(self._run(cycle, _ready(answer)))
+                return
+            if not self.lost:
+                self._write_whole(cycle, answer, then=False)
+        except Exception:
+            self._failed(cycle)
             return
-        if self.writable is not None and not self.lost:
-            self.owner._spawn(self._run(cycle, _ready(answer)))
-            return
-        if not self.lost:
-            self._write_whole(cycle, answer, then=False)
         # not `_finished` as is: a pipelined request is started from the loop, not inside the code that
         # delivered this answer (a handler's task, in the middle of ending its exchange)
         self.current = None
@@ -285,7 +296,17 @@ class _Connection(asyncio.Protocol):
 
     def _next_if_idle(self) -> None:
         if self.current is None:
-            self._next()
+            try:
+                self._next()
+            except Exception:
+                self._failed(self.current)
+
+    def _failed(self, cycle: Cycle | None) -> None:
+        """Answering a parked request, or starting the one after it, failed: a 500, and the connection
+        closes."""
+        what = "the request after a parked answer" if cycle is None else f"{cycle.method} {cycle.target!r}"
+        logger.exception("answering %s failed", what)
+        self._refuse(500, b"Internal Server Error")
 
     def _write_whole(self, cycle: Cycle, answer: Whole, *, then: bool = True) -> None:
         """A fast answer (to a POST: it has a body): head and body in one write, then (`then`) the next
@@ -598,8 +619,15 @@ class WireServer:
     def _cancel_parked(self) -> None:
         """Closing: the parked answers are given up (a delivery after this is dropped)."""
         for parked in list(self.parked):
-            self.parked.discard(parked)
-            parked.give_up()
+            self.cancel_parked(parked)
+
+    def cancel_parked(self, parked: Parked) -> None:
+        """A parked answer nobody will take (the server closes, or its client left): given up by the app
+        (`Parked.cancel`), a delivery after this dropped. Once only."""
+        if parked not in self.parked:
+            return
+        self.parked.discard(parked)
+        parked.give_up()
 
     def track(self, task: asyncio.Task[None]) -> None:
         self.tasks.add(task)

@@ -40,8 +40,9 @@ class Parked:
     `deliver` once, with the `Whole` response or with the `Later` that finishes it, from wherever the answer
     lands (the listening proxy's pipe read, a handler's task ending its exchange, a timer). The wire server
     writes a whole answer there and then (no task, no future, no loop turn between the event and the write)
-    and runs a `Later` in a task. Only the first delivery counts. If the server closes first it calls
-    `cancel` (a delivery after that is dropped). Subclasses add the slots they need."""
+    and runs a `Later` in a task. Only the first delivery counts. If the server closes first, or the
+    client leaves, it calls `cancel` (a delivery after that is dropped). Subclasses add the slots they
+    need."""
 
     __slots__ = ("_answer", "_then")
 
@@ -60,7 +61,8 @@ class Parked:
             then(answer)
 
     def cancel(self) -> None:
-        """The server closes before the answer came: give the request up (nothing by default)."""
+        """The server closes, or the client left, before the answer came: give the request up (nothing by
+        default)."""
 
     def park(self, then: Callable[[Whole | Later], None]) -> None:
         """The wire server's: call `then(answer)` once the answer comes (now, if it came already)."""
@@ -71,7 +73,8 @@ class Parked:
             then(answer)
 
     def give_up(self) -> None:
-        """The wire server's, as it closes: forget the answer's way out, then `cancel`."""
+        """The wire server's, as it closes or its client leaves: forget the answer's way out, then
+        `cancel`."""
         self._then = None
         self._answer = _GIVEN_UP
         self.cancel()

@@ -45,8 +45,7 @@ from mcpframe import core, jsonrpc, protocol
 from mcpframe._api import MessageLike
 from mcpframe.http.asgi import Receive, Send
 from mcpframe.http.events import store_now
-from mcpframe.http.fast import answering
-from mcpframe.http.handling import refusal_of
+from mcpframe.http.fast import answering, media_accepts
 from mcpframe.http.headers import FIRST_STATELESS, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, Accepts
 from mcpframe.http.post import one_line
 from mcpframe.http.responses import SSE_HEADERS, Reply, error_response
@@ -65,7 +64,6 @@ __all__ = ["SSE_HOLD", "FastPosts"]
 
 logger = logging.getLogger("mcpframe.proxy")
 
-_REMEMBERED = 256  # media pairs remembered; a client varying them only costs the parse again
 _SSE_LINES = Reply(200, b"", SSE_HEADERS).header_lines()
 _JSON_LINES = Reply(200, b"", None, "application/json").header_lines()
 
@@ -91,7 +89,7 @@ class FastPosts:
         self.held: dict[FastRoute, None] = {}  # requests with a finite hold, oldest first
         self._sweeping = False
         self.taken = 0  # POSTs the fast path took (tests and benchmarks read it)
-        # (Content-Type, Accept) pairs `refusal_of` let through, and their parse (as `http/fast.py` keeps)
+        # (Content-Type, Accept) pairs `refusal_of` let through, and their parse (`media_accepts`)
         self._media_ok: dict[tuple[str | None, str | None], Accepts] = {}
 
     def post(self, headers: dict[str, str], data: bytes) -> WireAnswer | None:
@@ -110,7 +108,7 @@ class FastPosts:
 
     def _post(self, headers: dict[str, str], data: bytes) -> WireAnswer | None:
         posts = self.posts
-        accepts = self._accepts(headers)
+        accepts = media_accepts(headers, self._media_ok)
         if accepts is None or len(data) > posts.options.max_body:
             return None
         found = self._in_session(headers, data)
@@ -139,18 +137,6 @@ class FastPosts:
         if hold != math.inf:
             self._hold_route(route)
         return parked
-
-    def _accepts(self, headers: dict[str, str]) -> Accepts | None:
-        """What the POST accepts, `None` if its media types are refused (`refusal_of`: the full path's)."""
-        media = (headers.get("content-type"), headers.get("accept"))
-        accepts = self._media_ok.get(media)
-        if accepts is None:
-            accepts = Accepts.parse(media[1])
-            if refusal_of(headers, accepts) is not None:
-                return None
-            if len(self._media_ok) < _REMEMBERED:
-                self._media_ok[media] = accepts
-        return accepts
 
     def _in_session(
         self, headers: dict[str, str], data: bytes
@@ -293,8 +279,9 @@ class _Parked(Parked):
         return full
 
     def cancel(self) -> None:
-        """The lean server closes (shutdown) before the answer came: the request is given up, its slot
-        freed, the child told (an answer already on its way finishes the route as usual)."""
+        """The lean server closes (shutdown) or the client left before the answer came: the request is
+        given up, its slot freed, the child told (an answer already on its way finishes the route as
+        usual, its delivery dropped)."""
         route = self.route
         if route.done:
             return
