@@ -13,7 +13,7 @@ from mcpframe.server.lifecycle import Stop
 from mcpframe.session import Session
 from mcpframe.transports.memory import memory_pair
 
-from ._driver import legacy
+from ._driver import Driver, legacy
 
 pytestmark = pytest.mark.anyio
 
@@ -27,7 +27,53 @@ async def test_a_stop_wraps_a_connection_once_and_another_stop_wraps_it_again() 
     assert conn.handle_request is wrapped  # asked twice, tracked once
     second.track_connection(conn)
     assert conn.handle_request is not wrapped
-    assert conn.tracked_by is second
+    assert conn.tracked_by == (first, second)
+
+
+async def test_stops_tracking_a_connection_in_turn_each_wrap_it_once_and_see_its_requests() -> None:
+    server = Server("t")
+    entered, release = anyio.Event(), anyio.Event()
+
+    @server.tool
+    async def wait() -> str:
+        """Runs until released."""
+        entered.set()
+        await release.wait()
+        return "done"
+
+    conn = server.connection()
+    first, second = Stop(5.0), Stop(5.0)
+    for stop in (first, second, first, second):  # A, B, A: the second A must not wrap A's wrapper
+        stop.track_connection(conn)
+    near, far = memory_pair()
+    served = Session(far, request_handler=conn.handle_request, notification_handler=conn.handle_notification)
+    client = Session(near)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(conn.run, served)
+        tg.start_soon(client.run)
+        driver = Driver(client)
+        await driver.initialize()
+        for _ in range(3):  # answered, and no KeyError from a doubled `del running[task]`
+            assert (await driver.request("tools/list"))["tools"][0]["name"] == "wait"
+        tg.start_soon(driver.request, "tools/call", {"name": "wait", "arguments": {}})
+        with anyio.fail_after(5):
+            await entered.wait()
+        assert len(first._running) == len(second._running) == 1  # each stop sees the running call
+        with anyio.fail_after(5):
+            async with anyio.create_task_group() as settling:
+                settling.start_soon(first.settle)
+                settling.start_soon(second.settle)
+                while not (first.refusing and second.refusing):
+                    await anyio.lowlevel.checkpoint()
+                for stop in (first, second):  # each waits for the call
+                    assert stop._settled is not None
+                    assert not stop._settled.is_set()
+                release.set()
+        assert not first._running
+        assert not second._running
+        await client.aclose()
+        await near.aclose()
+        tg.cancel_scope.cancel()
 
 
 async def test_a_session_keeps_the_loop_token_it_took_first() -> None:

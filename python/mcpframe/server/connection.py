@@ -123,8 +123,8 @@ class ServerConnection:
         self._token: anyio.lowlevel.EventLoopToken | None = None
         self._loop_thread = 0
         self._call: CallInfo | None = None  # see _legacy_call
-        self.tracked_by: Stop | None = None
-        """The graceful stop whose `Stop.track` wraps `handle_request` (`Stop.track_connection`)."""
+        self.tracked_by: tuple[Stop, ...] = ()
+        """The graceful stops whose `Stop.track` wraps `handle_request`, each once (`track_connection`)."""
 
     # ----------------------------------------------------------------- running
 

@@ -195,9 +195,14 @@ class Stop:
             await self._idle.wait()
 
     def track_connection(self, connection: ServerConnection) -> None:
-        """Route ``connection``'s requests through ``track`` (once, however often it is asked)."""
-        if connection.tracked_by is not self:
-            connection.tracked_by = self
+        """Route ``connection``'s requests through ``track`` (once, however often it is asked).
+
+        Each stop wraps a connection at most once, whatever other stops did in between: a second wrapper of
+        the same stop would enter and leave its ``running`` twice for each request (the second exit fails).
+        """
+        stops = connection.tracked_by
+        if self not in stops:  # one stop (the usual case): a one-item tuple, compared by identity first
+            connection.tracked_by = (*stops, self)
             connection.handle_request = self.track(connection.handle_request)  # type: ignore[method-assign,assignment]
 
     async def settle(self) -> None:

@@ -1,0 +1,110 @@
+"""What `ServerConnection.handle_request` refuses it raises before returning an awaitable (no coroutine frame
+of its own): each refusal is still answered with its JSON-RPC error, directly or under a graceful stop's
+`Stop.track`, and the connection goes on answering."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import pytest
+
+from mcpframe import jsonrpc
+from mcpframe.server import Server
+from mcpframe.server.lifecycle import Stop
+from mcpframe.session import JSONRPCError, Session
+from mcpframe.transports.memory import memory_pair
+
+from ._driver import Driver
+
+pytestmark = pytest.mark.anyio
+
+REFUSALS = [
+    pytest.param(
+        "tools/call", {"name": "nope"}, jsonrpc.INVALID_PARAMS, "unknown tool 'nope'", id="unknown-tool"
+    ),
+    pytest.param("tools/call", {"name": 3}, jsonrpc.INVALID_PARAMS, "unknown tool 3", id="name-not-a-string"),
+    pytest.param(
+        "tools/call",
+        {"name": "needs_task"},
+        jsonrpc.METHOD_NOT_FOUND,
+        "must run as a task",
+        id="task-required",
+    ),
+    pytest.param(
+        "tools/call",
+        {"name": "echo", "arguments": {"text": "x"}, "task": {"ttl": 60000}},
+        jsonrpc.METHOD_NOT_FOUND,
+        "cannot run as a task",
+        id="task-forbidden",
+    ),
+    pytest.param("no/such/method", {}, jsonrpc.METHOD_NOT_FOUND, "no/such/method", id="unknown-method"),
+]
+
+
+def make_server() -> Server:
+    server = Server("refusals")
+
+    @server.tool
+    async def echo(text: str) -> str:
+        """Says it back."""
+        return text
+
+    @server.tool(task_support="required")
+    async def needs_task() -> str:
+        """Runs only as a task."""
+        return "never called directly"
+
+    return server
+
+
+@asynccontextmanager
+async def serving(server: Server, stop: Stop | None) -> AsyncIterator[Driver]:
+    """A Driver for a connection of `server`, its requests tracked by `stop` when given."""
+    conn = server.connection()
+    if stop is not None:
+        stop.track_connection(conn)
+    near, far = memory_pair()
+    served = Session(far, request_handler=conn.handle_request, notification_handler=conn.handle_notification)
+    client = Session(near)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(conn.run, served)
+        tg.start_soon(client.run)
+        driver = Driver(client)
+        await driver.initialize()
+        try:
+            yield driver
+        finally:
+            await client.aclose()
+            await near.aclose()
+            tg.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("tracked", [False, True], ids=["plain", "under-a-stop"])
+@pytest.mark.parametrize(("method", "params", "code", "says"), REFUSALS)
+async def test_a_refusal_raised_before_the_handler_starts_is_answered_and_the_connection_goes_on(
+    tracked: bool, method: str, params: dict[str, Any], code: int, says: str
+) -> None:
+    stop = Stop(5.0) if tracked else None
+    async with serving(make_server(), stop) as client:
+        for _ in range(2):  # the same refusal again, after it: nothing left over from the first
+            with pytest.raises(JSONRPCError) as info:
+                await client.request(method, params)
+            assert info.value.code == code
+            assert says in info.value.message
+            result = await client.request("tools/call", {"name": "echo", "arguments": {"text": "on"}})
+            assert result["content"][0]["text"] == "on"
+        if stop is not None:
+            assert not stop._running  # the refused requests left the stop's running ones
+
+
+async def test_a_refused_modern_tools_call_is_answered_and_the_connection_goes_on() -> None:
+    async with serving(make_server(), None) as client:
+        with pytest.raises(JSONRPCError) as info:
+            await client.modern("tools/call", {"name": "nope"})
+        assert info.value.code == jsonrpc.INVALID_PARAMS
+        assert "unknown tool 'nope'" in info.value.message
+        result = await client.modern("tools/call", {"name": "echo", "arguments": {"text": "on"}})
+        assert result["content"][0]["text"] == "on"
