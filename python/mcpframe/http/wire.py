@@ -280,19 +280,9 @@ class _Connection(asyncio.Protocol):
         except Exception:
             self._failed(cycle)
             return
-        # not `_finished` as is: a pipelined request is started from the loop, not inside the code that
-        # delivered this answer (a handler's task, in the middle of ending its exchange)
-        self.current = None
-        if self.lost or self.transport is None:
-            return
-        if not cycle.keep_alive or self.owner.draining:
-            self.transport.close()
-            return
-        self.transport.resume_reading()
-        if self.pending:
-            self.loop.call_soon(self._next_if_idle)
-        else:
-            self._arm_idle()
+        # a pipelined request is started from the loop, not inside the code that delivered this answer (a
+        # handler's task, in the middle of ending its exchange)
+        self._finished(cycle, from_loop=True)
 
     def _next_if_idle(self) -> None:
         if self.current is None:
@@ -377,7 +367,9 @@ class _Connection(asyncio.Protocol):
         if not self.lost:
             self._write_whole(cycle, whole, then=False)
 
-    def _finished(self, cycle: Cycle) -> None:
+    def _finished(self, cycle: Cycle, *, from_loop: bool = False) -> None:
+        """`cycle` is answered: close, or go on to the next request (`from_loop`: in a callback of the loop's,
+        not from here) or wait for one."""
         self.current = None
         if self.lost or self.transport is None:
             return
@@ -385,10 +377,12 @@ class _Connection(asyncio.Protocol):
             self.transport.close()
             return
         self.transport.resume_reading()
-        if self.pending:
-            self._next()
-        else:
+        if not self.pending:
             self._arm_idle()
+        elif from_loop:
+            self.loop.call_soon(self._next_if_idle)
+        else:
+            self._next()
 
     async def _receive(self, cycle: Cycle) -> Message:
         while True:
