@@ -154,10 +154,83 @@ async def test_a_client_that_leaves_cancels_its_parked_answer_once() -> None:
             assert held.cancelled
             assert wire.parked == set()
             held.cancelled = False
-            held.deliver((200, b"", b"late"))  # dropped: the request was given up
+            held.deliver((200, b"", b"late"))  # nobody to write it to: dropped
             await wire.close()
             assert not held.cancelled  # cancelled once: the server's close found nothing parked
             assert len(app.parked) == 1  # the pipelined second request was never started
+
+
+async def test_a_later_delivered_after_the_client_left_still_runs_so_the_app_ends_its_work() -> None:
+    """The app was told (`cancel`), but what it delivers after is handled as an answer to a client that left:
+    a `Later` runs (the direct server's full path ends a suspended handler there, the proxy abandons a
+    route it upgraded), a whole answer is dropped."""
+    app = _App()
+    ran: list[str] = []
+
+    async def later(receive: Receive, send: Send) -> Whole | None:
+        ran.append((await receive())["type"])
+        return None
+
+    with anyio.fail_after(10):
+        async with _serving(app) as (wire, _, writer):
+            writer.write(_post(b"x"))
+            await _parked(app, 1)
+            writer.close()
+            while wire.connections:
+                await asyncio.sleep(0.005)
+            assert app.parked[0].cancelled
+            app.parked[0].deliver(later)
+            while not ran:
+                await asyncio.sleep(0.005)
+    assert ran == ["http.disconnect"]
+
+
+async def test_a_request_behind_a_parked_answer_is_not_started_after_a_close_that_came_meanwhile() -> None:
+    app = _App()
+    with anyio.fail_after(10):
+        async with _serving(app) as (wire, reader, writer):
+            writer.write(_post(b"first") + _post(b"second"))
+            await _parked(app, 1)
+            (connection,) = wire.connections
+            app.parked[0].deliver((200, b"", b"first"))  # the second is started from the loop ...
+            connection.close_when_idle()  # ... and a drain closes the idle connection first
+            got = await reader.read()
+    assert got.count(b"HTTP/1.1 200") == 1
+    assert len(app.parked) == 1  # the second request never ran: its client may send it again
+
+
+async def test_an_app_whose_cancel_fails_does_not_stop_the_servers_close(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    class _Broken(_Held):
+        __slots__ = ()
+
+        def cancel(self) -> None:
+            super().cancel()
+            raise RuntimeError("cancel failed")
+
+    class _BrokenApp(_App):
+        def wire_fast(
+            self, target: bytes, headers: list[tuple[bytes, bytes]], body: bytes
+        ) -> WireAnswer | Parked:
+            held = _Broken(body)
+            self.parked.append(held)
+            self.arrived.set()
+            return held
+
+    app = _BrokenApp()
+    with anyio.fail_after(10):
+        async with _serving(app) as (wire, _, writer):
+            _, second = await asyncio.open_connection(*writer.get_extra_info("peername"))
+            writer.write(_post(b"x"))
+            second.write(_post(b"y"))
+            await _parked(app, 2)
+            await wire.close()
+            assert wire.parked == set()
+            second.close()
+    assert [held.cancelled for held in app.parked] == [True, True]
+    failed = [r for r in caplog.records if r.getMessage() == "cancelling a parked answer failed"]
+    assert len(failed) == 2
 
 
 class _FailsOnSecond(_App):

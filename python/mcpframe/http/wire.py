@@ -144,9 +144,13 @@ class _Connection(asyncio.Protocol):
         if current is not None and current.on_lost is not None:
             on_lost, current.on_lost = current.on_lost, None
             on_lost()  # what a response asked to hear of it (`_Receive.on_disconnect`)
-        if self.parked is not None:  # nobody to answer: the app gives the request up (`Parked.cancel`)
-            self.owner.cancel_parked(self.parked)
-            self.parked = None
+        if self.parked is not None:  # nobody to answer: the app is told (`Parked.cancel`); what it still
+            # delivers goes the way of an answer to a client that left (a `Later` still runs and ends the
+            # exchange as the full path ends it: a suspended handler is cancelled, a proxied route abandoned)
+            parked, self.parked = self.parked, None
+            if parked in self.owner.parked:  # not given up by the server's close already
+                self.owner.parked.discard(parked)
+                _cancel(parked)
         for cycle in (self.current, *self.pending):
             if cycle is not None and cycle.more is not None:
                 cycle.more.set()  # receive() answers http.disconnect from now on
@@ -285,7 +289,10 @@ class _Connection(asyncio.Protocol):
         self._finished(cycle, from_loop=True)
 
     def _next_if_idle(self) -> None:
-        if self.current is None:
+        # not after a close that came meanwhile (a drain's `close_when_idle`, a 408): a request started
+        # then would run and its answer be lost
+        transport = self.transport
+        if self.current is None and transport is not None and not transport.is_closing():
             try:
                 self._next()
             except Exception:
@@ -616,12 +623,12 @@ class WireServer:
             self.cancel_parked(parked)
 
     def cancel_parked(self, parked: Parked) -> None:
-        """A parked answer nobody will take (the server closes, or its client left): given up by the app
-        (`Parked.cancel`), a delivery after this dropped. Once only."""
+        """A parked answer the closing server will not write: given up by the app (`Parked.cancel`), a
+        delivery after this dropped. Once only."""
         if parked not in self.parked:
             return
         self.parked.discard(parked)
-        parked.give_up()
+        _cancel(parked, give_up=True)
 
     def track(self, task: asyncio.Task[None]) -> None:
         self.tasks.add(task)
@@ -654,6 +661,18 @@ class _Receive:
             callback()
             return
         self._cycle.on_lost = callback
+
+
+def _cancel(parked: Parked, *, give_up: bool = False) -> None:
+    """Tell the app its parked answer will not be written (`give_up`: and drop what it delivers after); a
+    failure of the app's `cancel` is logged, so a close or a lost connection still finishes its work."""
+    try:
+        if give_up:
+            parked.give_up()
+        else:
+            parked.cancel()
+    except Exception:
+        logger.exception("cancelling a parked answer failed")
 
 
 def _ready(whole: Whole) -> Later:

@@ -40,8 +40,10 @@ class Parked:
     `deliver` once, with the `Whole` response or with the `Later` that finishes it, from wherever the answer
     lands (the listening proxy's pipe read, a handler's task ending its exchange, a timer). The wire server
     writes a whole answer there and then (no task, no future, no loop turn between the event and the write)
-    and runs a `Later` in a task. Only the first delivery counts. If the server closes first, or the
-    client leaves, it calls `cancel` (a delivery after that is dropped). Subclasses add the slots they
+    and runs a `Later` in a task. Only the first delivery counts. If the client leaves first, the server
+    calls `cancel` (what is delivered after that is handled as an answer to a client that left: a `Later`
+    still runs, so the app's full path ends what it started); if the server closes first, it gives the
+    answer up (`give_up`: `cancel`, and a delivery after that is dropped). Subclasses add the slots they
     need."""
 
     __slots__ = ("_answer", "_then")
@@ -73,8 +75,7 @@ class Parked:
             then(answer)
 
     def give_up(self) -> None:
-        """The wire server's, as it closes or its client leaves: forget the answer's way out, then
-        `cancel`."""
+        """The wire server's, as it closes: forget the answer's way out, then `cancel`."""
         self._then = None
         self._answer = _GIVEN_UP
         self.cancel()
