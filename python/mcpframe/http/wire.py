@@ -296,13 +296,14 @@ class _Connection(asyncio.Protocol):
             try:
                 self._next()
             except Exception:
-                self._failed(self.current)
+                cycle = self.current
+                assert cycle is not None  # `_next` sets it before anything can raise
+                self._failed(cycle)
 
-    def _failed(self, cycle: Cycle | None) -> None:
+    def _failed(self, cycle: Cycle) -> None:
         """Answering a parked request, or starting the one after it, failed: a 500, and the connection
         closes."""
-        what = "the request after a parked answer" if cycle is None else f"{cycle.method} {cycle.target!r}"
-        logger.exception("answering %s failed", what)
+        logger.exception("answering %s %r failed", cycle.method, cycle.target)
         self._refuse(500, b"Internal Server Error")
 
     def _write_whole(self, cycle: Cycle, answer: Whole, *, then: bool = True) -> None:
