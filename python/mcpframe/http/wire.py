@@ -48,7 +48,7 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from typing import Any
 from urllib.parse import unquote
 
@@ -150,7 +150,8 @@ class _Connection(asyncio.Protocol):
             parked, self.parked = self.parked, None
             if parked in self.owner.parked:  # not given up by the server's close already
                 self.owner.parked.discard(parked)
-                _cancel(parked)
+                with _cancelling():
+                    parked.cancel()
         for cycle in (self.current, *self.pending):
             if cycle is not None and cycle.more is not None:
                 cycle.more.set()  # receive() answers http.disconnect from now on
@@ -629,7 +630,8 @@ class WireServer:
         if parked not in self.parked:
             return
         self.parked.discard(parked)
-        _cancel(parked, give_up=True)
+        with _cancelling():
+            parked.give_up()
 
     def track(self, task: asyncio.Task[None]) -> None:
         self.tasks.add(task)
@@ -664,14 +666,12 @@ class _Receive:
         self._cycle.on_lost = callback
 
 
-def _cancel(parked: Parked, *, give_up: bool = False) -> None:
-    """Tell the app its parked answer will not be written (`give_up`: and drop what it delivers after); a
-    failure of the app's `cancel` is logged, so a close or a lost connection still finishes its work."""
+@contextlib.contextmanager
+def _cancelling() -> Iterator[None]:
+    """Around the app's `Parked.cancel`: what it raises is logged, so a close or a lost connection still
+    finishes its work."""
     try:
-        if give_up:
-            parked.give_up()
-        else:
-            parked.cancel()
+        yield
     except Exception:
         logger.exception("cancelling a parked answer failed")
 
