@@ -31,7 +31,7 @@ A request is handed to the app once the bytes that carried it have been parsed (
 before `data_received` returns, with no task created or scheduled for it. One that waits continues in a
 task of its own, as before.
 
-A plain request (the common case: see `core.plain_request`) is read in one native call where httptools
+A plain request (the common case: see `wire_plain`) is read in one native call where httptools
 stands between two requests; everything else (HTTP/1.0, chunked bodies, `Expect`, `Connection: close`, a
 head or body split over reads, what is refused with 400 or 431) is httptools', from the same byte on, as
 before.
@@ -54,11 +54,11 @@ from urllib.parse import unquote
 
 import httptools
 
-from mcpframe import core
 from mcpframe.session import eager
 
 from .asgi import Message, Receive, Scope, Send
 from .wire_parts import REASONS, Clock, Cycle, HeadTooLarge, Later, Parked, Whole, WireAnswer, header_lines
+from .wire_plain import MAX_PIPELINED, PLAIN, queue_plain
 
 __all__ = ["Later", "Parked", "Whole", "WireAnswer", "WireServer", "serve_asgi"]
 
@@ -66,13 +66,9 @@ logger = logging.getLogger("mcpframe.http")
 
 _MAX_HEAD = 64 * 1024  # request line + headers; uvicorn/h11 use the same order of magnitude
 _BODY_HIGH = 256 * 1024  # body bytes buffered for the app before reading stops
-_MAX_PIPELINED = 8  # requests parsed ahead of the one being answered before reading stops
 _ABORT_WAIT = 1.0  # after `drain`'s bound: how long closed connections get to flush before they are aborted
 _SWEEP_MAX = 1.0  # the longest pause between two checks of the connections' deadlines
 _SWEEP_MIN = 0.01
-# the native backend reads a plain request in one call; the python one's `plain_request` (the contract's
-# reference) is slower than httptools, so there httptools reads every request
-_PLAIN = core.plain_request if core.BACKEND == "native" else None
 
 
 class _Connection(asyncio.Protocol):
@@ -90,8 +86,8 @@ class _Connection(asyncio.Protocol):
         self.current: Cycle | None = None
         self.parsing: Cycle | None = None  # the request whose bytes the parser is reading
         # httptools stands between two requests of a kept-alive connection: a plain request may be read
-        # without it (`_plain`)
-        self.between = _PLAIN is not None
+        # without it (`queue_plain`)
+        self.between = PLAIN is not None
         self.lost = False
         self.head_bytes = 0
         self.url = b""
@@ -122,7 +118,7 @@ class _Connection(asyncio.Protocol):
             self._disarm_idle()
         try:
             if self.between:
-                data = self._plain(data)
+                data = queue_plain(data, self.pending, self.transport)
             if data:
                 self.parser.feed_data(data)
             if self.current is None and self.pending:
@@ -167,22 +163,6 @@ class _Connection(asyncio.Protocol):
         self.writable = None
 
     # ---------------------------------------------------------------- the parser's callbacks
-
-    def _plain(self, data: bytes) -> bytes:
-        """Queue the plain requests at the start of `data` (`core.plain_request`: one call each, where
-        httptools makes a Python call per URL, header and body part); the rest is httptools'."""
-        assert _PLAIN is not None
-        start = 0
-        while start < len(data) and (request := _PLAIN(data, start)) is not None:
-            method, target, headers, body, start = request
-            cycle = Cycle(method, target, "1.1", headers, True)
-            cycle.complete = True
-            if body:
-                cycle.body.append(body)
-            self.pending.append(cycle)
-            if len(self.pending) > _MAX_PIPELINED and self.transport is not None:
-                self.transport.pause_reading()  # as `on_message_complete` does
-        return data[start:] if start else data
 
     def on_message_begin(self) -> None:
         self.between = False
@@ -229,11 +209,11 @@ class _Connection(asyncio.Protocol):
             return
         self.parsing = None
         # after `Connection: close` (or HTTP/1.0) httptools refuses what follows: it reads all of that
-        self.between = cycle.keep_alive and _PLAIN is not None
+        self.between = cycle.keep_alive and PLAIN is not None
         cycle.complete = True
         if cycle.more is not None:
             cycle.more.set()
-        if len(self.pending) > _MAX_PIPELINED and self.transport is not None:
+        if len(self.pending) > MAX_PIPELINED and self.transport is not None:
             # requests are answered one at a time: a client pipelining many waits for room. Reading goes
             # on otherwise, so that a client leaving is seen at once (the end of an SSE stream)
             self.transport.pause_reading()
