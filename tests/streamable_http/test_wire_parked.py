@@ -37,9 +37,12 @@ class _Held(Parked):
 
 
 class _App:
-    """Every POST is parked; the test delivers (or not) each answer itself."""
+    """Every POST is parked as a `held` (from the `fails_from`th on, the app's fast path fails instead: a
+    bug in it); the test delivers (or not) each answer itself."""
 
-    def __init__(self) -> None:
+    def __init__(self, held: type[_Held] = _Held, *, fails_from: int | None = None) -> None:
+        self.held = held
+        self.fails_from = fails_from
         self.parked: list[_Held] = []
         self.arrived = asyncio.Event()
 
@@ -49,7 +52,9 @@ class _App:
     def wire_fast(
         self, target: bytes, headers: list[tuple[bytes, bytes]], body: bytes
     ) -> WireAnswer | Parked:
-        held = _Held(body)
+        if self.fails_from is not None and len(self.parked) + 1 >= self.fails_from:
+            raise RuntimeError("the app's fast path failed")
+        held = self.held(body)
         self.parked.append(held)
         self.arrived.set()
         return held
@@ -209,16 +214,7 @@ async def test_an_app_whose_cancel_fails_does_not_stop_the_servers_close(
             super().cancel()
             raise RuntimeError("cancel failed")
 
-    class _BrokenApp(_App):
-        def wire_fast(
-            self, target: bytes, headers: list[tuple[bytes, bytes]], body: bytes
-        ) -> WireAnswer | Parked:
-            held = _Broken(body)
-            self.parked.append(held)
-            self.arrived.set()
-            return held
-
-    app = _BrokenApp()
+    app = _App(_Broken)
     with anyio.fail_after(10):
         async with _serving(app) as (wire, _, writer):
             _, second = await asyncio.open_connection(*writer.get_extra_info("peername"))
@@ -233,19 +229,8 @@ async def test_an_app_whose_cancel_fails_does_not_stop_the_servers_close(
     assert len(failed) == 2
 
 
-class _FailsOnSecond(_App):
-    """The first POST is parked; starting the second one fails (a bug in the app's fast path)."""
-
-    def wire_fast(
-        self, target: bytes, headers: list[tuple[bytes, bytes]], body: bytes
-    ) -> WireAnswer | Parked:
-        if self.parked:
-            raise RuntimeError("the app's fast path failed")
-        return super().wire_fast(target, headers, body)
-
-
 async def test_a_failure_starting_the_next_request_after_a_delivery_closes_with_a_500() -> None:
-    app = _FailsOnSecond()
+    app = _App(fails_from=2)  # the first POST is parked; starting the second one fails
     with anyio.fail_after(10):
         async with _serving(app) as (wire, reader, writer):
             writer.write(_post(b"first") + _post(b"second"))
