@@ -41,9 +41,10 @@ from .handling import PostHandler, refusal_of
 from .headers import FIRST_STATELESS, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, Accepts, mirror_mismatch
 from .post import Body
 from .responses import Answer, Reply, error_response, json_response
+from .sse_wire import sse_writer
 from .store import StoreUnavailable
 from .streams import Stream
-from .wire_parts import Later, Parked, Whole, WireAnswer
+from .wire_parts import Later, Parked, Streamed, Whole, WireAnswer
 
 if TYPE_CHECKING:
     from mcpframe.server.connection import ServerConnection
@@ -55,10 +56,11 @@ __all__ = ["FastAnswer", "answering", "fast_post", "media_accepts", "wire_answer
 logger = logging.getLogger("mcpframe.http")
 _T = TypeVar("_T")
 
-FastAnswer = Reply | Whole | Parked | Callable[[], Awaitable[Answer]]
+FastAnswer = Reply | Whole | Parked | Streamed | Callable[[], Awaitable[Answer]]
 """A complete `Reply` (or, for a JSON answer given at once, the `Whole` it would be written as), the
-`Parked` JSON answer of a request that suspended, or the coroutine function that finishes the answer of a
-request already started."""
+`Parked` JSON answer of a request that suspended, the SSE answer of one that suspended where SSE is
+preferred (`sse_wire.SseWriter`), or the coroutine function that finishes the answer of a request already
+started."""
 
 _STATELESS_LINES = json_response(b"").header_lines()  # a JSON answer's header lines with no session
 
@@ -93,7 +95,7 @@ def wire_answer(posts: PostHandler, headers: dict[str, str], data: bytes) -> Wir
     except Exception as exc:  # as on the full path: a bug costs this request, answered
         logger.exception("POST %s failed", posts.options.path)
         answer = _failed(exc)
-    if answer is None or isinstance(answer, tuple | Parked):
+    if answer is None or isinstance(answer, tuple | Parked | Streamed):
         return answer
     if isinstance(answer, Reply):
         return answer.status, answer.header_lines(), answer.body
@@ -380,6 +382,9 @@ def _started(
     reply = posts.answered(exchange, session, accepts, headers)
     if reply is not None:
         return reply
+    writer = sse_writer(posts, exchange, session, headers)  # SSE is preferred here: written with no task
+    if writer is not None:
+        return writer
     return lambda: posts.respond(exchange, session, accepts, headers)
 
 

@@ -18,7 +18,7 @@ from .events import EventStore, store_now
 from .pipe import Pipe
 from .store import StoreUnavailable
 
-__all__ = ["KEEPALIVE", "Stream", "format_event", "new_stream_id"]
+__all__ = ["KEEPALIVE", "DirectPipe", "Stream", "format_event", "new_stream_id"]
 
 KEEPALIVE = b": keepalive\n\n"
 
@@ -69,6 +69,17 @@ def format_event(frame: bytes, event_id: str | None = None) -> bytes:
 
 def _priming(event_id: str, retry_ms: int) -> bytes:
     return b"id: " + event_id.encode() + b"\nretry: " + str(retry_ms).encode() + b"\ndata: \n\n"
+
+
+class DirectPipe(Pipe):
+    """A pipe nobody reads from: what is put goes on to the socket at once (the lean server's SSE writer,
+    `sse_wire`), so a producer waits for room on the socket (`room`) rather than for a reader."""
+
+    __slots__ = ()
+
+    def room(self) -> asyncio.Future[None] | None:
+        """A future done once the client can take more (`None`: it can now)."""
+        return None
 
 
 class Stream:
@@ -157,6 +168,9 @@ class Stream:
             self._backlog.append((frame, response))
         else:
             await self._emit_locked(frame, response)
+            pipe = self._pipe
+            if isinstance(pipe, DirectPipe) and (room := pipe.room()) is not None:
+                await room  # its client reads slowly: the producer waits, nothing piles up here
         if not response:
             self.saw_other = True
             self.wake.set()
@@ -218,7 +232,24 @@ class Stream:
         """For a finished stream never attached: what `attach` and the SSE reply would write, made now (the
         priming event if `retry_ms`, then every frame, stored first when resumable), or `None` when that
         needs waiting (a store that is not the memory store, the lock held, not finished, attached)."""
-        if not self.finished.is_set() or self.attached_once or self._serialized:
+        if not self.finished.is_set():
+            return None
+        return self._first_now(retry_ms)
+
+    def attach_now(self, pipe: DirectPipe, *, retry_ms: int | None) -> bytes | None:
+        """`attach` without waiting, for a stream not finished and never attached: the response's first
+        bytes (as `finished_body`), with `pipe` attached for what follows; `None`, nothing done, when that
+        needs waiting (as `finished_body`)."""
+        if self.finished.is_set():
+            return None
+        first = self._first_now(retry_ms)
+        if first is not None:
+            self._serialized = True  # from now on frames take the lock (as after `attach`)
+            self._pipe = pipe
+        return first
+
+    def _first_now(self, retry_ms: int | None) -> bytes | None:
+        if self.attached_once or self._serialized:
             return None
         store = store_now(self.store)
         if self.store is not None and store is None:

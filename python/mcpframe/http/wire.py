@@ -57,10 +57,21 @@ import httptools
 from mcpframe.session import eager
 
 from .asgi import Message, Receive, Scope, Send
-from .wire_parts import REASONS, Clock, Cycle, HeadTooLarge, Later, Parked, Whole, WireAnswer, header_lines
+from .wire_parts import (
+    REASONS,
+    Clock,
+    Cycle,
+    HeadTooLarge,
+    Later,
+    Parked,
+    Streamed,
+    Whole,
+    WireAnswer,
+    header_lines,
+)
 from .wire_plain import MAX_PIPELINED, PLAIN, queue_plain
 
-__all__ = ["Later", "Parked", "Whole", "WireAnswer", "WireServer", "serve_asgi"]
+__all__ = ["Later", "Parked", "Streamed", "Whole", "WireAnswer", "WireServer", "serve_asgi"]
 
 logger = logging.getLogger("mcpframe.http")
 
@@ -235,6 +246,8 @@ class _Connection(asyncio.Protocol):
                     self._write_whole(cycle, answer)
                 elif isinstance(answer, Parked):
                     self._park(cycle, answer)  # no task while it waits
+                elif isinstance(answer, Streamed):
+                    self._stream(cycle, answer)  # no task either: the app writes as its parts come
                 else:
                     self.owner.start(self._run(cycle, answer))
                 return
@@ -301,6 +314,22 @@ class _Connection(asyncio.Protocol):
         )
         if then:
             self._finished(cycle)
+
+    def _stream(self, cycle: Cycle, streamed: Streamed) -> None:
+        """A `Streamed` answer: its head and first part in one write, then the app writes the rest
+        (`_Out`)."""
+        assert self.transport is not None
+        status, lines, first = streamed.head()
+        cycle.head_sent = cycle.chunked = True
+        if self.owner.draining:
+            cycle.keep_alive = False
+        close = b"" if cycle.keep_alive else b"connection: close\r\n"
+        chunk = b"%x\r\n%s\r\n" % (len(first), first) if first else b""
+        self.transport.write(
+            b"%s%s%stransfer-encoding: chunked\r\n\r\n%s" % (Clock.head(status), lines, close, chunk)
+        )
+        cycle.on_lost = streamed.lost  # `connection_lost` calls it (once: it clears it first)
+        streamed.opened(_Out(self, cycle))
 
     def _scope(self, cycle: Cycle) -> Scope:
         """The request's ASGI scope (built once)."""
@@ -654,6 +683,37 @@ def _cancelling() -> Iterator[None]:
         yield
     except Exception:
         logger.exception("cancelling a parked answer failed")
+
+
+class _Out:
+    """The way out of a `Streamed` answer (`StreamOut`): chunks written where the app makes them."""
+
+    __slots__ = ("_connection", "_cycle")
+
+    def __init__(self, connection: _Connection, cycle: Cycle) -> None:
+        self._connection = connection
+        self._cycle = cycle
+
+    def write(self, data: bytes) -> None:
+        transport = self._connection.transport
+        if data and not self._cycle.response_done and not self._connection.lost and transport is not None:
+            transport.write(b"%x\r\n%s\r\n" % (len(data), data))
+
+    def end(self, last: bytes = b"") -> None:
+        cycle, connection = self._cycle, self._connection
+        if cycle.response_done:
+            return
+        cycle.response_done = True
+        cycle.on_lost = None
+        if connection.lost or connection.transport is None:
+            return
+        connection.transport.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(last), last) if last else b"0\r\n\r\n")
+        # a pipelined request is started from the loop, not inside the app's code that ended this one
+        connection._finished(cycle, from_loop=True)
+
+    def room(self) -> asyncio.Future[None] | None:
+        writable = self._connection.writable
+        return None if writable is None or writable.done() else writable
 
 
 def _ready(whole: Whole) -> Later:

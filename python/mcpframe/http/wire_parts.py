@@ -9,12 +9,13 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from email.utils import formatdate
 from http import HTTPStatus
-from typing import Any
+from typing import Any, Protocol
 
 from .asgi import Message, Receive, Scope, Send
 
 __all__ = [
-    "REASONS", "Clock", "Cycle", "HeadTooLarge", "Later", "Parked", "Whole", "WireAnswer", "header_lines",
+    "REASONS", "Clock", "Cycle", "HeadTooLarge", "Later", "Parked", "StreamOut", "Streamed", "Whole",
+    "WireAnswer", "header_lines",
 ]  # fmt: skip
 
 REASONS = {status.value: status.phrase.encode() for status in HTTPStatus}
@@ -81,7 +82,44 @@ class Parked:
         self.cancel()
 
 
-WireAnswer = Whole | Later | Parked
+class StreamOut(Protocol):
+    """The way out of a `Streamed` answer (the wire server's, given to `Streamed.opened`)."""
+
+    def write(self, data: bytes) -> None:
+        """Write one part (a chunk; nothing for `b""`, nor once the answer ended or the client left)."""
+
+    def end(self, last: bytes = b"") -> None:
+        """The answer is complete: `last` (its last part, if any) and the end written in one piece; the
+        connection goes on to the next request."""
+
+    def room(self) -> asyncio.Future[None] | None:
+        """While the client reads too slowly (the socket's write buffer is full): a future done once there
+        is room again, which a producer that can wait awaits; `None` otherwise."""
+
+
+class Streamed:
+    """A streamed answer (HTTP/1.1 chunked, as an SSE response) the app writes from the code that produces
+    its parts, with no task: returned from `wire_fast`, its head and first part (`head`) are written at
+    once, then the server calls `opened(out)` and the app writes on `out` from wherever its parts come (a
+    handler's task, a timer) and ends with `out.end()`. If the client leaves first, or the server closes, it
+    calls `lost()` once (no `end` is needed then). Subclasses implement the three."""
+
+    __slots__ = ()
+
+    def head(self) -> tuple[int, bytes, bytes]:
+        """The status, the header lines (as a `Whole`'s, no length or transfer coding) and the first part."""
+        raise NotImplementedError
+
+    def opened(self, out: StreamOut) -> None:
+        """The head is out: write the rest on `out`."""
+        raise NotImplementedError
+
+    def lost(self) -> None:
+        """The client left (or the server closed) before `out.end()`: nothing more is written."""
+        raise NotImplementedError
+
+
+WireAnswer = Whole | Later | Parked | Streamed
 """What an app's `wire_fast(target, headers, body)` answers a complete POST with (`None` instead: the app's
 ASGI call answers it). See `wire._Connection._next`."""
 

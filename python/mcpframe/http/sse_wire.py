@@ -1,0 +1,177 @@
+"""SSE answers on the lean HTTP server written by the code that makes their events, with no task.
+
+On the full path an SSE answer is an `SseReply`: a task that waits on the stream's `Pipe` and hands each
+event to ASGI `send` (measured ~200k instructions per `def` tool call over SSE, most of it that task and
+its wake-ups). For a POST the lean server takes (`fast.py`), `SseWriter` is the stream's pipe instead
+(`Stream.attach_now`: the priming event and what came before, stored first when resumable, go out with the
+response's head) and a `Streamed` answer of the wire server's: each event put on it is written to the
+socket from the code that emitted it (a handler's task, the exchange's end), those of one loop turn in one
+write, and the stream's end writes the last of them with the response's end.
+
+What `SseReply` does is kept: a comment every `keepalive` seconds while nothing is written, or with
+`close_idle` a quiet resumable stream closed (SSE polling: the client resumes after its `retry`), on the
+loop's shared timers (`Deadlines`); a client that leaves detaches it (its exchange aborted if nobody can
+resume the stream); a newer connection resuming the stream (`GET` + `Last-Event-ID`, the full path)
+replaces it as it replaces a reader; a client that reads slowly makes the stream's producer wait
+(`DirectPipe.room`, the socket's write buffer), so nothing piles up in the server. Only what is put within
+one loop turn waits here (at most `_COALESCED` events: more are written at once).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from .deadlines import Deadlines
+from .responses import SSE_HEADERS, Reply
+from .streams import KEEPALIVE, DirectPipe, Stream
+from .wire_parts import Streamed, StreamOut
+
+if TYPE_CHECKING:
+    from .exchange import Exchange
+    from .handling import PostHandler
+    from .sessions import HttpSession
+
+__all__ = ["SseWriter", "sse_writer"]
+
+_COALESCED = 64  # events put within one loop turn before they are written without waiting for its end
+
+
+class SseWriter(DirectPipe, Streamed):
+    """A stream's SSE response on the lean server, written where its events are put (see the module doc)."""
+
+    __slots__ = ("_entry", "_lines", "_on_end", "_out", "_pending", "_wait", "close_idle", "first", "stream")
+
+    def __init__(
+        self,
+        stream: Stream,
+        lines: bytes,
+        *,
+        keepalive: float,
+        close_idle: float | None,
+        on_end: Callable[[], Any],
+    ) -> None:
+        super().__init__()
+        self.stream = stream
+        self.close_idle = close_idle
+        self._lines = lines
+        self.first = b""  # the priming event and what came before (`Stream.attach_now`)
+        self._on_end = on_end
+        self._out: StreamOut | None = None
+        self._pending: list[bytes] = []  # put in this loop turn, not written yet
+        self._wait = keepalive if close_idle is None else min(close_idle, keepalive)
+        self._entry: list[Any] | None = None  # the quiet timer's entry (`Deadlines`)
+
+    # ---------------------------------------------------------------- the wire server's (`Streamed`)
+
+    def head(self) -> tuple[int, bytes, bytes]:
+        return 200, self._lines, self.first
+
+    def opened(self, out: StreamOut) -> None:
+        self._out = out
+        self._arm()
+
+    def lost(self) -> None:
+        self._out = None  # nothing more is written
+        self.stream.detach(self)  # closes it: `close`
+
+    # ---------------------------------------------------------------- the stream's (`Pipe`)
+
+    def put(self, data: bytes) -> bool:
+        if self.closed:
+            return False
+        if data:
+            pending = self._pending
+            pending.append(data)
+            if len(pending) == 1:
+                asyncio.get_running_loop().call_soon(self._flush)
+            elif len(pending) >= _COALESCED:
+                self._flush()
+        return True
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self._disarm()
+        out, self._out = self._out, None
+        if out is not None:
+            last = b"".join(self._pending)
+            out.end(last)
+        self._pending.clear()
+        self._on_end()
+
+    def queued(self) -> int:
+        return len(self._pending)
+
+    def room(self) -> asyncio.Future[None] | None:
+        out = self._out
+        return None if out is None else out.room()
+
+    # ---------------------------------------------------------------- writing
+
+    def _flush(self) -> None:
+        pending = self._pending
+        if not pending or self.closed or self._out is None:
+            return
+        data = pending[0] if len(pending) == 1 else b"".join(pending)
+        pending.clear()
+        self._out.write(data)
+        self._arm()
+
+    def _arm(self) -> None:
+        """(Re)start the quiet timer: `_quiet` once `_wait` seconds pass with nothing written."""
+        self._disarm()
+        if self._wait != math.inf:
+            self._entry = Deadlines.of(self._wait).add(self._quiet)
+
+    def _disarm(self) -> None:
+        entry = self._entry
+        if entry is not None:
+            entry[1] = None
+            self._entry = None
+
+    def _quiet(self) -> None:
+        """Nothing written for a while: a keep-alive comment, or (SSE polling) the response ends."""
+        self._entry = None
+        if self.closed or self._out is None:
+            return
+        stream = self.stream
+        if self.close_idle is not None and stream.resumable and not stream.finished.is_set():
+            stream.detach(self)  # the client resumes after its `retry`
+            return
+        self._flush()
+        self._out.write(KEEPALIVE)
+        self._arm()
+
+
+def sse_writer(
+    posts: PostHandler, exchange: Exchange, session: HttpSession | None, headers: dict[str, str]
+) -> SseWriter | None:
+    """The SSE answer `PostHandler.respond` gives a started exchange that prefers SSE, as an `SseWriter`
+    attached to its stream now; `None` (nothing done) when attaching needs waiting (`Stream.attach_now`)."""
+    stream = exchange.stream
+    priming = posts.replies.priming(session)
+    close_idle = posts.options.close_idle_streams if priming is not None else None
+    spawn = posts.sessions.spawn
+
+    def ended() -> None:
+        # as `respond`'s and `StreamReplies.reply`'s ends, but the session forgets the stream when its
+        # exchange ends (`PostHandler.start`'s `on_close`), not here: this may run inside
+        # `HttpSession.close`'s walk over its streams
+        if session is not None:
+            session.touch(-1)
+        if not stream.resumable and not stream.finished.is_set():
+            spawn(exchange.abort)  # nobody can ever receive the answer
+
+    lines = Reply(200, b"", {**SSE_HEADERS, **headers}).header_lines()
+    writer = SseWriter(stream, lines, keepalive=posts.replies.keepalive, close_idle=close_idle, on_end=ended)
+    first = stream.attach_now(writer, retry_ms=priming)
+    if first is None:
+        return None
+    writer.first = first
+    if session is not None:
+        session.touch(+1)  # busy while the response is open, as `StreamReplies.reply` counts it
+    return writer
