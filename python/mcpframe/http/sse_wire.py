@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .deadlines import Deadlines
+from .headers import MCP_SESSION_ID
 from .responses import SSE_HEADERS, Reply
 from .streams import KEEPALIVE, DirectPipe, Stream
 from .wire_parts import Streamed, StreamOut
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
 
 __all__ = ["SseWriter", "sse_writer"]
 
+_LINES: dict[str, bytes] = {}  # `_header_lines`, by session id
+_LINES_KEPT = 1024
 _COALESCED = 64  # events put within one loop turn before they are written without waiting for its end
 
 
@@ -166,7 +169,7 @@ def sse_writer(
         if not stream.resumable and not stream.finished.is_set():
             spawn(exchange.abort)  # nobody can ever receive the answer
 
-    lines = Reply(200, b"", {**SSE_HEADERS, **headers}).header_lines()
+    lines = _header_lines(headers)
     writer = SseWriter(stream, lines, keepalive=posts.replies.keepalive, close_idle=close_idle, on_end=ended)
     first = stream.attach_now(writer, retry_ms=priming)
     if first is None:
@@ -175,3 +178,14 @@ def sse_writer(
     if session is not None:
         session.touch(+1)  # busy while the response is open, as `StreamReplies.reply` counts it
     return writer
+
+
+def _header_lines(headers: dict[str, str]) -> bytes:
+    """An SSE answer's header lines with `headers` (a session's id, or none), made once per session."""
+    key = headers.get(MCP_SESSION_ID, "")
+    lines = _LINES.get(key)
+    if lines is None:
+        if len(_LINES) >= _LINES_KEPT:
+            _LINES.clear()  # many sessions: start over rather than grow
+        lines = _LINES[key] = Reply(200, b"", {**SSE_HEADERS, **headers}).header_lines()
+    return lines

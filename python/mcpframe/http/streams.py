@@ -166,15 +166,29 @@ class Stream:
         if not self._serialized and self._pipe is None and self._buffering and not self.attached_once:
             # kept for later, as under the lock: nothing is awaited, and nobody has taken the lock yet
             self._backlog.append((frame, response))
+        elif isinstance(pipe := self._pipe, DirectPipe):
+            if self._lock.locked() or not self._store_to(pipe, frame):
+                await self._emit_locked(frame, response)
+            if (room := pipe.room()) is not None:
+                await room  # its client reads slowly: the producer waits, nothing piles up here
         else:
             await self._emit_locked(frame, response)
-            pipe = self._pipe
-            if isinstance(pipe, DirectPipe) and (room := pipe.room()) is not None:
-                await room  # its client reads slowly: the producer waits, nothing piles up here
         if not response:
             self.saw_other = True
             self.wake.set()
             self._woken()
+
+    def _store_to(self, pipe: DirectPipe, frame: bytes) -> bool:
+        """What `_emit_locked` does, without the lock, when nothing in it waits (no store, or the memory
+        store) and nobody holds the lock; `False`, nothing done, otherwise."""
+        event_id = None
+        if self.store is not None and self.session_id is not None:
+            store = store_now(self.store)
+            if store is None:
+                return False
+            event_id = store(self.session_id, self.id, frame)
+        self._deliver(pipe, format_event(frame, event_id))
+        return True
 
     async def _emit_locked(self, frame: bytes, response: bool) -> None:
         self._serialized = True
