@@ -9,8 +9,9 @@ is then started the way the full path's direct path starts it (`PostHandler.star
 `Exchange`, `session.inline`, the handler's first step run eagerly). When the answer is in at once it is
 the same `Reply` the full path would build (`PostHandler.answered`), written by the wire server in one
 piece. A JSON answer that comes later is that same `Reply` too, handed to the wire server by the code that
-ends the exchange, with no task waiting for it (`_deferred`); what needs more (a switch to SSE, or an
-answer preferred as SSE) goes on in a task, through the rest of the full path (`PostHandler.respond`) on
+ends the exchange, with no task waiting for it (`_deferred`); an answer preferred as SSE is written by
+the code that emits its events (`sse_wire.SseWriter`, when the event store answers at once); what needs
+more (a switch to SSE) goes on in a task, through the rest of the full path (`PostHandler.respond`) on
 the exchange already started, so a handler that suspends and then logs, reports progress or asks the
 client something is answered exactly as before.
 
