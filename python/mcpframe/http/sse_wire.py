@@ -117,12 +117,13 @@ class SseWriter(DirectPipe, Streamed):
 
     def _flush(self) -> None:
         pending = self._pending
-        if not pending or self.closed or self._out is None:
+        if not pending or self.closed:
             return
         data = pending[0] if len(pending) == 1 else b"".join(pending)
         pending.clear()
-        self._out.write(data)
-        self._arm()
+        if self._out is not None:  # (not yet opened: never, `fast.py` returns it to the server at once)
+            self._out.write(data)
+            self._arm()
 
     def _arm(self) -> None:
         """(Re)start the quiet timer: `_quiet` once `_wait` seconds pass with nothing written."""
