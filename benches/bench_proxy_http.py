@@ -22,8 +22,9 @@ the rows measure the servers and proxies, not the load generator. Every session'
 checked before timing; while timed, each answer's status and echoed text are checked. Each row is run
 `--rounds` times, interleaved, and the medians are reported: calls/s, p50/p99 latency and the CPU time per
 call of the proxy process (or of the server, for the floors) read from /proc (utime + stime, children not
-included). `--mcp-proxy PATH`: mcp-proxy's executable (0.13, its own venv) for the same modes; its rows
-are skipped without it. `--rows a,b`: only those rows.
+included); for the `listen` rows also that of the proxy's children (the stdio servers it started, read
+from /proc the same way: `upstream/child CPU us/call`). `--mcp-proxy PATH`: mcp-proxy's executable (0.13,
+its own venv) for the same modes; its rows are skipped without it. `--rows a,b`: only those rows.
 
     .venv/bin/python benches/bench_proxy_http.py [--rounds 5] [--sessions 16] [--calls 200] [--pipelined 5000]
 
@@ -249,13 +250,26 @@ class Result:
     name: str
     rows: list[Row] = dataclasses.field(default_factory=list)
     upstream_cpu: list[float] = dataclasses.field(default_factory=list)  # remote rows: us per call
+    child_cpu: list[float] = dataclasses.field(default_factory=list)  # listen rows: its children's, us/call
 
     def median(self, value: Any) -> float:
         return statistics.median(value(r) for r in self.rows)
 
 
-async def _measure(url: str, pid: int, row: Row, calls: int) -> None:
-    """Open `row.clients` raw sessions, check an answer on each, then time `calls` calls per session."""
+def children_cpu(pid: int) -> float:
+    """CPU seconds the live child processes of `pid` have used so far (0.0 without any)."""
+    total = 0.0
+    for task in Path(f"/proc/{pid}/task").glob("*/children"):
+        try:
+            total += sum(process_cpu(int(child)) for child in task.read_text().split())
+        except (OSError, ValueError):
+            continue
+    return total
+
+
+async def _measure(url: str, pid: int, row: Row, calls: int) -> float:
+    """Open `row.clients` raw sessions, check an answer on each, then time `calls` calls per session; the
+    CPU seconds of `pid`'s children meanwhile."""
     port = int(url.rsplit(":", 1)[1].split("/", 1)[0])
     era = "modern" if row.shape == "modern" else "legacy"
     sessions: list[Session] = []
@@ -273,20 +287,24 @@ async def _measure(url: str, pid: int, row: Row, calls: int) -> None:
                 await session.call(rid)
                 row.latencies.append(time.perf_counter() - start)
 
+        children = children_cpu(pid)
         start, server_cpu, own_cpu = time.perf_counter(), process_cpu(pid), time.process_time()
         await asyncio.gather(*(calls_of(s, i * calls) for i, s in enumerate(sessions)))
         row.seconds = time.perf_counter() - start
         row.server_cpu = process_cpu(pid) - server_cpu
+        children = children_cpu(pid) - children
         row.cpu = time.process_time() - own_cpu  # the load generator's: it must stay well below the rest
         row.calls = row.clients * calls
+        return children
     finally:
         for session in sessions:
             if session.conn.transport is not None:
                 session.conn.transport.close()
 
 
-def http_round(name: str, sessions: int, calls: int) -> Row:
-    """One HTTP row once: `direct http`, `listen`... or `mcp-proxy listen` (a call in flight per session)."""
+def http_round(name: str, sessions: int, calls: int) -> tuple[Row, float]:
+    """One HTTP row once: `direct http`, `listen`... or `mcp-proxy listen` (a call in flight per session);
+    and its children's CPU in us per call."""
     port = None
     if name == "mcp-proxy listen":
         port = _free_port()
@@ -297,8 +315,8 @@ def http_round(name: str, sessions: int, calls: int) -> Row:
     shape = "modern" if "modern" in name else "sse"
     with _process(command, port) as (url, pid):
         row = Row("raw", name, shape, sessions, 0, 0.0, [])
-        asyncio.run(asyncio.wait_for(_measure(url, pid, row, calls), 300))
-    return row
+        children = asyncio.run(asyncio.wait_for(_measure(url, pid, row, calls), 300))
+    return row, 1e6 * children / row.calls
 
 
 def pipe_round(name: str, calls: int, floor_url: str) -> Row:
@@ -335,7 +353,9 @@ def run(
     with _process(_direct_http("direct http lean")) as (floor_url, floor_pid):
         for _ in range(rounds):
             for name in http_rows:
-                results[name].rows.append(http_round(name, sessions, calls))
+                row, children = http_round(name, sessions, calls)
+                results[name].rows.append(row)
+                results[name].child_cpu.append(children)
             for name in pipe_rows:
                 before = process_cpu(floor_pid)
                 row = pipe_round(name, pipelined_calls, floor_url)
@@ -350,7 +370,7 @@ def table(results: list[Result]) -> str:
         "mcpframe proxy HTTP bridges, tools/call echo (HTTP rows) or add (pipelined), "
         f"core backend {core.BACKEND}, medians of {len(results[0].rows)} interleaved rounds",
         f"{'row':<19} {'load':<22} {'calls/s':>9} {'p50 ms':>8} {'p99 ms':>8} "
-        f"{'proxy/server CPU us/call':>25} {'load CPU us/call':>17} {'upstream CPU us/call':>21}",
+        f"{'proxy/server CPU us/call':>25} {'load CPU us/call':>17} {'upstream/child CPU us/call':>27}",
     ]
     for result in results:
         first = result.rows[0]
@@ -361,7 +381,8 @@ def table(results: list[Result]) -> str:
             f"{result.median(lambda r: r.percentile(0.99)):>8.2f} "
             f"{result.median(lambda r: 1e6 * r.server_cpu / r.calls):>25.0f} "
             f"{result.median(lambda r: 1e6 * r.cpu / r.calls):>17.0f}"
-            + (f" {statistics.median(result.upstream_cpu):>21.0f}" if "remote" in result.name else "")
+            + (f" {statistics.median(result.upstream_cpu):>27.0f}" if "remote" in result.name else "")
+            + (f" {statistics.median(result.child_cpu):>27.0f}" if "listen" in result.name else "")
         )
     return "\n".join(lines)
 

@@ -1,7 +1,7 @@
 """Proxy instructions per forwarded `tools/call` of `mcpframe proxy --listen`: callgrind on the proxy process.
 
     python benches/listen_instructions.py [--http-server mcpframe|uvicorn] [--accept both|json]
-        [--calls 1000] [--pythonpath DIR] [--keep PREFIX]
+        [--response-mode resumable|auto|sse] [--calls 1000] [--pythonpath DIR] [--keep PREFIX]
 
 Starts `mcpframe proxy --listen` in front of `bench_proxy_http.py --serve-stdio` (its `echo` tool) under
 `valgrind --tool=callgrind --instr-atstart=no` (the child is not traced), opens one session with the
@@ -9,7 +9,8 @@ benchmarks' raw HTTP/1.1 client, checks an answer, makes 300 warm-up calls, swit
 (`callgrind_control -i on`), makes `--calls` calls one at a time, switches it off, and prints the proxy's
 instructions divided by `--calls`: its user-space work per forwarded call (the kernel's part is not
 counted), steady on a noisy machine where CPU time is not. `--accept json`: the client takes JSON only
-(else JSON and SSE: SSE answers in the default `resumable` mode). `--pythonpath` runs another checkout's
+(else JSON and SSE: SSE answers in the default `resumable` mode; with `--response-mode auto`, JSON answers
+within `stream_after`). `--pythonpath` runs another checkout's
 `python/` (with its native extension) for a before/after. Needs Debian's `valgrind`.
 """
 
@@ -31,7 +32,8 @@ def _command(args: argparse.Namespace, out: str) -> list[str]:
     valgrind = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}"]
     child = [sys.executable, str(ROOT / "benches" / "bench_proxy_http.py"), "--serve-stdio"]
     proxy = [sys.executable, "-m", "mcpframe", "proxy", "--listen", "http://127.0.0.1:0/mcp"]
-    return [*valgrind, *proxy, "--http-server", args.http_server, "--", *child]
+    mode = ["--response-mode", args.response_mode]
+    return [*valgrind, *proxy, "--http-server", args.http_server, *mode, "--", *child]
 
 
 async def _calls(port: int, pid: int, args: argparse.Namespace) -> None:
@@ -56,12 +58,14 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--http-server", choices=("mcpframe", "uvicorn"), default="mcpframe")
     parser.add_argument("--accept", choices=("both", "json"), default="both")
+    parser.add_argument("--response-mode", choices=("resumable", "auto", "sse"), default="resumable")
     parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--pythonpath", help="another checkout's python/ folder (before/after)")
     parser.add_argument("--keep", help="keep callgrind's output files as KEEP.<name> (callgrind_annotate)")
     args = parser.parse_args(argv)
     per_call = instructions(args)
-    print(f"listen {args.http_server} accept {args.accept}: {per_call:,.0f} instructions per call")
+    what = f"listen {args.http_server} accept {args.accept} {args.response_mode}"
+    print(f"{what}: {per_call:,.0f} instructions per call")
     return 0
 
 

@@ -120,7 +120,7 @@ class FastRoute:
     own routing step.
     """
 
-    __slots__ = ("bridge", "deadline", "done", "finish", "rid", "session", "slot_release")
+    __slots__ = ("bridge", "done", "finish", "rid", "session", "slot_release")
     closed = False  # what `SessionBridge._target` asks of a route
 
     def __init__(
@@ -129,7 +129,6 @@ class FastRoute:
         session: HttpSession,
         rid: Id,
         slot_release: Callable[[], None],
-        deadline: float,
         *,
         finish: Callable[[bytes | Route | None], None],
     ) -> None:
@@ -137,7 +136,6 @@ class FastRoute:
         self.session = session
         self.rid = rid
         self.slot_release = slot_release
-        self.deadline = deadline
         self.finish = finish
         self.done = False  # `finish` was called or is scheduled (or the POST gave the request up)
 

@@ -36,14 +36,14 @@ child, and the task (and its loop turns) that would wait for the answer.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mcpframe import core, jsonrpc, protocol
 from mcpframe._api import MessageLike
 from mcpframe.http.asgi import Receive, Send
+from mcpframe.http.deadlines import Deadlines
 from mcpframe.http.events import store_now
 from mcpframe.http.fast import answering, media_accepts
 from mcpframe.http.headers import FIRST_STATELESS, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, Accepts
@@ -80,14 +80,13 @@ together; a client that drops the connection meanwhile has no event id to resume
 
 
 class FastPosts:
-    """The fast path of one `ListenServer` (see the module doc), and the sweep that ends long holds."""
+    """The fast path of one `ListenServer` (see the module doc); a hold runs out on the loop's shared
+    timer for holds of its length (`Deadlines`)."""
 
     def __init__(self, posts: BridgePosts) -> None:
         self.posts = posts
         close_idle = posts.options.close_idle_streams
         self.sse_hold = SSE_HOLD if close_idle is None else min(SSE_HOLD, close_idle / 2)
-        self.held: dict[FastRoute, None] = {}  # requests with a finite hold, oldest first
-        self._sweeping = False
         self.taken = 0  # POSTs the fast path took (tests and benchmarks read it)
         # (Content-Type, Accept) pairs `refusal_of` let through, and their parse (`media_accepts`)
         self._media_ok: dict[tuple[str | None, str | None], Accepts] = {}
@@ -124,9 +123,8 @@ class FastPosts:
         slot = posts.admission.try_enter(1, ping=request.method == protocol.PING)
         if slot is None:
             return None
-        deadline = hold if hold == math.inf else asyncio.get_running_loop().time() + hold
         parked = _Parked(self, accepts, sse)
-        route = parked.route = FastRoute(bridge, session, rid, slot.release, deadline, finish=parked.finish)
+        route = parked.route = FastRoute(bridge, session, rid, slot.release, finish=parked.finish)
         bridge.pending[rid] = route  # before the write: no answer can come before its request is known
         if not bridge.child.write_now(one_line(request.raw)):
             del bridge.pending[rid]
@@ -134,8 +132,8 @@ class FastPosts:
             return None
         session.touch(+1)  # an HTTP request open: the reaper leaves the session alone
         self.taken += 1
-        if hold != math.inf:
-            self._hold_route(route)
+        if hold != math.inf:  # on the loop's one timer for holds of that length, not a timer per POST
+            parked.hold = Deadlines.of(hold).add(parked.expire)
         return parked
 
     def _in_session(
@@ -204,36 +202,11 @@ class FastPosts:
         head = b"" if retry is None else _priming(store(session.id, stream_id, None), retry)
         return 200, _SSE_LINES + session_line, head + format_event(frame, store(session.id, stream_id, frame))
 
-    # ---------------------------------------------------------------- holds
-
-    def _hold_route(self, route: FastRoute) -> None:
-        self.held[route] = None
-        if not self._sweeping:
-            self._sweeping = True
-            self.posts.sessions.spawn(self._sweep)
-
-    async def _sweep(self) -> None:
-        """While requests are held: upgrade each one whose hold ran out (its SSE response opens now)."""
-        loop = asyncio.get_running_loop()
-        tick = max(0.005, self.sse_hold / 2)
-        try:
-            while self.held:
-                await asyncio.sleep(tick)
-                now = loop.time()
-                for route in list(self.held):
-                    if route.deadline > now:
-                        continue
-                    del self.held[route]
-                    if route.waiting():
-                        route.upgrade()
-        finally:
-            self._sweeping = False
-
 
 class _Parked(Parked):
     """A taken POST parked on the lean server until its `FastRoute` is finished (see the module doc)."""
 
-    __slots__ = ("accepts", "fast", "route", "sse")
+    __slots__ = ("accepts", "fast", "hold", "route", "sse")
 
     route: FastRoute
 
@@ -242,12 +215,25 @@ class _Parked(Parked):
         self.fast = fast
         self.accepts = accepts
         self.sse = sse
+        self.hold: list[Any] | None = None  # the `Deadlines` entry of a finite hold
+
+    def expire(self) -> None:
+        """The hold ran out (`Deadlines`): a request still waiting is upgraded (its SSE response opens)."""
+        self.hold = None
+        if self.route.waiting():
+            self.route.upgrade()
+
+    def _unhold(self) -> None:
+        hold = self.hold
+        if hold is not None:
+            hold[1] = None  # cancelled: the timer skips it
+            self.hold = None
 
     def finish(self, got: bytes | Route | None) -> None:
         """The route's end (`FastRoute.finish`): the whole response once the child's answer is in, else
         (upgraded) the full path's answer."""
         fast, route = self.fast, self.route
-        fast.held.pop(route, None)
+        self._unhold()
         route.session.touch(-1)
         if isinstance(got, Route):
             self.deliver(self._full(got))
@@ -286,7 +272,7 @@ class _Parked(Parked):
         if route.done:
             return
         route.done = True
-        self.fast.held.pop(route, None)
+        self._unhold()
         route.session.touch(-1)
         if route.bridge.forget(route):
             self.fast._cancel_upstream(route)

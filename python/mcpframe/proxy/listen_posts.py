@@ -11,13 +11,13 @@ shared stateless upstream (`listen_stateless`).
 
 from __future__ import annotations
 
-import asyncio
 import math
 from typing import TYPE_CHECKING, Any
 
 from mcpframe import jsonrpc, protocol
 from mcpframe.http.admission import Admission, Slot
 from mcpframe.http.asgi import ClientDisconnect, HttpRequest, TooLarge
+from mcpframe.http.deadlines import Deadlines
 from mcpframe.http.headers import (
     FIRST_STATELESS,
     MCP_PROTOCOL_VERSION,
@@ -253,13 +253,13 @@ class BridgePosts:
             wait = self.options.stream_after if accepts.sse and not patient else math.inf
             if accepts.sse and self.options.close_idle_streams is not None:
                 wait = min(wait, self.options.close_idle_streams)
-            loop = asyncio.get_running_loop()
-            timer = None if wait == math.inf else loop.call_later(wait, stream.wake.set)
+            # on the loop's one timer for waits of that length (`Deadlines`), not a timer per POST
+            entry = None if wait == math.inf else Deadlines.of(wait).add(stream.wake.set)
             try:
                 await event.wait()
             finally:
-                if timer is not None:
-                    timer.cancel()
+                if entry is not None:
+                    entry[1] = None
         if not stream.finished.is_set() or (stream.saw_other and accepts.sse):
             return None
         frames = stream.response_frames()
