@@ -70,6 +70,12 @@ class Message(_MessageSlots):
     def __delattr__(self, name: str) -> NoReturn:
         raise AttributeError(f"'Message' object attribute '{name}' is read-only")
 
+    def __reduce__(self) -> NoReturn:
+        # without it, protocols 0 and 1 wrote a message that could not be loaded
+        raise TypeError(
+            "cannot pickle 'Message' object: pickle its raw bytes (message.raw) and decode them again"
+        )
+
     def _span(self, name: str) -> tuple[int, int] | None:
         spans = self._spans
         if spans is None:

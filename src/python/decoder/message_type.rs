@@ -5,7 +5,7 @@
 //! message. Here a message is taken from a freelist, its record written in place, and released by
 //! a deallocator that drops four references and puts the memory back on the list.
 //!
-//! Every entry point (getters, `with_id`, comparison, `repr`) runs its Rust code under
+//! Every entry point (getters, `with_id`, `__reduce__`, comparison, `repr`) runs its Rust code under
 //! `catch_unwind`, so a panic becomes a Python exception instead of crossing the C boundary.
 
 use std::ffi::{c_int, c_void, CStr};
@@ -233,6 +233,18 @@ unsafe extern "C" fn with_id(
     call(|py| record(object).with_id(py, &Bound::from_borrowed_ptr(py, new_id)))
 }
 
+/// What pickling (or copying) a message raises, in both backends: without a `__reduce__`, pickle's
+/// protocols 0 and 1 wrote a message that could not be loaded, and the others failed with no hint.
+const NO_PICKLE: &str = "cannot pickle 'Message' object: pickle its raw bytes (message.raw) \
+                         and decode them again";
+
+unsafe extern "C" fn reduce(
+    _object: *mut ffi::PyObject,
+    _unused: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    call(|_py| Err(pyo3::exceptions::PyTypeError::new_err(NO_PICKLE)))
+}
+
 unsafe extern "C" fn richcompare(
     object: *mut ffi::PyObject,
     other: *mut ffi::PyObject,
@@ -309,7 +321,15 @@ fn methods() -> &'static mut [ffi::PyMethodDef] {
         ml_flags: ffi::METH_O,
         ml_doc: c"with_id($self, new_id, /)\n--\n\n`raw` with the top-level id value replaced by `new_id` (JSON-encoded).".as_ptr(),
     };
-    Box::leak(Box::new([with_id, ffi::PyMethodDef::zeroed()]))
+    let reduce = ffi::PyMethodDef {
+        ml_name: c"__reduce__".as_ptr(),
+        ml_meth: ffi::PyMethodDefPointer {
+            PyCFunction: reduce,
+        },
+        ml_flags: ffi::METH_NOARGS,
+        ml_doc: c"__reduce__($self, /)\n--\n\nRaises TypeError: a message cannot be pickled (pickle `raw`).".as_ptr(),
+    };
+    Box::leak(Box::new([with_id, reduce, ffi::PyMethodDef::zeroed()]))
 }
 
 /// Make the type (once per process) and add it to the module as `Message`.
