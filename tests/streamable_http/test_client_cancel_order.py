@@ -1,0 +1,128 @@
+"""The Streamable HTTP client never lets a request's `notifications/cancelled` overtake the request itself.
+
+A request is posted from a task of its own and its cancel from the caller's `send`: two POSTs on two
+connections, so without care the server may get the cancel first, ignore it (an unknown request) and then
+run the request uncancelled. A scripted server records the order the POSTs reach it; the request's POST is
+held on the client's side (a wrapping httpx transport) until the cancel was sent, so the order is decided
+by the transport alone, never by timing.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from tests.streamable_http._client_support import Reply, Scripted, Seen, json_reply, result, serve_asgi
+
+from mcpframe import core
+from mcpframe.http.client import HttpClientOptions, StreamableHTTPTransport
+
+pytestmark = pytest.mark.anyio
+
+CALL = "tools/call"
+CANCELLED = "notifications/cancelled"
+
+
+def _request(rid: int) -> bytes:
+    return core.encode_request(rid, CALL, {"name": "slow", "arguments": {}}) + b"\n"
+
+
+def _cancel(rid: int) -> bytes:
+    return core.encode_notification(CANCELLED, {"requestId": rid}) + b"\n"
+
+
+class Recorder:
+    """The scripted server: records each POST's method (and request id) in arrival order. A request's
+    answer waits for `answer_after` (when set), so its response head comes only once that event is set."""
+
+    def __init__(self) -> None:
+        self.order: list[tuple[str | None, Any]] = []
+        self.request_seen = anyio.Event()
+        self.cancel_seen = anyio.Event()
+        self.answer_after: anyio.Event | None = None
+        self.app = Scripted(self.handle)
+
+    async def handle(self, seen: Seen) -> Reply:
+        body = seen.body
+        params = body.get("params") if isinstance(body, dict) else None
+        self.order.append((seen.method, body.get("id") if seen.method == CALL else params))
+        if seen.method == CANCELLED:
+            self.cancel_seen.set()
+            return Reply(202)
+        self.request_seen.set()
+        if self.answer_after is not None:
+            await self.answer_after.wait()
+        return json_reply(result(body["id"], {"content": []}))
+
+
+class Holding(httpx.AsyncBaseTransport):
+    """Passes requests to a real transport; the POST of a request (a `tools/call`) waits for `release`
+    first, as one stuck behind a slow connect would."""
+
+    def __init__(self) -> None:
+        self.inner = httpx.AsyncHTTPTransport()
+        self.release = anyio.Event()
+        self.holding = anyio.Event()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content) if request.content else None
+        if isinstance(body, dict) and body.get("method") == CALL:
+            self.holding.set()
+            await self.release.wait()
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def test_a_cancel_waits_for_its_request_to_be_posted() -> None:
+    server = Recorder()
+    holding = Holding()
+    async with (
+        serve_asgi(server.app) as url,
+        httpx.AsyncClient(transport=holding) as http,
+        StreamableHTTPTransport(url, http_client=http) as transport,
+    ):
+        with anyio.fail_after(10):
+            await transport.send(_request(1))
+            await holding.holding.wait()  # its POST is on its way, not at the server yet
+            await transport.send(_cancel(1))  # returns at once: the cancel goes once the request went
+            holding.release.set()
+            await server.cancel_seen.wait()
+    assert server.order == [(CALL, 1), (CANCELLED, {"requestId": 1})]
+
+
+@pytest.mark.parametrize("lean", [True, False], ids=["lean", "httpx"])
+async def test_a_cancel_reaches_a_request_whose_answer_head_is_held(lean: bool) -> None:
+    """The cancel goes once the request is written, not once its answer's head came: a server that sends
+    its head only with the answer (JSON) still gets the cancel while the request runs."""
+    server = Recorder()
+    server.answer_after = server.cancel_seen
+    async with serve_asgi(server.app) as url:
+        options = HttpClientOptions(lean=lean, get_stream=False)
+        async with StreamableHTTPTransport(url, options=options) as transport:
+            with anyio.fail_after(10):
+                await transport.send(_request(1))
+                await server.request_seen.wait()  # the server has the request (and holds its answer)
+                await transport.send(_cancel(1))
+                await server.cancel_seen.wait()
+    assert server.order == [(CALL, 1), (CANCELLED, {"requestId": 1})]
+
+
+@pytest.mark.parametrize("lean", [True, False], ids=["lean", "httpx"])
+async def test_a_request_cancelled_before_it_was_posted_is_never_posted(lean: bool) -> None:
+    """Cancelled before its task began posting it, the request is dropped, and its cancel with it (a cancel
+    must reference a request the server was sent)."""
+    server = Recorder()
+    async with serve_asgi(server.app) as url:
+        options = HttpClientOptions(lean=lean, get_stream=False)
+        async with StreamableHTTPTransport(url, options=options) as transport:
+            with anyio.fail_after(10):
+                await transport.send(_request(1) + _cancel(1))
+                await transport.send(_request(2))
+                answer = await transport.receive()
+    assert json.loads(answer)["id"] == 2
+    assert server.order == [(CALL, 2)]
