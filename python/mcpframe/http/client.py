@@ -76,20 +76,34 @@ class _Posting:
     """A request this transport posts: the scope of its exchange, and how far its POST got (`send` holds
     the request's cancel back until the server can have the request: see `_cancel`)."""
 
-    __slots__ = ("scope", "started", "written")
+    __slots__ = ("_waiter", "scope", "started", "written")
 
     def __init__(self) -> None:
         self.scope = anyio.CancelScope()
         self.started = False  # its task began posting it: some of it may be on the wire
-        self.written = anyio.Event()  # all of it went out (or its answer's head came, or the exchange ended)
+        self.written = False  # all of it went out (or its answer's head came, or the exchange ended)
+        self._waiter: anyio.Event | None = None  # made only for a cancel that waits (most never do)
 
     def on_written(self) -> None:
-        self.written.set()
+        self.written = True
+        if self._waiter is not None:
+            self._waiter.set()
 
     async def trace(self, event: str, info: Any) -> None:
         """httpcore's `trace` extension: the request's body was written."""
         if event.endswith("send_request_body.complete"):
-            self.written.set()
+            self.on_written()
+
+    async def wait_written(self) -> None:
+        if not self.written:
+            if self._waiter is None:
+                self._waiter = anyio.Event()
+            await self._waiter.wait()
+
+    def again(self) -> None:
+        """It is sent again (a 503, a new session): a cancel from now on waits for the new POST."""
+        self.written = False
+        self._waiter = None  # set already, if any: `written` was
 
 
 class Abandoning(Protocol):
@@ -242,7 +256,7 @@ class StreamableHTTPTransport(BackgroundTransport):
         params = message.params
         rid = params.get("requestId") if isinstance(params, dict) else None
         posting = self._exchanges.get(rid) if isinstance(rid, int | str) else None
-        if posting is None or posting.written.is_set():  # ours and out already, the lane's, or answered
+        if posting is None or posting.written:  # ours and out already, the lane's, or answered
             await self._post_other(message)
             self._abandon(params)
         elif not posting.started:
@@ -252,7 +266,7 @@ class StreamableHTTPTransport(BackgroundTransport):
             tg.start_soon(self._cancel_once_written, message, posting)
 
     async def _cancel_once_written(self, message: MessageLike, posting: _Posting) -> None:
-        await posting.written.wait()
+        await posting.wait_written()
         await self._post_other(message)
         self._abandon(message.params)
 
@@ -347,7 +361,7 @@ class StreamableHTTPTransport(BackgroundTransport):
         posting = self._posting(message)
         if pending is not None:  # the fast lane posted it: the server has it
             posting.started = True
-            posting.written.set()
+            posting.on_written()
         self._tg.start_soon(self._post_request, message, posting, pending, done)
 
     # ------------------------------------------------------------------ posting
@@ -386,7 +400,7 @@ class StreamableHTTPTransport(BackgroundTransport):
         except Undeliverable:
             pass
         finally:
-            posting.written.set()  # a cancel held back for it goes now (useless, or harmless)
+            posting.on_written()  # a cancel held back for it goes now (useless, or harmless)
             if self._exchanges.get(rid) is posting:
                 del self._exchanges[rid]
             if done is not None:
@@ -455,10 +469,10 @@ class StreamableHTTPTransport(BackgroundTransport):
                 step = await self._answer_step(message, resp, sent_session, renewed=renewed, busy=busy)
             else:
                 sent_session = None if stamped_version(message.params) else self.session_id
-                if posting.written.is_set():  # sent again (503, new session): a cancel waits for this one
-                    posting.written = anyio.Event()
+                if posting.written:  # sent again (503, new session): a cancel waits for this one
+                    posting.again()
                 async with self._post(message.raw, self._post_headers(message), posting) as resp:
-                    posting.written.set()  # its answer's head came (a client without httpcore's trace)
+                    posting.on_written()  # its answer's head came (a client without httpcore's trace)
                     step = await self._answer_step(message, resp, sent_session, renewed=renewed, busy=busy)
             if step is None:
                 return
