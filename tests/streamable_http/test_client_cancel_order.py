@@ -9,6 +9,7 @@ by the transport alone, never by timing.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
@@ -68,8 +69,7 @@ class Holding(httpx.AsyncBaseTransport):
         self.holding = anyio.Event()
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        body = json.loads(request.content) if request.content else None
-        if isinstance(body, dict) and body.get("method") == CALL:
+        if request.headers.get("mcp-method") == CALL:  # the body is not read here: that would send it
             self.holding.set()
             await self.release.wait()
         return await self.inner.handle_async_request(request)
@@ -95,15 +95,25 @@ async def test_a_cancel_waits_for_its_request_to_be_posted() -> None:
     assert server.order == [(CALL, 1), (CANCELLED, {"requestId": 1})]
 
 
-@pytest.mark.parametrize("lean", [True, False], ids=["lean", "httpx"])
-async def test_a_cancel_reaches_a_request_whose_answer_head_is_held(lean: bool) -> None:
+@pytest.mark.parametrize("client", ["lean", "httpx", "asgi"])
+async def test_a_cancel_reaches_a_request_whose_answer_head_is_held(client: str) -> None:
     """The cancel goes once the request is written, not once its answer's head came: a server that sends
-    its head only with the answer (JSON) still gets the cancel while the request runs."""
+    its head only with the answer (JSON) still gets the cancel while the request runs. Over the lean
+    pool, httpx to a socket, and httpx's in-process `ASGITransport` (which returns no head before the
+    whole answer)."""
     server = Recorder()
     server.answer_after = server.cancel_seen
-    async with serve_asgi(server.app) as url:
-        options = HttpClientOptions(lean=lean, get_stream=False)
-        async with StreamableHTTPTransport(url, options=options) as transport:
+    async with contextlib.AsyncExitStack() as stack:
+        http = None
+        if client == "asgi":
+            url = "http://in-process/mcp"
+            asgi = httpx.ASGITransport(app=server.app)
+            http = await stack.enter_async_context(httpx.AsyncClient(transport=asgi))
+        else:
+            url = await stack.enter_async_context(serve_asgi(server.app))
+        options = HttpClientOptions(lean=client == "lean", get_stream=False)
+        transport = StreamableHTTPTransport(url, options=options, http_client=http)
+        async with transport:
             with anyio.fail_after(10):
                 await transport.send(_request(1))
                 await server.request_seen.wait()  # the server has the request (and holds its answer)

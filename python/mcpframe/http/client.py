@@ -30,7 +30,7 @@ to `receive`); the wire helpers (SSE parsing, header values) are in `client_wire
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Final, Literal, Protocol
 
@@ -89,8 +89,15 @@ class _Posting:
         if self._waiter is not None:
             self._waiter.set()
 
+    async def body(self, content: bytes) -> AsyncIterator[bytes]:
+        """The request's body as httpx streams it: the transport asks for more once it has written all of
+        it (httpcore), or once the app read it (`httpx.ASGITransport`): then it was written."""
+        yield content
+        self.on_written()
+
     async def trace(self, event: str, info: Any) -> None:
-        """httpcore's `trace` extension: the request's body was written."""
+        """httpcore's `trace` extension: told when the body was written, also when an `httpx.Auth` that
+        reads the body first (to send it again) took it from `body` before anything was sent."""
         if event.endswith("send_request_body.complete"):
             self.on_written()
 
@@ -267,7 +274,10 @@ class StreamableHTTPTransport(BackgroundTransport):
 
     async def _cancel_once_written(self, message: MessageLike, posting: _Posting) -> None:
         await posting.wait_written()
-        await self._post_other(message)
+        try:
+            await self._post_other(message)
+        except Exception:  # in a task of the transport's: a bug must cost this cancel only
+            logger.exception("posting the cancel of request %r failed", message.params)
         self._abandon(message.params)
 
     def _abandon(self, params: Any) -> None:
@@ -373,8 +383,16 @@ class StreamableHTTPTransport(BackgroundTransport):
         `posting` (a request's) learns when the request was written."""
         if self._lean is not None:
             return self._lean.stream(content, headers, None if posting is None else posting.on_written)
-        extensions = None if posting is None else {"trace": posting.trace}
-        return self._http.stream("POST", self.url, content=content, headers=headers, extensions=extensions)
+        if posting is None:
+            return self._http.stream("POST", self.url, content=content, headers=headers)
+        extensions = {"trace": posting.trace}
+        if getattr(self._http.auth, "requires_request_body", False):  # it would read `body` before sending
+            return self._http.stream(
+                "POST", self.url, content=content, headers=headers, extensions=extensions
+            )
+        sized = {**headers, "content-length": str(len(content))}  # not chunked: httpx's plain framing
+        body = posting.body(content)
+        return self._http.stream("POST", self.url, content=body, headers=sized, extensions=extensions)
 
     def _posting(self, message: MessageLike) -> _Posting:
         """Register request `message` as posted by this transport (before its task starts: `_cancel`)."""
@@ -472,7 +490,7 @@ class StreamableHTTPTransport(BackgroundTransport):
                 if posting.written:  # sent again (503, new session): a cancel waits for this one
                     posting.again()
                 async with self._post(message.raw, self._post_headers(message), posting) as resp:
-                    posting.on_written()  # its answer's head came (a client without httpcore's trace)
+                    posting.on_written()  # its answer's head came (the body may not have been read)
                     step = await self._answer_step(message, resp, sent_session, renewed=renewed, busy=busy)
             if step is None:
                 return
