@@ -236,7 +236,8 @@ class StreamableHTTPTransport(BackgroundTransport):
         return await self._inbox.receive()
 
     async def send(self, data: bytes) -> None:
-        """Post each message in `data` (requests in the background, the rest before returning)."""
+        """Post each message in `data` (requests in the background, the rest before returning, but for a
+        cancel that waits for its request to be written: `_cancel`)."""
         if self._closed:
             raise TransportClosedError("the HTTP transport is closed")
         tg = self._tg
