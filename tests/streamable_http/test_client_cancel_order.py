@@ -44,6 +44,7 @@ class Recorder:
         self.request_seen = anyio.Event()
         self.cancel_seen = anyio.Event()
         self.answer_after: anyio.Event | None = None
+        self.busy = 0  # requests answered 503 (`Retry-After: 0`: send it again) before one is taken
         self.app = Scripted(self.handle)
 
     async def handle(self, seen: Seen) -> Reply:
@@ -53,6 +54,9 @@ class Recorder:
         if seen.method == CANCELLED:
             self.cancel_seen.set()
             return Reply(202)
+        if self.busy:
+            self.busy -= 1
+            return Reply(503, {"retry-after": "0"})
         self.request_seen.set()
         if self.answer_after is not None:
             await self.answer_after.wait()
@@ -60,18 +64,22 @@ class Recorder:
 
 
 class Holding(httpx.AsyncBaseTransport):
-    """Passes requests to a real transport; the POST of a request (a `tools/call`) waits for `release`
-    first, as one stuck behind a slow connect would."""
+    """Passes requests to a real transport; the POSTs of a request (a `tools/call`) past the first
+    `pass_first` wait for `release` first, as one stuck behind a slow connect would."""
 
-    def __init__(self) -> None:
+    def __init__(self, pass_first: int = 0) -> None:
         self.inner = httpx.AsyncHTTPTransport()
         self.release = anyio.Event()
         self.holding = anyio.Event()
+        self.passed = pass_first
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         if request.headers.get("mcp-method") == CALL:  # the body is not read here: that would send it
-            self.holding.set()
-            await self.release.wait()
+            if self.passed:
+                self.passed -= 1
+            else:
+                self.holding.set()
+                await self.release.wait()
         return await self.inner.handle_async_request(request)
 
     async def aclose(self) -> None:
@@ -93,6 +101,24 @@ async def test_a_cancel_waits_for_its_request_to_be_posted() -> None:
             holding.release.set()
             await server.cancel_seen.wait()
     assert server.order == [(CALL, 1), (CANCELLED, {"requestId": 1})]
+
+
+async def test_a_cancel_waits_for_a_request_sent_again_after_a_503() -> None:
+    server = Recorder()
+    server.busy = 1
+    holding = Holding(pass_first=1)  # the first POST gets its 503; the second is held
+    async with (
+        serve_asgi(server.app) as url,
+        httpx.AsyncClient(transport=holding) as http,
+        StreamableHTTPTransport(url, http_client=http) as transport,
+    ):
+        with anyio.fail_after(10):
+            await transport.send(_request(1))
+            await holding.holding.wait()  # sent again, not at the server yet
+            await transport.send(_cancel(1))
+            holding.release.set()
+            await server.cancel_seen.wait()
+    assert server.order == [(CALL, 1), (CALL, 1), (CANCELLED, {"requestId": 1})]
 
 
 @pytest.mark.parametrize("client", ["lean", "httpx", "asgi"])
