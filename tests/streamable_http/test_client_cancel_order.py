@@ -86,9 +86,9 @@ class Holding(httpx.AsyncBaseTransport):
         await self.inner.aclose()
 
 
-async def test_a_cancel_waits_for_its_request_to_be_posted() -> None:
-    server = Recorder()
-    holding = Holding()
+async def cancel_while_held(server: Recorder, holding: Holding) -> None:
+    """Send request 1 through `holding`, then its cancel once a POST of it is held (on its way, not at
+    the server yet); release it and wait until the server got the cancel."""
     async with (
         serve_asgi(server.app) as url,
         httpx.AsyncClient(transport=holding) as http,
@@ -96,28 +96,22 @@ async def test_a_cancel_waits_for_its_request_to_be_posted() -> None:
     ):
         with anyio.fail_after(10):
             await transport.send(_request(1))
-            await holding.holding.wait()  # its POST is on its way, not at the server yet
+            await holding.holding.wait()
             await transport.send(_cancel(1))  # returns at once: the cancel goes once the request went
             holding.release.set()
             await server.cancel_seen.wait()
+
+
+async def test_a_cancel_waits_for_its_request_to_be_posted() -> None:
+    server = Recorder()
+    await cancel_while_held(server, Holding())
     assert server.order == [(CALL, 1), (CANCELLED, {"requestId": 1})]
 
 
 async def test_a_cancel_waits_for_a_request_sent_again_after_a_503() -> None:
     server = Recorder()
     server.busy = 1
-    holding = Holding(pass_first=1)  # the first POST gets its 503; the second is held
-    async with (
-        serve_asgi(server.app) as url,
-        httpx.AsyncClient(transport=holding) as http,
-        StreamableHTTPTransport(url, http_client=http) as transport,
-    ):
-        with anyio.fail_after(10):
-            await transport.send(_request(1))
-            await holding.holding.wait()  # sent again, not at the server yet
-            await transport.send(_cancel(1))
-            holding.release.set()
-            await server.cancel_seen.wait()
+    await cancel_while_held(server, Holding(pass_first=1))  # the first POST gets its 503; the second is held
     assert server.order == [(CALL, 1), (CALL, 1), (CANCELLED, {"requestId": 1})]
 
 
