@@ -96,8 +96,8 @@ class _Posting:
         self.on_written()
 
     async def trace(self, event: str, info: Any) -> None:
-        """httpcore's `trace` extension: told when the body was written, also when an `httpx.Auth` that
-        reads the body first (to send it again) took it from `body` before anything was sent."""
+        """httpcore's `trace` extension, for a client whose `httpx.Auth` reads the body before sending it
+        (to send it again), which would take it from `body` before anything was sent."""
         if event.endswith("send_request_body.complete"):
             self.on_written()
 
@@ -386,14 +386,13 @@ class StreamableHTTPTransport(BackgroundTransport):
             return self._lean.stream(content, headers, None if posting is None else posting.on_written)
         if posting is None:
             return self._http.stream("POST", self.url, content=content, headers=headers)
-        extensions = {"trace": posting.trace}
         if getattr(self._http.auth, "requires_request_body", False):  # it would read `body` before sending
+            extensions = {"trace": posting.trace}
             return self._http.stream(
                 "POST", self.url, content=content, headers=headers, extensions=extensions
             )
         sized = {**headers, "content-length": str(len(content))}  # not chunked: httpx's plain framing
-        body = posting.body(content)
-        return self._http.stream("POST", self.url, content=body, headers=sized, extensions=extensions)
+        return self._http.stream("POST", self.url, content=posting.body(content), headers=sized)
 
     def _posting(self, message: MessageLike) -> _Posting:
         """Register request `message` as posted by this transport (before its task starts: `_cancel`)."""
@@ -419,7 +418,8 @@ class StreamableHTTPTransport(BackgroundTransport):
         except Undeliverable:
             pass
         finally:
-            posting.on_written()  # a cancel held back for it goes now (useless, or harmless)
+            if not posting.written:  # a cancel held back for it goes now (useless, or harmless)
+                posting.on_written()
             if self._exchanges.get(rid) is posting:
                 del self._exchanges[rid]
             if done is not None:
@@ -491,7 +491,8 @@ class StreamableHTTPTransport(BackgroundTransport):
                 if posting.written:  # sent again (503, new session): a cancel waits for this one
                     posting.again()
                 async with self._post(message.raw, self._post_headers(message), posting) as resp:
-                    posting.on_written()  # its answer's head came (the body may not have been read)
+                    if not posting.written:  # its answer's head came (the body may not have been read)
+                        posting.on_written()
                     step = await self._answer_step(message, resp, sent_session, renewed=renewed, busy=busy)
             if step is None:
                 return
