@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
@@ -115,12 +116,22 @@ async def test_a_cancel_waits_for_a_request_sent_again_after_a_503() -> None:
     assert server.order == [(CALL, 1), (CALL, 1), (CANCELLED, {"requestId": 1})]
 
 
-@pytest.mark.parametrize("client", ["lean", "httpx", "asgi"])
+class ReadsTheBody(httpx.Auth):
+    """An auth that reads each request's body before it is sent (as one that may send it again does)."""
+
+    requires_request_body = True
+
+    async def async_auth_flow(self, request: httpx.Request) -> AsyncIterator[httpx.Request]:
+        request.headers["authorization"] = "Bearer t"
+        yield request
+
+
+@pytest.mark.parametrize("client", ["lean", "httpx", "httpx-auth", "asgi"])
 async def test_a_cancel_reaches_a_request_whose_answer_head_is_held(client: str) -> None:
     """The cancel goes once the request is written, not once its answer's head came: a server that sends
     its head only with the answer (JSON) still gets the cancel while the request runs. Over the lean
-    pool, httpx to a socket, and httpx's in-process `ASGITransport` (which returns no head before the
-    whole answer)."""
+    pool, httpx to a socket (also with an auth that reads the body before it is sent), and httpx's
+    in-process `ASGITransport` (which returns no head before the whole answer)."""
     server = Recorder()
     server.answer_after = server.cancel_seen
     async with contextlib.AsyncExitStack() as stack:
@@ -132,7 +143,8 @@ async def test_a_cancel_reaches_a_request_whose_answer_head_is_held(client: str)
         else:
             url = await stack.enter_async_context(serve_asgi(server.app))
         options = HttpClientOptions(lean=client == "lean", get_stream=False)
-        transport = StreamableHTTPTransport(url, options=options, http_client=http)
+        auth = ReadsTheBody() if client == "httpx-auth" else None
+        transport = StreamableHTTPTransport(url, options=options, http_client=http, auth=auth)
         async with transport:
             with anyio.fail_after(10):
                 await transport.send(_request(1))
