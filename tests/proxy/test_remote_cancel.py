@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
 import pytest
-from tests.proxy.test_remote_lane_bound import (
+from tests.proxy._remote_support import (
     SSE_HEAD,
     Answer,
     GatedStdio,
@@ -21,13 +20,14 @@ from tests.proxy.test_remote_lane_bound import (
     Server,
     call,
     event,
+    proxied,
+    record_take_overs,
     result,
+    sse_answer,
     until,
 )
 
 from mcpframe import core
-from mcpframe.http.client_fast import FastLane
-from mcpframe.proxy.remote import proxy_remote, remote_transport
 
 pytestmark = pytest.mark.anyio
 
@@ -55,36 +55,6 @@ class Recording(Server):
         await super().respond(verb, headers, body, writer)
 
 
-@asynccontextmanager
-async def proxied(server: Server, *, max_open: int | None = 64) -> AsyncIterator[tuple[GatedStdio, Any]]:
-    """An in-process `mcpframe proxy URL` to `server` with a fast lane of `max_open` connections (`None`:
-    no lane), the handshake done; yields its stdio (not gated unless the test gates it) and transport."""
-    listener = await asyncio.start_server(server.handle, "127.0.0.1", 0)
-    port = listener.sockets[0].getsockname()[1]
-    stdio = GatedStdio()
-    try:
-        async with (
-            remote_transport(f"http://127.0.0.1:{port}/mcp", {}) as remote,
-            anyio.create_task_group() as tg,
-        ):
-            lane = None if max_open is None else FastLane(remote.streamable, max_open=max_open)
-            tg.start_soon(lambda: proxy_remote(stdio, remote, lane=lane))
-            init = {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"},
-            }
-            await stdio.write({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": init})
-            await stdio.answer("init")
-            await stdio.write({"jsonrpc": "2.0", "method": "notifications/initialized"})
-            stdio.out.clear()  # the test's own lines from here
-            yield stdio, remote
-            stdio.release.set()
-            tg.cancel_scope.cancel()
-    finally:
-        listener.close()
-
-
 def cancel(rid: Any) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid}}
 
@@ -104,16 +74,10 @@ async def test_a_stream_queued_to_be_resumed_is_not_resumed_once_its_request_is_
 
     server = Recording(first, script.resume)
     with anyio.fail_after(10):
-        async with proxied(server) as (stdio, remote):
+        async with proxied(server) as (stdio, remote, _):
             transport = remote.streamable
             lane = transport.lane
-            taken: list[Any] = []
-
-            def take_over(message: Any, *args: Any, **kwargs: Any) -> None:
-                taken.append(message.id)
-                type(transport).take_over(transport, message, *args, **kwargs)
-
-            transport.take_over = take_over  # type: ignore[method-assign]
+            taken = record_take_overs(transport)
             stdio.gated = True  # the logs wait behind stdout: the resume waits behind them (its order)
             await stdio.write(call(7))
             await until(lambda: lane.handed_over == 1)
@@ -150,7 +114,7 @@ async def test_an_answer_crossing_the_cancel_is_not_written(lane_on: bool) -> No
 
     server = Recording(after_the_cancel)
     with anyio.fail_after(10):
-        async with proxied(server, max_open=64 if lane_on else None) as (stdio, remote):
+        async with proxied(server, max_open=64 if lane_on else None) as (stdio, remote, _):
             transport = remote.streamable
 
             async def ack_once_the_answer_is_read() -> None:
@@ -172,12 +136,9 @@ async def test_an_answer_crossing_the_cancel_is_not_written(lane_on: bool) -> No
 
 
 async def test_an_answer_the_lane_queued_but_did_not_write_yet_is_not_written_once_cancelled() -> None:
-    async def plain(message: dict[str, Any], headers: dict[str, str], writer: asyncio.StreamWriter) -> None:
-        writer.write(SSE_HEAD + event(result(message["id"])) + b"0\r\n\r\n")
-
-    server = Recording(plain)
+    server = Recording(sse_answer)
     with anyio.fail_after(10):
-        async with proxied(server) as (stdio, remote):
+        async with proxied(server) as (stdio, remote, _):
             lane = remote.streamable.lane
             stdio.gated = True  # the writer holds the answer to 10 until the test releases stdout
             await stdio.write(call(10))
@@ -206,7 +167,7 @@ async def test_a_lane_request_withdrawn_while_it_waits_for_a_connection_is_never
 
     server = Recording(hold_the_first)
     with anyio.fail_after(10):
-        async with proxied(server, max_open=1) as (stdio, remote), anyio.create_task_group() as tg:
+        async with proxied(server, max_open=1) as (stdio, remote, _), anyio.create_task_group() as tg:
             lane = remote.streamable.lane
             await stdio.write(call(1))  # takes the lane's only connection
             await until(lambda: server.requests == [1])
@@ -223,12 +184,9 @@ async def test_a_lane_request_withdrawn_while_it_waits_for_a_connection_is_never
 
 
 async def test_a_cancel_naming_no_valid_id_is_passed_on_and_the_proxy_goes_on() -> None:
-    async def plain(message: dict[str, Any], headers: dict[str, str], writer: asyncio.StreamWriter) -> None:
-        writer.write(SSE_HEAD + event(result(message["id"])) + b"0\r\n\r\n")
-
-    server = Recording(plain)
+    server = Recording(sse_answer)
     with anyio.fail_after(10):
-        async with proxied(server) as (stdio, _):
+        async with proxied(server) as (stdio, _, _):
             for hostile in ([1], {"a": 1}, None, 1.5):
                 await stdio.write(cancel(hostile))
             await stdio.write(call(4))

@@ -7,169 +7,25 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
 import httpx
 import pytest
-
-from mcpframe.http.client_fast import FastLane
-from mcpframe.proxy.remote import fast_lane, proxy_remote, remote_transport
+from tests.proxy._remote_support import (
+    SSE_HEAD,
+    Resumed,
+    Server,
+    call,
+    event,
+    log,
+    proxied,
+    record_take_overs,
+    result,
+    until,
+)
 
 pytestmark = pytest.mark.anyio
-
-Answer = Callable[[dict[str, Any], dict[str, str], asyncio.StreamWriter], Awaitable[None]]
-
-
-def chunk(data: bytes) -> bytes:
-    return b"%x\r\n%s\r\n" % (len(data), data)
-
-
-def event(message: dict[str, Any], event_id: str | None = None) -> bytes:
-    head = b"id: %s\n" % event_id.encode() if event_id else b""
-    return chunk(head + b"event: message\ndata: " + json.dumps(message).encode() + b"\n\n")
-
-
-SSE_HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
-
-
-def log(text: str) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": text}}
-
-
-def result(rid: Any) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": rid, "result": {"content": []}}
-
-
-class Server:
-    """A Streamable HTTP server answering `initialize` and notifications itself, each request with
-    `on_request`, a GET carrying `Last-Event-ID` with `on_resume` (any other GET: 405)."""
-
-    def __init__(self, on_request: Answer, on_resume: Answer | None = None) -> None:
-        self.on_request = on_request
-        self.on_resume = on_resume
-        self.resumed = 0  # GETs with `Last-Event-ID` seen
-
-    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while True:
-                lines = (await reader.readuntil(b"\r\n\r\n")).decode().split("\r\n")
-                headers = {k.lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:]) if v}
-                body = await reader.readexactly(int(headers.get("content-length", "0")))
-                await self.respond(lines[0].split()[0], headers, body, writer)
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        finally:
-            writer.close()
-
-    async def respond(
-        self, verb: str, headers: dict[str, str], body: bytes, writer: asyncio.StreamWriter
-    ) -> None:
-        if verb == "GET":
-            if "last-event-id" in headers and self.on_resume is not None:
-                self.resumed += 1
-                await self.on_resume({}, headers, writer)
-            else:
-                writer.write(b"HTTP/1.1 405 Method Not Allowed\r\ncontent-length: 0\r\n\r\n")
-            return
-        if verb != "POST":  # DELETE: the session's end
-            writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")
-            return
-        message = json.loads(body)
-        if message.get("method") == "initialize":
-            info = {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "serverInfo": {"name": "s", "version": "1"},
-            }
-            out = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": info}).encode()
-            head = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nmcp-session-id: s1\r\n"
-            writer.write(head + b"content-length: %d\r\n\r\n%s" % (len(out), out))
-        elif "id" not in message:
-            writer.write(b"HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n")
-        else:
-            await self.on_request(message, headers, writer)
-
-
-class GatedStdio:
-    """The proxy's stdin/stdout: the first write to stdout waits for `release` (a client not reading);
-    later writes go through. Lines are recorded as they are written."""
-
-    def __init__(self) -> None:
-        self.input, self._incoming = anyio.create_memory_object_stream[bytes](100)
-        self.out: list[dict[str, Any]] = []
-        self.release = anyio.Event()
-        self.gated = False
-        self.changed = anyio.Event()
-
-    async def receive(self) -> bytes:
-        try:
-            return await self._incoming.receive()
-        except anyio.EndOfStream:
-            return b""
-
-    async def send(self, data: bytes) -> None:
-        if self.gated and not self.release.is_set():
-            await self.release.wait()
-        self.out += [json.loads(line) for line in data.splitlines() if line]
-        self.changed.set()
-        self.changed = anyio.Event()
-
-    async def write(self, message: dict[str, Any]) -> None:
-        await self.input.send(json.dumps(message).encode() + b"\n")
-
-    async def answer(self, rid: Any) -> int:
-        """The index in `out` of the answer to `rid`, once it came."""
-        while True:
-            for index, message in enumerate(self.out):
-                if message.get("id") == rid and "method" not in message:
-                    return index
-            await self.changed.wait()
-
-
-async def until(condition: Callable[[], bool]) -> None:
-    """Until `condition()` holds (looked at between the event loop's turns; the caller bounds the wait)."""
-    while not condition():
-        await anyio.sleep(0.002)
-
-
-@asynccontextmanager
-async def proxied(server: Server) -> AsyncIterator[tuple[GatedStdio, FastLane]]:
-    """An in-process `mcpframe proxy URL` to `server`, the handshake done; stdout gated from then on."""
-    listener = await asyncio.start_server(server.handle, "127.0.0.1", 0)
-    port = listener.sockets[0].getsockname()[1]
-    stdio = GatedStdio()
-    try:
-        async with (
-            remote_transport(f"http://127.0.0.1:{port}/mcp", {}) as remote,
-            anyio.create_task_group() as tg,
-        ):
-            lane = fast_lane(remote)
-            assert isinstance(lane, FastLane)
-            tg.start_soon(lambda: proxy_remote(stdio, remote, lane=lane))
-            init = {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"},
-            }
-            await stdio.write({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": init})
-            await stdio.answer("init")
-            await stdio.write({"jsonrpc": "2.0", "method": "notifications/initialized"})
-            stdio.gated = True
-            stdio.out.clear()  # the test's own lines from here
-            yield stdio, lane
-            stdio.release.set()
-            tg.cancel_scope.cancel()
-    finally:
-        listener.close()
-
-
-def call(rid: Any) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": "t", "arguments": {}}}
-
 
 EVENTS = 96
 PAYLOAD = "x" * 65536  # 96 x 64 KiB: 6 MiB, well past the lane's bound (1 MiB) and the sockets' buffers
@@ -185,7 +41,7 @@ async def flood(message: dict[str, Any], headers: dict[str, str], writer: asynci
 
 async def test_a_streaming_server_is_held_back_while_stdout_is_not_read() -> None:
     with anyio.fail_after(20):
-        async with proxied(Server(flood)) as (stdio, lane):
+        async with proxied(Server(flood), gated=True) as (stdio, _, lane):
             await stdio.write(call(1))
             # the lane stops taking from the connection, which stops reading its socket: nothing moves then
             await until(lambda: any(conn.paused or conn.complete for conn in lane._held))
@@ -201,41 +57,13 @@ async def test_a_streaming_server_is_held_back_while_stdout_is_not_read() -> Non
             assert lane.queued == 0
 
 
-class Resumed:
-    """A request's stream: two logs (events `e1`, `e2`), then the stream ends without the answer; resumed
-    (GET + `Last-Event-ID: e2`), it sends the answer."""
-
-    def __init__(self) -> None:
-        self.rid: Any = None
-
-    async def first(
-        self, message: dict[str, Any], headers: dict[str, str], writer: asyncio.StreamWriter
-    ) -> None:
-        self.rid = message["id"]
-        writer.write(SSE_HEAD + chunk(b"retry: 0\n\n") + event(log("one"), "e1"))
-        await writer.drain()
-        writer.write(event(log("two"), "e2") + b"0\r\n\r\n")
-
-    async def resume(
-        self, message: dict[str, Any], headers: dict[str, str], writer: asyncio.StreamWriter
-    ) -> None:
-        assert headers["last-event-id"] == "e2"
-        writer.write(SSE_HEAD + event(result(self.rid), "e3") + b"0\r\n\r\n")
-
-
 async def test_a_resumed_stream_does_not_overtake_what_the_lane_still_writes() -> None:
     script = Resumed()
     server = Server(script.first, script.resume)
     with anyio.fail_after(10):
-        async with proxied(server) as (stdio, lane):
+        async with proxied(server, gated=True) as (stdio, _, lane):
             transport = lane._transport
-            taken: list[Any] = []
-
-            def take_over(message: Any, *args: Any, **kwargs: Any) -> None:
-                taken.append(message.id)
-                type(transport).take_over(transport, message, *args, **kwargs)
-
-            transport.take_over = take_over  # type: ignore[method-assign]
+            taken = record_take_overs(transport)
             await stdio.write(call(7))
             await until(lambda: lane.handed_over == 1)
             # the logs wait behind stdout: the transport resumes the stream only once they are written
@@ -259,7 +87,7 @@ async def test_a_connection_made_while_the_lane_closes_is_closed_too() -> None:
             closed.set()
 
     with anyio.fail_after(10):
-        async with proxied(Watching(never)) as (_, lane):
+        async with proxied(Watching(never), gated=True) as (_, _, lane):
             closed = anyio.Event()  # the connections of the handshake are the transport's, not watched
             lane.close()  # as at shutdown, while a request's connection was being made
             with pytest.raises(httpx.ConnectError):
@@ -282,7 +110,7 @@ async def test_a_json_answer_past_the_connections_read_mark_is_read_whole() -> N
         writer.write(head + out)
 
     with anyio.fail_after(10):
-        async with proxied(Server(big)) as (stdio, lane):
+        async with proxied(Server(big), gated=True) as (stdio, _, lane):
             stdio.release.set()
             await stdio.write(call(3))
             at = await stdio.answer(3)

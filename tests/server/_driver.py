@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -10,6 +10,7 @@ import anyio
 
 from mcpframe.server import Server
 from mcpframe.server.eras import CLIENT_CAPABILITIES_KEY, LOG_LEVEL_KEY, PROTOCOL_VERSION_KEY
+from mcpframe.server.lifecycle import Stop
 from mcpframe.session import Message, Request, Session
 from mcpframe.transports.memory import memory_pair
 
@@ -75,14 +76,25 @@ class Driver:
 
 
 @asynccontextmanager
-async def connect(server: Server, client_handler: ClientHandler | None = None) -> AsyncIterator[Driver]:
-    """Serve `server` on one end of a memory pair and yield a Driver on the other."""
+async def connect(
+    server: Server, client_handler: ClientHandler | None = None, *, stops: Sequence[Stop] = ()
+) -> AsyncIterator[Driver]:
+    """Serve `server` on one end of a memory pair and yield a Driver on the other; the connection's
+    requests are tracked by each of `stops` in turn (`Stop.track_connection`, as a graceful stop does)."""
     near, far = memory_pair()
     session = Session(near, request_handler=client_handler)
     driver = Driver(session)
     session.notification_handler = driver.on_note
     async with anyio.create_task_group() as tg:
-        tg.start_soon(server.serve, far)
+        if stops:
+            conn = server.connection()
+            for stop in stops:
+                stop.track_connection(conn)
+            handle = conn.handle_request
+            served = Session(far, request_handler=handle, notification_handler=conn.handle_notification)
+            tg.start_soon(conn.run, served)
+        else:
+            tg.start_soon(server.serve, far)
         tg.start_soon(session.run)
         try:
             yield driver
@@ -95,6 +107,6 @@ async def connect(server: Server, client_handler: ClientHandler | None = None) -
 @asynccontextmanager
 async def legacy(server: Server, version: str = "2025-11-25", **options: Any) -> AsyncIterator[Driver]:
     """`connect` followed by the initialize handshake."""
-    async with connect(server, options.pop("client_handler", None)) as driver:
+    async with connect(server, options.pop("client_handler", None), stops=options.pop("stops", ())) as driver:
         await driver.initialize(version, options.pop("capabilities", None))
         yield driver

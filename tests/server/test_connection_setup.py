@@ -13,7 +13,7 @@ from mcpframe.server.lifecycle import Stop
 from mcpframe.session import Session
 from mcpframe.transports.memory import memory_pair
 
-from ._driver import Driver, legacy
+from ._driver import legacy
 
 pytestmark = pytest.mark.anyio
 
@@ -41,18 +41,9 @@ async def test_stops_tracking_a_connection_in_turn_each_wrap_it_once_and_see_its
         await release.wait()
         return "done"
 
-    conn = server.connection()
     first, second = Stop(5.0), Stop(5.0)
-    for stop in (first, second, first, second):  # A, B, A: the second A must not wrap A's wrapper
-        stop.track_connection(conn)
-    near, far = memory_pair()
-    served = Session(far, request_handler=conn.handle_request, notification_handler=conn.handle_notification)
-    client = Session(near)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(conn.run, served)
-        tg.start_soon(client.run)
-        driver = Driver(client)
-        await driver.initialize()
+    stops = (first, second, first, second)  # A, B, A: the second A must not wrap A's wrapper
+    async with legacy(server, stops=stops) as driver, anyio.create_task_group() as tg:
         for _ in range(3):  # answered, and no KeyError from a doubled `del running[task]`
             assert (await driver.request("tools/list"))["tools"][0]["name"] == "wait"
         tg.start_soon(driver.request, "tools/call", {"name": "wait", "arguments": {}})
@@ -71,9 +62,6 @@ async def test_stops_tracking_a_connection_in_turn_each_wrap_it_once_and_see_its
                 release.set()
         assert not first._running
         assert not second._running
-        await client.aclose()
-        await near.aclose()
-        tg.cancel_scope.cancel()
 
 
 async def test_a_session_keeps_the_loop_token_it_took_first() -> None:

@@ -4,20 +4,16 @@ of its own): each refusal is still answered with its JSON-RPC error, directly or
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
-import anyio
 import pytest
 
 from mcpframe import jsonrpc
 from mcpframe.server import Server
 from mcpframe.server.lifecycle import Stop
-from mcpframe.session import JSONRPCError, Session
-from mcpframe.transports.memory import memory_pair
+from mcpframe.session import JSONRPCError
 
-from ._driver import Driver
+from ._driver import legacy
 
 pytestmark = pytest.mark.anyio
 
@@ -60,35 +56,13 @@ def make_server() -> Server:
     return server
 
 
-@asynccontextmanager
-async def serving(server: Server, stop: Stop | None) -> AsyncIterator[Driver]:
-    """A Driver for a connection of `server`, its requests tracked by `stop` when given."""
-    conn = server.connection()
-    if stop is not None:
-        stop.track_connection(conn)
-    near, far = memory_pair()
-    served = Session(far, request_handler=conn.handle_request, notification_handler=conn.handle_notification)
-    client = Session(near)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(conn.run, served)
-        tg.start_soon(client.run)
-        driver = Driver(client)
-        await driver.initialize()
-        try:
-            yield driver
-        finally:
-            await client.aclose()
-            await near.aclose()
-            tg.cancel_scope.cancel()
-
-
 @pytest.mark.parametrize("tracked", [False, True], ids=["plain", "under-a-stop"])
 @pytest.mark.parametrize(("method", "params", "code", "says"), REFUSALS)
 async def test_a_refusal_raised_before_the_handler_starts_is_answered_and_the_connection_goes_on(
     tracked: bool, method: str, params: dict[str, Any], code: int, says: str
 ) -> None:
     stop = Stop(5.0) if tracked else None
-    async with serving(make_server(), stop) as client:
+    async with legacy(make_server(), stops=() if stop is None else (stop,)) as client:
         for _ in range(2):  # the same refusal again, after it: nothing left over from the first
             with pytest.raises(JSONRPCError) as info:
                 await client.request(method, params)
@@ -101,7 +75,7 @@ async def test_a_refusal_raised_before_the_handler_starts_is_answered_and_the_co
 
 
 async def test_a_refused_modern_tools_call_is_answered_and_the_connection_goes_on() -> None:
-    async with serving(make_server(), None) as client:
+    async with legacy(make_server()) as client:
         with pytest.raises(JSONRPCError) as info:
             await client.modern("tools/call", {"name": "nope"})
         assert info.value.code == jsonrpc.INVALID_PARAMS

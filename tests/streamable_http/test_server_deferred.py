@@ -19,7 +19,6 @@ import anyio.to_thread
 import httpx
 import pytest
 
-from mcpframe.http import fast as fast_module
 from mcpframe.http import wire as wire_module
 from mcpframe.http.deadlines import Deadlines
 from mcpframe.http.server import HttpOptions, StreamableHTTPServer, serve_http
@@ -27,6 +26,7 @@ from mcpframe.http.sessions import HttpSession
 from mcpframe.http.wire_parts import Parked
 from mcpframe.server import Context, Server
 
+from ._fast_support import record_fast_posts
 from ._server_support import JSON_AND_SSE, call, messages
 from ._server_support import session_headers as headers_of
 
@@ -88,8 +88,9 @@ class Tools:
 @contextlib.asynccontextmanager
 async def serving(
     tools: Tools, http_server: str = "mcpframe", **options: Any
-) -> AsyncIterator[tuple[str, StreamableHTTPServer, httpx.AsyncClient]]:
-    """`tools` served on 127.0.0.1 by `http_server`; yields (URL, the app, a client)."""
+) -> AsyncIterator[tuple[str, StreamableHTTPServer, httpx.AsyncClient, dict[str, str]]]:
+    """`tools` served on 127.0.0.1 by `http_server`, a session opened on it; yields (URL, the app, a
+    client, the headers of a request in the session)."""
     opts = HttpOptions(**options)
     app = StreamableHTTPServer(tools.server, opts)
     ready: list[str] = []
@@ -113,7 +114,7 @@ async def serving(
         with anyio.fail_after(10):
             await started.wait()
         try:
-            yield ready[0], app, client
+            yield ready[0], app, client, await open_session(client, ready[0])
         finally:
             tg.cancel_scope.cancel()
 
@@ -172,19 +173,32 @@ async def until(condition: Callable[[], bool]) -> None:
         await anyio.sleep(0)
 
 
+@contextlib.asynccontextmanager
+async def held_call(
+    client: httpx.AsyncClient, url: str, headers: dict[str, str], tools: Tools, body: dict[str, Any]
+) -> AsyncIterator[list[httpx.Response]]:
+    """POST `body` (a call of a tool that waits on `tools.gate`) in a task; the block runs once its handler
+    has entered, and the way out waits for the POST's response, which the list yielded then holds (all
+    within 10 seconds)."""
+    got: list[httpx.Response] = []
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+
+            async def post() -> None:
+                got.append(await client.post(url, json=body, headers=headers))
+
+            tg.start_soon(post)
+            await tools.entered.wait()
+            yield got
+
+
 @pytest.fixture
 def taken(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """What the fast path made of each POST: "deferred" (a `Parked` JSON answer), "other" or "declined"."""
-    seen: list[str] = []
-    real = fast_module.fast_post
-
-    def recorded(posts: Any, headers: dict[str, str], data: bytes) -> Any:
-        got = real(posts, headers, data)
-        seen.append("declined" if got is None else "deferred" if isinstance(got, Parked) else "other")
-        return got
-
-    monkeypatch.setattr(fast_module, "fast_post", recorded)
-    return seen
+    return record_fast_posts(
+        monkeypatch,
+        lambda got: "declined" if got is None else "deferred" if isinstance(got, Parked) else "other",
+    )
 
 
 @pytest.fixture
@@ -210,8 +224,7 @@ async def test_a_def_tool_is_answered_json_with_no_task_waiting(
     taken: list[str], wire_tasks: list[str]
 ) -> None:
     tools = Tools()
-    async with serving(tools, response_mode="auto") as (url, app, client):
-        headers = await open_session(client, url)
+    async with serving(tools, response_mode="auto") as (url, app, client, headers):
         taken.clear()
         wire_tasks.clear()
         for rid in range(2, 6):
@@ -239,22 +252,11 @@ async def test_an_async_tool_that_suspends_gets_its_answer_when_released(
     http_server: str, taken: list[str]
 ) -> None:
     tools = Tools()
-    async with serving(tools, http_server, response_mode="auto") as (url, app, client):
-        headers = await open_session(client, url)
+    async with serving(tools, http_server, response_mode="auto") as (url, app, client, headers):
         taken.clear()
-        got: list[httpx.Response] = []
-        with anyio.fail_after(10):
-            async with anyio.create_task_group() as tg:
-
-                async def post() -> None:
-                    got.append(
-                        await client.post(url, json=call("hold", {"text": "h"}, rid=7), headers=headers)
-                    )
-
-                tg.start_soon(post)
-                await tools.entered.wait()
-                assert not got  # held while the handler waits
-                tools.gate.set()
+        async with held_call(client, url, headers, tools, call("hold", {"text": "h"}, rid=7)) as got:
+            assert not got  # held while the handler waits
+            tools.gate.set()
         assert got[0].status_code == 200
         assert got[0].headers["content-type"] == "application/json"
         assert got[0].json()["result"]["content"] == [{"type": "text", "text": "h"}]
@@ -268,22 +270,11 @@ async def test_a_cancel_while_suspended_cancels_the_handler_once_and_answers_onc
     http_server: str, taken: list[str]
 ) -> None:
     tools = Tools()
-    async with serving(tools, http_server, response_mode="auto") as (url, app, client):
-        headers = await open_session(client, url)
+    async with serving(tools, http_server, response_mode="auto") as (url, app, client, headers):
         taken.clear()
-        got: list[httpx.Response] = []
-        with anyio.fail_after(10):
-            async with anyio.create_task_group() as tg:
-
-                async def post() -> None:
-                    got.append(
-                        await client.post(url, json=call("hold", {"text": "c"}, rid=8), headers=headers)
-                    )
-
-                tg.start_soon(post)
-                await tools.entered.wait()
-                cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 8}}
-                assert (await client.post(url, json=cancel, headers=headers)).status_code == 202
+        async with held_call(client, url, headers, tools, call("hold", {"text": "c"}, rid=8)) as got:
+            cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 8}}
+            assert (await client.post(url, json=cancel, headers=headers)).status_code == 202
         assert (got[0].status_code, got[0].content) == (202, b"")  # a cancelled request gets no answer
         assert (tools.cancelled, tools.finished) == (1, 0)
         # the call was the fast path's (deferred); the cancel, a notification, the full path's
@@ -301,21 +292,10 @@ async def test_a_session_deleted_while_a_call_is_suspended_ends_it_once(
     http_server: str, taken: list[str]
 ) -> None:
     tools = Tools()
-    async with serving(tools, http_server, response_mode="auto") as (url, app, client):
-        headers = await open_session(client, url)
+    async with serving(tools, http_server, response_mode="auto") as (url, app, client, headers):
         taken.clear()
-        got: list[httpx.Response] = []
-        with anyio.fail_after(10):
-            async with anyio.create_task_group() as tg:
-
-                async def post() -> None:
-                    got.append(
-                        await client.post(url, json=call("hold", {"text": "d"}, rid=9), headers=headers)
-                    )
-
-                tg.start_soon(post)
-                await tools.entered.wait()
-                assert (await client.delete(url, headers=headers)).status_code == 200
+        async with held_call(client, url, headers, tools, call("hold", {"text": "d"}, rid=9)) as got:
+            assert (await client.delete(url, headers=headers)).status_code == 200
         assert (got[0].status_code, got[0].content) == (202, b"")  # no answer came: the stream just ended
         assert (tools.cancelled, tools.finished) == (1, 0)
         assert taken == (["deferred"] if http_server == "mcpframe" else [])
@@ -326,23 +306,12 @@ async def test_a_stream_its_session_ends_while_walking_its_streams_answers_witho
     """`HttpSession.close` ends every stream it holds, walking its dict of them: the deferred answer that
     this resolves must not change that dict (the exchange's own end forgets the stream)."""
     tools = Tools()
-    async with serving(tools, response_mode="auto") as (url, app, client):
-        headers = await open_session(client, url)
-        got: list[httpx.Response] = []
-        with anyio.fail_after(10):
-            async with anyio.create_task_group() as tg:
-
-                async def post() -> None:
-                    got.append(
-                        await client.post(url, json=call("hold", {"text": "w"}, rid=14), headers=headers)
-                    )
-
-                tg.start_soon(post)
-                await tools.entered.wait()
-                session = app.sessions.find(headers, None)
-                assert isinstance(session, HttpSession)
-                for stream in session.streams.values():  # as `HttpSession.close` does
-                    stream.finish()
+    async with serving(tools, response_mode="auto") as (url, app, client, headers):
+        async with held_call(client, url, headers, tools, call("hold", {"text": "w"}, rid=14)) as got:
+            session = app.sessions.find(headers, None)
+            assert isinstance(session, HttpSession)
+            for stream in session.streams.values():  # as `HttpSession.close` does
+                stream.finish()
         assert (got[0].status_code, got[0].content) == (202, b"")
         tools.gate.set()
         with anyio.fail_after(10):
@@ -363,18 +332,12 @@ async def test_a_client_that_leaves_while_a_call_is_suspended_costs_only_its_ans
 
     monkeypatch.setattr(wire_module._Connection, "connection_lost", connection_lost)
     tools = Tools()
-    async with serving(tools, response_mode="auto") as (url, app, client):
-        headers = await open_session(client, url)
+    async with serving(tools, response_mode="auto") as (url, app, client, headers):
         host, port = url.split("/")[2].split(":")
         taken.clear()
         with anyio.fail_after(10):
             _reader, writer = await asyncio.open_connection(host, int(port))
-            body = json.dumps(call("hold", {"text": "x"}, rid=10)).encode()
-            head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
-            writer.write(
-                b"POST /mcp HTTP/1.1\r\nhost: %s\r\n%scontent-length: %d\r\n\r\n%s"
-                % (url.split("/")[2].encode(), head.encode(), len(body), body)
-            )
+            writer.write(_raw_post(url, headers, call("hold", {"text": "x"}, rid=10)))
             await tools.entered.wait()
             writer.close()
             await lost.wait()
@@ -400,20 +363,14 @@ async def test_a_wake_up_callback_that_fails_does_not_break_the_exchange_it_ends
     real = wire_module._Connection._unpark
     monkeypatch.setattr(wire_module._Connection, "_unpark", broken)
     tools = Tools()
-    async with serving(tools, response_mode="auto") as (url, app, client):
-        headers = await open_session(client, url)
+    async with serving(tools, response_mode="auto") as (url, app, client, headers):
         session = app.sessions.find(headers, None)
         assert isinstance(session, HttpSession)
         host, port = url.split("/")[2].split(":")
         taken.clear()
         with anyio.fail_after(10):
             _reader, writer = await asyncio.open_connection(host, int(port))
-            body = json.dumps(call("hold", {"text": "x"}, rid=15)).encode()
-            head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
-            writer.write(
-                b"POST /mcp HTTP/1.1\r\nhost: %s\r\n%scontent-length: %d\r\n\r\n%s"
-                % (url.split("/")[2].encode(), head.encode(), len(body), body)
-            )
+            writer.write(_raw_post(url, headers, call("hold", {"text": "x"}, rid=15)))
             await tools.entered.wait()
             tools.gate.set()
             await until(lambda: tools.finished == 1 and app.posts.admission.running == 0)
@@ -428,8 +385,7 @@ async def test_a_wake_up_callback_that_fails_does_not_break_the_exchange_it_ends
 
 async def test_posts_pipelined_behind_a_suspended_one_are_answered_in_order(taken: list[str]) -> None:
     tools = Tools()
-    async with serving(tools, response_mode="auto") as (url, app, client):
-        headers = await open_session(client, url)
+    async with serving(tools, response_mode="auto") as (url, app, _client, headers):
         host, port = url.split("/")[2].split(":")
         taken.clear()
         with anyio.fail_after(10):
@@ -463,8 +419,7 @@ async def test_a_deferred_answer_to_a_client_reading_slowly_waits_for_room(
 
     monkeypatch.setattr(wire_module._Connection, "_next", recorded)
     tools = Tools()
-    async with serving(tools, response_mode="auto") as (url, app, client):
-        headers = await open_session(client, url)
+    async with serving(tools, response_mode="auto") as (url, app, _client, headers):
         host, port = url.split("/")[2].split(":")
         taken.clear()
         connections.clear()
@@ -493,19 +448,10 @@ async def test_a_handler_that_logs_after_suspending_is_switched_to_sse(
     http_server: str, taken: list[str]
 ) -> None:
     tools = Tools()
-    async with serving(tools, http_server, response_mode="auto") as (url, app, client):
-        headers = await open_session(client, url)
+    async with serving(tools, http_server, response_mode="auto") as (url, app, client, headers):
         taken.clear()
-        got: list[httpx.Response] = []
-        with anyio.fail_after(10):
-            async with anyio.create_task_group() as tg:
-
-                async def post() -> None:
-                    got.append(await client.post(url, json=call("late_log", rid=11), headers=headers))
-
-                tg.start_soon(post)
-                await tools.entered.wait()
-                tools.gate.set()
+        async with held_call(client, url, headers, tools, call("late_log", rid=11)) as got:
+            tools.gate.set()
         assert got[0].headers["content-type"].startswith("text/event-stream")
         sent = messages(got[0].text)
         assert [m.get("method") for m in sent] == ["notifications/message", None]
@@ -519,18 +465,10 @@ async def test_a_handler_that_logs_after_suspending_is_switched_to_sse(
 @LEAN_AND_UVICORN
 async def test_a_client_that_takes_only_json_gets_json_from_a_handler_that_logs(http_server: str) -> None:
     tools = Tools()
-    async with serving(tools, http_server, response_mode="auto") as (url, _app, client):
-        headers = {**await open_session(client, url), "accept": "application/json"}
-        got: list[httpx.Response] = []
-        with anyio.fail_after(10):
-            async with anyio.create_task_group() as tg:
-
-                async def post() -> None:
-                    got.append(await client.post(url, json=call("late_log", rid=12), headers=headers))
-
-                tg.start_soon(post)
-                await tools.entered.wait()
-                tools.gate.set()
+    async with serving(tools, http_server, response_mode="auto") as (url, _app, client, session):
+        headers = {**session, "accept": "application/json"}
+        async with held_call(client, url, headers, tools, call("late_log", rid=12)) as got:
+            tools.gate.set()
         assert got[0].headers["content-type"] == "application/json"
         assert got[0].json()["result"]["content"] == [{"type": "text", "text": "logged"}]
 
@@ -538,8 +476,12 @@ async def test_a_client_that_takes_only_json_gets_json_from_a_handler_that_logs(
 @LEAN_AND_UVICORN
 async def test_no_answer_within_stream_after_switches_to_sse(http_server: str) -> None:
     tools = Tools()
-    async with serving(tools, http_server, response_mode="auto", stream_after=0) as (url, app, client):
-        headers = await open_session(client, url)
+    async with serving(tools, http_server, response_mode="auto", stream_after=0) as (
+        url,
+        app,
+        client,
+        headers,
+    ):
         with anyio.fail_after(10):
             request = client.build_request(
                 "POST", url, json=call("blocked", {"text": "s"}, rid=13), headers=headers
@@ -588,8 +530,12 @@ async def _leave_mid_stream(
 @LEAN_AND_UVICORN
 async def test_a_client_leaving_a_stream_nobody_can_resume_cancels_its_handler_once(http_server: str) -> None:
     tools = Tools()
-    async with serving(tools, http_server, response_mode="sse", event_store=None) as (url, app, client):
-        headers = await open_session(client, url)
+    async with serving(tools, http_server, response_mode="sse", event_store=None) as (
+        url,
+        app,
+        client,
+        headers,
+    ):
         await _leave_mid_stream(url, client, headers, tools, primed=False)
         with anyio.fail_after(10):
             await until(lambda: tools.cancelled == 1 and app.posts.admission.running == 0)
@@ -602,8 +548,7 @@ async def test_a_client_leaving_a_stream_nobody_can_resume_cancels_its_handler_o
 @LEAN_AND_UVICORN
 async def test_a_client_leaving_a_resumable_stream_leaves_its_handler_running(http_server: str) -> None:
     tools = Tools()
-    async with serving(tools, http_server, response_mode="resumable") as (url, app, client):
-        headers = await open_session(client, url)
+    async with serving(tools, http_server, response_mode="resumable") as (url, app, client, headers):
         priming = await _leave_mid_stream(url, client, headers, tools, primed=True)
         assert priming
         session = app.sessions.find(headers, None)

@@ -17,6 +17,7 @@ from mcpframe.http import fast as fast_module
 from mcpframe.http.server import HttpOptions, StreamableHTTPServer, serve_http
 from mcpframe.server import Server
 
+from ._fast_support import record_fast_posts
 from ._server_support import JSON_AND_SSE, call, modern_meta
 
 
@@ -70,16 +71,7 @@ def _in_plain_asyncio_run() -> list[Any]:
 @pytest.fixture
 def taken(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """Whether the fast path took each POST it was asked about."""
-    seen: list[bool] = []
-    real = fast_module.fast_post
-
-    def recorded(posts: Any, headers: dict[str, str], data: bytes) -> Any:
-        got = real(posts, headers, data)
-        seen.append(got is not None)
-        return got
-
-    monkeypatch.setattr(fast_module, "fast_post", recorded)
-    return seen
+    return record_fast_posts(monkeypatch, lambda got: got is not None)
 
 
 def test_stateless_calls_on_the_lean_server_under_plain_asyncio_run(taken: list[bool]) -> None:

@@ -13,7 +13,8 @@ JSON-RPC errors for the requests they concern, so a caller never waits forever; 
 again. A session the server no longer knows (404 for our `Mcp-Session-Id`) is re-initialized with the
 original `initialize` params and the message sent again. An SSE stream closed before its answer arrived is
 resumed with `GET` + `Last-Event-ID` after the server's `retry` delay. A request the caller cancels has its
-stream closed.
+stream closed. Its `notifications/cancelled` never overtakes it (a POST on another connection could): it is
+posted once the request was written, and a request not posted yet is dropped with its cancel.
 
 A message carrying `_meta["io.modelcontextprotocol/protocolVersion"]` (2026-07-28, stateless) is sent with
 that version in `MCP-Protocol-Version` and without a session id; every request and notification carries
@@ -29,7 +30,7 @@ to `receive`); the wire helpers (SSE parsing, header values) are in `client_wire
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Final, Literal, Protocol
 
@@ -69,6 +70,47 @@ GET_OPEN_WAIT: Final = 1.0
 
 PendingAnswer = tuple[HttpResponse, str | None]
 """A response to a request posted already, and the session id it was posted with (`_exchange`)."""
+
+
+class _Posting:
+    """A request this transport posts: the scope of its exchange, and how far its POST got (`send` holds
+    the request's cancel back until the server can have the request: see `_cancel`)."""
+
+    __slots__ = ("_waiter", "scope", "started", "written")
+
+    def __init__(self) -> None:
+        self.scope = anyio.CancelScope()
+        self.started = False  # its task began posting it: some of it may be on the wire
+        self.written = False  # all of it went out (or its answer's head came, or the exchange ended)
+        self._waiter: anyio.Event | None = None  # made only for a cancel that waits (most never do)
+
+    def on_written(self) -> None:
+        self.written = True
+        if self._waiter is not None:
+            self._waiter.set()
+
+    async def body(self, content: bytes) -> AsyncIterator[bytes]:
+        """The request's body as httpx streams it: the transport asks for more once it has written all of
+        it (httpcore), or once the app read it (`httpx.ASGITransport`): then it was written."""
+        yield content
+        self.on_written()
+
+    async def trace(self, event: str, info: Any) -> None:
+        """httpcore's `trace` extension, for a client whose `httpx.Auth` reads the body before sending it
+        (to send it again), which would take it from `body` before anything was sent."""
+        if event.endswith("send_request_body.complete"):
+            self.on_written()
+
+    async def wait_written(self) -> None:
+        if not self.written:
+            if self._waiter is None:
+                self._waiter = anyio.Event()
+            await self._waiter.wait()
+
+    def again(self) -> None:
+        """It is sent again (a 503, a new session): a cancel from now on waits for the new POST."""
+        self.written = False
+        self._waiter = None  # set already, if any: `written` was
 
 
 class Abandoning(Protocol):
@@ -114,7 +156,7 @@ class StreamableHTTPTransport(BackgroundTransport):
         # `HttpClientOptions.lean`: the pool is made in `run()`, where the event loop is known
         self._lean_wanted = opts.lean and http_client is None and auth is None
         self._lean: LeanPool | None = None
-        self._exchanges: dict[Id, anyio.CancelScope] = {}
+        self._exchanges: dict[Id, _Posting] = {}
         self._reinit_lock = anyio.Lock()
         self._get_running = False
         self._get_open = anyio.Event()  # the GET stream's answer head came (or it failed, or none is kept)
@@ -194,7 +236,8 @@ class StreamableHTTPTransport(BackgroundTransport):
         return await self._inbox.receive()
 
     async def send(self, data: bytes) -> None:
-        """Post each message in `data` (requests in the background, the rest before returning)."""
+        """Post each message in `data` (requests in the background, the rest before returning, but for a
+        cancel that waits for its request to be written: `_cancel`)."""
         if self._closed:
             raise TransportClosedError("the HTTP transport is closed")
         tg = self._tg
@@ -207,11 +250,36 @@ class StreamableHTTPTransport(BackgroundTransport):
             elif item.kind == "request":
                 if item.method == protocol.INITIALIZE:
                     self._state.init_request = item
-                tg.start_soon(self._post_request, item)
+                tg.start_soon(self._post_request, item, self._posting(item))
+            elif item.method == protocol.NOTIFICATIONS_CANCELLED:
+                await self._cancel(item, tg)
             else:
                 await self._post_other(item)
-                if item.method == protocol.NOTIFICATIONS_CANCELLED:
-                    self._abandon(item.params)
+
+    async def _cancel(self, message: MessageLike, tg: anyio.abc.TaskGroup) -> None:
+        """Post a `notifications/cancelled`, never before the request it names: that request is posted from
+        a task of its own, on another connection, and a server that got the cancel first would ignore it
+        and then run the request. Not posted yet, the request is dropped with its cancel (the server never
+        hears of either); on its way, the cancel waits (in a task) until the request was written."""
+        params = message.params
+        rid = params.get("requestId") if isinstance(params, dict) else None
+        posting = self._exchanges.get(rid) if isinstance(rid, int | str) else None
+        if posting is None or posting.written:  # ours and out already, the lane's, or answered
+            await self._post_other(message)
+            self._abandon(params)
+        elif not posting.started:
+            logger.debug("request %r cancelled before it was posted: neither is sent", rid)
+            self._abandon(params)
+        else:
+            tg.start_soon(self._cancel_once_written, message, posting)
+
+    async def _cancel_once_written(self, message: MessageLike, posting: _Posting) -> None:
+        await posting.wait_written()
+        try:
+            await self._post_other(message)
+        except Exception:  # in a task of the transport's: a bug must cost this cancel only
+            logger.exception("posting the cancel of request %r failed", message.params)
+        self._abandon(message.params)
 
     def _abandon(self, params: Any) -> None:
         """The caller gave up on a request: stop waiting for its answer and close its stream (in 2026-07-28
@@ -222,9 +290,9 @@ class StreamableHTTPTransport(BackgroundTransport):
 
     def _stop_waiting(self, rid: Id) -> None:
         """End the exchange of request `rid` (if still running): its answer came elsewhere, or never will."""
-        scope = self._exchanges.get(rid)
-        if scope is not None:
-            scope.cancel()
+        posting = self._exchanges.get(rid)
+        if posting is not None:
+            posting.scope.cancel()
         if self.lane is not None:
             self.lane.abandon(rid)
 
@@ -301,44 +369,69 @@ class StreamableHTTPTransport(BackgroundTransport):
             if done is not None:
                 done()
             return
-        self._tg.start_soon(self._post_request, message, pending, done)
+        posting = self._posting(message)
+        if pending is not None:  # the fast lane posted it: the server has it
+            posting.started = True
+            posting.on_written()
+        self._tg.start_soon(self._post_request, message, posting, pending, done)
 
     # ------------------------------------------------------------------ posting
 
-    def _post(self, content: bytes, headers: Mapping[str, str]) -> AbstractAsyncContextManager[HttpResponse]:
-        """POST `content`, the response streamed inside the block: over the lean pool when in use."""
+    def _post(
+        self, content: bytes, headers: Mapping[str, str], posting: _Posting | None = None
+    ) -> AbstractAsyncContextManager[HttpResponse]:
+        """POST `content`, the response streamed inside the block: over the lean pool when in use.
+        `posting` (a request's) learns when the request was written."""
         if self._lean is not None:
-            return self._lean.stream(content, headers)
-        return self._http.stream("POST", self.url, content=content, headers=headers)
+            return self._lean.stream(content, headers, None if posting is None else posting.on_written)
+        if posting is None:
+            return self._http.stream("POST", self.url, content=content, headers=headers)
+        if getattr(self._http.auth, "requires_request_body", False):  # it would read `body` before sending
+            extensions = {"trace": posting.trace}
+            return self._http.stream(
+                "POST", self.url, content=content, headers=headers, extensions=extensions
+            )
+        sized = {**headers, "content-length": str(len(content))}  # not chunked: httpx's plain framing
+        return self._http.stream("POST", self.url, content=posting.body(content), headers=sized)
+
+    def _posting(self, message: MessageLike) -> _Posting:
+        """Register request `message` as posted by this transport (before its task starts: `_cancel`)."""
+        posting = self._exchanges[request_id(message)] = _Posting()
+        return posting
 
     async def _post_request(
         self,
         message: MessageLike,
+        posting: _Posting,
         pending: PendingAnswer | StreamState | None = None,
         done: Callable[[], None] | None = None,
     ) -> None:
         rid = request_id(message)
-        scope = self._exchanges[rid] = anyio.CancelScope()
         try:
-            with scope:
-                failure = await self._exchange_or_failure(message, pending)
+            if posting.scope.cancel_called:  # cancelled before it could be posted: never posted
+                return
+            posting.started = True
+            with posting.scope:
+                failure = await self._exchange_or_failure(message, posting, pending)
                 if failure is not None:
                     await self._inbox.push([failure])
         except Undeliverable:
             pass
         finally:
-            if self._exchanges.get(rid) is scope:
+            if not posting.written:  # a cancel held back for it goes now (useless, or harmless)
+                posting.on_written()
+            if self._exchanges.get(rid) is posting:
                 del self._exchanges[rid]
             if done is not None:
                 done()
 
     async def _exchange_or_failure(
-        self, message: MessageLike, pending: PendingAnswer | StreamState | None = None
+        self, message: MessageLike, posting: _Posting, pending: PendingAnswer | StreamState | None = None
     ) -> MessageLike | None:
         """Run the exchange; what went wrong becomes an error response for the request."""
         rid = request_id(message)
         try:
-            await self._exchange(message, pending)
+            await self._exchange(message, posting, pending)
         except Undeliverable:
             raise
         except httpx.HTTPError as exc:
@@ -374,7 +467,7 @@ class StreamableHTTPTransport(BackgroundTransport):
                 await self._get_open.wait()
 
     async def _exchange(
-        self, message: MessageLike, pending: PendingAnswer | StreamState | None = None
+        self, message: MessageLike, posting: _Posting, pending: PendingAnswer | StreamState | None = None
     ) -> None:
         """Post one request and deliver its answer (`pending`: it was posted already, by the fast lane,
         whose response is read here as if this method had posted it; or the fast lane read an SSE answer
@@ -395,7 +488,11 @@ class StreamableHTTPTransport(BackgroundTransport):
                 step = await self._answer_step(message, resp, sent_session, renewed=renewed, busy=busy)
             else:
                 sent_session = None if stamped_version(message.params) else self.session_id
-                async with self._post(message.raw, self._post_headers(message)) as resp:
+                if posting.written:  # sent again (503, new session): a cancel waits for this one
+                    posting.again()
+                async with self._post(message.raw, self._post_headers(message), posting) as resp:
+                    if not posting.written:  # its answer's head came (the body may not have been read)
+                        posting.on_written()
                     step = await self._answer_step(message, resp, sent_session, renewed=renewed, busy=busy)
             if step is None:
                 return

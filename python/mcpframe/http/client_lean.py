@@ -21,7 +21,7 @@ import asyncio
 import urllib.parse
 import urllib.request
 from collections import deque
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Final
 
@@ -352,7 +352,7 @@ class LeanPool:
         """Seconds a connection (and writing a request) may take."""
         return self._connect_timeout
 
-    async def _head(self, data: bytes) -> LeanConnection:
+    async def _head(self, data: bytes, written: Callable[[], None] | None) -> LeanConnection:
         """A connection whose response head arrived. An idle one the server closed meanwhile (nothing came
         back: most likely it closed before the request arrived) is dropped and the request sent on the next
         one, then on a new connection (httpx would fail it; a server that took the request and died without
@@ -363,25 +363,29 @@ class LeanPool:
                 continue
             conn.reset()
             try:
-                await self._await_head(conn, data)
+                await self._await_head(conn, data, written)
             except httpx.TransportError:
                 if conn.received:
                     raise
                 continue  # the server dropped it while idle: try another connection
             return conn
         conn = await self._connect()
-        await self._await_head(conn, data)
+        await self._await_head(conn, data, written)
         return conn
 
-    async def _await_head(self, conn: LeanConnection, data: bytes) -> None:
+    async def _await_head(
+        self, conn: LeanConnection, data: bytes, written: Callable[[], None] | None
+    ) -> None:
         try:
-            await self._send_or_wait(conn, data)
+            await self._send_or_wait(conn, data, written)
         except BaseException:
             if conn.transport is not None:
                 conn.transport.close()
             raise
 
-    async def _send_or_wait(self, conn: LeanConnection, data: bytes) -> None:
+    async def _send_or_wait(
+        self, conn: LeanConnection, data: bytes, written: Callable[[], None] | None
+    ) -> None:
         # the connect timeout bounds writing only: the head of an answer may come as late as the tool likes
         assert conn.transport is not None
         conn.transport.write(data)
@@ -391,6 +395,8 @@ class LeanPool:
                     await conn.writable()
             except TimeoutError:
                 raise httpx.WriteTimeout("writing the request timed out") from None
+        if written is not None:
+            written()
         while not conn.head_done and conn.error is None and not conn.lost:
             await conn.wait()
         if conn.error is not None:
@@ -399,13 +405,16 @@ class LeanPool:
             raise httpx.RemoteProtocolError("the server closed the connection without sending a response")
 
     @asynccontextmanager
-    async def stream(self, content: bytes, headers: Mapping[str, str]) -> AsyncIterator[LeanResponse]:
-        """POST `content`; the response is read inside the block (headers first, then its body)."""
+    async def stream(
+        self, content: bytes, headers: Mapping[str, str], written: Callable[[], None] | None = None
+    ) -> AsyncIterator[LeanResponse]:
+        """POST `content`; the response is read inside the block (headers first, then its body). `written`
+        is called once the request was handed to the socket, before its response head came."""
         if self._closed:
             raise httpx.ConnectError("the HTTP transport is closed")
         data = self._request_bytes(content, headers)
         async with self._slots:
-            conn = await self._head(data)
+            conn = await self._head(data, written)
             response = LeanResponse(conn, self.url)
             try:
                 yield response

@@ -140,13 +140,13 @@ class HttpSession:
         self.router = Router()
         self.lanes: LanePool | None = None  # the Sessions answering its POSTs (created by the first one)
         self.streams: dict[str, Stream] = {}
+        self.closed = False
         self.get_stream = self.new_stream(buffer_until_attached=False)
         self.transport = MainTransport(self.get_stream, self.router, limit=NOTIFICATIONS_QUEUED)
         self.main = Session(self.transport, notification_handler=connection.handle_notification)
         self.open_requests = 0
         self.last_active = _now()
         self.owner: str | None = None
-        self.closed = False
         self.handler: RequestHandler = connection.handle_request  # what its lanes answer requests with
         self.state: SessionState | None = None  # with a shared store: the state last read or written
         # the header lines of its JSON answers (`fast._json_lines`): built once, not per request
@@ -161,6 +161,8 @@ class HttpSession:
         """A stream of this session (resumable when there is an event store)."""
         stream = Stream(self.id, self.store, buffer_until_attached=buffer_until_attached)
         self.streams[stream.id] = stream
+        if self.closed:  # made while (or after) the session closes: nobody would finish it
+            stream.finish()
         return stream
 
     def touch(self, delta: int = 0) -> None:
@@ -186,7 +188,9 @@ class HttpSession:
             self.lanes.close()
         for exchange in self.exchanges():
             await exchange.abort()
-        for stream in self.streams.values():
+        # a snapshot: `finish` runs wake-up callbacks, which may forget streams (an exchange's end) or
+        # add one (finished by `new_stream` itself, as the session is closed)
+        for stream in list(self.streams.values()):
             stream.finish()
         await self.main.aclose()
         if self.store is not None:
