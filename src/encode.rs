@@ -167,19 +167,36 @@ pub fn write_str<O: Output>(out: &mut O, s: &str) {
     unsafe {
         *out.as_mut_ptr().add(len) = b'"';
         len += 1;
-        loop {
-            let run = copy_plain(&src[i..], out.as_mut_ptr().add(len));
-            len += run;
-            i += run;
-            if i == src.len() {
-                break;
-            }
-            len = escape_at(out, len, src, i);
-            i += 1;
-        }
+        while copy_run(out, src, &mut i, &mut len) {}
         *out.as_mut_ptr().add(len) = b'"';
         out.set_len(len + 1);
     }
+}
+
+/// One step of the copy-then-escape loop of `write_str` and `write_long_avx2`: copy the run of
+/// `src[*i..]` that needs no escaping to `out` at `*len`, then, unless the
+/// run reached the end of `src`, write the escape of the byte after it; advance `*i` and `*len`
+/// past what was written. Return whether bytes of `src` remain (`false`: the text is done, the
+/// buffer did not move).
+///
+/// # Safety
+/// The first `*len` bytes of `out` were written and the invariant of `write_str` holds
+/// (`capacity - *len >= (src.len() - *i) + 1`). After a `true` the buffer may have moved.
+#[inline(always)]
+unsafe fn copy_run<O: Output>(out: &mut O, src: &[u8], i: &mut usize, len: &mut usize) -> bool {
+    // SAFETY: `copy_plain` writes at most `src.len() - *i` bytes at `*len`, inside the
+    // capacity (the caller's invariant); `escape_at` gets its contract from the same invariant.
+    unsafe {
+        let run = copy_plain(&src[*i..], out.as_mut_ptr().add(*len));
+        *len += run;
+        *i += run;
+        if *i == src.len() {
+            return false;
+        }
+        *len = escape_at(out, *len, src, *i);
+    }
+    *i += 1;
+    true
 }
 
 /// Write the escape of `src[i]` at `len` (bytes written so far), first growing `out` so that
@@ -251,14 +268,9 @@ unsafe fn write_long_avx2<O: Output>(out: &mut O, src: &[u8]) {
                 i += 1;
                 dst = out.as_mut_ptr();
             }
-            let run = copy_plain(&src[i..], dst.add(len));
-            len += run;
-            i += run;
-            if i == src.len() {
+            if !copy_run(out, src, &mut i, &mut len) {
                 break;
             }
-            len = escape_at(out, len, src, i);
-            i += 1;
             dst = out.as_mut_ptr();
         }
         *dst.add(len) = b'"';

@@ -461,6 +461,15 @@ impl<'py> Walker<'py> {
 /// (before) left each load little time to arrive and started the first ones of a container
 /// only as it was reached. Four at once: `fresh7` 0.87 -> 0.83 of orjson's CPU time (3.13, the
 /// builds side by side); 2 and 8 were between the two (`benches/README.md`).
+///
+/// Asking for more did not pay on `fresh7` in allocation order, where pymalloc puts the objects of
+/// consecutive messages side by side (s27, 3.13, `--fresh 7`, ratio to orjson, base 0.85-0.88): a
+/// breadth-first pass over the message before the walk, prefetching every header of a level, then
+/// every entry table and item array, then the next level's headers, 0.94-0.97 (its misses moved
+/// into the pass, none went away; +0.2-0.5 us/msg on 100 messages in the cache); prefetching, two
+/// members ahead, the entry table or item array of a nested dict or list, no change (0.83-0.89)
+/// for 3-6 % more instructions. Both helped only when the same messages were walked in shuffled
+/// order (0.82 -> 0.75 and 0.76): misses with no neighbours already on their way.
 const AHEAD: usize = 4;
 
 /// Ask the CPU to bring the first cache line of `obj` (its type, and for most scalars their
