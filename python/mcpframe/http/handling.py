@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from mcpframe import jsonrpc, protocol
 from mcpframe._api import MessageLike
-from mcpframe.session import Session
+from mcpframe.session import Request, Session
 from mcpframe.session.inline import start_inline
 
 from .admission import Admission, Slot
@@ -257,9 +257,10 @@ class PostHandler:
         """The pool of `session`'s lanes (made by its first POST)."""
         if session.lanes is None:
             handler = session.handler
+            suspends = session.connection.server.suspends
             session.lanes = LanePool(
                 session.router,
-                lambda lane: self._make_session(lane, handler, batches=False),
+                lambda lane: self._make_session(lane, handler, batches=False, suspends=suspends),
                 self.sessions.spawn,
                 keep=_SESSION_LANES,
                 most=_SESSION_LANES_MOST,
@@ -270,8 +271,17 @@ class PostHandler:
         """A lane for one POST only (its Session is started by `_answer`)."""
         return Lane(router, lambda lane: self._make_session(lane, handler, batches=batches), reusable=False)
 
-    def _make_session(self, lane: Lane, handler: RequestHandler, *, batches: bool) -> Session:
-        return Session(lane.transport, request_handler=handler, batches=batches, options=self._lane_options)
+    def _make_session(
+        self,
+        lane: Lane,
+        handler: RequestHandler,
+        *,
+        batches: bool,
+        suspends: Callable[[Request], bool] | None = None,
+    ) -> Session:
+        made = Session(lane.transport, request_handler=handler, batches=batches, options=self._lane_options)
+        made.suspends = suspends
+        return made
 
     def _route(self, session: HttpSession, message: MessageLike) -> None:
         """Hand a client notification or response on (a notification's room reserved by `_route_all`)."""
