@@ -94,3 +94,28 @@ async def test_a_connection_gives_its_session_the_rule_and_def_tools_still_answe
     assert other["content"] == [{"type": "text", "text": "yo"}]
     assert bound
     assert bound[0].suspends == server.suspends
+
+
+async def test_a_def_tool_that_returns_an_awaitable_or_raises_is_answered_as_before() -> None:
+    server = Server("def-tools", version="1.0.0")
+
+    async def later(text: str) -> str:
+        return f"awaited {text}"
+
+    @server.tool
+    def deferred(text: str) -> Any:
+        """A `def` tool returning a coroutine: awaited on the loop."""
+        return later(text)
+
+    @server.tool
+    def broken(text: str) -> str:
+        """A `def` tool that raises on its worker thread."""
+        raise ValueError(f"no {text}")
+
+    async with legacy(server) as driver:
+        with anyio.fail_after(10):
+            got = await driver.request("tools/call", {"name": "deferred", "arguments": {"text": "x"}})
+            failed = await driver.request("tools/call", {"name": "broken", "arguments": {"text": "y"}})
+    assert got["content"] == [{"type": "text", "text": "awaited x"}]
+    assert failed["isError"] is True
+    assert failed["content"] == [{"type": "text", "text": "Error executing tool broken: no y"}]
