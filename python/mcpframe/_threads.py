@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import contextvars
 import functools
 import threading
@@ -116,8 +115,10 @@ class _Inbox:
             if self._waking:
                 return
             self._waking = True
-        with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
+        try:  # not contextlib.suppress, a context manager per call
             self._loop.call_soon_threadsafe(self._drain)
+        except RuntimeError:  # a closed loop: nobody is waiting any more
+            return
 
     def _drain(self) -> None:
         with self._lock:

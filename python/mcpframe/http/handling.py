@@ -7,18 +7,18 @@ replies. It never sees the `StreamableHTTPServer` that composes it, so it can be
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from mcpframe import jsonrpc, protocol
 from mcpframe._api import MessageLike
-from mcpframe.session import Session
+from mcpframe.session import Request, Session
 from mcpframe.session.inline import start_inline
 
 from .admission import Admission, Slot
 from .asgi import ClientDisconnect, HttpRequest, TooLarge
+from .deadlines import Deadlines
 from .exchange import Exchange, Lane, LanePool, RequestHandler, Router
 from .headers import (
     FIRST_STATELESS,
@@ -257,9 +257,10 @@ class PostHandler:
         """The pool of `session`'s lanes (made by its first POST)."""
         if session.lanes is None:
             handler = session.handler
+            suspends = session.connection.server.suspends
             session.lanes = LanePool(
                 session.router,
-                lambda lane: self._make_session(lane, handler, batches=False),
+                lambda lane: self._make_session(lane, handler, batches=False, suspends=suspends),
                 self.sessions.spawn,
                 keep=_SESSION_LANES,
                 most=_SESSION_LANES_MOST,
@@ -270,8 +271,17 @@ class PostHandler:
         """A lane for one POST only (its Session is started by `_answer`)."""
         return Lane(router, lambda lane: self._make_session(lane, handler, batches=batches), reusable=False)
 
-    def _make_session(self, lane: Lane, handler: RequestHandler, *, batches: bool) -> Session:
-        return Session(lane.transport, request_handler=handler, batches=batches, options=self._lane_options)
+    def _make_session(
+        self,
+        lane: Lane,
+        handler: RequestHandler,
+        *,
+        batches: bool,
+        suspends: Callable[[Request], bool] | None = None,
+    ) -> Session:
+        made = Session(lane.transport, request_handler=handler, batches=batches, options=self._lane_options)
+        made.suspends = suspends
+        return made
 
     def _route(self, session: HttpSession, message: MessageLike) -> None:
         """Hand a client notification or response on (a notification's room reserved by `_route_all`)."""
@@ -445,12 +455,13 @@ class PostHandler:
         event = stream.wake if accepts.sse else stream.finished  # wake: a frame that is not a response
         if not event.is_set():  # on the direct path most answers are in before we get here: no timer
             wait = self.json_wait(accepts)
-            timer = None if wait == math.inf else asyncio.get_running_loop().call_later(wait, stream.wake.set)
+            # the shared timer of all POSTs' waits, not a `call_later` each (`Deadlines`: ~28k instructions)
+            deadline = None if wait == math.inf else Deadlines.of(wait).add(stream.wake.set)
             try:
                 await event.wait()
             finally:
-                if timer is not None:
-                    timer.cancel()
+                if deadline is not None:
+                    deadline[1] = None
         return self._json_ready(stream, session, accepts, headers)
 
     @staticmethod

@@ -16,7 +16,7 @@ import anyio
 
 from mcpframe import protocol
 from mcpframe._gc import freeze_startup_heap
-from mcpframe.session import Session, SessionOptions
+from mcpframe.session import Request, Session, SessionOptions
 from mcpframe.transports.base import Transport
 from mcpframe.transports.stdio import stdio_server
 
@@ -365,6 +365,17 @@ class Server:
                 self.lifespan_state = None
                 with anyio.CancelScope(shield=True):
                     await stack.aclose()
+
+    def suspends(self, request: Request) -> bool:
+        """Whether `request`'s handler surely suspends in its first step: a `tools/call` of a plain `def`
+        tool, whose call goes to a worker thread. A Session then starts it in a task of its own rather than
+        eagerly (`Session.suspends`; a wrong guess costs time, never an answer)."""
+        if request.method != protocol.TOOLS_CALL:
+            return False
+        params = request.params
+        name = params.get("name") if type(params) is dict else None
+        tool = self.registry.tools.get(name) if type(name) is str else None
+        return tool is not None and not tool.signature.is_async and tool.task_support == "forbidden"
 
     async def serve(self, transport: Transport, *, session_options: SessionOptions | None = None) -> None:
         """Serve one connection on `transport` until the peer goes away, inside the server's lifespan.

@@ -131,6 +131,7 @@ class ServerConnection:
     def bind(self, session: Session) -> None:
         """Attach the Session this connection pushes notifications on; call it from the event loop."""
         self.session = session
+        session.suspends = self.server.suspends  # a `def` tool's call starts in a task of its own
         self._token = session.loop_token()
         self._loop_thread = threading.get_ident()
         self.server._connections.add(self)

@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from mcpframe import jsonrpc, protocol
+from mcpframe._threads import call_sync
 from mcpframe.session import JSONRPCError, Request
 
 from .content import ToolResult, to_builtins, to_content, to_json_text, to_messages
@@ -18,7 +19,7 @@ from .content import blob_contents as _blob
 from .content import text_contents as _text
 from .context import CallInfo, InputRequired
 from .eras import LOG_LEVELS, at_least
-from .invoke import invoke, log_tool_failure
+from .invoke import PLAIN_RESULTS, invoke, log_tool_failure
 from .registry import Tool, paginate
 from .schema import ArgumentError
 from .tasks_methods import route
@@ -146,10 +147,14 @@ async def run_tool(
             return _error_result(str(exc))
         raise invalid(str(exc)) from None
     try:
-        if signature.is_async and signature.context_param is None:  # no Context, no thread: call it here
-            value = await tool.fn(**kwargs)
-        else:
+        if signature.context_param is not None:
             value = await invoke(tool.fn, signature, kwargs, request=request, call=call, connection=conn)
+        elif signature.is_async:  # no Context, no thread: call it here
+            value = await tool.fn(**kwargs)
+        else:  # invoke's own way, with no frame of it in between: a worker thread
+            value = await call_sync(tool.fn, (), kwargs)
+            if type(value) not in PLAIN_RESULTS and inspect.isawaitable(value):
+                value = await value
     except (JSONRPCError, InputRequired):
         raise
     except Exception as exc:  # a failing tool is a result the model can read, not a protocol error

@@ -22,7 +22,7 @@ from .schema import Signature
 if TYPE_CHECKING:
     from .connection import ServerConnection
 
-__all__ = ["invoke", "log_tool_failure"]
+__all__ = ["PLAIN_RESULTS", "invoke", "log_tool_failure"]
 
 _FORMAT = "%(levelname)s %(name)s: %(message)s"
 
@@ -69,7 +69,7 @@ def log_tool_failure(logger: logging.Logger, tool: str, exc: BaseException) -> N
     logger.error("tool %r failed: %s: %s", tool, type(exc).__name__, exc, exc_info=exc)
 
 
-_PLAIN = frozenset({str, dict, list, int, float, bool, type(None), bytes, tuple})
+PLAIN_RESULTS = frozenset({str, dict, list, int, float, bool, type(None), bytes, tuple})
 """Result types that are never awaitable: no need to ask ``inspect.isawaitable``."""
 
 
@@ -94,6 +94,6 @@ async def invoke(
     if signature.is_async:
         return await fn(**kwargs)
     result = await call_sync(fn, (), kwargs)
-    if type(result) not in _PLAIN and inspect.isawaitable(result):
+    if type(result) not in PLAIN_RESULTS and inspect.isawaitable(result):
         return await result
     return result

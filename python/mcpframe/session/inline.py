@@ -31,17 +31,40 @@ __all__ = ["answer_inline", "start_inline"]
 def start_inline(
     session: Session, message: MessageLike, deliver: Callable[[Id, bytes], Awaitable[None]]
 ) -> None:
-    """Start ``answer_inline`` for ``message`` the way ``session`` starts its handlers (eagerly where it
-    can: most handlers have answered when this returns), then ``deliver(id, frame)`` its answer.
+    """Start answering ``message`` as ``answer_inline`` would, the way ``session`` starts its handlers
+    (eagerly where it can: most handlers have answered when this returns), then ``deliver(id, frame)``.
 
-    Call it only while ``session`` runs (``Session.run()`` has started).
+    The request is registered among the Session's incoming ones at once, as the Session registers those it
+    reads. One that starts in a task of its own (no eager start, a notification job queued first, or a
+    handler that surely suspends: ``Session.suspends``) is then found by a cancel that comes before its
+    task runs, and its handler never runs. Call it only while ``session`` runs (``Session.run()`` started).
     """
-    coro = answer_inline(session, message, deliver)
+    rid = message.id
+    assert rid is not None
+    request = _register(session, message)
     eager = session._eager
-    if eager is None or session._jobs_queued:
-        session._spawn(coro)  # referenced by the Request in the Session's incoming ones while it runs
-    else:
-        eager.start(coro)
+    queued = eager is None or session._jobs_queued  # a notification that came first is handled first
+    if isinstance(request, bytes):  # refused: answered from where its handler would have run
+        refusal = _refuse(rid, request, deliver)
+        if queued or eager is None:
+            session._spawn(refusal)
+        else:
+            eager.start(refusal)
+        return
+    coro = _answer(session, request, deliver)
+    suspends = session.suspends
+    if queued or eager is None or (suspends is not None and suspends(request)):
+        request._task = session._spawn(coro)
+        return
+    task = eager.start(coro)
+    if task is not None:
+        request._task = task
+        if request._cancelled:  # it cancelled itself during its first step
+            request._deliver_cancel()
+
+
+async def _refuse(rid: Id, frame: bytes, deliver: Callable[[Id, bytes], Awaitable[None]]) -> None:
+    await deliver(rid, frame)
 
 
 async def answer_inline(
@@ -54,30 +77,51 @@ async def answer_inline(
     closing): a cancelled request gets no answer. Run it in a task of its own: that task is what a cancel
     cancels.
     """
+    request = _register(session, message)
+    if isinstance(request, bytes):
+        rid = message.id
+        assert rid is not None
+        await deliver(rid, request)
+        return
+    request._task = asyncio.current_task()
+    await _answer(session, request, deliver)
+
+
+def _register(session: Session, message: MessageLike) -> Request | bytes:
+    """``message``'s ``Request``, registered among ``session``'s incoming ones; else the error frame that
+    answers it (its id in flight, no handler, or params that cannot be built), as the Session answers."""
     rid = message.id
     assert rid is not None
     incoming = session._incoming
-    handler = session.request_handler
-    if rid in incoming or handler is None:
-        await deliver(rid, error_frame(rid, session._refusal(message)).rstrip(b"\n"))
-        return
+    if rid in incoming or session.request_handler is None:
+        return error_frame(rid, session._refusal(message)).rstrip(b"\n")
     try:
         request = Request(session, message)
     except Exception as exc:  # e.g. params that cannot be built: answered, as the Session does
         failure = JSONRPCError(jsonrpc.INTERNAL_ERROR, f"Internal error ({type(exc).__name__})")
-        await deliver(rid, error_frame(rid, failure).rstrip(b"\n"))
-        return
+        return error_frame(rid, failure).rstrip(b"\n")
     incoming[rid] = request
-    request._task = asyncio.current_task()
-    request._started = True
+    return request
+
+
+async def _answer(
+    session: Session, request: Request, deliver: Callable[[Id, bytes], Awaitable[None]]
+) -> None:
+    """Run the handler for the registered ``request`` (not if it was cancelled before), then deliver."""
+    rid = request.id
+    incoming = session._incoming
     frame: bytes | None = None
     try:
-        try:
-            result = await (request._call_in_scope(handler) if IN_SCOPE else handler(request))
-        except (JSONRPCError, Exception) as exc:
-            frame = failure_frame(request, exc)
-        else:
-            frame = result_frame(request, result)
+        if not request._cancelled:  # cancelled before its task ran: the handler never runs
+            request._started = True
+            handler = session.request_handler
+            assert handler is not None
+            try:
+                result = await (request._call_in_scope(handler) if IN_SCOPE else handler(request))
+            except (JSONRPCError, Exception) as exc:
+                frame = failure_frame(request, exc)
+            else:
+                frame = result_frame(request, result)
     except asyncio.CancelledError:
         if not request._cancelled:
             raise  # not the client's cancel (the loop, or the Session ending): let the task end cancelled

@@ -120,6 +120,10 @@ class Session:
         self.transport = transport
         self.request_handler = request_handler
         self.notification_handler = notification_handler
+        self.suspends: Callable[[Request], bool] | None = None
+        """Optional: whether a request's handler surely suspends in its first step (a sync tool, whose call
+        goes to a worker thread). Such a request starts in a task of its own, not eagerly: an eager start
+        would only add the hand-over of its host task (``session/eager.py``), ~19k instructions."""
         self.closed = False
         self._incoming: dict[Id, Request] = {}
         self._outgoing = Outgoing(
@@ -494,7 +498,9 @@ class Session:
         if batch is not None:
             batch.expect()
         coro = self._handle(request)
-        if self._eager is None or self._jobs_queued:  # a notification that came first is handled first
+        suspends = self.suspends
+        # a notification that came first is handled first; a handler that will suspend needs no eager start
+        if self._eager is None or self._jobs_queued or (suspends is not None and suspends(request)):
             request._task = self._spawn(coro)
             return
         task = self._eager.start(coro)  # most handlers are done (and answered) when this returns
