@@ -12,15 +12,15 @@ import httpx
 import pytest
 
 from ._server_support import call, messages
-from .test_server_deferred import Tools, _waiting_deadlines, open_session, serving
+from .test_server_deferred import Tools, _waiting_deadlines, serving
 
 pytestmark = pytest.mark.anyio
 
 
 async def test_a_json_wait_is_a_shared_deadline_cancelled_by_the_answer() -> None:
     tools = Tools()
-    async with serving(tools, "uvicorn", response_mode="auto", stream_after=60.0) as (url, app, client):
-        headers = await open_session(client, url)
+    served = serving(tools, "uvicorn", response_mode="auto", stream_after=60.0)
+    async with served as (url, app, client, headers):
         got: list[httpx.Response] = []
         with anyio.fail_after(10):
             async with anyio.create_task_group() as tg:
@@ -43,8 +43,8 @@ async def test_a_json_wait_is_a_shared_deadline_cancelled_by_the_answer() -> Non
 
 async def test_a_json_wait_that_expires_switches_the_answer_to_sse() -> None:
     tools = Tools()
-    async with serving(tools, "uvicorn", response_mode="auto", stream_after=0) as (url, _app, client):
-        headers = await open_session(client, url)
+    served = serving(tools, "uvicorn", response_mode="auto", stream_after=0)
+    async with served as (url, _app, client, headers):
         with anyio.fail_after(10):
             body = call("hold", {"text": "s"}, rid=8)
             request = client.build_request("POST", url, json=body, headers=headers)
