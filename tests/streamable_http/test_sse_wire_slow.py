@@ -22,8 +22,10 @@ import pytest
 
 from mcpframe.http import sse_wire
 from mcpframe.http import wire as wire_module
+from mcpframe.http.events import split_event_id
+from mcpframe.http.sessions import HttpSession
 
-from ._server_support import call
+from ._server_support import call, messages, sse_events
 from .test_sse_wire import _LOGS, Tools, open_session, serving, until, writers
 
 __all__ = ["writers"]  # the fixture, used by name
@@ -207,3 +209,73 @@ async def test_a_failure_ending_the_stream_of_a_client_that_left_does_not_stop_t
                 await until(lambda: tools.logged == _LOGS)
     assert writers[0].closed
     assert "ending the SSE stream" in caplog.text
+
+
+async def test_a_resume_while_the_writer_is_attached_replaces_it(
+    writers: list[sse_wire.SseWriter],
+) -> None:
+    tools = Tools()
+    async with (
+        serving(tools, response_mode="resumable") as (url, app),
+        httpx.AsyncClient(timeout=10) as client,
+    ):
+        headers = await open_session(client, url)
+        with anyio.fail_after(10):
+            request = client.build_request("POST", url, json=call("note", rid=9), headers=headers)
+            response = await client.send(request, stream=True)
+            try:
+                got = b""
+                chunks = response.aiter_raw()
+                async for chunk in chunks:  # the priming event and the log, the tool still waiting
+                    got += chunk
+                    if b"notifications/message" in got and got.endswith(b"\n\n"):
+                        break
+                priming = sse_events(got.decode())[0]["id"]
+                resume = {**headers, "accept": "text/event-stream", "last-event-id": priming}
+                again = await client.send(client.build_request("GET", url, headers=resume), stream=True)
+                try:
+                    got += b"".join([chunk async for chunk in chunks])  # the POST's answer ends: replaced
+                    assert writers[0].closed
+                    tools.gate.set()
+                    resumed = b"".join([chunk async for chunk in again.aiter_raw()])
+                finally:
+                    await again.aclose()
+            finally:
+                await response.aclose()
+            await until(lambda: app.posts.admission.running == 0)
+        session = app.sessions.find(headers, None)
+        assert isinstance(session, HttpSession)
+        assert session.open_requests == 0
+    assert [m.get("method") for m in messages(got.decode())] == ["notifications/message"]
+    replayed = messages(resumed.decode())
+    assert [m.get("method") for m in replayed] == ["notifications/message", None]
+    assert replayed[1]["result"]["content"] == [{"type": "text", "text": "noted"}]
+    ids = [split_event_id(e["id"]) for e in sse_events(got.decode()) + sse_events(resumed.decode())]
+    assert [seq for _, seq in filter(None, ids)] == [0, 1, 1, 2]  # priming, log; the log again, answer
+    assert (tools.finished, tools.cancelled, len(writers)) == (0, 0, 1)
+
+
+async def test_a_server_closing_with_a_writer_open_ends_it(writers: list[sse_wire.SseWriter]) -> None:
+    tools = Tools()
+    options = {"response_mode": "sse", "event_store": None, "keepalive": 60.0}
+    async with httpx.AsyncClient(timeout=10) as client:
+        async with serving(tools, grace=0, **options) as (url, _):
+            headers = await open_session(client, url)
+            with anyio.fail_after(10):
+                body = call("hold", {"text": "x"}, rid=7)
+                request = client.build_request("POST", url, json=body, headers=headers)
+                response = await client.send(request, stream=True)
+                await tools.entered.wait()
+                assert writers[0]._entry is not None
+        try:
+            # no grace: the request is cut and its response with it (as on the full path, `SseReply`)
+            with anyio.fail_after(10), contextlib.suppress(httpx.RemoteProtocolError):
+                async for _ in response.aiter_raw():
+                    pass
+        finally:
+            await response.aclose()
+    assert tools.cancelled == 1
+    assert writers[0].closed
+    assert writers[0]._entry is None  # no timer left behind
+    assert tools.finished == 0
+    assert len(writers) == 1
