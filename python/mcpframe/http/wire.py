@@ -236,7 +236,8 @@ class _Connection(asyncio.Protocol):
             return
         self.current = cycle = self.pending.popleft()
         fast = self.owner.fast
-        if fast is not None and cycle.complete and cycle.method == "POST" and not self._full():
+        full = (writable := self.writable) is not None and not writable.done()  # (`_full`, inlined)
+        if fast is not None and cycle.complete and cycle.method == "POST" and not full:
             # the app's hot path, before any ASGI scope is built (`WireAnswer`)
             answer = fast(cycle.target, cycle.headers, b"".join(cycle.body))
             if answer is not None:
@@ -727,8 +728,8 @@ class _Out:
         connection._finished(cycle, from_loop=True)
 
     def room(self) -> asyncio.Future[None] | None:
-        connection = self._connection
-        return connection._room() if connection._full() else None
+        writable = self._connection.writable  # (`_full`, inlined: asked once per event)
+        return None if writable is None or writable.done() else asyncio.shield(writable)
 
 
 def _ready(whole: Whole) -> Later:
