@@ -23,6 +23,7 @@ import pytest
 
 from mcpframe.http import sse_wire
 from mcpframe.http import wire as wire_module
+from mcpframe.http.events import split_event_id
 from mcpframe.http.server import HttpOptions, StreamableHTTPServer, serve_http
 from mcpframe.http.sessions import HttpSession
 from mcpframe.server import Context, Server
@@ -90,8 +91,11 @@ class Tools:
 
 
 @contextlib.asynccontextmanager
-async def serving(tools: Tools, **options: Any) -> AsyncIterator[tuple[str, StreamableHTTPServer]]:
-    """`tools` on the lean server on 127.0.0.1; yields (URL, the app)."""
+async def serving(
+    tools: Tools, *, grace: float | None = None, **options: Any
+) -> AsyncIterator[tuple[str, StreamableHTTPServer]]:
+    """`tools` on the lean server on 127.0.0.1 (stopped with `grace`, `serve_http`'s); yields (URL, the
+    app)."""
     opts = HttpOptions(**options)
     app = StreamableHTTPServer(tools.server, opts)
     ready: list[str] = []
@@ -110,6 +114,7 @@ async def serving(tools: Tools, **options: Any) -> AsyncIterator[tuple[str, Stre
                 ready=on_ready,
                 http_server="mcpframe",
                 app=app,  # type: ignore[arg-type]
+                grace=grace,
             )
         )
         with anyio.fail_after(10):
@@ -199,6 +204,11 @@ async def test_a_def_tool_is_answered_over_sse_with_no_task(
             events = sse_events(response.text)
             if mode == "resumable":  # primed, and the answer stored: both carry ids
                 assert [sorted(e) for e in events] == [["data", "id", "retry"], ["data", "event", "id"]]
+                ids = [split_event_id(e["id"]) for e in events]
+                assert ids[0] is not None
+                assert ids[1] is not None
+                assert ids[0][0] == ids[1][0]  # one stream ...
+                assert ids[0][1] < ids[1][1]  # ... its ids increasing
             else:
                 assert [sorted(e) for e in events] == [["data", "event"]]
             assert messages(response.text) == [
@@ -291,6 +301,21 @@ async def test_a_slow_client_holds_back_the_producer_not_the_servers_memory(
     assert tools.logged == _LOGS
     assert text.count(b"notifications/message") == _LOGS
     assert b'"text":"flooded"' in text
+    logs = messages(_dechunked(text.split(b"\r\n\r\n", 1)[1]).decode())
+    assert [m.get("method") for m in logs] == ["notifications/message"] * _LOGS + [None]  # answer last
+    assert logs[-1]["id"] == 6
+
+
+def _dechunked(body: bytes) -> bytes:
+    """A chunked HTTP/1.1 body's content."""
+    out = b""
+    while True:
+        size, _, rest = body.partition(b"\r\n")
+        length = int(size, 16)
+        if length == 0:
+            return out
+        out += rest[:length]
+        body = rest[length + 2 :]
 
 
 async def test_a_client_leaving_a_stream_nobody_can_resume_cancels_its_handler_once(
@@ -379,8 +404,12 @@ async def test_a_quiet_stream_gets_keepalive_comments_then_its_answer(
                 got += b"".join([chunk async for chunk in chunks])
             finally:
                 await response.aclose()
+    answer = got.index(b'"text":"k"')
+    assert got.count(b": keepalive\n\n", answer) == 0  # none after the answer
     assert messages(got.decode())[-1]["result"]["content"] == [{"type": "text", "text": "k"}]
     assert len(writers) == 1
+    assert writers[0].closed
+    assert writers[0]._entry is None  # the quiet timer's entry cleared with the answer
 
 
 async def test_a_quiet_resumable_stream_is_closed_for_polling_and_resumed(

@@ -20,6 +20,7 @@ one loop turn waits here (at most `_COALESCED` events: more are written at once)
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
     from .sessions import HttpSession
 
 __all__ = ["SseWriter", "sse_writer"]
+
+logger = logging.getLogger("mcpframe.http")
 
 _LINES: dict[str, bytes] = {}  # `_header_lines`, by session id
 _LINES_KEPT = 1024
@@ -78,7 +81,10 @@ class SseWriter(DirectPipe, Streamed):
 
     def lost(self) -> None:
         self._out = None  # nothing more is written
-        self.stream.detach(self)  # closes it: `close`
+        try:
+            self.stream.detach(self)  # closes it: `close`
+        except Exception:  # this runs inside the connection's `connection_lost`: the rest of it must run
+            logger.exception("ending the SSE stream %s after its client left failed", self.stream.id)
 
     # ---------------------------------------------------------------- the stream's (`Pipe`)
 
@@ -147,7 +153,8 @@ class SseWriter(DirectPipe, Streamed):
             stream.detach(self)  # the client resumes after its `retry`
             return
         self._flush()
-        self._out.write(KEEPALIVE)
+        if self._out.room() is None:  # a client that takes nothing now gets no comments piling up
+            self._out.write(KEEPALIVE)
         self._arm()
 
 

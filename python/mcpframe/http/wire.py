@@ -236,7 +236,8 @@ class _Connection(asyncio.Protocol):
             return
         self.current = cycle = self.pending.popleft()
         fast = self.owner.fast
-        if fast is not None and cycle.complete and cycle.method == "POST" and self.writable is None:
+        full = (writable := self.writable) is not None and not writable.done()  # (`_full`, inlined)
+        if fast is not None and cycle.complete and cycle.method == "POST" and not full:
             # the app's hot path, before any ASGI scope is built (`WireAnswer`)
             answer = fast(cycle.target, cycle.headers, b"".join(cycle.body))
             if answer is not None:
@@ -270,7 +271,7 @@ class _Connection(asyncio.Protocol):
             if not isinstance(answer, tuple):
                 self.owner._spawn(self._run(cycle, answer))
                 return
-            if self.writable is not None and not self.lost:
+            if self._full() and not self.lost:
                 self.owner._spawn(self._run(cycle, _ready(answer)))
                 return
             if not self.lost:
@@ -380,10 +381,25 @@ class _Connection(asyncio.Protocol):
         whole = await later(receive, send)
         if whole is None:
             return  # answered through `send`
-        if self.writable is not None:
-            await self.writable  # the client reads slowly: wait rather than buffer (as `_send` does)
+        if self._full():
+            await self._room()  # the client reads slowly: wait rather than buffer (as `_send` does)
         if not self.lost:
             self._write_whole(cycle, whole, then=False)
+
+    def _full(self) -> bool:
+        """The socket's write buffer is past its high-water mark: writers wait (`_room`). (A `writable`
+        that is done counts as room: `resume_writing` clears it, and one cancelled by a mistake must not
+        stop the connection for good.)"""
+        writable = self.writable
+        return writable is not None and not writable.done()
+
+    def _room(self) -> asyncio.Future[None]:
+        """A future done once the socket has room again (or the client left), one per waiter: a waiter
+        cancelled (its task, or an app's stream producer, `_Out.room`) cancels its own, never the
+        connection's `writable` that every other waiter and the next request's answer wait on."""
+        writable = self.writable
+        assert writable is not None
+        return asyncio.shield(writable)
 
     def _finished(self, cycle: Cycle, *, from_loop: bool = False) -> None:
         """`cycle` is answered: close, or go on to the next request (`from_loop`: in a callback of the loop's,
@@ -426,8 +442,8 @@ class _Connection(asyncio.Protocol):
             await cycle.more.wait()
 
     async def _send(self, cycle: Cycle, message: Message) -> None:
-        if self.writable is not None:
-            await self.writable  # the client reads slowly: wait rather than buffer
+        if self._full():
+            await self._room()  # the client reads slowly: wait rather than buffer
         if self.lost or self.transport is None or cycle.response_done:
             return
         kind = message["type"]
@@ -712,8 +728,8 @@ class _Out:
         connection._finished(cycle, from_loop=True)
 
     def room(self) -> asyncio.Future[None] | None:
-        writable = self._connection.writable
-        return None if writable is None or writable.done() else writable
+        writable = self._connection.writable  # (`_full`, inlined: asked once per event)
+        return None if writable is None or writable.done() else asyncio.shield(writable)
 
 
 def _ready(whole: Whole) -> Later:

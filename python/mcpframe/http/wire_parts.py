@@ -94,7 +94,8 @@ class StreamOut(Protocol):
 
     def room(self) -> asyncio.Future[None] | None:
         """While the client reads too slowly (the socket's write buffer is full): a future done once there
-        is room again, which a producer that can wait awaits; `None` otherwise."""
+        is room again, which a producer that can wait awaits; `None` otherwise. A new future per call:
+        a waiter cancelled cancels its own, never what other writers on the connection wait on."""
 
 
 class Streamed:
