@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
 
@@ -172,3 +173,15 @@ class Request:
         return await self.session.request(
             method, params, timeout=timeout, on_progress=on_progress, max_timeout=max_timeout
         )
+
+
+def suspends_failed(request: Request) -> bool:
+    """What a ``Session.suspends`` hook that raised for ``request`` counts as: False, the failure logged.
+
+    Called from the ``except`` around the hook, where the request is registered already: raising on would
+    leave it registered for good (its id refused as in flight) and its handler never run.
+    """
+    logging.getLogger("mcpframe.session").exception(
+        "Session.suspends failed for %r (id %r): the request starts as any other", request.method, request.id
+    )
+    return False
