@@ -53,11 +53,12 @@ def start_inline(
         return
     coro = _answer(session, request, deliver)
     suspends = session.suspends
-    try:
-        apart = queued or (suspends is not None and suspends(request))
-    except Exception:  # the request is registered: it must still start (and end), so not apart
-        apart = suspends_failed(request)
-    if apart or eager is None:
+    try:  # free unless it raises (3.11's zero-cost try): this is every request's path
+        if queued or eager is None or (suspends is not None and suspends(request)):
+            request._task = session._spawn(coro)
+            return
+    except Exception:  # the hook failed; the request is registered, so it must still start (and end)
+        suspends_failed(request)
         request._task = session._spawn(coro)
         return
     task = eager.start(coro)

@@ -124,7 +124,7 @@ class Session:
         """Optional: whether a request's handler surely suspends in its first step (a sync tool, whose call
         goes to a worker thread). Such a request starts in a task of its own, not eagerly: an eager start
         would only add the hand-over of its host task (``session/eager.py``), ~19k instructions. A hook
-        that raises counts as False (logged): the request still starts, eagerly."""
+        that raises is logged, and its request starts in a task of its own."""
         self.closed = False
         self._incoming: dict[Id, Request] = {}
         self._outgoing = Outgoing(
@@ -501,15 +501,15 @@ class Session:
         coro = self._handle(request)
         suspends = self.suspends
         # a notification that came first is handled first; a handler that will suspend needs no eager start
-        eager = self._eager
-        try:
-            apart = eager is None or self._jobs_queued or (suspends is not None and suspends(request))
-        except Exception:  # the request is registered: it must still start (and end), so not apart
-            apart = suspends_failed(request)
-        if apart or eager is None:
+        try:  # free unless it raises (3.11's zero-cost try): this is every request's path
+            if self._eager is None or self._jobs_queued or (suspends is not None and suspends(request)):
+                request._task = self._spawn(coro)
+                return
+        except Exception:  # the hook failed; the request is registered, so it must still start (and end)
+            suspends_failed(request)
             request._task = self._spawn(coro)
             return
-        task = eager.start(coro)  # most handlers are done (and answered) when this returns
+        task = self._eager.start(coro)  # most handlers are done (and answered) when this returns
         if task is not None:
             request._task = task
             if request._cancelled:  # it cancelled itself during its first step

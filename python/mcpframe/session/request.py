@@ -175,13 +175,15 @@ class Request:
         )
 
 
-def suspends_failed(request: Request) -> bool:
-    """What a ``Session.suspends`` hook that raised for ``request`` counts as: False, the failure logged.
+def suspends_failed(request: Request) -> None:
+    """Log that a ``Session.suspends`` hook raised for ``request``.
 
-    Called from the ``except`` around the hook, where the request is registered already: raising on would
-    leave it registered for good (its id refused as in flight) and its handler never run.
+    Called from the ``except`` around the hook, where the request is registered already: its caller then
+    starts it in a task of its own (the safe guess: a cancel that comes first is still found) rather than
+    raising on, which would leave it registered for good (its id refused as in flight), never run.
     """
     logging.getLogger("mcpframe.session").exception(
-        "Session.suspends failed for %r (id %r): the request starts as any other", request.method, request.id
+        "Session.suspends failed for %r (id %r): the request starts in a task of its own",
+        request.method,
+        request.id,
     )
-    return False
