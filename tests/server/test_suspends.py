@@ -1,6 +1,7 @@
 """``Server.suspends``: which requests a Session starts in a task of their own rather than eagerly (a
-``tools/call`` of a plain ``def`` tool, which always goes to a worker thread), and that every connection's
-Session is given it. A wrong guess would cost time only; these pin the guess and that calls still answer.
+``tools/call`` of a ``def`` tool, with or without a ``Context``: it always goes to a worker thread), and
+that every connection's Session is given it. A wrong guess would cost time only; these pin the guess and
+that calls still answer.
 """
 
 from __future__ import annotations

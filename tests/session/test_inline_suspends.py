@@ -1,6 +1,8 @@
 """``start_inline`` with ``Session.suspends``: a request whose handler surely suspends starts in a task of its
 own, registered at once, so a cancel that comes before that task runs is never lost; the others start
-eagerly, as before. The same rule in the Session's own reader (``Session._on_request``).
+eagerly, as before. These go through ``start_inline`` only; the same rule in the Session's own reader
+(``Session._on_request``) is tested through a real Server in ``tests/server/test_stdio_suspends.py``, and a
+hook that raises in ``tests/session/test_suspends_raises.py``.
 
 No test here waits for time to pass: handlers wait on events the test sets.
 """

@@ -367,9 +367,10 @@ class Server:
                     await stack.aclose()
 
     def suspends(self, request: Request) -> bool:
-        """Whether `request`'s handler surely suspends in its first step: a `tools/call` of a plain `def`
-        tool, whose call goes to a worker thread. A Session then starts it in a task of its own rather than
-        eagerly (`Session.suspends`; a wrong guess costs time, never an answer)."""
+        """Whether `request`'s handler surely suspends in its first step: a `tools/call` of a `def` tool,
+        with or without a `Context` (either way its call goes to a worker thread; only the direct call
+        without one skips `invoke`). A Session then starts it in a task of its own rather than eagerly
+        (`Session.suspends`; a wrong guess costs time, never an answer)."""
         if request.method != protocol.TOOLS_CALL:
             return False
         params = request.params

@@ -20,7 +20,7 @@ from mcpframe import jsonrpc
 from mcpframe._api import Id, MessageLike
 from mcpframe.session.errors import JSONRPCError
 from mcpframe.session.frames import error_frame, failure_frame, result_frame
-from mcpframe.session.request import IN_SCOPE, Request
+from mcpframe.session.request import IN_SCOPE, Request, suspends_failed
 
 if TYPE_CHECKING:
     from mcpframe.session.peer import Session
@@ -53,7 +53,12 @@ def start_inline(
         return
     coro = _answer(session, request, deliver)
     suspends = session.suspends
-    if queued or eager is None or (suspends is not None and suspends(request)):
+    try:  # free unless it raises (3.11's zero-cost try): this is every request's path
+        if queued or eager is None or (suspends is not None and suspends(request)):
+            request._task = session._spawn(coro)
+            return
+    except Exception:  # the hook failed; the request is registered, so it must still start (and end)
+        suspends_failed(request)
         request._task = session._spawn(coro)
         return
     task = eager.start(coro)

@@ -55,7 +55,7 @@ from mcpframe.session.intake import Intake
 from mcpframe.session.options import SessionOptions
 from mcpframe.session.outbox import IO_ERRORS, Outbox
 from mcpframe.session.outgoing import Outgoing
-from mcpframe.session.request import IN_SCOPE, ProgressCallback, Request
+from mcpframe.session.request import IN_SCOPE, ProgressCallback, Request, suspends_failed
 from mcpframe.transports.base import Transport
 
 __all__ = ["NotificationHandler", "RequestHandler", "Session"]
@@ -123,7 +123,8 @@ class Session:
         self.suspends: Callable[[Request], bool] | None = None
         """Optional: whether a request's handler surely suspends in its first step (a sync tool, whose call
         goes to a worker thread). Such a request starts in a task of its own, not eagerly: an eager start
-        would only add the hand-over of its host task (``session/eager.py``), ~19k instructions."""
+        would only add the hand-over of its host task (``session/eager.py``), ~19k instructions. A hook
+        that raises is logged, and its request starts in a task of its own."""
         self.closed = False
         self._incoming: dict[Id, Request] = {}
         self._outgoing = Outgoing(
@@ -500,7 +501,12 @@ class Session:
         coro = self._handle(request)
         suspends = self.suspends
         # a notification that came first is handled first; a handler that will suspend needs no eager start
-        if self._eager is None or self._jobs_queued or (suspends is not None and suspends(request)):
+        try:  # free unless it raises (3.11's zero-cost try): this is every request's path
+            if self._eager is None or self._jobs_queued or (suspends is not None and suspends(request)):
+                request._task = self._spawn(coro)
+                return
+        except Exception:  # the hook failed; the request is registered, so it must still start (and end)
+            suspends_failed(request)
             request._task = self._spawn(coro)
             return
         task = self._eager.start(coro)  # most handlers are done (and answered) when this returns
