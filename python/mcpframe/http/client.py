@@ -76,12 +76,13 @@ class _Posting:
     """A request this transport posts: the scope of its exchange, and how far its POST got (`send` holds
     the request's cancel back until the server can have the request: see `_cancel`)."""
 
-    __slots__ = ("_waiter", "scope", "started", "written")
+    __slots__ = ("_waiter", "cancelled", "scope", "started", "written")
 
     def __init__(self) -> None:
         self.scope = anyio.CancelScope()
         self.started = False  # its task began posting it: some of it may be on the wire
         self.written = False  # all of it went out (or its answer's head came, or the exchange ended)
+        self.cancelled = False  # the caller sent its cancel: it is not sent again (503, new session)
         self._waiter: anyio.Event | None = None  # made only for a cancel that waits (most never do)
 
     def on_written(self) -> None:
@@ -89,11 +90,9 @@ class _Posting:
         if self._waiter is not None:
             self._waiter.set()
 
-    async def body(self, content: bytes) -> AsyncIterator[bytes]:
-        """The request's body as httpx streams it: the transport asks for more once it has written all of
-        it (httpcore), or once the app read it (`httpx.ASGITransport`): then it was written."""
-        yield content
-        self.on_written()
+    def body(self, content: bytes) -> _Body:
+        """The request's body as httpx streams it (see `_Body`)."""
+        return _Body(content, self)
 
     async def trace(self, event: str, info: Any) -> None:
         """httpcore's `trace` extension, for a client whose `httpx.Auth` reads the body before sending it
@@ -111,6 +110,23 @@ class _Posting:
         """It is sent again (a 503, a new session): a cancel from now on waits for the new POST."""
         self.written = False
         self._waiter = None  # set already, if any: `written` was
+
+
+class _Body:
+    """A request's body that tells its `_Posting` when it was written: the transport asks for more once it
+    has written all of it (httpcore), or once the app read it (`httpx.ASGITransport`). Iterable again and
+    again (not a generator, which httpx refuses to replay): an `httpx.Auth` that answers a 401 by sending
+    the request again, or a client following a 307/308, sends the body twice."""
+
+    __slots__ = ("_content", "_posting")
+
+    def __init__(self, content: bytes, posting: _Posting) -> None:
+        self._content = content
+        self._posting = posting
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        yield self._content
+        self._posting.on_written()
 
 
 class Abandoning(Protocol):
@@ -264,6 +280,8 @@ class StreamableHTTPTransport(BackgroundTransport):
         params = message.params
         rid = params.get("requestId") if isinstance(params, dict) else None
         posting = self._exchanges.get(rid) if isinstance(rid, int | str) else None
+        if posting is not None:  # before any await: a 503 answered meanwhile must not send it again
+            posting.cancelled = True
         if posting is None or posting.written:  # ours and out already, the lane's, or answered
             await self._post_other(message)
             self._abandon(params)
@@ -489,6 +507,9 @@ class StreamableHTTPTransport(BackgroundTransport):
             else:
                 sent_session = None if stamped_version(message.params) else self.session_id
                 if posting.written:  # sent again (503, new session): a cancel waits for this one
+                    if posting.cancelled:  # its cancel went (or goes) already: the server must not run it
+                        logger.debug("request %r was cancelled: not sending it again", message.id)
+                        return
                     posting.again()
                 async with self._post(message.raw, self._post_headers(message), posting) as resp:
                     if not posting.written:  # its answer's head came (the body may not have been read)
