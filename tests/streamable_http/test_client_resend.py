@@ -8,6 +8,8 @@ once the caller cancelled it, or the server would run a request whose cancel it 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -149,3 +151,65 @@ async def test_a_request_cancelled_before_its_refusal_is_not_sent_again(lean: bo
 
 def _init_params() -> dict[str, Any]:
     return {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}
+
+
+async def test_the_lean_pool_does_not_send_a_cancelled_request_again_after_a_stale_connection() -> None:
+    """The lean pool sends a request again on a new connection when the idle one it was written to turns
+    out dropped by the server (nothing came back): not once the request was cancelled, its cancel being
+    posted already (the request sent again would overtake it). The server drops the idle connection only
+    once it got the cancel, and answers the cancel only once the request's exchange ended."""
+    transport: StreamableHTTPTransport | None = None
+    methods: list[str] = []
+    cancel_seen = asyncio.Event()
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = next(
+                    int(line.split(b":", 1)[1])
+                    for line in head.lower().split(b"\r\n")
+                    if line.startswith(b"content-length:")
+                )
+                body = json.loads(await reader.readexactly(length))
+                methods.append(body["method"])
+                if body["method"] == "tools/call":  # on the idle connection (the ping's): dropped unanswered
+                    await cancel_seen.wait()
+                    writer.transport.abort()
+                    return
+                if "id" in body:
+                    writer.write(_http_json(result(body["id"], {})))
+                else:
+                    cancel_seen.set()
+                    assert transport is not None
+                    while transport.in_flight:  # no timing: the outcome does not depend on how long
+                        await asyncio.sleep(0.001)
+                    writer.write(b"HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n")
+                await writer.drain()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        options = HttpClientOptions(lean=True, get_stream=False)
+        async with StreamableHTTPTransport(f"http://127.0.0.1:{port}/mcp", options=options) as transport:
+            assert transport.lean_pool is not None
+            with anyio.fail_after(10):
+                await transport.send(PING)
+                await transport.receive()
+                await transport.send(core.encode_request(2, "tools/call", {"name": "slow"}) + b"\n")
+                while "tools/call" not in methods:
+                    await anyio.sleep(0.001)
+                await transport.send(
+                    core.encode_notification("notifications/cancelled", {"requestId": 2}) + b"\n"
+                )
+                while transport.in_flight:
+                    await anyio.sleep(0.001)
+    finally:
+        server.close()
+    assert methods == ["ping", "tools/call", "notifications/cancelled"]
+
+
+def _http_json(message: Any) -> bytes:
+    body = json.dumps(message).encode()
+    head = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n" % len(body)
+    return head + body

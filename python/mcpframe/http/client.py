@@ -85,6 +85,9 @@ class _Posting:
         self.cancelled = False  # the caller sent its cancel: it is not sent again (503, new session)
         self._waiter: anyio.Event | None = None  # made only for a cancel that waits (most never do)
 
+    def is_cancelled(self) -> bool:
+        return self.cancelled
+
     def on_written(self) -> None:
         self.written = True
         if self._waiter is not None:
@@ -266,7 +269,9 @@ class StreamableHTTPTransport(BackgroundTransport):
             elif item.kind == "request":
                 if item.method == protocol.INITIALIZE:
                     self._state.init_request = item
-                tg.start_soon(self._post_request, item, self._posting(item))
+                posting = _Posting()
+                tg.start_soon(self._post_request, item, posting)  # raises if the task group is gone
+                self._exchanges[request_id(item)] = posting  # before its task runs: see `_cancel`
             elif item.method == protocol.NOTIFICATIONS_CANCELLED:
                 await self._cancel(item, tg)
             else:
@@ -387,11 +392,12 @@ class StreamableHTTPTransport(BackgroundTransport):
             if done is not None:
                 done()
             return
-        posting = self._posting(message)
+        posting = _Posting()
         if pending is not None:  # the fast lane posted it: the server has it
             posting.started = True
             posting.on_written()
         self._tg.start_soon(self._post_request, message, posting, pending, done)
+        self._exchanges[request_id(message)] = posting  # before its task runs: see `_cancel`
 
     # ------------------------------------------------------------------ posting
 
@@ -401,7 +407,9 @@ class StreamableHTTPTransport(BackgroundTransport):
         """POST `content`, the response streamed inside the block: over the lean pool when in use.
         `posting` (a request's) learns when the request was written."""
         if self._lean is not None:
-            return self._lean.stream(content, headers, None if posting is None else posting.on_written)
+            if posting is None:
+                return self._lean.stream(content, headers)
+            return self._lean.stream(content, headers, posting.on_written, posting.is_cancelled)
         if posting is None:
             return self._http.stream("POST", self.url, content=content, headers=headers)
         if getattr(self._http.auth, "requires_request_body", False):  # it would read `body` before sending
@@ -411,11 +419,6 @@ class StreamableHTTPTransport(BackgroundTransport):
             )
         sized = {**headers, "content-length": str(len(content))}  # not chunked: httpx's plain framing
         return self._http.stream("POST", self.url, content=posting.body(content), headers=sized)
-
-    def _posting(self, message: MessageLike) -> _Posting:
-        """Register request `message` as posted by this transport (before its task starts: `_cancel`)."""
-        posting = self._exchanges[request_id(message)] = _Posting()
-        return posting
 
     async def _post_request(
         self,
