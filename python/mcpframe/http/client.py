@@ -14,7 +14,8 @@ again. A session the server no longer knows (404 for our `Mcp-Session-Id`) is re
 original `initialize` params and the message sent again. An SSE stream closed before its answer arrived is
 resumed with `GET` + `Last-Event-ID` after the server's `retry` delay. A request the caller cancels has its
 stream closed. Its `notifications/cancelled` never overtakes it (a POST on another connection could): it is
-posted once the request was written, and a request not posted yet is dropped with its cancel.
+posted once the request was written, a request not posted yet is dropped with its cancel, and a cancelled
+request is not sent again (503, new session).
 
 A message carrying `_meta["io.modelcontextprotocol/protocolVersion"]` (2026-07-28, stateless) is sent with
 that version in `MCP-Protocol-Version` and without a session id; every request and notification carries
