@@ -14,7 +14,8 @@ again. A session the server no longer knows (404 for our `Mcp-Session-Id`) is re
 original `initialize` params and the message sent again. An SSE stream closed before its answer arrived is
 resumed with `GET` + `Last-Event-ID` after the server's `retry` delay. A request the caller cancels has its
 stream closed. Its `notifications/cancelled` never overtakes it (a POST on another connection could): it is
-posted once the request was written, and a request not posted yet is dropped with its cancel.
+posted once the request was written, a request not posted yet is dropped with its cancel, and a cancelled
+request is not sent again (503, new session).
 
 A message carrying `_meta["io.modelcontextprotocol/protocolVersion"]` (2026-07-28, stateless) is sent with
 that version in `MCP-Protocol-Version` and without a session id; every request and notification carries
@@ -76,24 +77,26 @@ class _Posting:
     """A request this transport posts: the scope of its exchange, and how far its POST got (`send` holds
     the request's cancel back until the server can have the request: see `_cancel`)."""
 
-    __slots__ = ("_waiter", "scope", "started", "written")
+    __slots__ = ("_waiter", "cancelled", "scope", "started", "written")
 
     def __init__(self) -> None:
         self.scope = anyio.CancelScope()
         self.started = False  # its task began posting it: some of it may be on the wire
         self.written = False  # all of it went out (or its answer's head came, or the exchange ended)
+        self.cancelled = False  # the caller sent its cancel: it is not sent again (503, new session)
         self._waiter: anyio.Event | None = None  # made only for a cancel that waits (most never do)
+
+    def is_cancelled(self) -> bool:
+        return self.cancelled
 
     def on_written(self) -> None:
         self.written = True
         if self._waiter is not None:
             self._waiter.set()
 
-    async def body(self, content: bytes) -> AsyncIterator[bytes]:
-        """The request's body as httpx streams it: the transport asks for more once it has written all of
-        it (httpcore), or once the app read it (`httpx.ASGITransport`): then it was written."""
-        yield content
-        self.on_written()
+    def body(self, content: bytes) -> _Body:
+        """The request's body as httpx streams it (see `_Body`)."""
+        return _Body(content, self)
 
     async def trace(self, event: str, info: Any) -> None:
         """httpcore's `trace` extension, for a client whose `httpx.Auth` reads the body before sending it
@@ -111,6 +114,23 @@ class _Posting:
         """It is sent again (a 503, a new session): a cancel from now on waits for the new POST."""
         self.written = False
         self._waiter = None  # set already, if any: `written` was
+
+
+class _Body:
+    """A request's body that tells its `_Posting` when it was written: the transport asks for more once it
+    has written all of it (httpcore), or once the app read it (`httpx.ASGITransport`). Iterable again and
+    again (not a generator, which httpx refuses to replay): an `httpx.Auth` that answers a 401 by sending
+    the request again, or a client following a 307/308, sends the body twice."""
+
+    __slots__ = ("_content", "_posting")
+
+    def __init__(self, content: bytes, posting: _Posting) -> None:
+        self._content = content
+        self._posting = posting
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        yield self._content
+        self._posting.on_written()
 
 
 class Abandoning(Protocol):
@@ -250,7 +270,9 @@ class StreamableHTTPTransport(BackgroundTransport):
             elif item.kind == "request":
                 if item.method == protocol.INITIALIZE:
                     self._state.init_request = item
-                tg.start_soon(self._post_request, item, self._posting(item))
+                posting = _Posting()
+                tg.start_soon(self._post_request, item, posting)  # raises if the task group is gone
+                self._exchanges[request_id(item)] = posting  # before its task runs: see `_cancel`
             elif item.method == protocol.NOTIFICATIONS_CANCELLED:
                 await self._cancel(item, tg)
             else:
@@ -264,6 +286,8 @@ class StreamableHTTPTransport(BackgroundTransport):
         params = message.params
         rid = params.get("requestId") if isinstance(params, dict) else None
         posting = self._exchanges.get(rid) if isinstance(rid, int | str) else None
+        if posting is not None:  # before any await: a 503 answered meanwhile must not send it again
+            posting.cancelled = True
         if posting is None or posting.written:  # ours and out already, the lane's, or answered
             await self._post_other(message)
             self._abandon(params)
@@ -369,11 +393,12 @@ class StreamableHTTPTransport(BackgroundTransport):
             if done is not None:
                 done()
             return
-        posting = self._posting(message)
+        posting = _Posting()
         if pending is not None:  # the fast lane posted it: the server has it
             posting.started = True
             posting.on_written()
         self._tg.start_soon(self._post_request, message, posting, pending, done)
+        self._exchanges[request_id(message)] = posting  # before its task runs: see `_cancel`
 
     # ------------------------------------------------------------------ posting
 
@@ -383,7 +408,9 @@ class StreamableHTTPTransport(BackgroundTransport):
         """POST `content`, the response streamed inside the block: over the lean pool when in use.
         `posting` (a request's) learns when the request was written."""
         if self._lean is not None:
-            return self._lean.stream(content, headers, None if posting is None else posting.on_written)
+            if posting is None:
+                return self._lean.stream(content, headers)
+            return self._lean.stream(content, headers, posting.on_written, posting.is_cancelled)
         if posting is None:
             return self._http.stream("POST", self.url, content=content, headers=headers)
         if getattr(self._http.auth, "requires_request_body", False):  # it would read `body` before sending
@@ -393,11 +420,6 @@ class StreamableHTTPTransport(BackgroundTransport):
             )
         sized = {**headers, "content-length": str(len(content))}  # not chunked: httpx's plain framing
         return self._http.stream("POST", self.url, content=posting.body(content), headers=sized)
-
-    def _posting(self, message: MessageLike) -> _Posting:
-        """Register request `message` as posted by this transport (before its task starts: `_cancel`)."""
-        posting = self._exchanges[request_id(message)] = _Posting()
-        return posting
 
     async def _post_request(
         self,
@@ -489,6 +511,9 @@ class StreamableHTTPTransport(BackgroundTransport):
             else:
                 sent_session = None if stamped_version(message.params) else self.session_id
                 if posting.written:  # sent again (503, new session): a cancel waits for this one
+                    if posting.cancelled:  # its cancel went (or goes) already: the server must not run it
+                        logger.debug("request %r was cancelled: not sending it again", message.id)
+                        return
                     posting.again()
                 async with self._post(message.raw, self._post_headers(message), posting) as resp:
                     if not posting.written:  # its answer's head came (the body may not have been read)

@@ -352,11 +352,14 @@ class LeanPool:
         """Seconds a connection (and writing a request) may take."""
         return self._connect_timeout
 
-    async def _head(self, data: bytes, written: Callable[[], None] | None) -> LeanConnection:
+    async def _head(
+        self, data: bytes, written: Callable[[], None] | None, cancelled: Callable[[], bool] | None
+    ) -> LeanConnection:
         """A connection whose response head arrived. An idle one the server closed meanwhile (nothing came
         back: most likely it closed before the request arrived) is dropped and the request sent on the next
         one, then on a new connection (httpx would fail it; a server that took the request and died without
-        a byte of answer could see it twice)."""
+        a byte of answer could see it twice). Not once `cancelled()`: `written` fired for the dead write, so
+        the request's cancel may be on its way already, and the request sent again would overtake it."""
         while self._idle:
             conn = self._idle.pop()
             if conn.lost or conn.transport is None or conn.transport.is_closing():
@@ -365,7 +368,7 @@ class LeanPool:
             try:
                 await self._await_head(conn, data, written)
             except httpx.TransportError:
-                if conn.received:
+                if conn.received or (cancelled is not None and cancelled()):
                     raise
                 continue  # the server dropped it while idle: try another connection
             return conn
@@ -406,15 +409,20 @@ class LeanPool:
 
     @asynccontextmanager
     async def stream(
-        self, content: bytes, headers: Mapping[str, str], written: Callable[[], None] | None = None
+        self,
+        content: bytes,
+        headers: Mapping[str, str],
+        written: Callable[[], None] | None = None,
+        cancelled: Callable[[], bool] | None = None,
     ) -> AsyncIterator[LeanResponse]:
         """POST `content`; the response is read inside the block (headers first, then its body). `written`
-        is called once the request was handed to the socket, before its response head came."""
+        is called once the request was handed to the socket, before its response head came; `cancelled`
+        says whether the caller cancelled it since (then it is not sent again: see `_head`)."""
         if self._closed:
             raise httpx.ConnectError("the HTTP transport is closed")
         data = self._request_bytes(content, headers)
         async with self._slots:
-            conn = await self._head(data, written)
+            conn = await self._head(data, written, cancelled)
             response = LeanResponse(conn, self.url)
             try:
                 yield response

@@ -121,9 +121,11 @@ class _InFlight:
 class _Cancelled:
     """The requests the client cancelled while in flight: an answer to one of them that still comes from
     the transport is not written (the fast lane drops its own: `Lane.withdraw`). Bounded: past `limit` ids
-    the oldest is forgotten. (Once its cancel is posted the transport stops reading the request's answer,
-    and the proxy posts one cancel at a time, so only what was queued for stdout before then can still
-    come: the ids of a few cancels back at most.)"""
+    the oldest is forgotten. (The transport reads a request's answer until it has posted its cancel, which
+    it holds back until the request was written, and a cancel frees the request's place in `_InFlight`
+    at once: answers can come for as many cancelled ids as there are cancels held or being posted. Past
+    `limit` of those, the answer to the oldest reaches the client, which ignores an answer to a request it
+    cancelled.)"""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
