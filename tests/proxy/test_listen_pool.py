@@ -118,8 +118,11 @@ async def test_delete_ends_the_sessions_child(proxy: Proxy) -> None:
             child = bridge.child
             assert child is not None
             assert child.returncode is None
-        await _until(lambda: child.returncode is not None)  # the SDK client's DELETE on the way out
-    assert proxy.app.pool.running == 0
+        # The SDK client's DELETE on the way out ends the session, whose task then closes the child: waited
+        # for until its place is free (`Child.close` frees it last), not until it has an exit status, which
+        # asyncio sets a few loop turns before the close that awaits the exit goes on to free the place.
+        await _until(lambda: proxy.app.pool.running == 0)
+    assert child.returncode is not None
 
 
 @pytest.mark.parametrize("proxy", [{"token": "s3cret"}], indirect=True)
