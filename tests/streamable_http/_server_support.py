@@ -119,15 +119,23 @@ async def asgi_client(
             yield client, http
 
 
-async def initialize(client: httpx.AsyncClient, version: str = "2025-11-25", **kw: Any) -> str:
-    """Initialize a session and send `initialized`; returns the session id."""
-    response = await client.post("/mcp", json=init_body(version, **kw), headers=JSON_AND_SSE)
+async def initialize(
+    client: httpx.AsyncClient, version: str = "2025-11-25", *, url: str = "/mcp", **kw: Any
+) -> str:
+    """Initialize a session at `url` and send `initialized`; returns the session id."""
+    response = await client.post(url, json=init_body(version, **kw), headers=JSON_AND_SSE)
     assert response.status_code == 200, response.text
     session_id = response.headers["mcp-session-id"]
     note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-    ack = await client.post("/mcp", json=note, headers=session_headers(session_id, version))
+    ack = await client.post(url, json=note, headers=session_headers(session_id, version))
     assert ack.status_code == 202
     return session_id
+
+
+async def open_session(client: httpx.AsyncClient, url: str, version: str = "2025-11-25") -> dict[str, str]:
+    """Initialize a session at `url` for a client with no capabilities; the headers of a request in it."""
+    session_id = await initialize(client, version, url=url, capabilities={})
+    return session_headers(session_id, version)
 
 
 def session_headers(session_id: str, version: str = "2025-11-25") -> dict[str, str]:
@@ -139,6 +147,14 @@ def session_headers(session_id: str, version: str = "2025-11-25") -> dict[str, s
 async def live_server(server: Server | None = None, **options: Any) -> AsyncIterator[tuple[str, Server]]:
     """A real uvicorn on 127.0.0.1 (random port) in this event loop; yields (endpoint URL, server)."""
     server = server or make_server()
+    async with served(server, host="127.0.0.1", options=HttpOptions(**options)) as url:
+        yield url, server
+
+
+@contextlib.asynccontextmanager
+async def served(server: Server, **serve: Any) -> AsyncIterator[str]:
+    """`serve_http(server, port=0, **serve)` in a task of this event loop; yields the endpoint URL once it
+    listens (within 10 seconds) and cancels the server on the way out."""
     ready: list[str] = []
     started = anyio.Event()
 
@@ -147,17 +163,21 @@ async def live_server(server: Server | None = None, **options: Any) -> AsyncIter
         started.set()
 
     async with anyio.create_task_group() as tg:
-        tg.start_soon(
-            lambda: serve_http(
-                server, host="127.0.0.1", port=0, options=HttpOptions(**options), ready=on_ready
-            )
-        )
+        tg.start_soon(lambda: serve_http(server, port=0, ready=on_ready, **serve))
         with anyio.fail_after(10):
             await started.wait()
         try:
-            yield ready[0], server
+            yield ready[0]
         finally:
             tg.cancel_scope.cancel()
+
+
+def raw_post(url: str, headers: dict[str, str], body: Any) -> bytes:
+    """A POST of `body` to `url` as HTTP/1.1 bytes (to write on a socket of the test's own)."""
+    data = json.dumps(body).encode()
+    head = "".join(f"{k}: {v}\r\n" for k, v in headers.items()).encode()
+    host = url.split("/")[2].encode()
+    return b"POST /mcp HTTP/1.1\r\nhost: %s\r\n%scontent-length: %d\r\n\r\n%s" % (host, head, len(data), data)
 
 
 class EventReader:

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import json
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
@@ -21,14 +21,15 @@ import pytest
 
 from mcpframe.http import wire as wire_module
 from mcpframe.http.deadlines import Deadlines
-from mcpframe.http.server import HttpOptions, StreamableHTTPServer, serve_http
 from mcpframe.http.sessions import HttpSession
 from mcpframe.http.wire_parts import Parked
-from mcpframe.server import Context, Server
+from mcpframe.server import Context
 
 from ._fast_support import record_fast_posts
-from ._server_support import JSON_AND_SSE, call, messages
-from ._server_support import session_headers as headers_of
+from ._live_support import GatedTools, post_streamed, read_raw, serving, until, wire_tasks
+from ._server_support import call, messages, raw_post
+
+__all__ = ["wire_tasks"]  # the fixture, used by name
 
 pytestmark = pytest.mark.anyio
 
@@ -41,39 +42,18 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-class Tools:
-    """A server whose tools wait on gates the test opens, counting how each run ended."""
+class Tools(GatedTools):
+    """`GatedTools` with a `def` tool that waits on a thread's gate and one that logs after suspending."""
 
     def __init__(self) -> None:
-        self.server = Server("deferred", version="1.0.0")
-        self.entered = anyio.Event()
-        self.gate = anyio.Event()
+        super().__init__("deferred")
         self.thread_gate = threading.Event()
-        self.cancelled = 0
-        self.finished = 0
         tools = self
-
-        @self.server.tool
-        def echo(text: str) -> str:
-            """A `def` tool: on the worker pool."""
-            return text
 
         @self.server.tool
         def blocked(text: str) -> str:
             """A `def` tool that waits for the test (on its worker thread)."""
             tools.thread_gate.wait(10)
-            return text
-
-        @self.server.tool
-        async def hold(text: str) -> str:
-            """Suspends until the test opens the gate."""
-            tools.entered.set()
-            try:
-                await tools.gate.wait()
-            except BaseException:
-                tools.cancelled += 1
-                raise
-            tools.finished += 1
             return text
 
         @self.server.tool
@@ -85,77 +65,11 @@ class Tools:
             return "logged"
 
 
-@contextlib.asynccontextmanager
-async def serving(
-    tools: Tools, http_server: str = "mcpframe", **options: Any
-) -> AsyncIterator[tuple[str, StreamableHTTPServer, httpx.AsyncClient, dict[str, str]]]:
-    """`tools` served on 127.0.0.1 by `http_server`, a session opened on it; yields (URL, the app, a
-    client, the headers of a request in the session)."""
-    opts = HttpOptions(**options)
-    app = StreamableHTTPServer(tools.server, opts)
-    ready: list[str] = []
-    started = anyio.Event()
-
-    def on_ready(url: str) -> None:
-        ready.append(url)
-        started.set()
-
-    async with anyio.create_task_group() as tg, httpx.AsyncClient(timeout=10) as client:
-        tg.start_soon(
-            lambda: serve_http(
-                tools.server,
-                port=0,
-                options=opts,
-                ready=on_ready,
-                http_server=http_server,
-                app=app,  # type: ignore[arg-type]
-            )
-        )
-        with anyio.fail_after(10):
-            await started.wait()
-        try:
-            yield ready[0], app, client, await open_session(client, ready[0])
-        finally:
-            tg.cancel_scope.cancel()
-
-
-async def open_session(client: httpx.AsyncClient, url: str) -> dict[str, str]:
-    body = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    }
-    response = await client.post(url, json=body, headers=JSON_AND_SSE)
-    assert response.status_code == 200, response.text
-    headers = headers_of(response.headers["mcp-session-id"], "2025-11-25")
-    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-    assert (await client.post(url, json=note, headers=headers)).status_code == 202
-    return headers
-
-
 def _waiting_deadlines() -> list[Any]:
     """The running loop's deadlines still waiting (not cancelled), of every length."""
     cache = Deadlines._cache
     assert cache[0] is asyncio.get_running_loop()
     return [entry for deadlines in cache[1].values() for entry in deadlines._queue if entry[1] is not None]
-
-
-def _raw_post(url: str, headers: dict[str, str], body: Any) -> bytes:
-    """A POST of `body` to `url` as HTTP/1.1 bytes (to write on a socket of the test's own)."""
-    data = json.dumps(body).encode()
-    head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
-    host = url.split("/")[2].encode()
-    return b"POST /mcp HTTP/1.1\r\nhost: %s\r\n%scontent-length: %d\r\n\r\n%s" % (
-        host,
-        head.encode(),
-        len(data),
-        data,
-    )
 
 
 async def _read_answer(reader: asyncio.StreamReader) -> tuple[int, Any]:
@@ -165,12 +79,6 @@ async def _read_answer(reader: asyncio.StreamReader) -> tuple[int, Any]:
     fields = dict(line.lower().split(": ", 1) for line in lines[1:] if line)
     body = await reader.readexactly(int(fields["content-length"]))
     return int(lines[0].split()[1]), json.loads(body)
-
-
-async def until(condition: Callable[[], bool]) -> None:
-    """Let the loop run until `condition()` holds (no clock involved; bounded by the caller's fail_after)."""
-    while not condition():
-        await anyio.sleep(0)
 
 
 @contextlib.asynccontextmanager
@@ -199,25 +107,6 @@ def taken(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         monkeypatch,
         lambda got: "declined" if got is None else "deferred" if isinstance(got, Parked) else "other",
     )
-
-
-@pytest.fixture
-def wire_tasks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The app calls the lean server ran in tasks (`WireServer.start`, `_spawn`), by coroutine name."""
-    started: list[str] = []
-    real_start, real_spawn = wire_module.WireServer.start, wire_module.WireServer._spawn
-
-    def start(self: wire_module.WireServer, coro: Any) -> None:
-        started.append(coro.__qualname__)
-        real_start(self, coro)
-
-    def spawn(self: wire_module.WireServer, coro: Any) -> Any:
-        started.append(coro.__qualname__)
-        return real_spawn(self, coro)
-
-    monkeypatch.setattr(wire_module.WireServer, "start", start)
-    monkeypatch.setattr(wire_module.WireServer, "_spawn", spawn)
-    return started
 
 
 async def test_a_def_tool_is_answered_json_with_no_task_waiting(
@@ -337,7 +226,7 @@ async def test_a_client_that_leaves_while_a_call_is_suspended_costs_only_its_ans
         taken.clear()
         with anyio.fail_after(10):
             _reader, writer = await asyncio.open_connection(host, int(port))
-            writer.write(_raw_post(url, headers, call("hold", {"text": "x"}, rid=10)))
+            writer.write(raw_post(url, headers, call("hold", {"text": "x"}, rid=10)))
             await tools.entered.wait()
             writer.close()
             await lost.wait()
@@ -370,7 +259,7 @@ async def test_a_wake_up_callback_that_fails_does_not_break_the_exchange_it_ends
         taken.clear()
         with anyio.fail_after(10):
             _reader, writer = await asyncio.open_connection(host, int(port))
-            writer.write(_raw_post(url, headers, call("hold", {"text": "x"}, rid=15)))
+            writer.write(raw_post(url, headers, call("hold", {"text": "x"}, rid=15)))
             await tools.entered.wait()
             tools.gate.set()
             await until(lambda: tools.finished == 1 and app.posts.admission.running == 0)
@@ -391,9 +280,9 @@ async def test_posts_pipelined_behind_a_suspended_one_are_answered_in_order(take
         with anyio.fail_after(10):
             reader, writer = await asyncio.open_connection(host, int(port))
             writer.write(  # three POSTs in one write: the first suspends, the others wait their turn
-                _raw_post(url, headers, call("hold", {"text": "first"}, rid=30))
-                + _raw_post(url, headers, call("echo", {"text": "second"}, rid=31))
-                + _raw_post(url, headers, call("echo", {"text": "third"}, rid=32))
+                raw_post(url, headers, call("hold", {"text": "first"}, rid=30))
+                + raw_post(url, headers, call("echo", {"text": "second"}, rid=31))
+                + raw_post(url, headers, call("echo", {"text": "third"}, rid=32))
             )
             await tools.entered.wait()
             tools.gate.set()
@@ -425,7 +314,7 @@ async def test_a_deferred_answer_to_a_client_reading_slowly_waits_for_room(
         connections.clear()
         with anyio.fail_after(10):
             reader, writer = await asyncio.open_connection(host, int(port))
-            writer.write(_raw_post(url, headers, call("hold", {"text": "slow"}, rid=33)))
+            writer.write(raw_post(url, headers, call("hold", {"text": "slow"}, rid=33)))
             await tools.entered.wait()
             (conn,) = connections
             cycle = conn.current
@@ -483,10 +372,7 @@ async def test_no_answer_within_stream_after_switches_to_sse(http_server: str) -
         headers,
     ):
         with anyio.fail_after(10):
-            request = client.build_request(
-                "POST", url, json=call("blocked", {"text": "s"}, rid=13), headers=headers
-            )
-            response = await client.send(request, stream=True)
+            response = await post_streamed(client, url, headers, call("blocked", {"text": "s"}, rid=13))
             try:
                 # the head came while the tool still waits on its worker thread: the switch happened
                 assert response.headers["content-type"].startswith("text/event-stream")
@@ -508,19 +394,13 @@ async def _leave_mid_stream(
     """POST `hold`, read the head of its SSE answer (and its priming event if `primed`), hang up; the
     priming event's id (`""`: none)."""
     with anyio.fail_after(10):
-        request = client.build_request(
-            "POST", url, json=call("hold", {"text": "gone"}, rid=20), headers=headers
-        )
-        response = await client.send(request, stream=True)
+        response = await post_streamed(client, url, headers, call("hold", {"text": "gone"}, rid=20))
         try:
             assert response.headers["content-type"].startswith("text/event-stream")
             await tools.entered.wait()
             first = b""
             if primed:  # its first event is there already
-                async for chunk in response.aiter_raw():
-                    first += chunk
-                    if b"\n\n" in first:
-                        break
+                first = await read_raw(response.aiter_raw(), lambda got: b"\n\n" in got)
         finally:
             await response.aclose()  # the client leaves while the handler waits
     event_id = [line for line in first.decode().splitlines() if line.startswith("id: ")]

@@ -16,7 +16,7 @@ from mcpframe.http import fast as fast_module
 from mcpframe.http import streams
 from mcpframe.http.exchange import Exchange
 from mcpframe.http.responses import Reply
-from mcpframe.http.server import HttpOptions, serve_http
+from mcpframe.http.server import HttpOptions
 from mcpframe.http.wire_parts import Parked
 from mcpframe.session import eager
 
@@ -29,6 +29,8 @@ from ._server_support import (
     make_server,
     messages,
     modern_meta,
+    open_session,
+    served,
     sse_events,
 )
 from ._server_support import session_headers as headers_of
@@ -82,43 +84,11 @@ async def lean(**options: Any) -> AsyncIterator[tuple[str, httpx.AsyncClient]]:
         await anyio.sleep(0)  # suspends once: answered after the first step
         return text
 
-    ready: list[str] = []
-    started = anyio.Event()
-
-    def on_ready(url: str) -> None:
-        ready.append(url)
-        started.set()
-
-    opts = HttpOptions(**options)
-    async with anyio.create_task_group() as tg, httpx.AsyncClient() as client:
-        tg.start_soon(
-            lambda: serve_http(server, port=0, options=opts, ready=on_ready, http_server="mcpframe")
-        )
-        with anyio.fail_after(10):
-            await started.wait()
-        try:
-            yield ready[0], client
-        finally:
-            tg.cancel_scope.cancel()
-
-
-async def open_session(client: httpx.AsyncClient, url: str, version: str = "2025-11-25") -> dict[str, str]:
-    body = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": version,
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    }
-    response = await client.post(url, json=body, headers=JSON_AND_SSE)
-    assert response.status_code == 200, response.text
-    headers = headers_of(response.headers["mcp-session-id"], version)
-    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-    assert (await client.post(url, json=note, headers=headers)).status_code == 202
-    return headers
+    async with (
+        served(server, options=HttpOptions(**options), http_server="mcpframe") as url,
+        httpx.AsyncClient() as client,
+    ):
+        yield url, client
 
 
 async def test_a_plain_call_is_answered_whole_on_the_fast_path(taken: list[str]) -> None:

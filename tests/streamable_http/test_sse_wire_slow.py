@@ -9,11 +9,7 @@ As in `test_sse_wire.py`, nothing here waits for time to pass except for a timer
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import json
-import socket
-from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
@@ -21,12 +17,21 @@ import httpx
 import pytest
 
 from mcpframe.http import sse_wire
-from mcpframe.http import wire as wire_module
 from mcpframe.http.events import split_event_id
 from mcpframe.http.sessions import HttpSession
 
-from ._server_support import call, messages, sse_events
-from .test_sse_wire import _LOGS, Tools, open_session, serving, until, writers
+from ._live_support import (
+    connection_of,
+    flooding,
+    live_app,
+    paused,
+    post_streamed,
+    read_raw,
+    serving,
+    until,
+)
+from ._server_support import call, messages, open_session, sse_events
+from .test_sse_wire import _LOGS, Tools, logged_and_complete, writers
 
 __all__ = ["writers"]  # the fixture, used by name
 
@@ -38,89 +43,26 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-class SlowClient:
-    """A raw HTTP/1.1 connection whose receive window is small until `read_all` reads."""
-
-    def __init__(self, url: str, headers: dict[str, str]) -> None:
-        self.authority = url.split("/")[2]
-        self.head = "".join(f"{k}: {v}\r\n" for k, v in headers.items()).encode()
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connecting
-        self.sock.setblocking(False)
-        self.text = b""
-
-    async def connect(self) -> None:
-        host, port = self.authority.split(":")
-        await asyncio.get_running_loop().sock_connect(self.sock, (host, int(port)))
-        self.reader, self.writer = await asyncio.open_connection(sock=self.sock)
-
-    def post(self, *bodies: dict[str, Any]) -> None:
-        """Send the POSTs at once (pipelined)."""
-        out = b""
-        for body in bodies:
-            data = json.dumps(body).encode()
-            out += b"POST /mcp HTTP/1.1\r\nhost: %s\r\n%scontent-length: %d\r\n\r\n%s" % (
-                self.authority.encode(),
-                self.head,
-                len(data),
-                data,
-            )
-        self.writer.write(out)
-
-    async def read_until(self, done: bytes, count: int) -> bytes:
-        """Read quickly now, until `done` was read `count` times."""
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
-        while self.text.count(done) < count:
-            chunk = await self.reader.read(1 << 20)
-            assert chunk, self.text[-300:]
-            self.text += chunk
-        return self.text
-
-
-@contextlib.asynccontextmanager
-async def slow_client(url: str, headers: dict[str, str]) -> AsyncIterator[SlowClient]:
-    client = SlowClient(url, headers)
-    await client.connect()
-    try:
-        yield client
-    finally:
-        client.writer.close()
-
-
-def _paused(writers: list[sse_wire.SseWriter]) -> bool:
-    return bool(writers) and writers[0].room() is not None
-
-
-def _connection(writer: sse_wire.SseWriter) -> wire_module._Connection:
-    out = writer._out
-    assert isinstance(out, wire_module._Out)
-    return out._connection
-
-
 async def test_a_producer_cancelled_while_it_waits_for_room_leaves_the_connection_answering(
     writers: list[sse_wire.SseWriter],
 ) -> None:
     tools = Tools()
+    pipelined = [call("echo", {"text": t}, rid=rid) for rid, t in ((60, "a"), (61, "b"))]
     async with (
-        serving(tools, response_mode="sse") as (url, _),
-        httpx.AsyncClient(timeout=10) as client,
+        serving(tools, response_mode="sse") as (url, _, client, headers),
+        flooding(url, headers, writers, *pipelined) as slow,
     ):
-        headers = await open_session(client, url)
-        async with slow_client(url, headers) as slow:
-            pipelined = [call("echo", {"text": t}, rid=rid) for rid, t in ((60, "a"), (61, "b"))]
-            slow.post(call("flood", rid=6), *pipelined)
-            with anyio.fail_after(10):
-                await until(lambda: _paused(writers))
-                connection = _connection(writers[0])
-                full = connection.writable
-                assert full is not None
-                # the session ends (from another connection) while its producer waits for room: the
-                # producer is cancelled, the connection's own future must not be
-                assert (await client.delete(url, headers=headers)).status_code in (200, 204)
-                await until(lambda: tools.logged < _LOGS and writers[0].closed)
-                assert not full.cancelled()
-                # the streamed answer ends; the two behind it are answered (the session is gone: 404)
-                text = await slow.read_until(b"unknown or expired session", 2)
+        with anyio.fail_after(10):
+            connection = connection_of(writers[0])
+            full = connection.writable
+            assert full is not None
+            # the session ends (from another connection) while its producer waits for room: the
+            # producer is cancelled, the connection's own future must not be
+            assert (await client.delete(url, headers=headers)).status_code in (200, 204)
+            await until(lambda: tools.logged < _LOGS and writers[0].closed)
+            assert not full.cancelled()
+            # the streamed answer ends; the two behind it are answered (the session is gone: 404)
+            text = await slow.read_until(b"unknown or expired session", 2)
     assert (text.count(b"HTTP/1.1 200 OK"), text.count(b"HTTP/1.1 404 Not Found")) == (1, 2)
     assert b"0\r\n\r\nHTTP/1.1 404" in text  # the SSE answer ended before the next one
     assert connection.current is None
@@ -140,25 +82,21 @@ async def test_no_keepalive_comment_piles_up_while_the_client_takes_nothing(
     monkeypatch.setattr(sse_wire.SseWriter, "_quiet", counted)
     tools = Tools()
     async with (
-        serving(tools, response_mode="sse", keepalive=0.005) as (url, _),
-        httpx.AsyncClient(timeout=10) as client,
+        serving(tools, response_mode="sse", keepalive=0.005) as (url, _, _client, headers),
+        flooding(url, headers, writers) as slow,
     ):
-        headers = await open_session(client, url)
-        async with slow_client(url, headers) as slow:
-            slow.post(call("flood", rid=6))
-            with anyio.fail_after(10):
-                await until(lambda: _paused(writers))
-                transport = _connection(writers[0]).transport
-                assert transport is not None
-                quiet.clear()
-                await until(lambda: len(quiet) >= 1)  # (an event put before the pause is out by now)
-                held = transport.get_write_buffer_size()
-                await until(lambda: len(quiet) >= 6)  # the timer fired on, the socket still full
-                assert _paused(writers)
-                assert transport.get_write_buffer_size() <= held
-                assert writers[0]._entry is not None  # re-armed: comments again once there is room
-                text = await slow.read_until(b"0\r\n\r\n", 1)
-                await until(lambda: writers[0].closed)
+        with anyio.fail_after(10):
+            transport = connection_of(writers[0]).transport
+            assert transport is not None
+            quiet.clear()
+            await until(lambda: len(quiet) >= 1)  # (an event put before the pause is out by now)
+            held = transport.get_write_buffer_size()
+            await until(lambda: len(quiet) >= 6)  # the timer fired on, the socket still full
+            assert paused(writers)
+            assert transport.get_write_buffer_size() <= held
+            assert writers[0]._entry is not None  # re-armed: comments again once there is room
+            text = await slow.read_until(b"0\r\n\r\n", 1)
+            await until(lambda: writers[0].closed)
     assert tools.logged == _LOGS
     assert b'"text":"flooded"' in text
     assert writers[0]._entry is None  # the answer is out: no timer left behind
@@ -168,17 +106,13 @@ async def test_requests_pipelined_behind_a_streamed_answer_are_answered_in_order
     writers: list[sse_wire.SseWriter],
 ) -> None:
     tools = Tools()
+    pipelined = [call("echo", {"text": t}, rid=rid) for rid, t in ((60, "first"), (61, "second"))]
     async with (
-        serving(tools, response_mode="sse") as (url, _),
-        httpx.AsyncClient(timeout=10) as client,
+        serving(tools, response_mode="sse") as (url, _, _client, headers),
+        flooding(url, headers, writers, *pipelined) as slow,
     ):
-        headers = await open_session(client, url)
-        async with slow_client(url, headers) as slow:
-            pipelined = [call("echo", {"text": t}, rid=rid) for rid, t in ((60, "first"), (61, "second"))]
-            slow.post(call("flood", rid=6), *pipelined)
-            with anyio.fail_after(10):
-                await until(lambda: _paused(writers))
-                text = await slow.read_until(b"0\r\n\r\n", 3)
+        with anyio.fail_after(10):
+            text = await slow.read_until(b"0\r\n\r\n", 3)
     assert tools.logged == _LOGS
     flooded = text.index(b'"text":"flooded"')
     first, second = text.index(b'"text":"first"'), text.index(b'"text":"second"')
@@ -190,20 +124,14 @@ async def test_a_failure_ending_the_stream_of_a_client_that_left_does_not_stop_t
     writers: list[sse_wire.SseWriter], caplog: pytest.LogCaptureFixture
 ) -> None:
     tools = Tools()
-    async with (
-        serving(tools, response_mode="sse", event_store=None) as (url, app),
-        httpx.AsyncClient(timeout=10) as client,
-    ):
-        headers = await open_session(client, url)
+    async with serving(tools, response_mode="sse", event_store=None) as (url, app, _client, headers):
 
         def spawn(fn: Any) -> None:
             raise RuntimeError("spawn failed")
 
         app.posts.sessions.spawn = spawn  # type: ignore[method-assign]
-        async with slow_client(url, headers) as slow:
-            slow.post(call("flood", rid=6))
+        async with flooding(url, headers, writers) as slow:
             with anyio.fail_after(10):
-                await until(lambda: _paused(writers))
                 slow.writer.transport.abort()  # the client leaves while its producer waits for room
                 # the connection's end runs on: its producer is let go (its emits now go nowhere)
                 await until(lambda: tools.logged == _LOGS)
@@ -215,21 +143,13 @@ async def test_a_resume_while_the_writer_is_attached_replaces_it(
     writers: list[sse_wire.SseWriter],
 ) -> None:
     tools = Tools()
-    async with (
-        serving(tools, response_mode="resumable") as (url, app),
-        httpx.AsyncClient(timeout=10) as client,
-    ):
-        headers = await open_session(client, url)
+    async with serving(tools, response_mode="resumable") as (url, app, client, headers):
         with anyio.fail_after(10):
-            request = client.build_request("POST", url, json=call("note", rid=9), headers=headers)
-            response = await client.send(request, stream=True)
+            response = await post_streamed(client, url, headers, call("note", rid=9))
             try:
-                got = b""
                 chunks = response.aiter_raw()
-                async for chunk in chunks:  # the priming event and the log, the tool still waiting
-                    got += chunk
-                    if b"notifications/message" in got and got.endswith(b"\n\n"):
-                        break
+                # the priming event and the log, the tool still waiting
+                got = await read_raw(chunks, logged_and_complete)
                 priming = sse_events(got.decode())[0]["id"]
                 resume = {**headers, "accept": "text/event-stream", "last-event-id": priming}
                 again = await client.send(client.build_request("GET", url, headers=resume), stream=True)
@@ -259,12 +179,10 @@ async def test_a_server_closing_with_a_writer_open_ends_it(writers: list[sse_wir
     tools = Tools()
     options = {"response_mode": "sse", "event_store": None, "keepalive": 60.0}
     async with httpx.AsyncClient(timeout=10) as client:
-        async with serving(tools, grace=0, **options) as (url, _):
+        async with live_app(tools, grace=0, **options) as (url, _):
             headers = await open_session(client, url)
             with anyio.fail_after(10):
-                body = call("hold", {"text": "x"}, rid=7)
-                request = client.build_request("POST", url, json=body, headers=headers)
-                response = await client.send(request, stream=True)
+                response = await post_streamed(client, url, headers, call("hold", {"text": "x"}, rid=7))
                 await tools.entered.wait()
                 assert writers[0]._entry is not None
         try:
