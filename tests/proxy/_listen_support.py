@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 from tests._process import stop_child
 
 import mcpframe
@@ -29,6 +30,9 @@ TS_ENTRY = (
     ROOT / ".cache/server-everything/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 )
 _URL = re.compile(r"Streamable HTTP on (\S+)")
+
+BOTH = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+JSON_ONLY = {"accept": "application/json", "content-type": "application/json"}
 
 
 def child_env(**extra: str) -> dict[str, str]:
@@ -118,3 +122,22 @@ async def in_process_proxy(
             await ready.wait()
         yield Proxy(found[0], app)
         tg.cancel_scope.cancel()
+
+
+async def open_session(http: httpx.AsyncClient, url: str) -> dict[str, str]:
+    """A 2025-11-25 session through the proxy at `url`, opened by a JSON-only client: the headers its
+    requests carry (the session's, not the media types)."""
+    init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    response = await http.post(
+        url, json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}, headers=JSON_ONLY
+    )
+    assert response.status_code == 200, response.text
+    headers = {"mcp-session-id": response.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+    done = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert (await http.post(url, json=done, headers={**JSON_ONLY, **headers})).status_code == 202
+    return headers
+
+
+def rpc(rid: Any, method: str, params: Any = None) -> dict[str, Any]:
+    """A JSON-RPC request (`params` `{}` unless given)."""
+    return {"jsonrpc": "2.0", "id": rid, "method": method, "params": params or {}}

@@ -1,6 +1,6 @@
 """The scripted peers of the remote proxy's tests (`mcpframe proxy URL` run in-process): a Streamable HTTP
 server on a raw socket whose requests each test answers (`Server`), the proxy's stdio as the client sees it
-(`GatedStdio`), and `proxied`, which runs the proxy between them with the handshake done."""
+(`Stdio`, `GatedStdio`), and `proxied`, which runs the proxy between them with the handshake done."""
 
 from __future__ import annotations
 
@@ -89,15 +89,12 @@ class Server:
             await self.on_request(message, headers, writer)
 
 
-class GatedStdio:
-    """The proxy's stdin/stdout: the first write to stdout waits for `release` (a client not reading);
-    later writes go through. Lines are recorded as they are written."""
+class Stdio:
+    """The proxy's stdin/stdout as a test drives them: lines in (`write`), every line out recorded (`out`)."""
 
     def __init__(self) -> None:
         self.input, self._incoming = anyio.create_memory_object_stream[bytes](100)
         self.out: list[dict[str, Any]] = []
-        self.release = anyio.Event()
-        self.gated = False
         self.changed = anyio.Event()
 
     async def receive(self) -> bytes:
@@ -107,8 +104,6 @@ class GatedStdio:
             return b""
 
     async def send(self, data: bytes) -> None:
-        if self.gated and not self.release.is_set():
-            await self.release.wait()
         self.out += [json.loads(line) for line in data.splitlines() if line]
         self.changed.set()
         self.changed = anyio.Event()
@@ -116,13 +111,56 @@ class GatedStdio:
     async def write(self, message: dict[str, Any]) -> None:
         await self.input.send(json.dumps(message).encode() + b"\n")
 
-    async def answer(self, rid: Any) -> int:
+    async def answer_at(self, rid: Any) -> int:
         """The index in `out` of the answer to `rid`, once it came."""
         while True:
             for index, message in enumerate(self.out):
                 if message.get("id") == rid and "method" not in message:
                     return index
             await self.changed.wait()
+
+    async def answer(self, rid: Any) -> dict[str, Any]:
+        """The answer to request `rid`, once it came."""
+        return self.out[await self.answer_at(rid)]
+
+    async def request_from_server(self, method: str) -> dict[str, Any]:
+        return (await self.requests_from_server(method, 1))[0]
+
+    async def requests_from_server(self, method: str, count: int) -> list[dict[str, Any]]:
+        """The first `count` requests `method` from the server, once that many came."""
+        while True:
+            found = [m for m in self.out if m.get("method") == method and "id" in m]
+            if len(found) >= count:
+                return found[:count]
+            await self.changed.wait()
+
+    async def handshake(self, capabilities: dict[str, Any]) -> dict[str, Any]:
+        """Initialize (2025-11-25, as a client with `capabilities`) and send `initialized`; the answer to
+        `initialize`."""
+        init = {
+            "protocolVersion": "2025-11-25",
+            "capabilities": capabilities,
+            "clientInfo": {"name": "t", "version": "1"},
+        }
+        await self.write({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": init})
+        answer = await self.answer("init")
+        await self.write({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return answer
+
+
+class GatedStdio(Stdio):
+    """`Stdio` whose first write to stdout, once `gated`, waits for `release` (a client not reading);
+    later writes go through."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = anyio.Event()
+        self.gated = False
+
+    async def send(self, data: bytes) -> None:
+        if self.gated and not self.release.is_set():
+            await self.release.wait()
+        await super().send(data)
 
 
 async def until(condition: Callable[[], bool]) -> None:
@@ -148,14 +186,7 @@ async def proxied(
         ):
             lane = None if max_open is None else FastLane(remote.streamable, max_open=max_open)
             tg.start_soon(lambda: proxy_remote(stdio, remote, lane=lane))
-            init = {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"},
-            }
-            await stdio.write({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": init})
-            await stdio.answer("init")
-            await stdio.write({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            await stdio.handshake({})
             stdio.gated = gated
             stdio.out.clear()  # the test's own lines from here
             yield stdio, remote, lane

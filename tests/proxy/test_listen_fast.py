@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from tests.proxy._listen_support import Proxy, child_env, in_process_proxy
+from tests.proxy._listen_support import BOTH, JSON_ONLY, Proxy, child_env, in_process_proxy, open_session, rpc
 from tests.proxy.conftest import PEER
 
 from mcpframe.http.wire import Parked
@@ -23,9 +23,6 @@ from mcpframe.proxy.listen_output import HIGH_WATER, LOW_WATER, ChildOutput
 from mcpframe.proxy.pool import ChildPool
 
 pytestmark = pytest.mark.anyio
-
-BOTH = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
-JSON_ONLY = {"accept": "application/json", "content-type": "application/json"}
 
 
 @pytest.fixture
@@ -38,23 +35,6 @@ async def proxy() -> AsyncIterator[Proxy]:
 async def http() -> AsyncIterator[httpx.AsyncClient]:
     async with httpx.AsyncClient(timeout=20) as client:
         yield client
-
-
-async def _session(http: httpx.AsyncClient, url: str) -> dict[str, str]:
-    """A 2025-11-25 session through the proxy: the headers its requests carry."""
-    init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
-    response = await http.post(
-        url, json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}, headers=JSON_ONLY
-    )
-    assert response.status_code == 200, response.text
-    headers = {"mcp-session-id": response.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
-    done = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-    assert (await http.post(url, json=done, headers={**JSON_ONLY, **headers})).status_code == 202
-    return headers
-
-
-def _call(rid: Any, method: str, params: Any = None) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": rid, "method": method, "params": params or {}}
 
 
 def _events(body: str) -> list[dict[str, str]]:
@@ -89,8 +69,8 @@ def _fast_routes(proxy: Proxy) -> list[FastRoute]:
 async def test_a_plain_call_is_answered_whole_with_the_priming_event_and_the_answer(
     proxy: Proxy, http: httpx.AsyncClient
 ) -> None:
-    headers = await _session(http, proxy.url)
-    response = await http.post(proxy.url, json=_call(7, "echo", {"x": 1}), headers={**BOTH, **headers})
+    headers = await open_session(http, proxy.url)
+    response = await http.post(proxy.url, json=rpc(7, "echo", {"x": 1}), headers={**BOTH, **headers})
     assert response.status_code == 200
     assert response.headers["content-type"] == "text/event-stream"
     assert response.headers["mcp-session-id"] == headers["mcp-session-id"]
@@ -114,7 +94,7 @@ async def test_a_plain_call_is_answered_whole_with_the_priming_event_and_the_ans
 async def test_a_json_only_client_gets_the_childs_bytes_as_json(
     proxy: Proxy, http: httpx.AsyncClient
 ) -> None:
-    headers = await _session(http, proxy.url)
+    headers = await open_session(http, proxy.url)
     for rid in ("a", 2**64 + 1):  # ids come back as the client wrote them (the child's own bytes)
         body = b'{"jsonrpc":"2.0","id":%s,"method":"echo","params":{}}' % json.dumps(rid).encode()
         response = await http.post(proxy.url, content=body, headers={**JSON_ONLY, **headers})
@@ -127,9 +107,9 @@ async def test_a_json_only_client_gets_the_childs_bytes_as_json(
 async def test_a_notification_during_the_call_goes_on_the_full_path(
     proxy: Proxy, http: httpx.AsyncClient
 ) -> None:
-    headers = await _session(http, proxy.url)
+    headers = await open_session(http, proxy.url)
     log = ["notifications/message", {"level": "info", "data": "working"}]
-    call = _call(3, "notify", {"notifications": [log]})
+    call = rpc(3, "notify", {"notifications": [log]})
     response = await http.post(proxy.url, json=call, headers={**BOTH, **headers})
     assert response.status_code == 200
     # the full path's SSE response: the notification, then the answer (the fast path carries only answers)
@@ -144,10 +124,10 @@ async def test_a_notification_during_the_call_goes_on_the_full_path(
 async def test_a_call_past_its_hold_opens_its_sse_stream_and_a_cancel_ends_it(
     proxy: Proxy, http: httpx.AsyncClient
 ) -> None:
-    headers = await _session(http, proxy.url)
+    headers = await open_session(http, proxy.url)
     with anyio.fail_after(10):
         async with http.stream(
-            "POST", proxy.url, json=_call(5, "slow"), headers={**BOTH, **headers}
+            "POST", proxy.url, json=rpc(5, "slow"), headers={**BOTH, **headers}
         ) as response:
             # the peer never answers `slow`: headers arrive because the hold ran out and the stream opened
             assert response.status_code == 200
@@ -160,11 +140,11 @@ async def test_a_call_past_its_hold_opens_its_sse_stream_and_a_cancel_ends_it(
 
 
 async def test_a_cancelled_json_call_is_answered_202(proxy: Proxy, http: httpx.AsyncClient) -> None:
-    headers = await _session(http, proxy.url)
+    headers = await open_session(http, proxy.url)
     got: list[httpx.Response] = []
 
     async def slow() -> None:
-        got.append(await http.post(proxy.url, json=_call(9, "slow"), headers={**JSON_ONLY, **headers}))
+        got.append(await http.post(proxy.url, json=rpc(9, "slow"), headers={**JSON_ONLY, **headers}))
 
     with anyio.fail_after(10):
         async with anyio.create_task_group() as tg:
@@ -180,12 +160,12 @@ async def test_a_cancelled_json_call_is_answered_202(proxy: Proxy, http: httpx.A
 
 
 async def test_a_fast_call_given_up_is_cancelled_at_the_child(proxy: Proxy, http: httpx.AsyncClient) -> None:
-    headers = await _session(http, proxy.url)
+    headers = await open_session(http, proxy.url)
     get_headers = {"accept": "text/event-stream", **headers}
     with anyio.fail_after(10):
         async with http.stream("GET", proxy.url, headers=get_headers) as stream:
             assert stream.status_code == 200
-            parked = proxy.app.fast.post({**JSON_ONLY, **headers}, json.dumps(_call(7, "slow")).encode())
+            parked = proxy.app.fast.post({**JSON_ONLY, **headers}, json.dumps(rpc(7, "slow")).encode())
             assert isinstance(parked, Parked)  # taken: the POST waits for the child's answer
             assert len(_fast_routes(proxy)) == 1
             delivered: list[object] = []
@@ -202,18 +182,18 @@ async def test_a_fast_call_given_up_is_cancelled_at_the_child(proxy: Proxy, http
 
 
 async def test_a_child_that_dies_fails_the_call_it_had(proxy: Proxy, http: httpx.AsyncClient) -> None:
-    headers = await _session(http, proxy.url)
+    headers = await open_session(http, proxy.url)
     response = await http.post(
-        proxy.url, json=_call(1, "crash", {"status": 3}), headers={**JSON_ONLY, **headers}
+        proxy.url, json=rpc(1, "crash", {"status": 3}), headers={**JSON_ONLY, **headers}
     )
     error = response.json()["error"]
     assert error["code"] == -32000
     assert "status 3" in error["message"]
     assert proxy.app.fast.taken == 1
-    again = await http.post(proxy.url, json=_call(2, "echo"), headers={**JSON_ONLY, **headers})
+    again = await http.post(proxy.url, json=rpc(2, "echo"), headers={**JSON_ONLY, **headers})
     assert again.status_code == 404  # the session ended with its child
-    headers = await _session(http, proxy.url)  # SSE preferred: the error is its one event, nothing stored
-    response = await http.post(proxy.url, json=_call(3, "crash", {"status": 4}), headers={**BOTH, **headers})
+    headers = await open_session(http, proxy.url)  # SSE preferred: the error is its one event, nothing stored
+    response = await http.post(proxy.url, json=rpc(3, "crash", {"status": 4}), headers={**BOTH, **headers})
     events = _events(response.text)
     assert "status 4" in json.loads(events[-1]["data"])["error"]["message"]
     if len(events) == 1:  # answered within the hold (else the full path's stream, priming first)
@@ -223,29 +203,29 @@ async def test_a_child_that_dies_fails_the_call_it_had(proxy: Proxy, http: httpx
 async def test_what_the_fast_path_declines_the_full_path_answers(
     proxy: Proxy, http: httpx.AsyncClient
 ) -> None:
-    headers = {**JSON_ONLY, **await _session(http, proxy.url)}
-    batch = [_call(1, "echo"), _call(2, "echo")]
+    headers = {**JSON_ONLY, **await open_session(http, proxy.url)}
+    batch = [rpc(1, "echo"), rpc(2, "echo")]
     answers = (await http.post(proxy.url, json=batch, headers=headers)).json()
     assert sorted(a["id"] for a in answers) == [1, 2]
-    token = _call(3, "progress", {"_meta": {"progressToken": "t"}})
+    token = rpc(3, "progress", {"_meta": {"progressToken": "t"}})
     assert (await http.post(proxy.url, json=token, headers=headers)).json()["result"] == {"token_seen": "t"}
     refused = await http.post(
-        proxy.url, json=_call(4, "echo"), headers={**headers, "content-type": "text/plain"}
+        proxy.url, json=rpc(4, "echo"), headers={**headers, "content-type": "text/plain"}
     )
     assert refused.status_code == 415
-    unknown = await http.post(proxy.url, json=_call(5, "echo"), headers={**headers, "mcp-session-id": "nope"})
+    unknown = await http.post(proxy.url, json=rpc(5, "echo"), headers={**headers, "mcp-session-id": "nope"})
     assert unknown.status_code == 404
     assert proxy.app.fast.taken == 0
     got: list[httpx.Response] = []
 
     async def slow() -> None:
-        got.append(await http.post(proxy.url, json=_call(6, "slow"), headers=headers))
+        got.append(await http.post(proxy.url, json=rpc(6, "slow"), headers=headers))
 
     with anyio.fail_after(10):
         async with anyio.create_task_group() as tg:
             tg.start_soon(slow)
             await _until(lambda: len(_fast_routes(proxy)) == 1)
-            busy = await http.post(proxy.url, json=_call(6, "echo"), headers=headers)
+            busy = await http.post(proxy.url, json=rpc(6, "echo"), headers=headers)
             assert busy.status_code == 400  # the id is in flight: declined, refused by the full path
             assert "already in flight" in busy.json()["error"]["message"]
             cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 6}}
@@ -321,24 +301,24 @@ async def test_child_output_stops_reading_while_its_reader_lags_and_keeps_order(
 async def test_host_origin_and_media_are_checked_on_every_post_after_allowed_ones(
     proxy: Proxy, http: httpx.AsyncClient
 ) -> None:
-    headers = {**JSON_ONLY, **await _session(http, proxy.url)}
-    assert (await http.post(proxy.url, json=_call(1, "echo"), headers=headers)).status_code == 200
+    headers = {**JSON_ONLY, **await open_session(http, proxy.url)}
+    assert (await http.post(proxy.url, json=rpc(1, "echo"), headers=headers)).status_code == 200
     assert proxy.app.fast.taken == 1  # its Host, Origin and media types are remembered as allowed
-    bad_host = await http.post(proxy.url, json=_call(2, "echo"), headers={**headers, "host": "evil.example"})
+    bad_host = await http.post(proxy.url, json=rpc(2, "echo"), headers={**headers, "host": "evil.example"})
     assert bad_host.status_code == 421
     origin = {**headers, "origin": "http://evil.example"}
-    assert (await http.post(proxy.url, json=_call(3, "echo"), headers=origin)).status_code == 403
+    assert (await http.post(proxy.url, json=rpc(3, "echo"), headers=origin)).status_code == 403
     not_json = {**headers, "content-type": "text/plain"}
-    assert (await http.post(proxy.url, json=_call(4, "echo"), headers=not_json)).status_code == 415
+    assert (await http.post(proxy.url, json=rpc(4, "echo"), headers=not_json)).status_code == 415
     no_accept = {**headers, "accept": "text/html"}
-    assert (await http.post(proxy.url, json=_call(5, "echo"), headers=no_accept)).status_code == 406
-    assert (await http.post(proxy.url, json=_call(6, "echo"), headers=headers)).status_code == 200
+    assert (await http.post(proxy.url, json=rpc(5, "echo"), headers=no_accept)).status_code == 406
+    assert (await http.post(proxy.url, json=rpc(6, "echo"), headers=headers)).status_code == 200
     assert proxy.app.fast.taken == 2
 
 
 async def test_junk_media_values_do_not_fill_the_remembered_pairs(proxy: Proxy) -> None:
     fast = proxy.app.fast
-    body = json.dumps(_call(1, "echo")).encode()
+    body = json.dumps(rpc(1, "echo")).encode()
     junk_accept = "application/json, " + "x/y;q=0.1, " * 3000  # ~33 KB: a head passes the Host guard
     for n in range(300):  # no session needed: the media types are checked first
         assert fast.post({"content-type": "application/json", "accept": junk_accept + str(n)}, body) is None
@@ -359,7 +339,7 @@ def _raw_post(url: str, headers: dict[str, str], body: bytes) -> tuple[str, int,
 async def test_a_client_that_leaves_while_parked_frees_its_slot_and_the_child_is_told(
     proxy: Proxy, http: httpx.AsyncClient
 ) -> None:
-    headers = await _session(http, proxy.url)
+    headers = await open_session(http, proxy.url)
     get_headers = {"accept": "text/event-stream", **headers}
     with anyio.fail_after(10):
         async with http.stream("GET", proxy.url, headers=get_headers) as stream:
@@ -367,7 +347,7 @@ async def test_a_client_that_leaves_while_parked_frees_its_slot_and_the_child_is
             session = proxy.app.sessions.sessions[headers["mcp-session-id"]]
             before = session.open_requests
             host, port, request = _raw_post(
-                proxy.url, {**JSON_ONLY, **headers}, json.dumps(_call(7, "slow")).encode()
+                proxy.url, {**JSON_ONLY, **headers}, json.dumps(rpc(7, "slow")).encode()
             )
             _, writer = await asyncio.open_connection(host, port)
             writer.write(request)
@@ -395,10 +375,8 @@ async def _response(reader: asyncio.StreamReader) -> tuple[bytes, bytes]:
 async def test_a_session_deleted_while_its_post_is_parked_answers_it_once(
     proxy: Proxy, http: httpx.AsyncClient
 ) -> None:
-    headers = await _session(http, proxy.url)
-    host, port, request = _raw_post(
-        proxy.url, {**JSON_ONLY, **headers}, json.dumps(_call(7, "slow")).encode()
-    )
+    headers = await open_session(http, proxy.url)
+    host, port, request = _raw_post(proxy.url, {**JSON_ONLY, **headers}, json.dumps(rpc(7, "slow")).encode())
     with anyio.fail_after(10):
         reader, writer = await asyncio.open_connection(host, port)
         writer.write(request)
@@ -407,7 +385,7 @@ async def test_a_session_deleted_while_its_post_is_parked_answers_it_once(
         head, body = await _response(reader)
         assert head.startswith(b"HTTP/1.1 200 ")
         assert json.loads(body)["error"]["code"] == -32000
-        writer.write(_raw_post(proxy.url, {**JSON_ONLY, **headers}, json.dumps(_call(8, "echo")).encode())[2])
+        writer.write(_raw_post(proxy.url, {**JSON_ONLY, **headers}, json.dumps(rpc(8, "echo")).encode())[2])
         head, _ = await _response(reader)  # the next response on the connection is the next request's
         assert head.startswith(b"HTTP/1.1 404 ")  # the session is gone
         writer.close()

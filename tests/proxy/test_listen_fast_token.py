@@ -8,12 +8,10 @@ from collections.abc import AsyncIterator
 
 import httpx
 import pytest
-from tests.proxy._listen_support import Proxy, in_process_proxy
+from tests.proxy._listen_support import JSON_ONLY, Proxy, in_process_proxy, open_session
 from tests.proxy.conftest import PEER
 
 pytestmark = pytest.mark.anyio
-
-JSON_ONLY = {"accept": "application/json", "content-type": "application/json"}
 
 
 @pytest.fixture
@@ -22,23 +20,11 @@ async def proxy() -> AsyncIterator[Proxy]:
         yield proxy
 
 
-async def _headers(http: httpx.AsyncClient, url: str) -> dict[str, str]:
-    init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
-    body = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}
-    response = await http.post(url, json=body, headers=JSON_ONLY)
-    assert response.status_code == 200, response.text
-    headers = {**JSON_ONLY, "mcp-session-id": response.headers["mcp-session-id"]}
-    headers["mcp-protocol-version"] = "2025-11-25"
-    done = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-    assert (await http.post(url, json=done, headers=headers)).status_code == 202
-    return headers
-
-
 async def test_a_progress_token_sends_the_request_the_full_way_however_its_key_is_spelled(
     proxy: Proxy,
 ) -> None:
     async with httpx.AsyncClient(timeout=20) as http:
-        headers = await _headers(http, proxy.url)
+        headers = {**JSON_ONLY, **await open_session(http, proxy.url)}
         for rid, key in ((1, b"progressToken"), (2, b"progress\\u0054oken"), (3, b"\\u0070rogressToken")):
             body = b'{"jsonrpc":"2.0","id":%d,"method":"progress","params":{"_meta":{"%s":"t"}}}' % (rid, key)
             response = await http.post(proxy.url, content=body, headers=headers)

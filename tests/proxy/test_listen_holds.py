@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from tests.proxy._listen_support import Proxy, in_process_proxy
+from tests.proxy._listen_support import BOTH, Proxy, in_process_proxy, open_session, rpc
 from tests.proxy.conftest import PEER
 
 from mcpframe.http.deadlines import Deadlines
@@ -18,8 +18,6 @@ from mcpframe.http.options import HttpOptions
 
 pytestmark = pytest.mark.anyio
 
-BOTH = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
-JSON_ONLY = {"accept": "application/json", "content-type": "application/json"}
 STREAM_AFTER = 0.2
 
 
@@ -27,22 +25,6 @@ STREAM_AFTER = 0.2
 async def http() -> AsyncIterator[httpx.AsyncClient]:
     async with httpx.AsyncClient(timeout=20) as client:
         yield client
-
-
-async def _session(http: httpx.AsyncClient, url: str) -> dict[str, str]:
-    init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
-    response = await http.post(
-        url, json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}, headers=JSON_ONLY
-    )
-    assert response.status_code == 200, response.text
-    headers = {"mcp-session-id": response.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
-    done = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-    assert (await http.post(url, json=done, headers={**JSON_ONLY, **headers})).status_code == 202
-    return headers
-
-
-def _call(rid: Any, method: str, params: Any = None) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": rid, "method": method, "params": params or {}}
 
 
 def _live(wait: float) -> int:
@@ -56,7 +38,7 @@ async def _slow_call_opens_its_stream(
     """`slow` (never answered by the peer): its POST's SSE stream opens once the wait ran out, and the
     client's cancel ends it."""
     with anyio.fail_after(10):
-        slow = _call(5, "slow", params)
+        slow = rpc(5, "slow", params)
         async with http.stream("POST", proxy.url, json=slow, headers={**BOTH, **headers}) as r:
             assert r.status_code == 200
             assert r.headers["content-type"] == "text/event-stream"
@@ -68,9 +50,9 @@ async def _slow_call_opens_its_stream(
 
 async def test_a_fast_call_answered_within_its_hold_leaves_no_live_timer(http: httpx.AsyncClient) -> None:
     async with in_process_proxy(PEER) as proxy:
-        headers = await _session(http, proxy.url)
+        headers = await open_session(http, proxy.url)
         for rid in range(1, 4):
-            response = await http.post(proxy.url, json=_call(rid, "echo"), headers={**BOTH, **headers})
+            response = await http.post(proxy.url, json=rpc(rid, "echo"), headers={**BOTH, **headers})
             assert response.status_code == 200
             assert response.headers["content-type"] == "text/event-stream"
         assert proxy.app.fast.taken == 3
@@ -88,8 +70,8 @@ async def test_stream_after_in_auto_mode_answers_json_in_time_and_opens_sse_past
     # a request naming a progress token is the full path's (`listen_fast._plain`)
     params = {} if fast else {"_meta": {"progressToken": "t"}}
     async with in_process_proxy(PEER, http=options) as proxy:
-        headers = await _session(http, proxy.url)
-        response = await http.post(proxy.url, json=_call(1, "echo", params), headers={**BOTH, **headers})
+        headers = await open_session(http, proxy.url)
+        response = await http.post(proxy.url, json=rpc(1, "echo", params), headers={**BOTH, **headers})
         assert response.status_code == 200
         assert response.headers["content-type"] == "application/json"
         assert response.json()["id"] == 1

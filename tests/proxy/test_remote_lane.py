@@ -4,7 +4,6 @@ plain calls take it, progress and server requests come through it in order, and 
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -13,6 +12,7 @@ import anyio
 import httpx
 import pytest
 from tests.proxy._listen_support import SERVE_EVERYTHING, running
+from tests.proxy._remote_support import Stdio
 
 from mcpframe.http.client_fast import FastLane
 from mcpframe.proxy.remote import MAX_IN_FLIGHT, fast_lane, proxy_remote, remote_transport
@@ -36,48 +36,6 @@ def json_url() -> Iterator[str]:
         yield url
 
 
-class Stdio:
-    """The proxy's stdin/stdout as a test drives them: lines in, every line out recorded."""
-
-    def __init__(self) -> None:
-        self.input, self._incoming = anyio.create_memory_object_stream[bytes](100)
-        self.out: list[dict[str, Any]] = []
-        self._changed = anyio.Event()
-
-    async def receive(self) -> bytes:
-        try:
-            return await self._incoming.receive()
-        except anyio.EndOfStream:
-            return b""
-
-    async def send(self, data: bytes) -> None:
-        self.out += [json.loads(line) for line in data.splitlines() if line]
-        self._changed.set()
-        self._changed = anyio.Event()
-
-    async def write(self, message: dict[str, Any]) -> None:
-        await self.input.send(json.dumps(message).encode() + b"\n")
-
-    async def answer(self, rid: Any) -> dict[str, Any]:
-        """The answer to request `rid` once it came."""
-        while True:
-            for message in self.out:
-                if message.get("id") == rid and "method" not in message:
-                    return message
-            await self._changed.wait()
-
-    async def request_from_server(self, method: str) -> dict[str, Any]:
-        return (await self.requests_from_server(method, 1))[0]
-
-    async def requests_from_server(self, method: str, count: int) -> list[dict[str, Any]]:
-        """The first `count` requests `method` from the server, once that many came."""
-        while True:
-            found = [m for m in self.out if m.get("method") == method and "id" in m]
-            if len(found) >= count:
-                return found[:count]
-            await self._changed.wait()
-
-
 @asynccontextmanager
 async def proxied_with(
     url: str, *, lane_on: bool = True, max_in_flight: int = MAX_IN_FLIGHT
@@ -90,15 +48,7 @@ async def proxied_with(
         lane = fast_lane(remote) if lane_on else None
         assert lane is None or isinstance(lane, FastLane)
         tg.start_soon(lambda: proxy_remote(stdio, remote, lane=lane, max_in_flight=max_in_flight))
-        capabilities = {"sampling": {}, "elicitation": {}}
-        init = {
-            "protocolVersion": "2025-11-25",
-            "capabilities": capabilities,
-            "clientInfo": {"name": "t", "version": "1"},
-        }
-        await stdio.write({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": init})
-        assert "result" in await stdio.answer("init")
-        await stdio.write({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        assert "result" in await stdio.handshake({"sampling": {}, "elicitation": {}})
         yield stdio, remote, lane
         stdio.input.close()
 

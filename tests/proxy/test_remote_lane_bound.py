@@ -49,7 +49,7 @@ async def test_a_streaming_server_is_held_back_while_stdout_is_not_read() -> Non
             assert lane.most_queued <= bound, lane.most_queued
             assert not stdio.out  # the first write still waits
             stdio.release.set()
-            at = await stdio.answer(1)
+            at = await stdio.answer_at(1)
             logs = [m["params"]["data"].split()[0] for m in stdio.out if m.get("method")]
             assert logs == [str(n) for n in range(EVENTS)]  # every event, in order, then the answer
             assert at == EVENTS
@@ -69,7 +69,7 @@ async def test_a_resumed_stream_does_not_overtake_what_the_lane_still_writes() -
             # the logs wait behind stdout: the transport resumes the stream only once they are written
             assert taken == []
             stdio.release.set()
-            at = await stdio.answer(7)
+            at = await stdio.answer_at(7)
             assert [m["params"]["data"] for m in stdio.out[:at]] == ["one", "two"]
             assert taken == [7]
             assert server.resumed == 1
@@ -113,7 +113,7 @@ async def test_a_json_answer_past_the_connections_read_mark_is_read_whole() -> N
         async with proxied(Server(big), gated=True) as (stdio, _, lane):
             stdio.release.set()
             await stdio.write(call(3))
-            at = await stdio.answer(3)
+            at = await stdio.answer_at(3)
             assert stdio.out[at]["result"]["content"][0]["text"] == text
             assert lane.posted == 1
             assert lane.handed_over == 0
