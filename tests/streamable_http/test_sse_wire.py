@@ -10,9 +10,12 @@ No test here waits for time to pass, except for a timer the server itself must f
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
+import httpx
 import pytest
 
 from mcpframe.http import sse_wire
@@ -117,9 +120,19 @@ async def test_a_def_tool_is_answered_over_sse_with_no_task(
     assert wire_tasks == []  # nothing ran in a task of the wire server's
 
 
-def logged_and_complete(got: bytes) -> bool:
-    """The log event has come whole (`note` waits on its gate after it)."""
-    return b"notifications/message" in got and got.endswith(b"\n\n")
+@contextlib.asynccontextmanager
+async def noted(
+    client: httpx.AsyncClient, url: str, headers: dict[str, str], rid: int
+) -> AsyncIterator[tuple[AsyncIterator[bytes], bytes]]:
+    """POST a call of `note`, streamed; yields its raw chunks to read on and what came up to its log event
+    (the tool waits on its gate after it), and closes the response on the way out."""
+    response = await post_streamed(client, url, headers, call("note", rid=rid))
+    try:
+        chunks = response.aiter_raw()
+        logged = b"notifications/message"
+        yield chunks, await read_raw(chunks, lambda got: logged in got and got.endswith(b"\n\n"))
+    finally:
+        await response.aclose()
 
 
 async def test_an_event_before_the_answer_is_written_before_the_answer_comes(
@@ -128,17 +141,10 @@ async def test_an_event_before_the_answer_is_written_before_the_answer_comes(
     tools = Tools()
     async with serving(tools, response_mode="resumable") as (url, _, client, headers):
         with anyio.fail_after(10):
-            response = await post_streamed(client, url, headers, call("note", rid=4))
-            try:
-                chunks = response.aiter_raw()
-                got = await read_raw(
-                    chunks, logged_and_complete
-                )  # the log arrives while the tool still waits
-                assert not tools.gate.is_set()
+            async with noted(client, url, headers, rid=4) as (chunks, head):
+                assert not tools.gate.is_set()  # the log arrived while the tool still waits
                 tools.gate.set()
-                got += b"".join([chunk async for chunk in chunks])
-            finally:
-                await response.aclose()
+                got = head + b"".join([chunk async for chunk in chunks])
     text = got.decode()
     assert [m.get("method") for m in messages(text)] == ["notifications/message", None]
     assert messages(text)[1]["result"]["content"] == [{"type": "text", "text": "noted"}]

@@ -26,12 +26,11 @@ from ._live_support import (
     live_app,
     paused,
     post_streamed,
-    read_raw,
     serving,
     until,
 )
 from ._server_support import call, messages, open_session, sse_events
-from .test_sse_wire import _LOGS, Tools, logged_and_complete, writers
+from .test_sse_wire import _LOGS, Tools, noted, writers
 
 __all__ = ["writers"]  # the fixture, used by name
 
@@ -145,23 +144,19 @@ async def test_a_resume_while_the_writer_is_attached_replaces_it(
     tools = Tools()
     async with serving(tools, response_mode="resumable") as (url, app, client, headers):
         with anyio.fail_after(10):
-            response = await post_streamed(client, url, headers, call("note", rid=9))
-            try:
-                chunks = response.aiter_raw()
-                # the priming event and the log, the tool still waiting
-                got = await read_raw(chunks, logged_and_complete)
-                priming = sse_events(got.decode())[0]["id"]
+            # the priming event and the log, the tool still waiting
+            async with noted(client, url, headers, rid=9) as (chunks, head):
+                priming = sse_events(head.decode())[0]["id"]
                 resume = {**headers, "accept": "text/event-stream", "last-event-id": priming}
                 again = await client.send(client.build_request("GET", url, headers=resume), stream=True)
                 try:
-                    got += b"".join([chunk async for chunk in chunks])  # the POST's answer ends: replaced
+                    # the POST's answer ends: replaced
+                    got = head + b"".join([chunk async for chunk in chunks])
                     assert writers[0].closed
                     tools.gate.set()
                     resumed = b"".join([chunk async for chunk in again.aiter_raw()])
                 finally:
                     await again.aclose()
-            finally:
-                await response.aclose()
             await until(lambda: app.posts.admission.running == 0)
         session = app.sessions.find(headers, None)
         assert isinstance(session, HttpSession)
