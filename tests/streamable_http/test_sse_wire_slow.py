@@ -20,15 +20,7 @@ from mcpframe.http import sse_wire
 from mcpframe.http.events import split_event_id
 from mcpframe.http.sessions import HttpSession
 
-from ._live_support import (
-    connection_of,
-    flooding,
-    live_app,
-    paused,
-    post_streamed,
-    serving,
-    until,
-)
+from ._live_support import connection_of, flooding, live_app, paused, post_streamed, serving, until
 from ._server_support import call, messages, open_session, sse_events
 from .test_sse_wire import _LOGS, Tools, noted, writers
 
