@@ -77,6 +77,11 @@ class DirectPipe(Pipe):
 
     __slots__ = ()
 
+    def put(self, data: bytes, *, last: bool = False) -> bool:
+        """`Pipe.put`; `last`: the stream finishes right after this (its `close` follows within the same
+        step, unless the producer waits for `room` first), so `data` may wait to be written with the end."""
+        return super().put(data)
+
     def room(self) -> asyncio.Future[None] | None:
         """A future done once the client can take more (`None`: it can now)."""
         return None
@@ -161,13 +166,14 @@ class Stream:
             return [None] * len(messages)
         return ids
 
-    async def emit(self, frame: bytes, *, response: bool) -> None:
-        """Deliver the frame to the attached response (stored first if resumable), or keep it for later."""
+    async def emit(self, frame: bytes, *, response: bool, last: bool = False) -> None:
+        """Deliver the frame to the attached response (stored first if resumable), or keep it for later.
+        `last`: the stream finishes right after it (`DirectPipe.put`)."""
         if not self._serialized and self._pipe is None and self._buffering and not self.attached_once:
             # kept for later, as under the lock: nothing is awaited, and nobody has taken the lock yet
             self._backlog.append((frame, response))
         elif isinstance(pipe := self._pipe, DirectPipe):
-            if self._lock.locked() or not self._store_to(pipe, frame):
+            if self._lock.locked() or not self._store_to(pipe, frame, last):
                 await self._emit_locked(frame, response)
             if (room := pipe.room()) is not None:
                 await room  # its client reads slowly: the producer waits, nothing piles up here
@@ -178,7 +184,7 @@ class Stream:
             self.wake.set()
             self._woken()
 
-    def _store_to(self, pipe: DirectPipe, frame: bytes) -> bool:
+    def _store_to(self, pipe: DirectPipe, frame: bytes, last: bool) -> bool:
         """What `_emit_locked` does, without the lock, when nothing in it waits (no store, or the memory
         store) and nobody holds the lock; `False`, nothing done, otherwise."""
         event_id = None
@@ -187,7 +193,8 @@ class Stream:
             if store is None:
                 return False
             event_id = store(self.session_id, self.id, frame)
-        self._deliver(pipe, format_event(frame, event_id))
+        if not pipe.put(format_event(frame, event_id), last=last) and self._pipe is pipe:
+            self._pipe = None
         return True
 
     async def _emit_locked(self, frame: bytes, response: bool) -> None:

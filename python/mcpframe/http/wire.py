@@ -317,20 +317,10 @@ class _Connection(asyncio.Protocol):
             self._finished(cycle)
 
     def _stream(self, cycle: Cycle, streamed: Streamed) -> None:
-        """A `Streamed` answer: its head and first part in one write, then the app writes the rest
-        (`_Out`)."""
-        assert self.transport is not None
-        status, lines, first = streamed.head()
-        cycle.head_sent = cycle.chunked = True
-        if self.owner.draining:
-            cycle.keep_alive = False
-        close = b"" if cycle.keep_alive else b"connection: close\r\n"
-        chunk = b"%x\r\n%s\r\n" % (len(first), first) if first else b""
-        self.transport.write(
-            b"%s%s%stransfer-encoding: chunked\r\n\r\n%s" % (Clock.head(status), lines, close, chunk)
-        )
+        """A `Streamed` answer: the app writes it (`_Out`), its head held for the first part or the end."""
+        cycle.chunked = True
         cycle.on_lost = streamed.lost  # `connection_lost` calls it (once: it clears it first)
-        streamed.opened(_Out(self, cycle))
+        streamed.opened(_Out(self, cycle, streamed))
 
     def _scope(self, cycle: Cycle) -> Scope:
         """The request's ASGI scope (built once)."""
@@ -702,18 +692,38 @@ def _cancelling() -> Iterator[None]:
 
 
 class _Out:
-    """The way out of a `Streamed` answer (`StreamOut`): chunks written where the app makes them."""
+    """The way out of a `Streamed` answer (`StreamOut`): chunks written where the app makes them, the first
+    after the response's head."""
 
-    __slots__ = ("_connection", "_cycle")
+    __slots__ = ("_connection", "_cycle", "_streamed")
 
-    def __init__(self, connection: _Connection, cycle: Cycle) -> None:
+    def __init__(self, connection: _Connection, cycle: Cycle, streamed: Streamed) -> None:
         self._connection = connection
         self._cycle = cycle
+        self._streamed: Streamed | None = streamed  # `None` once its head is out
+
+    def _head(self) -> bytes:
+        """The response's head if it is not out yet (then it is, once the caller writes it), else `b""`."""
+        streamed = self._streamed
+        if streamed is None:
+            return b""
+        self._streamed = None
+        cycle = self._cycle
+        cycle.head_sent = True
+        status, lines = streamed.head()
+        if self._connection.owner.draining:
+            cycle.keep_alive = False  # stopping: this answer is the connection's last
+        close = b"" if cycle.keep_alive else b"connection: close\r\n"
+        return b"%s%s%stransfer-encoding: chunked\r\n\r\n" % (Clock.head(status), lines, close)
 
     def write(self, data: bytes) -> None:
         transport = self._connection.transport
-        if data and not self._cycle.response_done and not self._connection.lost and transport is not None:
-            transport.write(b"%x\r\n%s\r\n" % (len(data), data))
+        if self._cycle.response_done or self._connection.lost or transport is None:
+            return
+        if data:
+            transport.write(b"%s%x\r\n%s\r\n" % (self._head(), len(data), data))
+        elif self._streamed is not None:
+            transport.write(self._head())
 
     def end(self, last: bytes = b"") -> None:
         cycle, connection = self._cycle, self._connection
@@ -723,7 +733,8 @@ class _Out:
         cycle.on_lost = None
         if connection.lost or connection.transport is None:
             return
-        connection.transport.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(last), last) if last else b"0\r\n\r\n")
+        chunk = b"%x\r\n%s\r\n" % (len(last), last) if last else b""
+        connection.transport.write(b"%s%s0\r\n\r\n" % (self._head(), chunk))
         # a pipelined request is started from the loop, not inside the app's code that ended this one
         connection._finished(cycle, from_loop=True)
 
