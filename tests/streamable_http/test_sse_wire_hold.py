@@ -12,9 +12,7 @@ how fast the worker or the loop runs.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio
@@ -23,11 +21,9 @@ import pytest
 
 from mcpframe.http import sse_wire
 from mcpframe.http import wire as wire_module
-from mcpframe.http.server import HttpOptions, StreamableHTTPServer, serve_http
-from mcpframe.server import Context, Server
 
-from ._server_support import JSON_AND_SSE, call, messages, sse_events
-from ._server_support import session_headers as headers_of
+from ._lean_support import Tools, open_session, serving, until
+from ._server_support import call, messages, sse_events
 
 pytestmark = pytest.mark.anyio
 
@@ -35,97 +31,6 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-class Tools:
-    """A `def` tool, and tools that wait on a gate the test opens (counting cancellations)."""
-
-    def __init__(self) -> None:
-        self.server = Server("sse-hold", version="1.0.0")
-        self.entered = anyio.Event()
-        self.gate = anyio.Event()
-        self.cancelled = 0
-        tools = self
-
-        @self.server.tool
-        def echo(text: str) -> str:
-            """On the worker pool: its answer comes a few loop turns after the POST started."""
-            return text
-
-        @self.server.tool
-        async def hold(text: str) -> str:
-            """Suspends until the test opens the gate."""
-            tools.entered.set()
-            try:
-                await tools.gate.wait()
-            except BaseException:
-                tools.cancelled += 1
-                raise
-            return text
-
-        @self.server.tool
-        async def note(ctx: Context) -> str:
-            """Suspends, logs, then waits for the gate."""
-            await anyio.sleep(0)
-            await ctx.info("before")
-            await tools.gate.wait()
-            return "noted"
-
-
-@contextlib.asynccontextmanager
-async def serving(tools: Tools, **options: Any) -> AsyncIterator[tuple[str, StreamableHTTPServer]]:
-    """`tools` on the lean server on 127.0.0.1; yields (URL, the app)."""
-    opts = HttpOptions(**options)
-    app = StreamableHTTPServer(tools.server, opts)
-    ready: list[str] = []
-    started = anyio.Event()
-
-    def on_ready(url: str) -> None:
-        ready.append(url)
-        started.set()
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(
-            lambda: serve_http(
-                tools.server,
-                port=0,
-                options=opts,
-                ready=on_ready,
-                http_server="mcpframe",
-                app=app,  # type: ignore[arg-type]
-            )
-        )
-        with anyio.fail_after(10):
-            await started.wait()
-        try:
-            yield ready[0], app
-        finally:
-            tg.cancel_scope.cancel()
-
-
-async def open_session(client: httpx.AsyncClient, url: str) -> dict[str, str]:
-    body = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    }
-    response = await client.post(url, json=body, headers=JSON_AND_SSE)
-    assert response.status_code == 200, response.text
-    headers = headers_of(response.headers["mcp-session-id"], "2025-11-25")
-    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-    assert (await client.post(url, json=note, headers=headers)).status_code == 202
-    return headers
-
-
-async def until(condition: Callable[[], bool]) -> None:
-    """Let the loop run until `condition()` holds (bounded by the caller's fail_after)."""
-    while not condition():
-        await anyio.sleep(0)
 
 
 @pytest.fixture

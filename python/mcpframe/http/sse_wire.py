@@ -39,11 +39,11 @@ if TYPE_CHECKING:
     from .handling import PostHandler
     from .sessions import HttpSession
 
-__all__ = ["SseWriter", "sse_writer"]
+__all__ = ["HOLD", "SseWriter", "sse_lines", "sse_writer"]
 
 logger = logging.getLogger("mcpframe.http")
 
-_LINES: dict[str, bytes] = {}  # `_header_lines`, by session id
+_LINES: dict[str, bytes] = {}  # `sse_lines`, by session id
 _LINES_KEPT = 1024
 _COALESCED = 64  # events put within one loop turn before they are written without waiting for its end
 HOLD = 0.02
@@ -197,7 +197,7 @@ def sse_writer(
         if not stream.resumable and not stream.finished.is_set():
             spawn(exchange.abort)  # nobody can ever receive the answer
 
-    lines = _header_lines(headers)
+    lines = sse_lines(headers.get(MCP_SESSION_ID))
     writer = SseWriter(stream, lines, keepalive=posts.replies.keepalive, close_idle=close_idle, on_end=ended)
     first = stream.attach_now(writer, retry_ms=priming)
     if first is None:
@@ -208,12 +208,13 @@ def sse_writer(
     return writer
 
 
-def _header_lines(headers: dict[str, str]) -> bytes:
-    """An SSE answer's header lines with `headers` (a session's id, or none), made once per session."""
-    key = headers.get(MCP_SESSION_ID, "")
+def sse_lines(session_id: str | None) -> bytes:
+    """An SSE answer's header lines (with the session's id, if any), made once per session."""
+    key = session_id or ""
     lines = _LINES.get(key)
     if lines is None:
         if len(_LINES) >= _LINES_KEPT:
             _LINES.clear()  # many sessions: start over rather than grow
-        lines = _LINES[key] = Reply(200, b"", {**SSE_HEADERS, **headers}).header_lines()
+        headers = {**SSE_HEADERS, MCP_SESSION_ID: key} if key else SSE_HEADERS
+        lines = _LINES[key] = Reply(200, b"", headers).header_lines()
     return lines

@@ -12,13 +12,13 @@ import asyncio
 import logging
 import os
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from .events import EventStore, store_now
 from .pipe import Pipe
 from .store import StoreUnavailable
 
-__all__ = ["KEEPALIVE", "DirectPipe", "Stream", "format_event", "new_stream_id"]
+__all__ = ["KEEPALIVE", "DirectPipe", "Stream", "events_now", "format_event", "new_stream_id"]
 
 KEEPALIVE = b": keepalive\n\n"
 
@@ -69,6 +69,28 @@ def format_event(frame: bytes, event_id: str | None = None) -> bytes:
 
 def _priming(event_id: str, retry_ms: int) -> bytes:
     return b"id: " + event_id.encode() + b"\nretry: " + str(retry_ms).encode() + b"\ndata: \n\n"
+
+
+def events_now(
+    store: Callable[[str, str, bytes | None], str] | None,
+    session_id: str | None,
+    stream_id: str,
+    frames: Iterable[bytes],
+    retry_ms: int | None,
+) -> tuple[str | None, bytes]:
+    """The first events of the stream `stream_id`: a priming event if `retry_ms`, then `frames`, each stored
+    first (`store`: the memory store's `store_now`) when the stream is resumable (a store and a session);
+    with the priming event's id (`None`: none). What `Stream.attach` writes first, made without waiting."""
+    if store is None or session_id is None:
+        return None, b"".join([format_event(frame) for frame in frames])
+    chunks: list[bytes] = []
+    priming_id = None
+    if retry_ms is not None:
+        priming_id = store(session_id, stream_id, None)
+        chunks.append(_priming(priming_id, retry_ms))
+    for frame in frames:
+        chunks.append(format_event(frame, store(session_id, stream_id, frame)))
+    return priming_id, b"".join(chunks)
 
 
 class DirectPipe(Pipe):
@@ -275,18 +297,13 @@ class Stream:
         store = store_now(self.store)
         if self.store is not None and store is None:
             return None
-        chunks: list[bytes] = []
-        if store is not None and self.session_id is not None:
-            if retry_ms is not None:
-                self._priming_id = store(self.session_id, self.id, None)
-                chunks.append(_priming(self._priming_id, retry_ms))
-            for frame, _ in self._backlog:
-                chunks.append(format_event(frame, store(self.session_id, self.id, frame)))
-        else:
-            chunks += [format_event(frame) for frame, _ in self._backlog]
+        frames = [frame for frame, _ in self._backlog]
+        priming_id, first = events_now(store, self.session_id, self.id, frames, retry_ms)
+        if priming_id is not None:
+            self._priming_id = priming_id
         self._backlog.clear()
         self.attached_once = True
-        return b"".join(chunks)
+        return first
 
     async def _attach_shared(self, pipe: Pipe, retry_ms: int | None) -> None:
         """`attach` on a shared store: the priming event and the backlog stored in one round trip (a quick
