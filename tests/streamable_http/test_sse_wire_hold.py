@@ -19,8 +19,7 @@ import anyio
 import httpx
 import pytest
 
-from mcpframe.http import sse_wire
-from mcpframe.http import wire as wire_module
+from mcpframe.http import sse_wire, wire_answers
 
 from ._lean_support import Tools, open_session, serving, until
 from ._server_support import call, messages, sse_events
@@ -37,7 +36,7 @@ def anyio_backend() -> str:
 def outs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, bytes]]:
     """What the lean server wrote of its streamed answers: ("write" or "end", data), in order."""
     done: list[tuple[str, bytes]] = []
-    write, end = wire_module._Out.write, wire_module._Out.end
+    write, end = wire_answers.Out.write, wire_answers.Out.end
 
     def wrote(self: Any, data: bytes) -> None:
         done.append(("write", data))
@@ -47,8 +46,8 @@ def outs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, bytes]]:
         done.append(("end", last))
         end(self, last)
 
-    monkeypatch.setattr(wire_module._Out, "write", wrote)
-    monkeypatch.setattr(wire_module._Out, "end", ended)
+    monkeypatch.setattr(wire_answers.Out, "write", wrote)
+    monkeypatch.setattr(wire_answers.Out, "end", ended)
     return done
 
 
