@@ -76,7 +76,7 @@ class SseWriter(DirectPipe, Streamed):
         self.first = b""  # the priming event and what came before (`Stream.attach_now`)
         self._on_end = on_end
         self._out: StreamOut | None = None
-        self._opened = False  # the head is out (`_open`)
+        self._opened = False  # the head is out (`_flush`; else `close` writes it with the end)
         self._pending: list[bytes] = []  # put, not written yet
         self._wait = keepalive if close_idle is None else min(close_idle, keepalive)
         self._entry: list[Any] | None = None  # the hold's or the quiet timer's entry (`Deadlines`)

@@ -39,7 +39,9 @@ before.
 An app whose fast answer waits for one event it is told of (the listening proxy's child answering, a
 suspended handler's exchange ending) may return a `Parked`: no task, no future; the app calls its `deliver`
 with the response where the event lands (a pipe read, the handler's task), and the response is written
-from there; a pipelined request behind it is started from the loop, not inside the app's code.
+from there; a pipelined request behind it is started from the loop, not inside the app's code. A
+`Streamed` answer (SSE) is written by the app itself where its parts come from, its head held for the
+first of them or its end. Both are handled in `wire_answers.py`.
 """
 
 from __future__ import annotations
