@@ -379,8 +379,9 @@ class Exchange:
         if self._expected is not None:
             self._expected.discard(rid)
             self.router.release(self, rid)
-        await self.stream.emit(frame, response=True)
-        if self.complete and not self.closed:
+        complete = self.complete  # then the stream ends right after this frame: written with its end
+        await self.stream.emit(frame, response=True, last=complete)
+        if complete and not self.closed:
             self.close()
             self.lane.done()
 

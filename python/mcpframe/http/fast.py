@@ -37,14 +37,15 @@ from mcpframe.session.inline import start_inline
 
 from .asgi import Receive, Send
 from .deadlines import Deadlines
+from .events import store_now
 from .exchange import Exchange, Lane
 from .handling import PostHandler, refusal_of
 from .headers import FIRST_STATELESS, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, Accepts, mirror_mismatch
 from .post import Body
 from .responses import Answer, Reply, error_response, json_response
-from .sse_wire import sse_writer
+from .sse_wire import sse_lines, sse_writer
 from .store import StoreUnavailable
-from .streams import Stream
+from .streams import Stream, events_now, new_stream_id
 from .wire_parts import Later, Parked, Streamed, Whole, WireAnswer
 
 if TYPE_CHECKING:
@@ -167,10 +168,10 @@ def _session_post(
         return None
     session.touch()
     assert request.id is not None
-    if not (accepts.sse and posts.prefers_sse(session)):
-        ends = (slot.release,)
-        return _handover(posts, lane, session, request, ends=ends, accepts=accepts)
-    headers = {MCP_SESSION_ID: session.id}
+    sse = accepts.sse and posts.prefers_sse(session)
+    if not sse or session.store is None or store_now(session.store) is not None:
+        return _handover(posts, lane, session, request, ends=(slot.release,), accepts=accepts, sse=sse)
+    headers = {MCP_SESSION_ID: session.id}  # a store that makes SSE answers wait: the full path's way
     exchange = Exchange(lane, session.new_stream(), [request.id])
     exchange.on_close.append(slot.release)
     return _started(posts, exchange, body, session, accepts=accepts, headers=headers)
@@ -184,8 +185,10 @@ def _handover(
     *,
     ends: tuple[Callable[[], None], ...],
     accepts: Accepts,
+    sse: bool = False,
 ) -> FastAnswer:
-    """A JSON answer with no `Exchange` or `Stream` when the handler answers in its first step.
+    """A JSON answer with no `Exchange` or `Stream` when the handler answers in its first step (`sse`: the
+    SSE answer, when the session's event store, if any, stores at once: `_sse_whole`).
 
     The handler is started as `PostHandler.start` starts it (`start_inline`: its Request in the lane
     Session, its host task, a copy of the context) before any exchange exists. If it answered in that step
@@ -196,8 +199,9 @@ def _handover(
     the lane back to its pool). Else (it suspended, was queued, or gave no answer) the exchange is made at
     once, before the loop runs anything that could write to the lane or route to the request's id (a
     client's cancel, the answer to a request of the handler), and the handler's answer goes to it, to be
-    answered as `PostHandler.respond` would (`_deferred`). (A closure rather than an object: this
-    runs once per request, and an object measured ~2k instructions more per call.)
+    answered as `PostHandler.respond` would (`_deferred`; with `sse`, `sse_wire.SseWriter`). (A closure
+    rather than an object: this runs once per request, and an object measured ~2k instructions more per
+    call.)
     """
     rid = request.id
     assert rid is not None
@@ -215,6 +219,8 @@ def _handover(
         for end in ends:
             end()
         lane.done()
+        if sse:
+            return _sse_whole(posts, session, answers[0])
         return 200, _STATELESS_LINES if session is None else _json_lines(session), answers[0]
     stream = Stream(None, None) if session is None else session.new_stream()
     exchange = started = Exchange(lane, stream, [rid])
@@ -222,7 +228,20 @@ def _handover(
     if session is not None:
         started.on_close.append(lambda: session.stream_ended(stream))
     headers = {} if session is None else {MCP_SESSION_ID: session.id}
+    if sse:  # written with no task (`SseWriter`), else the full path's SSE answer on this exchange
+        writer = sse_writer(posts, started, session, headers)
+        return writer if writer is not None else lambda: posts.respond(started, session, accepts, headers)
     return _deferred(posts, started, session, accepts, headers)
+
+
+def _sse_whole(posts: PostHandler, session: HttpSession | None, frame: bytes) -> Whole:
+    """The SSE answer of a request answered in its first step, as `PostHandler.answered` gives it (the
+    priming event if the session primes, then the answer, both stored when resumable), on a stream that
+    exists only in the event store: nothing is left to resume it but a replay (`Last-Event-ID`)."""
+    store = None if session is None else store_now(session.store)
+    session_id = None if session is None else session.id
+    _, body = events_now(store, session_id, new_stream_id(), (frame,), posts.replies.priming(session))
+    return 200, sse_lines(session_id), body
 
 
 def _deferred(
@@ -343,10 +362,8 @@ def _stateless_start(posts: PostHandler, body: Body, accepts: Accepts) -> FastAn
         lane.handler = conn.handle_request
         _bind(conn, lane)
         ends = (conn.close, slot.release)
-        if not (accepts.sse and posts.prefers_sse(None)):
-            return _handover(posts, lane, None, request, ends=ends, accepts=accepts)
-        exchange = Exchange(lane, Stream(None, None), [request.id])
-        exchange.on_close += ends
+        sse = accepts.sse and posts.prefers_sse(None)
+        return _handover(posts, lane, None, request, ends=ends, accepts=accepts, sse=sse)
     except BaseException:
         slot.release()
         if conn is not None:
@@ -354,7 +371,6 @@ def _stateless_start(posts: PostHandler, body: Body, accepts: Accepts) -> FastAn
         lane.reusable = False  # its state is unknown: it ends (its exchange with it), not back to the pool
         lane.transport.end()
         raise
-    return _started(posts, exchange, body, None, accepts=accepts, headers={})
 
 
 def _bind(conn: ServerConnection, lane: Lane) -> None:

@@ -6,7 +6,10 @@ its wake-ups). For a POST the lean server takes (`fast.py`), `SseWriter` is the 
 (`Stream.attach_now`: the priming event and what came before, stored first when resumable, go out with the
 response's head) and a `Streamed` answer of the wire server's: each event put on it is written to the
 socket from the code that emitted it (a handler's task, the exchange's end), those of one loop turn in one
-write, and the stream's end writes the last of them with the response's end.
+write, and the stream's end writes the last of them with the response's end. The head waits (`HOLD`, on
+the loop's shared timers) for the first event or the end: a `def` tool's answer, back from its worker a
+few loop turns later, goes out with the head, the priming event and the end in one write, as a JSON answer
+would; the answer itself (the stream's last event, `DirectPipe.put`'s `last`) waits for no loop turn.
 
 What `SseReply` does is kept: a comment every `keepalive` seconds while nothing is written, or with
 `close_idle` a quiet resumable stream closed (SSE polling: the client resumes after its `retry`), on the
@@ -36,19 +39,26 @@ if TYPE_CHECKING:
     from .handling import PostHandler
     from .sessions import HttpSession
 
-__all__ = ["SseWriter", "sse_writer"]
+__all__ = ["HOLD", "SseWriter", "sse_lines", "sse_writer"]
 
 logger = logging.getLogger("mcpframe.http")
 
-_LINES: dict[str, bytes] = {}  # `_header_lines`, by session id
+_LINES: dict[str, bytes] = {}  # `sse_lines`, by session id
 _LINES_KEPT = 1024
 _COALESCED = 64  # events put within one loop turn before they are written without waiting for its end
+HOLD = 0.02
+"""Seconds the response's head (with the priming event) waits for the stream's first event or its end:
+a `def` tool's answer comes back from its worker a few loop turns after the POST started, and then the
+whole response is one write (one system call, one packet) instead of two."""
 
 
 class SseWriter(DirectPipe, Streamed):
     """A stream's SSE response on the lean server, written where its events are put (see the module doc)."""
 
-    __slots__ = ("_entry", "_lines", "_on_end", "_out", "_pending", "_wait", "close_idle", "first", "stream")
+    __slots__ = (
+        "_entry", "_lines", "_on_end", "_opened", "_out", "_pending", "_wait", "close_idle", "first",
+        "stream",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -66,18 +76,22 @@ class SseWriter(DirectPipe, Streamed):
         self.first = b""  # the priming event and what came before (`Stream.attach_now`)
         self._on_end = on_end
         self._out: StreamOut | None = None
-        self._pending: list[bytes] = []  # put in this loop turn, not written yet
+        self._opened = False  # the head is out (`_flush`; else `close` writes it with the end)
+        self._pending: list[bytes] = []  # put, not written yet
         self._wait = keepalive if close_idle is None else min(close_idle, keepalive)
-        self._entry: list[Any] | None = None  # the quiet timer's entry (`Deadlines`)
+        self._entry: list[Any] | None = None  # the hold's or the quiet timer's entry (`Deadlines`)
 
     # ---------------------------------------------------------------- the wire server's (`Streamed`)
 
-    def head(self) -> tuple[int, bytes, bytes]:
-        return 200, self._lines, self.first
+    def head(self) -> tuple[int, bytes]:
+        return 200, self._lines
 
     def opened(self, out: StreamOut) -> None:
         self._out = out
-        self._arm()
+        if self.first:
+            self._pending.append(self.first)
+        # the head waits for the first event or the end, `HOLD` seconds at most (never past the quiet wait)
+        self._entry = Deadlines.of(min(HOLD, self._wait)).add(self._flush)
 
     def lost(self) -> None:
         self._out = None  # nothing more is written
@@ -88,17 +102,23 @@ class SseWriter(DirectPipe, Streamed):
 
     # ---------------------------------------------------------------- the stream's (`Pipe`)
 
-    def put(self, data: bytes) -> bool:
+    def put(self, data: bytes, *, last: bool = False) -> bool:
         if self.closed:
             return False
         if data:
             pending = self._pending
             pending.append(data)
-            if len(pending) == 1:
-                asyncio.get_running_loop().call_soon(self._flush)
-            elif len(pending) >= _COALESCED:
+            if len(pending) >= _COALESCED:
                 self._flush()
+            elif not last and not self._scheduled(pending):
+                asyncio.get_running_loop().call_soon(self._flush)
         return True
+
+    def _scheduled(self, pending: list[bytes]) -> bool:
+        """Whether a `_flush` will write what is pending without a new one: one is scheduled (the second
+        event of a loop turn), or the head is held with a first part (`first`) only (`_flush` there as
+        well)."""
+        return len(pending) > (1 if self._opened or not self.first else 2)
 
     def close(self) -> None:
         if self.closed:
@@ -107,8 +127,7 @@ class SseWriter(DirectPipe, Streamed):
         self._disarm()
         out, self._out = self._out, None
         if out is not None:
-            last = b"".join(self._pending)
-            out.end(last)
+            out.end(b"".join(self._pending))
         self._pending.clear()
         self._on_end()
 
@@ -122,14 +141,15 @@ class SseWriter(DirectPipe, Streamed):
     # ---------------------------------------------------------------- writing
 
     def _flush(self) -> None:
+        """Write what is pending (with the head, if it is still held), and restart the quiet timer."""
         pending = self._pending
-        if not pending or self.closed:
+        if self.closed or self._out is None or (self._opened and not pending):
             return
-        data = pending[0] if len(pending) == 1 else b"".join(pending)
+        data = b"" if not pending else pending[0] if len(pending) == 1 else b"".join(pending)
         pending.clear()
-        if self._out is not None:  # (not yet opened: never, `fast.py` returns it to the server at once)
-            self._out.write(data)
-            self._arm()
+        self._opened = True
+        self._out.write(data)
+        self._arm()
 
     def _arm(self) -> None:
         """(Re)start the quiet timer: `_quiet` once `_wait` seconds pass with nothing written."""
@@ -177,7 +197,7 @@ def sse_writer(
         if not stream.resumable and not stream.finished.is_set():
             spawn(exchange.abort)  # nobody can ever receive the answer
 
-    lines = _header_lines(headers)
+    lines = sse_lines(headers.get(MCP_SESSION_ID))
     writer = SseWriter(stream, lines, keepalive=posts.replies.keepalive, close_idle=close_idle, on_end=ended)
     first = stream.attach_now(writer, retry_ms=priming)
     if first is None:
@@ -188,12 +208,13 @@ def sse_writer(
     return writer
 
 
-def _header_lines(headers: dict[str, str]) -> bytes:
-    """An SSE answer's header lines with `headers` (a session's id, or none), made once per session."""
-    key = headers.get(MCP_SESSION_ID, "")
+def sse_lines(session_id: str | None) -> bytes:
+    """An SSE answer's header lines (with the session's id, if any), made once per session."""
+    key = session_id or ""
     lines = _LINES.get(key)
     if lines is None:
         if len(_LINES) >= _LINES_KEPT:
             _LINES.clear()  # many sessions: start over rather than grow
-        lines = _LINES[key] = Reply(200, b"", {**SSE_HEADERS, **headers}).header_lines()
+        headers = {**SSE_HEADERS, MCP_SESSION_ID: key} if key else SSE_HEADERS
+        lines = _LINES[key] = Reply(200, b"", headers).header_lines()
     return lines

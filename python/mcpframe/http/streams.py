@@ -12,13 +12,13 @@ import asyncio
 import logging
 import os
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from .events import EventStore, store_now
 from .pipe import Pipe
 from .store import StoreUnavailable
 
-__all__ = ["KEEPALIVE", "DirectPipe", "Stream", "format_event", "new_stream_id"]
+__all__ = ["KEEPALIVE", "DirectPipe", "Stream", "events_now", "format_event", "new_stream_id"]
 
 KEEPALIVE = b": keepalive\n\n"
 
@@ -71,11 +71,38 @@ def _priming(event_id: str, retry_ms: int) -> bytes:
     return b"id: " + event_id.encode() + b"\nretry: " + str(retry_ms).encode() + b"\ndata: \n\n"
 
 
+def events_now(
+    store: Callable[[str, str, bytes | None], str] | None,
+    session_id: str | None,
+    stream_id: str,
+    frames: Iterable[bytes],
+    retry_ms: int | None,
+) -> tuple[str | None, bytes]:
+    """The first events of the stream `stream_id`: a priming event if `retry_ms`, then `frames`, each stored
+    first (`store`: the memory store's `store_now`) when the stream is resumable (a store and a session);
+    with the priming event's id (`None`: none). What `Stream.attach` writes first, made without waiting."""
+    if store is None or session_id is None:
+        return None, b"".join([format_event(frame) for frame in frames])
+    chunks: list[bytes] = []
+    priming_id = None
+    if retry_ms is not None:
+        priming_id = store(session_id, stream_id, None)
+        chunks.append(_priming(priming_id, retry_ms))
+    for frame in frames:
+        chunks.append(format_event(frame, store(session_id, stream_id, frame)))
+    return priming_id, b"".join(chunks)
+
+
 class DirectPipe(Pipe):
     """A pipe nobody reads from: what is put goes on to the socket at once (the lean server's SSE writer,
     `sse_wire`), so a producer waits for room on the socket (`room`) rather than for a reader."""
 
     __slots__ = ()
+
+    def put(self, data: bytes, *, last: bool = False) -> bool:
+        """`Pipe.put`; `last`: the stream finishes right after this (its `close` follows within the same
+        step, unless the producer waits for `room` first), so `data` may wait to be written with the end."""
+        return super().put(data)
 
     def room(self) -> asyncio.Future[None] | None:
         """A future done once the client can take more (`None`: it can now)."""
@@ -161,13 +188,14 @@ class Stream:
             return [None] * len(messages)
         return ids
 
-    async def emit(self, frame: bytes, *, response: bool) -> None:
-        """Deliver the frame to the attached response (stored first if resumable), or keep it for later."""
+    async def emit(self, frame: bytes, *, response: bool, last: bool = False) -> None:
+        """Deliver the frame to the attached response (stored first if resumable), or keep it for later.
+        `last`: the stream finishes right after it (`DirectPipe.put`)."""
         if not self._serialized and self._pipe is None and self._buffering and not self.attached_once:
             # kept for later, as under the lock: nothing is awaited, and nobody has taken the lock yet
             self._backlog.append((frame, response))
         elif isinstance(pipe := self._pipe, DirectPipe):
-            if self._lock.locked() or not self._store_to(pipe, frame):
+            if self._lock.locked() or not self._store_to(pipe, frame, last):
                 await self._emit_locked(frame, response)
             if (room := pipe.room()) is not None:
                 await room  # its client reads slowly: the producer waits, nothing piles up here
@@ -178,7 +206,7 @@ class Stream:
             self.wake.set()
             self._woken()
 
-    def _store_to(self, pipe: DirectPipe, frame: bytes) -> bool:
+    def _store_to(self, pipe: DirectPipe, frame: bytes, last: bool) -> bool:
         """What `_emit_locked` does, without the lock, when nothing in it waits (no store, or the memory
         store) and nobody holds the lock; `False`, nothing done, otherwise."""
         event_id = None
@@ -187,7 +215,8 @@ class Stream:
             if store is None:
                 return False
             event_id = store(self.session_id, self.id, frame)
-        self._deliver(pipe, format_event(frame, event_id))
+        if not pipe.put(format_event(frame, event_id), last=last) and self._pipe is pipe:
+            self._pipe = None
         return True
 
     async def _emit_locked(self, frame: bytes, response: bool) -> None:
@@ -268,18 +297,13 @@ class Stream:
         store = store_now(self.store)
         if self.store is not None and store is None:
             return None
-        chunks: list[bytes] = []
-        if store is not None and self.session_id is not None:
-            if retry_ms is not None:
-                self._priming_id = store(self.session_id, self.id, None)
-                chunks.append(_priming(self._priming_id, retry_ms))
-            for frame, _ in self._backlog:
-                chunks.append(format_event(frame, store(self.session_id, self.id, frame)))
-        else:
-            chunks += [format_event(frame) for frame, _ in self._backlog]
+        frames = [frame for frame, _ in self._backlog]
+        priming_id, first = events_now(store, self.session_id, self.id, frames, retry_ms)
+        if priming_id is not None:
+            self._priming_id = priming_id
         self._backlog.clear()
         self.attached_once = True
-        return b"".join(chunks)
+        return first
 
     async def _attach_shared(self, pipe: Pipe, retry_ms: int | None) -> None:
         """`attach` on a shared store: the priming event and the backlog stored in one round trip (a quick

@@ -39,7 +39,9 @@ before.
 An app whose fast answer waits for one event it is told of (the listening proxy's child answering, a
 suspended handler's exchange ending) may return a `Parked`: no task, no future; the app calls its `deliver`
 with the response where the event lands (a pipe read, the handler's task), and the response is written
-from there; a pipelined request behind it is started from the loop, not inside the app's code.
+from there; a pipelined request behind it is started from the loop, not inside the app's code. A
+`Streamed` answer (SSE) is written by the app itself where its parts come from, its head held for the
+first of them or its end. Both are handled in `wire_answers.py`.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine
 from typing import Any
 from urllib.parse import unquote
 
@@ -56,6 +58,7 @@ import httptools
 
 from mcpframe.session import eager
 
+from . import wire_answers
 from .asgi import Message, Receive, Scope, Send
 from .wire_parts import (
     REASONS,
@@ -157,7 +160,7 @@ class _Connection(asyncio.Protocol):
             parked, self.parked = self.parked, None
             if parked in self.owner.parked:  # not given up by the server's close already
                 self.owner.parked.discard(parked)
-                with _cancelling():
+                with wire_answers.cancelling():
                     parked.cancel()
         for cycle in (self.current, *self.pending):
             if cycle is not None and cycle.more is not None:
@@ -248,7 +251,7 @@ class _Connection(asyncio.Protocol):
                 elif isinstance(answer, Parked):
                     self._park(cycle, answer)  # no task while it waits
                 elif isinstance(answer, Streamed):
-                    self._stream(cycle, answer)  # no task either: the app writes as its parts come
+                    wire_answers.stream(self, cycle, answer)  # no task either: the app writes its parts
                 else:
                     self.owner.start(self._run(cycle, answer))
                 return
@@ -260,28 +263,8 @@ class _Connection(asyncio.Protocol):
         parked.park(lambda answer: self._unpark(cycle, parked, answer))
 
     def _unpark(self, cycle: Cycle, parked: Parked, answer: Whole | Later) -> None:
-        """A `Parked` answer came (called by whatever delivered it): a whole one is written now, unless
-        the client reads slowly (then a task waits for room, as `_send` does); a `Later` runs in a task.
-        (A task of its own, not started eagerly: this runs inside the app's code, in the middle of its
-        own work, a pipe read or a handler's task; what fails here costs the connection, a 500 and closed,
-        never its silence nor the app's step.)"""
-        self.owner.parked.discard(parked)
-        self.parked = None
-        try:
-            if not isinstance(answer, tuple):
-                self.owner._spawn(self._run(cycle, answer))
-                return
-            if self._full() and not self.lost:
-                self.owner._spawn(self._run(cycle, _ready(answer)))
-                return
-            if not self.lost:
-                self._write_whole(cycle, answer, then=False)
-        except Exception:
-            self._failed(cycle)
-            return
-        # a pipelined request is started from the loop, not inside the code that delivered this answer (a
-        # handler's task, in the middle of ending its exchange)
-        self._finished(cycle, from_loop=True)
+        """A `Parked` answer came (called by whatever delivered it): `wire_answers.unpark`."""
+        wire_answers.unpark(self, cycle, parked, answer)
 
     def _next_if_idle(self) -> None:
         # not after a close that came meanwhile (a drain's `close_when_idle`, a 408): a request started
@@ -315,22 +298,6 @@ class _Connection(asyncio.Protocol):
         )
         if then:
             self._finished(cycle)
-
-    def _stream(self, cycle: Cycle, streamed: Streamed) -> None:
-        """A `Streamed` answer: its head and first part in one write, then the app writes the rest
-        (`_Out`)."""
-        assert self.transport is not None
-        status, lines, first = streamed.head()
-        cycle.head_sent = cycle.chunked = True
-        if self.owner.draining:
-            cycle.keep_alive = False
-        close = b"" if cycle.keep_alive else b"connection: close\r\n"
-        chunk = b"%x\r\n%s\r\n" % (len(first), first) if first else b""
-        self.transport.write(
-            b"%s%s%stransfer-encoding: chunked\r\n\r\n%s" % (Clock.head(status), lines, close, chunk)
-        )
-        cycle.on_lost = streamed.lost  # `connection_lost` calls it (once: it clears it first)
-        streamed.opened(_Out(self, cycle))
 
     def _scope(self, cycle: Cycle) -> Scope:
         """The request's ASGI scope (built once)."""
@@ -395,7 +362,7 @@ class _Connection(asyncio.Protocol):
 
     def _room(self) -> asyncio.Future[None]:
         """A future done once the socket has room again (or the client left), one per waiter: a waiter
-        cancelled (its task, or an app's stream producer, `_Out.room`) cancels its own, never the
+        cancelled (its task, or an app's stream producer, `wire_answers.Out.room`) cancels its own, never the
         connection's `writable` that every other waiter and the next request's answer wait on."""
         writable = self.writable
         assert writable is not None
@@ -655,7 +622,7 @@ class WireServer:
         if parked not in self.parked:
             return
         self.parked.discard(parked)
-        with _cancelling():
+        with wire_answers.cancelling():
             parked.give_up()
 
     def track(self, task: asyncio.Task[None]) -> None:
@@ -691,55 +658,7 @@ class _Receive:
         self._cycle.on_lost = callback
 
 
-@contextlib.contextmanager
-def _cancelling() -> Iterator[None]:
-    """Around the app's `Parked.cancel`: what it raises is logged, so a close or a lost connection still
-    finishes its work."""
-    try:
-        yield
-    except Exception:
-        logger.exception("cancelling a parked answer failed")
-
-
-class _Out:
-    """The way out of a `Streamed` answer (`StreamOut`): chunks written where the app makes them."""
-
-    __slots__ = ("_connection", "_cycle")
-
-    def __init__(self, connection: _Connection, cycle: Cycle) -> None:
-        self._connection = connection
-        self._cycle = cycle
-
-    def write(self, data: bytes) -> None:
-        transport = self._connection.transport
-        if data and not self._cycle.response_done and not self._connection.lost and transport is not None:
-            transport.write(b"%x\r\n%s\r\n" % (len(data), data))
-
-    def end(self, last: bytes = b"") -> None:
-        cycle, connection = self._cycle, self._connection
-        if cycle.response_done:
-            return
-        cycle.response_done = True
-        cycle.on_lost = None
-        if connection.lost or connection.transport is None:
-            return
-        connection.transport.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(last), last) if last else b"0\r\n\r\n")
-        # a pipelined request is started from the loop, not inside the app's code that ended this one
-        connection._finished(cycle, from_loop=True)
-
-    def room(self) -> asyncio.Future[None] | None:
-        writable = self._connection.writable  # (`_full`, inlined: asked once per event)
-        return None if writable is None or writable.done() else asyncio.shield(writable)
-
-
-def _ready(whole: Whole) -> Later:
-    """A `Later` that gives `whole` at once (a `Parked` answer the socket has no room for yet: written
-    once it has, `_finish_later`)."""
-
-    async def ready(receive: Receive, send: Send) -> Whole:
-        return whole
-
-    return ready
+_Out = wire_answers.Out  # (the name the tests know it by)
 
 
 async def serve_asgi(

@@ -86,11 +86,12 @@ class StreamOut(Protocol):
     """The way out of a `Streamed` answer (the wire server's, given to `Streamed.opened`)."""
 
     def write(self, data: bytes) -> None:
-        """Write one part (a chunk; nothing for `b""`, nor once the answer ended or the client left)."""
+        """Write one part (a chunk), after the response's head if that is not out yet (`b""`: the head
+        alone, or nothing); nothing once the answer ended or the client left."""
 
     def end(self, last: bytes = b"") -> None:
-        """The answer is complete: `last` (its last part, if any) and the end written in one piece; the
-        connection goes on to the next request."""
+        """The answer is complete: the head if it is not out yet, `last` (its last part, if any) and the
+        end written in one piece; the connection goes on to the next request."""
 
     def room(self) -> asyncio.Future[None] | None:
         """While the client reads too slowly (the socket's write buffer is full): a future done once there
@@ -100,19 +101,21 @@ class StreamOut(Protocol):
 
 class Streamed:
     """A streamed answer (HTTP/1.1 chunked, as an SSE response) the app writes from the code that produces
-    its parts, with no task: returned from `wire_fast`, its head and first part (`head`) are written at
-    once, then the server calls `opened(out)` and the app writes on `out` from wherever its parts come (a
-    handler's task, a timer) and ends with `out.end()`. If the client leaves first, or the server closes, it
-    calls `lost()` once (no `end` is needed then). Subclasses implement the three."""
+    its parts, with no task: returned from `wire_fast`, its status and header lines are taken (`head`),
+    then the server calls `opened(out)` and the app writes on `out` from wherever its parts come (a
+    handler's task, a timer) and ends with `out.end()`. The head goes out with the first `write` or with
+    the `end`: an answer complete soon after it started is one write, head to end. If the client leaves
+    first, or the server closes, it calls `lost()` once (no `end` is needed then). Subclasses implement
+    the three."""
 
     __slots__ = ()
 
-    def head(self) -> tuple[int, bytes, bytes]:
-        """The status, the header lines (as a `Whole`'s, no length or transfer coding) and the first part."""
+    def head(self) -> tuple[int, bytes]:
+        """The status and the header lines (as a `Whole`'s, no length or transfer coding)."""
         raise NotImplementedError
 
     def opened(self, out: StreamOut) -> None:
-        """The head is out: write the rest on `out`."""
+        """Write the answer on `out` (its head is held until the first `write` or the `end`)."""
         raise NotImplementedError
 
     def lost(self) -> None:
