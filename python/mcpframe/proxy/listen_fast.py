@@ -166,9 +166,7 @@ class FastPosts:
             if session.store is not None and store_now(session.store) is None:
                 return None, True
             return self.sse_hold, True
-        wait = posts.options.stream_after
-        close_idle = posts.options.close_idle_streams
-        return (wait if close_idle is None else min(wait, close_idle)), False
+        return posts.json_wait(accepts), False
 
     def _cancel_upstream(self, route: FastRoute) -> None:
         """Tell the child to stop working on a request nobody waits for (as `SessionBridge.abandon` does on
@@ -251,11 +249,12 @@ class _Parked(Parked):
         headers = {MCP_SESSION_ID: session.id}
 
         async def full(receive: Receive, send: Send) -> Whole | None:
-            late = not got.stream.saw_other
+            late = not got.stream.saw_other  # upgraded when its hold ran out, not by the child's message
+            held = (self.fast.sse_hold if self.sse else posts.json_wait(accepts)) if late else 0.0
             answer = await answering(
                 "POST",
                 posts.options.path,
-                posts.answer(got, session, accepts, headers, route.bridge, late=late),
+                posts.answer(got, session, accepts, headers, route.bridge, late=late, held=held),
             )
             if isinstance(answer, Reply):
                 return answer.status, answer.header_lines(), answer.body
