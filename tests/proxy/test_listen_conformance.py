@@ -18,6 +18,7 @@ import pytest
 from tests.conformance.conftest import conformance_harness  # the fixture (installs the pinned harness)
 from tests.conformance.harness import (
     RETRY_MS,
+    SSE_CLOSE_IDLE,
     describe,
     read_checks,
     run_server_suite,
@@ -38,19 +39,9 @@ EVERY_SCENARIO = os.environ.get("MCPFRAME_PROXY_CONFORMANCE") == "all" or (
 )
 
 
-PROXY_CLOSE_IDLE = "0.02"
-"""`--sse-close-idle` of the proxy, shorter than the direct suite's `SSE_CLOSE_IDLE` (0.05 s). Scenario
-server-sse-polling calls `test_reconnection` (it answers after 0.1 s) and wants the POST's stream closed
-before that answer. The proxy first holds the POST `min(SSE_HOLD, close idle / 2)` for a whole answer, then
-counts the quiet from the SSE response's opening: with 0.05 s the stream closed 77-118 ms after the POST
-(client's clock, load 8 on 2 cores), so a proxy or child late by a few tens of ms let the answer through
-first (the check then reports INFO, not SUCCESS: 46 of 47 passed). With 0.02 s it closed 31-72 ms after
-the POST (median 35 ms, against 82 ms with 0.05 s)."""
-
-
 @pytest.fixture(scope="module")
 def proxy_url() -> Iterator[str]:
-    flags = ["--sse-close-idle", PROXY_CLOSE_IDLE, "--retry-ms", RETRY_MS]
+    flags = ["--sse-close-idle", SSE_CLOSE_IDLE, "--retry-ms", RETRY_MS]
     with running(listen_command(*SERVE_EVERYTHING, flags=flags)) as url:
         yield url
 

@@ -81,6 +81,8 @@ class SseReply:
 
     What is already queued goes out in one write (the end of the stream included); while nothing comes, a
     comment is written every `keepalive` seconds, or, with `close_idle`, a quiet resumable stream is closed.
+    `first_wait` shortens the first of those waits: the POST already waited quietly for the rest of it
+    (the listening proxy's hold), so the quiet is counted from the POST, not from this response.
     """
 
     def __init__(
@@ -92,11 +94,13 @@ class SseReply:
         close_idle: float | None = None,
         headers: dict[str, str] | None = None,
         on_end: Callable[[], Any] | None = None,
+        first_wait: float | None = None,
     ) -> None:
         self.stream = stream
         self.reader = reader
         self.keepalive = keepalive
         self.close_idle = close_idle
+        self.first_wait = first_wait
         self.headers = {**SSE_HEADERS, **{k.lower(): v for k, v in (headers or {}).items()}}
         self.on_end = on_end
         self.status = 200
@@ -142,6 +146,8 @@ class SseReply:
         chunks, ended = self._drain()
         while not chunks and not ended:
             wait = self.keepalive if self.close_idle is None else min(self.close_idle, self.keepalive)
+            if self.first_wait is not None:
+                wait, self.first_wait = min(wait, self.first_wait), None
             # on the loop's one timer for waits of that length (`Deadlines`), not a timer per wait
             entry = None if wait == math.inf else Deadlines.of(wait).add(self.reader.nudge)
             try:
@@ -208,8 +214,10 @@ class StreamReplies:
         close_idle: float | None,
         on_end: Callable[[], Any] | None = None,
         headers: dict[str, str] | None = None,
+        first_wait: float | None = None,
     ) -> SseReply:
-        """Stream `receive` as `text/event-stream`; the session counts as busy while it is open."""
+        """Stream `receive` as `text/event-stream`; the session counts as busy while it is open (`first_wait`:
+        as `SseReply`'s)."""
         if session is not None:
             session.touch(+1)
 
@@ -221,7 +229,13 @@ class StreamReplies:
                 on_end()
 
         return SseReply(
-            stream, receive, keepalive=self.keepalive, close_idle=close_idle, headers=headers, on_end=ended
+            stream,
+            receive,
+            keepalive=self.keepalive,
+            close_idle=close_idle,
+            headers=headers,
+            on_end=ended,
+            first_wait=first_wait,
         )
 
 

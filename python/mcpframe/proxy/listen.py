@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 
 import anyio
 
+from mcpframe._gc import freeze_startup_heap
 from mcpframe.http.admission import Admission
 from mcpframe.http.asgi import header_dict
 from mcpframe.http.legacy import LegacySSE
@@ -187,6 +188,7 @@ def run_listen(options: ProxyOptions) -> int:
         listening = getattr(getattr(options.http, "auth", None), "listening", None)
         if listening is not None:  # a static token's resource metadata names the bound URL
             listening.append(url)
+        freeze_startup_heap()  # listening, as `mcpframe serve` does (see mcpframe._gc)
         base = url[: url.index("/", url.index("//") + 2)]
         legacy = options.http is None or getattr(options.http, "legacy_sse", True)
         if legacy:

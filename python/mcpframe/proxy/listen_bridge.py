@@ -28,6 +28,7 @@ import anyio
 
 from mcpframe import core, jsonrpc, protocol
 from mcpframe._api import Id, MessageLike
+from mcpframe.http.responses import SSE_HEADERS, Reply
 
 if TYPE_CHECKING:
     from mcpframe.http.sessions import HttpSession
@@ -38,6 +39,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HIGH_WATER",
+    "JSON_LINES",
+    "SSE_LINES",
     "FastRoute",
     "Route",
     "SessionBridge",
@@ -51,6 +54,9 @@ logger = logging.getLogger("mcpframe.proxy")
 _PROGRESS = protocol.NOTIFICATIONS_PROGRESS
 _ANSWERS = frozenset(("result", "error"))
 
+
+JSON_LINES = Reply(200, b"", None, "application/json").header_lines()
+SSE_LINES = Reply(200, b"", SSE_HEADERS).header_lines()
 
 HIGH_WATER = 64
 """SSE events queued for one client's response before the bridge stops reading its child's output."""
@@ -185,6 +191,9 @@ class SessionBridge:
         self.tokens: dict[Any, Route] = {}
         self._init_id: Id | None = None
         self.ended = False
+        # the fast path's header lines of this session's whole answers (`listen_fast`): its id alone, and
+        # after the JSON or SSE head lines
+        self.id_line = self.json_lines = self.sse_lines = b""
 
     # the host's main Session calls these for routed client notifications: the bridge sends those to the
     # child itself, so they are never used
@@ -198,6 +207,8 @@ class SessionBridge:
         """Bind the bridge to its HTTP session and its child (right after the session was created)."""
         self.http = http
         self.child = child
+        self.id_line = b"mcp-session-id: %s\r\n" % http.id.encode()  # the server's own token
+        self.json_lines, self.sse_lines = JSON_LINES + self.id_line, SSE_LINES + self.id_line
 
     # ---------------------------------------------------------------- client -> child
 

@@ -48,7 +48,7 @@ from mcpframe.http.events import store_now
 from mcpframe.http.fast import answering, media_accepts
 from mcpframe.http.headers import FIRST_STATELESS, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, Accepts
 from mcpframe.http.post import one_line
-from mcpframe.http.responses import SSE_HEADERS, Reply, error_response
+from mcpframe.http.responses import Reply, error_response
 from mcpframe.http.streams import format_event, new_stream_id
 from mcpframe.http.wire import Parked, WireAnswer
 from mcpframe.http.wire_parts import Later, Whole
@@ -63,9 +63,6 @@ if TYPE_CHECKING:
 __all__ = ["SSE_HOLD", "FastPosts"]
 
 logger = logging.getLogger("mcpframe.proxy")
-
-_SSE_LINES = Reply(200, b"", SSE_HEADERS).header_lines()
-_JSON_LINES = Reply(200, b"", None, "application/json").header_lines()
 
 
 def _priming(event_id: str, retry_ms: int) -> bytes:
@@ -87,6 +84,7 @@ class FastPosts:
         self.posts = posts
         close_idle = posts.options.close_idle_streams
         self.sse_hold = SSE_HOLD if close_idle is None else min(SSE_HOLD, close_idle / 2)
+        self.json_hold = posts.json_wait(Accepts(json=True, sse=True))  # a client that takes either
         self.taken = 0  # POSTs the fast path took (tests and benchmarks read it)
         # (Content-Type, Accept) pairs `refusal_of` let through, and their parse (`media_accepts`)
         self._media_ok: dict[tuple[str | None, str | None], Accepts] = {}
@@ -166,9 +164,7 @@ class FastPosts:
             if session.store is not None and store_now(session.store) is None:
                 return None, True
             return self.sse_hold, True
-        wait = posts.options.stream_after
-        close_idle = posts.options.close_idle_streams
-        return (wait if close_idle is None else min(wait, close_idle)), False
+        return self.json_hold, False
 
     def _cancel_upstream(self, route: FastRoute) -> None:
         """Tell the child to stop working on a request nobody waits for (as `SessionBridge.abandon` does on
@@ -183,24 +179,24 @@ class FastPosts:
         except RuntimeError:  # the host's task group is gone (shutdown): the child ends with it
             logger.debug("request %r given up without telling the child", route.rid)
 
-    def _whole(self, session: HttpSession, frame: bytes | None, sse: bool) -> Whole:
+    def _whole(self, route: FastRoute, frame: bytes | None, sse: bool) -> Whole:
         """The response to a request whose answer is `frame` (`None`: cancelled, nothing to answer): what
-        `BridgePosts.answer` would give once the stream finished, its header lines made once per server
-        (the session was touched just before: `_Parked.finish`)."""
-        session_line = b"mcp-session-id: %s\r\n" % session.id.encode()  # the server's own token
+        `BridgePosts.answer` would give once the stream finished, its header lines made once per session
+        (`SessionBridge.attach`; the session was touched just before: `_Parked.finish`)."""
+        bridge, session = route.bridge, route.session
         if frame is None:
-            return 202, session_line, b""
+            return 202, bridge.id_line, b""
         if not sse:
-            return 200, _JSON_LINES + session_line, frame.rstrip(b"\n")
+            return 200, bridge.json_lines, frame.rstrip(b"\n")
         store = None if session.closed else store_now(session.store)  # a dead child's events were dropped
         if store is None:  # nothing to store (as `Stream.finished_body` without a store): no ids
-            return 200, _SSE_LINES + session_line, format_event(frame)
+            return 200, bridge.sse_lines, format_event(frame)
         # the events as `Stream.finished_body` stores and writes them: the priming event first (resuming
         # from its id replays the answer), then the answer
         stream_id = new_stream_id()
         retry = self.posts.replies.priming(session)
         head = b"" if retry is None else _priming(store(session.id, stream_id, None), retry)
-        return 200, _SSE_LINES + session_line, head + format_event(frame, store(session.id, stream_id, frame))
+        return 200, bridge.sse_lines, head + format_event(frame, store(session.id, stream_id, frame))
 
 
 class _Parked(Parked):
@@ -240,7 +236,7 @@ class _Parked(Parked):
             return
         route.slot_release()
         try:
-            whole = fast._whole(route.session, got, self.sse)
+            whole = fast._whole(route, got, self.sse)
         except Exception as exc:  # as on the full path: a bug costs this request, answered
             whole = fast.failed(exc)
         self.deliver(whole)
@@ -251,11 +247,12 @@ class _Parked(Parked):
         headers = {MCP_SESSION_ID: session.id}
 
         async def full(receive: Receive, send: Send) -> Whole | None:
-            late = not got.stream.saw_other
+            late = not got.stream.saw_other  # upgraded when its hold ran out, not by the child's message
+            held = (self.fast.sse_hold if self.sse else self.fast.json_hold) if late else 0.0
             answer = await answering(
                 "POST",
                 posts.options.path,
-                posts.answer(got, session, accepts, headers, route.bridge, late=late),
+                posts.answer(got, session, accepts, headers, route.bridge, late=late, held=held),
             )
             if isinstance(answer, Reply):
                 return answer.status, answer.header_lines(), answer.body
@@ -280,6 +277,7 @@ class _Parked(Parked):
 
 
 _TOKEN = ("params", "_meta", protocol.PROGRESS_TOKEN)
+_TOKEN_KEY = protocol.PROGRESS_TOKEN.encode()
 
 
 def _plain(items: list[core.Message | core.FrameError]) -> MessageLike | None:
@@ -292,4 +290,9 @@ def _plain(items: list[core.Message | core.FrameError]) -> MessageLike | None:
         return None
     if request.id is None or request.method == protocol.INITIALIZE:
         return None
-    return None if core.value_span(request.raw, _TOKEN) is not None else request
+    raw = request.raw
+    # the key can be nowhere, not even escaped (`find`: `in` first tries the needle as an int, and the
+    # TypeError it makes and drops costs more than the search)
+    if raw.find(_TOKEN_KEY) < 0 and raw.find(b"\\") < 0:
+        return request
+    return None if core.value_span(raw, _TOKEN) is not None else request

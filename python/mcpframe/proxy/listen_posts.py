@@ -213,31 +213,56 @@ class BridgePosts:
         *,
         patient: bool = False,
         late: bool = False,
+        held: float = 0.0,
     ) -> Answer:
         """Plain JSON when only responses came (within `stream_after`, or at all if `patient`), else SSE.
         `late`: the POST has already waited `stream_after` (`listen_fast`), so a client that takes SSE gets
-        it now."""
+        it now; `held`: the seconds it waited with nothing coming (its hold there).
+
+        With `--sse-close-idle` a quiet SSE answer is closed once the POST, not the SSE response, has been
+        quiet that long: the response's first wait is shortened by what the POST already waited."""
         stream = route.stream
         priming = self.replies.priming(session)
         if not (accepts.sse and (late or self.prefers_sse(priming))) or patient:
             answered = await self._json_answer(stream, session, accepts, headers, patient=patient)
             if answered is not None:
                 return answered
+            waited = self.json_wait(accepts, patient=patient)
+            if not stream.saw_other and waited != math.inf:  # the wait ran out with nothing coming
+                held += waited
         receive = await stream.attach(retry_ms=priming)
         close_idle = self.options.close_idle_streams if priming is not None else None
+        first_wait = None
+        if close_idle is not None and held and not stream.saw_other:
+            first_wait = max(close_idle - held, 0.0)
 
         def ended() -> None:
             if not stream.resumable and not stream.finished.is_set():
                 self.sessions.spawn(bridge.abandon, route)  # nobody can ever receive the answers
 
         return self.replies.reply(
-            session, stream, receive, close_idle=close_idle, on_end=ended, headers=headers
+            session,
+            stream,
+            receive,
+            close_idle=close_idle,
+            on_end=ended,
+            headers=headers,
+            first_wait=first_wait,
         )
 
     def prefers_sse(self, priming: int | None) -> bool:
         """Whether a client that takes SSE gets it (the response mode, and `priming` of its session)."""
         mode = self.options.response_mode
         return mode == "sse" or (mode == "resumable" and priming is not None)
+
+    def json_wait(self, accepts: Accepts, *, patient: bool = False) -> float:
+        """How long a POST waits for a plain JSON answer before its SSE response opens (`math.inf`: until
+        the answer, or something that needs SSE, comes)."""
+        if not accepts.sse:
+            return math.inf
+        close_idle = self.options.close_idle_streams
+        wait = math.inf if patient else self.options.stream_after
+        return wait if close_idle is None else min(wait, close_idle)
 
     async def _json_answer(
         self,
@@ -250,9 +275,7 @@ class BridgePosts:
     ) -> Reply | None:
         event = stream.wake if accepts.sse else stream.finished
         if not event.is_set():
-            wait = self.options.stream_after if accepts.sse and not patient else math.inf
-            if accepts.sse and self.options.close_idle_streams is not None:
-                wait = min(wait, self.options.close_idle_streams)
+            wait = self.json_wait(accepts, patient=patient)
             # on the loop's one timer for waits of that length (`Deadlines`), not a timer per POST
             entry = None if wait == math.inf else Deadlines.of(wait).add(stream.wake.set)
             try:

@@ -28,10 +28,12 @@ end of input what was read is still posted and answered (within `drain_timeout`)
 (DELETE) and the proxy exits 0.
 
 Cancellation: a `notifications/cancelled` the client sends for a request in flight is posted to the server
-(the transport then stops reading that request's answer), and from the moment the proxy read it no answer
-to that request is written to the client, even one that crossed the cancel (the spec: a cancelled request
-gets no response). A request the fast lane had not posted yet (waiting for a connection), or whose stream it
-had queued for the transport to resume, is not posted or resumed.
+(the transport then stops reading that request's answer; the request keeps its place in flight until the
+transport took the cancel, so the request waiting for that place is not posted while the cancelled one's
+exchange still runs), and from the moment the proxy read it no answer to that request is written to the
+client, even one that crossed the cancel (the spec: a cancelled request gets no response). A request the
+fast lane had not posted yet (waiting for a connection), or whose stream it had queued for the transport to
+resume, is not posted or resumed.
 """
 
 from __future__ import annotations
@@ -100,13 +102,9 @@ class _InFlight:
             self.idle.set()
 
     def note(self, message: MessageLike) -> None:
-        """A frame from the client: a request counts until answered, a cancel ends its request's count."""
+        """A request from the client: it counts until answered, or until its cancel was sent on."""
         if message.kind == "request":
             self.add(message.id)
-        elif message.method == protocol.NOTIFICATIONS_CANCELLED:
-            rid = _cancelled_id(message)
-            if rid is not None:
-                self.done(rid)
 
     @property
     def full(self) -> bool:
@@ -123,9 +121,9 @@ class _Cancelled:
     the transport is not written (the fast lane drops its own: `Lane.withdraw`). Bounded: past `limit` ids
     the oldest is forgotten. (The transport reads a request's answer until it has posted its cancel, which
     it holds back until the request was written, and a cancel frees the request's place in `_InFlight`
-    at once: answers can come for as many cancelled ids as there are cancels held or being posted. Past
-    `limit` of those, the answer to the oldest reaches the client, which ignores an answer to a request it
-    cancelled.)"""
+    once the transport took it: answers can come for as many cancelled ids as there are cancels held or
+    being posted. Past `limit` of those, the answer to the oldest reaches the client, which ignores an
+    answer to a request it cancelled.)"""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
@@ -268,7 +266,7 @@ async def _client_to_server(
     """What the client writes, posted frame by frame as it came (the lane's requests by the lane);
     malformed frames answered here. A request past the in-flight bound waits in `backlog` (module doc)."""
     decoder = core.Decoder(lazy=True)
-    frames: list[bytes] = []  # for the transport, sent together
+    out = _Outgoing(server, in_flight)
     while True:
         await backlog.wait_for_room()  # past the backlog's bound, stdin is not read
         chunk = await client.receive()
@@ -281,18 +279,18 @@ async def _client_to_server(
                 continue
             if item.kind == "request":
                 if not backlog.clear:
-                    await _flush(server, frames)  # what came before it goes first
+                    await out.flush()  # what came before it goes first
                     backlog.add(item)
                     continue
                 in_flight.note(item)
                 if lane is not None and lane.accepts(item):
-                    await _flush(server, frames)  # what came before it goes first
+                    await out.flush()  # what came before it goes first
                     await lane.post(item)
                     continue
             elif not _passes(item, in_flight=in_flight, backlog=backlog, cancelled=cancelled, lane=lane):
                 continue
-            frames.append(item.raw + b"\n")
-        await _flush(server, frames)
+            out.add(item.raw + b"\n", _settles(item, cancelled))
+        await out.flush()
 
 
 def _passes(
@@ -308,8 +306,15 @@ def _passes(
             cancelled.add(rid)
             if lane is not None:
                 lane.withdraw(rid)
-    in_flight.note(message)
     return True
+
+
+def _settles(message: MessageLike, cancelled: _Cancelled) -> int | str | None:
+    """The request a cancel on its way names, if it was in flight (`_passes` noted it), else `None`."""
+    if message.method != protocol.NOTIFICATIONS_CANCELLED:
+        return None
+    rid = _cancelled_id(message)
+    return rid if rid in cancelled.ids else None
 
 
 def _cancelled_id(message: MessageLike) -> int | str | None:
@@ -319,11 +324,36 @@ def _cancelled_id(message: MessageLike) -> int | str | None:
     return rid if isinstance(rid, int | str) else None
 
 
-async def _flush(server: ByteTransport, frames: list[bytes]) -> None:
-    if frames:
-        data = b"".join(frames)
-        frames.clear()
-        await server.send(data)
+class _Outgoing:
+    """The client's frames for the server transport, sent together (`flush`).
+
+    A request cancelled in flight keeps its place in `in_flight` until the transport took its cancel (the
+    transport runs the request's exchange until then: it posts the cancel, then closes the request's
+    stream), so the backlog's next request does not make it run more than `max_in_flight` exchanges. (A
+    cancel whose request the transport has not written yet is taken at once and held in a task of the
+    transport's until the request is written: that exchange may still overlap the next one.)"""
+
+    def __init__(self, server: ByteTransport, in_flight: _InFlight) -> None:
+        self.server = server
+        self.in_flight = in_flight
+        self.frames: list[bytes] = []
+        self.settling: list[Any] = []  # requests whose cancel is in `frames`
+
+    def add(self, frame: bytes, settles: Any = None) -> None:
+        """Queue `frame`; `settles`: the request in flight it cancels (`None`: none)."""
+        self.frames.append(frame)
+        if settles is not None:
+            self.settling.append(settles)
+
+    async def flush(self) -> None:
+        frames, settling = self.frames, self.settling
+        if frames:
+            data = b"".join(frames)
+            frames.clear()
+            await self.server.send(data)
+        for rid in settling:
+            self.in_flight.done(rid)
+        settling.clear()
 
 
 async def _server_to_client(
