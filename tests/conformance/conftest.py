@@ -20,8 +20,10 @@ def conformance_harness() -> list[str]:
     return harness_command()
 
 
-@pytest.fixture(scope="session")
-def everything_http_url() -> Iterator[str]:
-    """URL of the everything example served over HTTP (SSE polling on: quiet POST streams close early)."""
-    with serve_everything_http() as url:
+@pytest.fixture(scope="session", params=["uvicorn", "mcpframe"])
+def everything_http_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """URL of the everything example served over HTTP (SSE polling on: quiet POST streams close early), once
+    on uvicorn (the `serve --http` default) and once on mcpframe's lean HTTP/1.1 server (its fast paths answer
+    differently: first-step answers, the held SSE head, the task-free SSE writer)."""
+    with serve_everything_http(["--http-server", request.param]) as url:
         yield url

@@ -1,4 +1,5 @@
-"""The official MCP conformance suite (pinned 0.1.16), every server scenario, against our HTTP server.
+"""The official MCP conformance suite (pinned 0.1.16), every server scenario, against our HTTP servers
+(uvicorn, and mcpframe's lean one).
 
 Every check must be a SUCCESS (INFO lines are logging): a FAILURE, WARNING or SKIPPED fails the test and is
 listed. 47 successes is the most 0.1.16 can give.
