@@ -35,7 +35,7 @@ import dataclasses
 import inspect
 import logging
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, ClassVar, Final
 
 import anyio
@@ -55,7 +55,8 @@ from mcpframe.session.intake import Intake
 from mcpframe.session.options import SessionOptions
 from mcpframe.session.outbox import IO_ERRORS, Outbox
 from mcpframe.session.outgoing import Outgoing
-from mcpframe.session.request import IN_SCOPE, ProgressCallback, Request, suspends_failed
+from mcpframe.session.request import IN_SCOPE, ProgressCallback, Request
+from mcpframe.session.suspends import SuspendRule, suspends_failed
 from mcpframe.transports.base import Transport
 
 __all__ = ["NotificationHandler", "RequestHandler", "Session"]
@@ -120,11 +121,8 @@ class Session:
         self.transport = transport
         self.request_handler = request_handler
         self.notification_handler = notification_handler
-        self.suspends: Callable[[Request], bool] | None = None
-        """Optional: whether a request's handler surely suspends in its first step (a sync tool, whose call
-        goes to a worker thread). Such a request starts in a task of its own, not eagerly: an eager start
-        would only add the hand-over of its host task (``session/eager.py``), ~19k instructions. A hook
-        that raises is logged, and its request starts in a task of its own."""
+        self._suspends: Callable[[Request], bool] | None = None
+        self._rule: SuspendRule | None = None  # _suspends when it is one: checked inline
         self.closed = False
         self._incoming: dict[Id, Request] = {}
         self._outgoing = Outgoing(
@@ -227,6 +225,20 @@ class Session:
     @timeout.setter
     def timeout(self, value: float | None) -> None:
         self._outgoing.timeout = value
+
+    @property
+    def suspends(self) -> Callable[[Request], bool] | None:
+        """Optional: whether a request's handler surely suspends in its first step (a sync tool, whose call
+        goes to a worker thread); settable. Such a request starts in a task of its own, not eagerly: an
+        eager start would only add the hand-over of its host task (``session/eager.py``), ~19k
+        instructions. A ``SuspendRule`` is checked without a call (``session/suspends.py``); a hook that
+        raises is logged, and its request starts in a task of its own."""
+        return self._suspends
+
+    @suspends.setter
+    def suspends(self, hook: Callable[[Request], bool] | None) -> None:
+        self._suspends = hook
+        self._rule = hook if type(hook) is SuspendRule else None
 
     @property
     def batches(self) -> bool:
@@ -498,22 +510,42 @@ class Session:
         incoming[rid] = request
         if batch is not None:
             batch.expect()
-        coro = self._handle(request)
-        suspends = self.suspends
-        # a notification that came first is handled first; a handler that will suspend needs no eager start
-        try:  # free unless it raises (3.11's zero-cost try): this is every request's path
-            if self._eager is None or self._jobs_queued or (suspends is not None and suspends(request)):
-                request._task = self._spawn(coro)
-                return
-        except Exception:  # the hook failed; the request is registered, so it must still start (and end)
-            suspends_failed(request)
-            request._task = self._spawn(coro)
-            return
-        task = self._eager.start(coro)  # most handlers are done (and answered) when this returns
-        if task is not None:
+        self._start(request, self._handle(request))
+
+    def _start(self, request: Request | None, coro: Coroutine[Any, Any, None]) -> None:
+        """Run ``coro``, the handling of the registered ``request`` (``None``: a refusal's answer), eagerly
+        where it can: most handlers are done, and answered, when this returns. It gets a task of its own
+        instead without an eager start, behind a notification still queued (that one is handled first), or
+        when its handler surely suspends (``suspends``: an eager start would gain nothing)."""
+        eager = self._eager
+        own_task = eager is None or self._jobs_queued > 0
+        if not own_task and request is not None:
+            rule = self._rule
+            if rule is not None:  # checked here, not called (SuspendRule.__call__): every request's path
+                try:  # free unless it raises (3.11's zero-cost try); cheaper than checking the types first
+                    own_task = request.method == rule.method and request.params.get(rule.key) in rule.names
+                except (AttributeError, TypeError):  # params not an object, or a name that cannot be a key
+                    own_task = False
+            elif self._suspends is not None:
+                own_task = self._ask_suspends(self._suspends, request)
+        task: asyncio.Task[None] | None
+        if own_task:
+            task = self._spawn(coro)
+        else:
+            assert eager is not None  # without one, own_task
+            task = eager.start(coro)
+        if request is not None and task is not None:
             request._task = task
             if request._cancelled:  # it cancelled itself during its first step
                 request._deliver_cancel()
+
+    @staticmethod
+    def _ask_suspends(hook: Callable[[Request], bool], request: Request) -> bool:
+        try:
+            return hook(request)
+        except Exception:  # the request is registered, so it must still start (and end): in a task
+            suspends_failed(request)
+            return True
 
     def _refusal(self, message: MessageLike) -> JSONRPCError:
         if self.request_handler is None:
