@@ -16,7 +16,7 @@ import anyio
 
 from mcpframe import protocol
 from mcpframe._gc import freeze_startup_heap
-from mcpframe.session import Request, Session, SessionOptions
+from mcpframe.session import Request, Session, SessionOptions, SuspendRule
 from mcpframe.transports.base import Transport
 from mcpframe.transports.stdio import stdio_server
 
@@ -93,6 +93,14 @@ class Server:
         # Called for a method the table lacks (after initialize), instead of answering -32601 here.
         self.fallback_handler: Handler | None = None
         self.registry.listen(self._changed)
+        self.suspends: Callable[[Request], bool] | None = SuspendRule(
+            protocol.TOOLS_CALL, "name", self.registry.threaded_tools
+        )
+        """Whether a request's handler surely suspends in its first step: a `tools/call` of a `def` tool,
+        with or without a `Context` (either way its call goes to a worker thread), that does not run as a
+        task. Each connection gives it to its Session (`Session.suspends`), which then starts such a call
+        in a task of its own rather than eagerly; a wrong guess costs time, never an answer. A
+        `SuspendRule` on the registry's `threaded_tools`, so the Session checks it without a call."""
         self.request_state = RequestState(secrets.token_bytes(32))
         self._connections: set[ServerConnection] = set()
         self._capabilities: dict[str, Any] | None = None
@@ -365,18 +373,6 @@ class Server:
                 self.lifespan_state = None
                 with anyio.CancelScope(shield=True):
                     await stack.aclose()
-
-    def suspends(self, request: Request) -> bool:
-        """Whether `request`'s handler surely suspends in its first step: a `tools/call` of a `def` tool,
-        with or without a `Context` (either way its call goes to a worker thread; only the direct call
-        without one skips `invoke`). A Session then starts it in a task of its own rather than eagerly
-        (`Session.suspends`; a wrong guess costs time, never an answer)."""
-        if request.method != protocol.TOOLS_CALL:
-            return False
-        params = request.params
-        name = params.get("name") if type(params) is dict else None
-        tool = self.registry.tools.get(name) if type(name) is str else None
-        return tool is not None and not tool.signature.is_async and tool.task_support == "forbidden"
 
     async def serve(self, transport: Transport, *, session_options: SessionOptions | None = None) -> None:
         """Serve one connection on `transport` until the peer goes away, inside the server's lifespan.

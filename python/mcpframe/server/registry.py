@@ -147,6 +147,9 @@ class Registry:
 
     def __init__(self) -> None:
         self.tools: dict[str, Tool] = {}
+        self.threaded_tools: set[str] = set()
+        """The names of the tools whose call goes to a worker thread at once: `def` tools that do not run as
+        tasks (`Server.suspends`). `add_tool` and `remove` keep it current."""
         self.resources: dict[str, Resource] = {}
         self.templates: dict[str, ResourceTemplate] = {}
         self.prompts: dict[str, Prompt] = {}
@@ -166,6 +169,10 @@ class Registry:
     def add_tool(self, tool: Tool) -> None:
         """Add or replace a tool."""
         self.tools[tool.name] = tool
+        if tool.signature.is_async or tool.task_support != "forbidden":
+            self.threaded_tools.discard(tool.name)
+        else:
+            self.threaded_tools.add(tool.name)
         self.changed("tools")
 
     def add_resource(self, resource: Resource) -> None:
@@ -187,6 +194,7 @@ class Registry:
         """Remove a tool, prompt, resource or template by name/URI; True if it was there."""
         if kind == "tools":
             found = self.tools.pop(key, None) is not None
+            self.threaded_tools.discard(key)
         elif kind == "prompts":
             found = self.prompts.pop(key, None) is not None
         else:

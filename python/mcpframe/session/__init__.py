@@ -7,6 +7,7 @@ from mcpframe.session.errors import ConnectionClosed, JSONRPCError, RequestTimeo
 from mcpframe.session.options import SessionOptions
 from mcpframe.session.peer import NotificationHandler, RequestHandler, Session
 from mcpframe.session.request import ProgressCallback, Request
+from mcpframe.session.suspends import SuspendRule
 
 __all__ = [
     "ConnectionClosed",
@@ -19,4 +20,5 @@ __all__ = [
     "RequestTimeout",
     "Session",
     "SessionOptions",
+    "SuspendRule",
 ]

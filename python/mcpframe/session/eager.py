@@ -10,7 +10,9 @@ scopes and task groups, ``asyncio.timeout``) belongs to the task that runs the r
 Session cancels. A new idle host is then made for the next handler.
 
 A host whose handler cancelled its own task during an inline step is retired rather than reused (the
-pending cancellation must not land in another handler).
+pending cancellation must not land in another handler). One that did so and then suspended is still handed
+to that host: the cancel went into the future the host was parked on, so the host asks for it again once it
+waits on what the handler waits on, and the handler goes on as it would in a task of its own.
 
 Switching the current task is private asyncio API (``mcpframe._unstable.asyncio_tasks``, verified on
 3.11 to 3.13). Where that module takes its public path, a handler instead gets a task of its own from
@@ -81,10 +83,12 @@ class _Host:
     before its handler's next step then goes into that handler, never past it.
     """
 
-    __slots__ = ("adoption", "started", "task")
+    __slots__ = ("adoption", "self_cancelled", "started", "task")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.started = False
+        self.self_cancelled: _Adoption | None = None
+        """A handler whose first step cancelled this task: ``adoption`` took that cancel, not its result."""
         self.adoption: asyncio.Future[_Adoption | None] = loop.create_future()
         self.task: asyncio.Task[None] = loop.create_task(self._run())
 
@@ -94,12 +98,26 @@ class _Host:
         try:
             adopted = await adoption
         except asyncio.CancelledError as exc:
+            if self.self_cancelled is not None:
+                self._cancel_again(exc)
+                await _Resume(self.self_cancelled, None)
+                return
             if not adoption.done() or adoption.cancelled() or (handed := adoption.result()) is None:
                 raise
             await _Resume(handed, exc)
             return
         if adopted is not None:
             await _Resume(adopted, None)
+
+    def _cancel_again(self, taken: asyncio.CancelledError) -> None:
+        """Ask again for the cancel that ``taken`` delivered here, to land where the handler waits.
+
+        A task cancelled while it runs cancels what it waits on next, then throws into its coroutine;
+        ``uncancel`` first, so ``cancelling()`` counts that cancel once, as its own task would.
+        """
+        task = self.task
+        task.uncancel()
+        task.cancel(taken.args[0] if taken.args else None)
 
 
 class EagerStarter:
@@ -152,7 +170,10 @@ class EagerStarter:
             if task.cancelling():
                 self.close()  # it cancelled its own task: that must not land in the next handler
             return None
-        host.adoption.set_result((coro, ctx, yielded))
+        if host.adoption.cancelled():  # it cancelled its own task (parked on adoption), then suspended
+            host.self_cancelled = (coro, ctx, yielded)
+        else:
+            host.adoption.set_result((coro, ctx, yielded))
         self._host = _Host(loop)
         return task
 

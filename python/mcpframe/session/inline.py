@@ -13,14 +13,14 @@ after it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import TYPE_CHECKING, Any
 
 from mcpframe import jsonrpc
 from mcpframe._api import Id, MessageLike
 from mcpframe.session.errors import JSONRPCError
 from mcpframe.session.frames import error_frame, failure_frame, result_frame
-from mcpframe.session.request import IN_SCOPE, Request, suspends_failed
+from mcpframe.session.request import IN_SCOPE, Request
 
 if TYPE_CHECKING:
     from mcpframe.session.peer import Session
@@ -39,37 +39,8 @@ def start_inline(
     handler that surely suspends: ``Session.suspends``) is then found by a cancel that comes before its
     task runs, and its handler never runs. Call it only while ``session`` runs (``Session.run()`` started).
     """
-    rid = message.id
-    assert rid is not None
-    request = _register(session, message)
-    eager = session._eager
-    queued = eager is None or session._jobs_queued  # a notification that came first is handled first
-    if isinstance(request, bytes):  # refused: answered from where its handler would have run
-        refusal = _refuse(rid, request, deliver)
-        if queued or eager is None:
-            session._spawn(refusal)
-        else:
-            eager.start(refusal)
-        return
-    coro = _answer(session, request, deliver)
-    suspends = session.suspends
-    try:  # free unless it raises (3.11's zero-cost try): this is every request's path
-        if queued or eager is None or (suspends is not None and suspends(request)):
-            request._task = session._spawn(coro)
-            return
-    except Exception:  # the hook failed; the request is registered, so it must still start (and end)
-        suspends_failed(request)
-        request._task = session._spawn(coro)
-        return
-    task = eager.start(coro)
-    if task is not None:
-        request._task = task
-        if request._cancelled:  # it cancelled itself during its first step
-            request._deliver_cancel()
-
-
-async def _refuse(rid: Id, frame: bytes, deliver: Callable[[Id, bytes], Awaitable[None]]) -> None:
-    await deliver(rid, frame)
+    request, answering = _begin(session, message, deliver)
+    session._start(request, answering)
 
 
 async def answer_inline(
@@ -82,31 +53,34 @@ async def answer_inline(
     closing): a cancelled request gets no answer. Run it in a task of its own: that task is what a cancel
     cancels.
     """
-    request = _register(session, message)
-    if isinstance(request, bytes):
-        rid = message.id
-        assert rid is not None
-        await deliver(rid, request)
-        return
-    request._task = asyncio.current_task()
-    await _answer(session, request, deliver)
+    request, answering = _begin(session, message, deliver)
+    if request is not None:
+        request._task = asyncio.current_task()
+    await answering
 
 
-def _register(session: Session, message: MessageLike) -> Request | bytes:
-    """``message``'s ``Request``, registered among ``session``'s incoming ones; else the error frame that
-    answers it (its id in flight, no handler, or params that cannot be built), as the Session answers."""
+def _begin(
+    session: Session, message: MessageLike, deliver: Callable[[Id, bytes], Awaitable[None]]
+) -> tuple[Request | None, Coroutine[Any, Any, None]]:
+    """``message``'s ``Request``, registered among ``session``'s incoming ones, and the coroutine that
+    answers it; or ``None`` and the one that delivers the error frame answering it instead (its id in
+    flight, no handler, or params that cannot be built), as the Session answers."""
     rid = message.id
     assert rid is not None
     incoming = session._incoming
     if rid in incoming or session.request_handler is None:
-        return error_frame(rid, session._refusal(message)).rstrip(b"\n")
+        return None, _refuse(rid, error_frame(rid, session._refusal(message)), deliver)
     try:
         request = Request(session, message)
     except Exception as exc:  # e.g. params that cannot be built: answered, as the Session does
         failure = JSONRPCError(jsonrpc.INTERNAL_ERROR, f"Internal error ({type(exc).__name__})")
-        return error_frame(rid, failure).rstrip(b"\n")
+        return None, _refuse(rid, error_frame(rid, failure), deliver)
     incoming[rid] = request
-    return request
+    return request, _answer(session, request, deliver)
+
+
+async def _refuse(rid: Id, frame: bytes, deliver: Callable[[Id, bytes], Awaitable[None]]) -> None:
+    await deliver(rid, frame.rstrip(b"\n"))
 
 
 async def _answer(

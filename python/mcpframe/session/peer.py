@@ -21,27 +21,24 @@ silently: an unexpected error is logged once, at ERROR, before ``run`` raises it
 A Session is composed of the objects it owns, each built with only what it needs: the ``Intake``
 (``session/intake.py``: decodes, orders and bounds what is read), the ``Outgoing`` side
 (``session/outgoing.py``: our own requests and notifications, the responses and progress that answer them;
-built with ``write``, ``send``, ``queue`` and ``expect_answer``) and the ``Outbox`` (``session/outbox.py``:
-coalesced, bounded writes). This module is the connection itself: the lifecycle (``run``, ``aclose``, EOF
-and cleanup), the read loop, running request handlers and answering them (the hot per-request path), and
-the worker that runs notification handlers and progress callbacks in arrival order. Its tuning knobs are
-one ``SessionOptions``.
+built with ``write``, ``send``, ``queue`` and ``expect_answer``), the ``Outbox`` (``session/outbox.py``:
+coalesced, bounded writes) and the ``Jobs`` (``session/jobs.py``: notification handlers and progress
+callbacks, run in arrival order). This module is the connection itself: the lifecycle (``run``,
+``aclose``, EOF and cleanup), the read loop, and running request handlers and answering them (the hot
+per-request path). Its tuning knobs are one ``SessionOptions``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-import inspect
 import logging
-import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, ClassVar, Final
 
 import anyio
 import anyio.abc
 import anyio.lowlevel
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from mcpframe import jsonrpc
 from mcpframe._api import Id, MessageLike
@@ -52,10 +49,12 @@ from mcpframe.session.eager import EagerStarter
 from mcpframe.session.errors import ConnectionClosed, JSONRPCError
 from mcpframe.session.frames import Spawner, error_frame, failure_frame, result_frame, task_spawner
 from mcpframe.session.intake import Intake
+from mcpframe.session.jobs import Jobs
 from mcpframe.session.options import SessionOptions
 from mcpframe.session.outbox import IO_ERRORS, Outbox
 from mcpframe.session.outgoing import Outgoing
-from mcpframe.session.request import IN_SCOPE, ProgressCallback, Request, suspends_failed
+from mcpframe.session.request import IN_SCOPE, ProgressCallback, Request
+from mcpframe.session.suspends import SuspendRule, suspends_failed
 from mcpframe.transports.base import Transport
 
 __all__ = ["NotificationHandler", "RequestHandler", "Session"]
@@ -64,7 +63,6 @@ logger = logging.getLogger("mcpframe.session")
 
 RequestHandler = Callable[[Request], Awaitable[Any]]
 NotificationHandler = Callable[[MessageLike], Awaitable[None]]
-_Job = tuple[Callable[..., Any], tuple[Any, ...]]
 
 _IO_ERRORS = IO_ERRORS
 
@@ -120,17 +118,15 @@ class Session:
         self.transport = transport
         self.request_handler = request_handler
         self.notification_handler = notification_handler
-        self.suspends: Callable[[Request], bool] | None = None
-        """Optional: whether a request's handler surely suspends in its first step (a sync tool, whose call
-        goes to a worker thread). Such a request starts in a task of its own, not eagerly: an eager start
-        would only add the hand-over of its host task (``session/eager.py``), ~19k instructions. A hook
-        that raises is logged, and its request starts in a task of its own."""
+        self._suspends: Callable[[Request], bool] | None = None
+        self._rule: SuspendRule | None = None  # _suspends when it is one: checked inline
         self.closed = False
         self._incoming: dict[Id, Request] = {}
+        self._jobs = Jobs(on_taken=self._job_taken)
         self._outgoing = Outgoing(
             write=self._write,
             send=self._send,
-            queue=self._queue,
+            queue=self._jobs.put,
             expect_answer=self._expect_answer,
             max_pending=options.max_pending,
             timeout=options.timeout,
@@ -148,25 +144,20 @@ class Session:
             on_notification=self._on_notification,
             reply=self._reply,
             write=self._write,
-            jobs_waiting=self._jobs_waiting,
+            jobs_waiting=self._jobs.waiting,
             on_idle=self._check_idle,
         )
         self._loop: asyncio.AbstractEventLoop | None = None
         self._spawn: Spawner
         self._eager: EagerStarter | None = None
-        self._jobs_queued = 0  # notification jobs not yet taken by the worker
         self._eof = False
         self._broken = False
         self._finished = False
         self._end_logged = False
         self._handlers_idle: asyncio.Event | None = None
         self._done: anyio.Event | None = None
-        self._jobs_done: anyio.Event | None = None
         self._tg: anyio.abc.TaskGroup | None = None
         self._outer: anyio.abc.TaskGroup | None = None
-        self._jobs_in: MemoryObjectSendStream[_Job]
-        self._jobs_out: MemoryObjectReceiveStream[_Job]
-        self._jobs_in, self._jobs_out = anyio.create_memory_object_stream[_Job](math.inf)
         self._loop_token: anyio.lowlevel.EventLoopToken | None = None
 
     # ------------------------------------------------------------------ introspection
@@ -229,6 +220,20 @@ class Session:
         self._outgoing.timeout = value
 
     @property
+    def suspends(self) -> Callable[[Request], bool] | None:
+        """Optional: whether a request's handler surely suspends in its first step (a sync tool, whose call
+        goes to a worker thread); settable. Such a request starts in a task of its own, not eagerly: an
+        eager start would only add the hand-over of its host task (``session/eager.py``), ~19k
+        instructions. A ``SuspendRule`` is checked without a call (``session/suspends.py``); a hook that
+        raises is logged, and its request starts in a task of its own."""
+        return self._suspends
+
+    @suspends.setter
+    def suspends(self, hook: Callable[[Request], bool] | None) -> None:
+        self._suspends = hook
+        self._rule = hook if type(hook) is SuspendRule else None
+
+    @property
     def batches(self) -> bool:
         """Whether incoming JSON-RPC batches are handled; when ``False`` each gets one ``-32600`` error.
 
@@ -282,7 +287,7 @@ class Session:
         if self._done is not None:
             raise RuntimeError("Session.run() can only be called once")
         self._done = anyio.Event()
-        self._jobs_done = anyio.Event()
+        self._jobs.start()
         try:
             self._loop = asyncio.get_running_loop()
             self._spawn = task_spawner(self._loop)
@@ -296,7 +301,7 @@ class Session:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
                 tg.start_soon(self._outbox.writer, name="mcpframe-session-writer")
-                tg.start_soon(self._job_worker, name="mcpframe-session-jobs")
+                tg.start_soon(self._jobs.worker, name="mcpframe-session-jobs")
                 await self._read_loop()
                 await self._finish()
                 tg.cancel_scope.cancel()
@@ -340,9 +345,7 @@ class Session:
             if self._incoming or self._intake.waiting:  # the backlog is still handled after EOF
                 self._handlers_idle = asyncio.Event()
                 await self._handlers_idle.wait()
-            self._jobs_in.close()  # only now: the backlog may still have held notifications
-            assert self._jobs_done is not None
-            await self._jobs_done.wait()  # queued notifications are still delivered
+            await self._jobs.finish()  # only now (the backlog may still have held notifications); delivered
             await self._flush()
 
     async def _cleanup(self) -> None:
@@ -354,8 +357,7 @@ class Session:
             await self._stop_handlers()
             self._outbox.clear()
             self._finished = True
-            self._jobs_in.close()
-            self._jobs_out.close()
+            self._jobs.close()
             try:
                 await self.transport.aclose()
             except Exception:
@@ -498,22 +500,42 @@ class Session:
         incoming[rid] = request
         if batch is not None:
             batch.expect()
-        coro = self._handle(request)
-        suspends = self.suspends
-        # a notification that came first is handled first; a handler that will suspend needs no eager start
-        try:  # free unless it raises (3.11's zero-cost try): this is every request's path
-            if self._eager is None or self._jobs_queued or (suspends is not None and suspends(request)):
-                request._task = self._spawn(coro)
-                return
-        except Exception:  # the hook failed; the request is registered, so it must still start (and end)
-            suspends_failed(request)
-            request._task = self._spawn(coro)
-            return
-        task = self._eager.start(coro)  # most handlers are done (and answered) when this returns
-        if task is not None:
+        self._start(request, self._handle(request))
+
+    def _start(self, request: Request | None, coro: Coroutine[Any, Any, None]) -> None:
+        """Run ``coro``, the handling of the registered ``request`` (``None``: a refusal's answer), eagerly
+        where it can: most handlers are done, and answered, when this returns. It gets a task of its own
+        instead without an eager start, behind a notification still queued (that one is handled first), or
+        when its handler surely suspends (``suspends``: an eager start would gain nothing)."""
+        eager = self._eager
+        own_task = eager is None or self._jobs.queued > 0
+        if not own_task and request is not None:
+            rule = self._rule
+            if rule is not None:  # checked here, not called (SuspendRule.__call__): every request's path
+                try:  # free unless it raises (3.11's zero-cost try); cheaper than checking the types first
+                    own_task = request.method == rule.method and request.params.get(rule.key) in rule.names
+                except (AttributeError, TypeError):  # params not an object, or a name that cannot be a key
+                    own_task = False
+            elif self._suspends is not None:
+                own_task = self._ask_suspends(self._suspends, request)
+        task: asyncio.Task[None] | None
+        if own_task:
+            task = self._spawn(coro)
+        else:
+            assert eager is not None  # without one, own_task
+            task = eager.start(coro)
+        if request is not None and task is not None:
             request._task = task
             if request._cancelled:  # it cancelled itself during its first step
                 request._deliver_cancel()
+
+    @staticmethod
+    def _ask_suspends(hook: Callable[[Request], bool], request: Request) -> bool:
+        try:
+            return hook(request)
+        except Exception:  # the request is registered, so it must still start (and end): in a task
+            suspends_failed(request)
+            return True
 
     def _refusal(self, message: MessageLike) -> JSONRPCError:
         if self.request_handler is None:
@@ -569,35 +591,8 @@ class Session:
         if method == NOTIFICATIONS_PROGRESS and self._outgoing.progress(params):
             return
         if self.notification_handler is not None:
-            self._queue(self.notification_handler, message)
+            self._jobs.put(self.notification_handler, message)
 
-    def _jobs_waiting(self) -> int:
-        """Notification jobs not yet taken by the worker (the Intake bounds them too)."""
-        return self._jobs_queued
-
-    def _queue(self, func: Callable[..., Any], *args: Any) -> bool:
-        """Hand a job to the worker; ``False`` (and a warning) when it was dropped: the session is closing."""
-        try:
-            self._jobs_in.send_nowait((func, args))
-            self._jobs_queued += 1
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.WouldBlock):
-            logger.warning("dropped a notification for its handler: the session is closing")
-            return False
-        return True
-
-    async def _job_worker(self) -> None:
-        """Notification handlers and progress callbacks, one at a time, in arrival order."""
-        try:
-            async for func, args in self._jobs_out:
-                self._jobs_queued -= 1
-                if self._intake.backlog:  # a job slot is free: a waiting notification may go on
-                    self._intake.wake()
-                try:
-                    outcome = func(*args)
-                    if inspect.isawaitable(outcome):
-                        await outcome
-                except Exception:
-                    logger.exception("notification handler failed")
-        finally:
-            assert self._jobs_done is not None
-            self._jobs_done.set()
+    def _job_taken(self) -> None:
+        if self._intake.backlog:  # a job slot is free: a waiting notification may go on
+            self._intake.wake()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
 
@@ -173,17 +172,3 @@ class Request:
         return await self.session.request(
             method, params, timeout=timeout, on_progress=on_progress, max_timeout=max_timeout
         )
-
-
-def suspends_failed(request: Request) -> None:
-    """Log that a ``Session.suspends`` hook raised for ``request``.
-
-    Called from the ``except`` around the hook, where the request is registered already: its caller then
-    starts it in a task of its own (the safe guess: a cancel that comes first is still found) rather than
-    raising on, which would leave it registered for good (its id refused as in flight), never run.
-    """
-    logging.getLogger("mcpframe.session").exception(
-        "Session.suspends failed for %r (id %r): the request starts in a task of its own",
-        request.method,
-        request.id,
-    )
