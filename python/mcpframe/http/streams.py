@@ -15,7 +15,7 @@ import secrets
 from collections.abc import Callable
 
 from .events import EventStore, store_now
-from .pipe import Pipe
+from .pipe import MeteredPipe, Pipe
 from .store import StoreUnavailable
 
 __all__ = ["KEEPALIVE", "DirectPipe", "Stream", "format_event", "new_stream_id"]
@@ -173,6 +173,8 @@ class Stream:
                 await room  # its client reads slowly: the producer waits, nothing piles up here
         else:
             await self._emit_locked(frame, response)
+            if (pipe := self._pipe) is not None and (room := pipe.room()) is not None:
+                await room  # its response's client reads slowly (`MeteredPipe`): the producer waits
         if not response:
             self.saw_other = True
             self.wake.set()
@@ -226,7 +228,7 @@ class Stream:
         """Start an HTTP response on this stream: the priming event (if `retry_ms`), then the backlog."""
         self._serialized = True
         async with self._lock:
-            pipe = Pipe()
+            pipe = MeteredPipe()
             if self._backlog and getattr(self.store, "store_many", None) is not None:
                 await self._attach_shared(pipe, retry_ms)
             else:
@@ -305,7 +307,7 @@ class Stream:
             replay = await self.store.replay(self.session_id, last_event_id)
             if replay is None or replay.stream_id != self.id:
                 return None
-            pipe = Pipe()
+            pipe = MeteredPipe()
             for event_id, frame in replay.events:
                 pipe.put(format_event(frame, event_id))
             self.attached_once = True
