@@ -1,6 +1,7 @@
 """The full ASGI path (`SseReply`, `PostHandler`) served by uvicorn, with peers that misbehave: a client that
 stops reading an SSE answer holds back the handler writing to it (the stream's pipe stays bounded) and then
-gets every event in order.
+gets every event in order; a client that leaves while its POST waits for a JSON answer has its handler
+cancelled once, at once, not when the answer or `stream_after` comes.
 
 Nothing here waits for time to pass: tools wait on gates, and the test waits for what it needs to see
 (bounded by `fail_after`); a small receive buffer on the client's socket fills the server's.
@@ -8,7 +9,10 @@ Nothing here waits for time to pass: tools wait on gates, and the test waits for
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import json
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -22,7 +26,7 @@ from mcpframe.http.streams import Stream
 from mcpframe.server import Context, Server
 
 from ._server_support import call, messages
-from .test_server_deferred import open_session, until
+from .test_server_deferred import _raw_post, open_session, until
 from .test_sse_wire_slow import slow_client
 
 pytestmark = pytest.mark.anyio
@@ -150,3 +154,26 @@ async def test_a_client_that_stops_reading_holds_back_its_handler_not_the_server
         assert got[-1]["id"] == 6
         assert got[-1]["result"]["content"] == [{"type": "text", "text": "flooded"}]
         assert app.posts.admission.running == 0
+
+
+@pytest.mark.parametrize("accept", ["application/json", "application/json, text/event-stream"])
+async def test_a_client_that_leaves_during_the_json_wait_has_its_handler_cancelled_once(
+    accept: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    tools = Tools()
+    # stream_after: far longer than the test; only the client leaving can end the wait
+    async with on_uvicorn(tools, response_mode="auto", stream_after=3600.0) as (url, app, client, headers):
+        host, port = url.split("/")[2].split(":")
+        with caplog.at_level(logging.WARNING), anyio.fail_after(10):
+            _reader, writer = await asyncio.open_connection(host, int(port))
+            writer.write(_raw_post(url, {**headers, "accept": accept}, call("hold", {"text": "x"}, rid=10)))
+            await tools.entered.wait()
+            writer.close()
+            await until(lambda: tools.cancelled == 1 and app.posts.admission.running == 0)
+        assert tools.finished == 0
+        assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+        # the session, its lanes and the id go on serving; the cancelled handler is not run again
+        tools.gate.set()
+        again = await client.post(url, json=call("hold", {"text": "y"}, rid=10), headers=headers)
+        assert json.loads(again.text)["result"]["content"] == [{"type": "text", "text": "y"}]
+        assert (tools.cancelled, tools.finished) == (1, 1)
