@@ -104,7 +104,8 @@ class MeteredPipe(Pipe):
     """A `Pipe` that counts the bytes it holds: past `limit` its producers are asked to wait (`room`).
 
     `put` itself never waits nor refuses (a frame already made is never dropped): a producer that can wait
-    awaits `room()` after it put, so the pipe holds at most `limit` bytes plus one chunk per producer. What
+    awaits `room()` after it put, so the pipe holds at most `limit` bytes plus one chunk per producer (and
+    what is bounded elsewhere, put without waiting: `Stream.emit`'s responses, one per request). What
     an SSE response's stream is read from (`Stream.attach`), so a client that reads slowly holds back the
     handler that writes to it, not the server's memory. `close()` (the response ended, the client left)
     lets every waiting producer go on. `peak` is the most bytes it ever held (what tests check).
@@ -136,11 +137,13 @@ class MeteredPipe(Pipe):
 
     def get_nowait(self) -> bytes | None:
         """The next chunk, `b""` at the end, `None` when nothing is queued yet."""
-        chunk = super().get_nowait()
-        if chunk:
-            self.size -= len(chunk)
-            if self._rooms and self.size < self.limit:
-                self._free()
+        items = self._items
+        if not items:
+            return b"" if self.closed else None
+        chunk = items.popleft()
+        self.size -= len(chunk)
+        if self._rooms and self.size < self.limit:
+            self._free()
         return chunk
 
     def room(self) -> asyncio.Future[None] | None:
@@ -154,7 +157,8 @@ class MeteredPipe(Pipe):
     def close(self) -> None:
         """No more chunks: the reader ends after those already queued, waiting producers go on."""
         super().close()
-        self._free()
+        if self._rooms:
+            self._free()
 
     def _free(self) -> None:
         rooms, self._rooms = self._rooms, []

@@ -173,8 +173,11 @@ class Stream:
                 await room  # its client reads slowly: the producer waits, nothing piles up here
         else:
             await self._emit_locked(frame, response)
-            if (pipe := self._pipe) is not None and (room := pipe.room()) is not None:
-                await room  # its response's client reads slowly (`MeteredPipe`): the producer waits
+            # its response's client reads slowly (`MeteredPipe`): the producer of what has no bound of its
+            # own waits (a response, one per request, is bounded by the requests admitted: it never waits,
+            # so the proxy's bridge never holds back every client's answers for one slow client)
+            if not response and (pipe := self._pipe) is not None and (room := pipe.room()) is not None:
+                await room
         if not response:
             self.saw_other = True
             self.wake.set()
