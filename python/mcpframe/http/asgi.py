@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -14,6 +15,7 @@ __all__ = [
     "TooLarge",
     "header_dict",
     "wait_disconnect",
+    "watch_disconnect",
 ]
 
 Scope = MutableMapping[str, Any]
@@ -78,3 +80,19 @@ async def wait_disconnect(receive: Receive) -> None:
     """Return once the client has disconnected (any request body left is discarded)."""
     while (await receive())["type"] != "http.disconnect":
         pass
+
+
+def watch_disconnect(receive: Receive, callback: Callable[[], object]) -> Callable[[], object]:
+    """Call `callback()` once the client disconnects (its request body read already); returns what stops
+    the watching. The lean server's `receive` tells of it by a callback of its own (`on_disconnect`: no
+    task); any other server's is watched by a task reading `receive`."""
+    hook = getattr(receive, "on_disconnect", None)
+    if hook is not None:
+        hook(callback)
+        return lambda: hook(None)
+
+    async def watch() -> None:
+        await wait_disconnect(receive)
+        callback()
+
+    return asyncio.get_running_loop().create_task(watch()).cancel

@@ -10,7 +10,11 @@ import asyncio
 import math
 from collections import deque
 
-__all__ = ["BoundedPipe", "ChunkReader", "Pipe"]
+__all__ = ["SSE_HIGH_WATER", "BoundedPipe", "ChunkReader", "MeteredPipe", "Pipe"]
+
+SSE_HIGH_WATER = 64 * 1024
+"""Bytes of events an SSE response's pipe (`MeteredPipe`) holds before their producers wait: about what the
+lean server's socket buffer takes before its writer waits (asyncio's default write high-water mark)."""
 
 
 def _expire(waiter: asyncio.Future[None]) -> None:
@@ -89,6 +93,78 @@ class Pipe(ChunkReader):
         if not self.closed:
             self.closed = True
             self._wake()
+
+    def room(self) -> asyncio.Future[None] | None:
+        """A future done once a producer that can wait should put more (`None`: now). Never, here: a plain
+        pipe is unbounded (its producers are bounded elsewhere, or put at most one chunk per request)."""
+        return None
+
+
+class MeteredPipe(Pipe):
+    """A `Pipe` that counts the bytes it holds: past `limit` its producers are asked to wait (`room`).
+
+    `put` itself never waits nor refuses (a frame already made is never dropped): a producer that can wait
+    awaits `room()` after it put, so the pipe holds at most `limit` bytes plus one chunk per producer (and
+    what is bounded elsewhere, put without waiting: `Stream.emit`'s responses, one per request). What
+    an SSE response's stream is read from (`Stream.attach`), so a client that reads slowly holds back the
+    handler that writes to it, not the server's memory. `close()` (the response ended, the client left)
+    lets every waiting producer go on. `peak` is the most bytes it ever held (what tests check).
+    """
+
+    __slots__ = ("_rooms", "limit", "peak", "size")
+
+    def __init__(self, limit: int = SSE_HIGH_WATER) -> None:
+        if limit < 1:
+            raise ValueError(f"limit must be at least 1 byte, got {limit}")
+        super().__init__()
+        self.limit = limit
+        self.size = 0
+        self.peak = 0
+        # one future per waiting producer: one shared future would be cancelled for all of them by the
+        # cancellation of any one (a task cancelled while it awaits a future cancels that future)
+        self._rooms: list[asyncio.Future[None]] = []
+
+    def put(self, data: bytes) -> bool:
+        """Queue a chunk, room or not; `False` (and nothing queued) once the pipe is closed."""
+        if self.closed:
+            return False
+        if data:
+            self._items.append(data)
+            self.size += len(data)
+            self.peak = max(self.peak, self.size)
+            self._wake()
+        return True
+
+    def get_nowait(self) -> bytes | None:
+        """The next chunk, `b""` at the end, `None` when nothing is queued yet."""
+        items = self._items
+        if not items:
+            return b"" if self.closed else None
+        chunk = items.popleft()
+        self.size -= len(chunk)
+        if self._rooms and self.size < self.limit:
+            self._free()
+        return chunk
+
+    def room(self) -> asyncio.Future[None] | None:
+        """`None` while it holds less than `limit` bytes (or is closed), else a future done once it does."""
+        if self.closed or self.size < self.limit:
+            return None
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._rooms.append(waiter)
+        return waiter
+
+    def close(self) -> None:
+        """No more chunks: the reader ends after those already queued, waiting producers go on."""
+        super().close()
+        if self._rooms:
+            self._free()
+
+    def _free(self) -> None:
+        rooms, self._rooms = self._rooms, []
+        for waiter in rooms:
+            if not waiter.done():  # a producer cancelled while it waited left its future cancelled
+                waiter.set_result(None)
 
 
 class BoundedPipe(ChunkReader):

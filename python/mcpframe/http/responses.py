@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from mcpframe import core, jsonrpc, protocol
 
-from .asgi import Receive, Send, wait_disconnect
+from .asgi import Receive, Send, watch_disconnect
 from .deadlines import Deadlines
 from .pipe import Pipe
 from .streams import KEEPALIVE, Stream
@@ -111,12 +110,7 @@ class SseReply:
         The lean server's `receive` tells of the client leaving by a callback (`on_disconnect`); any other
         server's is watched by a task of its own.
         """
-        hook = getattr(receive, "on_disconnect", None)
-        watcher = None
-        if hook is not None:
-            hook(self._left)
-        else:
-            watcher = asyncio.get_running_loop().create_task(self._watch(receive))
+        unwatch = watch_disconnect(receive, self._left)
         try:
             headers = _raw_headers(self.headers)
             await send({"type": "http.response.start", "status": 200, "headers": headers})
@@ -126,17 +120,10 @@ class SseReply:
                 if ended:
                     return
         finally:
-            if watcher is not None:
-                watcher.cancel()
-            elif hook is not None:
-                hook(None)
+            unwatch()
             self.stream.detach(self.reader)
             if self.on_end is not None:
                 self.on_end()
-
-    async def _watch(self, receive: Receive) -> None:
-        await wait_disconnect(receive)
-        self._left()
 
     def _left(self) -> None:
         self.stream.detach(self.reader)  # its reader sees the end: the response ends

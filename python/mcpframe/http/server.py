@@ -34,7 +34,7 @@ import anyio.abc
 import uvicorn
 
 from mcpframe.protocol import SUPPORTED_VERSIONS, at_least
-from mcpframe.server.lifecycle import Stop, current_stop, shutdown_grace
+from mcpframe.server.lifecycle import Stop, current_stop, shutdown_grace, stopping_under
 from mcpframe.server.tasks_store import MemoryTaskStore
 
 from .admission import Admission
@@ -417,9 +417,10 @@ async def serve_http(
 
     The server's lifespan starts before the socket is announced and ends after the HTTP server stopped.
     Cancelled, either server stops taking connections, ends the GET streams and gives the requests in
-    flight `grace` seconds (default: `mcpframe.server.lifecycle.shutdown_grace()`, 10 s) before cutting
-    them. uvicorn's own signal handlers are not installed: the entry point running the loop decides what
-    SIGTERM and SIGINT do.
+    flight `grace` seconds (default: `mcpframe.server.lifecycle.shutdown_grace()`, 10 s); those still
+    running then are cancelled and answered with a -32000 error (JSON, or an SSE event before the stream's
+    end), under the entry point's `Stop` or, outside any, one of its own. uvicorn's own signal handlers are
+    not installed: the entry point running the loop decides what SIGTERM and SIGINT do.
     """
     if http_server is None:
         http_server = "mcpframe" if os.environ.get("MCPFRAME_HTTP_SERVER") == "mcpframe" else "uvicorn"
@@ -437,26 +438,31 @@ async def serve_http(
     bound = sock.getsockname()[1]
     shown = f"[{host.strip('[]')}]" if family == socket.AF_INET6 else host
     wait = math.ceil(shutdown_grace(grace))  # uvicorn takes whole seconds
-    config = uvicorn.Config(http.app, log_level=log_level, lifespan="on", timeout_graceful_shutdown=wait)
+    # the requests in flight are settled (answered) before uvicorn stops: its own wait only bounds the
+    # writing of those last answers, and gets at least a moment for it, as the lean server's `drain` does
+    flush = max(wait, math.ceil(_FLUSH_AT_LEAST))
+    config = uvicorn.Config(http.app, log_level=log_level, lifespan="on", timeout_graceful_shutdown=flush)
     uv = _Uvicorn(config)
+    stop = current_stop()
     try:
-        async with server.lifespan():
-            if ready is not None:
-                ready(f"http://{shown}:{bound}{opts.path}")
-            if http_server == "mcpframe":
-                await _serve_lean(http, sock, current_stop(), wait)
-            else:
-                await _serve_until_cancelled(uv, sock, partial(_stopping, http, current_stop()))
+        # outside an entry point's `Stop`, one of its own tracks the requests, so a stop settles them alike
+        with stopping_under(Stop(shutdown_grace(grace)) if stop is None else stop) as stop:
+            async with server.lifespan():
+                if ready is not None:
+                    ready(f"http://{shown}:{bound}{opts.path}")
+                if http_server == "mcpframe":
+                    await _serve_lean(http, sock, stop, wait)
+                else:
+                    await _serve_until_cancelled(uv, sock, partial(_stopping, http, stop))
     finally:
         sock.close()
 
 
-async def _stopping(http: StreamableHTTPServer, stop: Stop | None) -> None:
-    """Before uvicorn stops: end the GET streams, then (under a graceful stop) let requests settle, then
-    end the legacy SSE streams, which carry those requests' answers."""
+async def _stopping(http: StreamableHTTPServer, stop: Stop) -> None:
+    """Before uvicorn stops: end the GET streams, then let requests settle, then end the legacy SSE
+    streams, which carry those requests' answers."""
     http.end_streams(legacy=False)
-    if stop is not None:  # new requests are refused, those in flight get the grace period, then -32000
-        await stop.settle()
+    await stop.settle()  # new requests are refused, those in flight get the grace period, then -32000
     http.end_legacy()
 
 
@@ -465,11 +471,9 @@ _FLUSH_AT_LEAST = 1.0
 grace period (uvicorn, too, flushes what was written before it closes)."""
 
 
-async def _serve_lean(
-    http: StreamableHTTPServer, sock: socket.socket, stop: Stop | None, bound: float
-) -> None:
+async def _serve_lean(http: StreamableHTTPServer, sock: socket.socket, stop: Stop, bound: float) -> None:
     """The lean server and the app's lifespan until cancelled, then the graceful stop uvicorn's path makes:
-    stop accepting, end the GET streams, settle the requests in flight (under a `Stop`), close the
+    stop accepting, end the GET streams, settle the requests in flight (`stop`), close the
     connections once their answers are out (at most `bound` seconds, then cut), end the lifespan.
 
     The serving runs shielded in a task of its own, as uvicorn does: the sessions' task group must not see

@@ -15,7 +15,7 @@ import secrets
 from collections.abc import Callable, Iterable
 
 from .events import EventStore, store_now
-from .pipe import Pipe
+from .pipe import MeteredPipe, Pipe
 from .store import StoreUnavailable
 
 __all__ = ["KEEPALIVE", "DirectPipe", "Stream", "events_now", "format_event", "new_stream_id"]
@@ -201,6 +201,11 @@ class Stream:
                 await room  # its client reads slowly: the producer waits, nothing piles up here
         else:
             await self._emit_locked(frame, response)
+            # its response's client reads slowly (`MeteredPipe`): the producer of what has no bound of its
+            # own waits (a response, one per request, is bounded by the requests admitted: it never waits,
+            # so the proxy's bridge never holds back every client's answers for one slow client)
+            if not response and (pipe := self._pipe) is not None and (room := pipe.room()) is not None:
+                await room
         if not response:
             self.saw_other = True
             self.wake.set()
@@ -255,7 +260,7 @@ class Stream:
         """Start an HTTP response on this stream: the priming event (if `retry_ms`), then the backlog."""
         self._serialized = True
         async with self._lock:
-            pipe = Pipe()
+            pipe = MeteredPipe()
             if self._backlog and getattr(self.store, "store_many", None) is not None:
                 await self._attach_shared(pipe, retry_ms)
             else:
@@ -329,7 +334,7 @@ class Stream:
             replay = await self.store.replay(self.session_id, last_event_id)
             if replay is None or replay.stream_id != self.id:
                 return None
-            pipe = Pipe()
+            pipe = MeteredPipe()
             for event_id, frame in replay.events:
                 pipe.put(format_event(frame, event_id))
             self.attached_once = True

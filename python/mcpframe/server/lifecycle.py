@@ -51,6 +51,7 @@ __all__ = [
     "current_stop",
     "run_stoppable",
     "shutdown_grace",
+    "stopping_under",
     "tracked",
 ]
 
@@ -99,6 +100,18 @@ def _checked(grace: float, name: str) -> float:
 def current_stop() -> Stop | None:
     """The ``Stop`` of the ``run_stoppable`` this task runs under, if any."""
     return _CURRENT.get()
+
+
+@contextmanager
+def stopping_under(stop: Stop) -> Iterator[Stop]:
+    """Make ``stop`` the current one inside the block, as ``run_stoppable`` does but without its signals:
+    connections made there (and in tasks started there) have their requests tracked by it, so whoever
+    stops the block can ``settle`` them (``serve_http`` cancelled outside any entry point)."""
+    token = _CURRENT.set(stop)
+    try:
+        yield stop
+    finally:
+        _CURRENT.reset(token)
 
 
 def tracked(connection: C) -> C:
