@@ -153,20 +153,27 @@ class SlowClient:
 
 
 @contextlib.asynccontextmanager
+async def slow_client(url: str, headers: dict[str, str]) -> AsyncIterator[SlowClient]:
+    """A connected `SlowClient`, closed on the way out."""
+    slow = SlowClient(url, headers)
+    await slow.connect()
+    try:
+        yield slow
+    finally:
+        slow.writer.close()
+
+
+@contextlib.asynccontextmanager
 async def flooding(
     url: str, headers: dict[str, str], writers: list[sse_wire.SseWriter], *behind: dict[str, Any]
 ) -> AsyncIterator[SlowClient]:
     """A `SlowClient` that POSTs a call of `flood` (id 6), with `behind` pipelined after it; yields it once
     the first SSE writer (of `writers`, the ones the server opened) waits for room (within 10 seconds)."""
-    slow = SlowClient(url, headers)
-    await slow.connect()
-    try:
+    async with slow_client(url, headers) as slow:
         slow.post(call("flood", rid=6), *behind)
         with anyio.fail_after(10):
             await until(lambda: paused(writers))
         yield slow
-    finally:
-        slow.writer.close()
 
 
 def paused(writers: list[sse_wire.SseWriter]) -> bool:

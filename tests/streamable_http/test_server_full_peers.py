@@ -25,9 +25,8 @@ from mcpframe.http.server import HttpOptions, StreamableHTTPServer, serve_http
 from mcpframe.http.streams import Stream
 from mcpframe.server import Context, Server
 
-from ._server_support import call, messages
-from .test_server_deferred import _raw_post, open_session, until
-from .test_sse_wire_slow import slow_client
+from ._live_support import slow_client, until
+from ._server_support import call, messages, open_session, raw_post
 
 pytestmark = pytest.mark.anyio
 
@@ -166,7 +165,7 @@ async def test_a_client_that_leaves_during_the_json_wait_has_its_handler_cancell
         host, port = url.split("/")[2].split(":")
         with caplog.at_level(logging.WARNING), anyio.fail_after(10):
             _reader, writer = await asyncio.open_connection(host, int(port))
-            writer.write(_raw_post(url, {**headers, "accept": accept}, call("hold", {"text": "x"}, rid=10)))
+            writer.write(raw_post(url, {**headers, "accept": accept}, call("hold", {"text": "x"}, rid=10)))
             await tools.entered.wait()
             writer.close()
             await until(lambda: tools.cancelled == 1 and app.posts.admission.running == 0)

@@ -18,8 +18,7 @@ import pytest
 from mcpframe.http.server import HttpOptions, serve_http
 from mcpframe.server import Server
 
-from ._server_support import call, messages
-from .test_server_deferred import open_session
+from ._server_support import call, messages, open_session
 
 pytestmark = pytest.mark.anyio
 
