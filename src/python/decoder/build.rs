@@ -19,7 +19,7 @@ use crate::framing::{Checked, Event};
 
 use super::frame_error::FrameError;
 use super::guard::{guarded, internal_error};
-use super::message::{new_message, parse_json, Record, ValueCell};
+use super::message::{new_message, parse_json, IdSource, Record, ValueCell};
 use super::methods::Methods;
 use super::values::big_int;
 
@@ -317,12 +317,21 @@ fn frame_text<'a>(frame: &'a [u8], text: &'a Text) -> &'a str {
     unsafe { std::str::from_utf8_unchecked(text.as_bytes(frame)) }
 }
 
-fn id_object<'py>(py: Python<'py>, frame: &[u8], id: &Id) -> PyResult<Bound<'py, PyAny>> {
-    match id {
-        Id::Int(i) => Ok(i.into_pyobject(py)?.into_any()),
-        Id::Big(r) => big_int(py, &frame[r.clone()]),
-        Id::Str(t) => Ok(PyString::new(py, frame_text(frame, t)).into_any()),
-    }
+/// Where the message's id object will come from, and the cell it is kept in: set now only for a
+/// string with escapes (its decoded text is at hand now, not in the frame's bytes).
+fn id_source(py: Python<'_>, id: &Option<Id>) -> (IdSource, ValueCell) {
+    let cell = ValueCell::new();
+    let source = match id {
+        None => IdSource::Absent,
+        Some(Id::Int(i)) => IdSource::Int(*i),
+        Some(Id::Big(_)) => IdSource::Big,
+        Some(Id::Str(Text::Span(_))) => IdSource::Str,
+        Some(Id::Str(Text::Owned(s))) => {
+            let _ = cell.set(PyString::new(py, s).into_any().unbind());
+            IdSource::Built
+        }
+    };
+    (source, cell)
 }
 
 fn owned_id_object<'py>(py: Python<'py>, id: &OwnedId) -> PyResult<Bound<'py, PyAny>> {
@@ -343,10 +352,7 @@ pub(crate) fn message<'py>(
     methods: &mut Methods,
 ) -> PyResult<Bound<'py, PyAny>> {
     let shift = |r: Range<usize>| base + r.start..base + r.end;
-    let id = match &e.id {
-        Some(id) => Some(id_object(py, frame, id)?.unbind()),
-        None => None,
-    };
+    let (id_source, id) = id_source(py, &e.id);
     let method = e
         .method
         .as_ref()
@@ -371,6 +377,7 @@ pub(crate) fn message<'py>(
         kind: e.kind,
         lazy,
         batch: e.batch,
+        id_source,
         id,
         method,
         buf: buf.clone_ref(py),
