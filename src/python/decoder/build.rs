@@ -57,8 +57,26 @@ pub(crate) type InputPlace = ((usize, usize), usize);
 
 /// Where `input` is, and how much of it is valid UTF-8 (one SIMD check for the whole chunk).
 pub(crate) fn input_place(input: &[u8]) -> InputPlace {
-    let utf8 = envelope::invalid_utf8_at(input).unwrap_or(input.len());
-    ((input.as_ptr() as usize, input.len()), utf8)
+    (
+        (input.as_ptr() as usize, input.len()),
+        valid_utf8_prefix(input),
+    )
+}
+
+/// A length of `input` from its start that is valid UTF-8: all of it when it is valid, else at
+/// least every line that ends in it and is valid up to its end. The lines are checked apart from
+/// the unterminated tail, which in a stream is often cut inside a character: a single check of the
+/// whole chunk then failed, and finding how much of it is valid read it all once more. (The tail's
+/// frame is checked when it is complete; a frame that starts in the lines and ends in an invalid
+/// tail, such as a whole body, is beyond the length returned and checked on its own.)
+fn valid_utf8_prefix(input: &[u8]) -> usize {
+    let lines = memchr::memrchr(b'\n', input).map_or(0, |nl| nl + 1);
+    let (head, tail) = input.split_at(lines);
+    match envelope::invalid_utf8_at(head) {
+        Some(at) => at,
+        None if simdutf8::basic::from_utf8(tail).is_ok() => input.len(),
+        None => lines,
+    }
 }
 
 /// Validate `bytes` into `out`, skipping the UTF-8 check when the input chunk's covered it;
