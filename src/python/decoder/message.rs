@@ -111,6 +111,8 @@ impl Record {
     /// # Safety
     /// `record` points to a valid record, which is no longer used afterwards (its references
     /// are released; the other fields own nothing).
+    // inlined into the deallocator, which runs once per message
+    #[inline(always)]
     pub(crate) unsafe fn release_in_place(record: *mut Self, py: Python<'_>) {
         if let Some(o) = ptr::read(addr_of!((*record).id)).into_inner() {
             o.drop_ref(py);
