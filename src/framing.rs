@@ -21,6 +21,9 @@ pub const PREVIEW_BYTES: usize = 64;
 /// Default frame size limit in bytes.
 pub const DEFAULT_MAX_FRAME: usize = 64 * 1024 * 1024;
 
+/// Room kept past a frame's first bytes when a chunk ends inside it: most MCP lines are shorter.
+const HELD_ROOM: usize = 1024;
+
 /// Something the framer found in the stream, in stream order.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Event<'a> {
@@ -321,11 +324,18 @@ impl Framer {
         }
     }
 
-    /// Make room for `extra` more pending bytes; a large buffer asks for huge pages.
+    /// Make room for `extra` more pending bytes; a large buffer asks for huge pages. A frame
+    /// begun at the end of a chunk gets [`HELD_ROOM`] more, so that the usual rest of it, in the
+    /// next chunk, completes it without moving it.
     fn reserve_pending(&mut self, extra: usize) {
         let need = self.pending.len() + extra;
         if need > self.pending.capacity() {
-            self.pending.reserve(extra);
+            let room = if self.pending.is_empty() {
+                HELD_ROOM
+            } else {
+                0
+            };
+            self.pending.reserve(extra + room.min(self.max_frame));
             if self.pending.capacity() >= pages::HUGE_FROM {
                 pages::advise_huge(self.pending.as_ptr(), self.pending.capacity());
             }

@@ -286,13 +286,13 @@ fn member<P: Payloads>(
         }
         Field::Params => {
             let (value, end) = p.take(d, start, levels)?;
-            m.params_value = value;
+            set_value(&mut m.params_value, value);
             m.params = Some((start..end, matches!(d[start], b'{' | b'[')));
             end
         }
         Field::Result => {
             let (value, end) = p.take(d, start, levels)?;
-            m.result_value = value;
+            set_value(&mut m.result_value, value);
             m.result = Some(start..end);
             end
         }
@@ -308,6 +308,26 @@ fn member<P: Payloads>(
         Field::Other => skip_nested(d, start, levels)?,
     };
     Ok(end)
+}
+
+/// Store a built payload value in `slot` (the last duplicate member wins). Dropping a value an
+/// earlier duplicate left there is kept out of line: with Python values, a drop reads the
+/// interpreter's thread state, and that read, hoisted by the compiler to the start of the scan of
+/// every object, cost a thread-local look-up per message even where no value is ever built.
+#[inline(always)]
+fn set_value<V>(slot: &mut Option<V>, value: Option<V>) {
+    if slot.is_some() {
+        replace_value(slot, value);
+    } else if value.is_some() {
+        // `slot` is empty: nothing is dropped here
+        *slot = value;
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn replace_value<V>(slot: &mut Option<V>, value: Option<V>) {
+    *slot = value;
 }
 
 /// The id value at `i` (which may nest `levels` deep) and the index after it.

@@ -19,7 +19,7 @@ use crate::framing::{Checked, Event};
 
 use super::frame_error::FrameError;
 use super::guard::{guarded, internal_error};
-use super::message::{new_message, parse_json, Record, ValueCell};
+use super::message::{new_message, parse_json, IdSource, Record, ValueCell};
 use super::methods::Methods;
 use super::values::big_int;
 
@@ -57,8 +57,26 @@ pub(crate) type InputPlace = ((usize, usize), usize);
 
 /// Where `input` is, and how much of it is valid UTF-8 (one SIMD check for the whole chunk).
 pub(crate) fn input_place(input: &[u8]) -> InputPlace {
-    let utf8 = envelope::invalid_utf8_at(input).unwrap_or(input.len());
-    ((input.as_ptr() as usize, input.len()), utf8)
+    (
+        (input.as_ptr() as usize, input.len()),
+        valid_utf8_prefix(input),
+    )
+}
+
+/// A length of `input` from its start that is valid UTF-8: all of it when it is valid, else at
+/// least every line that ends in it and is valid up to its end. The lines are checked apart from
+/// the unterminated tail, which in a stream is often cut inside a character: a single check of the
+/// whole chunk then failed, and finding how much of it is valid read it all once more. (The tail's
+/// frame is checked when it is complete; a frame that starts in the lines and ends in an invalid
+/// tail, such as a whole body, is beyond the length returned and checked on its own.)
+fn valid_utf8_prefix(input: &[u8]) -> usize {
+    let lines = memchr::memrchr(b'\n', input).map_or(0, |nl| nl + 1);
+    let (head, tail) = input.split_at(lines);
+    match envelope::invalid_utf8_at(head) {
+        Some(at) => at,
+        None if simdutf8::basic::from_utf8(tail).is_ok() => input.len(),
+        None => lines,
+    }
 }
 
 /// Validate `bytes` into `out`, skipping the UTF-8 check when the input chunk's covered it;
@@ -317,12 +335,21 @@ fn frame_text<'a>(frame: &'a [u8], text: &'a Text) -> &'a str {
     unsafe { std::str::from_utf8_unchecked(text.as_bytes(frame)) }
 }
 
-fn id_object<'py>(py: Python<'py>, frame: &[u8], id: &Id) -> PyResult<Bound<'py, PyAny>> {
-    match id {
-        Id::Int(i) => Ok(i.into_pyobject(py)?.into_any()),
-        Id::Big(r) => big_int(py, &frame[r.clone()]),
-        Id::Str(t) => Ok(PyString::new(py, frame_text(frame, t)).into_any()),
-    }
+/// Where the message's id object will come from, and the cell it is kept in: set now only for a
+/// string with escapes (its decoded text is at hand now, not in the frame's bytes).
+fn id_source(py: Python<'_>, id: &Option<Id>) -> (IdSource, ValueCell) {
+    let cell = ValueCell::new();
+    let source = match id {
+        None => IdSource::Absent,
+        Some(Id::Int(i)) => IdSource::Int(*i),
+        Some(Id::Big(_)) => IdSource::Big,
+        Some(Id::Str(Text::Span(_))) => IdSource::Str,
+        Some(Id::Str(Text::Owned(s))) => {
+            let _ = cell.set(PyString::new(py, s).into_any().unbind());
+            IdSource::Built
+        }
+    };
+    (source, cell)
 }
 
 fn owned_id_object<'py>(py: Python<'py>, id: &OwnedId) -> PyResult<Bound<'py, PyAny>> {
@@ -335,6 +362,9 @@ fn owned_id_object<'py>(py: Python<'py>, id: &OwnedId) -> PyResult<Bound<'py, Py
 
 /// Build a `Message` for `e`, whose frame (`frame`, the bytes its spans refer to) is at `base`
 /// in `buf` and at `offset` in the stream.
+// inlined into the loops over a chunk's messages: called once per message, its set-up and the
+// envelope's fields passed through memory were a tenth of its cost
+#[inline(always)]
 pub(crate) fn message<'py>(
     py: Python<'py>,
     (buf, frame, base, offset): (&Buffer, &[u8], usize, u64),
@@ -343,10 +373,7 @@ pub(crate) fn message<'py>(
     methods: &mut Methods,
 ) -> PyResult<Bound<'py, PyAny>> {
     let shift = |r: Range<usize>| base + r.start..base + r.end;
-    let id = match &e.id {
-        Some(id) => Some(id_object(py, frame, id)?.unbind()),
-        None => None,
-    };
+    let (id_source, id) = id_source(py, &e.id);
     let method = e
         .method
         .as_ref()
@@ -371,6 +398,7 @@ pub(crate) fn message<'py>(
         kind: e.kind,
         lazy,
         batch: e.batch,
+        id_source,
         id,
         method,
         buf: buf.clone_ref(py),

@@ -39,6 +39,23 @@ pub(crate) type ValueCell = std::cell::OnceCell<Py<PyAny>>;
 #[cfg(Py_GIL_DISABLED)]
 pub(crate) type ValueCell = std::sync::OnceLock<Py<PyAny>>;
 
+/// Where a message's `id` object comes from: it is built on first access (then kept), as most
+/// messages of a lazy stream are forwarded or dropped by a layer that never reads the id as a
+/// Python object. Its bytes are the record's `raw_id` span.
+#[derive(Clone, Copy)]
+pub(crate) enum IdSource {
+    /// No id: a notification, or an error with `id: null`.
+    Absent,
+    /// An integer that fits in `i64`.
+    Int(i64),
+    /// A string without escapes: the content of the `raw_id` token (between its quotes).
+    Str,
+    /// An integer beyond `i64`: the `raw_id` literal.
+    Big,
+    /// Built while decoding (a string with escapes): the record's `id` cell holds it.
+    Built,
+}
+
 /// What a `Message` object holds (see `docs/core-contract.md`). It lives inside its Python object
 /// and is released by the object's deallocator, with the GIL held: its Python references are
 /// dropped there with [`Record::release`], never by `Drop` (which would look up the GIL state).
@@ -46,7 +63,9 @@ pub(crate) struct Record {
     pub(crate) kind: Kind,
     pub(crate) lazy: bool,
     pub(crate) batch: Option<u32>,
-    pub(crate) id: Option<Py<PyAny>>,
+    pub(crate) id_source: IdSource,
+    /// The id object, built on first access (or while decoding, for [`IdSource::Built`]).
+    pub(crate) id: ValueCell,
     pub(crate) method: Option<Py<PyString>>,
     pub(crate) buf: Buffer,
     pub(crate) raw: Range<usize>,
@@ -92,8 +111,10 @@ impl Record {
     /// # Safety
     /// `record` points to a valid record, which is no longer used afterwards (its references
     /// are released; the other fields own nothing).
+    // inlined into the deallocator, which runs once per message
+    #[inline(always)]
     pub(crate) unsafe fn release_in_place(record: *mut Self, py: Python<'_>) {
-        if let Some(o) = ptr::read(addr_of!((*record).id)) {
+        if let Some(o) = ptr::read(addr_of!((*record).id)).into_inner() {
             o.drop_ref(py);
         }
         if let Some(o) = ptr::read(addr_of!((*record).method)) {
@@ -170,7 +191,35 @@ impl Record {
     }
 
     pub(crate) fn id(&self, py: Python<'_>) -> Member {
-        Ok(optional(py, self.id.as_ref()))
+        if let Some(v) = self.id.get() {
+            return Ok(v.clone_ref(py));
+        }
+        let built = match (self.id_source, &self.raw_id) {
+            (IdSource::Int(i), _) => i.into_pyobject(py)?.into_any().unbind(),
+            (IdSource::Str, Some(span)) => {
+                let content = &self.buf.bytes(py)[span.start + 1..span.end - 1];
+                // SAFETY: the frame passed the UTF-8 check, and a string token's content starts
+                // and ends next to an ASCII quote, so it is valid UTF-8 by itself (the buffer is
+                // immutable: `bytes`, or a copy only the messages hold).
+                let text = unsafe { std::str::from_utf8_unchecked(content) };
+                PyString::new(py, text).into_any().unbind()
+            }
+            (IdSource::Big, Some(span)) => {
+                values::big_int(py, &self.buf.bytes(py)[span.clone()])?.unbind()
+            }
+            _ => return Ok(py.None()),
+        };
+        // building allocates, which may run other Python code (a finalizer) that asked for the
+        // id in the meantime: the first object stays
+        if let Err(again) = self.id.set(built) {
+            again.drop_ref(py);
+        }
+        Ok(optional(py, self.id.get()))
+    }
+
+    /// Whether the message has an id (`id` is not `None`).
+    fn has_id(&self) -> bool {
+        !matches!(self.id_source, IdSource::Absent)
     }
 
     pub(crate) fn method(&self, py: Python<'_>) -> Member {
@@ -230,7 +279,7 @@ impl Record {
     /// `raw` with the top-level id value replaced by `new_id` (JSON-encoded).
     pub(crate) fn with_id(&self, py: Python<'_>, new_id: &Bound<'_, PyAny>) -> Member {
         let encoded = encode_id(py, new_id)?;
-        let (Some(_), Some(span)) = (&self.id, &self.raw_id) else {
+        let (true, Some(span)) = (self.has_id(), &self.raw_id) else {
             return Err(PyValueError::new_err("message has no id"));
         };
         let id = span.start - self.raw.start..span.end - self.raw.start;
@@ -248,8 +297,7 @@ impl Record {
 
     /// `Message(kind='request', id=1, method='tools/call')`.
     pub(crate) fn repr(&self, py: Python<'_>) -> Member {
-        let none = py.None();
-        let id = self.id.as_ref().unwrap_or(&none).bind(py).repr()?;
+        let id = self.id(py)?.into_bound(py).repr()?;
         let method = match &self.method {
             Some(m) => m.bind(py).repr()?.to_string(),
             None => "None".to_owned(),
