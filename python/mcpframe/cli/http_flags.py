@@ -31,12 +31,28 @@ _ENV_TOKEN = "MCPFRAME_AUTH_TOKEN"
 _LOOPBACK = ("localhost", "::1", "[::1]")
 
 
-def add_http_flags(parser: argparse.ArgumentParser) -> None:
-    """The `--http` options, in their own group of `--help`."""
-    http = parser.add_argument_group("Streamable HTTP (with --http)")
-    http.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    http.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 picks a free one)")
-    http.add_argument("--path", default="/mcp", help="endpoint path (default /mcp)")
+def add_http_flags(parser: argparse.ArgumentParser, *, switch: str = "--http") -> None:
+    """The HTTP options, in their own groups of `--help`, titled with the flag that turns HTTP on.
+
+    `mcpframe proxy` passes `switch="--listen"`: its URL gives the host, port and path, so those three are
+    left out of its help (given anyway, they are refused with that reason).
+    """
+    http = parser.add_argument_group(f"Streamable HTTP (with {switch})")
+    address = switch == "--http"
+    http.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to bind (default 127.0.0.1)" if address else argparse.SUPPRESS,
+    )
+    http.add_argument(
+        "--port",
+        type=int,
+        default=8000,
+        help="port (default 8000; 0 picks a free one)" if address else argparse.SUPPRESS,
+    )
+    http.add_argument(
+        "--path", default="/mcp", help="endpoint path (default /mcp)" if address else argparse.SUPPRESS
+    )
     http.add_argument(
         "--auth-token",
         dest="auth_token_flag",
@@ -83,7 +99,7 @@ def add_http_flags(parser: argparse.ArgumentParser) -> None:
         help="also serve the 2024-11-05 HTTP+SSE transport: GET /sse, POST /messages/ (default: on)",
     )
     _add_tuning(http)
-    add_verify_flags(parser)
+    add_verify_flags(parser, switch=switch)
     _add_scale_out(http)
 
 
