@@ -21,6 +21,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from mcpframe._extras import install_hint
 from mcpframe._gc import freeze_startup_heap
 
 from .verify_flags import add_verify_flags, verify_auth, wants_verification
@@ -189,6 +190,21 @@ def _check(args: argparse.Namespace) -> None:
             raise ValueError(f"{flag} {value} is out of range: expected {expected}")
 
 
+def _check_store(url: str) -> None:
+    """`ValueError` for a `--store` that cannot work, said before anything starts listening.
+
+    The store itself is opened when the server starts; a wrong scheme or a missing redis package found
+    only then would end the server with a traceback after its URL lines had already been printed.
+    """
+    scheme = url.partition("://")[0].lower()
+    if scheme not in ("redis", "rediss", "unix"):
+        raise ValueError(f"--store {url!r}: expected redis://host:port/db (or rediss://, unix://)")
+    try:
+        import redis.asyncio  # noqa: F401, PLC0415 - the redis extra, only with --store
+    except ModuleNotFoundError as exc:
+        raise ValueError(f"--store needs the redis extra ({exc}); {install_hint('redis')}") from None
+
+
 def _token(args: argparse.Namespace) -> str | None:
     token: str | None = args.auth_token_flag
     if token is None:
@@ -222,6 +238,8 @@ def http_options(args: argparse.Namespace) -> Any:
     from mcpframe.http.server import HttpOptions  # noqa: PLC0415 - the http extra, checked before the import
 
     _check(args)
+    if args.store is not None:
+        _check_store(args.store)
     token = _token(args)
     options = HttpOptions(
         path=args.path,
