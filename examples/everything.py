@@ -2,7 +2,8 @@
 conformance suite (`@modelcontextprotocol/conformance`, its server scenarios) exercises, by the names the
 suite calls (`test_*`). `scripts/conformance.sh server` runs the suite against it.
 
-Run it with `mcpframe serve examples.everything:server` (stdio).
+Run it with `python examples/everything.py` or `mcpframe serve examples/everything.py` (stdio), or
+`mcpframe serve examples/everything.py --http` (Streamable HTTP, as the conformance suite uses it).
 """
 
 from __future__ import annotations
@@ -305,3 +306,7 @@ def complete_arg1(value: str) -> list[str]:
 @server.completion(template="test://template/{id}/data", argument="id")
 def complete_id(value: str) -> list[str]:
     return [choice for choice in ("123", "124", "200") if choice.startswith(value)]
+
+
+if __name__ == "__main__":
+    server.run()

@@ -21,6 +21,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from mcpframe._extras import install_hint
 from mcpframe._gc import freeze_startup_heap
 
 from .verify_flags import add_verify_flags, verify_auth, wants_verification
@@ -31,12 +32,28 @@ _ENV_TOKEN = "MCPFRAME_AUTH_TOKEN"
 _LOOPBACK = ("localhost", "::1", "[::1]")
 
 
-def add_http_flags(parser: argparse.ArgumentParser) -> None:
-    """The `--http` options, in their own group of `--help`."""
-    http = parser.add_argument_group("Streamable HTTP (with --http)")
-    http.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    http.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 picks a free one)")
-    http.add_argument("--path", default="/mcp", help="endpoint path (default /mcp)")
+def add_http_flags(parser: argparse.ArgumentParser, *, switch: str = "--http") -> None:
+    """The HTTP options, in their own groups of `--help`, titled with the flag that turns HTTP on.
+
+    `mcpframe proxy` passes `switch="--listen"`: its URL gives the host, port and path, so those three are
+    left out of its help (given anyway, they are refused with that reason).
+    """
+    http = parser.add_argument_group(f"Streamable HTTP (with {switch})")
+    address = switch == "--http"
+    http.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to bind (default 127.0.0.1)" if address else argparse.SUPPRESS,
+    )
+    http.add_argument(
+        "--port",
+        type=int,
+        default=8000,
+        help="port (default 8000; 0 picks a free one)" if address else argparse.SUPPRESS,
+    )
+    http.add_argument(
+        "--path", default="/mcp", help="endpoint path (default /mcp)" if address else argparse.SUPPRESS
+    )
     http.add_argument(
         "--auth-token",
         dest="auth_token_flag",
@@ -83,7 +100,7 @@ def add_http_flags(parser: argparse.ArgumentParser) -> None:
         help="also serve the 2024-11-05 HTTP+SSE transport: GET /sse, POST /messages/ (default: on)",
     )
     _add_tuning(http)
-    add_verify_flags(parser)
+    add_verify_flags(parser, switch=switch)
     _add_scale_out(http)
 
 
@@ -173,6 +190,21 @@ def _check(args: argparse.Namespace) -> None:
             raise ValueError(f"{flag} {value} is out of range: expected {expected}")
 
 
+def _check_store(url: str) -> None:
+    """`ValueError` for a `--store` that cannot work, said before anything starts listening.
+
+    The store itself is opened when the server starts; a wrong scheme or a missing redis package found
+    only then would end the server with a traceback after its URL lines had already been printed.
+    """
+    scheme = url.partition("://")[0].lower()
+    if scheme not in ("redis", "rediss", "unix"):
+        raise ValueError(f"--store {url!r}: expected redis://host:port/db (or rediss://, unix://)")
+    try:
+        import redis.asyncio  # noqa: F401, PLC0415 - the redis extra, only with --store
+    except ModuleNotFoundError as exc:
+        raise ValueError(f"--store needs the redis extra ({exc}); {install_hint('redis')}") from None
+
+
 def _token(args: argparse.Namespace) -> str | None:
     token: str | None = args.auth_token_flag
     if token is None:
@@ -206,6 +238,8 @@ def http_options(args: argparse.Namespace) -> Any:
     from mcpframe.http.server import HttpOptions  # noqa: PLC0415 - the http extra, checked before the import
 
     _check(args)
+    if args.store is not None:
+        _check_store(args.store)
     token = _token(args)
     options = HttpOptions(
         path=args.path,

@@ -70,7 +70,7 @@ def _parser() -> argparse.ArgumentParser:
         help="session: an upstream per client session; shared: many sessions over one upstream; "
         "auto (default): shared for 2026-07-28 traffic, session otherwise",
     )
-    add_http_flags(parser)  # for --listen: the flags of `mcpframe serve --http`
+    add_http_flags(parser, switch="--listen")  # the flags of `mcpframe serve --http`
     parser.add_argument("--pool-size", type=int, default=64, help="most upstream children at once (64)")
     parser.add_argument(
         "--idle-timeout", type=float, default=300.0, help="seconds before an unused upstream child ends (300)"

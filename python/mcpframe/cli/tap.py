@@ -143,7 +143,8 @@ def _closer(pipe: IO[bytes] | None) -> Callable[[], None]:
     return close
 
 
-def _run(command: list[str], recorder: Recorder) -> int:
+def _run(command: list[str], recorder: Recorder) -> int | None:
+    """Run the child and pump both ways; its exit status, or `None` when it could not be started."""
     signals = _SignalForwarder()
     try:
         # its own process group: a Ctrl-C on the terminal reaches the child once, through the tap
@@ -152,7 +153,7 @@ def _run(command: list[str], recorder: Recorder) -> int:
         )
     except OSError as exc:
         print(f"mcpframe tap: cannot run {command[0]!r}: {exc.strerror or exc}", file=sys.stderr)
-        return 127
+        return None
     signals.started(child)
     assert child.stdin is not None
     assert child.stdout is not None
@@ -197,6 +198,8 @@ def tap_main(argv: Sequence[str]) -> int:
         recorder.close()
         if log is not None:
             log.close()
+    if status is None:
+        return 127  # no child, no traffic: the one line above says why, without an empty table under it
     sys.stderr.write(render_table(recorder.stats))
     sys.stderr.flush()
     return status

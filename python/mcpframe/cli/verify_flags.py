@@ -23,9 +23,9 @@ __all__ = ["add_verify_flags", "verify_auth", "wants_verification"]
 _ENV_SECRET = "MCPFRAME_AUTH_CLIENT_SECRET"
 
 
-def add_verify_flags(parser: argparse.ArgumentParser) -> None:
-    """The bearer verification flags, in their own group of `--help`."""
-    group = parser.add_argument_group("OAuth bearer verification (with --http)")
+def add_verify_flags(parser: argparse.ArgumentParser, *, switch: str = "--http") -> None:
+    """The bearer verification flags, in their own `--help` group titled with the flag that turns HTTP on."""
+    group = parser.add_argument_group(f"OAuth bearer verification (with {switch})")
     add = group.add_argument
     add(
         "--auth-jwks",
