@@ -198,6 +198,11 @@ class Server:
         A template's function takes the URI's variables as parameters (`{name}` is one path segment,
         `{+name}` may contain slashes).
         """
+        if not isinstance(uri, str):  # `@server.resource` with no URI: the function came as the URI
+            raise TypeError(
+                'server.resource needs a URI: write @server.resource("scheme://name"), not a bare '
+                f"@server.resource (got {uri!r})"
+            )
 
         def register(func: F) -> F:
             entry = make_resource(
