@@ -64,7 +64,7 @@ OTHER_PYTHONS ?= 3.12 3.13
 # 3.11 above). That keeps `make ci` under 45 minutes as the suite grows.
 VERSION_PYTHON_TESTS ?= tests/core
 
-test-versions: testdata ## the suite on Python 3.12 and 3.13 (pyenv's), both backends, in .venv312/.venv313
+test-versions: testdata ## the suite on Python 3.12 and 3.13 (pyenv's), native backend (python backend: core tests), in .venv312/.venv313
 	@set -e; for version in $(OTHER_PYTHONS); do \
 	  venv=.venv$$(echo $$version | tr -d .); \
 	  interpreter=$$(ls -d $(PYENV_ROOT)/versions/$$version.*/bin/python 2>/dev/null | sort -V | tail -n 1); \

@@ -292,7 +292,7 @@ def test_bench_generated_corpus_strict_section(tmp_path: Path) -> None:
         stdout, stderr = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
             assert cli.main([*argv, *extra]) == 0, stderr.getvalue()
-        assert "strict decode (issue 14's method)" in stdout.getvalue()
+        assert "strict decode: 64 KiB chunks to every contender" in stdout.getvalue()
         doc: dict[str, Any] = json.loads(out.read_text())
         return doc
 

@@ -87,7 +87,7 @@ def _strict_text(results: Results) -> list[str]:
         return []
     settings = results.settings
     lines = [
-        f"\nstrict decode (issue 14's method): {settings.chunk // 1024} KiB chunks to every contender, "
+        f"\nstrict decode: {settings.chunk // 1024} KiB chunks to every contender, "
         f"framing counted on every side, each chunk's messages dropped once counted, cyclic GC off, "
         f"medians of {settings.strict_rounds} interleaved rounds, values checked against json first"
     ]

@@ -1,4 +1,4 @@
-"""Streaming decode under issue 14's strict method: every contender reads the same 64 KiB chunks.
+"""Streaming decode the strict way: every contender reads the same 64 KiB chunks.
 
 Each contender is a feeder: ``start()`` gives ``(feed, close)``; ``feed(chunk)`` returns the messages
 that chunk completed, ``close()`` the rest. Framing is counted on every side: the orjson and msgspec
