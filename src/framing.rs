@@ -363,7 +363,13 @@ impl Framer {
     fn take_pending(&mut self) -> (Vec<u8>, Checked) {
         self.check_pending();
         let g = std::mem::take(&mut self.gathering);
-        let bytes = std::mem::take(&mut self.pending);
+        let mut bytes = std::mem::take(&mut self.pending);
+        // the frame's messages keep this buffer alive as long as they live: give back the room held for
+        // the rest of the frame (and growth's slack), or a peer writing each line in two pieces would
+        // make every kept message cost ~1 KiB more (glibc shrinks in place, so the bytes do not move)
+        if bytes.capacity() - bytes.len() > HELD_ROOM / 2 {
+            bytes.shrink_to_fit();
+        }
         // a final CR removed after its check leaves a shorter valid prefix
         let utf8 = !g.utf8_bad && g.utf8_valid >= bytes.len();
         let opening = g.opening;

@@ -222,3 +222,28 @@ fn newline_searchers_agree() {
         }
     }
 }
+
+#[test]
+fn assembled_frames_keep_no_room_held_for_their_rest() {
+    // a short line written in two pieces: the held buffer had HELD_ROOM spare; the messages built on the
+    // handed-over buffer keep it alive, so it must come back about its length
+    let mut f = Framer::new(1 << 20);
+    let mut spare = Vec::new();
+    let mut sink = |e: Event<'_>| {
+        if let Event::Assembled { bytes, .. } = e {
+            spare.push(bytes.capacity() - bytes.len());
+        }
+    };
+    for _ in 0..50 {
+        f.feed(b"{\"jsonrpc\":\"2.0\",", &mut sink).unwrap();
+        f.feed(b"\"method\":\"x\"}\n", &mut sink).unwrap();
+    }
+    // a long frame gathered over many small chunks (growth's slack is given back too)
+    let long = vec![b'1'; 100_000];
+    for piece in long.chunks(777) {
+        f.feed(piece, &mut sink).unwrap();
+    }
+    f.feed(b"\n", &mut sink).unwrap();
+    assert_eq!(spare.len(), 51);
+    assert!(spare.iter().all(|&s| s <= HELD_ROOM / 2), "{spare:?}");
+}
