@@ -510,7 +510,7 @@ const INT_ROOM: usize = 20;
 
 /// Append an unsigned integer, formatted straight into the buffer two digits at a time (a
 /// formatter with its own buffer costs a copy that stalls on store forwarding).
-#[inline]
+#[inline(always)]
 pub fn write_u64<O: Output>(out: &mut O, value: u64) {
     out.reserve(INT_ROOM);
     // SAFETY: `INT_ROOM` bytes are reserved at `len`, as many as any `u64` takes, and
@@ -523,7 +523,7 @@ pub fn write_u64<O: Output>(out: &mut O, value: u64) {
 }
 
 /// Append a signed integer.
-#[inline]
+#[inline(always)]
 pub fn write_i64<O: Output>(out: &mut O, value: i64) {
     out.reserve(INT_ROOM + 1);
     // SAFETY: `INT_ROOM + 1` bytes are reserved at `len`: the sign and the digits.
@@ -591,12 +591,29 @@ unsafe fn write_eight(dst: *mut u8, value: u64) {
     }
 }
 
-/// Write `value` in decimal at `dst`; return the digits written.
+/// Write `value` in decimal at `dst`; return the digits written. Below 10,000 inline (the usual
+/// integer of a message), else through `write_digits_long`.
 ///
 /// # Safety
 /// `dst` must be valid for writing `INT_ROOM` bytes.
-#[inline]
+#[inline(always)]
 unsafe fn write_digits(dst: *mut u8, value: u64) -> usize {
+    // SAFETY: the caller's contract covers both.
+    unsafe {
+        if value < 10_000 {
+            write_small(dst, value)
+        } else {
+            write_digits_long(dst, value)
+        }
+    }
+}
+
+/// `write_digits` for a `value` of 5 digits or more.
+///
+/// # Safety
+/// `dst` must be valid for writing `INT_ROOM` bytes.
+#[inline(never)]
+unsafe fn write_digits_long(dst: *mut u8, value: u64) -> usize {
     // SAFETY: each branch writes as many digits as `value` has (at most 20), inside `INT_ROOM`.
     unsafe {
         if value < 100_000_000 {

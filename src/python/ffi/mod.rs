@@ -246,7 +246,7 @@ pub(crate) unsafe fn cached_utf8<'a>(text: *mut ffi::PyObject) -> Option<&'a [u8
 ///
 /// # Safety
 /// `int` must be a live int object, with the GIL held.
-#[inline]
+#[inline(always)]
 pub(crate) unsafe fn small_int(int: *mut ffi::PyObject) -> Option<i64> {
     // SAFETY: each path only where `init` verified it for this interpreter; the caller's contract.
     unsafe {
