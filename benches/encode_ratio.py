@@ -15,6 +15,13 @@ a corpus of another shape, generated here with that seed (``fresh``: deeper and 
 field names, floats, non-ASCII text), so a figure does not rest on the bench corpora alone;
 ``--fresh-count N`` makes it N messages instead of 3,000 (100 stay in the caches).
 
+``--kind K [K ...]`` adds, per value kind of the fresh corpus (``text``: its mostly non-ASCII texts,
+``ascii``: texts of its ASCII words only, ``int``: 0-1000, ``bigint``: up to 2^40 either sign,
+``float``, ``const``: True/False/None, ``member``: dicts of its field names, ``empty``: ``[]``/``{}``),
+a corpus of 100 lists of 60 such values (15 dicts for ``member``), small enough to stay in the caches:
+with ``--instructions`` it prints instructions per message; divide by the values (or members) per
+message for the cost of one value of that kind.
+
 ``--build NAME=PATH`` (repeatable) also times another build of ``_core`` (a copy of the ``.so`` before a
 change) in the same rounds, loaded beside the installed one, and prints its time and median ratio to orjson.
 
@@ -147,6 +154,38 @@ def _fresh(seed: int, count: int = 3000) -> Corpus:
     return Corpus(f"fresh{seed}", data, tuple(messages), ())
 
 
+_KIND_VALUES = 60
+_KIND_MESSAGES = 100
+
+
+_ASCII_WORDS = [word for word in _TEXT if word.isascii()]
+
+# What each `--kind` draws, as the fresh corpus draws it.
+_KIND_DRAWS: dict[str, Callable[[random.Random], Any]] = {
+    "text": lambda rng: " ".join(rng.choice(_TEXT) for _ in range(rng.randint(1, 12))),
+    "ascii": lambda rng: " ".join(rng.choice(_ASCII_WORDS) for _ in range(rng.randint(1, 12))),
+    "int": lambda rng: rng.randint(0, 1000),
+    "bigint": lambda rng: rng.randint(-(2**40), 2**40),
+    "float": lambda rng: rng.uniform(-1e6, 1e6),
+    "const": lambda rng: rng.choice((True, False, None)),
+    "member": lambda rng: {rng.choice(_FIELDS): 0 for _ in range(rng.randint(1, 8))},
+    "empty": lambda rng: [] if rng.random() < 0.5 else {},
+}
+
+
+_KINDS = tuple(_KIND_DRAWS)
+
+
+def _kind(kind: str) -> Corpus:
+    """``--kind``'s corpus: 100 lists of 60 values of one kind (15 dicts for ``member``)."""
+    rng = random.Random(7)
+    per = _KIND_VALUES // 4 if kind == "member" else _KIND_VALUES
+    draw = _KIND_DRAWS[kind]
+    messages = [[draw(rng) for _ in range(per)] for _ in range(_KIND_MESSAGES)]
+    data = b"".join(orjson.dumps(m) + b"\n" for m in messages)
+    return Corpus(f"kind-{kind}", data, tuple(messages), ())
+
+
 def _check(corpus: Corpus, runs: dict[str, Run]) -> None:
     # A figure is worth nothing if the output is wrong: both must give the corpus bytes back.
     for name, run in runs.items():
@@ -202,6 +241,7 @@ def _instructions(args: argparse.Namespace) -> None:
     if args.fresh is not None:
         fresh = ["--fresh", str(args.fresh), "--fresh-count", str(args.fresh_count)]
         selections.append((f"fresh{args.fresh}", ["--corpus", *fresh]))
+    selections += [(f"kind-{kind}", ["--corpus", "--kind", kind]) for kind in args.kind]
     for name, selection in selections:
         selection += ["--newline", args.newline]
         count = _count(name, args.fresh_count)
@@ -220,6 +260,8 @@ def _count(name: str, fresh_count: int) -> int:
     """Messages in the corpus ``name`` (a bench corpus or ``fresh<seed>``)."""
     if name.startswith("fresh"):
         return _fresh(int(name[5:]), fresh_count).count
+    if name.startswith("kind-"):
+        return _KIND_MESSAGES
     return build(name).count  # type: ignore[arg-type]
 
 
@@ -228,6 +270,7 @@ def _corpora(args: argparse.Namespace) -> list[Corpus]:
     corpora = [build(name) for name in args.corpus]
     if args.fresh is not None:
         corpora.append(_fresh(args.fresh, args.fresh_count))
+    corpora += [_kind(kind) for kind in args.kind]
     return corpora
 
 
@@ -237,6 +280,7 @@ def main() -> None:
     parser.add_argument("--corpus", nargs="*", choices=CORPORA, default=list(CORPORA))
     parser.add_argument("--fresh", type=int, metavar="SEED", help="also a corpus of another shape, this seed")
     parser.add_argument("--fresh-count", type=int, default=3000, metavar="N", help="messages of --fresh")
+    parser.add_argument("--kind", nargs="*", choices=_KINDS, default=[], help="also one-kind corpora")
     parser.add_argument("--newline", choices=("concat", "option"), default="concat")
     parser.add_argument("--drop", action="store_true", help="time with each line dropped at once")
     parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu")

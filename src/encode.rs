@@ -147,13 +147,18 @@ const BLOCK: usize = 16;
 /// One pass: runs of bytes that need no escaping are copied a block at a time straight into
 /// the spare capacity of `out`, which always has room for the rest of the text. A long text on a
 /// CPU with AVX2 takes `write_long_avx2`, which also writes its escapes without leaving its loop.
+/// A text of 16 to 63 bytes first tries `write_medium` (no loop, when it has nothing to escape).
 #[inline]
 pub fn write_str<O: Output>(out: &mut O, s: &str) {
     let src = s.as_bytes();
     #[cfg(target_arch = "x86_64")]
-    if src.len() >= 4 * BLOCK && std::is_x86_feature_detected!("avx2") {
-        // SAFETY: AVX2 is available (checked just above).
-        unsafe { write_long_avx2(out, src) };
+    if src.len() >= 4 * BLOCK {
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: AVX2 is available (checked just above).
+            unsafe { write_long_avx2(out, src) };
+            return;
+        }
+    } else if src.len() >= BLOCK && write_medium(out, src) {
         return;
     }
     out.reserve(src.len() + 2);
@@ -355,16 +360,77 @@ unsafe fn copy_plain(src: &[u8], dst: *mut u8) -> usize {
 #[cfg(target_arch = "x86_64")]
 #[inline]
 fn sse2_mask(v: core::arch::x86_64::__m128i) -> u32 {
-    use core::arch::x86_64::{
-        _mm_cmpeq_epi8, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
-    };
+    // SAFETY: SSE2 is part of the x86_64 baseline; this only computes on registers.
+    unsafe { core::arch::x86_64::_mm_movemask_epi8(sse2_special(v)) as u32 }
+}
+
+/// Lane `i` all ones when byte `i` of `v` is `"`, `\\` or below 0x20, else zero.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn sse2_special(v: core::arch::x86_64::__m128i) -> core::arch::x86_64::__m128i {
+    use core::arch::x86_64::{_mm_cmpeq_epi8, _mm_min_epu8, _mm_or_si128, _mm_set1_epi8};
     // SAFETY: SSE2 is part of the x86_64 baseline; these intrinsics only compute on registers.
     unsafe {
         let control = _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v);
         let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
         let backslash = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
-        _mm_movemask_epi8(_mm_or_si128(control, _mm_or_si128(quote, backslash))) as u32
+        _mm_or_si128(control, _mm_or_si128(quote, backslash))
     }
+}
+
+/// `write_str` for a text of 16 to 63 bytes with nothing to escape, the usual value of a message
+/// (a name, a word or two, a short sentence): two or four overlapping 16-byte blocks cover the
+/// text, are stored and checked together, and the quotes put around them, with no loop and no
+/// per-block branch. Return `false`, having written nothing that counts, when a byte needs an
+/// escape: the general loop then writes the text from its start.
+///
+/// `src.len()` must be in `BLOCK..4 * BLOCK` (checked by the caller; otherwise nothing is
+/// written and the answer is `false`).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn write_medium<O: Output>(out: &mut O, src: &[u8]) -> bool {
+    use core::arch::x86_64::{
+        __m128i, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128, _mm_storeu_si128,
+    };
+    let n = src.len();
+    if !(BLOCK..4 * BLOCK).contains(&n) {
+        return false;
+    }
+    out.reserve(n + 2);
+    let len = out.len();
+    // SAFETY: SSE2 is part of the x86_64 baseline. `n + 2` bytes are reserved at `len`: the
+    // quote at `dst`, the text at `dst + 1 .. dst + 1 + n` and the closing quote after it. The
+    // loads read 16 bytes at offsets `0`, `16`, `n - 32` and `n - 16` of `src`, all inside it as
+    // `16 <= n < 64` (the middle two only when `n > 32`); each store writes the 16 bytes it
+    // loaded at the same offset from `dst + 1`. The length is set only when the whole text
+    // needed no escape (then every one of its bytes was stored).
+    unsafe {
+        let dst = out.as_mut_ptr().add(len);
+        let text = dst.add(1);
+        let p = src.as_ptr();
+        let head = _mm_loadu_si128(p.cast::<__m128i>());
+        let tail = _mm_loadu_si128(p.add(n - BLOCK).cast::<__m128i>());
+        _mm_storeu_si128(text.cast::<__m128i>(), head);
+        _mm_storeu_si128(text.add(n - BLOCK).cast::<__m128i>(), tail);
+        let mut special = _mm_or_si128(sse2_special(head), sse2_special(tail));
+        if n > 2 * BLOCK {
+            let second = _mm_loadu_si128(p.add(BLOCK).cast::<__m128i>());
+            let third = _mm_loadu_si128(p.add(n - 2 * BLOCK).cast::<__m128i>());
+            _mm_storeu_si128(text.add(BLOCK).cast::<__m128i>(), second);
+            _mm_storeu_si128(text.add(n - 2 * BLOCK).cast::<__m128i>(), third);
+            special = _mm_or_si128(
+                special,
+                _mm_or_si128(sse2_special(second), sse2_special(third)),
+            );
+        }
+        if _mm_movemask_epi8(special) != 0 {
+            return false;
+        }
+        *dst = b'"';
+        *text.add(n) = b'"';
+        out.set_len(len + n + 2);
+    }
+    true
 }
 
 /// `copy_plain` for texts shorter than one block: two overlapping 8- or 4-byte words checked
@@ -439,43 +505,151 @@ const DIGIT_PAIRS: [u8; 200] = {
     table
 };
 
+/// Most bytes an `i64` or `u64` takes in decimal (`-9223372036854775808`, `18446744073709551615`).
+const INT_ROOM: usize = 20;
+
 /// Append an unsigned integer, formatted straight into the buffer two digits at a time (a
 /// formatter with its own buffer costs a copy that stalls on store forwarding).
-#[inline]
+#[inline(always)]
 pub fn write_u64<O: Output>(out: &mut O, value: u64) {
-    let digits = value.checked_ilog10().unwrap_or(0) as usize + 1;
-    out.reserve(digits);
-    // SAFETY: `digits` bytes are reserved at `dst`; each write lands in `dst[0..digits]` (`end`
-    // only decreases from `digits` and stays >= the bytes still to write, as `digits` is the
-    // exact count), reads are inside `DIGIT_PAIRS`, and all `digits` bytes are written.
+    out.reserve(INT_ROOM);
+    // SAFETY: `INT_ROOM` bytes are reserved at `len`, as many as any `u64` takes, and
+    // `write_digits` says how many it wrote.
     unsafe {
         let len = out.len();
-        let dst = out.as_mut_ptr().add(len);
-        let pairs = DIGIT_PAIRS.as_ptr();
-        let mut rest = value;
-        let mut end = digits;
-        while rest >= 100 {
-            let pair = (rest % 100) as usize;
-            rest /= 100;
-            end -= 2;
-            std::ptr::copy_nonoverlapping(pairs.add(2 * pair), dst.add(end), 2);
-        }
-        if rest >= 10 {
-            std::ptr::copy_nonoverlapping(pairs.add(2 * rest as usize), dst, 2);
-        } else {
-            *dst = b'0' + rest as u8;
-        }
-        out.set_len(len + digits);
+        let written = write_digits(out.as_mut_ptr().add(len), value);
+        out.set_len(len + written);
     }
 }
 
 /// Append a signed integer.
-#[inline]
+#[inline(always)]
 pub fn write_i64<O: Output>(out: &mut O, value: i64) {
-    if value < 0 {
-        out.push(b'-');
+    out.reserve(INT_ROOM + 1);
+    // SAFETY: `INT_ROOM + 1` bytes are reserved at `len`: the sign and the digits.
+    unsafe {
+        let len = out.len();
+        let dst = out.as_mut_ptr().add(len);
+        let sign = usize::from(value < 0);
+        *dst = b'-';
+        let written = write_digits(dst.add(sign), value.unsigned_abs());
+        out.set_len(len + sign + written);
     }
-    write_u64(out, value.unsigned_abs());
+}
+
+/// Write two digits of `pair` (below 100) at `dst`.
+///
+/// # Safety
+/// `dst` must be valid for writing 2 bytes.
+#[inline(always)]
+unsafe fn write_pair(dst: *mut u8, pair: u64) {
+    // SAFETY: `pair < 100`, so both bytes read are inside `DIGIT_PAIRS`; the caller's contract.
+    unsafe { std::ptr::copy_nonoverlapping(DIGIT_PAIRS.as_ptr().add(2 * pair as usize), dst, 2) }
+}
+
+/// Write `value` (below 10,000) at `dst` with no leading zeros; return the digits written (1-4).
+/// The usual JSON-RPC integer (an id, a count, a code) takes this path alone: a few compares and
+/// one division by a constant, instead of counting the digits first.
+///
+/// # Safety
+/// `dst` must be valid for writing 4 bytes.
+#[inline(always)]
+unsafe fn write_small(dst: *mut u8, value: u64) -> usize {
+    // SAFETY: at most 4 bytes are written at `dst` (the caller's contract).
+    unsafe {
+        if value < 10 {
+            *dst = b'0' + value as u8;
+            1
+        } else if value < 100 {
+            write_pair(dst, value);
+            2
+        } else if value < 1000 {
+            *dst = b'0' + (value / 100) as u8;
+            write_pair(dst.add(1), value % 100);
+            3
+        } else {
+            write_pair(dst, value / 100);
+            write_pair(dst.add(2), value % 100);
+            4
+        }
+    }
+}
+
+/// Write `value` (below 10^8) at `dst` as exactly 8 digits, leading zeros included.
+///
+/// # Safety
+/// `dst` must be valid for writing 8 bytes.
+#[inline(always)]
+unsafe fn write_eight(dst: *mut u8, value: u64) {
+    let (high, low) = (value / 10_000, value % 10_000);
+    // SAFETY: 8 bytes at `dst` (the caller's contract).
+    unsafe {
+        write_pair(dst, high / 100);
+        write_pair(dst.add(2), high % 100);
+        write_pair(dst.add(4), low / 100);
+        write_pair(dst.add(6), low % 100);
+    }
+}
+
+/// Write `value` in decimal at `dst`; return the digits written. Below 10,000 inline (the usual
+/// integer of a message), else through `write_digits_long`.
+///
+/// # Safety
+/// `dst` must be valid for writing `INT_ROOM` bytes.
+#[inline(always)]
+unsafe fn write_digits(dst: *mut u8, value: u64) -> usize {
+    // SAFETY: the caller's contract covers both.
+    unsafe {
+        if value < 10_000 {
+            write_small(dst, value)
+        } else {
+            write_digits_long(dst, value)
+        }
+    }
+}
+
+/// `write_digits` for a `value` of 5 digits or more.
+///
+/// # Safety
+/// `dst` must be valid for writing `INT_ROOM` bytes.
+#[inline(never)]
+unsafe fn write_digits_long(dst: *mut u8, value: u64) -> usize {
+    // SAFETY: each branch writes as many digits as `value` has (at most 20), inside `INT_ROOM`.
+    unsafe {
+        if value < 100_000_000 {
+            return write_digits_below_1e8(dst, value);
+        }
+        if value < 10_000_000_000_000_000 {
+            let head = write_digits_below_1e8(dst, value / 100_000_000);
+            write_eight(dst.add(head), value % 100_000_000);
+            return head + 8;
+        }
+        // 17 to 20 digits: at most 1844 above the last 16.
+        let head = write_small(dst, value / 10_000_000_000_000_000);
+        let rest = value % 10_000_000_000_000_000;
+        write_eight(dst.add(head), rest / 100_000_000);
+        write_eight(dst.add(head + 8), rest % 100_000_000);
+        head + 16
+    }
+}
+
+/// `write_digits` for a `value` below 10^8 (the leading part of a longer number).
+///
+/// # Safety
+/// `dst` must be valid for writing 8 bytes.
+#[inline(always)]
+unsafe fn write_digits_below_1e8(dst: *mut u8, value: u64) -> usize {
+    // SAFETY: at most 8 bytes at `dst` (the caller's contract).
+    unsafe {
+        if value < 10_000 {
+            return write_small(dst, value);
+        }
+        let head = write_small(dst, value / 10_000);
+        let low = value % 10_000;
+        write_pair(dst.add(head), low / 100);
+        write_pair(dst.add(head + 2), low % 100);
+        head + 4
+    }
 }
 
 /// Append an integer of any size.

@@ -24,7 +24,9 @@ fn escapes_quotes_backslashes_and_controls() {
 
 #[test]
 fn escapes_at_every_position_of_long_strings() {
-    for len in [0usize, 1, 3, 4, 7, 8, 15, 16, 17, 31, 33, 64, 65, 97, 130] {
+    for len in [
+        0usize, 1, 3, 4, 7, 8, 15, 16, 17, 31, 32, 33, 47, 48, 63, 64, 65, 97, 130,
+    ] {
         for pos in 0..len {
             for special in ['"', '\\', '\n', '\u{1}', '\u{1f}'] {
                 let mut s = "x".repeat(len);
@@ -198,5 +200,61 @@ fn long_texts_with_escapes_match_a_byte_at_a_time_reference() {
         text.replace_range(pos..=pos, "\"");
         text.replace_range(99..100, "\n");
         assert_eq!(string(&text), reference(&text), "pos {pos}");
+    }
+}
+
+/// `write_u64`/`write_i64` against `format!` on every digit count's edges (each power of ten and
+/// its neighbours, where the formatter changes branch), both signs, and a spread of other values.
+#[test]
+fn integers_match_format_at_every_digit_count() {
+    let mut values = vec![0u64, u64::MAX, u64::MAX - 1];
+    let mut power = 1u64;
+    while let Some(next) = power.checked_mul(10) {
+        values.extend([power - 1, power, power + 1, 2 * power, next - 1]);
+        power = next;
+    }
+    values.extend([power - 1, power, power + 1]);
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    for _ in 0..2000 {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        values.push(state >> (state % 64));
+    }
+    for value in values {
+        let mut out = b"x".to_vec();
+        out.shrink_to_fit();
+        write_u64(&mut out, value);
+        assert_eq!(out, format!("x{value}").into_bytes(), "{value}");
+        for signed in [value as i64, (value as i64).wrapping_neg()] {
+            let mut out = Vec::new();
+            write_i64(&mut out, signed);
+            assert_eq!(out, signed.to_string().into_bytes(), "{signed}");
+        }
+    }
+}
+
+/// Every length around the short, medium (16 to 63 bytes: overlapping blocks, no loop) and long
+/// paths of `write_str`, plain and with one escape at the end, written after other bytes into a
+/// buffer with no spare room, so each write has to grow it.
+#[test]
+fn plain_texts_of_every_length_are_copied_whole() {
+    let units = ["a", "é", "€", "😀", " ", "\u{7f}"];
+    for len in 0..80 {
+        let text: String = (0..len)
+            .map(|i| units[(i * 7 + len) % units.len()])
+            .collect();
+        for with_escape in [false, true] {
+            let text = if with_escape {
+                format!("{text}\n")
+            } else {
+                text.clone()
+            };
+            let mut out = b"x".to_vec();
+            out.shrink_to_fit();
+            write_str(&mut out, &text);
+            let expected = format!("x\"{}\"", text.replace('\n', "\\n"));
+            assert_eq!(String::from_utf8(out).unwrap(), expected, "len {len}");
+        }
     }
 }

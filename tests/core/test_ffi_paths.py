@@ -106,8 +106,8 @@ def _verified_private() -> set[str]:
         private.add("int")
     if (3, 11) <= sys.version_info[:2] <= (3, 13):
         private.add("bytes")
-    # The UTF-8 cache of a non-ASCII str (3.11 has another layout).
-    if (3, 12) <= sys.version_info[:2] <= (3, 13) and not free_threaded:
+    # The UTF-8 cache of a non-ASCII str (3.11's layout has one more field before it).
+    if (3, 11) <= sys.version_info[:2] <= (3, 13) and not free_threaded:
         private.add("str")
     return private
 

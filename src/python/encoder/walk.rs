@@ -287,6 +287,13 @@ impl<'py> Walker<'py> {
 
     unsafe fn dict(&mut self, ptr: *mut ffi::PyObject) -> Walked {
         self.enter()?;
+        // SAFETY: every dict starts with `PyDictObject`, whose `ma_used` is what the public
+        // `PyDict_GET_SIZE` reads. An empty one skips the set-up of the member loop.
+        if unsafe { (*ptr.cast::<ffi::PyDictObject>()).ma_used } == 0 {
+            self.out.extend_from_slice(b"{}");
+            self.depth -= 1;
+            return Ok(());
+        }
         self.out.push(b'{');
         // SAFETY: `ptr` is a live dict (or subclass) that nothing mutates during the walk; both
         // iterations hand out borrowed references that live as long as the dict. Every dict

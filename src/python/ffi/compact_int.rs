@@ -30,7 +30,7 @@ struct LongObject {
 ///
 /// # Safety
 /// `int` must be a live int object, with the GIL held, on CPython 3.12 or 3.13 with 4-byte digits.
-#[inline]
+#[inline(always)]
 pub(crate) unsafe fn small_int(int: *mut ffi::PyObject) -> Option<i64> {
     // SAFETY: on those versions (the caller's contract) every int starts with `LongObject`, and a
     // compact one (`PyUnstable_Long_IsCompact`) has its one digit in place (zero has one too).

@@ -15,7 +15,7 @@ const DIGIT_BITS: u32 = 30;
 ///
 /// # Safety
 /// `int` must be a live int object, with the GIL held, on CPython 3.11 with 30-bit digits.
-#[inline]
+#[inline(always)]
 pub(crate) unsafe fn small_int(int: *mut ffi::PyObject) -> Option<i64> {
     // SAFETY: on CPython 3.11 with 30-bit digits (the caller's contract) an int is a `PyVarObject`
     // whose `ob_size` is the signed count of `u32` digits stored right after the header.

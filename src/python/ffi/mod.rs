@@ -9,8 +9,8 @@
 //! `Py_3_*` cfgs of `build.rs`: the extension is built per interpreter, not for abi3):
 //! - `dict_table`: the entry table of a dict, the same layout in 3.11, 3.12 and 3.13 with the GIL
 //!   (verified on 3.11.7, 3.12.1, 3.13.0);
-//! - `str_utf8`: the UTF-8 cache of a non-ASCII `str` of 3.12 and 3.13 with the GIL (verified on
-//!   3.12.1, 3.13.0);
+//! - `str_utf8`: the UTF-8 cache of a non-ASCII `str` of 3.11, 3.12 and 3.13 with the GIL (3.11
+//!   with its `wstr` field; verified on 3.11.7, 3.12.1, 3.13.0);
 //! - `int311`: the int digits of CPython 3.11 (verified on 3.11.7);
 //! - `compact_int`: `PyUnstable_Long_IsCompact`/`PyUnstable_Long_CompactValue`, the documented
 //!   unstable API of 3.12 and 3.13 for one-digit ints, written out from their `static inline`
@@ -108,9 +108,9 @@ mod int311 {
     pub(crate) const COMPILED: bool = false;
 }
 
-#[cfg(all(Py_3_12, not(Py_3_14), not(PyPy), not(GraalPy), not(Py_GIL_DISABLED)))]
+#[cfg(all(Py_3_11, not(Py_3_14), not(PyPy), not(GraalPy), not(Py_GIL_DISABLED)))]
 mod str_utf8;
-#[cfg(not(all(Py_3_12, not(Py_3_14), not(PyPy), not(GraalPy), not(Py_GIL_DISABLED))))]
+#[cfg(not(all(Py_3_11, not(Py_3_14), not(PyPy), not(GraalPy), not(Py_GIL_DISABLED))))]
 mod str_utf8 {
     //! Stand-in where the unicode layout is not verified: no direct path, ever.
 
@@ -246,7 +246,7 @@ pub(crate) unsafe fn cached_utf8<'a>(text: *mut ffi::PyObject) -> Option<&'a [u8
 ///
 /// # Safety
 /// `int` must be a live int object, with the GIL held.
-#[inline]
+#[inline(always)]
 pub(crate) unsafe fn small_int(int: *mut ffi::PyObject) -> Option<i64> {
     // SAFETY: each path only where `init` verified it for this interpreter; the caller's contract.
     unsafe {
