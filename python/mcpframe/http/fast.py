@@ -11,9 +11,9 @@ the same `Reply` the full path would build (`PostHandler.answered`), written by 
 piece. A JSON answer that comes later is that same `Reply` too, handed to the wire server by the code that
 ends the exchange, with no task waiting for it (`_deferred`); an answer preferred as SSE is written by
 the code that emits its events (`sse_wire.SseWriter`, when the event store answers at once); what needs
-more (a switch to SSE) goes on in a task, through the rest of the full path (`PostHandler.respond`) on
-the exchange already started, so a handler that suspends and then logs, reports progress or asks the
-client something is answered exactly as before.
+more (a switch to SSE, or SSE with an event store that makes it wait: `_started`) goes on in a task,
+through the rest of the full path (`PostHandler.respond`) on the exchange already started, so a handler
+that suspends and then logs, reports progress or asks the client something is answered exactly as before.
 
 What is not the common case is not taken here (`None`: the wire server runs the full ASGI path, which
 answers it, refusals included): a refusal of any kind, `auth`, a batch, a notification or response,
@@ -399,9 +399,8 @@ def _started(
     reply = posts.answered(exchange, session, accepts, headers)
     if reply is not None:
         return reply
-    writer = sse_writer(posts, exchange, session, headers)  # SSE is preferred here: written with no task
-    if writer is not None:
-        return writer
+    # SSE is preferred here and the store makes it wait (`_session_post`): no `SseWriter`, as the store
+    # cannot give the priming event at once (`Stream.attach_now`)
     return lambda: posts.respond(exchange, session, accepts, headers)
 
 

@@ -28,6 +28,8 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import sniffio
+
 from .deadlines import Deadlines
 from .headers import MCP_SESSION_ID
 from .responses import SSE_HEADERS, Reply
@@ -49,15 +51,23 @@ _COALESCED = 64  # events put within one loop turn before they are written witho
 HOLD = 0.02
 """Seconds the response's head (with the priming event) waits for the stream's first event or its end:
 a `def` tool's answer comes back from its worker a few loop turns after the POST started, and then the
-whole response is one write (one system call, one packet) instead of two."""
+whole response is one write (one system call, one packet) instead of two. At most half the quiet wait
+(`close_idle`, the keep-alive), and the time held counts toward it: a quiet stream's first comment or
+close comes when it would without the hold."""
 
 
 class SseWriter(DirectPipe, Streamed):
-    """A stream's SSE response on the lean server, written where its events are put (see the module doc)."""
+    """A stream's SSE response on the lean server, written where its events are put (see the module doc).
+
+    While the head is held, nothing of the response is on the wire: a graceful stop writes it (it gives
+    connections longer than any hold, `server._FLUSH_AT_LEAST`), but a connection dropped, or a server
+    killed, within those milliseconds leaves the client no bytes, not even the priming event's id to
+    resume from (the events are stored all the same, but the client has no id to ask for them by).
+    """
 
     __slots__ = (
-        "_entry", "_lines", "_on_end", "_opened", "_out", "_pending", "_wait", "close_idle", "first",
-        "stream",
+        "_entry", "_hold", "_lines", "_on_end", "_opened", "_out", "_pending", "_wait", "close_idle",
+        "first", "stream",
     )  # fmt: skip
 
     def __init__(
@@ -79,6 +89,7 @@ class SseWriter(DirectPipe, Streamed):
         self._opened = False  # the head is out (`_flush`; else `close` writes it with the end)
         self._pending: list[bytes] = []  # put, not written yet
         self._wait = keepalive if close_idle is None else min(close_idle, keepalive)
+        self._hold = min(HOLD, self._wait / 2)  # the head's wait, part of the first quiet one (`_held`)
         self._entry: list[Any] | None = None  # the hold's or the quiet timer's entry (`Deadlines`)
 
     # ---------------------------------------------------------------- the wire server's (`Streamed`)
@@ -89,9 +100,11 @@ class SseWriter(DirectPipe, Streamed):
     def opened(self, out: StreamOut) -> None:
         self._out = out
         if self.first:
-            self._pending.append(self.first)
-        # the head waits for the first event or the end, `HOLD` seconds at most (never past the quiet wait)
-        self._entry = Deadlines.of(min(HOLD, self._wait)).add(self._flush)
+            # before anything put since `attach_now` (none today: no loop turn runs between the two, but
+            # the priming event must come first however this is called)
+            self._pending.insert(0, self.first)
+        # the head waits for the first event or the end, `_hold` seconds at most
+        self._entry = Deadlines.of(self._hold).add(self._held)
 
     def lost(self) -> None:
         self._out = None  # nothing more is written
@@ -151,6 +164,17 @@ class SseWriter(DirectPipe, Streamed):
         self._out.write(data)
         self._arm()
 
+    def _held(self) -> None:
+        """The hold ran out: the head goes out (with what was put meanwhile, if a loop turn's `_flush` has
+        not come yet). With nothing put but the priming event, the quiet wait already ran `_hold` seconds
+        of its time (so a quiet resumable stream closes `close_idle` after the POST, not later)."""
+        self._entry = None
+        quiet = len(self._pending) <= (1 if self.first else 0)
+        self._flush()  # (restarts the whole quiet wait: right when an event went out with the head)
+        if quiet and not self.closed and self._out is not None and self._wait != math.inf:
+            self._disarm()
+            self._entry = Deadlines.of(self._wait - self._hold).add(self._quiet)
+
     def _arm(self) -> None:
         """(Re)start the quiet timer: `_quiet` once `_wait` seconds pass with nothing written."""
         self._disarm()
@@ -195,7 +219,14 @@ def sse_writer(
         if session is not None:
             session.touch(-1)
         if not stream.resumable and not stream.finished.is_set():
-            spawn(exchange.abort)  # nobody can ever receive the answer
+            # nobody can ever receive the answer. This may run where no task runs (the connection's
+            # `connection_lost`, e.g. as the server stops), where anyio cannot tell the library from a
+            # task: the lean server runs on asyncio only, so it is named for the call (as `fast._bind`)
+            named = sniffio.current_async_library_cvar.set("asyncio")
+            try:
+                spawn(exchange.abort)
+            finally:
+                sniffio.current_async_library_cvar.reset(named)
 
     lines = sse_lines(headers.get(MCP_SESSION_ID))
     writer = SseWriter(stream, lines, keepalive=posts.replies.keepalive, close_idle=close_idle, on_end=ended)
