@@ -81,7 +81,8 @@ class SseReply:
     What is already queued goes out in one write (the end of the stream included); while nothing comes, a
     comment is written every `keepalive` seconds, or, with `close_idle`, a quiet resumable stream is closed.
     `first_wait` shortens the first of those waits: the POST already waited quietly for the rest of it
-    (the listening proxy's hold), so the quiet is counted from the POST, not from this response.
+    (the listening proxy's hold), so the quiet is counted from the POST, not from this response; a message
+    on the stream (`Stream.saw_other`) before that wait ends the quiet, and the wait is the full one.
     """
 
     def __init__(
@@ -133,8 +134,10 @@ class SseReply:
         chunks, ended = self._drain()
         while not chunks and not ended:
             wait = self.keepalive if self.close_idle is None else min(self.close_idle, self.keepalive)
-            if self.first_wait is not None:
-                wait, self.first_wait = min(wait, self.first_wait), None
+            if self.first_wait is not None:  # only while the quiet lasts: no message came on the stream
+                if not self.stream.saw_other:
+                    wait = min(wait, self.first_wait)
+                self.first_wait = None
             # on the loop's one timer for waits of that length (`Deadlines`), not a timer per wait
             entry = None if wait == math.inf else Deadlines.of(wait).add(self.reader.nudge)
             try:
