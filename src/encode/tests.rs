@@ -24,24 +24,31 @@ fn escapes_quotes_backslashes_and_controls() {
 
 #[test]
 fn escapes_at_every_position_of_long_strings() {
-    for len in [
-        0usize, 1, 3, 4, 7, 8, 15, 16, 17, 31, 32, 33, 47, 48, 63, 64, 65, 97, 130,
-    ] {
-        for pos in 0..len {
-            for special in ['"', '\\', '\n', '\u{1}', '\u{1f}'] {
-                let mut s = "x".repeat(len);
-                s.replace_range(pos..=pos, &special.to_string());
-                let expected: String = s
-                    .chars()
-                    .map(|c| match c {
-                        '"' => "\\\"".to_string(),
-                        '\\' => "\\\\".to_string(),
-                        '\n' => "\\n".to_string(),
-                        c if (c as u32) < 0x20 => format!("\\u{:04x}", c as u32),
-                        c => c.to_string(),
-                    })
-                    .collect();
-                assert_eq!(string(&s), format!("\"{expected}\""), "len {len} pos {pos}");
+    // every length through the short, 16..63-byte block and long paths, with ASCII, DEL and 2-byte fills
+    let lengths = (0usize..=70).chain([97, 130]);
+    for len in lengths {
+        for fill in ['x', '\u{7f}', 'é'] {
+            for pos in 0..len {
+                for special in ['"', '\\', '\n', '\u{1}', '\u{1f}'] {
+                    let mut chars = vec![fill; len];
+                    chars[pos] = special;
+                    let s: String = chars.iter().collect();
+                    let expected: String = chars
+                        .iter()
+                        .map(|&c| match c {
+                            '"' => "\\\"".to_string(),
+                            '\\' => "\\\\".to_string(),
+                            '\n' => "\\n".to_string(),
+                            c if (c as u32) < 0x20 => format!("\\u{:04x}", c as u32),
+                            c => c.to_string(),
+                        })
+                        .collect();
+                    assert_eq!(
+                        string(&s),
+                        format!("\"{expected}\""),
+                        "len {len} fill {fill:?} pos {pos}"
+                    );
+                }
             }
         }
     }
