@@ -10,10 +10,10 @@ scopes and task groups, ``asyncio.timeout``) belongs to the task that runs the r
 Session cancels. A new idle host is then made for the next handler.
 
 A host whose handler cancelled its own task during an inline step is retired rather than reused (the
-pending cancellation must not land in another handler; nor must the cancelled wait of a host whose handler
-then uncancelled). One that did so and then suspended is still handed
-to that host: the cancel went into the future the host was parked on, so the host asks for it again once it
-waits on what the handler waits on, and the handler goes on as it would in a task of its own.
+pending cancellation must not land in another handler; nor may the next handler be handed to a host whose
+wait that cancel ended, though the handler uncancelled). One that did so and then suspended is still
+handed to that host: the cancel went into the future the host was parked on, so the host asks for it again
+once it waits on what the handler waits on, and the handler goes on as it would in a task of its own.
 
 Switching the current task is private asyncio API (``mcpframe._unstable.asyncio_tasks``, verified on
 3.11 to 3.13). Where that module takes its public path, a handler instead gets a task of its own from
