@@ -1,7 +1,8 @@
 """``Server.suspends`` follows the registry: a tool registered, replaced (``def`` by ``async def`` and back,
 a ``def`` made a task tool) or removed changes what it says about a call of that name at once, by every way
 a tool is registered (``@server.tool``, ``@server.tool(name=...)``, ``registry.add_tool``). The rule is
-data (``SuspendRule``) over ``registry.threaded_tools``, which ``add_tool`` and ``remove`` keep.
+data (``SuspendRule``) over ``registry.threaded_tools``, which ``add_tool`` and ``remove`` keep; a subclass's
+own ``suspends`` is kept.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ def _says(server: Server, name: str) -> bool:
     rule = server.suspends
     assert rule is not None
     said = rule(_call(name))
-    assert said is (name in server.registry.threaded_tools)
+    tool = server.registry.tools.get(name)  # what it should say, from the tool itself
+    assert said is (tool is not None and not tool.signature.is_async and tool.task_support == "forbidden")
     return said
 
 
@@ -97,3 +99,24 @@ def test_a_tool_added_to_the_registry_directly_counts_too() -> None:
     assert server.registry.remove("tools", "direct") is True
     assert _says(server, "direct") is False
     assert _says(server, "plain") is False  # named as registered, not as the function is
+
+
+def test_a_subclass_s_own_suspends_is_kept() -> None:
+    asked: list[Any] = []
+
+    class Mine(Server):
+        def suspends(self, request: Request) -> bool:
+            asked.append(request.id)
+            return True
+
+    server = Mine("rule")
+    assert "suspends" not in vars(server)
+    hook = server.suspends
+    assert hook is not None
+    assert hook(_call("anything")) is True
+    assert asked == [1]
+
+    class Never(Server):
+        suspends = None
+
+    assert Never("rule").suspends is None

@@ -18,6 +18,8 @@ import pytest
 from tests.session._support import RawPeer
 
 from mcpframe.session import Request, Session
+from mcpframe.session.eager import AVAILABLE as EAGER
+from mcpframe.session.eager import HOSTED, EagerStarter
 from mcpframe.transports import memory_pair
 
 pytestmark = pytest.mark.anyio
@@ -89,3 +91,75 @@ async def test_a_handler_that_cancels_its_own_task_then_suspends_ends_as_in_a_ta
             await session.aclose()
     assert handler.waited.get(1) is waited
     assert [r.getMessage() for r in caplog.records] == []
+
+
+def _first_step(kind: str, log: list[Any]) -> Any:
+    """A handler whose first step cancels its own task as ``kind`` says (``outside``: once, and the test
+    cancels it again after its first step), then waits twice, logging each cancellation it catches with
+    ``cancelling()`` and whether what it waited on ended cancelled. What it waits on is set by a callback
+    queued behind whatever its first step queued, so where no cancel lands it goes on."""
+
+    async def handler() -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        if kind in ("once", "outside", "twice"):
+            task.cancel()
+        if kind == "twice":
+            task.cancel()
+        if kind == "cancel-uncancel":
+            task.cancel()
+            task.uncancel()
+        loop = asyncio.get_running_loop()
+        for attempt in (1, 2):
+            waiting = loop.create_future()
+            loop.call_soon(lambda future=waiting: future.done() or future.set_result(None))
+            try:
+                await waiting
+            except asyncio.CancelledError:
+                log.append(("cancelled", attempt, task.cancelling(), waiting.cancelled()))
+                continue
+            log.append(("resumed", attempt, task.cancelling()))
+            return
+        log.append("caught both")
+
+    return handler()
+
+
+async def _run_first_step(kind: str, eager: bool) -> list[Any]:
+    loop = asyncio.get_running_loop()
+    log: list[Any] = []
+    coro = _first_step(kind, log)
+    if eager and EAGER:
+        starter = EagerStarter(loop, loop.create_task)
+        await asyncio.sleep(0)  # its host starts
+        if HOSTED:
+            assert starter._host is not None
+            assert starter._host.started  # else start() spawns a task the ordinary way
+        task = starter.start(coro)
+        assert task is not None  # it suspended
+    else:  # without an eager start the Session spawns a task the ordinary way
+        task = loop.create_task(coro)
+        await asyncio.sleep(0)
+    if kind == "outside":  # after its first step, before its host (or task) runs again
+        task.cancel()
+    await asyncio.wait([task])
+    log.append(("task", task.cancelled(), task.cancelling()))
+    if eager and HOSTED:
+        starter.close()
+    return log
+
+
+@pytest.mark.parametrize("kind", ["once", "twice", "outside", "cancel-uncancel"])
+async def test_cancelling_counts_match_a_task_of_its_own(kind: str) -> None:
+    """On a host task as in a task of its own: the same cancellations land, with the same
+    ``cancelling()`` counts, on what it waits on, and the task ends the same (3.11 to 3.13)."""
+    with anyio.fail_after(10):
+        own = await _run_first_step(kind, eager=False)
+        hosted = await _run_first_step(kind, eager=True)
+    assert hosted == own
+    if kind == "once":
+        assert own[0] == ("cancelled", 1, 1, True)
+    if kind == "twice":  # two requests, one delivery: counted twice
+        assert own[0] == ("cancelled", 1, 2, True)
+    if kind == "outside":  # the second comes while it waits after the first: still one delivery
+        assert own[0] == ("cancelled", 1, 2, True)

@@ -58,6 +58,14 @@ class Server:
     ...     return a + b
     """
 
+    suspends: Callable[[Request], bool] | None
+    """Whether a request's handler surely suspends in its first step: a `tools/call` of a `def` tool,
+    with or without a `Context` (either way its call goes to a worker thread), that does not run as a
+    task. Each connection gives it to its Session (`Session.suspends`), which then starts such a call
+    in a task of its own rather than eagerly; a wrong guess costs time, never an answer. A `SuspendRule`
+    on the registry's `threaded_tools`, so the Session checks it without a call; a subclass may define
+    its own `suspends` method (or attribute) instead, which `__init__` then leaves in place."""
+
     def __init__(
         self,
         name: str,
@@ -93,14 +101,8 @@ class Server:
         # Called for a method the table lacks (after initialize), instead of answering -32601 here.
         self.fallback_handler: Handler | None = None
         self.registry.listen(self._changed)
-        self.suspends: Callable[[Request], bool] | None = SuspendRule(
-            protocol.TOOLS_CALL, "name", self.registry.threaded_tools
-        )
-        """Whether a request's handler surely suspends in its first step: a `tools/call` of a `def` tool,
-        with or without a `Context` (either way its call goes to a worker thread), that does not run as a
-        task. Each connection gives it to its Session (`Session.suspends`), which then starts such a call
-        in a task of its own rather than eagerly; a wrong guess costs time, never an answer. A
-        `SuspendRule` on the registry's `threaded_tools`, so the Session checks it without a call."""
+        if not hasattr(type(self), "suspends"):  # a subclass's own `suspends` (a method) is kept
+            self.suspends = SuspendRule(protocol.TOOLS_CALL, "name", self.registry.threaded_tools)
         self.request_state = RequestState(secrets.token_bytes(32))
         self._connections: set[ServerConnection] = set()
         self._capabilities: dict[str, Any] | None = None

@@ -10,9 +10,10 @@ scopes and task groups, ``asyncio.timeout``) belongs to the task that runs the r
 Session cancels. A new idle host is then made for the next handler.
 
 A host whose handler cancelled its own task during an inline step is retired rather than reused (the
-pending cancellation must not land in another handler). One that did so and then suspended is still handed
-to that host: the cancel went into the future the host was parked on, so the host asks for it again once it
-waits on what the handler waits on, and the handler goes on as it would in a task of its own.
+pending cancellation must not land in another handler; nor may the next handler be handed to a host whose
+wait that cancel ended, though the handler uncancelled). One that did so and then suspended is still
+handed to that host: the cancel went into the future the host was parked on, so the host asks for it again
+once it waits on what the handler waits on, and the handler goes on as it would in a task of its own.
 
 Switching the current task is private asyncio API (``mcpframe._unstable.asyncio_tasks``, verified on
 3.11 to 3.13). Where that module takes its public path, a handler instead gets a task of its own from
@@ -112,12 +113,15 @@ class _Host:
     def _cancel_again(self, taken: asyncio.CancelledError) -> None:
         """Ask again for the cancel that ``taken`` delivered here, to land where the handler waits.
 
-        A task cancelled while it runs cancels what it waits on next, then throws into its coroutine;
-        ``uncancel`` first, so ``cancelling()`` counts that cancel once, as its own task would.
+        A task cancelled while it runs cancels what it waits on next, then throws into its coroutine.
+        ``cancelling()`` already counts the handler's own cancels (and any made since), less those it
+        uncancelled, so ``uncancel`` right after keeps that count. Where an ``uncancel`` brings it to 0,
+        3.13 also drops the pending cancel, as it did in the handler's own task (3.11 and 3.12 keep it,
+        as they did there too).
         """
         task = self.task
-        task.uncancel()
         task.cancel(taken.args[0] if taken.args else None)
+        task.uncancel()
 
 
 class EagerStarter:
@@ -167,8 +171,11 @@ class EagerStarter:
             if current is not None:
                 enter(loop, current)
         if finished:
-            if task.cancelling():
-                self.close()  # it cancelled its own task: that must not land in the next handler
+            if task.cancelling() or host.adoption.done():
+                # It cancelled its own task: that must not land in the next handler. ``adoption`` took
+                # that cancel even where it then uncancelled (``cancelling()`` back at 0): the host
+                # would wake cancelled, so a handler handed to it next would never run on.
+                self.close()
             return None
         if host.adoption.cancelled():  # it cancelled its own task (parked on adoption), then suspended
             host.self_cancelled = (coro, ctx, yielded)

@@ -516,6 +516,9 @@ class Session:
                     own_task = request.method == rule.method and request.params.get(rule.key) in rule.names
                 except (AttributeError, TypeError):  # params not an object, or a name that cannot be a key
                     own_task = False
+                except Exception:  # the names container raised: as a hook that raised (_ask_suspends)
+                    suspends_failed(request)
+                    own_task = True
             elif self._suspends is not None:
                 own_task = self._ask_suspends(self._suspends, request)
         task: asyncio.Task[None] | None
