@@ -20,12 +20,13 @@ import anyio
 import httpx
 import pytest
 
+from mcpframe.http import handling
 from mcpframe.http.pipe import MeteredPipe, Pipe
 from mcpframe.http.server import HttpOptions, StreamableHTTPServer, serve_http
 from mcpframe.http.streams import Stream
 from mcpframe.server import Context, Server
 
-from ._live_support import slow_client, until
+from ._live_support import post_streamed, slow_client, until
 from ._server_support import call, messages, open_session, raw_post
 
 pytestmark = pytest.mark.anyio
@@ -176,3 +177,69 @@ async def test_a_client_that_leaves_during_the_json_wait_has_its_handler_cancell
         again = await client.post(url, json=call("hold", {"text": "y"}, rid=10), headers=headers)
         assert json.loads(again.text)["result"]["content"] == [{"type": "text", "text": "y"}]
         assert (tools.cancelled, tools.finished) == (1, 1)
+
+
+@pytest.fixture
+def watching(monkeypatch: pytest.MonkeyPatch) -> anyio.Event:
+    """Set once a JSON wait starts watching its client for leaving (`_LEAVING_AFTER` into the wait)."""
+    armed = anyio.Event()
+    real = handling.watch_disconnect
+
+    def watch(receive: Any, callback: Any) -> Any:
+        stop = real(receive, callback)
+        armed.set()
+        return stop
+
+    monkeypatch.setattr(handling, "watch_disconnect", watch)
+    return armed
+
+
+@pytest.mark.parametrize("accept", ["application/json", "application/json, text/event-stream"])
+async def test_a_client_that_leaves_once_it_is_watched_has_its_handler_cancelled_once(
+    accept: str, watching: anyio.Event, caplog: pytest.LogCaptureFixture
+) -> None:
+    tools = Tools()
+    async with on_uvicorn(tools, response_mode="auto", stream_after=3600.0) as (url, app, client, headers):
+        host, port = url.split("/")[2].split(":")
+        with caplog.at_level(logging.WARNING), anyio.fail_after(10):
+            _reader, writer = await asyncio.open_connection(host, int(port))
+            writer.write(raw_post(url, {**headers, "accept": accept}, call("hold", {"text": "x"}, rid=10)))
+            await tools.entered.wait()
+            await watching.wait()  # the watcher runs: the leaving below is what it sees, not a read before it
+            writer.close()
+            await until(lambda: tools.cancelled == 1 and app.posts.admission.running == 0)
+        assert tools.finished == 0
+        assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+        tools.gate.set()
+        again = await client.post(url, json=call("hold", {"text": "y"}, rid=11), headers=headers)
+        assert json.loads(again.text)["result"]["content"] == [{"type": "text", "text": "y"}]
+        assert (tools.cancelled, tools.finished) == (1, 1)
+
+
+async def test_a_watched_json_wait_still_switches_to_sse_at_stream_after(watching: anyio.Event) -> None:
+    tools = Tools()
+    # stream_after past `_LEAVING_AFTER`: the client is watched first, then the answer turns to SSE
+    stream_after = handling._LEAVING_AFTER + 0.25
+    async with on_uvicorn(tools, response_mode="auto", stream_after=stream_after) as (
+        url,
+        app,
+        client,
+        headers,
+    ):
+        sse = {**headers, "accept": "application/json, text/event-stream"}
+        with anyio.fail_after(10):
+            response = await post_streamed(client, url, sse, call("hold", {"text": "late"}, rid=12))
+            try:
+                # the head came while the handler still waits on its gate: the wait switched to SSE
+                assert watching.is_set()
+                assert tools.finished == 0
+                assert response.headers["content-type"].startswith("text/event-stream")
+                tools.gate.set()
+                body = (await response.aread()).decode()
+            finally:
+                await response.aclose()
+        got = messages(body)
+        assert got[-1]["id"] == 12
+        assert got[-1]["result"]["content"] == [{"type": "text", "text": "late"}]
+        assert (tools.cancelled, tools.finished) == (0, 1)
+        assert app.posts.admission.running == 0

@@ -37,12 +37,17 @@ async def test_a_request_still_running_when_the_server_stops_is_answered_with_an
 ) -> None:
     server = Server("stop-cut", version="1.0.0")
     entered = anyio.Event()
+    cancelled: list[str] = []
 
     @server.tool
     async def stuck() -> str:
         """Never answers by itself."""
         entered.set()
-        await anyio.sleep_forever()
+        try:
+            await anyio.sleep_forever()
+        except BaseException:
+            cancelled.append("stuck")
+            raise
         return "never"
 
     opts = HttpOptions(response_mode=mode, **store)  # type: ignore[arg-type]
@@ -95,3 +100,4 @@ async def test_a_request_still_running_when_the_server_stops_is_answered_with_an
     assert answers[-1]["id"] == 5
     assert answers[-1]["error"]["code"] == -32000
     assert answers[-1]["error"]["message"].startswith("Server shutting down")
+    assert cancelled == ["stuck"]  # cut once, at the end of the grace period

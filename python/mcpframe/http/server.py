@@ -419,8 +419,11 @@ async def serve_http(
     Cancelled, either server stops taking connections, ends the GET streams and gives the requests in
     flight `grace` seconds (default: `mcpframe.server.lifecycle.shutdown_grace()`, 10 s); those still
     running then are cancelled and answered with a -32000 error (JSON, or an SSE event before the stream's
-    end), under the entry point's `Stop` or, outside any, one of its own. uvicorn's own signal handlers are
-    not installed: the entry point running the loop decides what SIGTERM and SIGINT do.
+    end), under the entry point's `Stop` or, outside any, one of its own (also when started from inside
+    another `serve_http`: each server settles only its own requests). An entry point's `Stop` settles once:
+    a `serve_http` started again under it after a stop refuses every request ("Server shutting down").
+    uvicorn's own signal handlers are not installed: the entry point running the loop decides what SIGTERM
+    and SIGINT do.
     """
     if http_server is None:
         http_server = "mcpframe" if os.environ.get("MCPFRAME_HTTP_SERVER") == "mcpframe" else "uvicorn"
@@ -444,9 +447,13 @@ async def serve_http(
     config = uvicorn.Config(http.app, log_level=log_level, lifespan="on", timeout_graceful_shutdown=flush)
     uv = _Uvicorn(config)
     stop = current_stop()
+    if stop is None or stop.own:
+        # outside an entry point's `Stop`, one of its own tracks the requests, so a stop settles them alike;
+        # another serve_http's own one (this one started from its lifespan, ready callback or a handler) is
+        # not shared: settling it at this server's stop would refuse and cut that server's requests too
+        stop = Stop(shutdown_grace(grace), own=True)
     try:
-        # outside an entry point's `Stop`, one of its own tracks the requests, so a stop settles them alike
-        with stopping_under(Stop(shutdown_grace(grace)) if stop is None else stop) as stop:
+        with stopping_under(stop):
             async with server.lifespan():
                 if ready is not None:
                     ready(f"http://{shown}:{bound}{opts.path}")

@@ -160,6 +160,13 @@ class Stream:
         pipe = self._pipe
         return pipe.queued() if pipe is not None else 0
 
+    def held(self) -> int:
+        """Bytes the attached response's pipe holds, not yet written to its client (0 when none is
+        attached, or its pipe counts none): what a producer that must not wait for one slow client (the
+        proxy's shared stateless child, `emit(wait=False)`) watches instead."""
+        pipe = self._pipe
+        return pipe.size if isinstance(pipe, MeteredPipe) else 0
+
     def response_frames(self) -> list[bytes]:
         """The responses emitted before any HTTP response attached (the body of a plain JSON answer)."""
         return [frame for frame, response in self._backlog if response]
@@ -188,23 +195,29 @@ class Stream:
             return [None] * len(messages)
         return ids
 
-    async def emit(self, frame: bytes, *, response: bool, last: bool = False) -> None:
+    async def emit(self, frame: bytes, *, response: bool, last: bool = False, wait: bool = True) -> None:
         """Deliver the frame to the attached response (stored first if resumable), or keep it for later.
-        `last`: the stream finishes right after it (`DirectPipe.put`)."""
+        `last`: the stream finishes right after it (`DirectPipe.put`). `wait=False`: never wait for a
+        slow client's room (a producer shared by many clients, which watches `held()` itself)."""
         if not self._serialized and self._pipe is None and self._buffering and not self.attached_once:
             # kept for later, as under the lock: nothing is awaited, and nobody has taken the lock yet
             self._backlog.append((frame, response))
         elif isinstance(pipe := self._pipe, DirectPipe):
             if self._lock.locked() or not self._store_to(pipe, frame, last):
                 await self._emit_locked(frame, response)
-            if (room := pipe.room()) is not None:
+            if wait and (room := pipe.room()) is not None:
                 await room  # its client reads slowly: the producer waits, nothing piles up here
         else:
             await self._emit_locked(frame, response)
             # its response's client reads slowly (`MeteredPipe`): the producer of what has no bound of its
             # own waits (a response, one per request, is bounded by the requests admitted: it never waits,
             # so the proxy's bridge never holds back every client's answers for one slow client)
-            if not response and (pipe := self._pipe) is not None and (room := pipe.room()) is not None:
+            if (
+                wait
+                and not response
+                and (pipe := self._pipe) is not None
+                and (room := pipe.room()) is not None
+            ):
                 await room
         if not response:
             self.saw_other = True

@@ -4,7 +4,13 @@ A stateless request needs no session, so requests from every client go to one ch
 and started again on the next request after it died. Ids are the clients' own, so two clients may both use
 id 1: each request gets an id unique in the child (`with_id` splices the bytes; params are never
 re-encoded), and its answer gets the client's id back. Progress notifications go to the POST whose request
-named the token, other notifications to the newest POST still waiting.
+named the token (none once that POST ended), other notifications to the newest POST still waiting.
+
+The child's one reader serves every client, so it never waits for one: a client that reads its SSE answer
+so slowly that `CUT_AT` bytes wait for it has its POST cut instead (a -32000 error as its answer, the request
+cancelled upstream), and the others go on being answered. The mark is well above what a client that reads
+can have waiting (the pipe's 64 KiB limit, plus what the reader routes from the child's pipe between two
+waits: about 200 KiB), and it bounds what the proxy holds for a client that does not read.
 
 Why one shared child and not a child per request: a child per request pays a process start (tens of
 milliseconds for a Python server) on every call; the shared child pays nothing, and 2026-07-28 servers keep
@@ -28,7 +34,7 @@ from mcpframe.http.post import Body, one_line
 from mcpframe.http.responses import Answer, Reply, error_response
 from mcpframe.http.streams import Stream
 
-from .listen_bridge import Route, cancel_frame, emit_bounded, progress_tokens
+from .listen_bridge import Route, cancel_frame, progress_tokens
 from .pool import ChildPool, PoolBusy
 
 if TYPE_CHECKING:
@@ -42,6 +48,9 @@ __all__ = ["StatelessBridge"]
 logger = logging.getLogger("mcpframe.proxy")
 
 _PROGRESS = protocol.NOTIFICATIONS_PROGRESS
+
+CUT_AT = 1 << 20
+"""Bytes waiting for one stateless client past which its POST is cut (see the module doc)."""
 
 
 class StatelessBridge:
@@ -126,26 +135,50 @@ class StatelessBridge:
             if found is None:
                 return
             route, rid = found
-            await emit_bounded(route.stream, item.with_id(rid), response=True)
+            await route.stream.emit(item.with_id(rid), response=True, wait=False)
             route.close()
             return
         target: Route | None = None
-        if item.method == _PROGRESS and isinstance(item.params, dict):
-            target = self.tokens.get(item.params.get(protocol.PROGRESS_TOKEN))
-        if target is None and self.pending:
+        if item.method == _PROGRESS:
+            params = item.params
+            target = (
+                self.tokens.get(params.get(protocol.PROGRESS_TOKEN)) if isinstance(params, dict) else None
+            )
+        elif self.pending:
             target = next(reversed(self.pending.values()))[0]
-        if target is not None and not target.closed:
-            await emit_bounded(target.stream, item.raw, response=False)
+        if target is None or target.closed:
+            return
+        stream = target.stream
+        if stream.held() > CUT_AT:
+            await self._cut(target)
+        else:
+            await stream.emit(item.raw, response=False, wait=False)
+
+    async def _cut(self, route: Route) -> None:
+        """End the POST of a client that reads too slowly (its answer: an error) and cancel its request
+        upstream, rather than have the child's reader, every client's, wait for that one."""
+        for upstream, (pending, rid) in list(self.pending.items()):
+            if pending is route:
+                text = "the proxy ended this request: its client read the answer too slowly"
+                await route.stream.emit(
+                    core.encode_error(rid, jsonrpc.CONNECTION_CLOSED, text), response=True, wait=False
+                )
+                route.close()
+                # in a task: a write to the child waits while the child waits for this reader
+                self.spawn(self._cancel, upstream, "the HTTP client read too slowly")
+
+    async def _cancel(self, upstream: int, reason: str) -> None:
+        child = self.child
+        if child is not None:
+            with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                await child.write(cancel_frame(upstream, reason))
 
     async def abandon(self, upstream: int) -> None:
         """The client left before its answer: cancel the request upstream."""
         found = self.pending.get(upstream)
         if found is not None:
             found[0].close()
-            child = self.child
-            if child is not None:
-                with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                    await child.write(cancel_frame(upstream, "the HTTP client disconnected"))
+            await self._cancel(upstream, "the HTTP client disconnected")
 
     async def aclose(self) -> None:
         """End the shared child (the proxy stops)."""

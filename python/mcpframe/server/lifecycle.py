@@ -150,8 +150,9 @@ class Stop:
     those still running then with an error before closing the session.
     """
 
-    def __init__(self, grace: float) -> None:
+    def __init__(self, grace: float, *, own: bool = False) -> None:
         self.grace = grace
+        self.own = own  # made by one ``serve_http`` for itself: never shared with another one started inside
         self.requested = anyio.Event()
         self.signal: int | None = None
         self.refusing = False

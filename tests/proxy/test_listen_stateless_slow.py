@@ -1,0 +1,151 @@
+"""Stateless (2026-07-28) clients share one upstream child through the listening proxy, and its one reader
+serves them all: a client that stops reading its SSE answer while the child floods it with progress must not
+hold back the others' answers, nor grow the proxy without bound. Its POST is cut (a -32000 error ends its
+answer) and its request is cancelled upstream.
+
+The child is a small NDJSON server made for this: `flood` writes big progress notifications (its token's)
+from a thread until it is cancelled, `quick` answers at once. Nothing waits for time to pass: the test waits
+for what it needs to see, bounded by `fail_after`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from tests.streamable_http._live_support import slow_client, until
+
+from mcpframe.http.pipe import MeteredPipe, Pipe
+from mcpframe.http.streams import Stream
+from mcpframe.proxy import listen_stateless
+
+from ._listen_support import in_process_proxy
+
+pytestmark = pytest.mark.anyio
+
+_CHILD = r"""
+import json, sys, threading
+
+lock = threading.Lock()
+cancelled = set()
+
+def send(message):
+    with lock:
+        sys.stdout.write(json.dumps(message) + "\n")
+        sys.stdout.flush()
+
+def flood(rid, token):
+    number = 0
+    while rid not in cancelled:
+        params = {"progressToken": token, "progress": number, "message": "x" * 16384}
+        send({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})
+        number += 1
+    send({"jsonrpc": "2.0", "id": rid, "result": {"content": [], "flooded": number}})
+
+for line in sys.stdin:
+    message = json.loads(line)
+    method = message.get("method")
+    if method == "notifications/cancelled":
+        cancelled.add(message["params"]["requestId"])
+    elif method == "tools/call" and message["params"]["name"] == "flood":
+        token = message["params"]["_meta"]["progressToken"]
+        threading.Thread(target=flood, args=(message["id"], token), daemon=True).start()
+    elif "id" in message:
+        text = message["params"]["arguments"]["text"]
+        send({"jsonrpc": "2.0", "id": message["id"], "result": {"content": [{"type": "text", "text": text}]}})
+"""
+
+_MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+}
+
+
+def _call(tool: str, rid: int, arguments: dict[str, Any], **meta: Any) -> dict[str, Any]:
+    params = {"name": tool, "arguments": arguments, "_meta": {**_MODERN_META, **meta}}
+    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
+
+
+def _headers(tool: str) -> dict[str, str]:
+    return {
+        "accept": "application/json, text/event-stream",
+        "content-type": "application/json",
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": "tools/call",
+        "mcp-name": tool,
+    }
+
+
+def _dechunk(raw: bytes) -> bytes:
+    """The body of one chunked HTTP/1.1 response (head included in `raw`), up to its last chunk."""
+    rest = raw.split(b"\r\n\r\n", 1)[1]
+    body = b""
+    while True:
+        size_line, rest = rest.split(b"\r\n", 1)
+        size = int(size_line, 16)
+        if size == 0:
+            return body
+        body, rest = body + rest[:size], rest[size + 2 :]
+
+
+def _over_limit(pipe: Pipe) -> bool:
+    return isinstance(pipe, MeteredPipe) and pipe.size >= pipe.limit
+
+
+@pytest.fixture
+def pipes(monkeypatch: pytest.MonkeyPatch) -> list[Pipe]:
+    """The pipe of every SSE response a `Stream` was attached to."""
+    attached: list[Pipe] = []
+    real = Stream.attach
+
+    async def attach(self: Stream, *, retry_ms: int | None) -> Pipe:
+        pipe = await real(self, retry_ms=retry_ms)
+        attached.append(pipe)
+        return pipe
+
+    monkeypatch.setattr(Stream, "attach", attach)
+    return attached
+
+
+async def test_a_stateless_client_that_stops_reading_is_cut_and_the_others_are_answered(
+    tmp_path: Path, pipes: list[Pipe]
+) -> None:
+    child = tmp_path / "child.py"
+    child.write_text(_CHILD)
+    async with (
+        in_process_proxy([sys.executable, str(child)], pool_size=1) as proxy,
+        slow_client(proxy.url, _headers("flood")) as slow,
+        httpx.AsyncClient(timeout=20) as http,
+    ):
+        slow.post(_call("flood", 7, {}, progressToken="slow"))
+        with anyio.fail_after(20):
+            # the slow client's pipe is at its limit: a reader that waited for its room would wait here
+            await until(lambda: bool(pipes) and _over_limit(pipes[0]))
+            for number in range(5):  # the others' calls are answered meanwhile and after the cut
+                if number == 3:  # the flood goes on up to the mark, where the slow POST is cut
+                    await until(lambda: pipes[0].closed)
+                response = await http.post(
+                    proxy.url,
+                    json=_call("quick", number, {"text": f"q{number}"}),
+                    headers=_headers("quick"),
+                )
+                assert response.status_code == 200, response.text
+                assert response.json()["result"]["content"][0]["text"] == f"q{number}"
+            raw = await slow.read_until(b"\r\n0\r\n\r\n", 1)
+    pipe = pipes[0]
+    assert isinstance(pipe, MeteredPipe)
+    # bounded: the mark, plus the one event that crossed it and the error
+    assert pipe.peak < listen_stateless.CUT_AT + 64 * 1024
+    events = [line[6:] for line in _dechunk(raw).decode().split("\n") if line.startswith("data: ")]
+    last = json.loads(events[-1])
+    assert last["id"] == 7
+    assert last["error"]["code"] == -32000
+    assert "too slowly" in last["error"]["message"]
+    assert all(json.loads(e)["method"] == "notifications/progress" for e in events[:-1])
+    assert not proxy.app.stateless.pending  # the cut request is forgotten
