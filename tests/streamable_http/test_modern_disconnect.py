@@ -21,6 +21,7 @@ import pytest
 
 from mcpframe.server import Context, Server
 
+from ._fast_support import record_fast_posts
 from ._live_support import live_app, until
 from ._server_support import JSON_AND_SSE, MODERN, call, messages, modern_meta, raw_post
 
@@ -28,7 +29,7 @@ pytestmark = pytest.mark.anyio
 
 ANSWERS = {
     "json": {"response_mode": "auto", "stream_after": 60.0},  # the POST waits for its JSON answer
-    "sse": {"response_mode": "resumable"},  # an SSE answer (a modern stream is never resumable)
+    "sse": {"response_mode": "sse"},  # an SSE answer (a modern stream is never resumable)
 }
 
 
@@ -93,9 +94,14 @@ def _headers(tool: str) -> dict[str, str]:
 @pytest.mark.parametrize("answer", ["json", "sse"])
 @pytest.mark.parametrize("http_server", ["mcpframe", "uvicorn"])
 async def test_a_modern_client_that_disconnects_cancels_its_handler_once(
-    http_server: str, answer: str, tool: str, caplog: pytest.LogCaptureFixture
+    http_server: str,
+    answer: str,
+    tool: str,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     caplog.set_level(logging.WARNING)
+    taken = record_fast_posts(monkeypatch, lambda got: type(got).__name__)
     tools = Tools()
     options: dict[str, Any] = ANSWERS[answer]
     async with (
@@ -120,6 +126,8 @@ async def test_a_modern_client_that_disconnects_cancels_its_handler_once(
         finally:
             tools.release.set()
         assert (tools.cancelled, tools.finished) == (1, 0)
+        if http_server == "mcpframe":  # the lean server's fast path took it (not the full path)
+            assert taken[1] == ("_Abandoned" if answer == "json" else "SseWriter")
         # the server goes on serving, the same id included
         tools.gate.set()
         again = await client.post(
