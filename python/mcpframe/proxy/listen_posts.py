@@ -41,6 +41,10 @@ if TYPE_CHECKING:
 
 __all__ = ["BridgePosts"]
 
+_WATCH_AFTER = 0.25
+"""Seconds into a JSON wait from which the client is watched (`PostHandler`'s `_LEAVING_AFTER`: on uvicorn a
+watcher is a task, ~50k instructions per POST)."""
+
 
 class BridgePosts:
     """What a POST to the proxy's endpoint goes through (the host's `PostHandler`, for a bridge)."""
@@ -292,15 +296,23 @@ class BridgePosts:
             wait = self.json_wait(accepts, patient=patient)
             # on the loop's one timer for waits of that length (`Deadlines`), not a timer per POST
             entry = None if wait == math.inf else Deadlines.of(wait).add(stream.wake.set)
-            # a client that leaves calls `leaving` (which ends the stream, so the wait)
-            unwatch = None if receive is None or leaving is None else watch_disconnect(receive, leaving)
+            # a client that leaves calls `leaving` (which ends the stream, so the wait); watched only from
+            # `_WATCH_AFTER` seconds into the wait, so the many answers that come sooner pay no watcher
+            unwatch: list[Callable[[], object]] = []
+            start = None
+            if receive is not None and leaving is not None and wait > _WATCH_AFTER:
+                start = Deadlines.of(_WATCH_AFTER).add(
+                    lambda: unwatch.append(watch_disconnect(receive, leaving))
+                )
             try:
                 await event.wait()
             finally:
                 if entry is not None:
                     entry[1] = None
-                if unwatch is not None:
-                    unwatch()
+                if start is not None:
+                    start[1] = None
+                for stop in unwatch:
+                    stop()
         if not stream.finished.is_set() or (stream.saw_other and accepts.sse):
             return None
         frames = stream.response_frames()
