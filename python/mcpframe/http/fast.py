@@ -259,9 +259,9 @@ def _deferred(
     cancel, the session's end). A frame that is not a response (the handler logs, reports progress or asks
     the client something) to a client that accepts SSE, or `stream_after` seconds with no answer, hands the
     rest to `respond` (a `Later`, in a task of the wire server's): from there on the full path runs
-    unchanged.
+    unchanged. A client that leaves first has the exchange aborted (`_Abandoned`), as `respond` does.
     """
-    parked = Parked()
+    parked = _Abandoned(posts, exchange)
     stream = exchange.stream
 
     def rest() -> Later:
@@ -402,6 +402,29 @@ def _started(
     # SSE is preferred here and the store makes it wait (`_session_post`): no `SseWriter`, as the store
     # cannot give the priming event at once (`Stream.attach_now`)
     return lambda: posts.respond(exchange, session, accepts, headers)
+
+
+class _Abandoned(Parked):
+    """`_deferred`'s JSON answer: a client that leaves before it (`cancel`) has the exchange aborted, its
+    handler cancelled once, as `PostHandler.respond`'s JSON wait does: nobody can receive that answer, and
+    no event id that would resume it was handed out (in the 2026-07-28 era the disconnect IS the request's
+    cancellation). A server that closes (`give_up`) leaves the handler to its grace, as before."""
+
+    __slots__ = ("_exchange", "_posts")
+
+    def __init__(self, posts: PostHandler, exchange: Exchange) -> None:
+        super().__init__()
+        self._posts: PostHandler | None = posts
+        self._exchange = exchange
+
+    def cancel(self) -> None:
+        posts, self._posts = self._posts, None
+        if posts is not None:
+            posts.sessions.spawn(self._exchange.abort)
+
+    def give_up(self) -> None:
+        self._posts = None
+        super().give_up()
 
 
 def _plain(body: Body) -> bool:

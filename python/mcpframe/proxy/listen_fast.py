@@ -252,7 +252,9 @@ class _Parked(Parked):
             answer = await answering(
                 "POST",
                 posts.options.path,
-                posts.answer(got, session, accepts, headers, route.bridge, late=late, held=held),
+                posts.answer(
+                    got, session, accepts, headers, route.bridge, late=late, held=held, receive=receive
+                ),
             )
             if isinstance(answer, Reply):
                 return answer.status, answer.header_lines(), answer.body

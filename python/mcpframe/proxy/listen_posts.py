@@ -12,11 +12,13 @@ shared stateless upstream (`listen_stateless`).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from mcpframe import jsonrpc, protocol
 from mcpframe.http.admission import Admission, Slot
-from mcpframe.http.asgi import ClientDisconnect, HttpRequest, TooLarge
+from mcpframe.http.asgi import ClientDisconnect, HttpRequest, Receive, TooLarge, watch_disconnect
 from mcpframe.http.deadlines import Deadlines
 from mcpframe.http.headers import (
     FIRST_STATELESS,
@@ -38,6 +40,10 @@ if TYPE_CHECKING:
     from .listen_stateless import StatelessBridge
 
 __all__ = ["BridgePosts"]
+
+_WATCH_AFTER = 0.25
+"""Seconds into a JSON wait from which the client is watched (`PostHandler`'s `_LEAVING_AFTER`: on uvicorn a
+watcher is a task, ~50k instructions per POST)."""
 
 
 class BridgePosts:
@@ -186,7 +192,9 @@ class BridgePosts:
         # something first: the session id it carries may only be kept once the child accepted.
         patient = body.initialize and session.version is None
         headers = {MCP_SESSION_ID: session.id}
-        return await self.answer(route, session, accepts, headers, bridge, patient=patient)
+        return await self.answer(
+            route, session, accepts, headers, bridge, patient=patient, receive=request.receive
+        )
 
     @staticmethod
     async def _pass_others(bridge: SessionBridge, body: Body) -> Reply | None:
@@ -214,23 +222,31 @@ class BridgePosts:
         patient: bool = False,
         late: bool = False,
         held: float = 0.0,
+        receive: Receive | None = None,
     ) -> Answer:
         """Plain JSON when only responses came (within `stream_after`, or at all if `patient`), else SSE.
         `late`: the POST has already waited `stream_after` (`listen_fast`), so a client that takes SSE gets
         it now; `held`: the seconds it waited with nothing coming (its hold there).
+
+        With the POST's ASGI `receive`, a client that leaves while its answer is awaited as JSON has its
+        requests abandoned at once (`bridge.abandon`: cancelled at the child): nobody can receive that
+        answer, and no event id that would resume it was handed out. Not while `patient` (an initialize).
 
         With `--sse-close-idle` a quiet SSE answer is closed once the POST, not the SSE response, has been
         quiet that long: the response's first wait is shortened by what the POST already waited."""
         stream = route.stream
         priming = self.replies.priming(session)
         if not (accepts.sse and (late or self.prefers_sse(priming))) or patient:
-            answered = await self._json_answer(stream, session, accepts, headers, patient=patient)
+            leaving = None if patient else partial(self.sessions.spawn, bridge.abandon, route)
+            answered = await self._json_answer(
+                stream, session, accepts, headers, patient=patient, receive=receive, leaving=leaving
+            )
             if answered is not None:
                 return answered
             waited = self.json_wait(accepts, patient=patient)
             if not stream.saw_other and waited != math.inf:  # the wait ran out with nothing coming
                 held += waited
-        receive = await stream.attach(retry_ms=priming)
+        pipe = await stream.attach(retry_ms=priming)
         close_idle = self.options.close_idle_streams if priming is not None else None
         first_wait = None
         if close_idle is not None and held and not stream.saw_other:
@@ -243,7 +259,7 @@ class BridgePosts:
         return self.replies.reply(
             session,
             stream,
-            receive,
+            pipe,
             close_idle=close_idle,
             on_end=ended,
             headers=headers,
@@ -272,17 +288,31 @@ class BridgePosts:
         headers: dict[str, str],
         *,
         patient: bool = False,
+        receive: Receive | None = None,
+        leaving: Callable[[], object] | None = None,
     ) -> Reply | None:
         event = stream.wake if accepts.sse else stream.finished
         if not event.is_set():
             wait = self.json_wait(accepts, patient=patient)
             # on the loop's one timer for waits of that length (`Deadlines`), not a timer per POST
             entry = None if wait == math.inf else Deadlines.of(wait).add(stream.wake.set)
+            # a client that leaves calls `leaving` (which ends the stream, so the wait); watched only from
+            # `_WATCH_AFTER` seconds into the wait, so the many answers that come sooner pay no watcher
+            unwatch: list[Callable[[], object]] = []
+            start = None
+            if receive is not None and leaving is not None and wait > _WATCH_AFTER:
+                start = Deadlines.of(_WATCH_AFTER).add(
+                    lambda: unwatch.append(watch_disconnect(receive, leaving))
+                )
             try:
                 await event.wait()
             finally:
                 if entry is not None:
                     entry[1] = None
+                if start is not None:
+                    start[1] = None
+                for stop in unwatch:
+                    stop()
         if not stream.finished.is_set() or (stream.saw_other and accepts.sse):
             return None
         frames = stream.response_frames()

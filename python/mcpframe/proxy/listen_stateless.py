@@ -95,7 +95,7 @@ class StatelessBridge:
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             route.close()
             return error_response(502, "Bad Gateway: the upstream server exited", rid=message.id)
-        return await posts.answer(route, None, accepts, {}, _Abandon(self, upstream))
+        return await posts.answer(route, None, accepts, {}, _Abandon(self, upstream), receive=request.receive)
 
     def _forget(self, route: Route, upstream: int) -> None:
         self.pending.pop(upstream, None)
