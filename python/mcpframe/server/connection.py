@@ -160,7 +160,7 @@ class ServerConnection:
         if self.tracked_by:
             # `Stop.track_connection`'s wrapper holds a bound method of this connection: left in place, that
             # cycle makes every closed connection (one per 2026-07-28 POST) garbage only the collector frees
-            # (measured ~5k instructions a POST). Whoever still holds the wrapper (a lane) keeps tracking.
+            # (measured ~4k instructions a POST). Whoever still holds the wrapper (a lane) keeps tracking.
             del self.handle_request
             self.tracked_by = ()
 
