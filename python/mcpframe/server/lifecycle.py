@@ -56,6 +56,7 @@ __all__ = [
 ]
 
 logger = logging.getLogger("mcpframe.server")
+_current_task = asyncio_tasks.current_task  # a dict lookup where verified; asyncio's own is ~0.3 us
 
 DEFAULT_GRACE = 10.0
 """Seconds requests in flight get to answer after SIGTERM/SIGINT (``MCPFRAME_SHUTDOWN_GRACE`` overrides)."""
@@ -175,20 +176,22 @@ class Stop:
     def track(self, handler: RequestHandler) -> RequestHandler:
         """``handler``, refusing requests once the stop began and answering those cut at its end.
 
-        Call it on the event loop. It costs a request about 0.4 us (one coroutine frame, one dict entry).
+        Call it on the event loop. It costs a request about 0.4 us (one coroutine frame, one dict entry); it
+        is made for every connection (``track_connection``: one per 2026-07-28 POST): it closes over
+        three names only.
         """
-        running, cut = self._running, self._cut
         loop = asyncio.get_running_loop()
-        current = asyncio_tasks.current_task  # a dict lookup where verified; asyncio's own is ~0.3 us
 
         async def tracked(request: Request) -> Any:
             if self.refusing:
                 raise JSONRPCError(jsonrpc.CONNECTION_CLOSED, "Server shutting down: request not started")
-            task = current(loop)
+            running = self._running
+            task = _current_task(loop)
             running[task] = request
             try:
                 return await handler(request)
             except asyncio.CancelledError:
+                cut = self._cut
                 if task not in cut or request.cancelled:
                     raise  # the client's cancellation, or the loop's: not ours to answer
                 cut.discard(task)
