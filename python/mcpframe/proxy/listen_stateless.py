@@ -141,9 +141,9 @@ class StatelessBridge:
         target: Route | None = None
         if item.method == _PROGRESS:
             params = item.params
-            target = (
-                self.tokens.get(params.get(protocol.PROGRESS_TOKEN)) if isinstance(params, dict) else None
-            )
+            token = params.get(protocol.PROGRESS_TOKEN) if isinstance(params, dict) else None
+            # a malformed token (a list: unhashable) must not end the reader every client shares
+            target = self.tokens.get(token) if isinstance(token, int | str) else None
         elif self.pending:
             target = next(reversed(self.pending.values()))[0]
         if target is None or target.closed:

@@ -1,0 +1,81 @@
+"""The review's findings on proxy --listen's stateless bridge (and `SessionBridge.abandon`), each pinned:
+
+- a malformed `progressToken` from the shared child (unhashable: a list) is dropped, the reader goes on;
+- a POST's requests are cancelled at the child once, however many times its stream is given up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import anyio
+import pytest
+
+from mcpframe import core
+from mcpframe.http.streams import Stream
+from mcpframe.proxy.listen_bridge import Route, SessionBridge
+from mcpframe.proxy.listen_stateless import StatelessBridge
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+class _Child:
+    """What the bridges write to, recorded."""
+
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+        self.returncode = None
+
+    async def write(self, data: bytes) -> None:
+        self.writes.append(data)
+
+
+async def test_an_unhashable_progress_token_is_dropped_not_fatal() -> None:
+    bridge = StatelessBridge(None, max_frame=1 << 20, spawn=None)  # type: ignore[arg-type]
+    route = Route(Stream(None, None), [1], ["tok"])
+    bridge.pending[1] = (route, 7)
+    bridge.tokens["tok"] = route
+    raw = b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":[1],"progress":1}}'
+    [item] = core.decode(raw, lazy=True)
+    await bridge._route(item)  # raised TypeError (unhashable list) before
+    assert route.stream.response_frames() == []
+    assert not route.stream.saw_other  # nothing reached the POST that waits
+
+
+async def test_a_route_abandoned_twice_is_cancelled_at_the_child_once() -> None:
+    """A child's notification and the client's leaving in one loop turn both gave the stream up: the
+    second `abandon` must not send a second cancel for the same request."""
+    bridge = SessionBridge(max_frame=1 << 20)
+    child = _Child()
+    bridge.child = child  # type: ignore[assignment]
+    route = Route(Stream(None, None), [7], [])
+    bridge.pending[7] = route
+    route.on_close.append(lambda: bridge._forget(route))
+    await asyncio.gather(bridge.abandon(route), bridge.abandon(route))
+    await bridge.abandon(route)
+    cancels = [w for w in child.writes if b"notifications/cancelled" in w]
+    assert len(cancels) == 1
+    assert b'"requestId":7' in cancels[0]
+
+
+async def test_abandon_cancels_only_the_requests_still_the_routes() -> None:
+    bridge = SessionBridge(max_frame=1 << 20)
+    child = _Child()
+    bridge.child = child  # type: ignore[assignment]
+    route = Route(Stream(None, None), [7, 8], [])
+    bridge.pending[7] = route
+    other: Any = Route(Stream(None, None), [8], [])
+    bridge.pending[8] = other  # id 8 is another POST's now (the route's was answered and reused)
+    route.on_close.append(lambda: bridge._forget(route))
+    await bridge.abandon(route)
+    cancels = [w for w in child.writes if b"notifications/cancelled" in w]
+    assert len(cancels) == 1
+    assert b'"requestId":7' in cancels[0]
+    assert bridge.pending[8] is other
+    await anyio.sleep(0)
