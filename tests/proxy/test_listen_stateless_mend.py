@@ -79,3 +79,30 @@ async def test_abandon_cancels_only_the_requests_still_the_routes() -> None:
     assert b'"requestId":7' in cancels[0]
     assert bridge.pending[8] is other
     await anyio.sleep(0)
+
+
+def _progress(token: str, number: int, size: int = 16) -> Any:
+    params = {"progressToken": token, "progress": number, "message": "x" * size}
+    [item] = core.decode(core.encode_notification("notifications/progress", params), lazy=True)
+    return item
+
+
+async def test_nothing_but_its_answer_is_kept_for_a_json_only_client() -> None:
+    """A POST whose client takes no SSE can never receive a notification: the shared child's progress
+    and log lines for it are dropped, not kept (they piled up without bound), and its answer still comes."""
+    bridge = StatelessBridge(None, max_frame=1 << 20, spawn=None)  # type: ignore[arg-type]
+    route = Route(Stream(None, None), [1], ["tok"])
+    bridge.pending[1] = (route, 7)
+    bridge.tokens["tok"] = route
+    bridge.json_only.add(route)
+    route.on_close.append(lambda: bridge._forget(route, 1))
+    for number in range(64):
+        await bridge._route(_progress("tok", number, 16384))
+    [log] = core.decode(b'{"jsonrpc":"2.0","method":"notifications/message","params":{}}', lazy=True)
+    await bridge._route(log)
+    assert route.stream._backlog == []
+    [answer] = core.decode(b'{"jsonrpc":"2.0","id":1,"result":{"content":[]}}', lazy=True)
+    await bridge._route(answer)
+    assert route.closed
+    assert [core.decode(f)[0].id for f in route.stream.response_frames()] == [7]
+    assert route not in bridge.json_only and not bridge.pending

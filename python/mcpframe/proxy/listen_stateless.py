@@ -4,7 +4,8 @@ A stateless request needs no session, so requests from every client go to one ch
 and started again on the next request after it died. Ids are the clients' own, so two clients may both use
 id 1: each request gets an id unique in the child (`with_id` splices the bytes; params are never
 re-encoded), and its answer gets the client's id back. Progress notifications go to the POST whose request
-named the token (none once that POST ended), other notifications to the newest POST still waiting.
+named the token (none once that POST ended), other notifications to the newest POST still waiting. A POST
+whose client takes no SSE (JSON only) can receive nothing but its answer: nothing else is kept for it.
 
 The child's one reader serves every client, so it never waits for one: a client that reads its SSE answer
 so slowly that `CUT_AT` bytes wait for it has its POST cut instead (a -32000 error as its answer, the request
@@ -65,6 +66,7 @@ class StatelessBridge:
         self._ids = itertools.count(1)
         self.pending: dict[int, tuple[Route, Id]] = {}  # upstream id -> the POST and the client's id
         self.tokens: dict[Any, Route] = {}
+        self.json_only: set[Route] = set()  # POSTs that take no SSE: no notification can ever reach them
 
     async def handle(self, request: HttpRequest, body: Body, accepts: Accepts, posts: BridgePosts) -> Answer:
         """Answer one stateless request through the shared child."""
@@ -90,6 +92,8 @@ class StatelessBridge:
         self.pending[upstream] = (route, message.id)
         for token in route.tokens:
             self.tokens[token] = route
+        if not accepts.sse:
+            self.json_only.add(route)
         try:
             await child.write(one_line(message.with_id(upstream)))
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
@@ -99,6 +103,7 @@ class StatelessBridge:
 
     def _forget(self, route: Route, upstream: int) -> None:
         self.pending.pop(upstream, None)
+        self.json_only.discard(route)
         for token in route.tokens:
             if self.tokens.get(token) is route:
                 del self.tokens[token]
@@ -146,8 +151,8 @@ class StatelessBridge:
             target = self.tokens.get(token) if isinstance(token, int | str) else None
         elif self.pending:
             target = next(reversed(self.pending.values()))[0]
-        if target is None or target.closed:
-            return
+        if target is None or target.closed or target in self.json_only:
+            return  # a client that takes no SSE gets its answer alone: nothing is kept for it
         stream = target.stream
         if stream.held() > CUT_AT:
             await self._cut(target)
