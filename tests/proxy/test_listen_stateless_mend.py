@@ -1,19 +1,29 @@
 """The review's findings on proxy --listen's stateless bridge (and `SessionBridge.abandon`), each pinned:
 
 - a malformed `progressToken` from the shared child (unhashable: a list) is dropped, the reader goes on;
-- a POST's requests are cancelled at the child once, however many times its stream is given up.
+- a POST's requests are cancelled at the child once, however many times its stream is given up;
+- a JSON-only client gets nothing kept for it but its answer;
+- a client that reads its SSE answer, only slower than the child writes progress, is not cut: it gets the
+  newest progress and its answer (the cut of one that stops reading: test_listen_stateless_slow.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import sys
+from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 import pytest
+from tests.proxy._listen_support import in_process_proxy
+from tests.proxy.test_listen_stateless_slow import _call, _headers
 
 from mcpframe import core
 from mcpframe.http.streams import Stream
+from mcpframe.proxy import listen_stateless
 from mcpframe.proxy.listen_bridge import Route, SessionBridge
 from mcpframe.proxy.listen_stateless import StatelessBridge
 
@@ -105,4 +115,49 @@ async def test_nothing_but_its_answer_is_kept_for_a_json_only_client() -> None:
     await bridge._route(answer)
     assert route.closed
     assert [core.decode(f)[0].id for f in route.stream.response_frames()] == [7]
-    assert route not in bridge.json_only and not bridge.pending
+    assert route not in bridge.json_only
+    assert not bridge.pending
+
+
+_STEADY_CHILD = r"""
+import json, sys
+for line in sys.stdin:
+    message = json.loads(line)
+    if message.get("method") == "tools/call":
+        token = message["params"]["_meta"]["progressToken"]
+        for number in range(1024):  # 16 MiB of progress, written as fast as the pipe takes it
+            params = {"progressToken": token, "progress": number, "message": "x" * 16384}
+            note = {"jsonrpc": "2.0", "method": "notifications/progress", "params": params}
+            sys.stdout.write(json.dumps(note) + "\n")
+        answer = {"jsonrpc": "2.0", "id": message["id"], "result": {"content": []}}
+        sys.stdout.write(json.dumps(answer) + "\n")
+        sys.stdout.flush()
+"""
+
+
+async def test_a_client_that_reads_slower_than_the_child_writes_gets_the_newest_progress_and_its_answer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # only a client that takes nothing for this long is cut: this one reads all along, however loaded the box
+    monkeypatch.setattr(listen_stateless, "STALL_AFTER", 60.0)
+    child = tmp_path / "child.py"
+    child.write_text(_STEADY_CHILD)
+    got = b""
+    async with (
+        in_process_proxy([sys.executable, str(child)], pool_size=1) as proxy,
+        httpx.AsyncClient(timeout=60) as http,
+    ):
+        with anyio.fail_after(60):
+            body = _call("flood", 7, {}, progressToken="tok")
+            async with http.stream("POST", proxy.url, json=body, headers=_headers("flood")) as response:
+                async for chunk in response.aiter_raw(16384):
+                    got += chunk
+                    await anyio.sleep(0.005)  # slower than the child writes
+        assert not proxy.app.stateless.pending
+        assert not proxy.app.stateless.behind
+    events = [json.loads(line[6:]) for line in got.decode().split("\n") if line.startswith("data: ")]
+    assert events[-1] == {"jsonrpc": "2.0", "id": 7, "result": {"content": []}}  # answered, not cut
+    numbers = [e["params"]["progress"] for e in events[:-1]]
+    assert all(e["method"] == "notifications/progress" for e in events[:-1])
+    assert numbers == sorted(numbers)  # a later value replaced an earlier one unsent: never out of order
+    assert numbers[-1] == 1023  # the newest progress went out before the answer

@@ -167,6 +167,12 @@ class Stream:
         pipe = self._pipe
         return pipe.size if isinstance(pipe, MeteredPipe) else 0
 
+    def taken(self) -> int:
+        """Bytes the attached response's client ever took from its pipe (0 when none is attached, or its
+        pipe counts none): rising while it reads, however slowly."""
+        pipe = self._pipe
+        return pipe.taken if isinstance(pipe, MeteredPipe) else 0
+
     def response_frames(self) -> list[bytes]:
         """The responses emitted before any HTTP response attached (the body of a plain JSON answer)."""
         return [frame for frame, response in self._backlog if response]

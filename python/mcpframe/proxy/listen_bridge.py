@@ -261,7 +261,7 @@ class SessionBridge:
 
     async def abandon(self, route: Route) -> None:
         """Nobody can receive this POST's answers any more (its stream was dropped): cancel them upstream."""
-        if route.closed:  # answered, or already abandoned (a notification and the client's leaving in one turn)
+        if route.closed:  # answered, or abandoned already (a notification and the leaving in one turn)
             return
         ids = [rid for rid in route.ids if self.pending.get(rid) is route]
         route.close()
