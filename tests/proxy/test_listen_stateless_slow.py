@@ -94,6 +94,11 @@ def _dechunk(raw: bytes) -> bytes:
         body, rest = body + rest[:size], rest[size + 2 :]
 
 
+def _held(pipe: Pipe) -> int:
+    assert isinstance(pipe, MeteredPipe)
+    return pipe.size
+
+
 def _over_limit(pipe: Pipe) -> bool:
     return isinstance(pipe, MeteredPipe) and pipe.size >= pipe.limit
 
@@ -114,8 +119,9 @@ def pipes(monkeypatch: pytest.MonkeyPatch) -> list[Pipe]:
 
 
 async def test_a_stateless_client_that_stops_reading_is_cut_and_the_others_are_answered(
-    tmp_path: Path, pipes: list[Pipe]
+    tmp_path: Path, pipes: list[Pipe], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(listen_stateless, "STALL_AFTER", 0.5)  # it never reads: any stall bound will do
     child = tmp_path / "child.py"
     child.write_text(_CHILD)
     async with (
@@ -130,6 +136,8 @@ async def test_a_stateless_client_that_stops_reading_is_cut_and_the_others_are_a
             for number in range(5):  # the others' calls are answered meanwhile and after the cut
                 if number == 3:  # the flood goes on up to the mark, where the slow POST is cut
                     await until(lambda: pipes[0].closed)
+                    # the cut dropped what the client had not taken: its error event alone is left
+                    assert _held(pipes[0]) < 64 * 1024
                 response = await http.post(
                     proxy.url,
                     json=_call("quick", number, {"text": f"q{number}"}),

@@ -156,6 +156,13 @@ class MeteredPipe(Pipe):
         self._rooms.append(waiter)
         return waiter
 
+    def clear(self) -> None:
+        """Drop every chunk not yet taken (its reader will never get them); waiting producers go on."""
+        self._items.clear()
+        self.size = 0
+        if self._rooms:
+            self._free()
+
     def close(self) -> None:
         """No more chunks: the reader ends after those already queued, waiting producers go on."""
         super().close()

@@ -11,7 +11,7 @@ The child's one reader serves every client, so it never waits for one. Past `CUT
 client's SSE answer, the reader holds back that client's progress notifications, keeping only the newest per
 token (a later value replaces one not yet sent; they go out once the client catches up, and before its
 answer); responses and other messages still go out. A client over the mark that takes no byte of its answer
-for `STALL_AFTER` seconds has stopped reading: its POST is cut (a -32000
+for `STALL_AFTER` seconds has stopped reading: its POST is cut (what it had not taken is dropped, a -32000
 error is its answer, the request is cancelled upstream), and the others go on being answered. The mark is
 well above what a client that reads can have waiting (the pipe's 64 KiB limit, plus what the reader routes
 from the child's pipe between two waits: about 200 KiB).
@@ -205,8 +205,10 @@ class StatelessBridge:
                 await route.stream.emit(raw, response=False, wait=False)
 
     async def _cut(self, route: Route) -> None:
-        """End the POST of a client that stopped reading (its answer: an error) and cancel its request
-        upstream, rather than have the child's reader, every client's, wait for that one."""
+        """End the POST of a client that stopped reading (its answer: an error, after nothing else: what
+        it had not taken is dropped) and cancel its request upstream, rather than have the child's reader,
+        every client's, wait for that one."""
+        route.stream.drop_unsent()
         for upstream, (pending, rid) in list(self.pending.items()):
             if pending is route:
                 text = "the proxy ended this request: its client read the answer too slowly"
