@@ -33,6 +33,7 @@ import json, sys, threading
 
 lock = threading.Lock()
 cancelled = set()
+record = open(sys.argv[1], "a", buffering=1) if len(sys.argv) > 1 else None
 
 def send(message):
     with lock:
@@ -52,8 +53,12 @@ for line in sys.stdin:
     method = message.get("method")
     if method == "notifications/cancelled":
         cancelled.add(message["params"]["requestId"])
+        if record is not None:
+            record.write("cancelled %s\n" % json.dumps(message["params"]["requestId"]))
     elif method == "tools/call" and message["params"]["name"] == "flood":
         token = message["params"]["_meta"]["progressToken"]
+        if record is not None:
+            record.write("flood %s\n" % json.dumps(message["id"]))
         threading.Thread(target=flood, args=(message["id"], token), daemon=True).start()
     elif "id" in message:
         text = message["params"]["arguments"]["text"]
@@ -94,6 +99,11 @@ def _dechunk(raw: bytes) -> bytes:
         body, rest = body + rest[:size], rest[size + 2 :]
 
 
+def _held(pipe: Pipe) -> int:
+    assert isinstance(pipe, MeteredPipe)
+    return pipe.size
+
+
 def _over_limit(pipe: Pipe) -> bool:
     return isinstance(pipe, MeteredPipe) and pipe.size >= pipe.limit
 
@@ -114,12 +124,14 @@ def pipes(monkeypatch: pytest.MonkeyPatch) -> list[Pipe]:
 
 
 async def test_a_stateless_client_that_stops_reading_is_cut_and_the_others_are_answered(
-    tmp_path: Path, pipes: list[Pipe]
+    tmp_path: Path, pipes: list[Pipe], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(listen_stateless, "STALL_AFTER", 0.5)  # it never reads: any stall bound will do
     child = tmp_path / "child.py"
     child.write_text(_CHILD)
+    record = tmp_path / "record.txt"
     async with (
-        in_process_proxy([sys.executable, str(child)], pool_size=1) as proxy,
+        in_process_proxy([sys.executable, str(child), str(record)], pool_size=1) as proxy,
         slow_client(proxy.url, _headers("flood")) as slow,
         httpx.AsyncClient(timeout=20) as http,
     ):
@@ -130,6 +142,8 @@ async def test_a_stateless_client_that_stops_reading_is_cut_and_the_others_are_a
             for number in range(5):  # the others' calls are answered meanwhile and after the cut
                 if number == 3:  # the flood goes on up to the mark, where the slow POST is cut
                     await until(lambda: pipes[0].closed)
+                    # the cut dropped what the client had not taken: its error event alone is left
+                    assert _held(pipes[0]) < 64 * 1024
                 response = await http.post(
                     proxy.url,
                     json=_call("quick", number, {"text": f"q{number}"}),
@@ -138,6 +152,9 @@ async def test_a_stateless_client_that_stops_reading_is_cut_and_the_others_are_a
                 assert response.status_code == 200, response.text
                 assert response.json()["result"]["content"][0]["text"] == f"q{number}"
             raw = await slow.read_until(b"\r\n0\r\n\r\n", 1)
+            # the child is told once, in the id it saw
+            await until(lambda: "cancelled" in record.read_text())
+            lines = record.read_text().splitlines()
     pipe = pipes[0]
     assert isinstance(pipe, MeteredPipe)
     # bounded: the mark, plus the one event that crossed it and the error
@@ -149,3 +166,6 @@ async def test_a_stateless_client_that_stops_reading_is_cut_and_the_others_are_a
     assert "too slowly" in last["error"]["message"]
     assert all(json.loads(e)["method"] == "notifications/progress" for e in events[:-1])
     assert not proxy.app.stateless.pending  # the cut request is forgotten
+    [flood] = [line.split(" ", 1)[1] for line in lines if line.startswith("flood ")]
+    assert [line for line in lines if line.startswith("cancelled ")] == [f"cancelled {flood}"]
+    assert record.read_text().splitlines() == lines  # and only once, to the end

@@ -111,7 +111,7 @@ class MeteredPipe(Pipe):
     lets every waiting producer go on. `peak` is the most bytes it ever held (what tests check).
     """
 
-    __slots__ = ("_rooms", "limit", "peak", "size")
+    __slots__ = ("_rooms", "limit", "peak", "size", "taken")
 
     def __init__(self, limit: int = SSE_HIGH_WATER) -> None:
         if limit < 1:
@@ -120,6 +120,7 @@ class MeteredPipe(Pipe):
         self.limit = limit
         self.size = 0
         self.peak = 0
+        self.taken = 0  # bytes its reader ever took (a producer tells a slow reader from one that stopped)
         # one future per waiting producer: one shared future would be cancelled for all of them by the
         # cancellation of any one (a task cancelled while it awaits a future cancels that future)
         self._rooms: list[asyncio.Future[None]] = []
@@ -142,6 +143,7 @@ class MeteredPipe(Pipe):
             return b"" if self.closed else None
         chunk = items.popleft()
         self.size -= len(chunk)
+        self.taken += len(chunk)
         if self._rooms and self.size < self.limit:
             self._free()
         return chunk
@@ -153,6 +155,13 @@ class MeteredPipe(Pipe):
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._rooms.append(waiter)
         return waiter
+
+    def clear(self) -> None:
+        """Drop every chunk not yet taken (its reader will never get them); waiting producers go on."""
+        self._items.clear()
+        self.size = 0
+        if self._rooms:
+            self._free()
 
     def close(self) -> None:
         """No more chunks: the reader ends after those already queued, waiting producers go on."""

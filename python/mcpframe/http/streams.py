@@ -167,6 +167,19 @@ class Stream:
         pipe = self._pipe
         return pipe.size if isinstance(pipe, MeteredPipe) else 0
 
+    def taken(self) -> int:
+        """Bytes the attached response's client ever took from its pipe (0 when none is attached, or its
+        pipe counts none): rising while it reads, however slowly."""
+        pipe = self._pipe
+        return pipe.taken if isinstance(pipe, MeteredPipe) else 0
+
+    def drop_unsent(self) -> None:
+        """Drop the events the attached response has not written yet (a client cut for reading too slowly
+        gets its error event alone, and the proxy stops holding what it would never take)."""
+        pipe = self._pipe
+        if isinstance(pipe, MeteredPipe):
+            pipe.clear()
+
     def response_frames(self) -> list[bytes]:
         """The responses emitted before any HTTP response attached (the body of a plain JSON answer)."""
         return [frame for frame, response in self._backlog if response]

@@ -261,7 +261,9 @@ class SessionBridge:
 
     async def abandon(self, route: Route) -> None:
         """Nobody can receive this POST's answers any more (its stream was dropped): cancel them upstream."""
-        ids = list(route.ids)
+        if route.closed:  # answered, or abandoned already (a notification and the leaving in one turn)
+            return
+        ids = [rid for rid in route.ids if self.pending.get(rid) is route]
         route.close()
         for rid in ids:
             await self.write(cancel_frame(rid, "the HTTP client disconnected"))

@@ -4,13 +4,17 @@ A stateless request needs no session, so requests from every client go to one ch
 and started again on the next request after it died. Ids are the clients' own, so two clients may both use
 id 1: each request gets an id unique in the child (`with_id` splices the bytes; params are never
 re-encoded), and its answer gets the client's id back. Progress notifications go to the POST whose request
-named the token (none once that POST ended), other notifications to the newest POST still waiting.
+named the token (none once that POST ended), other notifications to the newest POST still waiting. A POST
+whose client takes no SSE (JSON only) can receive nothing but its answer: nothing else is kept for it.
 
-The child's one reader serves every client, so it never waits for one: a client that reads its SSE answer
-so slowly that `CUT_AT` bytes wait for it has its POST cut instead (a -32000 error as its answer, the request
-cancelled upstream), and the others go on being answered. The mark is well above what a client that reads
-can have waiting (the pipe's 64 KiB limit, plus what the reader routes from the child's pipe between two
-waits: about 200 KiB), and it bounds what the proxy holds for a client that does not read.
+The child's one reader serves every client, so it never waits for one. Past `CUT_AT` bytes waiting for a
+client's SSE answer, the reader holds back that client's progress notifications, keeping only the newest per
+token (a later value replaces one not yet sent; they go out once the client catches up, and before its
+answer); responses and other messages still go out. A client over the mark that takes no byte of its answer
+for `STALL_AFTER` seconds has stopped reading: its POST is cut (what it had not taken is dropped, a -32000
+error is its answer, the request is cancelled upstream), and the others go on being answered. The mark is
+well above what a client that reads can have waiting (the pipe's 64 KiB limit, plus what the reader routes
+from the child's pipe between two waits: about 200 KiB).
 
 Why one shared child and not a child per request: a child per request pays a process start (tens of
 milliseconds for a Python server) on every call; the shared child pays nothing, and 2026-07-28 servers keep
@@ -22,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -50,7 +55,22 @@ logger = logging.getLogger("mcpframe.proxy")
 _PROGRESS = protocol.NOTIFICATIONS_PROGRESS
 
 CUT_AT = 1 << 20
-"""Bytes waiting for one stateless client past which its POST is cut (see the module doc)."""
+"""Bytes waiting for one stateless client past which its progress is held back (see the module doc)."""
+
+STALL_AFTER = 2.0
+"""Seconds a client over `CUT_AT` may take nothing from its answer before its POST is cut."""
+
+
+class _Behind:
+    """A client over `CUT_AT`: the bytes it had taken when last seen taking, since when, and the newest
+    progress notification per token held back for it."""
+
+    __slots__ = ("progress", "since", "taken")
+
+    def __init__(self, taken: int) -> None:
+        self.taken = taken
+        self.since = time.monotonic()
+        self.progress: dict[Any, bytes] = {}
 
 
 class StatelessBridge:
@@ -65,6 +85,8 @@ class StatelessBridge:
         self._ids = itertools.count(1)
         self.pending: dict[int, tuple[Route, Id]] = {}  # upstream id -> the POST and the client's id
         self.tokens: dict[Any, Route] = {}
+        self.json_only: set[Route] = set()  # POSTs that take no SSE: no notification can ever reach them
+        self.behind: dict[Route, _Behind] = {}  # POSTs whose client is over `CUT_AT`
 
     async def handle(self, request: HttpRequest, body: Body, accepts: Accepts, posts: BridgePosts) -> Answer:
         """Answer one stateless request through the shared child."""
@@ -90,6 +112,8 @@ class StatelessBridge:
         self.pending[upstream] = (route, message.id)
         for token in route.tokens:
             self.tokens[token] = route
+        if not accepts.sse:
+            self.json_only.add(route)
         try:
             await child.write(one_line(message.with_id(upstream)))
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
@@ -99,6 +123,8 @@ class StatelessBridge:
 
     def _forget(self, route: Route, upstream: int) -> None:
         self.pending.pop(upstream, None)
+        self.json_only.discard(route)
+        self.behind.pop(route, None)
         for token in route.tokens:
             if self.tokens.get(token) is route:
                 del self.tokens[token]
@@ -135,28 +161,54 @@ class StatelessBridge:
             if found is None:
                 return
             route, rid = found
+            await self._flush(route)  # the progress held back for it goes out before its answer
             await route.stream.emit(item.with_id(rid), response=True, wait=False)
             route.close()
-            return
+        else:
+            await self._notify(item)
+
+    async def _notify(self, item: MessageLike) -> None:
         target: Route | None = None
+        token = None
         if item.method == _PROGRESS:
             params = item.params
-            target = (
-                self.tokens.get(params.get(protocol.PROGRESS_TOKEN)) if isinstance(params, dict) else None
-            )
+            token = params.get(protocol.PROGRESS_TOKEN) if isinstance(params, dict) else None
+            # a malformed token (a list: unhashable) must not end the reader every client shares
+            target = self.tokens.get(token) if isinstance(token, int | str) else None
         elif self.pending:
             target = next(reversed(self.pending.values()))[0]
-        if target is None or target.closed:
-            return
+        if target is None or target.closed or target in self.json_only:
+            return  # a client that takes no SSE gets its answer alone: nothing is kept for it
         stream = target.stream
-        if stream.held() > CUT_AT:
-            await self._cut(target)
+        if stream.held() <= CUT_AT:
+            await self._flush(target)
+            await stream.emit(item.raw, response=False, wait=False)
+            return
+        behind = self.behind.get(target)
+        if behind is None:
+            behind = self.behind[target] = _Behind(stream.taken())
+        elif (taken := stream.taken()) != behind.taken:
+            behind.taken, behind.since = taken, time.monotonic()  # reading, however slowly
+        elif time.monotonic() - behind.since > STALL_AFTER:
+            await self._cut(target)  # over the mark and took nothing for that long: it stopped reading
+            return
+        if token is not None:
+            behind.progress[token] = item.raw  # replaces the earlier value it has not been sent
         else:
             await stream.emit(item.raw, response=False, wait=False)
 
+    async def _flush(self, route: Route) -> None:
+        """Send the progress held back for a client that was over the mark."""
+        behind = self.behind.pop(route, None)
+        if behind is not None:
+            for raw in behind.progress.values():
+                await route.stream.emit(raw, response=False, wait=False)
+
     async def _cut(self, route: Route) -> None:
-        """End the POST of a client that reads too slowly (its answer: an error) and cancel its request
-        upstream, rather than have the child's reader, every client's, wait for that one."""
+        """End the POST of a client that stopped reading (its answer: an error, after nothing else: what
+        it had not taken is dropped) and cancel its request upstream, rather than have the child's reader,
+        every client's, wait for that one."""
+        route.stream.drop_unsent()
         for upstream, (pending, rid) in list(self.pending.items()):
             if pending is route:
                 text = "the proxy ended this request: its client read the answer too slowly"
