@@ -1,7 +1,8 @@
 """A `serve_http` started from inside another one (here: from the first one's ready callback, so under the
 `Stop` the first made for itself) gets a `Stop` of its own: stopping the inner server settles only its own
 requests. The outer server's request in flight at that moment still gets its answer, and the outer server
-keeps taking new requests.
+keeps taking new requests. The same under an entry point's `Stop` (`run_stoppable`, as `mcpframe serve`
+runs), which each server follows without sharing it: requesting it still stops both.
 
 Nothing waits for time to pass: the inner server stops with a 0 s grace, the outer tool waits on an event.
 """
@@ -16,7 +17,7 @@ import pytest
 
 from mcpframe.http.server import serve_http
 from mcpframe.server import Server
-from mcpframe.server.lifecycle import Stop, current_stop
+from mcpframe.server.lifecycle import Stop, current_stop, run_stoppable
 
 from ._server_support import call, messages, open_session
 
@@ -30,10 +31,20 @@ def last_answer(response: httpx.Response) -> Any:
     return messages(response.text)[-1]
 
 
+@pytest.mark.parametrize("entry", [False, True], ids=["alone", "under_entry"])
 @pytest.mark.parametrize("http_server", ["mcpframe", "uvicorn"])
 async def test_stopping_a_server_started_inside_another_leaves_the_outer_ones_requests_alone(
-    http_server: str,
+    http_server: str, entry: bool
 ) -> None:
+    if entry:
+        await run_stoppable(lambda: _inner_stops_alone(http_server))
+    else:
+        await _inner_stops_alone(http_server)
+
+
+async def _inner_stops_alone(http_server: str) -> None:
+    """The test's body, under whatever `Stop` the caller runs it."""
+    entry = current_stop()
     outer = Server("outer", version="1.0.0")
     inner = Server("inner", version="1.0.0")
     entered = anyio.Event()
@@ -84,6 +95,7 @@ async def test_stopping_a_server_started_inside_another_leaves_the_outer_ones_re
         assert outer_stop is not None
         assert stops["inner"] is not None
         assert stops["inner"] is not outer_stop
+        assert entry is None or outer_stop is not entry
         url = urls["outer"]
         headers = {**await open_session(client, url), "accept": "application/json, text/event-stream"}
         got: list[httpx.Response] = []
@@ -100,12 +112,15 @@ async def test_stopping_a_server_started_inside_another_leaves_the_outer_ones_re
                 assert not outer_stop.refusing
                 release.set()
             later = await client.post(url, json=call("quick", rid=6), headers=headers)
-        tg.cancel_scope.cancel()
-
-    held_answer = last_answer(got[0])
-    assert held_answer["id"] == 5
-    assert held_answer["result"]["content"][0]["text"] == "held done"
-    assert later.status_code == 200
-    later_answer = last_answer(later)
-    assert later_answer["id"] == 6
-    assert later_answer["result"]["content"][0]["text"] == "quick done"
+        held_answer = last_answer(got[0])
+        assert held_answer["id"] == 5
+        assert held_answer["result"]["content"][0]["text"] == "held done"
+        assert later.status_code == 200
+        later_answer = last_answer(later)
+        assert later_answer["id"] == 6
+        assert later_answer["result"]["content"][0]["text"] == "quick done"
+        if entry is None:
+            tg.cancel_scope.cancel()
+        else:  # as a signal does: the entry point's Stop is requested (its scope cancels this body), and
+            entry.request()  # the outer server's own Stop with it
+            assert outer_stop.requested.is_set()

@@ -29,8 +29,6 @@ import math
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
 
-import sniffio
-
 from mcpframe import jsonrpc, protocol
 from mcpframe._api import Id, MessageLike
 from mcpframe.session.inline import start_inline
@@ -43,6 +41,7 @@ from .handling import PostHandler, refusal_of
 from .headers import FIRST_STATELESS, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, Accepts, mirror_mismatch
 from .post import Body
 from .responses import Answer, Reply, error_response, json_response
+from .sessions import naming
 from .sse_wire import sse_lines, sse_writer
 from .store import StoreUnavailable
 from .streams import Stream, events_now, new_stream_id
@@ -377,12 +376,9 @@ def _bind(conn: ServerConnection, lane: Lane) -> None:
     """`conn.bind(lane.session)` from the wire server's `data_received`, where no task runs: anyio learns
     which library runs the loop from sniffio, which finds no task to ask there (only a loop started by
     `anyio.run` names it in the context). The lean server runs on asyncio only, so it names asyncio for the
-    call: the connection gets its loop token however the loop was started (plain `asyncio.run` too)."""
-    named = sniffio.current_async_library_cvar.set("asyncio")
-    try:
-        conn.bind(lane.session)
-    finally:
-        sniffio.current_async_library_cvar.reset(named)
+    call (`sessions.naming`): the connection gets its loop token however the loop was started (plain
+    `asyncio.run` too)."""
+    naming("asyncio", conn.bind, lane.session)
 
 
 def _started(

@@ -419,9 +419,10 @@ async def serve_http(
     Cancelled, either server stops taking connections, ends the GET streams and gives the requests in
     flight `grace` seconds (default: `mcpframe.server.lifecycle.shutdown_grace()`, 10 s); those still
     running then are cancelled and answered with a -32000 error (JSON, or an SSE event before the stream's
-    end), under the entry point's `Stop` or, outside any, one of its own (also when started from inside
-    another `serve_http`: each server settles only its own requests). An entry point's `Stop` settles once:
-    a `serve_http` started again under it after a stop refuses every request ("Server shutting down").
+    end), by a `Stop` of its own (each server settles only its own requests, also one started from inside
+    another `serve_http`), which follows the entry point's (or the outer server's) `Stop` if any: a signal
+    still stops every server, with the entry point's grace. A `serve_http` started under an entry point's
+    `Stop` after a stop was requested refuses every request ("Server shutting down").
     uvicorn's own signal handlers are not installed: the entry point running the loop decides what SIGTERM
     and SIGINT do.
     """
@@ -446,14 +447,19 @@ async def serve_http(
     flush = max(wait, math.ceil(_FLUSH_AT_LEAST))
     config = uvicorn.Config(http.app, log_level=log_level, lifespan="on", timeout_graceful_shutdown=flush)
     uv = _Uvicorn(config)
-    stop = current_stop()
-    if stop is None or stop.own:
-        # outside an entry point's `Stop`, one of its own tracks the requests, so a stop settles them alike;
-        # another serve_http's own one (this one started from its lifespan, ready callback or a handler) is
-        # not shared: settling it at this server's stop would refuse and cut that server's requests too
-        stop = Stop(shutdown_grace(grace), own=True)
+    # each serve_http settles only its own requests, with a `Stop` of its own: settling a shared one at this
+    # server's stop would refuse and cut the requests of another serve_http (one started from this one's
+    # lifespan, ready callback or a handler, or this one from another's) too. Under an entry point's (or
+    # an outer serve_http's) `Stop` it follows that one: a signal still stops every server
+    outer = current_stop()
+    if outer is None:
+        making: contextlib.AbstractContextManager[Stop] = contextlib.nullcontext(
+            Stop(shutdown_grace(grace), own=True)
+        )
+    else:  # under an entry point, its grace (as its Stop settled them all before); under a server, our own
+        making = outer.follower(None if not outer.own else shutdown_grace(grace))
     try:
-        with stopping_under(stop):
+        with making as stop, stopping_under(stop):
             async with server.lifespan():
                 if ready is not None:
                     ready(f"http://{shown}:{bound}{opts.path}")

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
+import sniffio
 
 from mcpframe import core, jsonrpc
 from mcpframe.protocol import LEGACY_VERSIONS
@@ -215,6 +216,7 @@ class SessionManager:
         self.sessions: dict[str, HttpSession] = {}
         self.shared: SharedSessions | None = None  # set by the server with `HttpOptions(store=...)`
         self._tg: anyio.abc.TaskGroup | None = None
+        self._library = "asyncio"  # the async library `run` runs on (told to anyio by `spawn`)
 
     @property
     def task_group(self) -> anyio.abc.TaskGroup:
@@ -225,6 +227,7 @@ class SessionManager:
 
     async def run(self, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Own the task group until cancelled; reap idle sessions meanwhile."""
+        self._library = sniffio.current_async_library()
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
@@ -319,5 +322,17 @@ class SessionManager:
         await session.close()
 
     def spawn(self, func: Callable[..., Any], *args: Any) -> None:
-        """Run a coroutine function in the manager's task group."""
-        self.task_group.start_soon(func, *args)
+        """Run a coroutine function in the manager's task group. Safe where no task runs (a protocol's
+        `connection_lost`, a loop timer): the library `run` runs on is named for the call (`naming`)."""
+        naming(self._library, self.task_group.start_soon, func, *args)
+
+
+def naming(library: str, func: Callable[..., Any], *args: Any) -> Any:
+    """`func(*args)` with `library` named to sniffio for the call. Where no task runs (a loop callback),
+    sniffio finds no task to ask, and only a loop started by `anyio.run` names its library in the context:
+    under plain `asyncio.run` anyio could not tell the library and `start_soon` (or a loop token) fails."""
+    named = sniffio.current_async_library_cvar.set(library)
+    try:
+        return func(*args)
+    finally:
+        sniffio.current_async_library_cvar.reset(named)

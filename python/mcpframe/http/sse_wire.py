@@ -28,8 +28,6 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import sniffio
-
 from .deadlines import Deadlines
 from .headers import MCP_SESSION_ID
 from .responses import SSE_HEADERS, Reply
@@ -220,13 +218,8 @@ def sse_writer(
             session.touch(-1)
         if not stream.resumable and not stream.finished.is_set():
             # nobody can ever receive the answer. This may run where no task runs (the connection's
-            # `connection_lost`, e.g. as the server stops), where anyio cannot tell the library from a
-            # task: the lean server runs on asyncio only, so it is named for the call (as `fast._bind`)
-            named = sniffio.current_async_library_cvar.set("asyncio")
-            try:
-                spawn(exchange.abort)
-            finally:
-                sniffio.current_async_library_cvar.reset(named)
+            # `connection_lost`, e.g. as the server stops): `spawn` is safe there
+            spawn(exchange.abort)
 
     lines = sse_lines(headers.get(MCP_SESSION_ID))
     writer = SseWriter(stream, lines, keepalive=posts.replies.keepalive, close_idle=close_idle, on_end=ended)

@@ -153,7 +153,10 @@ class _Connection(asyncio.Protocol):
         current = self.current
         if current is not None and current.on_lost is not None:
             on_lost, current.on_lost = current.on_lost, None
-            on_lost()  # what a response asked to hear of it (`_Receive.on_disconnect`)
+            try:
+                on_lost()  # what a response asked to hear of it (`_Receive.on_disconnect`)
+            except Exception:  # the rest of this method must still run: the parked answer, `more`, writable
+                logger.exception("a disconnect callback failed")
         if self.parked is not None:  # nobody to answer: the app is told (`Parked.cancel`); what it still
             # delivers goes the way of an answer to a client that left (a `Later` still runs and ends the
             # exchange as the full path ends it: a suspended handler is cancelled, a proxied route abandoned)

@@ -17,7 +17,8 @@ Every connection made under ``run_stoppable`` (``Server.connection``, or ``track
 routes its requests through ``Stop.track``: about 0.25 us per request. A connection served by
 ``Server.serve`` drains itself (steps 1 to 3) and then ends. When none does, the entry point's coroutine
 is cancelled instead: the Streamable HTTP host (``mcpframe.http.serve_http``) then ends its GET streams,
-calls ``Stop.settle`` (steps 1 to 3 for its requests) and lets uvicorn stop.
+calls ``Stop.settle`` on a ``Stop`` of its own that follows the entry point's (``Stop.follower``: steps 1
+to 3 for its own requests only, so a server started inside another stops alone) and lets uvicorn stop.
 """
 
 from __future__ import annotations
@@ -163,13 +164,31 @@ class Stop:
         self._cut: set[asyncio.Task[Any]] = set()
         self._idle: anyio.Event | None = None
         self._settled: anyio.Event | None = None
+        self._followers: list[Stop] = []
 
     def request(self, sig: int | None = None) -> None:
-        """Begin the stop (what a first signal does); idempotent."""
+        """Begin the stop (what a first signal does), and that of the stops following it; idempotent."""
         if not self.requested.is_set():
             self.signal = sig
             self.requested.set()
             self.on_request()
+            for follower in list(self._followers):
+                follower.request(sig)
+
+    @contextmanager
+    def follower(self, grace: float | None = None) -> Iterator[Stop]:
+        """A ``Stop`` of its own (``own``) for one ``serve_http`` under this one while the block runs: it is
+        requested when this one is (a signal still stops every server) but settles only its own requests,
+        with ``grace`` (default: this one's). Made after this one was requested, it refuses every request."""
+        stop = Stop(self.grace if grace is None else grace, own=True)
+        if self.requested.is_set():
+            stop.request(self.signal)
+            stop.refusing = True
+        self._followers.append(stop)
+        try:
+            yield stop
+        finally:
+            self._followers.remove(stop)
 
     # ------------------------------------------------------------ requests
 
