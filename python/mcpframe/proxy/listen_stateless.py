@@ -57,8 +57,11 @@ _PROGRESS = protocol.NOTIFICATIONS_PROGRESS
 CUT_AT = 1 << 20
 """Bytes waiting for one stateless client past which its progress is held back (see the module doc)."""
 
-STALL_AFTER = 2.0
-"""Seconds a client over `CUT_AT` may take nothing from its answer before its POST is cut."""
+STALL_AFTER = 30.0
+"""Seconds a client over `CUT_AT` may take nothing from its answer before its POST is cut. Long, because a
+client that reads steadily but slowly can take nothing for seconds: its answer's writes go to the kernel's
+socket buffers (megabytes on loopback, autotuned), and a full socket is writable again only once about a
+third of its buffer drained (measured: 5.6 s with nothing taken for a client at 160 KiB/s; 2 s cut it)."""
 
 
 class _Behind:
