@@ -9,12 +9,13 @@ whose client takes no SSE (JSON only) can receive nothing but its answer: nothin
 
 The child's one reader serves every client, so it never waits for one. Past `CUT_AT` bytes waiting for a
 client's SSE answer, the reader holds back that client's progress notifications, keeping only the newest per
-token (a later value replaces one not yet sent; they go out once the client catches up, and before its
-answer); responses and other messages still go out. A client over the mark that takes no byte of its answer
-for `STALL_AFTER` seconds has stopped reading: its POST is cut (what it had not taken is dropped, a -32000
-error is its answer, the request is cancelled upstream), and the others go on being answered. The mark is
-well above what a client that reads can have waiting (the pipe's 64 KiB limit, plus what the reader routes
-from the child's pipe between two waits: about 200 KiB).
+token (a later value replaces one not yet sent, in the place of the first one held); they go out once the
+client catches up, and before anything else the child sends for that request (a log line, its answer): the
+client gets what the child wrote in the order it was written, only fewer progress values. A client over the
+mark that takes no byte of its answer for `STALL_AFTER` seconds has stopped reading: its POST is cut (what
+it had not taken is dropped, a -32000 error is its answer, the request is cancelled upstream), and the
+others go on being answered. The mark is well above what a client that reads can have waiting (the pipe's
+64 KiB limit, plus what the reader routes from the child's pipe between two waits: about 200 KiB).
 
 Why one shared child and not a child per request: a child per request pays a process start (tens of
 milliseconds for a Python server) on every call; the shared child pays nothing, and 2026-07-28 servers keep
@@ -196,16 +197,24 @@ class StatelessBridge:
             await self._cut(target)  # over the mark and took nothing for that long: it stopped reading
             return
         if token is not None:
-            behind.progress[token] = item.raw  # replaces the earlier value it has not been sent
+            # replaces the earlier value it has not been sent, in its place: held tokens go out in the
+            # order they were first held
+            behind.progress[token] = item.raw
         else:
+            await self._send_held(target, behind)  # what the child wrote before this goes out first
             await stream.emit(item.raw, response=False, wait=False)
 
     async def _flush(self, route: Route) -> None:
-        """Send the progress held back for a client that was over the mark."""
+        """Send the progress held back for a client that was over the mark (it is no longer behind)."""
         behind = self.behind.pop(route, None)
         if behind is not None:
-            for raw in behind.progress.values():
-                await route.stream.emit(raw, response=False, wait=False)
+            await self._send_held(route, behind)
+
+    @staticmethod
+    async def _send_held(route: Route, behind: _Behind) -> None:
+        held, behind.progress = behind.progress, {}
+        for raw in held.values():
+            await route.stream.emit(raw, response=False, wait=False)
 
     async def _cut(self, route: Route) -> None:
         """End the POST of a client that stopped reading (its answer: an error, after nothing else: what
