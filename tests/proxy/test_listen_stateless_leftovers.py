@@ -3,11 +3,14 @@ review of s28's leftovers; the end-to-end cut: test_listen_stateless_slow.py):
 
 - what the child wrote for one request reaches its client in that order: a held progress notification goes
   out before a later log line or answer for the same request, and held tokens in the order first held;
+- held progress is sent, not dropped, before the answer or before the -32000 of a child that ended, and
+  nothing stays held after;
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -130,3 +133,51 @@ async def test_held_tokens_go_out_in_the_order_first_held() -> None:
     client.catch_up()
     await client.bridge._route(_answer(1))
     assert [_shown(f) for f in client.sent()] == [("a", 2), ("b", 1), ("answer", 7)]
+
+
+class _EndingChild:
+    """A shared child that writes `frames` and ends (status 1)."""
+
+    returncode = None
+
+    def __init__(self, frames: list[Any]) -> None:
+        self._frames = frames
+
+    async def frames(self, *, max_frame: int) -> AsyncIterator[Any]:
+        for frame in self._frames:
+            yield frame
+
+    async def close(self) -> int:
+        self.returncode = 1
+        return 1
+
+
+async def test_held_progress_goes_out_before_the_answer() -> None:
+    client = _Bridged(["tok"])
+    await client.attach()
+    client.fall_behind()
+    await client.bridge._route(_progress("tok", 1))
+    await client.bridge._route(_progress("tok", 2))
+    client.pipe.get_nowait()
+    await client.bridge._route(_answer(1))
+    assert [_shown(f) for f in client.sent()] == [("tok", 2), ("answer", 7)]
+    assert not client.bridge.behind
+    assert client.route.closed
+
+
+async def test_held_progress_goes_out_before_the_error_of_a_child_that_ended() -> None:
+    client = _Bridged(["tok"])
+    await client.attach()
+    client.fall_behind()
+    child = _EndingChild([_progress("tok", 1), _progress("tok", 2)])
+    client.bridge.child = child  # type: ignore[assignment]
+    await client.bridge._read(child)  # type: ignore[arg-type]
+    client.pipe.get_nowait()
+    sent = client.sent()
+    assert [_shown(f) for f in sent] == [("tok", 2), ("answer", 7)]
+    assert sent[-1]["error"]["code"] == -32000
+    assert "exited (status 1)" in sent[-1]["error"]["message"]
+    assert client.route.closed
+    assert not client.bridge.behind
+    assert not client.bridge.pending
+    assert client.bridge.child is None

@@ -11,11 +11,13 @@ The child's one reader serves every client, so it never waits for one. Past `CUT
 client's SSE answer, the reader holds back that client's progress notifications, keeping only the newest per
 token (a later value replaces one not yet sent, in the place of the first one held); they go out once the
 client catches up, and before anything else the child sends for that request (a log line, its answer): the
-client gets what the child wrote in the order it was written, only fewer progress values. A client over the
-mark that takes no byte of its answer for `STALL_AFTER` seconds has stopped reading: its POST is cut (what
-it had not taken is dropped, a -32000 error is its answer, the request is cancelled upstream), and the
-others go on being answered. The mark is well above what a client that reads can have waiting (the pipe's
-64 KiB limit, plus what the reader routes from the child's pipe between two waits: about 200 KiB).
+client gets what the child wrote in the order it was written, only fewer progress values (held progress is
+sent, not dropped, before the answer or the -32000 error of a child that ended: what the client needs to know
+how far the work got). A client over the mark that takes no byte of its answer for `STALL_AFTER` seconds has
+stopped reading: its POST is cut (what it had not taken is dropped, a -32000 error is its answer, the request
+is cancelled upstream), and the others go on being answered. The mark is well above what a client that reads
+can have waiting (the pipe's 64 KiB limit, plus what the reader routes from the child's pipe between two
+waits: about 200 KiB).
 
 Why one shared child and not a child per request: a child per request pays a process start (tens of
 milliseconds for a Python server) on every call; the shared child pays nothing, and 2026-07-28 servers keep
@@ -153,6 +155,7 @@ class StatelessBridge:
                 if self.child is child:
                     self.child = None
                 for route, rid in list(self.pending.values()):
+                    await self._flush(route)  # the child wrote it before it ended: it goes out first
                     text = f"the upstream server exited (status {status}) before answering request {rid!r}"
                     await route.stream.emit(
                         core.encode_error(rid, jsonrpc.CONNECTION_CLOSED, text), response=True
