@@ -15,11 +15,14 @@ from typing import Any
 
 import anyio
 import httpx
+import pytest
 from tests._process import stop_child
 
 import mcpframe
 from mcpframe.http.options import HttpOptions
+from mcpframe.http.pipe import Pipe
 from mcpframe.http.server import serve_http
+from mcpframe.http.streams import Stream
 from mcpframe.proxy import ProxyOptions
 from mcpframe.proxy.listen import ListenServer, http_options_for
 
@@ -141,3 +144,53 @@ async def open_session(http: httpx.AsyncClient, url: str) -> dict[str, str]:
 def rpc(rid: Any, method: str, params: Any = None) -> dict[str, Any]:
     """A JSON-RPC request (`params` `{}` unless given)."""
     return {"jsonrpc": "2.0", "id": rid, "method": method, "params": params or {}}
+
+
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+}
+
+
+def modern_call(tool: str, rid: int, arguments: dict[str, Any], **meta: Any) -> dict[str, Any]:
+    """A 2026-07-28 `tools/call` of `tool` (`meta`: more `_meta`, e.g. `progressToken`)."""
+    params = {"name": tool, "arguments": arguments, "_meta": {**MODERN_META, **meta}}
+    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
+
+
+def modern_headers(tool: str) -> dict[str, str]:
+    """The headers of a 2026-07-28 `tools/call` of `tool` by a client that takes JSON and SSE."""
+    return {
+        "accept": "application/json, text/event-stream",
+        "content-type": "application/json",
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": "tools/call",
+        "mcp-name": tool,
+    }
+
+
+def dechunk(raw: bytes) -> bytes:
+    """The body of one chunked HTTP/1.1 response (head included in `raw`), up to its last chunk."""
+    rest = raw.split(b"\r\n\r\n", 1)[1]
+    body = b""
+    while True:
+        size_line, rest = rest.split(b"\r\n", 1)
+        size = int(size_line, 16)
+        if size == 0:
+            return body
+        body, rest = body + rest[:size], rest[size + 2 :]
+
+
+def attached_pipes(monkeypatch: pytest.MonkeyPatch) -> list[Pipe]:
+    """The pipe of every SSE response a `Stream` is attached to from now on (for the test's length)."""
+    attached: list[Pipe] = []
+    real = Stream.attach
+
+    async def attach(self: Stream, *, retry_ms: int | None) -> Pipe:
+        pipe = await real(self, retry_ms=retry_ms)
+        attached.append(pipe)
+        return pipe
+
+    monkeypatch.setattr(Stream, "attach", attach)
+    return attached

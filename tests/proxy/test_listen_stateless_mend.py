@@ -18,8 +18,7 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from tests.proxy._listen_support import in_process_proxy
-from tests.proxy.test_listen_stateless_slow import _call, _headers
+from tests.proxy._listen_support import in_process_proxy, modern_call, modern_headers
 
 from mcpframe import core
 from mcpframe.http.streams import Stream
@@ -148,8 +147,8 @@ async def test_a_client_that_reads_slower_than_the_child_writes_gets_the_newest_
         httpx.AsyncClient(timeout=60) as http,
     ):
         with anyio.fail_after(60):
-            body = _call("flood", 7, {}, progressToken="tok")
-            async with http.stream("POST", proxy.url, json=body, headers=_headers("flood")) as response:
+            body = modern_call("flood", 7, {}, progressToken="tok")
+            async with http.stream("POST", proxy.url, json=body, headers=modern_headers("flood")) as response:
                 async for chunk in response.aiter_raw(16384):
                     got += chunk
                     await anyio.sleep(0.005)  # slower than the child writes

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 import anyio
 import httpx
@@ -21,10 +20,9 @@ import pytest
 from tests.streamable_http._live_support import slow_client, until
 
 from mcpframe.http.pipe import MeteredPipe, Pipe
-from mcpframe.http.streams import Stream
 from mcpframe.proxy import listen_stateless
 
-from ._listen_support import in_process_proxy
+from ._listen_support import attached_pipes, dechunk, in_process_proxy, modern_call, modern_headers
 
 pytestmark = pytest.mark.anyio
 
@@ -65,39 +63,6 @@ for line in sys.stdin:
         send({"jsonrpc": "2.0", "id": message["id"], "result": {"content": [{"type": "text", "text": text}]}})
 """
 
-_MODERN_META = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientCapabilities": {},
-    "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
-}
-
-
-def _call(tool: str, rid: int, arguments: dict[str, Any], **meta: Any) -> dict[str, Any]:
-    params = {"name": tool, "arguments": arguments, "_meta": {**_MODERN_META, **meta}}
-    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
-
-
-def _headers(tool: str) -> dict[str, str]:
-    return {
-        "accept": "application/json, text/event-stream",
-        "content-type": "application/json",
-        "mcp-protocol-version": "2026-07-28",
-        "mcp-method": "tools/call",
-        "mcp-name": tool,
-    }
-
-
-def _dechunk(raw: bytes) -> bytes:
-    """The body of one chunked HTTP/1.1 response (head included in `raw`), up to its last chunk."""
-    rest = raw.split(b"\r\n\r\n", 1)[1]
-    body = b""
-    while True:
-        size_line, rest = rest.split(b"\r\n", 1)
-        size = int(size_line, 16)
-        if size == 0:
-            return body
-        body, rest = body + rest[:size], rest[size + 2 :]
-
 
 def _held(pipe: Pipe) -> int:
     assert isinstance(pipe, MeteredPipe)
@@ -110,17 +75,7 @@ def _over_limit(pipe: Pipe) -> bool:
 
 @pytest.fixture
 def pipes(monkeypatch: pytest.MonkeyPatch) -> list[Pipe]:
-    """The pipe of every SSE response a `Stream` was attached to."""
-    attached: list[Pipe] = []
-    real = Stream.attach
-
-    async def attach(self: Stream, *, retry_ms: int | None) -> Pipe:
-        pipe = await real(self, retry_ms=retry_ms)
-        attached.append(pipe)
-        return pipe
-
-    monkeypatch.setattr(Stream, "attach", attach)
-    return attached
+    return attached_pipes(monkeypatch)
 
 
 async def test_a_stateless_client_that_stops_reading_is_cut_and_the_others_are_answered(
@@ -132,10 +87,10 @@ async def test_a_stateless_client_that_stops_reading_is_cut_and_the_others_are_a
     record = tmp_path / "record.txt"
     async with (
         in_process_proxy([sys.executable, str(child), str(record)], pool_size=1) as proxy,
-        slow_client(proxy.url, _headers("flood")) as slow,
+        slow_client(proxy.url, modern_headers("flood")) as slow,
         httpx.AsyncClient(timeout=20) as http,
     ):
-        slow.post(_call("flood", 7, {}, progressToken="slow"))
+        slow.post(modern_call("flood", 7, {}, progressToken="slow"))
         with anyio.fail_after(20):
             # the slow client's pipe is at its limit: a reader that waited for its room would wait here
             await until(lambda: bool(pipes) and _over_limit(pipes[0]))
@@ -146,8 +101,8 @@ async def test_a_stateless_client_that_stops_reading_is_cut_and_the_others_are_a
                     assert _held(pipes[0]) < 64 * 1024
                 response = await http.post(
                     proxy.url,
-                    json=_call("quick", number, {"text": f"q{number}"}),
-                    headers=_headers("quick"),
+                    json=modern_call("quick", number, {"text": f"q{number}"}),
+                    headers=modern_headers("quick"),
                 )
                 assert response.status_code == 200, response.text
                 assert response.json()["result"]["content"][0]["text"] == f"q{number}"
@@ -159,7 +114,7 @@ async def test_a_stateless_client_that_stops_reading_is_cut_and_the_others_are_a
     assert isinstance(pipe, MeteredPipe)
     # bounded: the mark, plus the one event that crossed it and the error
     assert pipe.peak < listen_stateless.CUT_AT + 64 * 1024
-    events = [line[6:] for line in _dechunk(raw).decode().split("\n") if line.startswith("data: ")]
+    events = [line[6:] for line in dechunk(raw).decode().split("\n") if line.startswith("data: ")]
     last = json.loads(events[-1])
     assert last["id"] == 7
     assert last["error"]["code"] == -32000
