@@ -5,21 +5,30 @@ review of s28's leftovers; the end-to-end cut: test_listen_stateless_slow.py):
   out before a later log line or answer for the same request, and held tokens in the order first held;
 - held progress is sent, not dropped, before the answer or before the -32000 of a child that ended, and
   nothing stays held after;
+- log lines are never held back, so past `MAX_UNREAD` waiting a client is cut, "too slow to read" (its
+  request cancelled upstream once), while one that keeps up gets every line.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
+from tests.streamable_http._live_support import slow_client, until
 
 from mcpframe import core
-from mcpframe.http.pipe import MeteredPipe
+from mcpframe.http.pipe import MeteredPipe, Pipe
 from mcpframe.http.streams import Stream
+from mcpframe.proxy import listen_stateless
 from mcpframe.proxy.listen_bridge import Route
-from mcpframe.proxy.listen_stateless import CUT_AT, StatelessBridge
+from mcpframe.proxy.listen_stateless import CUT_AT, MAX_UNREAD, StatelessBridge
+
+from ._listen_support import attached_pipes, dechunk, in_process_proxy, modern_call, modern_headers
 
 pytestmark = pytest.mark.anyio
 
@@ -181,3 +190,109 @@ async def test_held_progress_goes_out_before_the_error_of_a_child_that_ended() -
     assert not client.bridge.behind
     assert not client.bridge.pending
     assert client.bridge.child is None
+
+
+def _big_log(number: int) -> Any:
+    return _log(f"{number:06d}" + "x" * (256 * 1024))
+
+
+async def test_a_client_past_the_cap_is_cut_too_slow_to_read_and_cancelled_once() -> None:
+    client = _Bridged(["tok"])
+    await client.attach()
+    client.fall_behind()
+    number = 0
+    while not client.route.closed:
+        assert number < MAX_UNREAD // (256 * 1024) + 2  # cut at the cap, not later
+        await client.bridge._route(_big_log(number))
+        number += 1
+    assert client.pipe.peak <= MAX_UNREAD
+    await client.bridge._route(_big_log(number))  # nothing more is kept for it
+    [frame] = client.sent()  # what it had not taken is dropped: its error alone is left
+    assert frame["id"] == 7
+    assert frame["error"]["code"] == -32000
+    assert "too slow to read" in frame["error"]["message"]
+    assert not client.bridge.pending
+    assert not client.bridge.behind
+    assert [args[1:] for args in client.spawned] == [(1, "the HTTP client read too slowly")]
+
+
+async def test_a_client_that_keeps_up_gets_every_log_line() -> None:
+    client = _Bridged(["tok"])
+    await client.attach()
+    client.fall_behind()
+    got: list[Any] = []
+    for number in range(3 * MAX_UNREAD // (256 * 1024)):  # three caps' worth, read as it comes
+        await client.bridge._route(_big_log(number))
+        if number % 8 == 7:  # reads in bursts: over the mark between them
+            assert client.bridge.behind
+            got += client.sent()
+    await client.bridge._route(_answer(1))
+    got += client.sent()
+    assert [_shown(f)[1][:6] for f in got[:-1]] == [f"{n:06d}" for n in range(3 * MAX_UNREAD // (256 * 1024))]
+    assert got[-1] == {"jsonrpc": "2.0", "id": 7, "result": {}}
+
+
+_LOGGING_CHILD = r"""
+import json, sys, threading
+
+lock = threading.Lock()
+cancelled = set()
+record = open(sys.argv[1], "a", buffering=1)
+
+def send(message):
+    with lock:
+        sys.stdout.write(json.dumps(message) + "\n")
+        sys.stdout.flush()
+
+def logs(rid):
+    number = 0
+    while rid not in cancelled:
+        params = {"level": "info", "data": "%06d" % number + "x" * 65536}
+        send({"jsonrpc": "2.0", "method": "notifications/message", "params": params})
+        number += 1
+    send({"jsonrpc": "2.0", "id": rid, "result": {"content": [], "logged": number}})
+
+for line in sys.stdin:
+    message = json.loads(line)
+    if message.get("method") == "notifications/cancelled":
+        cancelled.add(message["params"]["requestId"])
+        record.write("cancelled %s\n" % json.dumps(message["params"]["requestId"]))
+    elif message.get("method") == "tools/call":
+        record.write("logs %s\n" % json.dumps(message["id"]))
+        threading.Thread(target=logs, args=(message["id"],), daemon=True).start()
+"""
+
+
+async def test_a_client_flooded_with_log_lines_is_cut_at_the_cap_not_grown_without_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The review's log_flood_peak.py: the child writes log lines (never held back) faster than its client
+    reads. Only the cap may cut here (the stall rule is put out of reach), so the pipe never holds more."""
+    monkeypatch.setattr(listen_stateless, "STALL_AFTER", 1e9)
+    pipes: list[Pipe] = attached_pipes(monkeypatch)
+    child = tmp_path / "child.py"
+    child.write_text(_LOGGING_CHILD)
+    record = tmp_path / "record.txt"
+    async with (
+        in_process_proxy([sys.executable, str(child), str(record)], pool_size=1) as proxy,
+        slow_client(proxy.url, modern_headers("logs")) as slow,
+    ):
+        slow.post(modern_call("logs", 7, {}, progressToken="tok"))
+        with anyio.fail_after(30):
+            await until(lambda: bool(pipes) and pipes[0].closed)
+            raw = await slow.read_until(b"\r\n0\r\n\r\n", 1)
+            await until(lambda: "cancelled" in record.read_text())
+        assert not proxy.app.stateless.pending
+    pipe = pipes[0]
+    assert isinstance(pipe, MeteredPipe)
+    assert pipe.peak <= MAX_UNREAD
+    events = [json.loads(line[6:]) for line in dechunk(raw).decode().split("\n") if line.startswith("data: ")]
+    last = events[-1]
+    assert last["id"] == 7
+    assert last["error"]["code"] == -32000
+    assert "too slow to read" in last["error"]["message"]
+    numbers = [int(e["params"]["data"][:6]) for e in events[:-1]]
+    assert numbers == list(range(len(numbers)))  # what it got came in order, none skipped
+    lines = record.read_text().splitlines()
+    [logs] = [line.split(" ", 1)[1] for line in lines if line.startswith("logs ")]
+    assert [line for line in lines if line.startswith("cancelled ")] == [f"cancelled {logs}"]

@@ -15,8 +15,11 @@ client gets what the child wrote in the order it was written, only fewer progres
 sent, not dropped, before the answer or the -32000 error of a child that ended: what the client needs to know
 how far the work got). A client over the mark that takes no byte of its answer for `STALL_AFTER` seconds has
 stopped reading: its POST is cut (what it had not taken is dropped, a -32000 error is its answer, the request
-is cancelled upstream), and the others go on being answered. The mark is well above what a client that reads
-can have waiting (the pipe's 64 KiB limit, plus what the reader routes from the child's pipe between two
+is cancelled upstream), and the others go on being answered. A client that reads, only slower than the child
+writes log lines (they are never held back: only progress has a newest value that stands for the rest), is cut
+the same way once `MAX_UNREAD` bytes wait for it, "too slow to read": the proxy's memory for one client is
+bounded, and nothing is lost silently for a client that keeps up. The mark is well above what a client that
+reads can have waiting (the pipe's 64 KiB limit, plus what the reader routes from the child's pipe between two
 waits: about 200 KiB).
 
 Why one shared child and not a child per request: a child per request pays a process start (tens of
@@ -65,6 +68,16 @@ STALL_AFTER = 30.0
 client that reads steadily but slowly can take nothing for seconds: its answer's writes go to the kernel's
 socket buffers (megabytes on loopback, autotuned), and a full socket is writable again only once about a
 third of its buffer drained (measured: 5.6 s with nothing taken for a client at 160 KiB/s; 2 s cut it)."""
+
+
+MAX_UNREAD = 8 << 20
+"""Bytes waiting for one stateless client past which a log line (any message but progress, which is held
+back instead) is not added: its POST is cut, "too slow to read". So a client that reads, but slower than the
+child writes log lines, costs the proxy a bound (this, plus one frame, the batch its response is writing and
+the socket's buffers), not everything the child writes; a client that keeps up loses nothing."""
+
+_TOO_SLOW = "the proxy ended this request: its client read the answer too slowly"
+_UNREAD = f"the proxy ended this request: its client is too slow to read (over {MAX_UNREAD >> 20} MiB unread)"
 
 
 class _Behind:
@@ -197,12 +210,14 @@ class StatelessBridge:
         elif (taken := stream.taken()) != behind.taken:
             behind.taken, behind.since = taken, time.monotonic()  # reading, however slowly
         elif time.monotonic() - behind.since > STALL_AFTER:
-            await self._cut(target)  # over the mark and took nothing for that long: it stopped reading
+            await self._cut(target, _TOO_SLOW)  # over the mark and took nothing for that long: it stopped
             return
         if token is not None:
             # replaces the earlier value it has not been sent, in its place: held tokens go out in the
             # order they were first held
             behind.progress[token] = item.raw
+        elif stream.held() + len(item.raw) > MAX_UNREAD:
+            await self._cut(target, _UNREAD)  # reading, but the child outwrites it without bound
         else:
             await self._send_held(target, behind)  # what the child wrote before this goes out first
             await stream.emit(item.raw, response=False, wait=False)
@@ -219,14 +234,13 @@ class StatelessBridge:
         for raw in held.values():
             await route.stream.emit(raw, response=False, wait=False)
 
-    async def _cut(self, route: Route) -> None:
-        """End the POST of a client that stopped reading (its answer: an error, after nothing else: what
-        it had not taken is dropped) and cancel its request upstream, rather than have the child's reader,
-        every client's, wait for that one."""
+    async def _cut(self, route: Route, text: str) -> None:
+        """End the POST of a client that stopped reading, or reads too slowly (its answer: an error with
+        `text`, after nothing else: what it had not taken is dropped) and cancel its request upstream,
+        rather than have the child's reader, every client's, wait for that one."""
         route.stream.drop_unsent()
         for upstream, (pending, rid) in list(self.pending.items()):
             if pending is route:
-                text = "the proxy ended this request: its client read the answer too slowly"
                 await route.stream.emit(
                     core.encode_error(rid, jsonrpc.CONNECTION_CLOSED, text), response=True, wait=False
                 )
