@@ -6,12 +6,18 @@ review of s28's leftovers; the end-to-end cut: test_listen_stateless_slow.py):
 - held progress is sent, not dropped, before the answer or before the -32000 of a child that ended, and
   nothing stays held after;
 - log lines are never held back, so past `MAX_UNREAD` waiting a client is cut, "too slow to read" (its
-  request cancelled upstream once), while one that keeps up gets every line.
+  request cancelled upstream once), while one that keeps up gets every line;
+- a client over the mark is cut only when its meter shows no reading for `STALL_AFTER` (the bytes taken from
+  its pipe, or those unacknowledged on its socket: SIOCOUTQ on Linux); the clock and the meter are
+  injected, nothing here waits for time to pass.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import socket
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -26,7 +32,7 @@ from mcpframe.http.pipe import MeteredPipe, Pipe
 from mcpframe.http.streams import Stream
 from mcpframe.proxy import listen_stateless
 from mcpframe.proxy.listen_bridge import Route
-from mcpframe.proxy.listen_stateless import CUT_AT, MAX_UNREAD, StatelessBridge
+from mcpframe.proxy.listen_stateless import CUT_AT, MAX_UNREAD, ClientMeter, StatelessBridge
 
 from ._listen_support import attached_pipes, dechunk, in_process_proxy, modern_call, modern_headers
 
@@ -270,6 +276,14 @@ async def test_a_client_flooded_with_log_lines_is_cut_at_the_cap_not_grown_witho
     reads. Only the cap may cut here (the stall rule is put out of reach), so the pipe never holds more."""
     monkeypatch.setattr(listen_stateless, "STALL_AFTER", 1e9)
     pipes: list[Pipe] = attached_pipes(monkeypatch)
+    meters: list[ClientMeter] = []
+
+    class _Recorded(ClientMeter):
+        def __init__(self, stream: Stream, transport: Any = None) -> None:
+            super().__init__(stream, transport)
+            meters.append(self)
+
+    monkeypatch.setattr(listen_stateless, "ClientMeter", _Recorded)
     child = tmp_path / "child.py"
     child.write_text(_LOGGING_CHILD)
     record = tmp_path / "record.txt"
@@ -280,6 +294,10 @@ async def test_a_client_flooded_with_log_lines_is_cut_at_the_cap_not_grown_witho
         slow.post(modern_call("logs", 7, {}, progressToken="tok"))
         with anyio.fail_after(30):
             await until(lambda: bool(pipes) and pipes[0].closed)
+            # the lean server named the connection: its unacknowledged bytes are read (on Linux)
+            assert meters[0].transport is not None
+            if sys.platform == "linux":
+                assert meters[0].unsent() > 0
             raw = await slow.read_until(b"\r\n0\r\n\r\n", 1)
             await until(lambda: "cancelled" in record.read_text())
         assert not proxy.app.stateless.pending
@@ -296,3 +314,97 @@ async def test_a_client_flooded_with_log_lines_is_cut_at_the_cap_not_grown_witho
     lines = record.read_text().splitlines()
     [logs] = [line.split(" ", 1)[1] for line in lines if line.startswith("logs ")]
     assert [line for line in lines if line.startswith("cancelled ")] == [f"cancelled {logs}"]
+
+
+class _FakeMeter:
+    """A client's meter whose readings the test sets."""
+
+    def __init__(self) -> None:
+        self.taken = 0
+        self.unsent = 0
+
+    def reading(self) -> tuple[int, int]:
+        return self.taken, self.unsent
+
+
+async def test_a_client_whose_socket_drains_is_not_cut_however_long_it_takes_nothing_from_the_pipe() -> None:
+    client = _Bridged(["tok"])
+    await client.attach()
+    client.fall_behind()
+    meter = _FakeMeter()
+    client.bridge.meters[client.route] = meter  # type: ignore[assignment]
+    now = [0.0]
+    client.bridge.clock = lambda: now[0]
+    meter.unsent = 4 << 20
+    for number in range(10):  # 300 s: the socket's unacknowledged bytes fall, the pipe is not taken from
+        await client.bridge._route(_progress("tok", number))
+        now[0] += listen_stateless.STALL_AFTER
+        meter.unsent -= 64 * 1024
+    assert not client.route.closed
+    meter.taken += CUT_AT  # its response takes a batch, and writes it: unacknowledged bytes rise
+    meter.unsent += CUT_AT
+    await client.bridge._route(_progress("tok", 10))
+    now[0] += listen_stateless.STALL_AFTER  # still, but not longer than that
+    await client.bridge._route(_progress("tok", 11))
+    assert not client.route.closed
+    now[0] += 0.001  # longer than that: it stopped reading
+    await client.bridge._route(_progress("tok", 12))
+    assert client.route.closed
+    [frame] = client.sent()
+    assert "too slowly" in frame["error"]["message"]
+    assert [args[1:] for args in client.spawned] == [(1, "the HTTP client read too slowly")]
+
+
+async def test_unacknowledged_bytes_that_rise_are_no_reading() -> None:
+    client = _Bridged(["tok"])
+    await client.attach()
+    client.fall_behind()
+    meter = _FakeMeter()
+    client.bridge.meters[client.route] = meter  # type: ignore[assignment]
+    now = [0.0]
+    client.bridge.clock = lambda: now[0]
+    for number in range(3):  # keepalives, the error of a cut: written, never acknowledged
+        await client.bridge._route(_progress("tok", number))
+        meter.unsent += 16
+        now[0] += listen_stateless.STALL_AFTER * 0.6
+    assert client.route.closed
+
+
+async def test_the_meter_reads_the_sockets_unacknowledged_bytes() -> None:
+    """On Linux, through mcpframe's lean server's transport; elsewhere it reads 0 (the pipe rule)."""
+    accepted: list[asyncio.Transport] = []
+
+    class _Server(asyncio.Protocol):
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            assert isinstance(transport, asyncio.Transport)
+            accepted.append(transport)
+
+    loop = asyncio.get_running_loop()
+    server = await loop.create_server(_Server, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    peer = socket.create_connection(("127.0.0.1", port))
+    peer.setblocking(False)
+    try:
+        with anyio.fail_after(10):
+            await until(lambda: bool(accepted))
+            transport = accepted[0]
+            meter = ClientMeter(Stream(None, None), transport)
+            assert meter.reading() == (0, 0)
+            transport.write(b"x" * (16 << 20))  # far more than the peer's and the socket's buffers take
+            if sys.platform != "linux":
+                assert meter.unsent() == 0
+                return
+            # nothing was read: all but what the peer's receive buffer took (acknowledged) is in the
+            # socket's send queue or the transport's buffer
+            assert 8 << 20 < meter.unsent() <= 16 << 20
+            while (before := meter.unsent()) > (8 << 20):
+                with contextlib.suppress(BlockingIOError):
+                    while peer.recv(1 << 20):  # the peer reads: what is unacknowledged falls
+                        pass
+                await until(lambda: meter.unsent() < before)
+    finally:
+        peer.close()
+        transport.close()
+        server.close()
+        await server.wait_closed()
+    assert ClientMeter(Stream(None, None), transport).unsent() == 0  # a closed connection: unknown

@@ -320,6 +320,9 @@ class _Connection(asyncio.Protocol):
                 "headers": cycle.headers,
                 "client": self.client,
                 "server": self.server,
+                # the connection, for an app that must tell a client that reads slowly from one that
+                # stopped (the proxy's shared stateless child asks its socket: `proxy.listen_stateless`)
+                "extensions": {"mcpframe.transport": self.transport},
             }
         return cycle.scope
 

@@ -14,8 +14,10 @@ client catches up, and before anything else the child sends for that request (a 
 client gets what the child wrote in the order it was written, only fewer progress values (held progress is
 sent, not dropped, before the answer or the -32000 error of a child that ended: what the client needs to know
 how far the work got). A client over the mark that takes no byte of its answer for `STALL_AFTER` seconds has
-stopped reading: its POST is cut (what it had not taken is dropped, a -32000 error is its answer, the request
-is cancelled upstream), and the others go on being answered. A client that reads, only slower than the child
+stopped reading (`ClientMeter`: on Linux its socket's unacknowledged bytes tell, which fall while it reads
+however slowly; elsewhere, or behind a server other than mcpframe's, the bytes its response took from the
+pipe): its POST is cut (what it had not taken is dropped, a -32000 error is its answer, the request is
+cancelled upstream), and the others go on being answered. A client that reads, only slower than the child
 writes log lines (they are never held back: only progress has a newest value that stands for the rest), is cut
 the same way once `MAX_UNREAD` bytes wait for it, "too slow to read": the proxy's memory for one client is
 bounded, and nothing is lost silently for a client that keeps up. The mark is well above what a client that
@@ -32,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
+import sys
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -54,7 +57,7 @@ if TYPE_CHECKING:
     from .listen_posts import BridgePosts
     from .pool import Child
 
-__all__ = ["StatelessBridge"]
+__all__ = ["ClientMeter", "StatelessBridge"]
 
 logger = logging.getLogger("mcpframe.proxy")
 
@@ -64,10 +67,15 @@ CUT_AT = 1 << 20
 """Bytes waiting for one stateless client past which its progress is held back (see the module doc)."""
 
 STALL_AFTER = 30.0
-"""Seconds a client over `CUT_AT` may take nothing from its answer before its POST is cut. Long, because a
-client that reads steadily but slowly can take nothing for seconds: its answer's writes go to the kernel's
-socket buffers (megabytes on loopback, autotuned), and a full socket is writable again only once about a
-third of its buffer drained (measured: 5.6 s with nothing taken for a client at 160 KiB/s; 2 s cut it)."""
+"""Seconds a client over `CUT_AT` may take nothing of its answer before its POST is cut (`ClientMeter`).
+Long, because where the socket cannot be asked, all the proxy sees is what the response took from its pipe,
+and a client that reads steadily but slowly can take nothing from there for seconds: the response's writes
+go to the kernel's socket buffers (megabytes on loopback, autotuned), and a full socket is writable again
+only once about a third of its buffer drained (measured: 5.6 s with nothing taken for a client at 160 KiB/s;
+2 s cut it)."""
+
+TRANSPORT_EXTENSION = "mcpframe.transport"
+"""The ASGI scope extension in which mcpframe's lean server names a request's connection (`http.wire`)."""
 
 
 MAX_UNREAD = 8 << 20
@@ -80,16 +88,72 @@ _TOO_SLOW = "the proxy ended this request: its client read the answer too slowly
 _UNREAD = f"the proxy ended this request: its client is too slow to read (over {MAX_UNREAD >> 20} MiB unread)"
 
 
+if sys.platform == "linux":
+    import fcntl
+    import termios
+
+    def _send_queue(fd: int) -> int:
+        """Bytes in the socket's send queue its peer has not acknowledged (SIOCOUTQ, alias TIOCOUTQ)."""
+        return int.from_bytes(fcntl.ioctl(fd, termios.TIOCOUTQ, bytes(4)), sys.byteorder, signed=True)
+
+else:
+    _send_queue = None
+
+
+class ClientMeter:
+    """How far one client has got with its SSE answer: `reading()` is the bytes its response took from the
+    stream's pipe, and the bytes written to its connection that it has not acknowledged yet (the transport's
+    buffer plus the socket's send queue), or 0 when that is unknown: a server that names no transport (only
+    mcpframe's lean server does, `TRANSPORT_EXTENSION`), a system that does not tell (not Linux).
+
+    The socket's count is what tells a slow reader from one that stopped: the pipe is taken from in batches
+    of up to megabytes, each written once the socket has room, which for a slow reader can be many seconds
+    apart, while the bytes it has not acknowledged fall with every window its reading opens."""
+
+    __slots__ = ("stream", "transport")
+
+    def __init__(self, stream: Stream, transport: Any = None) -> None:
+        self.stream = stream
+        self.transport = transport
+
+    def reading(self) -> tuple[int, int]:
+        """(bytes taken from the pipe, bytes not acknowledged on the connection)."""
+        return self.stream.taken(), self.unsent()
+
+    def unsent(self) -> int:
+        """Bytes written to the client's connection that it has not acknowledged (0: unknown, or none)."""
+        transport = self.transport
+        if transport is None or _send_queue is None or transport.is_closing():
+            return 0
+        sock = transport.get_extra_info("socket")
+        try:
+            queued = _send_queue(sock.fileno())
+        except (AttributeError, OSError, ValueError):  # no socket (a test's transport), or one closed
+            return 0
+        size: int = transport.get_write_buffer_size()
+        return size + queued
+
+
 class _Behind:
-    """A client over `CUT_AT`: the bytes it had taken when last seen taking, since when, and the newest
+    """A client over `CUT_AT`: its meter's last reading, since when it has not moved, and the newest
     progress notification per token held back for it."""
 
-    __slots__ = ("progress", "since", "taken")
+    __slots__ = ("progress", "since", "taken", "unsent")
 
-    def __init__(self, taken: int) -> None:
-        self.taken = taken
-        self.since = time.monotonic()
+    def __init__(self, reading: tuple[int, int], now: float) -> None:
+        self.taken, self.unsent = reading
+        self.since = now
         self.progress: dict[Any, bytes] = {}
+
+    def moved(self, reading: tuple[int, int], now: float) -> bool:
+        """Whether the client took something since the last reading (more taken from the pipe, or fewer
+        bytes unacknowledged: only its reading lowers those; a write raises them, after a take), or has not
+        been still for `STALL_AFTER` seconds."""
+        taken, unsent = reading
+        if taken != self.taken or unsent < self.unsent:
+            self.since = now
+        self.taken, self.unsent = taken, unsent
+        return now - self.since <= STALL_AFTER
 
 
 class StatelessBridge:
@@ -106,6 +170,8 @@ class StatelessBridge:
         self.tokens: dict[Any, Route] = {}
         self.json_only: set[Route] = set()  # POSTs that take no SSE: no notification can ever reach them
         self.behind: dict[Route, _Behind] = {}  # POSTs whose client is over `CUT_AT`
+        self.meters: dict[Route, ClientMeter] = {}  # POSTs whose client takes SSE
+        self.clock: Callable[[], float] = time.monotonic
 
     async def handle(self, request: HttpRequest, body: Body, accepts: Accepts, posts: BridgePosts) -> Answer:
         """Answer one stateless request through the shared child."""
@@ -133,6 +199,9 @@ class StatelessBridge:
             self.tokens[token] = route
         if not accepts.sse:
             self.json_only.add(route)
+        else:
+            extensions = request.scope.get("extensions") or {}
+            self.meters[route] = ClientMeter(route.stream, extensions.get(TRANSPORT_EXTENSION))
         try:
             await child.write(one_line(message.with_id(upstream)))
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
@@ -144,6 +213,7 @@ class StatelessBridge:
         self.pending.pop(upstream, None)
         self.json_only.discard(route)
         self.behind.pop(route, None)
+        self.meters.pop(route, None)
         for token in route.tokens:
             if self.tokens.get(token) is route:
                 del self.tokens[token]
@@ -187,16 +257,17 @@ class StatelessBridge:
         else:
             await self._notify(item)
 
-    async def _notify(self, item: MessageLike) -> None:
-        target: Route | None = None
-        token = None
+    def _target(self, item: MessageLike) -> tuple[Route | None, Any]:
+        """The POST a notification goes to, and its progress token (`None`: not progress)."""
         if item.method == _PROGRESS:
             params = item.params
             token = params.get(protocol.PROGRESS_TOKEN) if isinstance(params, dict) else None
             # a malformed token (a list: unhashable) must not end the reader every client shares
-            target = self.tokens.get(token) if isinstance(token, int | str) else None
-        elif self.pending:
-            target = next(reversed(self.pending.values()))[0]
+            return (self.tokens.get(token) if isinstance(token, int | str) else None), token
+        return (next(reversed(self.pending.values()))[0] if self.pending else None), None
+
+    async def _notify(self, item: MessageLike) -> None:
+        target, token = self._target(item)
         if target is None or target.closed or target in self.json_only:
             return  # a client that takes no SSE gets its answer alone: nothing is kept for it
         stream = target.stream
@@ -204,12 +275,11 @@ class StatelessBridge:
             await self._flush(target)
             await stream.emit(item.raw, response=False, wait=False)
             return
+        meter = self.meters.get(target) or ClientMeter(stream)
         behind = self.behind.get(target)
         if behind is None:
-            behind = self.behind[target] = _Behind(stream.taken())
-        elif (taken := stream.taken()) != behind.taken:
-            behind.taken, behind.since = taken, time.monotonic()  # reading, however slowly
-        elif time.monotonic() - behind.since > STALL_AFTER:
+            behind = self.behind[target] = _Behind(meter.reading(), self.clock())
+        elif not behind.moved(meter.reading(), self.clock()):
             await self._cut(target, _TOO_SLOW)  # over the mark and took nothing for that long: it stopped
             return
         if token is not None:
