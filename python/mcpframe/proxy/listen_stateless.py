@@ -145,10 +145,10 @@ class _Behind:
         self.since = now
         self.progress: dict[Any, bytes] = {}
 
-    def moved(self, reading: tuple[int, int], now: float) -> bool:
-        """Whether the client took something since the last reading (more taken from the pipe, or fewer
-        bytes unacknowledged: only its reading lowers those; a write raises them, after a take), or has not
-        been still for `STALL_AFTER` seconds."""
+    def still_reading(self, reading: tuple[int, int], now: float) -> bool:
+        """Whether the client took something within the last `STALL_AFTER` seconds, by its meter's new
+        `reading`: it took something since the last one if more was taken from the pipe, or fewer bytes
+        are unacknowledged (only its reading lowers those; a write raises them, after a take)."""
         taken, unsent = reading
         if taken != self.taken or unsent < self.unsent:
             self.since = now
@@ -279,7 +279,7 @@ class StatelessBridge:
         behind = self.behind.get(target)
         if behind is None:
             behind = self.behind[target] = _Behind(meter.reading(), self.clock())
-        elif not behind.moved(meter.reading(), self.clock()):
+        elif not behind.still_reading(meter.reading(), self.clock()):
             await self._cut(target, _TOO_SLOW)  # over the mark and took nothing for that long: it stopped
             return
         if token is not None:
