@@ -320,9 +320,6 @@ class _Connection(asyncio.Protocol):
                 "headers": cycle.headers,
                 "client": self.client,
                 "server": self.server,
-                # the connection, for an app that must tell a client that reads slowly from one that
-                # stopped (the proxy's shared stateless child asks its socket: `proxy.listen_stateless`)
-                "extensions": {"mcpframe.transport": self.transport},
             }
         return cycle.scope
 
@@ -662,6 +659,13 @@ class _Receive:
             callback()
             return
         self._cycle.on_lost = callback
+
+    @property
+    def transport(self) -> asyncio.Transport | None:
+        """The connection's transport: for an app that must tell a client that reads slowly from one that
+        stopped (the proxy's shared stateless child asks its socket, `proxy.listen_stateless.ClientMeter`).
+        Here, not in the scope: a request that does not ask pays nothing."""
+        return self._connection.transport
 
 
 _Out = wire_answers.Out  # (the name the tests know it by)

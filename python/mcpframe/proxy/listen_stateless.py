@@ -74,9 +74,6 @@ go to the kernel's socket buffers (megabytes on loopback, autotuned), and a full
 only once about a third of its buffer drained (measured: 5.6 s with nothing taken for a client at 160 KiB/s;
 2 s cut it)."""
 
-TRANSPORT_EXTENSION = "mcpframe.transport"
-"""The ASGI scope extension in which mcpframe's lean server names a request's connection (`http.wire`)."""
-
 
 MAX_UNREAD = 8 << 20
 """Bytes waiting for one stateless client past which a log line (any message but progress, which is held
@@ -104,7 +101,7 @@ class ClientMeter:
     """How far one client has got with its SSE answer: `reading()` is the bytes its response took from the
     stream's pipe, and the bytes written to its connection that it has not acknowledged yet (the transport's
     buffer plus the socket's send queue), or 0 when that is unknown: a server that names no transport (only
-    mcpframe's lean server does, `TRANSPORT_EXTENSION`), a system that does not tell (not Linux).
+    mcpframe's lean server does, on the request's `receive`), a system that does not tell (not Linux).
 
     The socket's count is what tells a slow reader from one that stopped: the pipe is taken from in batches
     of up to megabytes, each written once the socket has room, which for a slow reader can be many seconds
@@ -200,8 +197,9 @@ class StatelessBridge:
         if not accepts.sse:
             self.json_only.add(route)
         else:
-            extensions = request.scope.get("extensions") or {}
-            self.meters[route] = ClientMeter(route.stream, extensions.get(TRANSPORT_EXTENSION))
+            # mcpframe's lean server names the connection's transport on `receive` (as `on_disconnect`)
+            transport = getattr(request.receive, "transport", None)
+            self.meters[route] = ClientMeter(route.stream, transport)
         try:
             await child.write(one_line(message.with_id(upstream)))
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
