@@ -1,5 +1,6 @@
-"""The stateless bridge's holding of progress for a client over the mark, pinned on the bridge itself (the
-review of s28's leftovers; the end-to-end cut: test_listen_stateless_slow.py):
+"""The stateless bridge with a client over the mark (the review of s28's leftovers), pinned mostly on the
+bridge itself, plus a log flood end to end and the meter on a real socket (the cut of a client that stops
+reading, end to end: test_listen_stateless_slow.py):
 
 - what the child wrote for one request reaches its client in that order: a held progress notification goes
   out before a later log line or answer for the same request, and held tokens in the order first held;
