@@ -120,14 +120,15 @@ class ClientMeter:
     def unsent(self) -> int:
         """Bytes written to the client's connection that it has not acknowledged (0: unknown, or none)."""
         transport = self.transport
-        if transport is None or _send_queue is None or transport.is_closing():
+        if transport is None or _send_queue is None:
             return 0
-        sock = transport.get_extra_info("socket")
         try:
-            queued = _send_queue(sock.fileno())
-        except (AttributeError, OSError, ValueError):  # no socket (a test's transport), or one closed
+            if transport.is_closing():
+                return 0
+            queued = _send_queue(transport.get_extra_info("socket").fileno())
+            size: int = transport.get_write_buffer_size()
+        except (AttributeError, OSError, ValueError):  # no socket (not a socket transport), or one closed
             return 0
-        size: int = transport.get_write_buffer_size()
         return size + queued
 
 
