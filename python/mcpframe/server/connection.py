@@ -123,9 +123,15 @@ class ServerConnection:
         self._token: anyio.lowlevel.EventLoopToken | None = None
         self._loop_thread = 0
         self._call: CallInfo | None = None  # see _legacy_call
-        self.tracked_by: tuple[Stop, ...] = ()
-        """The graceful stops whose `Stop.track` wraps `handle_request`, each once (`track_connection`); none
-        once closed (`close` drops the wrapper, a cycle through this connection)."""
+        self._stops: tuple[Stop, ...] = ()  # `Stop.track_connection`: each checked on every request
+        self._closed = False
+
+    @property
+    def tracked_by(self) -> tuple[Stop, ...]:
+        """The graceful stops tracking this connection's requests (`Stop.track_connection`), each once;
+        none once closed. A handler taken before `close` (a lane's) still answers to them: refused once
+        one began, its requests waited for and cut by its `settle`."""
+        return () if self._closed else self._stops
 
     # ----------------------------------------------------------------- running
 
@@ -157,12 +163,7 @@ class ServerConnection:
         self._token = None
         for listener in list(self._listeners.values()):
             listener.closed.set()
-        if self.tracked_by:
-            # `Stop.track_connection`'s wrapper holds a bound method of this connection: left in place, that
-            # cycle makes every closed connection (one per 2026-07-28 POST) garbage only the collector frees
-            # (measured ~4k instructions a POST). Whoever still holds the wrapper (a lane) keeps tracking.
-            del self.handle_request
-            self.tracked_by = ()
+        self._closed = True
 
     def post(self, kind: str, value: str) -> None:
         """Queue a change notification from any thread (`("list", kind)` or `("updated", uri)`)."""
@@ -242,7 +243,17 @@ class ServerConnection:
         It returns the awaitable that answers `request` (for a handshake-era request, the method handler's
         own coroutine) and raises at once what it refuses. Not `async def`: the Session awaits the
         handler's coroutine itself, with no frame of this method in between on every request.
+
+        Under a graceful stop (`tracked_by`) it refuses the request once the stop began, and has the stop
+        watch the Session the request came on (the stop finds the requests in flight there as it settles):
+        a flag and a set lookup, where a wrapper per connection (one per 2026-07-28 POST) cost ~7k
+        instructions.
         """
+        stops = self._stops
+        if stops:  # the first stop's test inlined: the others (rare) in _track
+            stop = stops[0]
+            if stop.refusing or len(stops) > 1 or request.session not in stop.sessions:
+                self._track(request)
         params = request.params
         if params is None:
             params = {}
@@ -264,6 +275,14 @@ class ServerConnection:
         ):
             call = self._legacy_call()
         return self._handler(method)(self, request, call, params)
+
+    def _track(self, request: Request) -> None:
+        """Refuse `request` if one of this connection's stops began, else have each watch its Session."""
+        for stop in self._stops:
+            if stop.refusing:  # refused before the request is looked at
+                raise JSONRPCError(jsonrpc.CONNECTION_CLOSED, stop.refusal)
+            if request.session not in stop.sessions:
+                stop.watch(request.session)
 
     def _handler(self, method: str) -> Handler:
         handler = self.server.handlers.get(method)

@@ -14,7 +14,9 @@ A second signal during the grace period exits at once, with the shell's status f
 (128 + its number: 130 for SIGINT, 143 for SIGTERM), without the teardown.
 
 Every connection made under ``run_stoppable`` (``Server.connection``, or ``tracked`` for a subclass's)
-routes its requests through ``Stop.track``: about 0.25 us per request. A connection served by
+has its requests tracked by the ``Stop`` (``Stop.track_connection``): no wrapper, a flag and a set lookup
+per request in ``ServerConnection.handle_request``; the stop finds the requests in flight in the Sessions
+they came on (each Session's own table) when it settles. A connection served by
 ``Server.serve`` drains itself (steps 1 to 3) and then ends. When none does, the entry point's coroutine
 is cancelled instead: the Streamable HTTP host (``mcpframe.http.serve_http``) then ends its GET streams,
 calls ``Stop.settle`` on a ``Stop`` of its own that follows the entry point's (``Stop.follower``: steps 1
@@ -38,7 +40,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio
 
 from mcpframe import jsonrpc
-from mcpframe._unstable import asyncio_tasks
 from mcpframe.session import JSONRPCError, Request, Session
 
 if TYPE_CHECKING:
@@ -57,7 +58,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger("mcpframe.server")
-_current_task = asyncio_tasks.current_task  # a dict lookup where verified; asyncio's own is ~0.3 us
 
 DEFAULT_GRACE = 10.0
 """Seconds requests in flight get to answer after SIGTERM/SIGINT (``MCPFRAME_SHUTDOWN_GRACE`` overrides)."""
@@ -66,10 +66,13 @@ GRACE_ENV = "MCPFRAME_SHUTDOWN_GRACE"
 """The environment variable every entry point reads the grace period from (`mcpframe serve --grace`)."""
 _CUT_WAIT = 1.0  # after the grace period: how long cancelled handlers get to leave before the session ends
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_PRUNE_AT_LEAST = 64  # watched Sessions a stop holds before it first lets go of those that ended
+_REFUSAL = "Server shutting down: request not started"
+# a server started (`Stop.follower`) after the stop it follows began: it would be stopped at once anyway
+_REFUSAL_LATE = f"{_REFUSAL}: this server was started after the shutdown began"
 
 _CURRENT: contextvars.ContextVar[Stop | None] = contextvars.ContextVar("mcpframe_stop", default=None)
 
-RequestHandler = Callable[[Request], Awaitable[Any]]
 C = TypeVar("C", bound="ServerConnection")
 
 
@@ -117,10 +120,13 @@ def stopping_under(stop: Stop) -> Iterator[Stop]:
 
 
 def tracked(connection: C) -> C:
-    """``connection``, its requests tracked by the current ``Stop`` if there is one (see ``Stop.track``)."""
+    """``connection``, its requests tracked by the current ``Stop`` if there is one (``track_connection``)."""
     stop = _CURRENT.get()
     if stop is not None:
-        stop.track_connection(connection)
+        if connection._stops:
+            stop.track_connection(connection)
+        else:  # the usual case (a fresh connection: one per 2026-07-28 POST), without a call
+            connection._stops = (stop,)
     return connection
 
 
@@ -147,9 +153,9 @@ def _user_frame(exc: BaseException) -> str:
 class Stop:
     """One graceful stop: the signal that asked for it, and the requests it waits for.
 
-    ``track`` wraps a connection's request handler so the stop sees what runs; ``drain`` waits for the
-    signal, then refuses new requests, waits up to ``grace`` seconds for the running ones, and answers
-    those still running then with an error before closing the session.
+    ``track_connection`` has a connection's requests refused once the stop began and their Sessions
+    watched; ``drain`` waits for the signal, then refuses new requests, waits up to ``grace`` seconds for
+    the running ones, and answers those still running then with an error before closing the session.
     """
 
     def __init__(self, grace: float, *, own: bool = False) -> None:
@@ -158,11 +164,13 @@ class Stop:
         self.requested = anyio.Event()
         self.signal: int | None = None
         self.refusing = False
+        self.refusal = _REFUSAL
+        """The message of the -32000 error refusing a request once ``refusing``."""
         self.claimed = False  # a connection drains itself (Server.serve): main is not cancelled
         self.on_request: Callable[[], object] = lambda: None
-        self._running: dict[asyncio.Task[Any] | None, Request] = {}
-        self._cut: set[asyncio.Task[Any]] = set()
-        self._idle: anyio.Event | None = None
+        self.sessions: set[Session] = set()
+        """The Sessions tracked connections took requests on (``watch``): where ``settle`` looks."""
+        self._prune_at = _PRUNE_AT_LEAST
         self._settled: anyio.Event | None = None
         self._followers: list[Stop] = []
 
@@ -179,11 +187,13 @@ class Stop:
     def follower(self, grace: float | None = None) -> Iterator[Stop]:
         """A ``Stop`` of its own (``own``) for one ``serve_http`` under this one while the block runs: it is
         requested when this one is (a signal still stops every server) but settles only its own requests,
-        with ``grace`` (default: this one's). Made after this one was requested, it refuses every request."""
+        with ``grace`` (default: this one's). Made after this one was requested, it refuses every request,
+        saying why (a server started during the shutdown would only be stopped at once)."""
         stop = Stop(self.grace if grace is None else grace, own=True)
         if self.requested.is_set():
             stop.request(self.signal)
             stop.refusing = True
+            stop.refusal = _REFUSAL_LATE
         self._followers.append(stop)
         try:
             yield stop
@@ -192,54 +202,35 @@ class Stop:
 
     # ------------------------------------------------------------ requests
 
-    def track(self, handler: RequestHandler) -> RequestHandler:
-        """``handler``, refusing requests once the stop began and answering those cut at its end.
+    @property
+    def _running(self) -> list[Request]:
+        """The requests in flight on the sessions this stop watches (each Session's own table)."""
+        return [request for session in self.sessions for request in session.requests_in_flight()]
 
-        Call it on the event loop. It costs a request about 0.4 us (one coroutine frame, one dict entry); it
-        is made for every connection (``track_connection``: one per 2026-07-28 POST): it closes over
-        three names only.
-        """
-        loop = asyncio.get_running_loop()
-
-        async def tracked(request: Request) -> Any:
-            if self.refusing:
-                raise JSONRPCError(jsonrpc.CONNECTION_CLOSED, "Server shutting down: request not started")
-            running = self._running
-            task = _current_task(loop)
-            running[task] = request
-            try:
-                return await handler(request)
-            except asyncio.CancelledError:
-                cut = self._cut
-                if task not in cut or request.cancelled:
-                    raise  # the client's cancellation, or the loop's: not ours to answer
-                cut.discard(task)
-                if task is not None:
-                    task.uncancel()
-                why = f"Server shutting down: the request did not finish in the {self.grace:g} s grace period"
-                raise JSONRPCError(jsonrpc.CONNECTION_CLOSED, why) from None
-            finally:
-                del running[task]
-                if self._idle is not None and not running:
-                    self._idle.set()
-
-        return tracked
+    def watch(self, session: Session) -> None:
+        """Count ``session``'s requests in flight among this stop's (a tracked connection's request came
+        on it: ``ServerConnection.handle_request``). Sessions that ended are let go as new ones come."""
+        sessions = self.sessions
+        if len(sessions) >= self._prune_at:
+            sessions.difference_update([s for s in sessions if s.closed and not s.in_flight])
+            self._prune_at = max(_PRUNE_AT_LEAST, 2 * len(sessions))
+        sessions.add(session)
 
     async def _all_done(self) -> None:
-        while self._running:
-            self._idle = anyio.Event()
-            await self._idle.wait()
+        while running := self._running:
+            for request in running:
+                await request.wait_done()
 
     def track_connection(self, connection: ServerConnection) -> None:
-        """Route ``connection``'s requests through ``track`` (once, however often it is asked).
+        """Track ``connection``'s requests (once, however often it is asked): once this stop began, its
+        ``handle_request`` refuses them, and this stop's ``settle`` waits for (then cuts) those running.
 
-        Each stop wraps a connection at most once, whatever other stops did in between: a second wrapper of
-        the same stop would enter and leave its ``running`` twice for each request (the second exit fails).
+        Nothing wraps the handler: the connection checks its stops' ``refusing`` on each request, and has
+        each stop ``watch`` the Session the request came on; the stop finds what runs there at settle time.
         """
-        stops = connection.tracked_by
+        stops = connection._stops
         if self not in stops:  # one stop (the usual case): a one-item tuple, compared by identity first
-            connection.tracked_by = (*stops, self)
-            connection.handle_request = self.track(connection.handle_request)  # type: ignore[method-assign,assignment]
+            connection._stops = (*stops, self)
 
     async def settle(self) -> None:
         """Refuse new requests, wait up to ``grace`` for the running ones, cut the rest (done once)."""
@@ -256,10 +247,9 @@ class Stop:
                 len(self._running),
                 self.grace,
             )
-            for task in list(self._running):
-                if task is not None:
-                    self._cut.add(task)
-                    task.cancel()
+            why = f"Server shutting down: the request did not finish in the {self.grace:g} s grace period"
+            for request in self._running:
+                request.abort(JSONRPCError(jsonrpc.CONNECTION_CLOSED, why))
             with anyio.move_on_after(_CUT_WAIT):
                 await self._all_done()
         self._settled.set()

@@ -101,11 +101,12 @@ async def _answer(
                 frame = failure_frame(request, exc)
             else:
                 frame = result_frame(request, result)
-    except asyncio.CancelledError:
-        if not request._cancelled:
-            raise  # not the client's cancel (the loop, or the Session ending): let the task end cancelled
+    except asyncio.CancelledError as cancel:
+        frame = request._cancelled_answer(cancel)  # the loop's or the Session's cancel is raised again
     finally:
         request._done = True
+        if request._waiter is not None:
+            request._waiter.set()
         if incoming.get(rid) is request:
             del incoming[rid]
     if request._cancelled or frame is None:

@@ -190,6 +190,10 @@ class Session:
         """Incoming requests whose handler is running."""
         return len(self._incoming)
 
+    def requests_in_flight(self) -> list[Request]:
+        """The incoming requests not done yet (``in_flight`` of them), in arrival order."""
+        return list(self._incoming.values())
+
     @property
     def backlog(self) -> int:
         """Decoded items waiting for room (flow control: reading is paused meanwhile)."""
@@ -562,11 +566,12 @@ class Session:
                     frame = failure_frame(request, exc)
                 else:
                     frame = result_frame(request, result)
-        except asyncio.CancelledError:
-            if not request._cancelled:
-                raise  # not ours (the loop is shutting down): let the task end cancelled
+        except asyncio.CancelledError as cancel:
+            frame = request._cancelled_answer(cancel)  # the loop's cancel (shutting down) is raised again
         finally:
             request._done = True
+            if request._waiter is not None:
+                request._waiter.set()
             incoming = self._incoming
             if incoming.get(request.id) is request:
                 del incoming[request.id]

@@ -11,6 +11,8 @@ import anyio
 from mcpframe._api import Id, MessageLike
 from mcpframe._unstable.anyio_tasks import SHIELD_AWARE, in_shield
 from mcpframe.protocol import NOTIFICATIONS_PROGRESS, PROGRESS_TOKEN
+from mcpframe.session.errors import JSONRPCError
+from mcpframe.session.frames import error_frame
 
 if TYPE_CHECKING:
     from mcpframe.session.batch import Batch
@@ -42,12 +44,14 @@ class Request:
     """One incoming request: its id, method, params and ``_meta``, and the means to answer around it."""
 
     __slots__ = (
+        "_aborted",
         "_batch",
         "_cancelled",
         "_done",
         "_scope",
         "_started",
         "_task",
+        "_waiter",
         "id",
         "message",
         "meta",
@@ -80,6 +84,8 @@ class Request:
         self._done = False
         self._batch = batch
         self._scope: anyio.CancelScope | None = None  # the public path's scope around the handler
+        self._aborted: JSONRPCError | None = None  # see abort()
+        self._waiter: asyncio.Event | None = None  # see wait_done(): made by the first waiter
 
     def __repr__(self) -> str:
         return f"Request(id={self.id!r}, method={self.method!r})"
@@ -104,6 +110,42 @@ class Request:
             return
         self._cancelled = True
         self._deliver_cancel()
+
+    def abort(self, error: JSONRPCError) -> None:
+        """Cancel the handler and answer the request with ``error`` (e.g. a server stopping says why).
+
+        The handler is cancelled as ``cancel`` cancels it (one inside a shielded anyio cancel scope once it
+        has left the shield) and sees one ``CancelledError``; the Session then answers ``error`` in its
+        place. Nothing happens once the request is done, cancelled or aborted; one that has not started yet
+        is left to start (and answer) as usual.
+        """
+        if self._done or self._cancelled or self._aborted is not None:
+            return
+        self._aborted = error
+        self._deliver_cancel()
+
+    def _cancelled_answer(self, cancel: asyncio.CancelledError) -> bytes | None:
+        """The answer of a handler that ended in ``cancel``: none for the peer's cancel (``cancel``),
+        ``abort``'s error for ours; any other (the loop's, the Session's end) is raised again. ``abort``'s
+        ``Task.cancel()`` is withdrawn: the task answers, and goes on, as an uncancelled one would."""
+        if self._cancelled:
+            return None
+        error = self._aborted
+        if error is None:
+            raise cancel
+        task = self._task
+        if self._scope is None and task is not None:
+            task.uncancel()
+        return error_frame(self.id, error)
+
+    async def wait_done(self) -> None:
+        """Wait until the handler has finished (``done``)."""
+        if self._done:
+            return
+        waiter = self._waiter
+        if waiter is None:
+            waiter = self._waiter = asyncio.Event()
+        await waiter.wait()
 
     def _deliver_cancel(self) -> None:
         """``Task.cancel()``, held back while the handler is shielded (checked every ``_SHIELD_POLL`` s).
