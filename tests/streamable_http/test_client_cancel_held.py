@@ -1,9 +1,11 @@
-"""A cancel the Streamable HTTP client holds back because its request is not written yet.
+"""A cancel the Streamable HTTP client holds back because its request is being written.
 
-The request's body is gated on the client's side (a wrapping httpx transport whose body stream waits for
-`open`), so the cancel is sent while the request is started but not written: the held path, decided by the
-test, not by timing. The cancel goes once the request was written; a request that fails before being
-written lets its cancel go (harmless) rather than hang; a client closed with a cancel held ends at once.
+The request's body is gated on the client's side (a wrapping httpx transport whose body stream, once the
+transport began handing it on, waits for `open`), so the cancel is sent while the request is partly sent but
+not written: the held path, decided by the test, not by timing. The cancel goes once the request was
+written (its `send` returns then); a request that fails before being written lets its cancel go (harmless)
+rather than hang; a client closed with a cancel held ends at once. (A request none of which was sent is
+dropped with its cancel instead: `test_client_cancel_unsent.py`.)
 """
 
 from __future__ import annotations
@@ -29,8 +31,9 @@ CANCEL = core.encode_notification(CANCELLED, {"requestId": 1}) + b"\n"
 
 
 class Gated(httpx.AsyncBaseTransport):
-    """Passes requests to `inner`; the body of a `tools/call` is handed on only once `open` is set (or,
-    with `fail`, never: the request fails with a connect error before any of it is written)."""
+    """Passes requests to `inner`; the body of a `tools/call`, once `inner` began sending it, is handed on
+    only once `open` is set (or, with `fail`, never: the request fails with a write error before its body
+    is written)."""
 
     def __init__(self, inner: httpx.AsyncBaseTransport, *, fail: bool = False) -> None:
         self.inner = inner
@@ -40,11 +43,7 @@ class Gated(httpx.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         if request.headers.get("mcp-method") == CALL:
-            self.at_gate.set()
-            await self.open.wait()
-            if self.fail:
-                raise httpx.ConnectError("refused")
-            request.stream = _Later(request.stream)  # type: ignore[arg-type]
+            request.stream = _Later(request.stream, self)  # type: ignore[arg-type]
         return await self.inner.handle_async_request(request)
 
     async def aclose(self) -> None:
@@ -52,11 +51,16 @@ class Gated(httpx.AsyncBaseTransport):
 
 
 class _Later(httpx.AsyncByteStream):
-    def __init__(self, stream: Any) -> None:
+    def __init__(self, stream: Any, gate: Gated) -> None:
         self.stream = stream
+        self.gate = gate
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        async for chunk in self.stream:
+        async for chunk in self.stream:  # the client's body: taking its chunk marks the request as being sent
+            self.gate.at_gate.set()
+            await self.gate.open.wait()
+            if self.gate.fail:
+                raise httpx.WriteError("the connection broke")
             yield chunk
 
 
@@ -79,6 +83,8 @@ class Recorder:
         self.app = Scripted(self.handle)
 
     async def handle(self, seen: Seen) -> Reply:
+        if seen.body is None:  # a POST cut before its body (`fail`): the server never had a request
+            return Reply(400)
         self.order.append(seen.method)
         if seen.method == CANCELLED:
             self.cancel_seen.set()
@@ -110,6 +116,11 @@ async def gated_transport(
 CLIENTS = ["httpx", "httpx-auth", "asgi"]
 
 
+async def send_then_set(transport: StreamableHTTPTransport, data: bytes, sent: anyio.Event) -> None:
+    await transport.send(data)
+    sent.set()
+
+
 @pytest.mark.parametrize("client", CLIENTS)
 async def test_a_held_cancel_goes_once_its_request_was_written(client: str) -> None:
     server = Recorder()
@@ -117,10 +128,15 @@ async def test_a_held_cancel_goes_once_its_request_was_written(client: str) -> N
         with anyio.fail_after(10):
             await transport.send(REQUEST)
             await gated.at_gate.wait()
-            await transport.send(CANCEL)  # returns at once: held until the request is written
-            assert server.order == []
-            gated.open.set()
-            await server.cancel_seen.wait()
+            async with anyio.create_task_group() as tg:
+                sent = anyio.Event()
+                tg.start_soon(send_then_set, transport, CANCEL, sent)  # held until the request is written
+                await anyio.wait_all_tasks_blocked()
+                assert server.order == []
+                assert not sent.is_set()
+                gated.open.set()
+                await server.cancel_seen.wait()
+            assert sent.is_set()
     assert server.order == [CALL, CANCELLED]
 
 
@@ -131,9 +147,11 @@ async def test_a_request_failing_before_it_was_written_lets_its_held_cancel_go(c
         with anyio.fail_after(10):
             await transport.send(REQUEST)
             await gated.at_gate.wait()
-            await transport.send(CANCEL)
-            gated.open.set()
-            await server.cancel_seen.wait()  # harmless: the server never had the request
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(transport.send, CANCEL)
+                await anyio.wait_all_tasks_blocked()
+                gated.open.set()
+                await server.cancel_seen.wait()  # harmless: the server never had the request
             while transport.in_flight:
                 await anyio.sleep(0.001)
     assert server.order == [CANCELLED]
@@ -142,9 +160,11 @@ async def test_a_request_failing_before_it_was_written_lets_its_held_cancel_go(c
 async def test_a_client_closed_with_a_cancel_held_ends_at_once() -> None:
     server = Recorder()
     with anyio.fail_after(10):
-        async with gated_transport(server, "httpx") as (transport, gated):
+        # the task group outlives the transport: the held cancel's `send` returns once the transport closed
+        async with anyio.create_task_group() as tg, gated_transport(server, "httpx") as (transport, gated):
             await transport.send(REQUEST)
             await gated.at_gate.wait()
-            await transport.send(CANCEL)
+            tg.start_soon(transport.send, CANCEL)
+            await anyio.wait_all_tasks_blocked()
         assert transport.in_flight == 0
     assert server.order == []

@@ -3,8 +3,8 @@
 A request is posted from a task of its own and its cancel from the caller's `send`: two POSTs on two
 connections, so without care the server may get the cancel first, ignore it (an unknown request) and then
 run the request uncancelled. A scripted server records the order the POSTs reach it; the request's POST is
-held on the client's side (a wrapping httpx transport) until the cancel was sent, so the order is decided
-by the transport alone, never by timing.
+held on the client's side, its body begun but not written (a wrapping httpx transport), until the cancel was
+sent, so the order is decided by the transport alone, never by timing.
 """
 
 from __future__ import annotations
@@ -66,7 +66,8 @@ class Recorder:
 
 class Holding(httpx.AsyncBaseTransport):
     """Passes requests to a real transport; the POSTs of a request (a `tools/call`) past the first
-    `pass_first` wait for `release` first, as one stuck behind a slow connect would."""
+    `pass_first` have their body, once the transport began sending it, wait for `release`, as one stuck
+    behind a slow reader would."""
 
     def __init__(self, pass_first: int = 0) -> None:
         self.inner = httpx.AsyncHTTPTransport()
@@ -79,12 +80,23 @@ class Holding(httpx.AsyncBaseTransport):
             if self.passed:
                 self.passed -= 1
             else:
-                self.holding.set()
-                await self.release.wait()
+                request.stream = _HeldBody(request.stream, self)  # type: ignore[arg-type]
         return await self.inner.handle_async_request(request)
 
     async def aclose(self) -> None:
         await self.inner.aclose()
+
+
+class _HeldBody(httpx.AsyncByteStream):
+    def __init__(self, stream: Any, holding: Holding) -> None:
+        self.stream = stream
+        self.holding = holding
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self.stream:  # taking the client's chunk marks the request as being sent
+            self.holding.holding.set()
+            await self.holding.release.wait()
+            yield chunk
 
 
 async def cancel_while_held(server: Recorder, holding: Holding) -> None:
@@ -98,9 +110,11 @@ async def cancel_while_held(server: Recorder, holding: Holding) -> None:
         with anyio.fail_after(10):
             await transport.send(_request(1))
             await holding.holding.wait()
-            await transport.send(_cancel(1))  # returns at once: the cancel goes once the request went
-            holding.release.set()
-            await server.cancel_seen.wait()
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(transport.send, _cancel(1))  # returns once the request went, then its cancel
+                await anyio.wait_all_tasks_blocked()
+                holding.release.set()
+                await server.cancel_seen.wait()
 
 
 async def test_a_cancel_waits_for_its_request_to_be_posted() -> None:

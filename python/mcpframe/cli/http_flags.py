@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -219,16 +218,14 @@ def _token(args: argparse.Namespace) -> str | None:
 
 def ready_callback(options: Any) -> Callable[[str], None]:
     """What to do once listening: freeze the start-up heap, and say the URL in one line on stderr."""
+    from mcpframe.http.server import announce  # noqa: PLC0415 - the http extra, checked before the import
 
     def ready(url: str) -> None:
         listening = getattr(options.auth, "listening", None)
         if listening is not None:  # a StaticTokenAuth's metadata names the bound URL
             listening.append(url)
         freeze_startup_heap()  # listening: the app, its imports and the HTTP stack exist (see mcpframe._gc)
-        if getattr(options, "legacy_sse", False):  # before the endpoint's line, which stays the last
-            base = url[: url.index("/", url.index("//") + 2)]
-            print(f"mcpframe serve: legacy HTTP+SSE on {base}/sse", file=sys.stderr, flush=True)
-        print(f"mcpframe serve: Streamable HTTP on {url}", file=sys.stderr, flush=True)
+        announce(url, legacy_sse=getattr(options, "legacy_sse", False))
 
     return ready
 

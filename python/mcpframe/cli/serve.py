@@ -3,8 +3,9 @@
 An mcpframe `Server` is served directly; an official-SDK `MCPServer` or FastMCP app on the engine drop-in
 (`mcpframe.compat.engine`), which one line on stderr says. Anything wrong with the target is one line on
 stderr (`cli.failures`) and exit status 2 (the command line) or 1 (the user's code); `--traceback` or
-`MCPFRAME_DEBUG=1` adds the whole traceback. Logging goes to stderr; on stdio, stdout carries the protocol
-alone, even while the user's module is imported.
+`MCPFRAME_DEBUG=1` adds the whole traceback. Serving that cannot start (the lifespan fails, the `--store`
+does not answer) is one line too, before any URL, and exit status 1. Logging goes to stderr; on stdio,
+stdout carries the protocol alone, even while the user's module is imported.
 """
 
 from __future__ import annotations
@@ -112,8 +113,18 @@ def _load(spec: str, *, stdio: bool, show_traceback: bool) -> Target | int:
         return exc.status
 
 
+def _start_failed(exc: BaseException, *, show_traceback: bool, prefix: str = "mcpframe serve") -> int:
+    """Serving could not start (the lifespan failed, the store does not answer): one line on stderr, the
+    traceback of its cause too when asked, and the exit status (1, as for `Server.run()`)."""
+    if show_traceback and exc.__cause__ is not None:
+        traceback.print_exception(exc.__cause__, file=sys.stderr)
+    print(f"{prefix}: {exc}", file=sys.stderr, flush=True)
+    return 1
+
+
 def _serve_http(server: Server, args: argparse.Namespace, options: Any) -> int:
     from mcpframe.http.server import serve_http  # noqa: PLC0415 - the HTTP stack is optional
+    from mcpframe.http.store import StoreUnavailable  # noqa: PLC0415
     from mcpframe.server.lifecycle import LifespanError, run_stoppable  # noqa: PLC0415
 
     level, ready = args.log_level or "warning", ready_callback(options)
@@ -131,9 +142,10 @@ def _serve_http(server: Server, args: argparse.Namespace, options: Any) -> int:
 
     try:  # SIGTERM/SIGINT: uvicorn's graceful stop, the lifespan's teardown, status 0
         anyio.run(lambda: run_stoppable(main))
-    except LifespanError as exc:
-        print(f"mcpframe serve: {exc}", file=sys.stderr, flush=True)
-        return 1
+    except LifespanError as exc:  # worded as `Server.run()` words it on stdio
+        return _start_failed(exc, show_traceback=args.traceback, prefix="mcpframe")
+    except StoreUnavailable as exc:  # before any URL was printed (serve_http asks the store first)
+        return _start_failed(exc, show_traceback=args.traceback)
     return 0
 
 
@@ -169,7 +181,10 @@ def _serve_sdk(target: Target, args: argparse.Namespace, options: Any) -> int:
     )
     if options is None:
         engine.serve(target.obj, "stdio")
-    else:
+        return 0
+    from mcpframe.http.store import StoreUnavailable  # noqa: PLC0415 - the HTTP stack is optional
+
+    try:
         engine.serve(
             target.obj,
             "http",
@@ -178,6 +193,8 @@ def _serve_sdk(target: Target, args: argparse.Namespace, options: Any) -> int:
             http_options=options,
             ready=ready_callback(options),
         )
+    except StoreUnavailable as exc:  # before any URL was printed, as for an mcpframe Server
+        return _start_failed(exc, show_traceback=args.traceback)
     return 0
 
 
@@ -186,7 +203,9 @@ def _serve(target: Target, args: argparse.Namespace, options: Any) -> int:
     if target.sdk:
         return _serve_sdk(target, args, options)
     if options is None:
-        target.obj.run()
+        if args.traceback:  # where `Server.run()` reads it: a lifespan failing at start-up shows it
+            os.environ["MCPFRAME_DEBUG"] = "1"
+        target.obj.run()  # a lifespan failing at start-up: one line, exit status 1 (as `_serve_http`)
         return 0
     return _serve_http(target.obj, args, options)
 

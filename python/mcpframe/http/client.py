@@ -13,8 +13,10 @@ JSON-RPC errors for the requests they concern, so a caller never waits forever; 
 again. A session the server no longer knows (404 for our `Mcp-Session-Id`) is re-initialized with the
 original `initialize` params and the message sent again. An SSE stream closed before its answer arrived is
 resumed with `GET` + `Last-Event-ID` after the server's `retry` delay. A request the caller cancels has its
-stream closed. Its `notifications/cancelled` never overtakes it (a POST on another connection could): it is
-posted once the request was written, a request not posted yet is dropped with its cancel, and a cancelled
+stream closed. Its `notifications/cancelled` never overtakes it (a POST on another connection could): a
+request none of which was sent yet (not posted, or waiting for a connection) is dropped with its cancel and
+never goes on the wire; one being written has its cancel posted once it was written (`send` returns then,
+so a caller counting requests in flight never sees the cancelled one overlap the next); a cancelled
 request is not sent again (503, new session).
 
 A message carrying `_meta["io.modelcontextprotocol/protocolVersion"]` (2026-07-28, stateless) is sent with
@@ -77,17 +79,21 @@ class _Posting:
     """A request this transport posts: the scope of its exchange, and how far its POST got (`send` holds
     the request's cancel back until the server can have the request: see `_cancel`)."""
 
-    __slots__ = ("_waiter", "cancelled", "scope", "started", "written")
+    __slots__ = ("_waiter", "cancelled", "scope", "sending", "started", "written")
 
     def __init__(self) -> None:
         self.scope = anyio.CancelScope()
-        self.started = False  # its task began posting it: some of it may be on the wire
+        self.started = False  # its task began posting it (it may still wait for a connection)
+        self.sending = False  # some of it may be on the wire: its head or body was handed to a socket
         self.written = False  # all of it went out (or its answer's head came, or the exchange ended)
         self.cancelled = False  # the caller sent its cancel: it is not sent again (503, new session)
         self._waiter: anyio.Event | None = None  # made only for a cancel that waits (most never do)
 
     def is_cancelled(self) -> bool:
         return self.cancelled
+
+    def on_sending(self) -> None:
+        self.sending = True
 
     def on_written(self) -> None:
         self.written = True
@@ -101,7 +107,9 @@ class _Posting:
     async def trace(self, event: str, info: Any) -> None:
         """httpcore's `trace` extension, for a client whose `httpx.Auth` reads the body before sending it
         (to send it again), which would take it from `body` before anything was sent."""
-        if event.endswith("send_request_body.complete"):
+        if event.endswith("send_request_headers.started"):
+            self.on_sending()
+        elif event.endswith("send_request_body.complete"):
             self.on_written()
 
     async def wait_written(self) -> None:
@@ -111,7 +119,9 @@ class _Posting:
             await self._waiter.wait()
 
     def again(self) -> None:
-        """It is sent again (a 503, a new session): a cancel from now on waits for the new POST."""
+        """It is sent again (a 503, a new session): a cancel from now on waits for the new POST (or drops
+        it, until some of it is sent)."""
+        self.sending = False
         self.written = False
         self._waiter = None  # set already, if any: `written` was
 
@@ -129,6 +139,7 @@ class _Body:
         self._posting = posting
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
+        self._posting.on_sending()  # httpx writes what it is handed (its head went just before)
         yield self._content
         self._posting.on_written()
 
@@ -256,8 +267,8 @@ class StreamableHTTPTransport(BackgroundTransport):
         return await self._inbox.receive()
 
     async def send(self, data: bytes) -> None:
-        """Post each message in `data` (requests in the background, the rest before returning, but for a
-        cancel that waits for its request to be written: `_cancel`)."""
+        """Post each message in `data`: requests in the background, the rest before returning (a cancel
+        of a request being written waits for it to be written first: `_cancel`)."""
         if self._closed:
             raise TransportClosedError("the HTTP transport is closed")
         tg = self._tg
@@ -274,36 +285,32 @@ class StreamableHTTPTransport(BackgroundTransport):
                 tg.start_soon(self._post_request, item, posting)  # raises if the task group is gone
                 self._exchanges[request_id(item)] = posting  # before its task runs: see `_cancel`
             elif item.method == protocol.NOTIFICATIONS_CANCELLED:
-                await self._cancel(item, tg)
+                await self._cancel(item)
             else:
                 await self._post_other(item)
 
-    async def _cancel(self, message: MessageLike, tg: anyio.abc.TaskGroup) -> None:
+    async def _cancel(self, message: MessageLike) -> None:
         """Post a `notifications/cancelled`, never before the request it names: that request is posted from
         a task of its own, on another connection, and a server that got the cancel first would ignore it
-        and then run the request. Not posted yet, the request is dropped with its cancel (the server never
-        hears of either); on its way, the cancel waits (in a task) until the request was written."""
+        and then run the request. None of it sent yet (not posted, or waiting for a connection), the request
+        is dropped with its cancel: its exchange ends now and the server hears of neither. Being written,
+        the cancel waits until the request was written (at most the write timeout), then goes; either way
+        the request's exchange is over, or answered by nothing more, once this returns."""
         params = message.params
         rid = params.get("requestId") if isinstance(params, dict) else None
         posting = self._exchanges.get(rid) if isinstance(rid, int | str) else None
         if posting is not None:  # before any await: a 503 answered meanwhile must not send it again
             posting.cancelled = True
-        if posting is None or posting.written:  # ours and out already, the lane's, or answered
-            await self._post_other(message)
-            self._abandon(params)
-        elif not posting.started:
-            logger.debug("request %r cancelled before it was posted: neither is sent", rid)
-            self._abandon(params)
-        else:
-            tg.start_soon(self._cancel_once_written, message, posting)
-
-    async def _cancel_once_written(self, message: MessageLike, posting: _Posting) -> None:
-        await posting.wait_written()
-        try:
-            await self._post_other(message)
-        except Exception:  # in a task of the transport's: a bug must cost this cancel only
-            logger.exception("posting the cancel of request %r failed", message.params)
-        self._abandon(message.params)
+        if posting is not None and not posting.written:
+            if not posting.sending:
+                logger.debug("request %r cancelled before any of it was sent: neither is sent", rid)
+                self._abandon(params)
+                return
+            await posting.wait_written()
+            if self._closed:  # closed meanwhile: the request's exchange ended with the transport
+                return
+        await self._post_other(message)  # ours and out already, the lane's, or answered
+        self._abandon(params)
 
     def _abandon(self, params: Any) -> None:
         """The caller gave up on a request: stop waiting for its answer and close its stream (in 2026-07-28
@@ -396,6 +403,7 @@ class StreamableHTTPTransport(BackgroundTransport):
         posting = _Posting()
         if pending is not None:  # the fast lane posted it: the server has it
             posting.started = True
+            posting.on_sending()
             posting.on_written()
         self._tg.start_soon(self._post_request, message, posting, pending, done)
         self._exchanges[request_id(message)] = posting  # before its task runs: see `_cancel`
@@ -410,7 +418,9 @@ class StreamableHTTPTransport(BackgroundTransport):
         if self._lean is not None:
             if posting is None:
                 return self._lean.stream(content, headers)
-            return self._lean.stream(content, headers, posting.on_written, posting.is_cancelled)
+            return self._lean.stream(
+                content, headers, posting.on_written, posting.is_cancelled, sending=posting.on_sending
+            )
         if posting is None:
             return self._http.stream("POST", self.url, content=content, headers=headers)
         if getattr(self._http.auth, "requires_request_body", False):  # it would read `body` before sending

@@ -353,7 +353,11 @@ class LeanPool:
         return self._connect_timeout
 
     async def _head(
-        self, data: bytes, written: Callable[[], None] | None, cancelled: Callable[[], bool] | None
+        self,
+        data: bytes,
+        written: Callable[[], None] | None,
+        cancelled: Callable[[], bool] | None,
+        sending: Callable[[], None] | None = None,
     ) -> LeanConnection:
         """A connection whose response head arrived. An idle one the server closed meanwhile (nothing came
         back: most likely it closed before the request arrived) is dropped and the request sent on the next
@@ -366,31 +370,41 @@ class LeanPool:
                 continue
             conn.reset()
             try:
-                await self._await_head(conn, data, written)
+                await self._await_head(conn, data, written, sending)
             except httpx.TransportError:
                 if conn.received or (cancelled is not None and cancelled()):
                     raise
                 continue  # the server dropped it while idle: try another connection
             return conn
         conn = await self._connect()
-        await self._await_head(conn, data, written)
+        await self._await_head(conn, data, written, sending)
         return conn
 
     async def _await_head(
-        self, conn: LeanConnection, data: bytes, written: Callable[[], None] | None
+        self,
+        conn: LeanConnection,
+        data: bytes,
+        written: Callable[[], None] | None,
+        sending: Callable[[], None] | None = None,
     ) -> None:
         try:
-            await self._send_or_wait(conn, data, written)
+            await self._send_or_wait(conn, data, written, sending)
         except BaseException:
             if conn.transport is not None:
                 conn.transport.close()
             raise
 
     async def _send_or_wait(
-        self, conn: LeanConnection, data: bytes, written: Callable[[], None] | None
+        self,
+        conn: LeanConnection,
+        data: bytes,
+        written: Callable[[], None] | None,
+        sending: Callable[[], None] | None = None,
     ) -> None:
         # the connect timeout bounds writing only: the head of an answer may come as late as the tool likes
         assert conn.transport is not None
+        if sending is not None:  # no await between it and the write: a cancel before it finds nothing sent
+            sending()
         conn.transport.write(data)
         if conn.writing_paused:
             try:
@@ -414,15 +428,18 @@ class LeanPool:
         headers: Mapping[str, str],
         written: Callable[[], None] | None = None,
         cancelled: Callable[[], bool] | None = None,
+        *,
+        sending: Callable[[], None] | None = None,
     ) -> AsyncIterator[LeanResponse]:
         """POST `content`; the response is read inside the block (headers first, then its body). `written`
         is called once the request was handed to the socket, before its response head came; `cancelled`
-        says whether the caller cancelled it since (then it is not sent again: see `_head`)."""
+        says whether the caller cancelled it since (then it is not sent again: see `_head`); `sending`
+        right before any of it is handed to a socket (each time it is)."""
         if self._closed:
             raise httpx.ConnectError("the HTTP transport is closed")
         data = self._request_bytes(content, headers)
         async with self._slots:
-            conn = await self._head(data, written, cancelled)
+            conn = await self._head(data, written, cancelled, sending)
             response = LeanResponse(conn, self.url)
             try:
                 yield response

@@ -24,6 +24,7 @@ import logging
 import math
 import os
 import socket
+import sys
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import AbstractAsyncContextManager
 from functools import partial
@@ -49,7 +50,7 @@ from .pipe import Pipe
 from .responses import SSE_HEADERS, Answer, Reply, StreamReplies, error_response
 from .security import AccessToken, HostGuard
 from .sessions import HttpSession, SessionManager
-from .store import open_store
+from .store import StoreUnavailable, _where, open_store
 from .store_sessions import SharedSessions
 from .streams import Stream, format_event
 from .wire import WireAnswer, WireServer
@@ -57,7 +58,7 @@ from .wire import WireAnswer, WireServer
 if TYPE_CHECKING:
     from mcpframe.server import Server
 
-__all__ = ["HttpOptions", "StreamableHTTPServer", "serve_http"]
+__all__ = ["HttpOptions", "StreamableHTTPServer", "announce", "serve_http"]
 
 logger = logging.getLogger("mcpframe.http")
 
@@ -459,6 +460,8 @@ async def serve_http(
     else:  # under an entry point, its grace (as its Stop settled them all before); under a server, our own
         making = outer.follower(None if not outer.own else shutdown_grace(grace))
     try:
+        if http.sessions.shared is not None:  # an unreachable store is said before any URL, not after it
+            await _reach_store(http.sessions.shared.store, opts.store or "")
         with making as stop, stopping_under(stop):
             async with server.lifespan():
                 if ready is not None:
@@ -469,6 +472,30 @@ async def serve_http(
                     await _serve_until_cancelled(uv, sock, partial(_stopping, http, stop))
     finally:
         sock.close()
+
+
+async def _reach_store(store: Any, url: str) -> None:
+    """`StoreUnavailable` saying in one line that the shared store at `url` does not answer (and why)."""
+    try:
+        await store.ping()
+    except StoreUnavailable as exc:
+        cause = exc.__cause__  # what the store's client raised: the reason, without the store's own words
+        if cause is None:
+            why = str(exc)
+        elif isinstance(cause, TimeoutError):
+            why = "it did not answer in time"
+        else:
+            why = str(cause) or type(cause).__name__
+        raise StoreUnavailable(f"cannot reach the session store at {_where(url)}: {why}") from exc
+
+
+def announce(url: str, *, legacy_sse: bool) -> None:
+    """Say where a server listens, on stderr, as `mcpframe serve --http` does: the legacy HTTP+SSE line
+    (with `legacy_sse`) first, the endpoint's line last (scripts wait for "Streamable HTTP on")."""
+    if legacy_sse:
+        base = url[: url.index("/", url.index("//") + 2)]
+        print(f"mcpframe serve: legacy HTTP+SSE on {base}/sse", file=sys.stderr, flush=True)
+    print(f"mcpframe serve: Streamable HTTP on {url}", file=sys.stderr, flush=True)
 
 
 async def _stopping(http: StreamableHTTPServer, stop: Stop) -> None:

@@ -329,9 +329,9 @@ class _Outgoing:
 
     A request cancelled in flight keeps its place in `in_flight` until the transport took its cancel (the
     transport runs the request's exchange until then: it posts the cancel, then closes the request's
-    stream), so the backlog's next request does not make it run more than `max_in_flight` exchanges. (A
-    cancel whose request the transport has not written yet is taken at once and held in a task of the
-    transport's until the request is written: that exchange may still overlap the next one.)"""
+    stream), so the backlog's next request does not make it run more than `max_in_flight` exchanges. (The
+    transport takes the cancel of a request it is still writing once the request was written; one none of
+    which it sent yet is dropped with its cancel, its exchange ended: neither overlaps the next.)"""
 
     def __init__(self, server: ByteTransport, in_flight: _InFlight) -> None:
         self.server = server

@@ -141,9 +141,21 @@ def serve(app: Any, transport: TransportName = "stdio", **options: Any) -> None:
 
     This owns the process, so once the app's lifespan has started the start-up heap is frozen out of the
     cyclic GC (``MCPFRAME_GC_FREEZE=0`` turns that off; see ``mcpframe._gc``). SIGTERM and SIGINT stop it
-    gracefully, as they stop ``Server.run()`` (``mcpframe.server.lifecycle``).
+    gracefully, as they stop ``Server.run()`` (``mcpframe.server.lifecycle``). Over ``"http"``, once
+    listening it says where on stderr, in the lines ``mcpframe serve --http`` prints, unless a ``ready``
+    callback is given (it is called instead).
     """
+    if transport == "http" and options.get("ready") is None:
+        options["ready"] = _announcer(options.get("http_options"))
     anyio.run(lambda: run_stoppable(lambda: _serve(app, transport, freeze_startup_heap, **options)))
+
+
+def _announcer(http_options: Any) -> Callable[[str], None]:
+    """``ready`` for ``serve(app, "http")``: the listening lines of ``mcpframe serve --http``."""
+    from mcpframe.http.server import announce  # noqa: PLC0415 - the HTTP stack is optional
+
+    legacy = bool(getattr(http_options, "legacy_sse", True))  # None: HttpOptions(), which serves it
+    return lambda url: announce(url, legacy_sse=legacy)
 
 
 def _knobs(base: SessionOptions, given: dict[str, float | None]) -> SessionOptions:
