@@ -451,25 +451,40 @@ class PostHandler:
         With the POST's ASGI `receive`, a client that leaves while the answer is awaited as JSON has the
         exchange aborted at once (its handlers cancelled once): nobody can ever receive that answer, and
         no event id that would resume it was handed out. Without it (the lean server's fast path), the
-        exchange runs on and its answer is dropped."""
+        exchange runs on and its answer is dropped.
+
+        With `close_idle_streams`, a quiet SSE answer closes once the POST has been quiet that long (one
+        window from the last event, as `HttpOptions` says): when the wait for a JSON answer ran out with
+        nothing coming, the SSE response's first quiet wait is what is left of the window."""
         ready = self.answered(exchange, session, accepts, headers)
         if ready is not None:
             return ready
         stream = exchange.stream
         spawn = self.sessions.spawn
         priming = self.replies.priming(session)
+        held = 0.0  # seconds the POST already waited with nothing coming
         if not (accepts.sse and self._prefer_sse(priming)):
             answered = await self._json_answer(exchange, session, accepts, headers, receive)
             if answered is not None:
                 return answered
+            waited = self.json_wait(accepts)
+            # not finished (else answered) and no message: the wait ran out (here, or on the lean server's
+            # `fast._deferred`, which hands over to `respond` when it does)
+            if not stream.saw_other and waited != math.inf:
+                held = waited
         pipe = await stream.attach(retry_ms=priming)
         close_idle = self.options.close_idle_streams if priming is not None else None
+        first_wait = None
+        if close_idle is not None and held and not stream.saw_other:
+            first_wait = max(close_idle - held, 0.0)
 
         def ended() -> None:
             if not stream.resumable and not stream.finished.is_set():
                 spawn(exchange.abort)  # nobody can ever receive the answer
 
-        return self.replies.reply(session, stream, pipe, close_idle=close_idle, on_end=ended, headers=headers)
+        return self.replies.reply(
+            session, stream, pipe, close_idle=close_idle, on_end=ended, headers=headers, first_wait=first_wait
+        )
 
     async def _json_answer(
         self,
