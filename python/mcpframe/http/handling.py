@@ -395,6 +395,8 @@ class PostHandler:
         receive: Receive | None = None,
     ) -> Answer:
         """Run the exchange; answer JSON if only responses came, else switch to SSE."""
+        if not accepts.sse:
+            exchange.stream.json_only()  # before its handlers run: what else they send is never kept
         self.start(exchange, body, session, runner)
         return await self.respond(exchange, session, accepts, headers, receive=receive)
 
