@@ -1,10 +1,11 @@
 """What a `Stream` keeps before a response attaches (its backlog) is bounded.
 
-A client that takes JSON only (`Stream.json_only`) can never receive a frame that is not a response, so
-none is kept for it, however many the handler sends; for a client that takes SSE, past `SSE_HIGH_WATER`
-bytes the producer of what is not a response waits (as over the SSE pipe) until a response attaches or the
-stream ends, and nothing is dropped. No clock: driven by the loop's own steps. The end-to-end checks run a
-tool that logs far more than the mark on both HTTP servers.
+A client that takes JSON only (`Stream.for_client(sse=False)`) can never receive a frame that is not a
+response, so none is kept for it, however many the handler sends; for a client that takes SSE, past
+`SSE_HIGH_WATER` bytes the producer of what is not a response waits (as over the SSE pipe) until a response
+attaches or the stream ends, and nothing is dropped; a stream not told (the proxy's) keeps all, waits
+never. No clock: driven by the loop's own steps. The end-to-end checks run a tool that logs far more than
+the mark on both HTTP servers.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ async def _emit_all(stream: Stream, count: int, done: list[int]) -> None:
 
 async def test_a_json_only_stream_keeps_only_responses() -> None:
     stream = Stream(None, None)
-    stream.json_only()
+    stream.for_client(sse=False)
     with anyio.fail_after(10):
         for n in range(4 * SSE_HIGH_WATER // KIB):  # four times the mark: nothing waits
             await stream.emit(_note(n), response=False)
@@ -65,6 +66,7 @@ async def test_a_json_only_stream_keeps_only_responses() -> None:
 
 async def test_past_the_mark_a_producer_waits_until_a_response_attaches() -> None:
     stream = Stream(None, None)
+    stream.for_client(sse=True)
     count = SSE_HIGH_WATER // KIB + 8
     done: list[int] = []
     await stream.emit(ANSWER, response=True)  # a response is kept, and counts, but never waits
@@ -91,6 +93,7 @@ async def test_past_the_mark_a_producer_waits_until_a_response_attaches() -> Non
 
 async def test_the_end_of_the_stream_lets_a_waiting_producer_go_on() -> None:
     stream = Stream(None, None)
+    stream.for_client(sse=True)
     done: list[int] = []
     producer = asyncio.ensure_future(_emit_all(stream, SSE_HIGH_WATER // KIB + 1, done))
     await _steps()
@@ -99,6 +102,18 @@ async def test_the_end_of_the_stream_lets_a_waiting_producer_go_on() -> None:
     await _steps()
     assert producer.done()
     assert producer.exception() is None
+
+
+async def test_a_stream_not_told_what_its_client_takes_keeps_all_and_never_waits() -> None:
+    stream = Stream(None, None)
+    count = 2 * SSE_HIGH_WATER // KIB
+    with anyio.fail_after(10):
+        for n in range(count):
+            await stream.emit(_note(n), response=False)
+    stream.finish()
+    assert stream.finished_body(retry_ms=None) == b"".join(
+        b"event: message\ndata: " + _note(n) + b"\n\n" for n in range(count)
+    )
 
 
 class _Chatty(GatedTools):

@@ -262,8 +262,7 @@ def _deferred(
     """
     parked = _Abandoned(posts, exchange)
     stream = exchange.stream
-    if not accepts.sse:
-        stream.json_only()  # before the handler's next step: what else it sends is never kept
+    stream.for_client(sse=accepts.sse)  # before the handler's next step (`respond` attaches for SSE)
 
     def rest() -> Later:
         return _later(posts, lambda: posts.respond(exchange, session, accepts, headers))

@@ -398,8 +398,7 @@ class PostHandler:
         receive: Receive | None = None,
     ) -> Answer:
         """Run the exchange; answer JSON if only responses came, else switch to SSE."""
-        if not accepts.sse:
-            exchange.stream.json_only()  # before its handlers run: what else they send is never kept
+        exchange.stream.for_client(sse=accepts.sse)  # before its handlers run (`respond` attaches for SSE)
         self.start(exchange, body, session, runner)
         return await self.respond(exchange, session, accepts, headers, receive=receive)
 

@@ -129,13 +129,14 @@ class Stream:
         self.attached_once = False
         self._buffering = buffer_until_attached
         # frames emitted before any response attached: stored (if resumable) only once one attaches, so a POST
-        # answered with plain JSON stores nothing. Bounded as the SSE pipe is: past `SSE_HIGH_WATER` bytes
-        # the producers of what is not a response wait (`_backlog_room`) until a response attaches or the
-        # stream ends; for a client that takes JSON only (`json_only`) only responses are kept at all
+        # answered with plain JSON stores nothing. Bounded by what its client takes (`for_client`): SSE, past
+        # `SSE_HIGH_WATER` bytes the producers of what is not a response wait (`_backlog_room`) until a
+        # response attaches or the stream ends; JSON only, nothing but responses is kept
         self._backlog: list[tuple[bytes, bool]] = []
         self._backlog_size = 0
         self._backlog_rooms: list[asyncio.Future[None]] = []  # one per waiting producer (as `MeteredPipe`)
         self._keep_others = True
+        self._bounded = False
         self.saw_other = False  # a frame that is not a response was emitted (the answer must be SSE)
         self._pipe: Pipe | None = None  # to the attached HTTP response
         self._lock = asyncio.Lock()
@@ -189,11 +190,18 @@ class Stream:
         """The responses emitted before any HTTP response attached (the body of a plain JSON answer)."""
         return [frame for frame, response in self._backlog if response]
 
-    def json_only(self) -> None:
-        """Its client takes plain JSON only (no SSE): it can never receive a frame that is not a response
-        (a log, progress, a request of the handler), so none is kept for it, however many the handler
-        sends. Call it before the stream's first frame."""
-        self._keep_others = False
+    def for_client(self, *, sse: bool) -> None:
+        """What its client takes, told before the stream's first frame by the answer's owner.
+
+        `sse=False` (plain JSON only): it can never receive a frame that is not a response (a log, progress,
+        a request of the handler), so none is kept for it, however many the handler sends. `sse=True`:
+        past `SSE_HIGH_WATER` bytes kept before a response attaches, the producer of what is not a response
+        waits, as over the SSE pipe; only for an owner that attaches a response once such a frame came
+        (`PostHandler.respond`: the answer switches to SSE), else that wait would hold back its own end.
+        Untold (a stream of the proxy's), what comes is kept and nothing waits.
+        """
+        self._keep_others = sse
+        self._bounded = sse
 
     def _keep(self, frame: bytes, response: bool) -> None:
         """Keep a frame emitted before any response attached (see `_backlog`)."""
@@ -204,8 +212,8 @@ class Stream:
     def _backlog_room(self) -> asyncio.Future[None] | None:
         """`None` while the backlog holds less than `SSE_HIGH_WATER` bytes (or the stream ended), else a
         future done once a response attached (the backlog went to its pipe) or the stream ended."""
-        if self._backlog_size < SSE_HIGH_WATER or self.finished.is_set() or not self._keep_others:
-            return None  # (a JSON-only client's producers never wait: nothing of theirs is kept)
+        if not self._bounded or self._backlog_size < SSE_HIGH_WATER or self.finished.is_set():
+            return None
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._backlog_rooms.append(waiter)
         return waiter
