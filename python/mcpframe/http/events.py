@@ -61,7 +61,11 @@ def store_now(store: EventStore | None) -> Callable[[str, str, bytes | None], st
 
 class MemoryEventStore:
     """The default store, in this process: per session, the latest `max_streams_per_session` streams, each a
-    deque of its latest `max_events_per_stream` events."""
+    deque of its latest `max_events_per_stream` events.
+
+    Past the bound each new stream evicts the session's oldest, found at the front of a deque of its stream
+    ids (one step). `next(iter(streams))` on the dict itself walked every dead slot the earlier evictions
+    left at its front (until the dict next resized): a scan growing with the bound, on every new stream."""
 
     def __init__(self, *, max_events_per_stream: int = 1024, max_streams_per_session: int = 256) -> None:
         if max_events_per_stream < 1 or max_streams_per_session < 1:
@@ -69,6 +73,7 @@ class MemoryEventStore:
         self.max_events_per_stream = max_events_per_stream
         self.max_streams_per_session = max_streams_per_session
         self._sessions: dict[str, dict[str, deque[tuple[int, bytes | None]]]] = {}
+        self._order: dict[str, deque[str]] = {}  # per session, its streams' ids, oldest first
         self._next: dict[str, int] = {}
 
     async def store(self, session_id: str, stream_id: str, message: bytes | None) -> str:
@@ -77,13 +82,18 @@ class MemoryEventStore:
 
     def store_now(self, session_id: str, stream_id: str, message: bytes | None) -> str:
         """`store` without awaiting (it never waits): what lets a finished stream be answered at once."""
-        streams = self._sessions.setdefault(session_id, {})
+        streams = self._sessions.get(session_id)
+        if streams is None:
+            streams = self._sessions[session_id] = {}
+            self._order[session_id] = deque()
         events = streams.get(stream_id)
         if events is None:
-            if len(streams) >= self.max_streams_per_session:  # the oldest stream goes (dicts keep order)
-                oldest = next(iter(streams))
+            order = self._order[session_id]
+            if len(streams) >= self.max_streams_per_session:  # the oldest stream goes
+                oldest = order.popleft()
                 del streams[oldest]
                 self._next.pop(oldest, None)
+            order.append(stream_id)
             events = streams[stream_id] = deque(maxlen=self.max_events_per_stream)
         seq = self._next.get(stream_id, 0)
         self._next[stream_id] = seq + 1
@@ -108,6 +118,7 @@ class MemoryEventStore:
 
     async def forget(self, session_id: str) -> None:
         """Drop the session's streams."""
+        self._order.pop(session_id, None)
         for stream_id in self._sessions.pop(session_id, {}):
             self._next.pop(stream_id, None)
 

@@ -262,6 +262,7 @@ def _deferred(
     """
     parked = _Abandoned(posts, exchange)
     stream = exchange.stream
+    stream.for_client(sse=accepts.sse)  # before the handler's next step (`respond` attaches for SSE)
 
     def rest() -> Later:
         return _later(posts, lambda: posts.respond(exchange, session, accepts, headers))

@@ -15,7 +15,7 @@ import secrets
 from collections.abc import Callable, Iterable
 
 from .events import EventStore, store_now
-from .pipe import MeteredPipe, Pipe
+from .pipe import SSE_HIGH_WATER, MeteredPipe, Pipe
 from .store import StoreUnavailable
 
 __all__ = ["KEEPALIVE", "DirectPipe", "Stream", "events_now", "format_event", "new_stream_id"]
@@ -129,8 +129,14 @@ class Stream:
         self.attached_once = False
         self._buffering = buffer_until_attached
         # frames emitted before any response attached: stored (if resumable) only once one attaches, so a POST
-        # answered with plain JSON stores nothing
+        # answered with plain JSON stores nothing. Bounded by what its client takes (`for_client`): SSE, past
+        # `SSE_HIGH_WATER` bytes the producers of what is not a response wait (`_backlog_room`) until a
+        # response attaches or the stream ends; JSON only, nothing but responses is kept
         self._backlog: list[tuple[bytes, bool]] = []
+        self._backlog_size = 0
+        self._backlog_rooms: list[asyncio.Future[None]] = []  # one per waiting producer (as `MeteredPipe`)
+        self._keep_others = True
+        self._bounded = False
         self.saw_other = False  # a frame that is not a response was emitted (the answer must be SSE)
         self._pipe: Pipe | None = None  # to the attached HTTP response
         self._lock = asyncio.Lock()
@@ -184,6 +190,47 @@ class Stream:
         """The responses emitted before any HTTP response attached (the body of a plain JSON answer)."""
         return [frame for frame, response in self._backlog if response]
 
+    def for_client(self, *, sse: bool) -> None:
+        """What its client takes, told before the stream's first frame by the answer's owner.
+
+        `sse=False` (plain JSON only): it can never receive a frame that is not a response (a log, progress,
+        a request of the handler), so none is kept for it, however many the handler sends. `sse=True`:
+        past `SSE_HIGH_WATER` bytes kept before a response attaches, the producer of what is not a response
+        waits, as over the SSE pipe; only for an owner that attaches a response once such a frame came
+        (`PostHandler.respond`: the answer switches to SSE), else that wait would hold back its own end.
+        Untold (a stream of the proxy's), what comes is kept and nothing waits.
+        """
+        self._keep_others = sse
+        self._bounded = sse
+
+    def _keep(self, frame: bytes, response: bool) -> None:
+        """Keep a frame emitted before any response attached (see `_backlog`)."""
+        if response or self._keep_others:
+            self._backlog.append((frame, response))
+            self._backlog_size += len(frame)
+
+    def _backlog_room(self) -> asyncio.Future[None] | None:
+        """`None` while the backlog holds less than `SSE_HIGH_WATER` bytes (or the stream ended), else a
+        future done once a response attached (the backlog went to its pipe) or the stream ended."""
+        if not self._bounded or self._backlog_size < SSE_HIGH_WATER or self.finished.is_set():
+            return None
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._backlog_rooms.append(waiter)
+        return waiter
+
+    def _drop_backlog(self) -> None:
+        """The backlog went to an attached response (or was replaced by a replay): its producers go on."""
+        self._backlog.clear()
+        self._backlog_size = 0
+        if self._backlog_rooms:
+            self._free_backlog()
+
+    def _free_backlog(self) -> None:
+        rooms, self._backlog_rooms = self._backlog_rooms, []
+        for waiter in rooms:
+            if not waiter.done():  # a producer cancelled while it waited left its future cancelled
+                waiter.set_result(None)
+
     async def _store(self, frame: bytes | None) -> str | None:
         if self.store is None or self.session_id is None:
             return None
@@ -212,30 +259,35 @@ class Stream:
         """Deliver the frame to the attached response (stored first if resumable), or keep it for later.
         `last`: the stream finishes right after it (`DirectPipe.put`). `wait=False`: never wait for a
         slow client's room (a producer shared by many clients, which watches `held()` itself)."""
+        room = None
         if not self._serialized and self._pipe is None and self._buffering and not self.attached_once:
             # kept for later, as under the lock: nothing is awaited, and nobody has taken the lock yet
-            self._backlog.append((frame, response))
+            if response or self._keep_others:  # `_keep`, inline: every JSON answer's response comes here
+                self._backlog.append((frame, response))
+                self._backlog_size += len(frame)
+            if wait and not response:
+                room = self._backlog_room()
         elif isinstance(pipe := self._pipe, DirectPipe):
             if self._lock.locked() or not self._store_to(pipe, frame, last):
                 await self._emit_locked(frame, response)
-            if wait and (room := pipe.room()) is not None:
-                await room  # its client reads slowly: the producer waits, nothing piles up here
+            if wait:
+                room = pipe.room()  # its client reads slowly: the producer waits, nothing piles up here
         else:
             await self._emit_locked(frame, response)
-            # its response's client reads slowly (`MeteredPipe`): the producer of what has no bound of its
-            # own waits (a response, one per request, is bounded by the requests admitted: it never waits,
-            # so the proxy's bridge never holds back every client's answers for one slow client)
-            if (
-                wait
-                and not response
-                and (pipe := self._pipe) is not None
-                and (room := pipe.room()) is not None
-            ):
-                await room
+            # its response's client reads slowly (`MeteredPipe`), or none attached yet and the backlog is
+            # full: the producer of what has no bound of its own waits (a response, one per request, is
+            # bounded by the requests admitted: it never waits, so the proxy's bridge never holds back every
+            # client's answers for one slow client)
+            if wait and not response:
+                pipe = self._pipe
+                room = pipe.room() if pipe is not None else self._backlog_room()
         if not response:
+            # before waiting: what attaches a response (and so ends the wait) may be waiting for this
             self.saw_other = True
             self.wake.set()
             self._woken()
+        if room is not None:
+            await room
 
     def _store_to(self, pipe: DirectPipe, frame: bytes, last: bool) -> bool:
         """What `_emit_locked` does, without the lock, when nothing in it waits (no store, or the memory
@@ -254,7 +306,7 @@ class Stream:
         self._serialized = True
         async with self._lock:
             if self._pipe is None and self._buffering and not self.attached_once:
-                self._backlog.append((frame, response))
+                self._keep(frame, response)
             else:
                 event_id = await self._store(frame)
                 if self._pipe is not None:
@@ -271,6 +323,8 @@ class Stream:
         if self._pipe is not None:
             self._pipe.close()
             self._pipe = None
+        if self._backlog_rooms:
+            self._free_backlog()
         self._woken()
 
     def _woken(self) -> None:
@@ -297,7 +351,7 @@ class Stream:
                         pipe.put(_priming(self._priming_id, retry_ms))
                 for frame, _ in self._backlog:  # stored now, after the priming event
                     pipe.put(format_event(frame, await self._store(frame)))
-            self._backlog.clear()
+            self._drop_backlog()
             self.attached_once = True
             self._connect(pipe)
             return pipe
@@ -332,7 +386,7 @@ class Stream:
         priming_id, first = events_now(store, self.session_id, self.id, frames, retry_ms)
         if priming_id is not None:
             self._priming_id = priming_id
-        self._backlog.clear()
+        self._drop_backlog()
         self.attached_once = True
         return first
 
@@ -364,7 +418,7 @@ class Stream:
             for event_id, frame in replay.events:
                 pipe.put(format_event(frame, event_id))
             self.attached_once = True
-            self._backlog.clear()
+            self._drop_backlog()
             self._connect(pipe)
             return pipe
 
