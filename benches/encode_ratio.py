@@ -20,7 +20,8 @@ field names, floats, non-ASCII text), so a figure does not rest on the bench cor
 ``float``, ``const``: True/False/None, ``member``: dicts of its field names, ``empty``: ``[]``/``{}``),
 a corpus of 100 lists of 60 such values (15 dicts for ``member``), small enough to stay in the caches:
 with ``--instructions`` it prints instructions per message; divide by the values (or members) per
-message for the cost of one value of that kind.
+message for the cost of one value of that kind. ``--kind-count N`` makes those corpora N lists instead
+of 100 (3,000: larger than the caches, like ``fresh7``, so each kind is timed cold).
 
 ``--build NAME=PATH`` (repeatable) also times another build of ``_core`` (a copy of the ``.so`` before a
 change) in the same rounds, loaded beside the installed one, and prints its time and median ratio to orjson.
@@ -176,12 +177,12 @@ _KIND_DRAWS: dict[str, Callable[[random.Random], Any]] = {
 _KINDS = tuple(_KIND_DRAWS)
 
 
-def _kind(kind: str) -> Corpus:
-    """``--kind``'s corpus: 100 lists of 60 values of one kind (15 dicts for ``member``)."""
+def _kind(kind: str, count: int = _KIND_MESSAGES) -> Corpus:
+    """``--kind``'s corpus: ``count`` lists of 60 values of one kind (15 dicts for ``member``)."""
     rng = random.Random(7)
     per = _KIND_VALUES // 4 if kind == "member" else _KIND_VALUES
     draw = _KIND_DRAWS[kind]
-    messages = [[draw(rng) for _ in range(per)] for _ in range(_KIND_MESSAGES)]
+    messages = [[draw(rng) for _ in range(per)] for _ in range(count)]
     data = b"".join(orjson.dumps(m) + b"\n" for m in messages)
     return Corpus(f"kind-{kind}", data, tuple(messages), ())
 
@@ -241,10 +242,11 @@ def _instructions(args: argparse.Namespace) -> None:
     if args.fresh is not None:
         fresh = ["--fresh", str(args.fresh), "--fresh-count", str(args.fresh_count)]
         selections.append((f"fresh{args.fresh}", ["--corpus", *fresh]))
-    selections += [(f"kind-{kind}", ["--corpus", "--kind", kind]) for kind in args.kind]
+    kind_count = ["--kind-count", str(args.kind_count)]
+    selections += [(f"kind-{kind}", ["--corpus", "--kind", kind, *kind_count]) for kind in args.kind]
     for name, selection in selections:
         selection += ["--newline", args.newline]
-        count = _count(name, args.fresh_count)
+        count = _count(name, args.fresh_count, args.kind_count)
         per = {}
         for only in ("native", "orjson"):
             base = _collected(only, 1, selection)
@@ -256,12 +258,12 @@ def _instructions(args: argparse.Namespace) -> None:
         )
 
 
-def _count(name: str, fresh_count: int) -> int:
-    """Messages in the corpus ``name`` (a bench corpus or ``fresh<seed>``)."""
+def _count(name: str, fresh_count: int, kind_count: int) -> int:
+    """Messages in the corpus ``name`` (a bench corpus, ``fresh<seed>`` or ``kind-<kind>``)."""
     if name.startswith("fresh"):
         return _fresh(int(name[5:]), fresh_count).count
     if name.startswith("kind-"):
-        return _KIND_MESSAGES
+        return kind_count
     return build(name).count  # type: ignore[arg-type]
 
 
@@ -270,7 +272,7 @@ def _corpora(args: argparse.Namespace) -> list[Corpus]:
     corpora = [build(name) for name in args.corpus]
     if args.fresh is not None:
         corpora.append(_fresh(args.fresh, args.fresh_count))
-    corpora += [_kind(kind) for kind in args.kind]
+    corpora += [_kind(kind, args.kind_count) for kind in args.kind]
     return corpora
 
 
@@ -281,6 +283,7 @@ def main() -> None:
     parser.add_argument("--fresh", type=int, metavar="SEED", help="also a corpus of another shape, this seed")
     parser.add_argument("--fresh-count", type=int, default=3000, metavar="N", help="messages of --fresh")
     parser.add_argument("--kind", nargs="*", choices=_KINDS, default=[], help="also one-kind corpora")
+    parser.add_argument("--kind-count", type=int, default=_KIND_MESSAGES, metavar="N", help="lists of --kind")
     parser.add_argument("--newline", choices=("concat", "option"), default="concat")
     parser.add_argument("--drop", action="store_true", help="time with each line dropped at once")
     parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu")

@@ -420,24 +420,30 @@ impl<'py> Walker<'py> {
 
     unsafe fn list(&mut self, ptr: *mut ffi::PyObject) -> Walked {
         self.enter()?;
-        self.out.push(b'[');
         // SAFETY: `ptr` is a live list that nothing resizes during the walk, so every index
         // below its size holds a live borrowed item.
         unsafe {
-            let len = ffi::PyList_GET_SIZE(ptr);
-            // The first `AHEAD` items' headers at once, then one `AHEAD` items ahead (see `AHEAD`).
-            let ahead = AHEAD as ffi::Py_ssize_t;
-            for i in 0..len.min(ahead) {
-                prefetch(ffi::PyList_GET_ITEM(ptr, i));
+            let len = ffi::PyList_GET_SIZE(ptr) as usize;
+            if len == 0 {
+                self.out.extend_from_slice(b"[]");
+                self.depth -= 1;
+                return Ok(());
+            }
+            self.out.push(b'[');
+            let items = (*ptr.cast::<ffi::PyListObject>()).ob_item;
+            // The first `AHEAD` items' headers at once, then one `AHEAD` items ahead (see
+            // `AHEAD`); past the end, the last item again: no branch on the list's length (see
+            // `Entries::first_values`).
+            let last = len - 1;
+            for i in 0..AHEAD {
+                prefetch(*items.add(i.min(last)));
             }
             for i in 0..len {
                 if i > 0 {
                     self.out.push(b',');
                 }
-                if i + ahead < len {
-                    prefetch(ffi::PyList_GET_ITEM(ptr, i + ahead));
-                }
-                self.any(ffi::PyList_GET_ITEM(ptr, i))?;
+                prefetch(*items.add((i + AHEAD).min(last)));
+                self.any(*items.add(i))?;
             }
         }
         self.out.push(b']');

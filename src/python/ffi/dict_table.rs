@@ -104,30 +104,32 @@ impl Entries {
     }
 
     /// Call `hint` with each of the first `count` values (NULL for a deleted entry), without
-    /// moving: the walker asks the CPU for their headers at once.
+    /// moving: the walker asks the CPU for their headers at once. A table with fewer entries gives
+    /// its last value again for the missing ones: no branch on the table's size, whose outcome
+    /// changes from dict to dict (a mispredicted branch per dict, ~15 cycles, was part of the
+    /// cost of asking ahead).
     #[inline]
     pub(crate) fn first_values(&self, count: usize, mut hint: impl FnMut(*mut ffi::PyObject)) {
-        let end = self.end.min(count * self.stride);
-        let mut at = 1;
-        while at < end {
-            // SAFETY: `at < end <= self.end`: the entry exists (see `of`); the dict is unchanged.
-            let value = unsafe { *self.slots.add(at) };
-            hint(value);
-            at += self.stride;
+        if self.end == 0 {
+            return;
+        }
+        let last = self.end - self.stride;
+        for entry in 0..count {
+            let at = (entry * self.stride).min(last) + 1;
+            // SAFETY: `at <= last + 1 < end`: the entry exists (see `of`); the dict is unchanged.
+            hint(unsafe { *self.slots.add(at) });
         }
     }
 
     /// The value of the entry `ahead` entries after the next one `next` gives (NULL for a deleted
-    /// entry or past the end): an address to prefetch, nothing more.
+    /// entry), or of the last entry when the table ends before it: an address to prefetch,
+    /// nothing more. Without a branch on where the table ends (see `first_values`).
     #[inline]
     pub(crate) fn peek_value_at(&self, ahead: usize) -> *mut ffi::PyObject {
-        let at = self.at + ahead * self.stride;
-        if at < self.end {
-            // SAFETY: `at < end`: the entry exists (see `of`); the dict is unchanged.
-            unsafe { *self.slots.add(at + 1) }
-        } else {
-            std::ptr::null_mut()
-        }
+        // `end >= stride`: `next` gave an entry before this is asked, so the table has one.
+        let at = (self.at + ahead * self.stride).min(self.end - self.stride);
+        // SAFETY: `at < end`: the entry exists (see `of`); the dict is unchanged.
+        unsafe { *self.slots.add(at + 1) }
     }
 }
 
