@@ -26,6 +26,13 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+@pytest.fixture(params=[True, False], ids=["eager", "tasks"])
+def eager(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
+    """With the eager start (where there is one) and without: `Session.eager_handlers` for the test."""
+    monkeypatch.setattr(Session, "eager_handlers", request.param)
+    return bool(request.param)
+
+
 def _undo() -> asyncio.Task[Any]:
     """Cancel and uncancel the current task; the task."""
     task = asyncio.current_task()
@@ -59,17 +66,11 @@ async def _handler(request: Request) -> Any:
     return "next"
 
 
-@pytest.mark.parametrize("eager", [True, False])
 @pytest.mark.parametrize("answered_first", [True, False])
 @pytest.mark.parametrize("first", ["undo", "undo-wait"])
 async def test_the_request_after_a_cancel_and_uncancel_is_answered(
-    eager: bool,
-    answered_first: bool,
-    first: str,
-    monkeypatch: pytest.MonkeyPatch,
-    caplog: pytest.LogCaptureFixture,
+    eager: bool, answered_first: bool, first: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr(Session, "eager_handlers", eager)
     with caplog.at_level(logging.ERROR, logger="mcpframe"), anyio.fail_after(10):
         async with raw_session(_handler) as (session, peer):
             await peer.request(1, first)
@@ -104,13 +105,9 @@ class _Raising:
         raise KeyError(key)
 
 
-@pytest.mark.parametrize("eager", [True, False])
 async def test_a_rule_whose_names_raise_logs_and_the_request_is_still_answered(
-    eager: bool,
-    monkeypatch: pytest.MonkeyPatch,
-    caplog: pytest.LogCaptureFixture,
+    eager: bool, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr(Session, "eager_handlers", eager)
     with caplog.at_level(logging.ERROR, logger="mcpframe.session"), anyio.fail_after(10):
         async with raw_session(_handler) as (session, peer):
             session.suspends = SuspendRule("next", "name", _Raising())  # before its run starts
