@@ -1,16 +1,20 @@
-"""Helpers for session tests: a raw JSON-RPC peer driven by the test, and a small handler set."""
+"""Helpers for session tests: a raw JSON-RPC peer driven by the test, a session running a handler with
+one on its other end, and a small handler set."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import orjson
 
 from mcpframe import core
 from mcpframe._unstable import asyncio_tasks
-from mcpframe.session import JSONRPCError, Request
-from mcpframe.transports import Transport
+from mcpframe.session import JSONRPCError, Request, Session
+from mcpframe.transports import Transport, memory_pair
 
 EAGER_START = asyncio_tasks.CHOICE.private or asyncio_tasks.PUBLIC_EAGER is not None
 """Whether a handler can start inside the reader's dispatch (``Session.eager_handlers``): the private task
@@ -56,6 +60,25 @@ class RawPeer:
             if getattr(item, "kind", None) in ("result", "error") and item.id == rid:
                 return item, seen
             seen.append(item)
+
+
+@contextlib.asynccontextmanager
+async def raw_session(handler: Callable[[Request], Awaitable[Any]]) -> AsyncIterator[tuple[Session, RawPeer]]:
+    """A `Session` running `handler` on one end of a memory pair (started once the caller first waits),
+    the test's `RawPeer` on the other; closed on the way out."""
+    left, right = memory_pair()
+    peer = RawPeer(left)
+    async with anyio.create_task_group() as tg:
+        session = Session(right, request_handler=handler)
+        tg.start_soon(session.run)
+        yield session, peer
+        await session.aclose()
+
+
+async def settled(session: Session) -> None:
+    """Let the loop run until no handler of `session` is in flight (bounded by the caller's fail_after)."""
+    while session.in_flight:
+        await anyio.lowlevel.checkpoint()
 
 
 class Handlers:

@@ -1,52 +1,33 @@
-"""Helpers for the lean server's SSE tests (`test_sse_wire_hold.py`, `test_sse_handover.py`): tools that
-answer at once, on the worker pool or once a gate opens, served by the lean HTTP server on 127.0.0.1."""
+"""Helpers for the lean server's SSE tests (`test_sse_wire_hold.py`, `test_sse_handover.py`,
+`test_sse_hold_edges.py`): `_live_support`'s gated tools plus one that answers in its first step and one
+that logs before it waits, and a session opened on them for a response mode (`in_mode`)."""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
 import httpx
 
-from mcpframe.http.server import HttpOptions, StreamableHTTPServer, serve_http
-from mcpframe.server import Context, Server
+from mcpframe.http.server import StreamableHTTPServer
+from mcpframe.server import Context
 
-from ._server_support import JSON_AND_SSE
-from ._server_support import session_headers as headers_of
+from ._live_support import GatedTools, serving
 
 
-class Tools:
-    """A `def` tool, an `async def` one that answers in its first step, and tools that wait on a gate the
-    test opens (counting cancellations)."""
+class Tools(GatedTools):
+    """`GatedTools` (`echo` on the worker pool, `hold` on the gate) with `aecho`, an `async def` tool that
+    answers in its first step, and `note`, which suspends, logs, then waits for the gate."""
 
     def __init__(self) -> None:
-        self.server = Server("sse-hold", version="1.0.0")
-        self.entered = anyio.Event()
-        self.gate = anyio.Event()
-        self.cancelled = 0
+        super().__init__("sse-hold")
         tools = self
-
-        @self.server.tool
-        def echo(text: str) -> str:
-            """On the worker pool: its answer comes a few loop turns after the POST started."""
-            return text
 
         @self.server.tool
         async def aecho(text: str) -> str:
             """Answers in its first step (nothing to wait for)."""
-            return text
-
-        @self.server.tool
-        async def hold(text: str) -> str:
-            """Suspends until the test opens the gate."""
-            tools.entered.set()
-            try:
-                await tools.gate.wait()
-            except BaseException:
-                tools.cancelled += 1
-                raise
             return text
 
         @self.server.tool
@@ -58,58 +39,17 @@ class Tools:
             return "noted"
 
 
+def mode_options(mode: str) -> dict[str, Any]:
+    """The options of a response mode these tests run in: `"sse"` with no event store (nothing to resume,
+    no priming event), `"resumable"` with the default memory store."""
+    return {"response_mode": mode, "event_store": None} if mode == "sse" else {"response_mode": mode}
+
+
 @contextlib.asynccontextmanager
-async def serving(tools: Tools, **options: Any) -> AsyncIterator[tuple[str, StreamableHTTPServer]]:
-    """`tools` on the lean server on 127.0.0.1; yields (URL, the app)."""
-    opts = HttpOptions(**options)
-    app = StreamableHTTPServer(tools.server, opts)
-    ready: list[str] = []
-    started = anyio.Event()
-
-    def on_ready(url: str) -> None:
-        ready.append(url)
-        started.set()
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(
-            lambda: serve_http(
-                tools.server,
-                port=0,
-                options=opts,
-                ready=on_ready,
-                http_server="mcpframe",
-                app=app,  # type: ignore[arg-type]
-            )
-        )
-        with anyio.fail_after(10):
-            await started.wait()
-        try:
-            yield ready[0], app
-        finally:
-            tg.cancel_scope.cancel()
-
-
-async def open_session(client: httpx.AsyncClient, url: str) -> dict[str, str]:
-    """`initialize` and `notifications/initialized` at 2025-11-25; the session's request headers."""
-    body = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    }
-    response = await client.post(url, json=body, headers=JSON_AND_SSE)
-    assert response.status_code == 200, response.text
-    headers = headers_of(response.headers["mcp-session-id"], "2025-11-25")
-    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-    assert (await client.post(url, json=note, headers=headers)).status_code == 202
-    return headers
-
-
-async def until(condition: Callable[[], bool]) -> None:
-    """Let the loop run until `condition()` holds (bounded by the caller's fail_after)."""
-    while not condition():
-        await anyio.sleep(0)
+async def in_mode(
+    tools: Tools, mode: str, **options: Any
+) -> AsyncIterator[tuple[str, StreamableHTTPServer, httpx.AsyncClient, dict[str, str]]]:
+    """`_live_support.serving` on the lean server in response mode `mode` (`mode_options`); yields (URL, the
+    app, a client, the headers of a request in the session)."""
+    async with serving(tools, **mode_options(mode), **options) as served:
+        yield served

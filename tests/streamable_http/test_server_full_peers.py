@@ -10,24 +10,21 @@ Nothing here waits for time to pass: tools wait on gates, and the test waits for
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import functools
 import json
 import logging
-from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
-import httpx
 import pytest
 
 from mcpframe.http import handling
 from mcpframe.http.pipe import MeteredPipe, Pipe
-from mcpframe.http.server import HttpOptions, StreamableHTTPServer, serve_http
 from mcpframe.http.streams import Stream
-from mcpframe.server import Context, Server
+from mcpframe.server import Context
 
-from ._live_support import post_streamed, slow_client, until
-from ._server_support import call, messages, open_session, raw_post
+from ._live_support import GatedTools, post_streamed, serving, slow_client, until
+from ._server_support import call, messages, raw_post
 
 pytestmark = pytest.mark.anyio
 
@@ -35,16 +32,12 @@ _BIG = 32 * 1024  # one log event's payload
 _LOGS = 400  # ... and how many: ~13 MB, far more than the pipe, the lane's outbox and the sockets hold
 
 
-class Tools:
-    """A server whose tools flood their client with logs, or wait on a gate, counting how each run ended."""
+class Tools(GatedTools):
+    """`GatedTools` (`hold` waits on the gate) with `flood`, which floods its client with logs."""
 
     def __init__(self) -> None:
-        self.server = Server("full-peers", version="1.0.0")
-        self.entered = anyio.Event()
-        self.gate = anyio.Event()
+        super().__init__("full-peers")
         self.logged = 0
-        self.cancelled = 0
-        self.finished = 0
         tools = self
 
         @self.server.tool
@@ -56,46 +49,9 @@ class Tools:
                 tools.logged += 1
             return "flooded"
 
-        @self.server.tool
-        async def hold(text: str) -> str:
-            """Suspends until the test opens the gate."""
-            tools.entered.set()
-            try:
-                await tools.gate.wait()
-            except BaseException:
-                tools.cancelled += 1
-                raise
-            tools.finished += 1
-            return text
 
-
-@contextlib.asynccontextmanager
-async def on_uvicorn(
-    tools: Tools, **options: Any
-) -> AsyncIterator[tuple[str, StreamableHTTPServer, httpx.AsyncClient, dict[str, str]]]:
-    """`tools` served by uvicorn on 127.0.0.1, a session opened; yields (URL, the app, a client, the headers
-    of a request in the session)."""
-    opts = HttpOptions(**options)
-    app = StreamableHTTPServer(tools.server, opts)
-    ready: list[str] = []
-    started = anyio.Event()
-
-    def on_ready(url: str) -> None:
-        ready.append(url)
-        started.set()
-
-    async with anyio.create_task_group() as tg, httpx.AsyncClient(timeout=10) as client:
-        tg.start_soon(
-            lambda: serve_http(
-                tools.server, port=0, options=opts, ready=on_ready, http_server="uvicorn", app=app
-            )
-        )
-        with anyio.fail_after(10):
-            await started.wait()
-        try:
-            yield ready[0], app, client, await open_session(client, ready[0])
-        finally:
-            tg.cancel_scope.cancel()
+on_uvicorn = functools.partial(serving, http_server="uvicorn")
+"""`_live_support.serving` on uvicorn: the full ASGI path."""
 
 
 @pytest.fixture
@@ -156,29 +112,6 @@ async def test_a_client_that_stops_reading_holds_back_its_handler_not_the_server
         assert app.posts.admission.running == 0
 
 
-@pytest.mark.parametrize("accept", ["application/json", "application/json, text/event-stream"])
-async def test_a_client_that_leaves_during_the_json_wait_has_its_handler_cancelled_once(
-    accept: str, caplog: pytest.LogCaptureFixture
-) -> None:
-    tools = Tools()
-    # stream_after: far longer than the test; only the client leaving can end the wait
-    async with on_uvicorn(tools, response_mode="auto", stream_after=3600.0) as (url, app, client, headers):
-        host, port = url.split("/")[2].split(":")
-        with caplog.at_level(logging.WARNING), anyio.fail_after(10):
-            _reader, writer = await asyncio.open_connection(host, int(port))
-            writer.write(raw_post(url, {**headers, "accept": accept}, call("hold", {"text": "x"}, rid=10)))
-            await tools.entered.wait()
-            writer.close()
-            await until(lambda: tools.cancelled == 1 and app.posts.admission.running == 0)
-        assert tools.finished == 0
-        assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
-        # the session, its lanes and the id go on serving; the cancelled handler is not run again
-        tools.gate.set()
-        again = await client.post(url, json=call("hold", {"text": "y"}, rid=10), headers=headers)
-        assert json.loads(again.text)["result"]["content"] == [{"type": "text", "text": "y"}]
-        assert (tools.cancelled, tools.finished) == (1, 1)
-
-
 @pytest.fixture
 def watching(monkeypatch: pytest.MonkeyPatch) -> anyio.Event:
     """Set once a JSON wait starts watching its client for leaving (`_LEAVING_AFTER` into the wait)."""
@@ -194,24 +127,34 @@ def watching(monkeypatch: pytest.MonkeyPatch) -> anyio.Event:
     return armed
 
 
+@pytest.mark.parametrize(
+    ("watched", "again_id"),  # the next call's id: the cancelled one's again, or a new one
+    [(False, 10), (True, 11)],
+    ids=["during-the-json-wait", "once-it-is-watched"],
+)
 @pytest.mark.parametrize("accept", ["application/json", "application/json, text/event-stream"])
-async def test_a_client_that_leaves_once_it_is_watched_has_its_handler_cancelled_once(
-    accept: str, watching: anyio.Event, caplog: pytest.LogCaptureFixture
+async def test_a_client_that_leaves_has_its_handler_cancelled_once(
+    accept: str, watched: bool, again_id: int, watching: anyio.Event, caplog: pytest.LogCaptureFixture
 ) -> None:
     tools = Tools()
+    # stream_after: far longer than the test; only the client leaving can end the wait
     async with on_uvicorn(tools, response_mode="auto", stream_after=3600.0) as (url, app, client, headers):
         host, port = url.split("/")[2].split(":")
         with caplog.at_level(logging.WARNING), anyio.fail_after(10):
             _reader, writer = await asyncio.open_connection(host, int(port))
             writer.write(raw_post(url, {**headers, "accept": accept}, call("hold", {"text": "x"}, rid=10)))
             await tools.entered.wait()
-            await watching.wait()  # the watcher runs: the leaving below is what it sees, not a read before it
+            if watched:
+                await (
+                    watching.wait()
+                )  # the watcher runs: the leaving below is what it sees, not a read before it
             writer.close()
             await until(lambda: tools.cancelled == 1 and app.posts.admission.running == 0)
         assert tools.finished == 0
         assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+        # the session, its lanes and the id go on serving; the cancelled handler is not run again
         tools.gate.set()
-        again = await client.post(url, json=call("hold", {"text": "y"}, rid=11), headers=headers)
+        again = await client.post(url, json=call("hold", {"text": "y"}, rid=again_id), headers=headers)
         assert json.loads(again.text)["result"]["content"] == [{"type": "text", "text": "y"}]
         assert (tools.cancelled, tools.finished) == (1, 1)
 

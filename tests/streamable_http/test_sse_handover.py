@@ -19,7 +19,8 @@ from mcpframe.http.events import MemoryEventStore, split_event_id
 from mcpframe.http.exchange import Exchange
 from mcpframe.session.eager import AVAILABLE as EAGER
 
-from ._lean_support import Tools, open_session, serving
+from ._lean_support import Tools, in_mode, mode_options
+from ._live_support import live_app
 from ._server_support import JSON_AND_SSE, asgi_client, call, initialize, messages, modern_meta, sse_events
 from ._server_support import session_headers as headers_of
 
@@ -62,17 +63,12 @@ async def test_a_first_step_answer_is_the_full_paths_sse_answer_with_no_exchange
     mode: str, exchanges: list[Exchange]
 ) -> None:
     tools = Tools()
-    store = {"event_store": None} if mode == "sse" else {}
-    async with (
-        serving(tools, response_mode=mode, **store) as (url, _),
-        httpx.AsyncClient(timeout=10) as client,
-    ):
-        headers = await open_session(client, url)
+    async with in_mode(tools, mode) as (url, _, client, headers):
         exchanges.clear()
         with anyio.fail_after(10):
             lean = await client.post(url, json=call("aecho", {"text": "a"}, rid=2), headers=headers)
     assert len(exchanges) == (0 if EAGER else 1)
-    async with asgi_client(tools.server, response_mode=mode, **store) as (full_client, _):
+    async with asgi_client(tools.server, **mode_options(mode)) as (full_client, _):
         session_id = await initialize(full_client)
         full = await full_client.post(
             "/mcp", json=call("aecho", {"text": "a"}, rid=2), headers=headers_of(session_id)
@@ -99,11 +95,7 @@ async def test_a_first_step_answer_is_the_full_paths_sse_answer_with_no_exchange
 
 async def test_a_first_step_sse_answer_is_replayed_after_its_priming_event(exchanges: list[Exchange]) -> None:
     tools = Tools()
-    async with (
-        serving(tools, response_mode="resumable") as (url, _),
-        httpx.AsyncClient(timeout=10) as client,
-    ):
-        headers = await open_session(client, url)
+    async with in_mode(tools, "resumable") as (url, _, client, headers):
         exchanges.clear()
         with anyio.fail_after(10):
             answered = await client.post(url, json=call("aecho", {"text": "r"}, rid=3), headers=headers)
@@ -119,11 +111,7 @@ async def test_a_first_step_sse_answer_is_replayed_after_its_priming_event(excha
 
 async def test_a_store_that_waits_takes_the_full_paths_way(exchanges: list[Exchange]) -> None:
     tools = Tools()
-    async with (
-        serving(tools, response_mode="resumable", event_store=_AwaitedStore()) as (url, _),
-        httpx.AsyncClient(timeout=10) as client,
-    ):
-        headers = await open_session(client, url)
+    async with in_mode(tools, "resumable", event_store=_AwaitedStore()) as (url, _, client, headers):
         exchanges.clear()
         with anyio.fail_after(10):
             answered = await client.post(url, json=call("aecho", {"text": "w"}, rid=4), headers=headers)
@@ -137,10 +125,7 @@ async def test_a_stateless_request_is_answered_over_sse_whole_or_by_the_writer(
     tool: str, exchanges: list[Exchange]
 ) -> None:
     tools = Tools()
-    async with (
-        serving(tools, response_mode="sse", event_store=None) as (url, _),
-        httpx.AsyncClient(timeout=10) as client,
-    ):
+    async with live_app(tools, **mode_options("sse")) as (url, _), httpx.AsyncClient(timeout=10) as client:
         headers = {**JSON_AND_SSE, "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call"}
         with anyio.fail_after(10):
             for rid in (5, 6):  # the second on the stateless lane the first gave back: the fast path's

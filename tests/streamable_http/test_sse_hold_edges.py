@@ -31,8 +31,8 @@ from mcpframe.http.options import HttpOptions
 from mcpframe.http.server import StreamableHTTPServer, serve_http
 from mcpframe.http.streams import Stream
 
-from ._lean_support import Tools, open_session
-from ._server_support import call
+from ._lean_support import Tools
+from ._server_support import call, open_session
 
 pytestmark = pytest.mark.anyio
 

@@ -12,17 +12,16 @@ how fast the worker or the loop runs.
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 import anyio
-import httpx
 import pytest
 
 from mcpframe.http import sse_wire, wire_answers
 
-from ._lean_support import Tools, open_session, serving, until
-from ._server_support import call, messages, sse_events
+from ._lean_support import Tools, in_mode
+from ._live_support import post_streamed, read_raw, until
+from ._server_support import call, messages, raw_post, sse_events
 
 pytestmark = pytest.mark.anyio
 
@@ -71,12 +70,7 @@ async def test_a_def_tools_sse_answer_is_one_write_from_head_to_end(
 ) -> None:
     monkeypatch.setattr(sse_wire, "HOLD", 60.0)  # the head waits for the answer however slow the worker
     tools = Tools()
-    store = {"event_store": None} if mode == "sse" else {}
-    async with (
-        serving(tools, response_mode=mode, **store) as (url, _),
-        httpx.AsyncClient(timeout=10) as client,
-    ):
-        headers = await open_session(client, url)
+    async with in_mode(tools, mode) as (url, _, client, headers):
         outs.clear()
         with anyio.fail_after(10):
             response = await client.post(url, json=call("echo", {"text": "one"}, rid=2), headers=headers)
@@ -96,22 +90,15 @@ async def test_an_event_before_the_answer_sends_the_held_head_at_once(
 ) -> None:
     monkeypatch.setattr(sse_wire, "HOLD", 60.0)  # only the event can send the head within the test
     tools = Tools()
-    async with (
-        serving(tools, response_mode="resumable") as (url, _),
-        httpx.AsyncClient(timeout=10) as client,
-    ):
-        headers = await open_session(client, url)
+    async with in_mode(tools, "resumable") as (url, _, client, headers):
         outs.clear()
         with anyio.fail_after(10):
-            request = client.build_request("POST", url, json=call("note", rid=3), headers=headers)
-            response = await client.send(request, stream=True)
+            response = await post_streamed(client, url, headers, call("note", rid=3))
             try:
-                got = b""
                 chunks = response.aiter_raw()
-                async for chunk in chunks:
-                    got += chunk
-                    if b"notifications/message" in got and got.endswith(b"\n\n"):
-                        break
+                got = await read_raw(
+                    chunks, lambda read: b"notifications/message" in read and read.endswith(b"\n\n")
+                )
                 assert not tools.gate.is_set()
                 tools.gate.set()
                 got += b"".join([chunk async for chunk in chunks])
@@ -128,17 +115,11 @@ async def test_a_quiet_streams_head_goes_out_after_the_hold(
 ) -> None:
     monkeypatch.setattr(sse_wire, "HOLD", 0.01)
     tools = Tools()
-    store = {"event_store": None} if mode == "sse" else {}
-    async with (
-        serving(tools, response_mode=mode, **store) as (url, _),
-        httpx.AsyncClient(timeout=10) as client,
-    ):
-        headers = await open_session(client, url)
+    async with in_mode(tools, mode) as (url, _, client, headers):
         outs.clear()
         with anyio.fail_after(10):
-            body = call("hold", {"text": "q"}, rid=4)
-            request = client.build_request("POST", url, json=body, headers=headers)
-            response = await client.send(request, stream=True)  # the head came, the tool still waits
+            # the head came, the tool still waits
+            response = await post_streamed(client, url, headers, call("hold", {"text": "q"}, rid=4))
             try:
                 assert response.headers["content-type"].startswith("text/event-stream")
                 assert not tools.gate.is_set()
@@ -160,19 +141,12 @@ async def test_a_client_leaving_before_the_head_went_out_cancels_its_handler_onc
 ) -> None:
     monkeypatch.setattr(sse_wire, "HOLD", 60.0)
     tools = Tools()
-    options = {"response_mode": "sse", "event_store": None}
-    async with serving(tools, **options) as (url, app), httpx.AsyncClient(timeout=10) as client:
-        headers = await open_session(client, url)
+    async with in_mode(tools, "sse") as (url, app, client, headers):
         outs.clear()
         host, port = url.split("/")[2].split(":")
         with anyio.fail_after(10):
             reader, writer = await asyncio.open_connection(host, int(port))
-            data = json.dumps(call("hold", {"text": "x"}, rid=5)).encode()
-            head = "".join(f"{k}: {v}\r\n" for k, v in headers.items()).encode()
-            writer.write(
-                b"POST /mcp HTTP/1.1\r\nhost: %s\r\n%scontent-length: %d\r\n\r\n%s"
-                % (url.split("/")[2].encode(), head, len(data), data)
-            )
+            writer.write(raw_post(url, headers, call("hold", {"text": "x"}, rid=5)))
             await tools.entered.wait()
             writer.close()  # the client leaves; nothing was written to it yet
             await until(lambda: tools.cancelled == 1 and app.posts.admission.running == 0)

@@ -100,7 +100,42 @@ class Pipe(ChunkReader):
         return None
 
 
-class MeteredPipe(Pipe):
+class CountedReader(ChunkReader):
+    """A `ChunkReader` that counts the bytes it holds (`size`) against a `limit`, and the most it ever held
+    (`peak`, what tests check): the bounded pipes' common part. How a producer waits for room below the
+    limit is each subclass's (`MeteredPipe`: after it put; `BoundedPipe`: before)."""
+
+    __slots__ = ("limit", "peak", "size")
+
+    def __init__(self, limit: int) -> None:
+        if limit < 1:
+            raise ValueError(f"limit must be at least 1 byte, got {limit}")
+        super().__init__()
+        self.limit = limit
+        self.size = 0
+        self.peak = 0
+
+    def put_now(self, data: bytes) -> bool:
+        """Queue `data` at once, room or not; `False` (nothing queued) if the pipe is closed."""
+        if self.closed:
+            return False
+        if data:
+            self._items.append(data)
+            self.size += len(data)
+            self.peak = max(self.peak, self.size)
+            self._wake()
+        return True
+
+    def get_nowait(self) -> bytes | None:
+        """The next chunk, `b""` at the end, `None` when nothing is queued yet."""
+        if self._items:
+            chunk = self._items.popleft()
+            self.size -= len(chunk)
+            return chunk
+        return b"" if self.closed else None
+
+
+class MeteredPipe(Pipe, CountedReader):
     """A `Pipe` that counts the bytes it holds: past `limit` its producers are asked to wait (`room`).
 
     `put` itself never waits nor refuses (a frame already made is never dropped): a producer that can wait
@@ -111,30 +146,16 @@ class MeteredPipe(Pipe):
     lets every waiting producer go on. `peak` is the most bytes it ever held (what tests check).
     """
 
-    __slots__ = ("_rooms", "limit", "peak", "size", "taken")
+    __slots__ = ("_rooms", "taken")
 
     def __init__(self, limit: int = SSE_HIGH_WATER) -> None:
-        if limit < 1:
-            raise ValueError(f"limit must be at least 1 byte, got {limit}")
-        super().__init__()
-        self.limit = limit
-        self.size = 0
-        self.peak = 0
+        super().__init__(limit)
         self.taken = 0  # bytes its reader ever took (a producer tells a slow reader from one that stopped)
         # one future per waiting producer: one shared future would be cancelled for all of them by the
         # cancellation of any one (a task cancelled while it awaits a future cancels that future)
         self._rooms: list[asyncio.Future[None]] = []
 
-    def put(self, data: bytes) -> bool:
-        """Queue a chunk, room or not; `False` (and nothing queued) once the pipe is closed."""
-        if self.closed:
-            return False
-        if data:
-            self._items.append(data)
-            self.size += len(data)
-            self.peak = max(self.peak, self.size)
-            self._wake()
-        return True
+    put = CountedReader.put_now  # a chunk, room or not (ahead of `Pipe.put`, which would not count it)
 
     def get_nowait(self) -> bytes | None:
         """The next chunk, `b""` at the end, `None` when nothing is queued yet."""
@@ -176,23 +197,20 @@ class MeteredPipe(Pipe):
                 waiter.set_result(None)
 
 
-class BoundedPipe(ChunkReader):
+class BoundedPipe(CountedReader):
     """A queue of non-empty byte chunks holding at most `limit` bytes, from any writers to one reader.
 
     `put` waits while the chunk would take the queue past `limit`; an empty queue takes any chunk, so one
     chunk longer than `limit` still passes (alone). `close()` ends it: waiting writers get `False`, the
     reader gets what was queued, then `b""`. `peak` is the most bytes it ever held (what tests check).
+    `put_now` never waits: for what is bounded elsewhere (the client's answers to the session's own
+    requests: at most one per request the session sent).
     """
 
-    __slots__ = ("_writers", "limit", "peak", "size")
+    __slots__ = ("_writers",)
 
     def __init__(self, limit: int) -> None:
-        if limit < 1:
-            raise ValueError(f"limit must be at least 1 byte, got {limit}")
-        super().__init__()
-        self.limit = limit
-        self.size = 0
-        self.peak = 0
+        super().__init__(limit)
         self._writers: deque[asyncio.Event] = deque()  # writers waiting for room, first in line first
 
     def _fits(self, length: int) -> bool:
@@ -212,21 +230,6 @@ class BoundedPipe(ChunkReader):
         room is the caller's if it queues them (`put_now`, one chunk or several) before it awaits anything."""
         if self._writers or not self._fits(length):
             await self._wait_turn(length)
-
-    def put_now(self, chunk: bytes) -> bool:
-        """Queue `chunk` at once, room or not; `False` (nothing queued) if the pipe is closed.
-
-        For what is bounded elsewhere and must never wait (the client's answers to the session's own
-        requests: at most one per request the session sent).
-        """
-        if self.closed:
-            return False
-        if chunk:
-            self._items.append(chunk)
-            self.size += len(chunk)
-            self.peak = max(self.peak, self.size)
-            self._wake()
-        return True
 
     async def _wait_turn(self, length: int) -> None:
         turn = asyncio.Event()
@@ -251,11 +254,9 @@ class BoundedPipe(ChunkReader):
 
     def get_nowait(self) -> bytes | None:
         """The next chunk, `b""` at the end, `None` when nothing is queued yet."""
-        chunk = super().get_nowait()
-        if chunk:
-            self.size -= len(chunk)
-            if self._writers:
-                self._writers[0].set()
+        chunk = CountedReader.get_nowait(self)  # (not `super()`: a super object per chunk costs more)
+        if chunk and self._writers:
+            self._writers[0].set()
         return chunk
 
     def drain_nowait(self) -> tuple[list[bytes], bool]:
