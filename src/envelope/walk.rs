@@ -221,6 +221,8 @@ fn scan_batch<P: Payloads>(d: &[u8], i: usize, p: &mut P) -> Scan<(Vec<Element<P
 
 /// The string at `i` as text, or `None` (the value, which may nest `levels` deep, skipped) when
 /// it is not a string; and the index after the value.
+// inlined: the method of every request and notification comes through here
+#[inline(always)]
 fn take_str(d: &[u8], i: usize, levels: usize) -> Scan<(Option<Text>, usize)> {
     if d.get(i) != Some(&b'"') {
         return Ok((None, skip_nested(d, i, levels)?));
@@ -331,6 +333,8 @@ fn replace_value<V>(slot: &mut Option<V>, value: Option<V>) {
 }
 
 /// The id value at `i` (which may nest `levels` deep) and the index after it.
+// inlined: the id of every message but a notification comes through here
+#[inline(always)]
 fn scan_id(d: &[u8], i: usize, levels: usize) -> Scan<(IdTag, usize)> {
     match d.get(i) {
         Some(b'"') => {
