@@ -34,6 +34,20 @@ pub fn ws(d: &[u8], mut i: usize) -> usize {
     i
 }
 
+/// The index of the first byte at or after `i` that is not JSON whitespace, and that byte
+/// (`None` at the end): [`ws`] and the read of what follows it in one step, so that the usual
+/// case (compact JSON: no whitespace) checks the bounds and reads the byte once.
+#[inline(always)]
+pub fn ws_then(d: &[u8], i: usize) -> (usize, Option<u8>) {
+    match d.get(i) {
+        Some(&b) if b > b' ' => (i, Some(b)),
+        _ => {
+            let j = ws(d, i);
+            (j, d.get(j).copied())
+        }
+    }
+}
+
 /// Byte-wise constant of a `u64` word.
 const fn splat(b: u8) -> u64 {
     u64::from_le_bytes([b; 8])
@@ -152,7 +166,7 @@ mod sse2 {
 
 /// The end of a string whose opening quote is just before `i`: the index after its closing quote,
 /// and whether it has an escape. Inlined for the common case (no escape before the closing quote).
-#[inline]
+#[inline(always)]
 pub fn string_end(d: &[u8], i: usize) -> Scan<(usize, bool)> {
     let at = next_special(d, i);
     if d.get(at) == Some(&b'"') {
@@ -251,6 +265,9 @@ pub fn number_end(d: &[u8], i: usize) -> Scan<(usize, bool)> {
 
 /// The end of the number starting at `i`, and for an integer the number of digits of its literal
 /// (its sign not counted); `None` for a number with a fraction or an exponent. No digit limit.
+// inlined into the scans of values: a call returned its three results through memory, which cost
+// about as much as reading a short number
+#[inline(always)]
 pub fn number_shape(d: &[u8], mut i: usize) -> Scan<(usize, Option<usize>)> {
     if d.get(i) == Some(&b'-') {
         i += 1;
@@ -308,11 +325,10 @@ fn member_value(d: &[u8], i: usize) -> Scan<usize> {
         return Err(Invalid);
     }
     let (end, _) = string_end(d, i + 1)?;
-    let colon = ws(d, end);
-    if d.get(colon) != Some(&b':') {
-        return Err(Invalid);
+    match ws_then(d, end) {
+        (colon, Some(b':')) => Ok(ws(d, colon + 1)),
+        _ => Err(Invalid),
     }
-    Ok(ws(d, colon + 1))
 }
 
 /// The open containers of [`skip_nested`], one bit per level (set for an object), the innermost
@@ -363,8 +379,9 @@ pub fn skip_nested(d: &[u8], mut i: usize, levels: usize) -> Scan<usize> {
                 if stack.depth == levels {
                     return Err(Invalid);
                 }
-                i = ws(d, i + 1);
-                if d.get(i) == Some(&b'}') {
+                let (at, next) = ws_then(d, i + 1);
+                i = at;
+                if next == Some(b'}') {
                     i += 1;
                 } else {
                     stack.push(true);
@@ -377,8 +394,9 @@ pub fn skip_nested(d: &[u8], mut i: usize, levels: usize) -> Scan<usize> {
                 if stack.depth == levels {
                     return Err(Invalid);
                 }
-                i = ws(d, i + 1);
-                if d.get(i) == Some(&b']') {
+                let (at, next) = ws_then(d, i + 1);
+                i = at;
+                if next == Some(b']') {
                     i += 1;
                 } else {
                     stack.push(false);
@@ -392,9 +410,10 @@ pub fn skip_nested(d: &[u8], mut i: usize, levels: usize) -> Scan<usize> {
             if stack.depth == 0 {
                 return Ok(i);
             }
-            i = ws(d, i);
+            let (at, next) = ws_then(d, i);
+            i = at;
             let object = stack.top_is_object();
-            match (d.get(i), object) {
+            match (next, object) {
                 (Some(b','), true) => {
                     i = member_value(d, ws(d, i + 1))?;
                     break;

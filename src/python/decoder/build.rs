@@ -393,8 +393,7 @@ pub(crate) fn message<'py>(
             let _ = value.set(parse_json(py, &frame[r.clone()])?.unbind());
         }
     }
-    let raw_payload = payload.map(shift);
-    let record = Record {
+    let make = || Record {
         kind: e.kind,
         lazy,
         batch: e.batch,
@@ -404,12 +403,12 @@ pub(crate) fn message<'py>(
         buf: buf.clone_ref(py),
         raw: shift(e.raw.clone()),
         raw_id: e.raw_id.clone().map(shift),
-        raw_payload,
+        raw_payload: payload.map(shift),
         response_params: if request { None } else { e.raw_params.clone() }.map(shift),
         offset: offset + e.raw.start as u64,
         value,
     };
-    new_message(py, record)
+    new_message(py, make)
 }
 
 /// The `FrameError` for `f`, whose offsets are relative to `frame` (`None` for an oversize frame,

@@ -310,8 +310,12 @@ impl Record {
     }
 }
 
-/// A new `Message` object holding `record`.
+/// A new `Message` object holding the record `make` returns (made once the object's memory is
+/// at hand: it must not fail).
 #[inline(always)]
-pub(crate) fn new_message<'py>(py: Python<'py>, record: Record) -> PyResult<Bound<'py, PyAny>> {
-    message_type::new_object(py, record)
+pub(crate) fn new_message<'py>(
+    py: Python<'py>,
+    make: impl FnOnce() -> Record,
+) -> PyResult<Bound<'py, PyAny>> {
+    message_type::new_object(py, make)
 }

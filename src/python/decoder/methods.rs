@@ -7,16 +7,23 @@ use pyo3::types::PyString;
 /// Slots of the cache (a power of two): MCP has a few dozen methods.
 const SLOTS: usize = 64;
 
+/// One cached name and its Python string.
+struct Entry {
+    name: Box<[u8]>,
+    string: Py<PyString>,
+}
+
 /// Method names seen so far, with their Python strings, in a table indexed by a cheap hash of the
 /// name; a name is looked for in its slot and the next one (two ways), so two methods that share
 /// a slot both stay. A stream with more methods than fit builds the rest each time.
 #[derive(Default)]
 pub(crate) struct Methods {
     /// Allocated on first use.
-    slots: Vec<Option<(Box<str>, Py<PyString>)>>,
+    slots: Vec<Option<Entry>>,
 }
 
 /// The slot of `name`: its length and three of its bytes, mixed by one multiplication.
+#[inline(always)]
 fn slot(name: &[u8]) -> usize {
     let n = name.len();
     let (first, middle, last) = match n {
@@ -27,25 +34,66 @@ fn slot(name: &[u8]) -> usize {
     (key.wrapping_mul(0x9E37_79B1) >> 26) as usize % SLOTS
 }
 
+/// The eight bytes of `bytes` at `at` as a word (the caller checked they are there).
+#[inline(always)]
+fn word(bytes: &[u8], at: usize) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&bytes[at..at + 8]);
+    u64::from_le_bytes(w)
+}
+
+/// `a == b`, compared in place a word at a time: a method name is a few dozen bytes, for which the
+/// general comparison's call into `memcmp` cost more than the comparison itself.
+#[inline(always)]
+fn same(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    if n < 8 {
+        return a.iter().zip(b).all(|(x, y)| x == y);
+    }
+    let mut at = 0;
+    while at + 8 < n {
+        if word(a, at) != word(b, at) {
+            return false;
+        }
+        at += 8;
+    }
+    // the last eight bytes (overlapping those compared when the length is not a multiple of 8)
+    word(a, n - 8) == word(b, n - 8)
+}
+
 impl Methods {
     /// The Python string for `name`, shared with earlier messages when possible.
+    #[inline]
     pub(crate) fn get(&mut self, py: Python<'_>, name: &str) -> Py<PyString> {
         if self.slots.is_empty() {
             self.slots.resize_with(SLOTS, || None);
         }
-        let home = slot(name.as_bytes());
+        let bytes = name.as_bytes();
+        let home = slot(bytes);
         let ways = [home, (home + 1) % SLOTS];
         for at in ways {
-            if let Some((k, s)) = &self.slots[at] {
-                if **k == *name {
-                    return s.clone_ref(py);
+            if let Some(entry) = &self.slots[at] {
+                if same(&entry.name, bytes) {
+                    return entry.string.clone_ref(py);
                 }
             }
         }
-        let s = PyString::new(py, name).unbind();
+        self.miss(py, name, ways)
+    }
+
+    /// A name not in the table: its new string, kept in a free slot of `ways` if there is one.
+    #[cold]
+    #[inline(never)]
+    fn miss(&mut self, py: Python<'_>, name: &str, ways: [usize; 2]) -> Py<PyString> {
+        let string = PyString::new(py, name).unbind();
         if let Some(free) = ways.into_iter().find(|&at| self.slots[at].is_none()) {
-            self.slots[free] = Some((name.into(), s.clone_ref(py)));
+            let name = name.as_bytes().into();
+            let kept = string.clone_ref(py);
+            self.slots[free] = Some(Entry { name, string: kept });
         }
-        s
+        string
     }
 }
