@@ -92,8 +92,9 @@ class StreamableHTTPServer:
         if shared is not None:
             self.sessions.shared = SharedSessions(self.sessions, shared)
             make_tasks = getattr(shared, "task_store", None)
-            if make_tasks is not None and isinstance(server.tasks.store, MemoryTaskStore):
-                server.tasks.store = make_tasks()  # tasks shared too, unless the application chose a store
+            tasks = getattr(server, "tasks", None)  # none on a proxy's upstream: its child keeps its own
+            if make_tasks is not None and tasks is not None and isinstance(tasks.store, MemoryTaskStore):
+                tasks.store = make_tasks()  # tasks shared too, unless the application chose a store
         self.replies = StreamReplies(retry_ms=opts.retry_ms, keepalive=opts.keepalive)
         self.posts = PostHandler(
             opts,

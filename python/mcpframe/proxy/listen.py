@@ -34,6 +34,7 @@ from mcpframe.http.asgi import header_dict
 from mcpframe.http.legacy import LegacySSE
 from mcpframe.http.options import HttpOptions
 from mcpframe.http.server import _ALLOWED_PAIRS, StreamableHTTPServer, _version_refusal, serve_http
+from mcpframe.http.store import StoreUnavailable
 from mcpframe.http.wire import WireAnswer
 
 from .listen_bridge import SessionBridge
@@ -195,5 +196,9 @@ def run_listen(options: ProxyOptions) -> int:
             print(f"mcpframe proxy: legacy HTTP+SSE on {base}/sse", file=sys.stderr, flush=True)
         print(f"mcpframe proxy: Streamable HTTP on {url}", file=sys.stderr, flush=True)
 
-    anyio.run(lambda: run_stoppable(lambda: serve_listen(options, ready=ready)))
+    try:
+        anyio.run(lambda: run_stoppable(lambda: serve_listen(options, ready=ready)))
+    except StoreUnavailable as exc:  # said before any URL: serve_http asks the store first
+        print(f"mcpframe proxy: {exc}", file=sys.stderr, flush=True)
+        return 1
     return 0
