@@ -72,7 +72,7 @@ class _Bridged:
         self.route = route = Route(Stream(None, None), [1], tokens)
         self.bridge.pending[1] = (route, 7)
         for token in tokens:
-            self.bridge.tokens[token] = route
+            self.bridge.tokens[token] = (route, json.dumps(token).encode())  # the client wrote the same
         route.on_close.append(lambda: self.bridge._forget(route, 1))
         self.pipe: MeteredPipe
 

@@ -2,10 +2,13 @@
 
 A stateless request needs no session, so requests from every client go to one child, started on the first
 and started again on the next request after it died. Ids are the clients' own, so two clients may both use
-id 1: each request gets an id unique in the child (`with_id` splices the bytes; params are never
-re-encoded), and its answer gets the client's id back. Progress notifications go to the POST whose request
-named the token (none once that POST ended), other notifications to the newest POST still waiting. A POST
-whose client takes no SSE (JSON only) can receive nothing but its answer: nothing else is kept for it.
+id 1: each request gets an id unique in the child, and its answer gets the client's id back. Their progress
+tokens clash the same way (SDKs commonly use the request id as the token): a request's `_meta.progressToken`
+reaches the child as its upstream id too, progress notifications are routed by that to the POST whose request
+named it (none once that POST ended), and go out with the client's token back, byte for byte as it wrote it
+(only those two values are spliced; nothing is re-encoded). Other notifications go to the newest POST still
+waiting. A POST whose client takes no SSE (JSON only) can receive nothing but its answer: nothing else is kept
+for it.
 
 The child's one reader serves every client, so it never waits for one. Past `CUT_AT` bytes waiting for a
 client's SSE answer, the reader holds back that client's progress notifications, keeping only the newest per
@@ -50,6 +53,7 @@ from mcpframe.http.streams import Stream
 
 from .listen_bridge import Route, cancel_frame, progress_tokens
 from .pool import ChildPool, PoolBusy
+from .reader import splice, splice_two
 
 if TYPE_CHECKING:
     from mcpframe._api import Id, MessageLike
@@ -62,6 +66,9 @@ __all__ = ["ClientMeter", "StatelessBridge"]
 logger = logging.getLogger("mcpframe.proxy")
 
 _PROGRESS = protocol.NOTIFICATIONS_PROGRESS
+_META_TOKEN = ("params", "_meta", protocol.PROGRESS_TOKEN)
+_PARAMS_TOKEN = ("params", protocol.PROGRESS_TOKEN)
+_ID = ("id",)
 
 CUT_AT = 1 << 20
 """Bytes waiting for one stateless client past which its progress is held back (see the module doc)."""
@@ -141,7 +148,7 @@ class _Behind:
     def __init__(self, reading: tuple[int, int], now: float) -> None:
         self.taken, self.unsent = reading
         self.since = now
-        self.progress: dict[Any, bytes] = {}
+        self.progress: dict[bytes, bytes] = {}  # by the client's token, as it wrote it
 
     def still_reading(self, reading: tuple[int, int], now: float) -> bool:
         """Whether the client took something within the last `STALL_AFTER` seconds, by its meter's new
@@ -165,7 +172,9 @@ class StatelessBridge:
         self._starting = anyio.Lock()
         self._ids = itertools.count(1)
         self.pending: dict[int, tuple[Route, Id]] = {}  # upstream id -> the POST and the client's id
-        self.tokens: dict[Any, Route] = {}
+        # the progress token the child got (the request's upstream id) -> the POST, and the client's own token
+        # as it wrote it (two clients may both use 1)
+        self.tokens: dict[Any, tuple[Route, bytes]] = {}
         self.json_only: set[Route] = set()  # POSTs that take no SSE: no notification can ever reach them
         self.behind: dict[Route, _Behind] = {}  # POSTs whose client is over `CUT_AT`
         self.meters: dict[Route, ClientMeter] = {}  # POSTs whose client takes SSE
@@ -189,12 +198,13 @@ class StatelessBridge:
             )
         assert message.id is not None
         upstream = next(self._ids)
-        route = Route(Stream(None, None), [upstream], progress_tokens([message]))
+        frame, token = _for_child(message, upstream)
+        route = Route(Stream(None, None), [upstream], [] if token is None else [upstream])
         route.on_close.append(slot.release)
         route.on_close.append(lambda: self._forget(route, upstream))
         self.pending[upstream] = (route, message.id)
-        for token in route.tokens:
-            self.tokens[token] = route
+        if token is not None:
+            self.tokens[upstream] = (route, token)
         if not accepts.sse:
             self.json_only.add(route)
         else:
@@ -202,7 +212,7 @@ class StatelessBridge:
             transport = getattr(request.receive, "transport", None)
             self.meters[route] = ClientMeter(route.stream, transport)
         try:
-            await child.write(one_line(message.with_id(upstream)))
+            await child.write(one_line(frame))
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             route.close()
             return error_response(502, "Bad Gateway: the upstream server exited", rid=message.id)
@@ -214,7 +224,8 @@ class StatelessBridge:
         self.behind.pop(route, None)
         self.meters.pop(route, None)
         for token in route.tokens:
-            if self.tokens.get(token) is route:
+            found = self.tokens.get(token)
+            if found is not None and found[0] is route:
                 del self.tokens[token]
 
     async def _child(self) -> Child:
@@ -256,23 +267,30 @@ class StatelessBridge:
         else:
             await self._notify(item)
 
-    def _target(self, item: MessageLike) -> tuple[Route | None, Any]:
-        """The POST a notification goes to, and its progress token (`None`: not progress)."""
+    def _target(self, item: MessageLike) -> tuple[Route | None, bytes | None]:
+        """The POST a notification goes to, and for progress its client's token (`None`: not progress)."""
         if item.method == _PROGRESS:
             params = item.params
             token = params.get(protocol.PROGRESS_TOKEN) if isinstance(params, dict) else None
-            # a malformed token (a list: unhashable) must not end the reader every client shares
-            return (self.tokens.get(token) if isinstance(token, int | str) else None), token
+            # a malformed token (a list: unhashable) must not end the reader every client shares; nor is
+            # `true` the token 1 (they hash alike)
+            found = self.tokens.get(token) if type(token) is int or type(token) is str else None
+            return found if found is not None else (None, None)
         return (next(reversed(self.pending.values()))[0] if self.pending else None), None
 
     async def _notify(self, item: MessageLike) -> None:
         target, token = self._target(item)
         if target is None or target.closed or target in self.json_only:
             return  # a client that takes no SSE gets its answer alone: nothing is kept for it
+        raw = item.raw
+        if token is not None:
+            span = core.value_span(raw, _PARAMS_TOKEN)
+            assert span is not None  # the token was read from there
+            raw = splice(raw, span, token)
         stream = target.stream
         if stream.held() <= CUT_AT:
             await self._flush(target)
-            await stream.emit(item.raw, response=False, wait=False)
+            await stream.emit(raw, response=False, wait=False)
             return
         meter = self.meters.get(target) or ClientMeter(stream)
         behind = self.behind.get(target)
@@ -284,12 +302,12 @@ class StatelessBridge:
         if token is not None:
             # replaces the earlier value it has not been sent, in its place: held tokens go out in the
             # order they were first held
-            behind.progress[token] = item.raw
-        elif stream.held() + len(item.raw) > MAX_UNREAD:
+            behind.progress[token] = raw
+        elif stream.held() + len(raw) > MAX_UNREAD:
             await self._cut(target, _UNREAD)  # reading, but the child outwrites it without bound
         else:
             await self._send_held(target, behind)  # what the child wrote before this goes out first
-            await stream.emit(item.raw, response=False, wait=False)
+            await stream.emit(raw, response=False, wait=False)
 
     async def _flush(self, route: Route) -> None:
         """Send the progress held back for a client that was over the mark (it is no longer behind)."""
@@ -334,6 +352,20 @@ class StatelessBridge:
         """End the shared child (the proxy stops)."""
         if self.child is not None:
             await self.child.close()
+
+
+def _for_child(message: MessageLike, upstream: int) -> tuple[bytes, bytes | None]:
+    """The request as the shared child gets it: its id, and its progress token if it names one, both
+    `upstream` (unique among the child's requests); and that token as the client wrote it (`None`: none)."""
+    if not progress_tokens([message]):
+        return message.with_id(upstream), None
+    raw = message.raw
+    token = core.value_span(raw, _META_TOKEN)
+    rid = core.value_span(raw, _ID)
+    assert token is not None  # read from there
+    assert rid is not None  # a request has an id
+    new = b"%d" % upstream
+    return splice_two(raw, token, new, rid, new), raw[token[0] : token[1]]
 
 
 class _Abandon:

