@@ -21,8 +21,11 @@ import anyio
 import httpx
 import pytest
 
+from mcpframe.http.streams import Stream
+from mcpframe.proxy.listen_bridge import Route
+
 from ._listen_support import in_process_proxy, modern_call, modern_headers
-from .test_listen_stateless_leftovers import _Bridged, _item
+from .test_listen_stateless_leftovers import _answer, _Bridged, _item, _log, _progress, _shown
 
 pytestmark = pytest.mark.anyio
 
@@ -132,3 +135,29 @@ async def test_true_is_not_the_progress_token_1() -> None:
     raw = b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":true,"progress":5}}'
     await client.bridge._route(_item(raw))
     assert client.pipe.get_nowait() is None
+
+
+async def _other_request(client: _Bridged) -> Route:
+    """Another client's POST (upstream id 2), newer: the child's log lines now go to it."""
+    other = Route(Stream(None, None), [2], [])
+    client.bridge.pending[2] = (other, 8)
+    await other.stream.attach(retry_ms=None)
+    return other
+
+
+async def test_held_progress_goes_out_with_the_next_frame_for_anyone_once_its_client_caught_up() -> None:
+    """The review's held_stuck.py: it waited for the next frame of its own request."""
+    client = _Bridged(["tok"])
+    await client.attach()
+    client.fall_behind()
+    await client.bridge._route(_progress("tok", 1))  # held: the client is over the mark
+    await _other_request(client)
+    await client.bridge._route(_log("for the other 0"))
+    assert client.bridge.behind  # still over the mark: still held
+    client.catch_up()
+    assert client.sent() == []
+    await client.bridge._route(_log("for the other 1"))
+    assert [_shown(f) for f in client.sent()] == [("tok", 1)]
+    assert not client.bridge.behind
+    await client.bridge._route(_answer(1))  # nothing is sent twice
+    assert [_shown(f) for f in client.sent()] == [("answer", 7)]

@@ -12,9 +12,11 @@ for it.
 
 The child's one reader serves every client, so it never waits for one. Past `CUT_AT` bytes waiting for a
 client's SSE answer, the reader holds back that client's progress notifications, keeping only the newest per
-token (a later value replaces one not yet sent, in the place of the first one held); they go out once the
-client catches up, and before anything else the child sends for that request (a log line, its answer): the
-client gets what the child wrote in the order it was written, only fewer progress values (held progress is
+token (a later value replaces one not yet sent, in the place of the first one held). They go out once the
+client is back under the mark, with the next frame the child writes for any client (every frame first looks
+at the clients over the mark: none, most of the time; while the child writes nothing, nothing goes out), and
+always before anything else the child sends for that request (a log line, its answer): the client gets what
+the child wrote in the order it was written, only fewer progress values (held progress is
 sent, not dropped, before the answer or the -32000 error of a child that ended: what the client needs to know
 how far the work got). A client over the mark that takes no byte of its answer for `STALL_AFTER` seconds has
 stopped reading (`ClientMeter`: on Linux its socket's unacknowledged bytes tell, which fall while it reads
@@ -256,6 +258,8 @@ class StatelessBridge:
                     route.close()
 
     async def _route(self, item: MessageLike) -> None:
+        if self.behind:
+            await self._release()
         if item.kind in ("result", "error"):
             found = self.pending.get(item.id) if isinstance(item.id, int) else None
             if found is None:
@@ -308,6 +312,11 @@ class StatelessBridge:
         else:
             await self._send_held(target, behind)  # what the child wrote before this goes out first
             await stream.emit(raw, response=False, wait=False)
+
+    async def _release(self) -> None:
+        """Send the progress held back for the clients that caught up (back under the mark)."""
+        for route in [route for route in self.behind if route.stream.held() <= CUT_AT]:
+            await self._flush(route)
 
     async def _flush(self, route: Route) -> None:
         """Send the progress held back for a client that was over the mark (it is no longer behind)."""
