@@ -23,6 +23,7 @@ import pytest
 
 from mcpframe.http.streams import Stream
 from mcpframe.proxy.listen_bridge import Route
+from mcpframe.proxy.listen_stateless import CUT_AT, MAX_UNREAD
 
 from ._listen_support import in_process_proxy, modern_call, modern_headers
 from .test_listen_stateless_leftovers import _answer, _Bridged, _item, _log, _progress, _shown
@@ -161,3 +162,28 @@ async def test_held_progress_goes_out_with_the_next_frame_for_anyone_once_its_cl
     assert not client.bridge.behind
     await client.bridge._route(_answer(1))  # nothing is sent twice
     assert [_shown(f) for f in client.sent()] == [("answer", 7)]
+
+
+@pytest.mark.parametrize("behind", [CUT_AT + 1, MAX_UNREAD - 1, MAX_UNREAD])
+async def test_one_big_log_line_goes_out_to_a_client_not_yet_past_the_cap(behind: int) -> None:
+    """The review's big_frame.py: a 7.5 MiB line cut a client just over the mark, whatever its speed."""
+    client = _Bridged(["tok"])
+    await client.attach()
+    client.pipe.put(b"x" * behind)
+    await client.bridge._route(_log("y" * (15 << 19)))
+    assert not client.route.closed
+    assert client.spawned == []
+    client.pipe.get_nowait()  # the bytes it was behind by
+    [line] = client.sent()
+    assert len(line["params"]["data"]) == 15 << 19
+
+
+async def test_a_client_with_more_than_the_cap_waiting_is_cut_by_the_next_line_however_small() -> None:
+    client = _Bridged(["tok"])
+    await client.attach()
+    client.pipe.put(b"x" * (MAX_UNREAD + 1))
+    await client.bridge._route(_log("y"))
+    assert client.route.closed
+    [frame] = client.sent()  # what it had not taken is dropped: its error alone is left
+    assert "too slow to read" in frame["error"]["message"]
+    assert [args[1:] for args in client.spawned] == [(1, "the HTTP client read too slowly")]

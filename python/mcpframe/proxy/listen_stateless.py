@@ -24,10 +24,10 @@ however slowly; elsewhere, or behind a server other than mcpframe's, the bytes i
 pipe): its POST is cut (what it had not taken is dropped, a -32000 error is its answer, the request is
 cancelled upstream), and the others go on being answered. A client that reads, only slower than the child
 writes log lines (they are never held back: only progress has a newest value that stands for the rest), is cut
-the same way once `MAX_UNREAD` bytes wait for it, "too slow to read": the proxy's memory for one client is
-bounded, and nothing is lost silently for a client that keeps up. The mark is well above what a client that
-reads can have waiting (the pipe's 64 KiB limit, plus what the reader routes from the child's pipe between two
-waits: about 200 KiB).
+the same way once over `MAX_UNREAD` bytes wait for it (before the frame that comes), "too slow to read": the
+proxy's memory for one client is bounded, and nothing is lost silently for a client that keeps up. The mark
+is well above what a client that reads can have waiting (the pipe's 64 KiB limit, plus what the reader routes
+from the child's pipe between two waits: about 200 KiB).
 
 Why one shared child and not a child per request: a child per request pays a process start (tens of
 milliseconds for a Python server) on every call; the shared child pays nothing, and 2026-07-28 servers keep
@@ -88,7 +88,9 @@ MAX_UNREAD = 8 << 20
 """Bytes waiting for one stateless client past which a log line (any message but progress, which is held
 back instead) is not added: its POST is cut, "too slow to read". So a client that reads, but slower than the
 child writes log lines, costs the proxy a bound (this, plus one frame, the batch its response is writing and
-the socket's buffers), not everything the child writes; a client that keeps up loses nothing."""
+the socket's buffers), not everything the child writes; a client that keeps up loses nothing. Only the bytes
+already waiting count, not the frame that comes: one big frame (up to `max_frame`) goes out to a client that
+is merely over `CUT_AT`, instead of cutting it whatever its speed."""
 
 _TOO_SLOW = "the proxy ended this request: its client read the answer too slowly"
 _UNREAD = f"the proxy ended this request: its client is too slow to read (over {MAX_UNREAD >> 20} MiB unread)"
@@ -307,7 +309,7 @@ class StatelessBridge:
             # replaces the earlier value it has not been sent, in its place: held tokens go out in the
             # order they were first held
             behind.progress[token] = raw
-        elif stream.held() + len(raw) > MAX_UNREAD:
+        elif stream.held() > MAX_UNREAD:  # what waits already: the frame itself may be big
             await self._cut(target, _UNREAD)  # reading, but the child outwrites it without bound
         else:
             await self._send_held(target, behind)  # what the child wrote before this goes out first
