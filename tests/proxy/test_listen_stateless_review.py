@@ -20,12 +20,14 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from tests.streamable_http._live_support import SlowClient, slow_client, until
 
 from mcpframe.http.streams import Stream
+from mcpframe.proxy import listen_stateless
 from mcpframe.proxy.listen_bridge import Route
 from mcpframe.proxy.listen_stateless import CUT_AT, MAX_UNREAD
 
-from ._listen_support import in_process_proxy, modern_call, modern_headers
+from ._listen_support import dechunk, in_process_proxy, modern_call, modern_headers
 from .test_listen_stateless_leftovers import _answer, _Bridged, _item, _log, _progress, _shown
 
 pytestmark = pytest.mark.anyio
@@ -187,3 +189,90 @@ async def test_a_client_with_more_than_the_cap_waiting_is_cut_by_the_next_line_h
     [frame] = client.sent()  # what it had not taken is dropped: its error alone is left
     assert "too slow to read" in frame["error"]["message"]
     assert [args[1:] for args in client.spawned] == [(1, "the HTTP client read too slowly")]
+
+
+# `flood` writes big progress notifications for its token until a `stop` call comes, then answers
+_FLOOD_CHILD = r"""
+import json, sys, threading
+
+lock = threading.Lock()
+stop = threading.Event()
+
+def send(message):
+    with lock:
+        sys.stdout.write(json.dumps(message) + "\n")
+        sys.stdout.flush()
+
+def flood(rid, token):
+    number = 0
+    while not stop.is_set():
+        params = {"progressToken": token, "progress": number, "message": "x" * 16384}
+        send({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})
+        number += 1
+    send({"jsonrpc": "2.0", "id": rid, "result": {"content": [], "flooded": number}})
+
+for line in sys.stdin:
+    message = json.loads(line)
+    if message.get("method") != "tools/call":
+        continue
+    if message["params"]["name"] == "flood":
+        token = message["params"]["_meta"]["progressToken"]
+        threading.Thread(target=flood, args=(message["id"], token), daemon=True).start()
+    else:
+        stop.set()
+        send({"jsonrpc": "2.0", "id": message["id"], "result": {"content": []}})
+"""
+
+
+async def _take(slow: SlowClient, size: int) -> None:
+    """The slow client reads `size` bytes of its answer, no more (what it reads is kept in `slow.text`)."""
+    taken = 0
+    while taken < size:
+        chunk = await slow.reader.read(size - taken)
+        assert chunk
+        slow.text += chunk
+        taken += len(chunk)
+
+
+async def test_a_slow_reader_whose_socket_drains_is_not_cut_however_long_past_stall_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """End to end: a client over the mark that reads a little at a time, never taking nothing for
+    `STALL_AFTER`, is not cut over many times that long, and gets its answer. The bridge's clock is the
+    test's: it moves on only once the bridge saw the client read at the time it shows."""
+    monkeypatch.setattr(listen_stateless, "STALL_AFTER", 1.0)
+    now = [0.0]
+    child = tmp_path / "child.py"
+    child.write_text(_FLOOD_CHILD)
+    async with (
+        in_process_proxy([sys.executable, str(child)], pool_size=1) as proxy,
+        slow_client(proxy.url, modern_headers("flood")) as slow,
+        httpx.AsyncClient(timeout=20) as http,
+    ):
+        bridge = proxy.app.stateless
+        bridge.clock = lambda: now[0]
+
+        def seen_reading() -> bool:
+            """The bridge saw the client read at the clock's time (or it is no longer over the mark)."""
+            return all(behind.since == now[0] for behind in bridge.behind.values())
+
+        slow.post(modern_call("flood", 7, {}, progressToken=7))
+        with anyio.fail_after(30):
+            await until(lambda: bool(bridge.behind))  # it read nothing yet: over the mark
+            for _ in range(12):  # 9 x STALL_AFTER in all
+                now[0] += 0.75
+                await _take(slow, 256 * 1024)
+                await until(seen_reading)
+                assert bridge.pending  # not cut
+            response = await http.post(
+                proxy.url, json=modern_call("stop", 1, {}), headers=modern_headers("stop")
+            )
+            assert response.status_code == 200, response.text
+            raw = await slow.read_until(b"\r\n0\r\n\r\n", 1)
+    events = [json.loads(line[6:]) for line in dechunk(raw).decode().split("\n") if line.startswith("data: ")]
+    *progress, answer = events
+    assert answer["id"] == 7
+    assert "flooded" in answer["result"]
+    numbers = [event["params"]["progress"] for event in progress]
+    assert numbers == sorted(set(numbers))  # newest values only, in order
+    assert all(event["params"]["progressToken"] == 7 for event in progress)
