@@ -55,7 +55,7 @@ from mcpframe.http.streams import Stream
 
 from .listen_bridge import Route, cancel_frame, progress_tokens
 from .pool import ChildPool, PoolBusy
-from .reader import splice, splice_two
+from .reader import splice
 
 if TYPE_CHECKING:
     from mcpframe._api import Id, MessageLike
@@ -70,7 +70,6 @@ logger = logging.getLogger("mcpframe.proxy")
 _PROGRESS = protocol.NOTIFICATIONS_PROGRESS
 _META_TOKEN = ("params", "_meta", protocol.PROGRESS_TOKEN)
 _PARAMS_TOKEN = ("params", protocol.PROGRESS_TOKEN)
-_ID = ("id",)
 
 CUT_AT = 1 << 20
 """Bytes waiting for one stateless client past which its progress is held back (see the module doc)."""
@@ -368,15 +367,12 @@ class StatelessBridge:
 def _for_child(message: MessageLike, upstream: int) -> tuple[bytes, bytes | None]:
     """The request as the shared child gets it: its id, and its progress token if it names one, both
     `upstream` (unique among the child's requests); and that token as the client wrote it (`None`: none)."""
+    frame = message.with_id(upstream)
     if not progress_tokens([message]):
-        return message.with_id(upstream), None
-    raw = message.raw
-    token = core.value_span(raw, _META_TOKEN)
-    rid = core.value_span(raw, _ID)
-    assert token is not None  # read from there
-    assert rid is not None  # a request has an id
-    new = b"%d" % upstream
-    return splice_two(raw, token, new, rid, new), raw[token[0] : token[1]]
+        return frame, None
+    span = core.value_span(frame, _META_TOKEN)  # one look (a decode) of the frame: the id is spliced already
+    assert span is not None  # the token was read from there
+    return splice(frame, span, b"%d" % upstream), frame[span[0] : span[1]]
 
 
 class _Abandon:
