@@ -49,7 +49,7 @@ async def test_an_unhashable_progress_token_is_dropped_not_fatal() -> None:
     bridge = StatelessBridge(None, max_frame=1 << 20, spawn=None)  # type: ignore[arg-type]
     route = Route(Stream(None, None), [1], ["tok"])
     bridge.pending[1] = (route, 7)
-    bridge.tokens["tok"] = route
+    bridge.tokens["tok"] = (route, b'"tok"')
     raw = b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":[1],"progress":1}}'
     [item] = core.decode(raw, lazy=True)
     await bridge._route(item)  # raised TypeError (unhashable list) before
@@ -102,7 +102,7 @@ async def test_nothing_but_its_answer_is_kept_for_a_json_only_client() -> None:
     bridge = StatelessBridge(None, max_frame=1 << 20, spawn=None)  # type: ignore[arg-type]
     route = Route(Stream(None, None), [1], ["tok"])
     bridge.pending[1] = (route, 7)
-    bridge.tokens["tok"] = route
+    bridge.tokens["tok"] = (route, b'"tok"')
     bridge.json_only.add(route)
     route.on_close.append(lambda: bridge._forget(route, 1))
     for number in range(64):

@@ -2,16 +2,21 @@
 
 A stateless request needs no session, so requests from every client go to one child, started on the first
 and started again on the next request after it died. Ids are the clients' own, so two clients may both use
-id 1: each request gets an id unique in the child (`with_id` splices the bytes; params are never
-re-encoded), and its answer gets the client's id back. Progress notifications go to the POST whose request
-named the token (none once that POST ended), other notifications to the newest POST still waiting. A POST
-whose client takes no SSE (JSON only) can receive nothing but its answer: nothing else is kept for it.
+id 1: each request gets an id unique in the child, and its answer gets the client's id back. Their progress
+tokens clash the same way (SDKs commonly use the request id as the token): a request's `_meta.progressToken`
+reaches the child as its upstream id too, progress notifications are routed by that to the POST whose request
+named it (none once that POST ended), and go out with the client's token back, byte for byte as it wrote it
+(only those two values are spliced; nothing is re-encoded). Other notifications go to the newest POST still
+waiting. A POST whose client takes no SSE (JSON only) can receive nothing but its answer: nothing else is kept
+for it.
 
 The child's one reader serves every client, so it never waits for one. Past `CUT_AT` bytes waiting for a
 client's SSE answer, the reader holds back that client's progress notifications, keeping only the newest per
-token (a later value replaces one not yet sent, in the place of the first one held); they go out once the
-client catches up, and before anything else the child sends for that request (a log line, its answer): the
-client gets what the child wrote in the order it was written, only fewer progress values (held progress is
+token (a later value replaces one not yet sent, in the place of the first one held). They go out once the
+client is back under the mark, with the next frame the child writes for any client (every frame first looks
+at the clients over the mark: none, most of the time; while the child writes nothing, nothing goes out), and
+always before anything else the child sends for that request (a log line, its answer): the client gets what
+the child wrote in the order it was written, only fewer progress values (held progress is
 sent, not dropped, before the answer or the -32000 error of a child that ended: what the client needs to know
 how far the work got). A client over the mark that takes no byte of its answer for `STALL_AFTER` seconds has
 stopped reading (`ClientMeter`: on Linux its socket's unacknowledged bytes tell, which fall while it reads
@@ -19,10 +24,10 @@ however slowly; elsewhere, or behind a server other than mcpframe's, the bytes i
 pipe): its POST is cut (what it had not taken is dropped, a -32000 error is its answer, the request is
 cancelled upstream), and the others go on being answered. A client that reads, only slower than the child
 writes log lines (they are never held back: only progress has a newest value that stands for the rest), is cut
-the same way once `MAX_UNREAD` bytes wait for it, "too slow to read": the proxy's memory for one client is
-bounded, and nothing is lost silently for a client that keeps up. The mark is well above what a client that
-reads can have waiting (the pipe's 64 KiB limit, plus what the reader routes from the child's pipe between two
-waits: about 200 KiB).
+the same way once over `MAX_UNREAD` bytes wait for it (before the frame that comes), "too slow to read": the
+proxy's memory for one client is bounded, and nothing is lost silently for a client that keeps up. The mark
+is well above what a client that reads can have waiting (the pipe's 64 KiB limit, plus what the reader routes
+from the child's pipe between two waits: about 200 KiB).
 
 Why one shared child and not a child per request: a child per request pays a process start (tens of
 milliseconds for a Python server) on every call; the shared child pays nothing, and 2026-07-28 servers keep
@@ -50,6 +55,7 @@ from mcpframe.http.streams import Stream
 
 from .listen_bridge import Route, cancel_frame, progress_tokens
 from .pool import ChildPool, PoolBusy
+from .reader import splice
 
 if TYPE_CHECKING:
     from mcpframe._api import Id, MessageLike
@@ -62,6 +68,8 @@ __all__ = ["ClientMeter", "StatelessBridge"]
 logger = logging.getLogger("mcpframe.proxy")
 
 _PROGRESS = protocol.NOTIFICATIONS_PROGRESS
+_META_TOKEN = ("params", "_meta", protocol.PROGRESS_TOKEN)
+_PARAMS_TOKEN = ("params", protocol.PROGRESS_TOKEN)
 
 CUT_AT = 1 << 20
 """Bytes waiting for one stateless client past which its progress is held back (see the module doc)."""
@@ -79,7 +87,9 @@ MAX_UNREAD = 8 << 20
 """Bytes waiting for one stateless client past which a log line (any message but progress, which is held
 back instead) is not added: its POST is cut, "too slow to read". So a client that reads, but slower than the
 child writes log lines, costs the proxy a bound (this, plus one frame, the batch its response is writing and
-the socket's buffers), not everything the child writes; a client that keeps up loses nothing."""
+the socket's buffers), not everything the child writes; a client that keeps up loses nothing. Only the bytes
+already waiting count, not the frame that comes: one big frame (up to `max_frame`) goes out to a client that
+is merely over `CUT_AT`, instead of cutting it whatever its speed."""
 
 _TOO_SLOW = "the proxy ended this request: its client read the answer too slowly"
 _UNREAD = f"the proxy ended this request: its client is too slow to read (over {MAX_UNREAD >> 20} MiB unread)"
@@ -141,7 +151,7 @@ class _Behind:
     def __init__(self, reading: tuple[int, int], now: float) -> None:
         self.taken, self.unsent = reading
         self.since = now
-        self.progress: dict[Any, bytes] = {}
+        self.progress: dict[bytes, bytes] = {}  # by the client's token, as it wrote it
 
     def still_reading(self, reading: tuple[int, int], now: float) -> bool:
         """Whether the client took something within the last `STALL_AFTER` seconds, by its meter's new
@@ -165,7 +175,9 @@ class StatelessBridge:
         self._starting = anyio.Lock()
         self._ids = itertools.count(1)
         self.pending: dict[int, tuple[Route, Id]] = {}  # upstream id -> the POST and the client's id
-        self.tokens: dict[Any, Route] = {}
+        # the progress token the child got (the request's upstream id) -> the POST, and the client's own token
+        # as it wrote it (two clients may both use 1)
+        self.tokens: dict[Any, tuple[Route, bytes]] = {}
         self.json_only: set[Route] = set()  # POSTs that take no SSE: no notification can ever reach them
         self.behind: dict[Route, _Behind] = {}  # POSTs whose client is over `CUT_AT`
         self.meters: dict[Route, ClientMeter] = {}  # POSTs whose client takes SSE
@@ -189,12 +201,13 @@ class StatelessBridge:
             )
         assert message.id is not None
         upstream = next(self._ids)
-        route = Route(Stream(None, None), [upstream], progress_tokens([message]))
+        frame, token = _for_child(message, upstream)
+        route = Route(Stream(None, None), [upstream], [] if token is None else [upstream])
         route.on_close.append(slot.release)
         route.on_close.append(lambda: self._forget(route, upstream))
         self.pending[upstream] = (route, message.id)
-        for token in route.tokens:
-            self.tokens[token] = route
+        if token is not None:
+            self.tokens[upstream] = (route, token)
         if not accepts.sse:
             self.json_only.add(route)
         else:
@@ -202,7 +215,7 @@ class StatelessBridge:
             transport = getattr(request.receive, "transport", None)
             self.meters[route] = ClientMeter(route.stream, transport)
         try:
-            await child.write(one_line(message.with_id(upstream)))
+            await child.write(one_line(frame))
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             route.close()
             return error_response(502, "Bad Gateway: the upstream server exited", rid=message.id)
@@ -214,7 +227,8 @@ class StatelessBridge:
         self.behind.pop(route, None)
         self.meters.pop(route, None)
         for token in route.tokens:
-            if self.tokens.get(token) is route:
+            found = self.tokens.get(token)
+            if found is not None and found[0] is route:
                 del self.tokens[token]
 
     async def _child(self) -> Child:
@@ -245,6 +259,8 @@ class StatelessBridge:
                     route.close()
 
     async def _route(self, item: MessageLike) -> None:
+        if self.behind:
+            await self._release()
         if item.kind in ("result", "error"):
             found = self.pending.get(item.id) if isinstance(item.id, int) else None
             if found is None:
@@ -256,23 +272,30 @@ class StatelessBridge:
         else:
             await self._notify(item)
 
-    def _target(self, item: MessageLike) -> tuple[Route | None, Any]:
-        """The POST a notification goes to, and its progress token (`None`: not progress)."""
+    def _target(self, item: MessageLike) -> tuple[Route | None, bytes | None]:
+        """The POST a notification goes to, and for progress its client's token (`None`: not progress)."""
         if item.method == _PROGRESS:
             params = item.params
             token = params.get(protocol.PROGRESS_TOKEN) if isinstance(params, dict) else None
-            # a malformed token (a list: unhashable) must not end the reader every client shares
-            return (self.tokens.get(token) if isinstance(token, int | str) else None), token
+            # a malformed token (a list: unhashable) must not end the reader every client shares; nor is
+            # `true` the token 1 (they hash alike)
+            found = self.tokens.get(token) if type(token) is int or type(token) is str else None
+            return found if found is not None else (None, None)
         return (next(reversed(self.pending.values()))[0] if self.pending else None), None
 
     async def _notify(self, item: MessageLike) -> None:
         target, token = self._target(item)
         if target is None or target.closed or target in self.json_only:
             return  # a client that takes no SSE gets its answer alone: nothing is kept for it
+        raw = item.raw
+        if token is not None:
+            span = core.value_span(raw, _PARAMS_TOKEN)
+            assert span is not None  # the token was read from there
+            raw = splice(raw, span, token)
         stream = target.stream
         if stream.held() <= CUT_AT:
             await self._flush(target)
-            await stream.emit(item.raw, response=False, wait=False)
+            await stream.emit(raw, response=False, wait=False)
             return
         meter = self.meters.get(target) or ClientMeter(stream)
         behind = self.behind.get(target)
@@ -284,12 +307,17 @@ class StatelessBridge:
         if token is not None:
             # replaces the earlier value it has not been sent, in its place: held tokens go out in the
             # order they were first held
-            behind.progress[token] = item.raw
-        elif stream.held() + len(item.raw) > MAX_UNREAD:
+            behind.progress[token] = raw
+        elif stream.held() > MAX_UNREAD:  # what waits already: the frame itself may be big
             await self._cut(target, _UNREAD)  # reading, but the child outwrites it without bound
         else:
             await self._send_held(target, behind)  # what the child wrote before this goes out first
-            await stream.emit(item.raw, response=False, wait=False)
+            await stream.emit(raw, response=False, wait=False)
+
+    async def _release(self) -> None:
+        """Send the progress held back for the clients that caught up (back under the mark)."""
+        for route in [route for route in self.behind if route.stream.held() <= CUT_AT]:
+            await self._flush(route)
 
     async def _flush(self, route: Route) -> None:
         """Send the progress held back for a client that was over the mark (it is no longer behind)."""
@@ -334,6 +362,17 @@ class StatelessBridge:
         """End the shared child (the proxy stops)."""
         if self.child is not None:
             await self.child.close()
+
+
+def _for_child(message: MessageLike, upstream: int) -> tuple[bytes, bytes | None]:
+    """The request as the shared child gets it: its id, and its progress token if it names one, both
+    `upstream` (unique among the child's requests); and that token as the client wrote it (`None`: none)."""
+    frame = message.with_id(upstream)
+    if not progress_tokens([message]):
+        return frame, None
+    span = core.value_span(frame, _META_TOKEN)  # one look (a decode) of the frame: the id is spliced already
+    assert span is not None  # the token was read from there
+    return splice(frame, span, b"%d" % upstream), frame[span[0] : span[1]]
 
 
 class _Abandon:
