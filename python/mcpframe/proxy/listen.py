@@ -14,6 +14,10 @@ Streamable HTTP, `listen_legacy` for `/sse`). Everything in front of the bridge 
 Origin allow-lists, bearer tokens, the body limit, the admission bound, `Mcp-Session-Id`s and their reaper,
 GET streams, resumable SSE streams, DELETE. Each session gets a child of its own from a bounded pool
 (`pool.py`); 2026-07-28 requests, which have no session, share one child (`listen_stateless`).
+
+There is no shared session store (`--store`, `HttpOptions(store=...)`): it lets any instance serve any
+session by rebuilding it from the store, and a proxy's session is a child process only the instance that
+started it can reach. The proxy refuses it (`STORE_REFUSED`) rather than serve sessions half-shared.
 """
 
 from __future__ import annotations
@@ -34,7 +38,6 @@ from mcpframe.http.asgi import header_dict
 from mcpframe.http.legacy import LegacySSE
 from mcpframe.http.options import HttpOptions
 from mcpframe.http.server import _ALLOWED_PAIRS, StreamableHTTPServer, _version_refusal, serve_http
-from mcpframe.http.store import StoreUnavailable
 from mcpframe.http.wire import WireAnswer
 
 from .listen_bridge import SessionBridge
@@ -45,7 +48,14 @@ from .listen_stateless import StatelessBridge
 from .options import ProxyOptions
 from .pool import ChildPool
 
-__all__ = ["ListenServer", "listen_address", "run_listen", "serve_listen"]
+__all__ = ["STORE_REFUSED", "ListenServer", "listen_address", "run_listen", "serve_listen"]
+
+STORE_REFUSED = (
+    "--store cannot be used with --listen: a session's state is its child process, which no other "
+    "instance can serve (several proxies behind one URL need a balancer that keeps each Mcp-Session-Id "
+    "on one instance)"
+)
+"""Why the proxy has no shared session store (see the module doc)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -89,6 +99,8 @@ class ListenServer(StreamableHTTPServer):
     """The HTTP host with a bridge to a stdio child in place of each session's `ServerConnection`."""
 
     def __init__(self, options: ProxyOptions, http: HttpOptions) -> None:
+        if http.store is not None:  # before the host opens it (see `STORE_REFUSED`)
+            raise ValueError(STORE_REFUSED)
         self.pool = ChildPool(
             options.command, env=options.env, size=options.pool_size, max_waiting=http.max_queued
         )
@@ -184,6 +196,9 @@ def run_listen(options: ProxyOptions) -> int:
     except ValueError as exc:
         print(f"mcpframe proxy: {exc}", file=sys.stderr)
         return 2
+    if getattr(options.http, "store", None) is not None:
+        print(f"mcpframe proxy: {STORE_REFUSED}", file=sys.stderr)
+        return 2
 
     def ready(url: str) -> None:
         listening = getattr(getattr(options.http, "auth", None), "listening", None)
@@ -196,9 +211,5 @@ def run_listen(options: ProxyOptions) -> int:
             print(f"mcpframe proxy: legacy HTTP+SSE on {base}/sse", file=sys.stderr, flush=True)
         print(f"mcpframe proxy: Streamable HTTP on {url}", file=sys.stderr, flush=True)
 
-    try:
-        anyio.run(lambda: run_stoppable(lambda: serve_listen(options, ready=ready)))
-    except StoreUnavailable as exc:  # said before any URL: serve_http asks the store first
-        print(f"mcpframe proxy: {exc}", file=sys.stderr, flush=True)
-        return 1
+    anyio.run(lambda: run_stoppable(lambda: serve_listen(options, ready=ready)))
     return 0
