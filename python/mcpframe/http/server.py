@@ -476,18 +476,18 @@ async def serve_http(
 
 
 async def _reach_store(store: SharedStore) -> None:
-    """`StoreUnavailable` saying in one line that the shared store does not answer (and why), its
-    connections closed (no lifespan will)."""
+    """`StoreUnavailable` saying in one line that the shared store cannot be reached (and why), its
+    connections closed (no lifespan will). A store that is only late (it took the connection, or may yet)
+    is a warning: the server starts, and answers the requests that need the store with 503 until it
+    answers, as when it becomes slow later."""
     try:
         await store.ping()
     except StoreUnavailable as exc:
         cause = exc.__cause__  # what the store's client raised: the reason, without the store's own words
-        if cause is None:
-            why = str(exc)
-        elif isinstance(cause, TimeoutError):
-            why = "it did not answer in time"
-        else:
-            why = str(cause) or type(cause).__name__
+        if exc.late or isinstance(cause, TimeoutError):
+            logger.warning("%s: serving anyway (503 to the requests that need it, until it answers)", exc)
+            return
+        why = str(exc) if cause is None else str(cause) or type(cause).__name__
         where = getattr(store, "where", None)  # the Redis store's URL, without credentials
         named = f"at {where}" if isinstance(where, str) else f"({type(store).__name__})"
         with anyio.CancelScope(shield=True):

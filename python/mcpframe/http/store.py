@@ -44,7 +44,12 @@ random 16-character token, so the two never clash)."""
 
 
 class StoreUnavailable(Exception):
-    """The shared store did not answer in time (or refused): the request is answered with 503."""
+    """The shared store did not answer in time (or refused): the request is answered with 503. `late`: it
+    did not answer in time (it may yet), rather than failing outright (refused, authentication, DNS)."""
+
+    def __init__(self, *args: object, late: bool = False) -> None:
+        super().__init__(*args)
+        self.late = late
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
