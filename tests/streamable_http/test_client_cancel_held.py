@@ -3,9 +3,10 @@
 The request's body is gated on the client's side (a wrapping httpx transport whose body stream, once the
 transport began handing it on, waits for `open`), so the cancel is sent while the request is partly sent but
 not written: the held path, decided by the test, not by timing. The cancel goes once the request was
-written (its `send` returns then); a request that fails before being written lets its cancel go (harmless)
-rather than hang; a client closed with a cancel held ends at once. (A request none of which was sent is
-dropped with its cancel instead: `test_client_cancel_unsent.py`.)
+written (its `send` returns at once: it is held in a task, and `held_cancel` is set once it went); a
+request that fails before being written lets its cancel go (harmless) rather than hang; a client closed
+with a cancel held ends at once. (A request none of which was sent is dropped with its cancel instead:
+`test_client_cancel_unsent.py`.)
 """
 
 from __future__ import annotations
@@ -116,11 +117,6 @@ async def gated_transport(
 CLIENTS = ["httpx", "httpx-auth", "asgi"]
 
 
-async def send_then_set(transport: StreamableHTTPTransport, data: bytes, sent: anyio.Event) -> None:
-    await transport.send(data)
-    sent.set()
-
-
 @pytest.mark.parametrize("client", CLIENTS)
 async def test_a_held_cancel_goes_once_its_request_was_written(client: str) -> None:
     server = Recorder()
@@ -128,15 +124,17 @@ async def test_a_held_cancel_goes_once_its_request_was_written(client: str) -> N
         with anyio.fail_after(10):
             await transport.send(REQUEST)
             await gated.at_gate.wait()
-            async with anyio.create_task_group() as tg:
-                sent = anyio.Event()
-                tg.start_soon(send_then_set, transport, CANCEL, sent)  # held until the request is written
-                await anyio.wait_all_tasks_blocked()
-                assert server.order == []
-                assert not sent.is_set()
-                gated.open.set()
-                await server.cancel_seen.wait()
-            assert sent.is_set()
+            await transport.send(CANCEL)  # returns at once: held until the request is written
+            taken = transport.held_cancel(1)
+            assert taken is not None
+            await anyio.wait_all_tasks_blocked()
+            assert server.order == []
+            assert not taken.is_set()
+            assert transport.in_flight == 1  # its exchange runs until its cancel went
+            gated.open.set()
+            await server.cancel_seen.wait()
+            await taken.wait()
+            assert transport.held_cancel(1) is None
     assert server.order == [CALL, CANCELLED]
 
 

@@ -15,9 +15,10 @@ original `initialize` params and the message sent again. An SSE stream closed be
 resumed with `GET` + `Last-Event-ID` after the server's `retry` delay. A request the caller cancels has its
 stream closed. Its `notifications/cancelled` never overtakes it (a POST on another connection could): a
 request none of which was sent yet (not posted, or waiting for a connection) is dropped with its cancel and
-never goes on the wire; one being written has its cancel posted once it was written (`send` returns then,
-so a caller counting requests in flight never sees the cancelled one overlap the next); a cancelled
-request is not sent again (503, new session).
+never goes on the wire; one being written has its cancel held in a task of the transport's and posted once
+it was written (`send` returns at once: the session's other messages do not wait for a slow write;
+`held_cancel` tells a caller counting requests in flight when that cancel went); a cancelled request is
+not sent again (503, new session).
 
 A message carrying `_meta["io.modelcontextprotocol/protocolVersion"]` (2026-07-28, stateless) is sent with
 that version in `MCP-Protocol-Version` and without a session id; every request and notification carries
@@ -188,6 +189,7 @@ class StreamableHTTPTransport(BackgroundTransport):
         self._lean_wanted = opts.lean and http_client is None and auth is None
         self._lean: LeanPool | None = None
         self._exchanges: dict[Id, _Posting] = {}
+        self._held: dict[Id, anyio.Event] = {}  # cancels held until their request was written (`_cancel`)
         self._reinit_lock = anyio.Lock()
         self._get_running = False
         self._get_open = anyio.Event()  # the GET stream's answer head came (or it failed, or none is kept)
@@ -267,8 +269,8 @@ class StreamableHTTPTransport(BackgroundTransport):
         return await self._inbox.receive()
 
     async def send(self, data: bytes) -> None:
-        """Post each message in `data`: requests in the background, the rest before returning (a cancel
-        of a request being written waits for it to be written first: `_cancel`)."""
+        """Post each message in `data`: requests in the background, the rest before returning (but for a
+        cancel of a request being written, held in a task until the request was written: `_cancel`)."""
         if self._closed:
             raise TransportClosedError("the HTTP transport is closed")
         tg = self._tg
@@ -285,32 +287,57 @@ class StreamableHTTPTransport(BackgroundTransport):
                 tg.start_soon(self._post_request, item, posting)  # raises if the task group is gone
                 self._exchanges[request_id(item)] = posting  # before its task runs: see `_cancel`
             elif item.method == protocol.NOTIFICATIONS_CANCELLED:
-                await self._cancel(item)
+                await self._cancel(item, tg)
             else:
                 await self._post_other(item)
 
-    async def _cancel(self, message: MessageLike) -> None:
+    async def _cancel(self, message: MessageLike, tg: anyio.abc.TaskGroup) -> None:
         """Post a `notifications/cancelled`, never before the request it names: that request is posted from
         a task of its own, on another connection, and a server that got the cancel first would ignore it
         and then run the request. None of it sent yet (not posted, or waiting for a connection), the request
         is dropped with its cancel: its exchange ends now and the server hears of neither. Being written,
-        the cancel waits until the request was written (at most the write timeout), then goes; either way
-        the request's exchange is over, or answered by nothing more, once this returns."""
+        the cancel is held in a task until the request was written (at most the write timeout), then goes
+        (`held_cancel` says when), and `send` returns at once: its caller's other messages (answers to the
+        server's requests, pings, the next requests) do not wait for a slow write."""
         params = message.params
         rid = params.get("requestId") if isinstance(params, dict) else None
         posting = self._exchanges.get(rid) if isinstance(rid, int | str) else None
         if posting is not None:  # before any await: a 503 answered meanwhile must not send it again
             posting.cancelled = True
         if posting is not None and not posting.written:
+            assert isinstance(rid, int | str)  # it names a posting
             if not posting.sending:
                 logger.debug("request %r cancelled before any of it was sent: neither is sent", rid)
                 self._abandon(params)
                 return
-            await posting.wait_written()
-            if self._closed:  # closed meanwhile: the request's exchange ended with the transport
-                return
+            taken = self._held[rid] = anyio.Event()
+            tg.start_soon(self._cancel_once_written, message, rid, posting, taken)
+            return
         await self._post_other(message)  # ours and out already, the lane's, or answered
         self._abandon(params)
+
+    async def _cancel_once_written(
+        self, message: MessageLike, rid: Id, posting: _Posting, taken: anyio.Event
+    ) -> None:
+        params = message.params
+        try:
+            await posting.wait_written()
+            if not self._closed:  # closed meanwhile: the request's exchange ended with the transport
+                await self._post_other(message)
+        except Exception:  # in a task of the transport's: a bug must cost this cancel only
+            logger.exception("posting the cancel of request %r failed", params)
+        finally:
+            self._abandon(params)
+            if self._held.get(rid) is taken:
+                del self._held[rid]
+            taken.set()
+
+    def held_cancel(self, rid: Id) -> anyio.Event | None:
+        """The event set once the cancel of request `rid` that `send` held back (its request was being
+        written) was posted and the request's exchange ended (or the transport closed); `None` when no
+        cancel of `rid` is held: one `send` took was posted, or dropped with its request, before it
+        returned. A caller bounding its requests in flight waits for it before it counts `rid` done."""
+        return self._held.get(rid)
 
     def _abandon(self, params: Any) -> None:
         """The caller gave up on a request: stop waiting for its answer and close its stream (in 2026-07-28

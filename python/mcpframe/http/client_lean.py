@@ -370,14 +370,14 @@ class LeanPool:
                 continue
             conn.reset()
             try:
-                await self._await_head(conn, data, written, sending)
+                await self._await_head(conn, data, written, sending, cancelled)
             except httpx.TransportError:
                 if conn.received or (cancelled is not None and cancelled()):
                     raise
                 continue  # the server dropped it while idle: try another connection
             return conn
         conn = await self._connect()
-        await self._await_head(conn, data, written, sending)
+        await self._await_head(conn, data, written, sending, cancelled)
         return conn
 
     async def _await_head(
@@ -386,9 +386,10 @@ class LeanPool:
         data: bytes,
         written: Callable[[], None] | None,
         sending: Callable[[], None] | None = None,
+        cancelled: Callable[[], bool] | None = None,
     ) -> None:
         try:
-            await self._send_or_wait(conn, data, written, sending)
+            await self._send_or_wait(conn, data, written, sending, cancelled)
         except BaseException:
             if conn.transport is not None:
                 conn.transport.close()
@@ -400,9 +401,16 @@ class LeanPool:
         data: bytes,
         written: Callable[[], None] | None,
         sending: Callable[[], None] | None = None,
+        cancelled: Callable[[], bool] | None = None,
     ) -> None:
         # the connect timeout bounds writing only: the head of an answer may come as late as the tool likes
         assert conn.transport is not None
+        if cancelled is not None and cancelled():
+            # Cancelled while none of it was sent (its task resumed from the connect in the same loop pass
+            # as the cancel, whose cancellation lands at the next await): it must not go out now, since the
+            # caller dropped its cancel. Yield to let the cancellation land; else fail it unsent.
+            await asyncio.sleep(0)
+            raise httpx.WriteError("the request was cancelled before it was sent")
         if sending is not None:  # no await between it and the write: a cancel before it finds nothing sent
             sending()
         conn.transport.write(data)
@@ -433,7 +441,7 @@ class LeanPool:
     ) -> AsyncIterator[LeanResponse]:
         """POST `content`; the response is read inside the block (headers first, then its body). `written`
         is called once the request was handed to the socket, before its response head came; `cancelled`
-        says whether the caller cancelled it since (then it is not sent again: see `_head`); `sending`
+        says whether the caller cancelled it (then it is not sent, nor sent again: see `_head`); `sending`
         right before any of it is handed to a socket (each time it is)."""
         if self._closed:
             raise httpx.ConnectError("the HTTP transport is closed")

@@ -23,7 +23,7 @@ import anyio.abc
 import httpx
 
 from mcpframe import protocol
-from mcpframe._api import MessageLike
+from mcpframe._api import Id, MessageLike
 from mcpframe.http.client import StreamableHTTPTransport
 from mcpframe.http.client_sse import SSEConnectError, SSETransport
 from mcpframe.http.client_wire import BackgroundTransport, HttpResponse, ndjson_frame
@@ -110,6 +110,10 @@ class AutoTransport(BackgroundTransport):
     async def send(self, data: bytes) -> None:
         """Send over the transport in use (Streamable HTTP until the server proved legacy)."""
         await (self.legacy or self.streamable).send(data)
+
+    def held_cancel(self, rid: Id) -> anyio.Event | None:
+        """`StreamableHTTPTransport.held_cancel` (the legacy transport holds no cancel back)."""
+        return self.streamable.held_cancel(rid)
 
     # ------------------------------------------------------------------ the probe
 

@@ -33,6 +33,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from .events import Replay, split_event_id
 from .pipe import Pipe
@@ -89,10 +90,11 @@ class RedisStore(RedisLiveness):
             async with asyncio.timeout(self.timeout if timeout is None else timeout):
                 return await call
         except (RedisError, OSError, TimeoutError) as exc:
-            why = (
-                "did not answer in time" if isinstance(exc, TimeoutError) else str(exc) or type(exc).__name__
-            )
-            raise StoreUnavailable(f"the session store (Redis at {self.where}) failed {what}: {why}") from exc
+            late = isinstance(exc, TimeoutError | RedisTimeoutError)
+            why = "did not answer in time" if late else str(exc) or type(exc).__name__
+            raise StoreUnavailable(
+                f"the session store (Redis at {self.where}) failed {what}: {why}", late=late
+            ) from exc
 
     async def bounded(self, what: str, call: Awaitable[T]) -> T:
         """One Redis round trip under the store's bound (for the other users of this pool: the task store)."""
@@ -109,8 +111,13 @@ class RedisStore(RedisLiveness):
             pipe.pexpire(key, self._ttl_ms)
 
     async def start(self, deliver: Callable[[str, bytes], None]) -> Callable[[], Coroutine[Any, Any, None]]:
-        """Check that Redis answers (`PING`); return the listener of published frames."""
-        await self.ping()
+        """Check that Redis answers (`PING`: one that is late only is waited for by the calls to come,
+        each answered with 503 until it answers); return the listener of published frames."""
+        try:
+            await self.ping()
+        except StoreUnavailable as exc:
+            if not exc.late:
+                raise
 
         async def listen() -> None:
             while True:  # a lost connection is retried: the instance keeps serving what needs no cancel

@@ -50,7 +50,7 @@ from .pipe import Pipe
 from .responses import SSE_HEADERS, Answer, Reply, StreamReplies, error_response
 from .security import AccessToken, HostGuard
 from .sessions import HttpSession, SessionManager
-from .store import StoreUnavailable, _where, open_store
+from .store import SharedStore, StoreUnavailable, open_store
 from .store_sessions import SharedSessions
 from .streams import Stream, format_event
 from .wire import WireAnswer, WireServer
@@ -462,7 +462,7 @@ async def serve_http(
         making = outer.follower(None if not outer.own else shutdown_grace(grace))
     try:
         if http.sessions.shared is not None:  # an unreachable store is said before any URL, not after it
-            await _reach_store(http.sessions.shared.store, opts.store or "")
+            await _reach_store(http.sessions.shared.store)
         with making as stop, stopping_under(stop):
             async with server.lifespan():
                 if ready is not None:
@@ -475,19 +475,24 @@ async def serve_http(
         sock.close()
 
 
-async def _reach_store(store: Any, url: str) -> None:
-    """`StoreUnavailable` saying in one line that the shared store at `url` does not answer (and why)."""
+async def _reach_store(store: SharedStore) -> None:
+    """`StoreUnavailable` saying in one line that the shared store cannot be reached (and why), its
+    connections closed (no lifespan will). A store that is only late (it took the connection, or may yet)
+    is a warning: the server starts, and answers the requests that need the store with 503 until it
+    answers, as when it becomes slow later."""
     try:
         await store.ping()
     except StoreUnavailable as exc:
         cause = exc.__cause__  # what the store's client raised: the reason, without the store's own words
-        if cause is None:
-            why = str(exc)
-        elif isinstance(cause, TimeoutError):
-            why = "it did not answer in time"
-        else:
-            why = str(cause) or type(cause).__name__
-        raise StoreUnavailable(f"cannot reach the session store at {_where(url)}: {why}") from exc
+        if exc.late or isinstance(cause, TimeoutError):
+            logger.warning("%s: serving anyway (503 to the requests that need it, until it answers)", exc)
+            return
+        why = str(exc) if cause is None else str(cause) or type(cause).__name__
+        where = getattr(store, "where", None)  # the Redis store's URL, without credentials
+        named = f"at {where}" if isinstance(where, str) else f"({type(store).__name__})"
+        with anyio.CancelScope(shield=True):
+            await store.aclose()
+        raise StoreUnavailable(f"cannot reach the session store {named}: {why}") from exc
 
 
 def announce(url: str, *, legacy_sse: bool) -> None:

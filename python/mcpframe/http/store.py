@@ -23,6 +23,7 @@ A store that does not answer raises `StoreUnavailable`; the server answers that 
 from __future__ import annotations
 
 import dataclasses
+import urllib.parse
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -43,7 +44,12 @@ random 16-character token, so the two never clash)."""
 
 
 class StoreUnavailable(Exception):
-    """The shared store did not answer in time (or refused): the request is answered with 503."""
+    """The shared store did not answer in time (or refused): the request is answered with 503. `late`: it
+    did not answer in time (it may yet), rather than failing outright (refused, authentication, DNS)."""
+
+    def __init__(self, *args: object, late: bool = False) -> None:
+        super().__init__(*args)
+        self.late = late
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -224,6 +230,6 @@ def open_store(
 
 
 def _where(url: str) -> str:
-    """The URL without its password, for messages."""
-    scheme, _, rest = url.partition("://")
-    return f"{scheme}://{rest.rpartition('@')[2]}"
+    """The URL without its user, password and query (`?password=` is one), for messages."""
+    parts = urllib.parse.urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}{parts.path}"  # unix:///x keeps its slashes

@@ -62,7 +62,12 @@ class SharedSessions:
     async def start(self, tg: anyio.abc.TaskGroup) -> None:
         """Connect to the store, say this instance is alive, listen for what other instances publish."""
         listen = await self.store.start(self.deliver)
-        await self.store.refresh({})
+        try:
+            await self.store.refresh({})
+        except StoreUnavailable as exc:  # late: `_keep_alive` says it again soon
+            if not exc.late:
+                raise
+            logger.warning("%s (saying this instance is alive)", exc)
         tg.start_soon(listen)
         tg.start_soon(self._keep_alive)
 

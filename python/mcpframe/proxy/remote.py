@@ -29,11 +29,11 @@ end of input what was read is still posted and answered (within `drain_timeout`)
 
 Cancellation: a `notifications/cancelled` the client sends for a request in flight is posted to the server
 (the transport then stops reading that request's answer; the request keeps its place in flight until the
-transport took the cancel, so the request waiting for that place is not posted while the cancelled one's
-exchange still runs), and from the moment the proxy read it no answer to that request is written to the
-client, even one that crossed the cancel (the spec: a cancelled request gets no response). A request the
-fast lane had not posted yet (waiting for a connection), or whose stream it had queued for the transport to
-resume, is not posted or resumed.
+transport posted the cancel, which it may hold back while it writes the request, so the request waiting
+for that place is not posted while the cancelled one's exchange still runs), and from the moment the proxy
+read it no answer to that request is written to the client, even one that crossed the cancel (the spec: a
+cancelled request gets no response). A request the fast lane had not posted yet (waiting for a connection),
+or whose stream it had queued for the transport to resume, is not posted or resumed.
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 import anyio
+import anyio.abc
 
 from mcpframe import core, protocol
 from mcpframe._api import MessageLike
@@ -120,10 +121,10 @@ class _Cancelled:
     """The requests the client cancelled while in flight: an answer to one of them that still comes from
     the transport is not written (the fast lane drops its own: `Lane.withdraw`). Bounded: past `limit` ids
     the oldest is forgotten. (The transport reads a request's answer until it has posted its cancel, which
-    it holds back until the request was written, and a cancel frees the request's place in `_InFlight`
-    once the transport took it: answers can come for as many cancelled ids as there are cancels held or
-    being posted. Past `limit` of those, the answer to the oldest reaches the client, which ignores an
-    answer to a request it cancelled.)"""
+    it holds back while the request is being written; the request keeps its place in `_InFlight` until
+    then, so answers can come for at most `max_in_flight` cancelled ids at once, and `limit` is at least
+    that. Past `limit`, the answer to the oldest would reach the client, which ignores an answer to a
+    request it cancelled.)"""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
@@ -262,11 +263,12 @@ async def _client_to_server(
     backlog: _Backlog,
     *,
     cancelled: _Cancelled,
+    tg: anyio.abc.TaskGroup,
 ) -> None:
     """What the client writes, posted frame by frame as it came (the lane's requests by the lane);
     malformed frames answered here. A request past the in-flight bound waits in `backlog` (module doc)."""
     decoder = core.Decoder(lazy=True)
-    out = _Outgoing(server, in_flight)
+    out = _Outgoing(server, in_flight, tg)
     while True:
         await backlog.wait_for_room()  # past the backlog's bound, stdin is not read
         chunk = await client.receive()
@@ -327,15 +329,19 @@ def _cancelled_id(message: MessageLike) -> int | str | None:
 class _Outgoing:
     """The client's frames for the server transport, sent together (`flush`).
 
-    A request cancelled in flight keeps its place in `in_flight` until the transport took its cancel (the
+    A request cancelled in flight keeps its place in `in_flight` until the transport posted its cancel (the
     transport runs the request's exchange until then: it posts the cancel, then closes the request's
-    stream), so the backlog's next request does not make it run more than `max_in_flight` exchanges. (The
-    transport takes the cancel of a request it is still writing once the request was written; one none of
-    which it sent yet is dropped with its cancel, its exchange ended: neither overlaps the next.)"""
+    stream), so the backlog's next request does not make it run more than `max_in_flight` exchanges. The
+    transport holds the cancel of a request it is still writing in a task of its own until the request was
+    written (its `send` returns at once, so the client's other frames are not held up): its `held_cancel`
+    then says when the place is free, and a task here waits for it. A request none of which was sent is
+    dropped with its cancel, its exchange ended, before `send` returns."""
 
-    def __init__(self, server: ByteTransport, in_flight: _InFlight) -> None:
+    def __init__(self, server: ByteTransport, in_flight: _InFlight, tg: anyio.abc.TaskGroup) -> None:
         self.server = server
         self.in_flight = in_flight
+        self.tg = tg
+        self.held: Callable[[Any], anyio.Event | None] | None = getattr(server, "held_cancel", None)
         self.frames: list[bytes] = []
         self.settling: list[Any] = []  # requests whose cancel is in `frames`
 
@@ -352,8 +358,16 @@ class _Outgoing:
             frames.clear()
             await self.server.send(data)
         for rid in settling:
-            self.in_flight.done(rid)
+            taken = None if self.held is None else self.held(rid)
+            if taken is None:
+                self.in_flight.done(rid)
+            else:
+                self.tg.start_soon(self._done_once, taken, rid)
         settling.clear()
+
+    async def _done_once(self, taken: anyio.Event, rid: Any) -> None:
+        await taken.wait()
+        self.in_flight.done(rid)
 
 
 async def _server_to_client(
@@ -406,7 +420,7 @@ async def proxy_remote(
             tg.cancel_scope.cancel()  # the remote side ended: nothing more can be answered
 
         tg.start_soon(from_server)
-        await _client_to_server(client, server, in_flight, lane, backlog, cancelled=cancelled)
+        await _client_to_server(client, server, in_flight, lane, backlog, cancelled=cancelled, tg=tg)
         # end of input: what was read is still posted and answered (as a stdio server answers what it read)
         backlog.close()
         with anyio.move_on_after(drain_timeout):
