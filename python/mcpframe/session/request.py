@@ -12,7 +12,7 @@ from mcpframe._api import Id, MessageLike
 from mcpframe._unstable.anyio_tasks import SHIELD_AWARE, in_shield
 from mcpframe.protocol import NOTIFICATIONS_PROGRESS, PROGRESS_TOKEN
 from mcpframe.session.errors import JSONRPCError
-from mcpframe.session.frames import error_frame
+from mcpframe.session.frames import failure_frame
 
 if TYPE_CHECKING:
     from mcpframe.session.batch import Batch
@@ -136,7 +136,7 @@ class Request:
         task = self._task
         if self._scope is None and task is not None:
             task.uncancel()
-        return error_frame(self.id, error)
+        return failure_frame(self, error)  # as a handler's own error: ``data`` it cannot encode is dropped
 
     async def wait_done(self) -> None:
         """Wait until the handler has finished (``done``)."""
