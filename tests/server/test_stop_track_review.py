@@ -13,14 +13,16 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import anyio
+import orjson
 import pytest
 
 from mcpframe import jsonrpc
 from mcpframe.session import JSONRPCError, Request, Session
-from mcpframe.transports.memory import memory_pair
+from mcpframe.transports.memory import MemoryTransport, memory_pair
 
 pytestmark = pytest.mark.anyio
 
@@ -67,3 +69,94 @@ async def test_an_abort_whose_data_cannot_be_encoded_answers_without_it() -> Non
         tg.cancel_scope.cancel()
     (error,) = errors
     assert (error.code, error.message, error.data) == (jsonrpc.CONNECTION_CLOSED, "cut", None)
+
+
+async def read_answers(near: MemoryTransport, until: int) -> dict[Any, Any]:
+    answers: dict[Any, Any] = {}
+    buffer = b""
+    with anyio.fail_after(10):
+        while until not in answers:
+            buffer += await near.receive()
+            *lines, buffer = buffer.split(b"\n")
+            for line in lines:
+                if line.strip():
+                    message = orjson.loads(line)
+                    answers[message["id"]] = message
+    return answers
+
+
+def frame(rid: int, method: str) -> bytes:
+    return orjson.dumps({"jsonrpc": "2.0", "id": rid, "method": method}) + b"\n"
+
+
+async def test_an_abort_before_the_request_started_is_not_taken_for_a_later_cancel() -> None:
+    near, far = memory_pair()
+    entered: list[str] = []
+
+    async def handler(request: Request) -> Any:
+        entered.append(request.method)
+        if request.method == "first":  # the second is registered, its task not run yet
+            (second,) = [r for r in request.session.requests_in_flight() if r.method == "second"]
+            assert "second" not in entered
+            second.abort(CUT)
+            return "first"
+        if request.method == "second":  # cancelled from elsewhere (not the abort, not the peer)
+            task = asyncio.current_task()
+            assert task is not None
+            task.cancel()
+            await asyncio.sleep(0)
+        return "pong"
+
+    server = Session(far, request_handler=handler)
+    server.eager_handlers = False  # each request's first step on a later loop iteration
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.run)
+        await near.send(frame(1, "first") + frame(2, "second"))  # one read: both registered at once
+        answers = await read_answers(near, until=1)
+        await near.send(frame(3, "third"))
+        answers.update(await read_answers(near, until=3))
+        tg.cancel_scope.cancel()
+    assert entered == ["first", "second", "third"]  # the aborted one started as usual
+    assert answers[1]["result"] == "first"
+    assert answers[3]["result"] == "pong"
+    assert 2 not in answers  # the cancel was not taken for the abort: no stale -32000 answer
+
+
+@pytest.mark.parametrize("eager", [True, False])
+async def test_abort_then_the_clients_cancel_answers_nothing(eager: bool) -> None:
+    near, far = memory_pair()
+    client = Session(near)
+    cancels: list[str] = []
+
+    entered = anyio.Event()
+
+    async def handler(request: Request) -> Any:
+        if request.method != "x":
+            return {}
+        entered.set()
+        try:
+            await anyio.sleep_forever()
+        except asyncio.CancelledError:
+            cancels.append(request.method)
+            raise
+
+    server = Session(far, request_handler=handler)
+    server.eager_handlers = eager
+    results: list[Any] = []
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.run)
+        tg.start_soon(client.run)
+
+        async def call() -> None:
+            results.append(await client.request("x", {}))
+
+        tg.start_soon(call)
+        request = await running_request(server, entered)
+        request.abort(CUT)
+        request.cancel()  # as notifications/cancelled does, before the handler has left
+        with anyio.fail_after(10):
+            await request.wait_done()
+            assert await client.request("ping") is not None  # answered after anything for the first
+        tg.cancel_scope.cancel()  # no answer came: the client stops waiting
+    assert results == []
+    assert cancels == ["x"]

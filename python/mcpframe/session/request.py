@@ -117,9 +117,13 @@ class Request:
         The handler is cancelled as ``cancel`` cancels it (one inside a shielded anyio cancel scope once it
         has left the shield) and sees one ``CancelledError``; the Session then answers ``error`` in its
         place. Nothing happens once the request is done, cancelled or aborted; one that has not started yet
-        is left to start (and answer) as usual.
+        is left to start (and answer) as usual: no error is kept for it, so a cancellation from elsewhere
+        later (the Session's end) is never taken for this one.
         """
         if self._done or self._cancelled or self._aborted is not None:
+            return
+        task = self._task
+        if not self._started or task is None or task.done():  # no cancel would be delivered
             return
         self._aborted = error
         self._deliver_cancel()
