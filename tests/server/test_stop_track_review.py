@@ -21,6 +21,8 @@ import orjson
 import pytest
 
 from mcpframe import jsonrpc
+from mcpframe.server import Server
+from mcpframe.server.lifecycle import Stop
 from mcpframe.session import JSONRPCError, Request, Session
 from mcpframe.transports.memory import MemoryTransport, memory_pair
 
@@ -160,3 +162,56 @@ async def test_abort_then_the_clients_cancel_answers_nothing(eager: bool) -> Non
         tg.cancel_scope.cancel()  # no answer came: the client stops waiting
     assert results == []
     assert cancels == ["x"]
+
+
+async def test_a_closed_session_with_requests_in_flight_is_kept() -> None:
+    stop = Stop(1.0)
+    near, far = memory_pair()
+    gate = anyio.Event()
+    entered = anyio.Event()
+
+    async def handler(request: Request) -> Any:
+        entered.set()
+        await gate.wait()
+        return 1
+
+    server = Session(far, request_handler=handler)
+    client = Session(near)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.run)
+        tg.start_soon(client.run)
+        tg.start_soon(client.request, "x", {})
+        request = await running_request(server, entered)
+        stop.watch(server)
+        server.closed = True  # as aclose() marks it before its handlers are stopped
+        stop.forget(server)
+        for _ in range(200):  # past every prune point of watch()
+            ended = Session(memory_pair()[0])
+            ended.closed = True
+            stop.watch(ended)
+        assert server in stop.sessions
+        assert stop._running == [request]  # still found, so still waited for (and cut)
+        gate.set()
+        await request.wait_done()
+        stop.forget(server)
+        assert server not in stop.sessions  # ended now: let go
+        tg.cancel_scope.cancel()
+
+
+async def test_a_stop_lets_go_of_a_session_once_its_connection_closed() -> None:
+    server = Server("t")
+    conn = server.connection()
+    stop = Stop(1.0)
+    stop.track_connection(conn)
+    near, far = memory_pair()
+    client = Session(near)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(conn.run, Session(far, request_handler=conn.handle_request))
+        tg.start_soon(client.run)
+        with anyio.fail_after(10):
+            assert await client.request("ping") == {}
+        assert len(stop.sessions) == 1
+        with anyio.fail_after(10):
+            await client.aclose()
+    assert conn.tracked_by == ()
+    assert not stop.sessions

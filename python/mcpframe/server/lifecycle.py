@@ -209,12 +209,18 @@ class Stop:
 
     def watch(self, session: Session) -> None:
         """Count ``session``'s requests in flight among this stop's (a tracked connection's request came
-        on it: ``ServerConnection.handle_request``). Sessions that ended are let go as new ones come."""
+        on it: ``ServerConnection.handle_request``). Sessions that ended are let go as new ones come, and
+        when their connection closes (``forget``)."""
         sessions = self.sessions
         if len(sessions) >= self._prune_at:
             sessions.difference_update([s for s in sessions if s.closed and not s.in_flight])
             self._prune_at = max(_PRUNE_AT_LEAST, 2 * len(sessions))
         sessions.add(session)
+
+    def forget(self, session: Session) -> None:
+        """Let go of ``session`` if it ended (closed, no request in flight): its connection closed."""
+        if session.closed and not session.in_flight:
+            self.sessions.discard(session)
 
     async def _all_done(self) -> None:
         while running := self._running:
