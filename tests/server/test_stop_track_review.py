@@ -17,11 +17,14 @@ import asyncio
 from typing import Any
 
 import anyio
+import httpx
 import orjson
 import pytest
 
 from mcpframe import jsonrpc
+from mcpframe.http.server import HttpOptions, serve_http
 from mcpframe.server import Server
+from mcpframe.server.eras import PROTOCOL_VERSION_KEY
 from mcpframe.server.lifecycle import Stop
 from mcpframe.session import JSONRPCError, Request, Session
 from mcpframe.transports.memory import MemoryTransport, memory_pair
@@ -215,3 +218,87 @@ async def test_a_stop_lets_go_of_a_session_once_its_connection_closed() -> None:
             await client.aclose()
     assert conn.tracked_by == ()
     assert not stop.sessions
+
+
+def modern_call(rid: int, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    meta = {
+        PROTOCOL_VERSION_KEY: "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+    }
+    params = {"name": name, "arguments": arguments, "_meta": meta}
+    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
+
+
+def modern_headers(name: str) -> dict[str, str]:
+    return {
+        "content-type": "application/json",
+        "accept": "application/json",
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": "tools/call",
+        "mcp-name": name,
+    }
+
+
+@pytest.mark.parametrize("http_server", ["mcpframe", "uvicorn"])
+async def test_modern_posts_cut_on_serve_http_get_one_error_each(http_server: str) -> None:
+    server = Server("p")
+    entered: list[int] = []
+    cancels: list[int] = []
+    all_in = anyio.Event()
+
+    @server.tool
+    async def stuck(n: int) -> str:
+        """Never answers by itself."""
+        entered.append(n)
+        if len(entered) == 3:
+            all_in.set()
+        try:
+            await anyio.sleep_forever()
+        except BaseException:
+            cancels.append(n)
+            raise
+        return "never"
+
+    ready: list[str] = []
+    started = anyio.Event()
+    stopped = anyio.Event()
+    serving = anyio.CancelScope()
+
+    def on_ready(url: str) -> None:
+        ready.append(url)
+        started.set()
+
+    async def serve() -> None:
+        with serving:
+            await serve_http(
+                server, port=0, options=HttpOptions(), ready=on_ready, http_server=http_server, grace=0.0
+            )
+        stopped.set()
+
+    got: dict[int, httpx.Response] = {}
+    async with anyio.create_task_group() as tg, httpx.AsyncClient(timeout=30) as client:
+        tg.start_soon(serve)
+        with anyio.fail_after(10):
+            await started.wait()
+        url = ready[0]
+
+        async def post(rid: int) -> None:
+            got[rid] = await client.post(
+                url, json=modern_call(rid, "stuck", {"n": rid}), headers=modern_headers("stuck")
+            )
+
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as posting:
+                for rid in (5, 6, 7):
+                    posting.start_soon(post, rid)
+                await all_in.wait()
+                serving.cancel()  # the server stops: every `stuck` outlives the grace period
+            await stopped.wait()
+    assert sorted(got) == [5, 6, 7]
+    for rid, response in got.items():
+        answer = response.json()
+        assert answer["id"] == rid
+        assert answer["error"]["code"] == jsonrpc.CONNECTION_CLOSED
+        assert answer["error"]["message"].startswith("Server shutting down")
+    assert sorted(cancels) == [5, 6, 7]  # each cut once
