@@ -120,7 +120,11 @@ def stopping_under(stop: Stop) -> Iterator[Stop]:
 
 
 def tracked(connection: C) -> C:
-    """``connection``, its requests tracked by the current ``Stop`` if there is one (``track_connection``)."""
+    """``connection``, its requests tracked by the current ``Stop`` if there is one (``track_connection``).
+
+    The tracking happens in ``ServerConnection.handle_request``: a subclass overriding it must call
+    ``super().handle_request(request)`` for its requests to be refused, waited for and cut by the stop.
+    """
     stop = _CURRENT.get()
     if stop is not None:
         if connection._stops:
