@@ -1,6 +1,6 @@
 """What `ServerConnection.handle_request` refuses it raises before returning an awaitable (no coroutine frame
 of its own): each refusal is still answered with its JSON-RPC error, directly or under a graceful stop's
-`Stop.track`, and the connection goes on answering."""
+`Stop.track_connection`, and the connection goes on answering."""
 
 from __future__ import annotations
 

@@ -164,6 +164,10 @@ class ServerConnection:
         for listener in list(self._listeners.values()):
             listener.closed.set()
         self._closed = True
+        session = self.session
+        if session is not None:
+            for stop in self._stops:  # its Session ended: the stops need not hold it (or its transport)
+                stop.forget(session)
 
     def post(self, kind: str, value: str) -> None:
         """Queue a change notification from any thread (`("list", kind)` or `("updated", uri)`)."""

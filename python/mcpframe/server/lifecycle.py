@@ -120,7 +120,11 @@ def stopping_under(stop: Stop) -> Iterator[Stop]:
 
 
 def tracked(connection: C) -> C:
-    """``connection``, its requests tracked by the current ``Stop`` if there is one (``track_connection``)."""
+    """``connection``, its requests tracked by the current ``Stop`` if there is one (``track_connection``).
+
+    The tracking happens in ``ServerConnection.handle_request``: a subclass overriding it must call
+    ``super().handle_request(request)`` for its requests to be refused, waited for and cut by the stop.
+    """
     stop = _CURRENT.get()
     if stop is not None:
         if connection._stops:
@@ -209,12 +213,18 @@ class Stop:
 
     def watch(self, session: Session) -> None:
         """Count ``session``'s requests in flight among this stop's (a tracked connection's request came
-        on it: ``ServerConnection.handle_request``). Sessions that ended are let go as new ones come."""
+        on it: ``ServerConnection.handle_request``). Sessions that ended are let go as new ones come, and
+        when their connection closes (``forget``)."""
         sessions = self.sessions
         if len(sessions) >= self._prune_at:
             sessions.difference_update([s for s in sessions if s.closed and not s.in_flight])
             self._prune_at = max(_PRUNE_AT_LEAST, 2 * len(sessions))
         sessions.add(session)
+
+    def forget(self, session: Session) -> None:
+        """Let go of ``session`` if it ended (closed, no request in flight): its connection closed."""
+        if session.closed and not session.in_flight:
+            self.sessions.discard(session)
 
     async def _all_done(self) -> None:
         while running := self._running:

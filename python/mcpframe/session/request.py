@@ -12,7 +12,7 @@ from mcpframe._api import Id, MessageLike
 from mcpframe._unstable.anyio_tasks import SHIELD_AWARE, in_shield
 from mcpframe.protocol import NOTIFICATIONS_PROGRESS, PROGRESS_TOKEN
 from mcpframe.session.errors import JSONRPCError
-from mcpframe.session.frames import error_frame
+from mcpframe.session.frames import failure_frame
 
 if TYPE_CHECKING:
     from mcpframe.session.batch import Batch
@@ -117,9 +117,13 @@ class Request:
         The handler is cancelled as ``cancel`` cancels it (one inside a shielded anyio cancel scope once it
         has left the shield) and sees one ``CancelledError``; the Session then answers ``error`` in its
         place. Nothing happens once the request is done, cancelled or aborted; one that has not started yet
-        is left to start (and answer) as usual.
+        is left to start (and answer) as usual: no error is kept for it, so a cancellation from elsewhere
+        later (the Session's end) is never taken for this one.
         """
         if self._done or self._cancelled or self._aborted is not None:
+            return
+        task = self._task
+        if not self._started or task is None or task.done():  # no cancel would be delivered
             return
         self._aborted = error
         self._deliver_cancel()
@@ -136,7 +140,7 @@ class Request:
         task = self._task
         if self._scope is None and task is not None:
             task.uncancel()
-        return error_frame(self.id, error)
+        return failure_frame(self, error)  # as a handler's own error: ``data`` it cannot encode is dropped
 
     async def wait_done(self) -> None:
         """Wait until the handler has finished (``done``)."""
