@@ -46,3 +46,12 @@ def test_a_listen_url_must_be_http() -> None:
     with pytest.raises(ValueError, match="expected an http:// URL"):
         listen.listen_address("https://127.0.0.1/mcp")
     assert listen.listen_address("http://[::1]:8080/x") == listen.ListenAddress("::1", 8080, "/x")
+
+
+def test_the_store_flags_are_left_out_of_the_proxy_help(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        proxy_main(["--help"])
+    assert exited.value.code == 0
+    out = capsys.readouterr().out
+    assert "--listen" in out
+    assert "--store" not in out  # refused at start: a proxy's sessions are its children, not shareable

@@ -35,7 +35,8 @@ def add_http_flags(parser: argparse.ArgumentParser, *, switch: str = "--http") -
     """The HTTP options, in their own groups of `--help`, titled with the flag that turns HTTP on.
 
     `mcpframe proxy` passes `switch="--listen"`: its URL gives the host, port and path, so those three are
-    left out of its help (given anyway, they are refused with that reason).
+    left out of its help (given anyway, they are refused with that reason); so are the `--store` flags (its
+    sessions are child processes that cannot be shared: refused at start with that reason).
     """
     http = parser.add_argument_group(f"Streamable HTTP (with {switch})")
     address = switch == "--http"
@@ -100,31 +101,38 @@ def add_http_flags(parser: argparse.ArgumentParser, *, switch: str = "--http") -
     )
     _add_tuning(http)
     add_verify_flags(parser, switch=switch)
-    _add_scale_out(http)
+    _add_scale_out(http, store=address)
 
 
-def _add_scale_out(http: argparse._ArgumentGroup) -> None:
+def _add_scale_out(http: argparse._ArgumentGroup, *, store: bool) -> None:
+    def shown(text: str) -> str:
+        return text if store else argparse.SUPPRESS
+
     http.add_argument(
         "--store",
         default=None,
         metavar="URL",
-        help="share sessions and SSE events with other instances in Redis: redis://host:port/db "
-        "(the redis extra; docs/scale-out.md); default: in this process",
+        help=shown(
+            "share sessions and SSE events with other instances in Redis: redis://host:port/db "
+            "(the redis extra; docs/scale-out.md); default: in this process"
+        ),
     )
     http.add_argument(
         "--store-timeout",
         type=float,
         default=2.0,
         metavar="SECONDS",
-        help="longest call to the --store; past it the request gets 503 (default 2)",
+        help=shown("longest call to the --store; past it the request gets 503 (default 2)"),
     )
     http.add_argument(
         "--store-liveness",
         type=float,
         default=15.0,
         metavar="SECONDS",
-        help="with --store: how long an instance that stopped refreshing its keys (it died) still counts as "
-        "alive, and holds its GET streams (default 15; at least 3 times --store-timeout)",
+        help=shown(
+            "with --store: how long an instance that stopped refreshing its keys (it died) still counts as "
+            "alive, and holds its GET streams (default 15; at least 3 times --store-timeout)"
+        ),
     )
     http.add_argument(
         "--stateless",
