@@ -3,11 +3,17 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import anyio
 import httpx
 import pytest
 
 from mcpframe.http.events import MemoryEventStore, split_event_id
+from mcpframe.http.pipe import SSE_HIGH_WATER
+from mcpframe.http.streams import Stream
+from mcpframe.server import Context
+from mcpframe.session import SessionOptions
 
 from ._live_support import GatedTools, live_app
 from ._server_support import call, open_session
@@ -67,3 +73,80 @@ async def test_close_idle_longer_than_keepalive_sends_keepalives_then_closes(
     assert body.startswith("id: ")  # primed: resumable, so SSE polling closes it
     assert body.count(": keepalive\n\n") >= 3  # the keep-alive went on until `close_idle` of quiet in all
     assert '"result"' not in body  # closed while the tool still waited, not ended by its answer
+
+
+class _Chatty(GatedTools):
+    """`chat` logs `LOGS` messages of about 1 KiB, then waits on the gate."""
+
+    LOGS = 256
+
+    def __init__(self) -> None:
+        super().__init__("chatty")
+        tools = self
+
+        @self.server.tool
+        async def chat(ctx: Context) -> str:
+            for n in range(self.LOGS):
+                await ctx.info(f"{n:06d}" + "x" * 1000)
+            tools.entered.set()
+            await tools.gate.wait()
+            return "ok"
+
+
+@pytest.mark.parametrize("http_server", ["mcpframe", "uvicorn"])
+async def test_a_json_only_client_keeps_no_notification_before_its_answer(http_server: str) -> None:
+    # `PostHandler._answer` (uvicorn) and the lean server's `fast._deferred` (after warm calls leave it an
+    # idle lane) tell the stream its client takes JSON only: the logs it can never receive are not kept
+    tools = _Chatty()
+    opts = {"response_mode": "auto", "stream_after": 60.0}
+    async with live_app(tools, http_server=http_server, **opts) as (url, app), httpx.AsyncClient() as client:
+        headers = await open_session(client, url)
+        for rid in (100, 101):
+            await client.post(url, json=call("echo", {"text": "w"}, rid=rid), headers=headers, timeout=30)
+        json_only = {**headers, "accept": "application/json"}
+        async with anyio.create_task_group() as tg:
+            answers: list[httpx.Response] = []
+
+            async def post() -> None:
+                answers.append(
+                    await client.post(url, json=call("chat", rid=7), headers=json_only, timeout=30)
+                )
+
+            tg.start_soon(post)
+            with anyio.fail_after(20):
+                await tools.entered.wait()  # every log was sent
+            streams = [e.stream for s in app.sessions.sessions.values() for e in s.router.exchanges.values()]
+            assert len(streams) == 1
+            assert streams[0]._backlog == []
+            tools.gate.set()
+    assert answers[0].json()["result"]["content"] == [{"type": "text", "text": "ok"}]
+
+
+@pytest.mark.parametrize("http_server", ["mcpframe", "uvicorn"])
+async def test_an_sse_client_has_the_handler_wait_past_the_high_water(
+    http_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # before its SSE response attaches, the logs kept for it stop at about `SSE_HIGH_WATER` (and one log):
+    # the handler waits there until the response takes them
+    sizes: list[int] = []
+    real_room = Stream._backlog_room
+
+    def room(self: Stream) -> asyncio.Future[None] | None:
+        sizes.append(self._backlog_size)
+        return real_room(self)
+
+    monkeypatch.setattr(Stream, "_backlog_room", room)
+    tools = _Chatty()
+    # the lanes' outbox would stop the handler at the same mark: with a larger one, only the stream does
+    lanes = SessionOptions(outbox_high_water=4 * 1024 * 1024)
+    opts = {"response_mode": "auto", "stream_after": 60.0, "session_options": lanes}
+    async with live_app(tools, http_server=http_server, **opts) as (url, _app), httpx.AsyncClient() as client:
+        headers = await open_session(client, url)
+        for rid in (100, 101):
+            await client.post(url, json=call("echo", {"text": "w"}, rid=rid), headers=headers, timeout=30)
+        tools.gate.set()
+        with anyio.fail_after(20):
+            answer = await client.post(url, json=call("chat", rid=7), headers=headers, timeout=30)
+    assert answer.text.count('"notifications/message"') == _Chatty.LOGS
+    assert sizes  # the backlog was bounded (an untold stream never asks for room)
+    assert max(sizes) < SSE_HIGH_WATER + 2 * 1024  # it stopped growing at the high water and one log
