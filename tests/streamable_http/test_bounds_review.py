@@ -10,10 +10,13 @@ import httpx
 import pytest
 
 from mcpframe.http.events import MemoryEventStore, split_event_id
+from mcpframe.http.options import HttpOptions
 from mcpframe.http.pipe import SSE_HIGH_WATER
+from mcpframe.http.server import StreamableHTTPServer
 from mcpframe.http.streams import Stream
 from mcpframe.server import Context
 from mcpframe.session import SessionOptions
+from mcpframe.session.outbox import HIGH_WATER
 
 from ._live_support import GatedTools, live_app
 from ._server_support import call, open_session
@@ -150,3 +153,24 @@ async def test_an_sse_client_has_the_handler_wait_past_the_high_water(
     assert answer.text.count('"notifications/message"') == _Chatty.LOGS
     assert sizes  # the backlog was bounded (an untold stream never asks for room)
     assert max(sizes) < SSE_HIGH_WATER + 2 * 1024  # it stopped growing at the high water and one log
+
+
+@pytest.mark.parametrize(
+    ("session_options", "mark"),
+    [
+        (None, SSE_HIGH_WATER),
+        (SessionOptions(max_in_flight=3), SSE_HIGH_WATER),
+        (
+            SessionOptions(outbox_high_water=HIGH_WATER),
+            SSE_HIGH_WATER,
+        ),  # the Session's default reads as unset
+        (SessionOptions(outbox_high_water=HIGH_WATER + 1), HIGH_WATER + 1),
+    ],
+)
+def test_lane_options_gives_the_mark_the_lanes_use(session_options: SessionOptions | None, mark: int) -> None:
+    options = HttpOptions(session_options=session_options, max_body=4096)
+    lanes = options.lane_options()
+    assert lanes.outbox_high_water == mark
+    assert lanes.max_frame == 4096
+    app = StreamableHTTPServer(GatedTools("lanes").server, options)
+    assert app.posts._lane_options == lanes  # what the lanes are built with
