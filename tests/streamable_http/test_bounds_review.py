@@ -27,26 +27,30 @@ pytestmark = pytest.mark.anyio
 async def test_an_evicted_stream_that_writes_again_never_reuses_an_id() -> None:
     store = MemoryEventStore(max_streams_per_session=1)
     before = [store.store_now("a", "s1", None), *(store.store_now("a", "s1", b"m%d" % n) for n in range(3))]
-    store.store_now("a", "s2", b"x")  # evicts s1
+    store.store_now("a", "s2", b"x")  # evicts s1; s2.4 (past every id s1 issued)
     after = [store.store_now("a", "s1", b"n%d" % n) for n in range(3)]  # s1 is still live: it writes again
     assert len(set(before + after)) == len(before) + len(after)
-    assert [split_event_id(i) for i in after] == [("s1", 4), ("s1", 5), ("s1", 6)]
+    assert [split_event_id(i) for i in after] == [("s1", 5), ("s1", 6), ("s1", 7)]  # (past s2.4 too)
     # A client that last saw an id from before the eviction cannot resume: the evicted events are gone.
     for stale in before:
         assert await store.replay("a", stale) is None
     resumed = await store.replay("a", after[0])
     assert resumed is not None
     assert resumed.events == [(after[1], b"n1"), (after[2], b"n2")]
-    assert await store.replay("a", "s1.7") is None  # not issued yet
+    assert await store.replay("a", "s1.8") is None  # not issued yet
 
 
-async def test_forget_drops_the_evicted_streams_counters_too() -> None:
-    store = MemoryEventStore(max_streams_per_session=1)
-    store.store_now("a", "s1", None)
+async def test_streams_stored_after_an_eviction_start_past_every_evicted_id() -> None:
+    store = MemoryEventStore(max_streams_per_session=2)
+    for n in range(5):
+        store.store_now("a", "s1", b"%d" % n)
     store.store_now("a", "s2", None)
-    assert store.store_now("b", "s1", None) == "s1.0"  # another session's stream has its own count
+    store.store_now("a", "s3", None)  # evicts s1, which reached 5
+    assert store.store_now("a", "s4", None) == "s4.5"  # (evicts s2)
+    assert store.store_now("a", "s1", b"again") == "s1.6"  # (evicts s3, which issued s3.5) past them all
+    assert store.store_now("b", "t1", None) == "t1.0"  # another session counts on its own
     await store.forget("a")
-    assert store.store_now("a", "s1", None) == "s1.0"  # a forgotten session starts over
+    assert store.store_now("a", "u1", None) == "u1.0"  # a forgotten session starts over
 
 
 @pytest.mark.parametrize(

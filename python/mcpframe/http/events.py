@@ -67,10 +67,11 @@ class MemoryEventStore:
     ids (one step). `next(iter(streams))` on the dict itself walked every dead slot the earlier evictions
     left at its front (until the dict next resized): a scan growing with the bound, on every new stream.
 
-    Ids never repeat within a session: an evicted stream's next sequence is kept (one int per evicted stream,
-    until `forget`), so a live stream that writes again after its eviction carries on from it, and a
-    `Last-Event-ID` from before the eviction cannot resume (`None`, as for an unknown id) instead of
-    silently skipping the events the eviction dropped."""
+    Ids never repeat within a session: once it evicted a stream, a stream the session stores anew starts
+    its sequence at the highest any evicted stream reached (one int per session), so a live stream that
+    writes again after its eviction carries on past every id it issued, and a `Last-Event-ID` from before
+    the eviction cannot resume (`None`, as for an unknown id) instead of silently skipping the events the
+    eviction dropped."""
 
     def __init__(self, *, max_events_per_stream: int = 1024, max_streams_per_session: int = 256) -> None:
         if max_events_per_stream < 1 or max_streams_per_session < 1:
@@ -81,7 +82,7 @@ class MemoryEventStore:
         self._order: dict[str, deque[str]] = {}  # per session, its streams' ids, oldest first
         self._next: dict[str, int] = {}  # per stream, its next sequence
         self._first: dict[str, int] = {}  # per stored stream, the sequence its deque began at
-        self._retired: dict[str, dict[str, int]] = {}  # per session, its evicted streams' next sequences
+        self._floor: dict[str, int] = {}  # per session, the highest next sequence of a stream it evicted
 
     async def store(self, session_id: str, stream_id: str, message: bytes | None) -> str:
         """Append the event to its stream's deque (the oldest falls off past the bound)."""
@@ -100,12 +101,12 @@ class MemoryEventStore:
                 oldest = order.popleft()
                 del streams[oldest]
                 self._first.pop(oldest, None)
-                self._retired.setdefault(session_id, {})[oldest] = self._next.pop(oldest, 0)
+                reached = self._next.pop(oldest, 0)
+                if reached > self._floor.get(session_id, 0):
+                    self._floor[session_id] = reached
             order.append(stream_id)
             events = streams[stream_id] = deque(maxlen=self.max_events_per_stream)
-            retired = self._retired.get(session_id)
-            first = retired.pop(stream_id, 0) if retired else 0
-            self._first[stream_id] = self._next[stream_id] = first
+            self._first[stream_id] = self._next[stream_id] = self._floor.get(session_id, 0)
         seq = self._next[stream_id]
         self._next[stream_id] = seq + 1
         events.append((seq, message))
@@ -130,7 +131,7 @@ class MemoryEventStore:
     async def forget(self, session_id: str) -> None:
         """Drop the session's streams."""
         self._order.pop(session_id, None)
-        self._retired.pop(session_id, None)
+        self._floor.pop(session_id, None)
         for stream_id in self._sessions.pop(session_id, {}):
             self._next.pop(stream_id, None)
             self._first.pop(stream_id, None)
