@@ -10,13 +10,25 @@ from mcpframe.http.events import MemoryEventStore
 pytestmark = pytest.mark.anyio
 
 
-async def _kept(store: MemoryEventStore, session: str, streams: list[str]) -> list[str]:
-    """Which of `streams` (each given a first event `<stream>.0`) the store can still replay."""
-    return [s for s in streams if await store.replay(session, f"{s}.0") is not None]
+class _Store(MemoryEventStore):
+    """Remembers the latest id issued per stream (an evicted stream writing again carries on its count)."""
+
+    def __init__(self, **bounds: int) -> None:
+        super().__init__(**bounds)
+        self.latest: dict[tuple[str, str], str] = {}
+
+    def store_now(self, session_id: str, stream_id: str, message: bytes | None) -> str:
+        event_id = self.latest[session_id, stream_id] = super().store_now(session_id, stream_id, message)
+        return event_id
+
+
+async def _kept(store: _Store, session: str, streams: list[str]) -> list[str]:
+    """Which of `streams` the store can still replay from their latest id."""
+    return [s for s in streams if await store.replay(session, store.latest[session, s]) is not None]
 
 
 async def test_the_oldest_stream_goes_first_through_many_evictions() -> None:
-    store = MemoryEventStore(max_streams_per_session=3)
+    store = _Store(max_streams_per_session=3)
     names = [f"s{n}" for n in range(1000)]
     for name in names:
         store.store_now("a", name, None)
@@ -28,7 +40,7 @@ async def test_the_oldest_stream_goes_first_through_many_evictions() -> None:
 
 
 async def test_sessions_evict_their_own_streams_and_a_forgotten_one_starts_over() -> None:
-    store = MemoryEventStore(max_streams_per_session=2)
+    store = _Store(max_streams_per_session=2)
     for name in ("a1", "a2"):
         store.store_now("a", name, None)
     for name in ("b1", "b2", "b3"):

@@ -65,7 +65,13 @@ class MemoryEventStore:
 
     Past the bound each new stream evicts the session's oldest, found at the front of a deque of its stream
     ids (one step). `next(iter(streams))` on the dict itself walked every dead slot the earlier evictions
-    left at its front (until the dict next resized): a scan growing with the bound, on every new stream."""
+    left at its front (until the dict next resized): a scan growing with the bound, on every new stream.
+
+    Ids never repeat within a session: once it evicted a stream, a stream the session stores anew starts
+    its sequence at the highest any evicted stream reached (one int per session), so a live stream that
+    writes again after its eviction carries on past every id it issued, and a `Last-Event-ID` from before
+    the eviction cannot resume (`None`, as for an unknown id) instead of silently skipping the events the
+    eviction dropped."""
 
     def __init__(self, *, max_events_per_stream: int = 1024, max_streams_per_session: int = 256) -> None:
         if max_events_per_stream < 1 or max_streams_per_session < 1:
@@ -74,7 +80,9 @@ class MemoryEventStore:
         self.max_streams_per_session = max_streams_per_session
         self._sessions: dict[str, dict[str, deque[tuple[int, bytes | None]]]] = {}
         self._order: dict[str, deque[str]] = {}  # per session, its streams' ids, oldest first
-        self._next: dict[str, int] = {}
+        self._next: dict[str, int] = {}  # per stream, its next sequence
+        self._first: dict[str, int] = {}  # per stored stream, the sequence its deque began at
+        self._floor: dict[str, int] = {}  # per session, the highest next sequence of a stream it evicted
 
     async def store(self, session_id: str, stream_id: str, message: bytes | None) -> str:
         """Append the event to its stream's deque (the oldest falls off past the bound)."""
@@ -92,10 +100,14 @@ class MemoryEventStore:
             if len(streams) >= self.max_streams_per_session:  # the oldest stream goes
                 oldest = order.popleft()
                 del streams[oldest]
-                self._next.pop(oldest, None)
+                self._first.pop(oldest, None)
+                reached = self._next.pop(oldest, 0)
+                if reached > self._floor.get(session_id, 0):
+                    self._floor[session_id] = reached
             order.append(stream_id)
             events = streams[stream_id] = deque(maxlen=self.max_events_per_stream)
-        seq = self._next.get(stream_id, 0)
+            self._first[stream_id] = self._next[stream_id] = self._floor.get(session_id, 0)
+        seq = self._next[stream_id]
         self._next[stream_id] = seq + 1
         events.append((seq, message))
         return f"{stream_id}{_SEPARATOR}{seq}"
@@ -107,8 +119,8 @@ class MemoryEventStore:
             return None
         stream_id, seq = parsed
         events = self._sessions.get(session_id, {}).get(stream_id)
-        if events is None or seq >= self._next.get(stream_id, 0):
-            return None
+        if events is None or not self._first[stream_id] <= seq < self._next[stream_id]:
+            return None  # unknown, or issued before the stream's eviction: the events between are gone
         after = [
             (f"{stream_id}{_SEPARATOR}{n}", message)
             for n, message in events
@@ -119,8 +131,10 @@ class MemoryEventStore:
     async def forget(self, session_id: str) -> None:
         """Drop the session's streams."""
         self._order.pop(session_id, None)
+        self._floor.pop(session_id, None)
         for stream_id in self._sessions.pop(session_id, {}):
             self._next.pop(stream_id, None)
+            self._first.pop(stream_id, None)
 
     def __len__(self) -> int:
         """How many sessions have stored events (for tests and metrics)."""

@@ -7,7 +7,6 @@ replies. It never sees the `StreamableHTTPServer` that composes it, so it can be
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Awaitable, Callable
 from functools import partial
@@ -15,9 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from mcpframe import jsonrpc, protocol
 from mcpframe._api import MessageLike
-from mcpframe.session import Request, Session, SessionOptions
+from mcpframe.session import Request, Session
 from mcpframe.session.inline import start_inline
-from mcpframe.session.outbox import HIGH_WATER
 
 from .admission import Admission, Slot
 from .asgi import ClientDisconnect, HttpRequest, Receive, TooLarge, watch_disconnect
@@ -32,7 +30,6 @@ from .headers import (
     mirror_mismatch,
 )
 from .options import HttpOptions
-from .pipe import SSE_HIGH_WATER
 from .post import Body, one_line
 from .responses import SSE_HEADERS, Answer, Reply, StreamReplies, error_response, json_response
 from .sessions import HttpSession, SessionManager
@@ -73,7 +70,7 @@ class PostHandler:
         self.admission = admission
         self.connect = connect  # a new connection of the MCP server (each stateless request gets one)
         self.replies = replies
-        self._lane_options = _lane_session_options(options)  # one value for every lane's Session
+        self._lane_options = options.lane_options()  # one value for every lane's Session
         self._stateless: LanePool | None = None  # the lanes of 2026-07-28 requests (no HTTP session)
 
     async def handle(self, request: HttpRequest, owner: str | None) -> Answer:
@@ -582,23 +579,6 @@ class PostHandler:
         if self.options.close_idle_streams is not None:
             wait = min(wait, self.options.close_idle_streams)
         return wait
-
-
-def _lane_session_options(options: HttpOptions) -> SessionOptions:
-    """The options of the lanes' Sessions: `options.lane_options()`, with the outbox mark of the SSE pipe
-    (`SSE_HIGH_WATER`) unless `session_options` sets one other than the Session's default (1 MiB).
-
-    A lane's outbox sits before its stream's SSE pipe: for a client that stops reading, a stream held the
-    outbox's mark plus the pipe's (1,049,280 + 66,642 bytes measured, with 1 KiB logs), with every POST in
-    flight (`max_in_flight`, 1,024) able to hold that much; with the pipe's mark, 65,580 + 66,642. The
-    price, measured: a handler streaming 2,000 1 KiB logs to a fast SSE reader took ~24-26 ms of CPU per
-    POST against ~19-21 ms (its writes wait for the outbox to drain more often). A response never waits
-    for the pipe. To keep the Session's 1 MiB for the lanes, set any other value (`HIGH_WATER + 1`).
-    """
-    base = options.lane_options()
-    if base.outbox_high_water != HIGH_WATER:
-        return base
-    return dataclasses.replace(base, outbox_high_water=SSE_HIGH_WATER)
 
 
 def refusal_of(headers: dict[str, str], accepts: Accepts) -> Reply | None:

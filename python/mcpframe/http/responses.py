@@ -79,10 +79,11 @@ class SseReply:
     """A `text/event-stream` response fed by a `Stream`'s reader, until the stream ends or the client leaves.
 
     What is already queued goes out in one write (the end of the stream included); while nothing comes, a
-    comment is written every `keepalive` seconds, or, with `close_idle`, a quiet resumable stream is closed.
-    `first_wait` shortens the first of those waits: the POST already waited quietly for the rest of it
-    (the listening proxy's hold), so the quiet is counted from the POST, not from this response; a message
-    on the stream (`Stream.saw_other`) before that wait ends the quiet, and the wait is the full one.
+    comment is written every `keepalive` seconds, and with `close_idle` a resumable stream is closed once it
+    has had no event for that long (keep-alive comments are not events). `first_wait` is what is left of
+    that quiet: the POST already waited quietly for the rest of it (the listening proxy's hold), so the
+    quiet is counted from the POST, not from this response; a message on the stream (`Stream.saw_other`)
+    before the first wait ends the quiet, and it is counted from there.
     """
 
     def __init__(
@@ -101,6 +102,8 @@ class SseReply:
         self.keepalive = keepalive
         self.close_idle = close_idle
         self.first_wait = first_wait
+        self._window = math.inf if close_idle is None else close_idle
+        self._quiet_left = self._window  # seconds of quiet before the stream closes (`inf`: it never does)
         self.headers = {**SSE_HEADERS, **{k.lower(): v for k, v in (headers or {}).items()}}
         self.on_end = on_end
         self.status = 200
@@ -132,12 +135,18 @@ class SseReply:
     async def _next(self) -> tuple[bytes, bool]:
         """What to write next, and whether the response ends with it."""
         chunks, ended = self._drain()
+        if chunks:
+            self._quiet_left = self._window
         while not chunks and not ended:
-            wait = self.keepalive if self.close_idle is None else min(self.close_idle, self.keepalive)
             if self.first_wait is not None:  # only while the quiet lasts: no message came on the stream
-                if not self.stream.saw_other:
-                    wait = min(wait, self.first_wait)
+                if self.close_idle is not None and not self.stream.saw_other:
+                    self._quiet_left = self.first_wait
                 self.first_wait = None
+            # the next keep-alive, or the end of the quiet `close_idle` allows, whichever is first
+            wait = self.keepalive
+            closes = self._quiet_left <= wait
+            if closes:
+                wait = self._quiet_left
             # on the loop's one timer for waits of that length (`Deadlines`), not a timer per wait
             entry = None if wait == math.inf else Deadlines.of(wait).add(self.reader.nudge)
             try:
@@ -146,14 +155,16 @@ class SseReply:
                 if entry is not None:
                     entry[1] = None
             if chunk:
+                self._quiet_left = self._window
                 chunks.append(chunk)
                 more, ended = self._drain()
                 chunks += more
             elif chunk is not None:  # the end
                 return b"", True
-            elif self.close_idle is not None and self.stream.resumable and not self.stream.finished.is_set():
-                return b"", True  # SSE polling: the client resumes after its `retry`
             else:
+                if closes and self.stream.resumable and not self.stream.finished.is_set():
+                    return b"", True  # SSE polling: the client resumes after its `retry`
+                self._quiet_left = math.inf if closes else self._quiet_left - wait  # (inf: past it)
                 chunks.append(KEEPALIVE)
         return b"".join(chunks), ended
 

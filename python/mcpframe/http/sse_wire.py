@@ -11,9 +11,10 @@ the loop's shared timers) for the first event or the end: a `def` tool's answer,
 few loop turns later, goes out with the head, the priming event and the end in one write, as a JSON answer
 would; the answer itself (the stream's last event, `DirectPipe.put`'s `last`) waits for no loop turn.
 
-What `SseReply` does is kept: a comment every `keepalive` seconds while nothing is written, or with
-`close_idle` a quiet resumable stream closed (SSE polling: the client resumes after its `retry`), on the
-loop's shared timers (`Deadlines`); a client that leaves detaches it (its exchange aborted if nobody can
+What `SseReply` does is kept: a comment every `keepalive` seconds while nothing is written, and with
+`close_idle` a resumable stream closed once it has had no event for that long (SSE polling: the client
+resumes after its `retry`; keep-alive comments do not count as events), on the loop's shared timers
+(`Deadlines`); a client that leaves detaches it (its exchange aborted if nobody can
 resume the stream); a newer connection resuming the stream (`GET` + `Last-Event-ID`, the full path)
 replaces it as it replaces a reader; a client that reads slowly makes the stream's producer wait
 (`DirectPipe.room`, the socket's write buffer), so nothing piles up in the server. Only what is put within
@@ -64,8 +65,8 @@ class SseWriter(DirectPipe, Streamed):
     """
 
     __slots__ = (
-        "_entry", "_hold", "_lines", "_on_end", "_opened", "_out", "_pending", "_wait", "close_idle",
-        "first", "stream",
+        "_armed", "_entry", "_hold", "_keepalive", "_lines", "_on_end", "_opened", "_out",
+        "_pending", "_quiet_left", "_wait", "_window", "close_idle", "first", "stream",
     )  # fmt: skip
 
     def __init__(
@@ -86,7 +87,11 @@ class SseWriter(DirectPipe, Streamed):
         self._out: StreamOut | None = None
         self._opened = False  # the head is out (`_flush`; else `close` writes it with the end)
         self._pending: list[bytes] = []  # put, not written yet
+        self._keepalive = keepalive
         self._wait = keepalive if close_idle is None else min(close_idle, keepalive)
+        self._window = math.inf if close_idle is None else close_idle
+        self._quiet_left = self._window  # seconds of quiet before the stream closes (`inf`: it never does)
+        self._armed = 0.0  # the length of the quiet timer's running wait
         self._hold = min(HOLD, self._wait / 2)  # the head's wait, part of the first quiet one (`_held`)
         self._entry: list[Any] | None = None  # the hold's or the quiet timer's entry (`Deadlines`)
 
@@ -160,6 +165,7 @@ class SseWriter(DirectPipe, Streamed):
         pending.clear()
         self._opened = True
         self._out.write(data)
+        self._quiet_left = self._window
         self._arm()
 
     def _held(self) -> None:
@@ -170,14 +176,17 @@ class SseWriter(DirectPipe, Streamed):
         quiet = len(self._pending) <= (1 if self.first else 0)
         self._flush()  # (restarts the whole quiet wait: right when an event went out with the head)
         if quiet and not self.closed and self._out is not None and self._wait != math.inf:
-            self._disarm()
-            self._entry = Deadlines.of(self._wait - self._hold).add(self._quiet)
+            self._quiet_left = self._window - self._hold
+            self._arm(self._hold)
 
-    def _arm(self) -> None:
-        """(Re)start the quiet timer: `_quiet` once `_wait` seconds pass with nothing written."""
+    def _arm(self, written_ago: float = 0.0) -> None:
+        """(Re)start the quiet timer: `_quiet` when the next keep-alive is due (`written_ago` seconds after
+        the last write), or sooner when the quiet `close_idle` allows (`_quiet_left`) ends."""
         self._disarm()
-        if self._wait != math.inf:
-            self._entry = Deadlines.of(self._wait).add(self._quiet)
+        wait = min(self._keepalive - written_ago, self._quiet_left)
+        if wait != math.inf:
+            self._armed = wait
+            self._entry = Deadlines.of(wait).add(self._quiet)
 
     def _disarm(self) -> None:
         entry = self._entry
@@ -186,14 +195,19 @@ class SseWriter(DirectPipe, Streamed):
             self._entry = None
 
     def _quiet(self) -> None:
-        """Nothing written for a while: a keep-alive comment, or (SSE polling) the response ends."""
+        """Nothing written for a while: a keep-alive comment, or (SSE polling, `close_idle` of quiet in
+        all) the response ends."""
         self._entry = None
         if self.closed or self._out is None:
             return
         stream = self.stream
-        if self.close_idle is not None and stream.resumable and not stream.finished.is_set():
-            stream.detach(self)  # the client resumes after its `retry`
-            return
+        if self._quiet_left <= self._armed:  # the quiet `close_idle` allows is over
+            if stream.resumable and not stream.finished.is_set():
+                stream.detach(self)  # the client resumes after its `retry`
+                return
+            self._quiet_left = math.inf  # (past it: keep-alives only)
+        else:
+            self._quiet_left -= self._armed
         self._flush()
         if self._out.room() is None:  # a client that takes nothing now gets no comments piling up
             self._out.write(KEEPALIVE)

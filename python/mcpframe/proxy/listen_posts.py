@@ -178,6 +178,8 @@ class BridgePosts:
         if isinstance(slot, Reply):
             return slot
         stream = session.new_stream()
+        if not accepts.sse:
+            stream.for_client(sse=False)  # what it can never receive (a log, progress) is not kept for it
         route = Route(
             stream, [r.id for r in body.requests if r.id is not None], progress_tokens(body.requests)
         )
