@@ -4,6 +4,8 @@ entry for a request once it ended:
 - `_for_child` changes the id and `_meta.progressToken` to the upstream id and keeps every other byte as
   the client wrote it (escaped tokens, big integers, spaces around the token), and returns the
   token's own bytes;
+- a `_meta` naming `progressToken` twice is refused (-32600): only one could be rewritten, and a child that
+  reads the other would route its progress by the client's own token;
 - `tokens` and `pending` are empty after an answer, after a client that disconnected (its request
   cancelled upstream), and after the child exited.
 """
@@ -81,6 +83,27 @@ def test_a_request_without_a_usable_token_gets_its_id_changed_only(meta: bytes) 
     assert token is None
 
 
+@pytest.mark.parametrize(
+    "meta",
+    [
+        b'{"progressToken":1,"progressToken":"b"}',
+        b'{"progressToken":"a","x":{"progressToken":2},"progress\\u0054oken":"b"}',
+    ],
+)
+def test_a_meta_naming_the_token_twice_is_refused(meta: bytes) -> None:
+    raw = b'{"jsonrpc":"2.0","id":7,"method":"m","params":{"_meta":%s}}' % meta
+    with pytest.raises(ValueError, match="more than once"):
+        _for_child(_message(raw), 42)
+
+
+def test_a_token_named_once_at_its_level_is_not_refused() -> None:
+    meta = b'{"x":{"progressToken":2},"progressToken":"a"}'
+    raw = b'{"jsonrpc":"2.0","id":7,"method":"m","params":{"_meta":%s}}' % meta
+    frame, token = _for_child(_message(raw), 42)
+    assert token == b'"a"'
+    assert json.loads(frame)["params"]["_meta"] == {"x": {"progressToken": 2}, "progressToken": 42}
+
+
 _CHILD = r"""
 import json, sys
 def out(message):
@@ -153,3 +176,24 @@ async def test_no_entry_is_kept_after_an_answer_a_disconnect_or_the_child_exitin
             assert error["error"]["code"] == jsonrpc.CONNECTION_CLOSED
             await _settled(bridge)
             assert not bridge.behind
+
+
+async def test_a_request_naming_the_token_twice_gets_400_and_reaches_no_child(tmp_path: Path) -> None:
+    child = tmp_path / "child.py"
+    child.write_text(_CHILD)
+    body = json.dumps(modern_call("answer", 8, {}, progressToken="a")).encode()
+    body = body.replace(b'"progressToken": "a"', b'"progressToken": 1, "progressToken": "a"')
+    assert body.count(b"progressToken") == 2
+    async with (
+        in_process_proxy([sys.executable, str(child)], pool_size=1) as proxy,
+        httpx.AsyncClient(timeout=30) as http,
+    ):
+        with anyio.fail_after(30):
+            response = await http.post(proxy.url, content=body, headers=modern_headers("answer"))
+        assert response.status_code == 400
+        error = response.json()
+        assert error["id"] == 8
+        assert error["error"]["code"] == jsonrpc.INVALID_REQUEST
+        assert "progressToken more than once" in error["error"]["message"]
+        assert proxy.app.stateless.child is None  # refused before a child was started for it
+        assert _empty(proxy.app.stateless)
