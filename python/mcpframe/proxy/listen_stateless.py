@@ -382,7 +382,7 @@ def _for_child(message: MessageLike, upstream: int) -> tuple[bytes, bytes | None
     meta = core.value_span(frame, _META)  # one look (a decode) of the frame: the id is spliced already
     assert meta is not None  # the token was read from there
     text = frame[meta[0] : meta[1]]
-    if _named(text, protocol.PROGRESS_TOKEN) > 1:
+    if _named_twice(text, protocol.PROGRESS_TOKEN):
         raise ValueError(_TWO_TOKENS)
     inner = core.value_span(_WRAP + text + b"}", _PARAMS_TOKEN)  # the small `_meta` alone
     assert inner is not None
@@ -391,11 +391,14 @@ def _for_child(message: MessageLike, upstream: int) -> tuple[bytes, bytes | None
     return splice(frame, (start, end), b"%d" % upstream), frame[start:end]
 
 
-def _named(obj: bytes, key: str) -> int:
-    """How many members of the JSON object `obj` (valid) are named `key`, escaped or not."""
+def _named_twice(obj: bytes, key: str) -> bool:
+    """Whether the JSON object `obj` (valid) has more than one member named `key`, escaped or not."""
+    quoted = b'"%s"' % key.encode()
+    if b"\\" not in obj and obj.count(quoted) <= 1:
+        return False  # nothing escaped: each member named `key` has it as written, and it is there once
     found: list[list[tuple[str, Any]]] = []  # each object's members, the inner ones first: `obj`'s last
     json.loads(obj, object_pairs_hook=found.append)
-    return sum(1 for name, _ in found[-1] if name == key)
+    return sum(1 for name, _ in found[-1] if name == key) > 1
 
 
 class _Abandon:
