@@ -50,7 +50,8 @@ def _item(raw: bytes) -> Any:
     return item
 
 
-def _progress(token: str, number: int) -> Any:
+def _progress(token: int, number: int) -> Any:
+    """A progress notification as the shared child writes it: its token is the request's upstream id."""
     params = {"progressToken": token, "progress": number}
     return _item(core.encode_notification("notifications/progress", params))
 
@@ -64,17 +65,26 @@ def _answer(upstream: int) -> Any:
 
 
 class _Bridged:
-    """One stateless POST (client id 7, upstream id 1) waiting on a bridge, its SSE answer attached."""
+    """One stateless POST (client id 7, upstream id 1) waiting on a bridge, its SSE answer attached.
+
+    Its progress tokens are seeded as `StatelessBridge.handle` does: the child knows each by an upstream
+    id (the first: 1, the request's own), the bridge maps that back to the client's token as it wrote it,
+    so the client's frames show its own tokens only if the bridge spliced them back."""
 
     def __init__(self, tokens: list[str]) -> None:
         self.spawned: list[tuple[Any, ...]] = []
         self.bridge = StatelessBridge(None, max_frame=1 << 22, spawn=self._spawn)  # type: ignore[arg-type]
-        self.route = route = Route(Stream(None, None), [1], tokens)
+        self.upstream = {token: number for number, token in enumerate(tokens, 1)}
+        self.route = route = Route(Stream(None, None), [1], list(self.upstream.values()))
         self.bridge.pending[1] = (route, 7)
-        for token in tokens:
-            self.bridge.tokens[token] = (route, json.dumps(token).encode())  # the client wrote the same
+        for token, number in self.upstream.items():
+            self.bridge.tokens[number] = (route, json.dumps(token).encode())
         route.on_close.append(lambda: self.bridge._forget(route, 1))
         self.pipe: MeteredPipe
+
+    def progress(self, token: str, number: int) -> Any:
+        """The child's progress notification for the client's `token`."""
+        return _progress(self.upstream[token], number)
 
     def _spawn(self, *args: Any) -> None:
         self.spawned.append(args)
@@ -115,7 +125,7 @@ async def test_a_log_line_after_held_progress_comes_after_it() -> None:
     client = _Bridged(["tok"])
     await client.attach()
     client.fall_behind()
-    await client.bridge._route(_progress("tok", 1))  # held: the client is over the mark
+    await client.bridge._route(client.progress("tok", 1))  # held: the client is over the mark
     await client.bridge._route(_log("after 1"))
     client.pipe.get_nowait()  # the client takes the bytes that put it over the mark
     await client.bridge._route(_answer(1))
@@ -126,7 +136,12 @@ async def test_what_the_client_got_while_behind_keeps_the_childs_order() -> None
     client = _Bridged(["tok"])
     await client.attach()
     client.fall_behind()
-    written = [_progress("tok", 1), _log("after 1"), _progress("tok", 2), _progress("tok", 3)]
+    written = [
+        client.progress("tok", 1),
+        _log("after 1"),
+        client.progress("tok", 2),
+        client.progress("tok", 3),
+    ]
     for item in (*written, _log("after 3")):
         await client.bridge._route(item)
     await client.bridge._route(_answer(1))
@@ -144,7 +159,7 @@ async def test_held_tokens_go_out_in_the_order_first_held() -> None:
     client = _Bridged(["a", "b"])
     await client.attach()
     client.fall_behind()
-    for item in (_progress("a", 1), _progress("b", 1), _progress("a", 2)):
+    for item in (client.progress("a", 1), client.progress("b", 1), client.progress("a", 2)):
         await client.bridge._route(item)
     client.catch_up()
     await client.bridge._route(_answer(1))
@@ -172,8 +187,8 @@ async def test_held_progress_goes_out_before_the_answer() -> None:
     client = _Bridged(["tok"])
     await client.attach()
     client.fall_behind()
-    await client.bridge._route(_progress("tok", 1))
-    await client.bridge._route(_progress("tok", 2))
+    await client.bridge._route(client.progress("tok", 1))
+    await client.bridge._route(client.progress("tok", 2))
     client.pipe.get_nowait()
     await client.bridge._route(_answer(1))
     assert [_shown(f) for f in client.sent()] == [("tok", 2), ("answer", 7)]
@@ -185,7 +200,7 @@ async def test_held_progress_goes_out_before_the_error_of_a_child_that_ended() -
     client = _Bridged(["tok"])
     await client.attach()
     client.fall_behind()
-    child = _EndingChild([_progress("tok", 1), _progress("tok", 2)])
+    child = _EndingChild([client.progress("tok", 1), client.progress("tok", 2)])
     client.bridge.child = child  # type: ignore[assignment]
     await client.bridge._read(child)  # type: ignore[arg-type]
     client.pipe.get_nowait()
@@ -338,18 +353,18 @@ async def test_a_client_whose_socket_drains_is_not_cut_however_long_it_takes_not
     client.bridge.clock = lambda: now[0]
     meter.unsent = 4 << 20
     for number in range(10):  # 300 s: the socket's unacknowledged bytes fall, the pipe is not taken from
-        await client.bridge._route(_progress("tok", number))
+        await client.bridge._route(client.progress("tok", number))
         now[0] += listen_stateless.STALL_AFTER
         meter.unsent -= 64 * 1024
     assert not client.route.closed
     meter.taken += CUT_AT  # its response takes a batch, and writes it: unacknowledged bytes rise
     meter.unsent += CUT_AT
-    await client.bridge._route(_progress("tok", 10))
+    await client.bridge._route(client.progress("tok", 10))
     now[0] += listen_stateless.STALL_AFTER  # still, but not longer than that
-    await client.bridge._route(_progress("tok", 11))
+    await client.bridge._route(client.progress("tok", 11))
     assert not client.route.closed
     now[0] += 0.001  # longer than that: it stopped reading
-    await client.bridge._route(_progress("tok", 12))
+    await client.bridge._route(client.progress("tok", 12))
     assert client.route.closed
     [frame] = client.sent()
     assert "too slowly" in frame["error"]["message"]
@@ -365,7 +380,7 @@ async def test_unacknowledged_bytes_that_rise_are_no_reading() -> None:
     now = [0.0]
     client.bridge.clock = lambda: now[0]
     for number in range(3):  # keepalives, the error of a cut: written, never acknowledged
-        await client.bridge._route(_progress("tok", number))
+        await client.bridge._route(client.progress("tok", number))
         meter.unsent += 16
         now[0] += listen_stateless.STALL_AFTER * 0.6
     assert client.route.closed

@@ -47,9 +47,9 @@ class _Child:
 
 async def test_an_unhashable_progress_token_is_dropped_not_fatal() -> None:
     bridge = StatelessBridge(None, max_frame=1 << 20, spawn=None)  # type: ignore[arg-type]
-    route = Route(Stream(None, None), [1], ["tok"])
+    route = Route(Stream(None, None), [1], [1])
     bridge.pending[1] = (route, 7)
-    bridge.tokens["tok"] = (route, b'"tok"')
+    bridge.tokens[1] = (route, b'"tok"')  # as `handle` seeds it: the child knows the token as upstream id 1
     raw = b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":[1],"progress":1}}'
     [item] = core.decode(raw, lazy=True)
     await bridge._route(item)  # raised TypeError (unhashable list) before
@@ -90,7 +90,7 @@ async def test_abandon_cancels_only_the_requests_still_the_routes() -> None:
     await anyio.sleep(0)
 
 
-def _progress(token: str, number: int, size: int = 16) -> Any:
+def _progress(token: int, number: int, size: int = 16) -> Any:
     params = {"progressToken": token, "progress": number, "message": "x" * size}
     [item] = core.decode(core.encode_notification("notifications/progress", params), lazy=True)
     return item
@@ -100,13 +100,13 @@ async def test_nothing_but_its_answer_is_kept_for_a_json_only_client() -> None:
     """A POST whose client takes no SSE can never receive a notification: the shared child's progress
     and log lines for it are dropped, not kept (they piled up without bound), and its answer still comes."""
     bridge = StatelessBridge(None, max_frame=1 << 20, spawn=None)  # type: ignore[arg-type]
-    route = Route(Stream(None, None), [1], ["tok"])
+    route = Route(Stream(None, None), [1], [1])
     bridge.pending[1] = (route, 7)
-    bridge.tokens["tok"] = (route, b'"tok"')
+    bridge.tokens[1] = (route, b'"tok"')  # as `handle` seeds it: the child knows the token as upstream id 1
     bridge.json_only.add(route)
     route.on_close.append(lambda: bridge._forget(route, 1))
     for number in range(64):
-        await bridge._route(_progress("tok", number, 16384))
+        await bridge._route(_progress(1, number, 16384))
     [log] = core.decode(b'{"jsonrpc":"2.0","method":"notifications/message","params":{}}', lazy=True)
     await bridge._route(log)
     assert route.stream._backlog == []

@@ -28,7 +28,7 @@ from mcpframe.proxy.listen_bridge import Route
 from mcpframe.proxy.listen_stateless import CUT_AT, MAX_UNREAD
 
 from ._listen_support import dechunk, in_process_proxy, modern_call, modern_headers
-from .test_listen_stateless_leftovers import _answer, _Bridged, _item, _log, _progress, _shown
+from .test_listen_stateless_leftovers import _answer, _Bridged, _item, _log, _shown
 
 pytestmark = pytest.mark.anyio
 
@@ -153,7 +153,7 @@ async def test_held_progress_goes_out_with_the_next_frame_for_anyone_once_its_cl
     client = _Bridged(["tok"])
     await client.attach()
     client.fall_behind()
-    await client.bridge._route(_progress("tok", 1))  # held: the client is over the mark
+    await client.bridge._route(client.progress("tok", 1))  # held: the client is over the mark
     await _other_request(client)
     await client.bridge._route(_log("for the other 0"))
     assert client.bridge.behind  # still over the mark: still held

@@ -6,9 +6,10 @@ id 1: each request gets an id unique in the child, and its answer gets the clien
 tokens clash the same way (SDKs commonly use the request id as the token): a request's `_meta.progressToken`
 reaches the child as its upstream id too, progress notifications are routed by that to the POST whose request
 named it (none once that POST ended), and go out with the client's token back, byte for byte as it wrote it
-(only those two values are spliced; nothing is re-encoded). Other notifications go to the newest POST still
-waiting. A POST whose client takes no SSE (JSON only) can receive nothing but its answer: nothing else is kept
-for it.
+(only those two values are spliced; nothing is re-encoded). A request whose `_meta` names `progressToken`
+twice is refused (-32600): only one could be spliced, and a child that reads the other would route by the
+client's token. Other notifications go to the newest POST still waiting. A POST whose client takes no SSE
+(JSON only) can receive nothing but its answer: nothing else is kept for it.
 
 The child's one reader serves every client, so it never waits for one. Past `CUT_AT` bytes waiting for a
 client's SSE answer, the reader holds back that client's progress notifications, keeping only the newest per
@@ -38,6 +39,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 import logging
 import sys
 import time
@@ -68,8 +70,10 @@ __all__ = ["ClientMeter", "StatelessBridge"]
 logger = logging.getLogger("mcpframe.proxy")
 
 _PROGRESS = protocol.NOTIFICATIONS_PROGRESS
-_META_TOKEN = ("params", "_meta", protocol.PROGRESS_TOKEN)
+_META = ("params", "_meta")
 _PARAMS_TOKEN = ("params", protocol.PROGRESS_TOKEN)
+_WRAP = b'{"jsonrpc":"2.0","method":"m","params":'  # a `_meta` put in a message of its own, to find its token
+_TWO_TOKENS = f"Invalid Request: _meta names {protocol.PROGRESS_TOKEN} more than once"
 
 CUT_AT = 1 << 20
 """Bytes waiting for one stateless client past which its progress is held back (see the module doc)."""
@@ -189,6 +193,12 @@ class StatelessBridge:
         why = mirror_mismatch(request.headers, message.method or "", message.params)
         if why is not None:
             return error_response(400, why, code=jsonrpc.HEADER_MISMATCH, rid=message.id)
+        assert message.id is not None
+        upstream = next(self._ids)
+        try:
+            frame, token = _for_child(message, upstream)
+        except ValueError as exc:
+            return error_response(400, str(exc), rid=message.id)
         slot = await posts.admit(request, body)
         if isinstance(slot, Reply):
             return slot
@@ -199,9 +209,6 @@ class StatelessBridge:
             return error_response(
                 503, f"Service Unavailable: {exc}", rid=message.id, headers={"Retry-After": "1"}
             )
-        assert message.id is not None
-        upstream = next(self._ids)
-        frame, token = _for_child(message, upstream)
         route = Route(Stream(None, None), [upstream], [] if token is None else [upstream])
         route.on_close.append(slot.release)
         route.on_close.append(lambda: self._forget(route, upstream))
@@ -366,13 +373,32 @@ class StatelessBridge:
 
 def _for_child(message: MessageLike, upstream: int) -> tuple[bytes, bytes | None]:
     """The request as the shared child gets it: its id, and its progress token if it names one, both
-    `upstream` (unique among the child's requests); and that token as the client wrote it (`None`: none)."""
+    `upstream` (unique among the child's requests); and that token as the client wrote it (`None`: none).
+    `ValueError` when its `_meta` names the token more than once: only the last would be rewritten, and a
+    child that reads the first would route its progress by the client's own token."""
     frame = message.with_id(upstream)
     if not progress_tokens([message]):
         return frame, None
-    span = core.value_span(frame, _META_TOKEN)  # one look (a decode) of the frame: the id is spliced already
-    assert span is not None  # the token was read from there
-    return splice(frame, span, b"%d" % upstream), frame[span[0] : span[1]]
+    meta = core.value_span(frame, _META)  # one look (a decode) of the frame: the id is spliced already
+    assert meta is not None  # the token was read from there
+    text = frame[meta[0] : meta[1]]
+    if _named_twice(text, protocol.PROGRESS_TOKEN):
+        raise ValueError(_TWO_TOKENS)
+    inner = core.value_span(_WRAP + text + b"}", _PARAMS_TOKEN)  # the small `_meta` alone
+    assert inner is not None
+    start = meta[0] + inner[0] - len(_WRAP)
+    end = meta[0] + inner[1] - len(_WRAP)
+    return splice(frame, (start, end), b"%d" % upstream), frame[start:end]
+
+
+def _named_twice(obj: bytes, key: str) -> bool:
+    """Whether the JSON object `obj` (valid) has more than one member named `key`, escaped or not."""
+    quoted = b'"%s"' % key.encode()
+    if b"\\" not in obj and obj.count(quoted) <= 1:
+        return False  # nothing escaped: each member named `key` has it as written, and it is there once
+    found: list[list[tuple[str, Any]]] = []  # each object's members, the inner ones first: `obj`'s last
+    json.loads(obj, object_pairs_hook=found.append)
+    return sum(1 for name, _ in found[-1] if name == key) > 1
 
 
 class _Abandon:
