@@ -20,11 +20,14 @@ status and echoed text are checked. Rounds are interleaved (every server once pe
 rotated) and each figure is the median over rounds: the machine is shared, so expect noise.
 
 Configurations: `--modes json,sse` x `--eras legacy,modern` (2025-11-25 with a session id; 2026-07-28
-stateless requests) x `--tools echo,aecho` (`def` and `async def`). `--slow` adds the many-sessions case:
-`--open` sessions opened (initialized, connection kept), `--active` of them calling the 20 ms `slow` tool.
+stateless requests) x `--tools echo,aecho` (`def` and `async def`; also `ayield`, an `async def` that
+suspends once as one awaiting I/O does: the floor answers every tool alike). `--slow` adds the
+many-sessions case: `--open` sessions opened (initialized, connection kept), `--active` of them calling
+the 20 ms `slow` tool.
 
     python benches/bench_http_wire.py [--rounds 3] [--calls 4000] [--sessions 16]
-        [--servers floor,mcpframe,sdk] [--modes json,sse] [--eras legacy,modern] [--tools echo,aecho]
+        [--servers floor,mcpframe,sdk] [--modes json,sse] [--eras legacy,modern]
+        [--tools echo,aecho,ayield]
         [--sdk-tools echo] [--slow] [--open 1000] [--active 200] [--baseline ../other-checkout]
 """
 
