@@ -24,7 +24,7 @@ from ._server_support import call, messages, raw_post
 
 pytestmark = pytest.mark.anyio
 
-BIG = 3 * wire_module._READ_SIZE + 123  # a body that takes several reads
+BIG = max(3 * wire_module._READ_SIZE, 2 * wire_module._BODY_HIGH) + 123  # several reads, and reading paused
 
 
 @pytest.fixture

@@ -138,7 +138,8 @@ class _Connection(asyncio.BufferedProtocol):
         return self.owner.read_buffer
 
     def buffer_updated(self, nbytes: int) -> None:
-        self.data_received(self.owner.read_buffer[:nbytes].tobytes())
+        if nbytes:  # copied out: the buffer is the next read's (every connection reads into it)
+            self.data_received(self.owner.read_buffer[:nbytes].tobytes())
 
     def data_received(self, data: bytes) -> None:
         if self.current is None and not self.pending:
