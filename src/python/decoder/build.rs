@@ -21,6 +21,7 @@ use super::frame_error::FrameError;
 use super::guard::{guarded, internal_error};
 use super::message::{new_message, parse_json, IdSource, Record, ValueCell};
 use super::methods::Methods;
+use super::strings::{bytes_or_err, str_or_err};
 use super::values::big_int;
 
 /// The bytes that message spans refer to.
@@ -356,7 +357,7 @@ fn owned_id_object<'py>(py: Python<'py>, id: &OwnedId) -> PyResult<Bound<'py, Py
     match id {
         OwnedId::Int(i) => Ok(i.into_pyobject(py)?.into_any()),
         OwnedId::Big(s) => big_int(py, s.as_bytes()),
-        OwnedId::Str(s) => Ok(PyString::new(py, s).into_any()),
+        OwnedId::Str(s) => Ok(str_or_err(py, s)?.into_any()),
     }
 }
 
@@ -377,7 +378,8 @@ pub(crate) fn message<'py>(
     let method = e
         .method
         .as_ref()
-        .map(|t| methods.get(py, frame_text(frame, t)));
+        .map(|t| methods.get(py, frame_text(frame, t)))
+        .transpose()?;
     let request = matches!(e.kind, Kind::Request | Kind::Notification);
     let payload = if request {
         e.raw_params.clone()
@@ -426,13 +428,16 @@ pub(crate) fn frame_error<'py>(
     let raw = frame.and_then(|bytes| bytes.get(f.start..f.end));
     let e = FrameError {
         code: f.code,
-        message: PyString::new(py, &f.message).unbind(),
+        message: str_or_err(py, &f.message)?.unbind(),
         id,
         offset: offset + f.start as u64,
-        preview: PyBytes::new(py, &f.preview).unbind(),
+        preview: bytes_or_err(py, &f.preview)?.unbind(),
         batch: f.batch,
         notification: f.notification,
-        raw: raw.map(|r| PyBytes::new(py, r).unbind()),
+        raw: raw
+            .map(|r| bytes_or_err(py, r))
+            .transpose()?
+            .map(Bound::unbind),
     };
     Ok(Bound::new(py, e)?.into_any())
 }

@@ -8,10 +8,16 @@
 //! got NULL to `sys.unraisablehook` before it panics, so such a frame's error names
 //! `PanicException`; an exception still pending after a panic is taken, so that the interpreter's
 //! state is clean again.
+//!
+//! When memory is so short that the `FrameError` itself cannot be built, the call raises
+//! `MemoryError` instead (an instance CPython keeps ready, so raising it allocates nothing); the
+//! decoder stays usable: the frames of the chunk before the failed one are lost with the call,
+//! as with any exception it raises, and later chunks decode as usual.
 
 use std::borrow::Cow;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use pyo3::ffi;
 use pyo3::prelude::*;
 
 use crate::envelope::{self, Failure, Item, Kind};
@@ -45,8 +51,34 @@ fn type_name(py: Python<'_>, err: &PyErr) -> String {
 /// The `FrameError` that stands for `frame` (at stream `offset`) when building its objects raised
 /// `name`. Its id and notification flag come from a validation of the frame that builds nothing:
 /// the top-level id when the frame is one object with a string or integer id (within the digit
-/// limit), and whether it is a valid notification.
+/// limit), and whether it is a valid notification. If that cannot be built either (a failed
+/// allocation, met as an exception or a constructor's panic), the pending exception or a
+/// `MemoryError`, either one ready to raise without allocating.
 pub(crate) fn internal_error<'py>(
+    py: Python<'py>,
+    frame: &[u8],
+    offset: u64,
+    batches: bool,
+    name: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    let built = catch_unwind(AssertUnwindSafe(|| {
+        build_internal_error(py, frame, offset, batches, name)
+    }));
+    match built {
+        Ok(result) => result,
+        Err(_) => Err(PyErr::take(py).unwrap_or_else(|| no_memory(py))),
+    }
+}
+
+/// A `MemoryError` already made (CPython keeps a few preallocated), so that raising it cannot
+/// fail the way a lazily built exception would when memory is short.
+fn no_memory(py: Python<'_>) -> PyErr {
+    // SAFETY: `PyErr_NoMemory` only sets the current exception (and returns NULL).
+    unsafe { ffi::PyErr_NoMemory() };
+    PyErr::take(py).unwrap_or_else(|| pyo3::exceptions::PyMemoryError::new_err(()))
+}
+
+fn build_internal_error<'py>(
     py: Python<'py>,
     frame: &[u8],
     offset: u64,

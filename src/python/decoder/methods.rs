@@ -4,6 +4,8 @@
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 
+use super::strings::str_or_err;
+
 /// Slots of the cache (a power of two): MCP has a few dozen methods.
 const SLOTS: usize = 64;
 
@@ -65,9 +67,10 @@ fn same(a: &[u8], b: &[u8]) -> bool {
 }
 
 impl Methods {
-    /// The Python string for `name`, shared with earlier messages when possible.
+    /// The Python string for `name`, shared with earlier messages when possible (or the
+    /// `MemoryError` of building it).
     #[inline]
-    pub(crate) fn get(&mut self, py: Python<'_>, name: &str) -> Py<PyString> {
+    pub(crate) fn get(&mut self, py: Python<'_>, name: &str) -> PyResult<Py<PyString>> {
         if self.slots.is_empty() {
             self.slots.resize_with(SLOTS, || None);
         }
@@ -77,7 +80,7 @@ impl Methods {
         for at in ways {
             if let Some(entry) = &self.slots[at] {
                 if same(&entry.name, bytes) {
-                    return entry.string.clone_ref(py);
+                    return Ok(entry.string.clone_ref(py));
                 }
             }
         }
@@ -87,13 +90,13 @@ impl Methods {
     /// A name not in the table: its new string, kept in a free slot of `ways` if there is one.
     #[cold]
     #[inline(never)]
-    fn miss(&mut self, py: Python<'_>, name: &str, ways: [usize; 2]) -> Py<PyString> {
-        let string = PyString::new(py, name).unbind();
+    fn miss(&mut self, py: Python<'_>, name: &str, ways: [usize; 2]) -> PyResult<Py<PyString>> {
+        let string = str_or_err(py, name)?.unbind();
         if let Some(free) = ways.into_iter().find(|&at| self.slots[at].is_none()) {
             let name = name.as_bytes().into();
             let kept = string.clone_ref(py);
             self.slots[free] = Some(Entry { name, string: kept });
         }
-        string
+        Ok(string)
     }
 }

@@ -4,7 +4,7 @@
 
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::PyString;
+use pyo3::types::{PyBytes, PyString};
 
 /// A Python `str`, through the ASCII fast path when it applies.
 pub(super) fn new_str<'py>(py: Python<'py>, s: &str) -> Bound<'py, PyString> {
@@ -19,6 +19,30 @@ pub(super) fn new_str<'py>(py: Python<'py>, s: &str) -> Bound<'py, PyString> {
     ascii
         .or_else(|| utf8_str(py, s))
         .unwrap_or_else(|| PyString::new(py, s))
+}
+
+/// The `str` of `s`, or the `MemoryError` of its allocation (`PyString::new` panics instead),
+/// for the few strings of the decode path that are not built by `new_str`.
+pub(crate) fn str_or_err<'py>(py: Python<'py>, s: &str) -> PyResult<Bound<'py, PyString>> {
+    let len = ffi::Py_ssize_t::try_from(s.len())
+        .map_err(|_| pyo3::exceptions::PyMemoryError::new_err(()))?;
+    // SAFETY: `s` is valid UTF-8 of `len` bytes; the call returns a new reference or NULL with
+    // the exception set, which `from_owned_ptr_or_err` takes.
+    unsafe {
+        let ptr = ffi::PyUnicode_FromStringAndSize(s.as_ptr().cast(), len);
+        Ok(Bound::from_owned_ptr_or_err(py, ptr)?.cast_into_unchecked())
+    }
+}
+
+/// The `bytes` of `b`, or the `MemoryError` of its allocation (`PyBytes::new` panics instead).
+pub(crate) fn bytes_or_err<'py>(py: Python<'py>, b: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
+    let len = ffi::Py_ssize_t::try_from(b.len())
+        .map_err(|_| pyo3::exceptions::PyMemoryError::new_err(()))?;
+    // SAFETY: as in `str_or_err`: `b` holds `len` bytes, which the call copies.
+    unsafe {
+        let ptr = ffi::PyBytes_FromStringAndSize(b.as_ptr().cast(), len);
+        Ok(Bound::from_owned_ptr_or_err(py, ptr)?.cast_into_unchecked())
+    }
 }
 
 /// The `str` of `s` (not all ASCII) made the way CPython stores it: the narrowest kind that
