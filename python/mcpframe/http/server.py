@@ -495,13 +495,14 @@ async def _reach_store(store: SharedStore) -> None:
         raise StoreUnavailable(f"cannot reach the session store {named}: {why}") from exc
 
 
-def announce(url: str, *, legacy_sse: bool) -> None:
-    """Say where a server listens, on stderr, as `mcpframe serve --http` does: the legacy HTTP+SSE line
-    (with `legacy_sse`) first, the endpoint's line last (scripts wait for "Streamable HTTP on")."""
+def announce(url: str, *, legacy_sse: bool, program: str = "mcpframe serve") -> None:
+    """Say where a server listens, on stderr, as `mcpframe serve --http` does (`mcpframe proxy` with its own
+    `program`): the legacy HTTP+SSE line (with `legacy_sse`) first, the endpoint's line last (scripts wait
+    for "Streamable HTTP on")."""
     if legacy_sse:
         base = url[: url.index("/", url.index("//") + 2)]
-        print(f"mcpframe serve: legacy HTTP+SSE on {base}/sse", file=sys.stderr, flush=True)
-    print(f"mcpframe serve: Streamable HTTP on {url}", file=sys.stderr, flush=True)
+        print(f"{program}: legacy HTTP+SSE on {base}/sse", file=sys.stderr, flush=True)
+    print(f"{program}: Streamable HTTP on {url}", file=sys.stderr, flush=True)
 
 
 async def _stopping(http: StreamableHTTPServer, stop: Stop) -> None:

@@ -37,7 +37,7 @@ from mcpframe.http.admission import Admission
 from mcpframe.http.asgi import header_dict
 from mcpframe.http.legacy import LegacySSE
 from mcpframe.http.options import HttpOptions
-from mcpframe.http.server import _ALLOWED_PAIRS, StreamableHTTPServer, _version_refusal, serve_http
+from mcpframe.http.server import _ALLOWED_PAIRS, StreamableHTTPServer, _version_refusal, announce, serve_http
 from mcpframe.http.wire import WireAnswer
 
 from .listen_bridge import SessionBridge
@@ -205,11 +205,8 @@ def run_listen(options: ProxyOptions) -> int:
         if listening is not None:  # a static token's resource metadata names the bound URL
             listening.append(url)
         freeze_startup_heap()  # listening, as `mcpframe serve` does (see mcpframe._gc)
-        base = url[: url.index("/", url.index("//") + 2)]
         legacy = options.http is None or getattr(options.http, "legacy_sse", True)
-        if legacy:
-            print(f"mcpframe proxy: legacy HTTP+SSE on {base}/sse", file=sys.stderr, flush=True)
-        print(f"mcpframe proxy: Streamable HTTP on {url}", file=sys.stderr, flush=True)
+        announce(url, legacy_sse=legacy, program="mcpframe proxy")
 
     anyio.run(lambda: run_stoppable(lambda: serve_listen(options, ready=ready)))
     return 0
