@@ -13,7 +13,9 @@ what code written against orjson's default API does), or ``orjson.dumps(msg, opt
 soon as it is made (a writer's pattern) instead of keeping them until the run ends. ``--fresh SEED`` adds
 a corpus of another shape, generated here with that seed (``fresh``: deeper and wider objects, random
 field names, floats, non-ASCII text), so a figure does not rest on the bench corpora alone;
-``--fresh-count N`` makes it N messages instead of 3,000 (100 stay in the caches).
+``--fresh-count N`` makes it N messages instead of 3,000 (100 stay in the caches); ``--shuffle SEED`` adds
+the same corpus walked in an order shuffled with that seed (``fresh<seed>s``: consecutive messages no
+longer sit side by side in memory).
 
 ``--kind K [K ...]`` adds, per value kind of the fresh corpus (``text``: its mostly non-ASCII texts,
 ``ascii``: texts of its ASCII words only, ``int``: 0-1000, ``bigint``: up to 2^40 either sign,
@@ -140,8 +142,10 @@ def _fresh_value(rng: random.Random, depth: int) -> Any:
     return rng.choice((True, False, None))
 
 
-def _fresh(seed: int, count: int = 3000) -> Corpus:
-    """A corpus of another shape than the bench's: JSON-RPC results with random, nested payloads."""
+def _fresh(seed: int, count: int = 3000, shuffle: int | None = None) -> Corpus:
+    """A corpus of another shape than the bench's: JSON-RPC results with random, nested payloads. With
+    ``shuffle``, the messages are walked in an order shuffled with that seed instead of the order they
+    were built (and their objects allocated) in: named ``fresh<seed>s``."""
     rng = random.Random(seed)
     messages = [
         {
@@ -151,8 +155,12 @@ def _fresh(seed: int, count: int = 3000) -> Corpus:
         }
         for i in range(count)
     ]
+    name = f"fresh{seed}"
+    if shuffle is not None:
+        random.Random(shuffle).shuffle(messages)
+        name += "s"
     data = b"".join(orjson.dumps(m) + b"\n" for m in messages)
-    return Corpus(f"fresh{seed}", data, tuple(messages), ())
+    return Corpus(name, data, tuple(messages), ())
 
 
 _KIND_VALUES = 60
@@ -272,6 +280,8 @@ def _corpora(args: argparse.Namespace) -> list[Corpus]:
     corpora = [build(name) for name in args.corpus]
     if args.fresh is not None:
         corpora.append(_fresh(args.fresh, args.fresh_count))
+        if args.shuffle is not None:
+            corpora.append(_fresh(args.fresh, args.fresh_count, args.shuffle))
     corpora += [_kind(kind, args.kind_count) for kind in args.kind]
     return corpora
 
@@ -282,6 +292,7 @@ def main() -> None:
     parser.add_argument("--corpus", nargs="*", choices=CORPORA, default=list(CORPORA))
     parser.add_argument("--fresh", type=int, metavar="SEED", help="also a corpus of another shape, this seed")
     parser.add_argument("--fresh-count", type=int, default=3000, metavar="N", help="messages of --fresh")
+    parser.add_argument("--shuffle", type=int, metavar="SEED", help="also --fresh walked in a shuffled order")
     parser.add_argument("--kind", nargs="*", choices=_KINDS, default=[], help="also one-kind corpora")
     parser.add_argument("--kind-count", type=int, default=_KIND_MESSAGES, metavar="N", help="lists of --kind")
     parser.add_argument("--newline", choices=("concat", "option"), default="concat")
