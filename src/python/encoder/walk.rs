@@ -493,8 +493,8 @@ const AHEAD: usize = 4;
 /// items) were probably allocated close by in the same pools: the lines after a header are often
 /// the next ones the walk needs. Asked for with the header, their misses are in flight together
 /// instead of one after another. `fresh7` (larger than the caches; 3.12, builds side by side, CPU
-/// medians x orjson): the header's line alone 0.82-0.88, +64 0.80-0.87, +256 0.75-0.83, five lines
-/// 0.66-0.74, eight 0.68-0.72; walked in a shuffled order (`--shuffle`) 0.77-0.82 -> 0.61-0.68 with
+/// medians x orjson): the header's line alone 0.81-0.88, +64 0.80-0.87, +256 0.75-0.83, five lines
+/// 0.66-0.74, eight 0.68-0.72; walked in a shuffled order (`--shuffle`) 0.77-0.82 -> 0.61-0.76 with
 /// five. Each line is one more instruction (fresh7 9,041 -> 9,648 per message); `small` (in the
 /// caches) ~3 % slower best time with five, ~10 % with eight (`benches/README.md`).
 /// A line past the end of an allocation is only a wasted hint: a prefetch never faults.
