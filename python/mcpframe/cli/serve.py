@@ -180,6 +180,7 @@ def _serve_sdk(target: Target, args: argparse.Namespace, options: Any) -> int:
         flush=True,
     )
     if options is None:
+        _hint_on_a_terminal(target)
         engine.serve(target.obj, "stdio")
         return 0
     from mcpframe.http.store import StoreUnavailable  # noqa: PLC0415 - the HTTP stack is optional
@@ -198,11 +199,26 @@ def _serve_sdk(target: Target, args: argparse.Namespace, options: Any) -> int:
     return 0
 
 
+def _hint_on_a_terminal(target: Target) -> None:
+    """Typed at a shell prompt, a stdio server says nothing and waits: say what it waits for.
+
+    An MCP client starts the command with pipes, never a terminal, so it never sees this line (stderr).
+    """
+    if sys.stdin is not None and sys.stdin.isatty():
+        print(
+            f"mcpframe serve: {target.where} speaks MCP on stdin/stdout, for an MCP client that starts this "
+            "command (docs/running.md); nothing to type here. Ctrl-C stops it; --http serves it over HTTP.",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
 def _serve(target: Target, args: argparse.Namespace, options: Any) -> int:
     """Serve until the client goes (stdio) or the process is stopped; the exit status."""
     if target.sdk:
         return _serve_sdk(target, args, options)
     if options is None:
+        _hint_on_a_terminal(target)
         if args.traceback:  # where `Server.run()` reads it: a lifespan failing at start-up shows it
             os.environ["MCPFRAME_DEBUG"] = "1"
         target.obj.run()  # a lifespan failing at start-up: one line, exit status 1 (as `_serve_http`)
