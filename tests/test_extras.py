@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import tomllib
 from importlib import metadata
 from pathlib import Path
@@ -11,6 +12,13 @@ import pytest
 from mcpframe._extras import install_hint
 
 PYPROJECT = Path(__file__).resolve().parent.parent / "pyproject.toml"
+
+
+@pytest.fixture(autouse=True)
+def activated(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As in an activated venv (or none), where a bare `pip` is this interpreter's (a venv used without
+    activating it: tests/test_newcomer_extras.py)."""
+    monkeypatch.setenv("VIRTUAL_ENV", sys.prefix)
 
 
 def _declared(extra: str) -> list[str]:

@@ -180,6 +180,7 @@ async def test_connect_names_the_extra_when_httpx_is_missing(monkeypatch: pytest
 
     monkeypatch.setitem(sys.modules, "httpx", None)  # what `import httpx` meets without the extra
     monkeypatch.delitem(sys.modules, "mcpframe.http.client", raising=False)
+    monkeypatch.setenv("VIRTUAL_ENV", sys.prefix)  # activated: the hint says plain `pip`
     with pytest.raises(ModuleNotFoundError, match=r"try: pip install '[a-z]+>=[0-9.]+' .*'httpx>=") as caught:
         connect("http://127.0.0.1:9/mcp")
     assert caught.value.name == "httpx"

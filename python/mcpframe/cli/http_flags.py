@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from mcpframe._extras import install_hint
@@ -25,7 +25,7 @@ from mcpframe._gc import freeze_startup_heap
 
 from .verify_flags import add_verify_flags, verify_auth, wants_verification
 
-__all__ = ["add_http_flags", "http_options", "http_warnings", "ready_callback"]
+__all__ = ["add_http_flags", "http_options", "http_warnings", "parse_noting_http_flags", "ready_callback"]
 
 _ENV_TOKEN = "MCPFRAME_AUTH_TOKEN"
 _LOOPBACK = ("localhost", "::1", "[::1]")
@@ -102,6 +102,43 @@ def add_http_flags(parser: argparse.ArgumentParser, *, switch: str = "--http") -
     _add_tuning(http)
     add_verify_flags(parser, switch=switch)
     _add_scale_out(http, store=address)
+
+
+def _http_dests(switch: str) -> dict[str, str]:
+    """Each HTTP flag's namespace name, mapped to the flag a message names."""
+    alone = argparse.ArgumentParser(add_help=False)
+    add_http_flags(alone, switch=switch)
+    flags = {
+        "auth_token_flag": "--auth-token",
+        "allow_host": "--allow-host",
+        "allow_origin": "--allow-origin",
+        "legacy_sse": "--[no-]legacy-sse",
+    }
+    return {dest: flags.get(dest, "--" + dest.replace("_", "-")) for dest in vars(alone.parse_args([]))}
+
+
+def parse_noting_http_flags(
+    parser: argparse.ArgumentParser,
+    argv: Sequence[str] | None,
+    *,
+    switch: str = "--http",
+    keep: Sequence[str] = (),
+) -> tuple[argparse.Namespace, list[str], list[str]]:
+    """`parser.parse_known_args(argv)` (the parser has `add_http_flags`), and the HTTP flags `argv` gives.
+
+    Without `switch`, a given HTTP flag would be ignored (`mcpframe serve app.py --port 8000` serves stdio),
+    so the command refuses it; an HTTP flag is given when the command line sets it, even to its default.
+    `keep` names destinations the command redefined for itself (the proxy's `--idle-timeout`). Returns the
+    namespace, the HTTP flags given and the arguments not recognised.
+    """
+    dests = {dest: flag for dest, flag in _http_dests(switch).items() if dest not in keep}
+    # argparse sets no default for a name the namespace already has: None left there means not given
+    args, extra = parser.parse_known_args(argv, argparse.Namespace(**dict.fromkeys(dests)))
+    given = [flag for dest, flag in dests.items() if getattr(args, dest) is not None]
+    for dest in dests:
+        if getattr(args, dest) is None:
+            setattr(args, dest, parser.get_default(dest))
+    return args, given, extra
 
 
 def _add_scale_out(http: argparse._ArgumentGroup, *, store: bool) -> None:

@@ -255,9 +255,25 @@ def _headers(pairs: list[str]) -> dict[str, str] | str:
     return headers
 
 
+def _parse(argv: list[str]) -> argparse.Namespace:
+    """The arguments; flags after a URL count as flags (`probe URL --header ...`, as the help shows it)."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    first = args.target[:1]
+    if first and first[0].startswith(("http://", "https://")) and len(args.target) > 1:
+        url = first[0]
+        args = parser.parse_args(args.target[1:], namespace=args)
+        if args.target:
+            parser.error(
+                f"after the URL only flags, got {' '.join(args.target)!r} (a command goes after '--')"
+            )
+        args.target = [url]
+    return args
+
+
 def probe_main(argv: Sequence[str]) -> int:
     """Run ``mcpframe probe`` with ``argv`` (what follows ``probe``); return the exit status."""
-    args = _parser().parse_args(list(argv))
+    args = _parse(list(argv))
     words = args.target[1:] if args.target[:1] == ["--"] else args.target
     headers = _headers(args.header)
     if isinstance(headers, str) or not words or args.timeout <= 0:

@@ -11,8 +11,11 @@ The argument parsing lives here; each mode is a module of `mcpframe.proxy`, impo
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
+import re
+import shlex
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -20,7 +23,7 @@ from typing import cast
 
 from mcpframe._extras import install_hint
 
-from .http_flags import add_http_flags, http_options
+from .http_flags import add_http_flags, http_options, parse_noting_http_flags
 
 __all__ = ["proxy_main"]
 
@@ -30,6 +33,9 @@ _MODES = {
     "remote": ("mcpframe.proxy.remote", "run_remote"),
     "stdio": ("mcpframe.proxy.stdio", "run_stdio"),
 }
+
+_BIND_ERRORS = (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES)
+"""Why binding the --listen address fails: a port in use, an address not on this machine, a port < 1024."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -102,14 +108,16 @@ def _pairs(items: Sequence[str], sep: str, flag: str) -> dict[str, str]:
     return pairs
 
 
-def _listen_http_options(namespace: argparse.Namespace, args: Sequence[str]) -> object:
+def _listen_http_options(namespace: argparse.Namespace, http_flags: Sequence[str]) -> object:
     """The `HttpOptions` of `--listen`: its URL's host, port and path, and the HTTP flags given."""
     from urllib.parse import urlsplit  # noqa: PLC0415
 
-    given = [flag for flag in ("--host", "--port", "--path") if flag in args]
+    given = [flag for flag in http_flags if flag in ("--host", "--port", "--path")]
     if given:
         raise ValueError(f"{given[0]}: give the host, port and path in the --listen URL")
     url = urlsplit(namespace.listen)
+    if url.scheme not in ("http", "https"):  # `--listen 127.0.0.1:8080` would read as a path
+        raise ValueError(f"--listen {namespace.listen!r}: expected a URL such as http://127.0.0.1:8080/mcp")
     namespace.host, namespace.path = url.hostname or "127.0.0.1", url.path or "/mcp"
     try:
         namespace.port = url.port or 80
@@ -119,6 +127,40 @@ def _listen_http_options(namespace: argparse.Namespace, args: Sequence[str]) -> 
         return http_options(namespace)
     except ImportError:
         raise ValueError(f"--listen needs the http extra: {install_hint('http')}") from None
+
+
+def _check_command_line(
+    parser: argparse.ArgumentParser,
+    namespace: argparse.Namespace,
+    http_flags: Sequence[str],
+    extra: Sequence[str],
+    command: Sequence[str],
+) -> None:
+    """Refuse, with what to type instead, a server command without `--` and HTTP flags without `--listen`."""
+    url = namespace.url
+    unknown = [arg for arg in extra if arg.startswith("-")]
+    if unknown:  # `mcpframe proxy uvx --from pkg server`: the command's own flags
+        hint = "; a server's command goes after '--'" if not command and url and "://" not in url else ""
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
+    if url is not None and "://" not in url:
+        if re.match(r"[\w.-]+:\d+(/|$)", url):  # host:port/path
+            parser.error(f"{url!r} is not a URL: did you mean http://{url} ?")
+        # `mcpframe proxy python server.py`: the command's first word was taken for the URL
+        words = shlex.join([url, *extra, *command])
+        parser.error(
+            f"{url!r} is not a URL; to run a server, put its command after '--': mcpframe proxy -- {words}"
+        )
+    if extra:
+        hint = "" if command else "; a server's command goes after '--'"
+        parser.error(f"unrecognized arguments: {' '.join(extra)}{hint}")
+    if namespace.listen is None and http_flags:
+        flag = http_flags[0]
+        hint = ""
+        if url is not None and flag in ("--auth-token", "--auth-jwks", "--auth-introspect"):
+            hint = "; to send a token to the remote server: --header 'Authorization: Bearer TOKEN'"
+        parser.error(
+            f"{flag} is for --listen URL (serving HTTP clients); without --listen it does nothing{hint}"
+        )
 
 
 def _mode(options: object) -> str:
@@ -137,11 +179,14 @@ def proxy_main(argv: Sequence[str] | None = None) -> int:
         split = args.index("--")
         args, command = args[:split], args[split + 1 :]
     parser = _parser()
-    namespace = parser.parse_args(args)
+    namespace, http_flags, extra = parse_noting_http_flags(
+        parser, args, switch="--listen", keep=("idle_timeout",)
+    )
+    _check_command_line(parser, namespace, http_flags, extra, command)
     http: object = None
     if namespace.listen is not None:
         try:
-            http = _listen_http_options(namespace, args)
+            http = _listen_http_options(namespace, http_flags)
         except ValueError as exc:
             parser.error(str(exc))
         if namespace.http_server is not None:  # how serve_http picks its server when not told (env)
@@ -178,4 +223,10 @@ def proxy_main(argv: Sequence[str] | None = None) -> int:
             )
         return 2
     run = cast(Callable[[object], int], getattr(module, function))
-    return int(run(options))
+    try:
+        return int(run(options))
+    except OSError as exc:
+        if options.listen is None or exc.errno not in _BIND_ERRORS:
+            raise
+        print(f"mcpframe proxy: cannot listen on {options.listen}: {exc}", file=sys.stderr)
+        return 1

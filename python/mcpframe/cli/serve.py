@@ -24,7 +24,7 @@ import anyio
 from mcpframe._extras import install_hint
 from mcpframe.server.lifecycle import GRACE_ENV
 
-from .http_flags import add_http_flags, http_options, http_warnings, ready_callback
+from .http_flags import add_http_flags, http_options, http_warnings, parse_noting_http_flags, ready_callback
 from .target import Target, TargetError, load_target
 from .verify_flags import wants_verification
 
@@ -180,6 +180,7 @@ def _serve_sdk(target: Target, args: argparse.Namespace, options: Any) -> int:
         flush=True,
     )
     if options is None:
+        _hint_on_a_terminal(target)
         engine.serve(target.obj, "stdio")
         return 0
     from mcpframe.http.store import StoreUnavailable  # noqa: PLC0415 - the HTTP stack is optional
@@ -198,11 +199,26 @@ def _serve_sdk(target: Target, args: argparse.Namespace, options: Any) -> int:
     return 0
 
 
+def _hint_on_a_terminal(target: Target) -> None:
+    """Typed at a shell prompt, a stdio server says nothing and waits: say what it waits for.
+
+    An MCP client starts the command with pipes, never a terminal, so it never sees this line (stderr).
+    """
+    if sys.stdin is not None and sys.stdin.isatty():
+        print(
+            f"mcpframe serve: {target.where} speaks MCP on stdin/stdout, for an MCP client that starts this "
+            "command (docs/running.md); nothing to type here. Ctrl-C stops it; --http serves it over HTTP.",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
 def _serve(target: Target, args: argparse.Namespace, options: Any) -> int:
     """Serve until the client goes (stdio) or the process is stopped; the exit status."""
     if target.sdk:
         return _serve_sdk(target, args, options)
     if options is None:
+        _hint_on_a_terminal(target)
         if args.traceback:  # where `Server.run()` reads it: a lifespan failing at start-up shows it
             os.environ["MCPFRAME_DEBUG"] = "1"
         target.obj.run()  # a lifespan failing at start-up: one line, exit status 1 (as `_serve_http`)
@@ -210,12 +226,19 @@ def _serve(target: Target, args: argparse.Namespace, options: Any) -> int:
     return _serve_http(target.obj, args, options)
 
 
-def _options(args: argparse.Namespace) -> Any:
+def _options(args: argparse.Namespace, http_flags: Sequence[str]) -> Any:
     """`HttpOptions` for `--http`, `None` for stdio, or the exit status after one line on stderr."""
     if not (args.http or args.transport in ("http", "streamable-http")):
         if args.auth_token_flag is not None or wants_verification(args):
             flag = "--auth-token" if args.auth_token_flag is not None else "--auth-jwks/--auth-introspect"
             print(f"mcpframe serve: {flag} protects HTTP: add --http (stdio has no auth)", file=sys.stderr)
+            return 2
+        if http_flags:  # `serve app.py --port 8000` would otherwise wait on stdin, saying nothing
+            print(
+                f"mcpframe serve: {http_flags[0]} is for Streamable HTTP: add --http "
+                "(without it the server speaks MCP on stdin/stdout)",
+                file=sys.stderr,
+            )
             return 2
         return None
     try:
@@ -239,12 +262,21 @@ def _set_grace(grace: float | None) -> bool:
     return True
 
 
+def _parse(argv: Sequence[str] | None) -> tuple[argparse.Namespace, list[str]]:
+    """The arguments, and the HTTP flags among them (refused without `--http`); exits on a bad one."""
+    parser = _parser()
+    args, http_flags, extra = parse_noting_http_flags(parser, argv)
+    if extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args, http_flags
+
+
 def serve_main(argv: Sequence[str] | None = None) -> int:
     """Entry point of `mcpframe serve`; returns the process exit status."""
-    args = _parser().parse_args(argv)
+    args, http_flags = _parse(argv)
     if not _set_grace(args.grace):
         return 2
-    options = _options(args)
+    options = _options(args, http_flags)
     if isinstance(options, int):
         return options
     if args.log_level is not None:

@@ -7,7 +7,7 @@ already decided the era, checked the capability and turned absent params into `{
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 from mcpframe import jsonrpc, protocol
@@ -113,6 +113,22 @@ def _text_block(text: str) -> dict[str, Any]:
     return {"type": "text", "text": text}
 
 
+_SUGGEST_AMONG = 256
+"""Past this many tools (or prompts), or for a name this long, no suggestion: a client sending wrong names
+must not make the server compare each one with thousands."""
+
+
+def _unknown(kind: str, name: object, known: Collection[str]) -> JSONRPCError:
+    """`unknown tool 'ad'; did you mean 'add'?`: a typo's likely fix (the error path only pays for it)."""
+    close: list[str] = []
+    if isinstance(name, str) and len(name) <= _SUGGEST_AMONG and len(known) <= _SUGGEST_AMONG:
+        import difflib  # noqa: PLC0415 - only for a name that is not there
+
+        close = difflib.get_close_matches(name, list(known), n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return invalid(f"unknown {kind} {name!r}{hint}")
+
+
 def _error_result(message: str) -> dict[str, Any]:
     return {"content": [_text_block(message)], "isError": True}
 
@@ -128,7 +144,7 @@ def tools_call(
     name = params.get("name")
     tool = conn.server.registry.tools.get(name) if isinstance(name, str) else None
     if tool is None:
-        raise invalid(f"unknown tool {name!r}")
+        raise _unknown("tool", name, conn.server.registry.tools)
     if (tool.task_support != "forbidden" or "task" in params) and route(conn, call, tool, params):
         return conn.server.tasks.start(conn, request, call, tool, params, run=run_tool)
     return run_tool(conn, request, call, tool, params)
@@ -255,7 +271,7 @@ async def prompts_get(
     name = params.get("name")
     prompt = conn.server.registry.prompts.get(name) if isinstance(name, str) else None
     if prompt is None:
-        raise invalid(f"unknown prompt {name!r}")
+        raise _unknown("prompt", name, conn.server.registry.prompts)
     arguments = params.get("arguments") or {}
     missing = sorted(prompt.required - set(arguments) if isinstance(arguments, dict) else prompt.required)
     if missing:

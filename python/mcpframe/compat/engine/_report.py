@@ -130,13 +130,42 @@ def _owned_handlers(lowlevel: LowLevelServer[Any]) -> list[Unsupported]:
     return items
 
 
+_HANDSHAKE_HOOKS = ("__call__", "on_message", "on_request", "on_notification", "on_initialize", "on_discover")
+"""The FastMCP ``Middleware`` hooks that see the messages mcpframe answers itself (``initialize``,
+``server/discover``, ``ping``, ``notifications/initialized``)."""
+
+
+def _sees_handshake(middleware: object) -> bool:
+    """Whether a FastMCP middleware would act on a message the engine never hands to FastMCP.
+
+    Middleware that only overrides the per-method hooks of other methods (``on_call_tool``,
+    ``on_list_tools``, ...), as FastMCP's default ``DereferenceRefsMiddleware`` does, loses nothing; any
+    other callable is assumed to.
+    """
+    try:
+        from fastmcp.server.middleware import Middleware  # noqa: PLC0415 - FastMCP apps only
+    except ImportError:
+        return True
+    if not isinstance(middleware, Middleware):
+        return True
+    kind = type(middleware)
+    return any(getattr(kind, hook) is not getattr(Middleware, hook) for hook in _HANDSHAKE_HOOKS)
+
+
 def _fastmcp(app: Any) -> list[Unsupported]:
     middleware = getattr(app, "middleware", None)
-    if not is_fastmcp(app) or not isinstance(middleware, list) or not middleware:
+    if not is_fastmcp(app) or not isinstance(middleware, list):
         return []
-    names = ", ".join(type(mw).__name__ for mw in middleware)
+    affected = [mw for mw in middleware if _sees_handshake(mw)]
+    if not affected:
+        return []
+    names = ", ".join(type(mw).__name__ for mw in affected)
     return [
-        Unsupported("FastMCP middleware", f"{names}: their on_initialize hooks do not run ({_OWN_WORDS})")
+        Unsupported(
+            "FastMCP middleware",
+            f"{names}: never see initialize, server/discover, ping or notifications/initialized "
+            "(mcpframe answers those itself)",
+        )
     ]
 
 
