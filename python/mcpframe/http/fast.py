@@ -9,11 +9,12 @@ is then started the way the full path's direct path starts it (`PostHandler.star
 `Exchange`, `session.inline`, the handler's first step run eagerly). When the answer is in at once it is
 the same `Reply` the full path would build (`PostHandler.answered`), written by the wire server in one
 piece. A JSON answer that comes later is that same `Reply` too, handed to the wire server by the code that
-ends the exchange, with no task waiting for it (`_deferred`); an answer preferred as SSE is written by
-the code that emits its events (`sse_wire.SseWriter`, when the event store answers at once); what needs
-more (a switch to SSE, or SSE with an event store that makes it wait: `_started`) goes on in a task,
-through the rest of the full path (`PostHandler.respond`) on the exchange already started, so a handler
-that suspends and then logs, reports progress or asks the client something is answered exactly as before.
+ends the exchange, with no task waiting for it and no `Stream` unless one is needed (`_Pending`); an
+answer preferred as SSE is written by the code that emits its events (`sse_wire.SseWriter`, when the event
+store answers at once); what needs more (a switch to SSE, or SSE with an event store that makes it wait:
+`_started`) goes on in a task, through the rest of the full path (`PostHandler.respond`) on the exchange
+already started, so a handler that suspends and then logs, reports progress or asks the client something
+is answered exactly as before.
 
 What is not the common case is not taken here (`None`: the wire server runs the full ASGI path, which
 answers it, refusals included): a refusal of any kind, `auth`, a batch, a notification or response,
@@ -198,7 +199,8 @@ def _handover(
     the lane back to its pool). Else (it suspended, was queued, or gave no answer) the exchange is made at
     once, before the loop runs anything that could write to the lane or route to the request's id (a
     client's cancel, the answer to a request of the handler), and the handler's answer goes to it, to be
-    answered as `PostHandler.respond` would (`_deferred`; with `sse`, `sse_wire.SseWriter`). (A closure
+    answered as `PostHandler.respond` would: for JSON a `_Pending` exchange (no stream until one is
+    needed), with `sse` a full one written by `sse_wire.SseWriter`. (A closure
     rather than an object: this runs once per request, and an object measured ~2k instructions more per
     call.)
     """
@@ -221,16 +223,19 @@ def _handover(
         if sse:
             return _sse_whole(posts, session, answers[0])
         return 200, _STATELESS_LINES if session is None else _json_lines(session), answers[0]
+    if not sse:  # the common case: a `_Pending` answer, its stream made only if something else comes
+        pending = exchange = _Pending(posts, lane, session, rid, accepts)
+        pending.on_close += ends
+        return pending.parked
     stream = Stream(None, None) if session is None else session.new_stream()
     exchange = started = Exchange(lane, stream, [rid])
     started.on_close += ends
     if session is not None:
         started.on_close.append(lambda: session.stream_ended(stream))
     headers = {} if session is None else {MCP_SESSION_ID: session.id}
-    if sse:  # written with no task (`SseWriter`), else the full path's SSE answer on this exchange
-        writer = sse_writer(posts, started, session, headers)
-        return writer if writer is not None else lambda: posts.respond(started, session, accepts, headers)
-    return _deferred(posts, started, session, accepts, headers)
+    # written with no task (`SseWriter`), else the full path's SSE answer on this exchange
+    writer = sse_writer(posts, started, session, headers)
+    return writer if writer is not None else lambda: posts.respond(started, session, accepts, headers)
 
 
 def _sse_whole(posts: PostHandler, session: HttpSession | None, frame: bytes) -> Whole:
@@ -243,63 +248,149 @@ def _sse_whole(posts: PostHandler, session: HttpSession | None, frame: bytes) ->
     return 200, sse_lines(session_id), body
 
 
-def _deferred(
-    posts: PostHandler,
-    exchange: Exchange,
-    session: HttpSession | None,
-    accepts: Accepts,
-    headers: dict[str, str],
-) -> Parked:
-    """The JSON answer of a handed-over request that suspended, with no task waiting for it.
+class _Pending(Exchange):
+    """The exchange of a handed-over request that suspended, whose client takes its answer as JSON: the
+    answer is given with no task waiting for it, and no `Stream` unless something else must go out.
 
-    What `PostHandler.respond` does for JSON, done by the stream's wake-up (`Stream.on_wake`) instead of
-    a task waiting on it: once the stream finishes (its exchange ends) the answer is the one `respond`
-    gives (`_finished_json`), delivered as a `Whole` by the code that finished it (the handler's task, a
-    cancel, the session's end). A frame that is not a response (the handler logs, reports progress or asks
-    the client something) to a client that accepts SSE, or `stream_after` seconds with no answer, hands the
-    rest to `respond` (a `Later`, in a task of the wire server's): from there on the full path runs
-    unchanged. A client that leaves first has the exchange aborted (`_Abandoned`), as `respond` does.
+    In the common case the handler's next steps send nothing but the answer: `answer` then gives the JSON
+    answer (`PostHandler._json_ready`'s, as the `Whole` it is written as) to the wire server's `Parked`
+    (`parked`) from the code that answered (the handler's task), and ends the exchange (`close`). A
+    cancel from the client, the session's end or a stop's -32000 end it the same way (the answer or a 202,
+    as a finished stream would give). Only what needs a stream makes one (`stream`, on first use): a frame
+    that is not the answer (the handler logs, reports progress or asks the client something: the lane
+    writes it to `outgoing`), or `stream_after` seconds with no answer (`_expired`). From then on it is
+    what `_handover` made before: the stream told what its client takes, its wake-up (`Stream.on_wake`)
+    giving the answer once it finishes (`_woken`), or the rest to `PostHandler.respond` (a `Later`, in a
+    task of the wire server's) when the answer must be SSE. A client that leaves first has the exchange
+    aborted (`_Abandoned`), as `respond` does.
     """
-    parked = _Abandoned(posts, exchange)
-    stream = exchange.stream
-    stream.for_client(sse=accepts.sse)  # before the handler's next step (`respond` attaches for SSE)
 
-    def rest() -> Later:
-        return _later(posts, lambda: posts.respond(exchange, session, accepts, headers))
+    def __init__(
+        self, posts: PostHandler, lane: Lane, session: HttpSession | None, rid: Id, accepts: Accepts
+    ) -> None:
+        self._stream: Stream | None = None
+        self._register(lane, [rid], batch=False)
+        self._posts = posts
+        self._session = session
+        self._accepts = accepts
+        self._frame: bytes | None = None  # the answer, given before any stream was made
+        self.parked = _Abandoned(posts, self)
+        wait = posts.json_wait(accepts)
+        # one entry on the loop's shared timer (the sessions' loop, known: no lookup)
+        loop = posts.sessions.loop
+        self._deadline = None if wait == math.inf else Deadlines.of(wait, loop).add(self._expired)
 
-    def woken() -> None:
-        finished = stream.finished.is_set()
-        if not finished and not accepts.sse:
-            stream.on_wake = woken  # only the end counts for a client that takes JSON only
+    @property
+    def stream(self) -> Stream:
+        """The exchange's stream, made on first use (see the class doc)."""
+        stream = self._stream
+        return stream if stream is not None else self._upgrade()
+
+    @stream.setter
+    def stream(self, stream: Stream) -> None:
+        self._stream = stream
+
+    def _upgrade(self) -> Stream:
+        """The stream `_handover` makes for a full exchange, told what the client takes before its first
+        frame, its wake-up giving the answer (`_woken`)."""
+        session = self._session
+        if self.closed or session is None:
+            stream = Stream(None, None)
+            if self.closed:  # nothing can come any more (asked for after the end: nothing to route)
+                stream.finish()
+        else:
+            stream = session.new_stream()
+            self.on_close.append(lambda: session.stream_ended(stream))
+        self._stream = stream
+        stream.for_client(sse=self._accepts.sse)
+        stream.on_wake = self._woken
+        return stream
+
+    async def answer(self, rid: Id, frame: bytes) -> None:
+        """The handler's answer: straight to the client, unless a stream was made (then `Exchange`'s)."""
+        if self._stream is not None:
+            await super().answer(rid, frame)
             return
+        if self.closed:
+            return
+        self._frame = frame
+        self.close()
+        self.lane.done()
+
+    def close(self) -> None:
+        """`Exchange.close`; with no stream, the answer (or a 202 with none) delivered first, as the
+        finished stream's wake-up would."""
+        if self._stream is not None:
+            super().close()
+            return
+        if self.closed:
+            return
+        self.closed = True
+        if self.lane.exchange is self:
+            self.lane.exchange = None
+        self.router.remove(self)
+        self._disarm()
+        frame = self._frame
+        session = self._session
+        try:  # as a stream's wake-up: what the delivery raises must not stop the rest of the end
+            if frame is None:  # cancelled, or its session ended: no answer
+                self.parked.deliver((202, Reply(202, headers=self._headers()).header_lines(), b""))
+            else:
+                lines = _STATELESS_LINES if session is None else _json_lines(session)
+                self.parked.deliver((200, lines, frame))
+        except Exception:
+            logger.exception(
+                "POST %s: a wake-up callback failed (its JSON answer's)", self._posts.options.path
+            )
+        for callback in self.on_close:
+            callback()
+
+    def _disarm(self) -> None:
+        deadline = self._deadline
         if deadline is not None:
             deadline[1] = None
+
+    def _headers(self) -> dict[str, str]:
+        session = self._session
+        return {} if session is None else {MCP_SESSION_ID: session.id}
+
+    def _rest(self) -> Later:
+        """What finishes the answer as SSE: `PostHandler.respond` on this exchange, in a task."""
+        posts, session, accepts, headers = self._posts, self._session, self._accepts, self._headers()
+        return _later(posts, lambda: posts.respond(self, session, accepts, headers))
+
+    def _woken(self) -> None:
+        """The stream's wake-up: a frame that is not a response, or its end (see the class doc)."""
+        stream = self.stream
+        accepts = self._accepts
+        finished = stream.finished.is_set()
+        if not finished and not accepts.sse:
+            stream.on_wake = self._woken  # only the end counts for a client that takes JSON only
+            return
+        self._disarm()
         if not finished or (stream.saw_other and accepts.sse):
-            parked.deliver(rest())  # a frame that is not a response, to a client that takes SSE
+            self.parked.deliver(self._rest())  # a frame that is not a response, to a client that takes SSE
             return
         try:
-            whole = _finished_json(stream, session, headers)
+            whole = _finished_json(stream, self._session, self._headers())
         except Exception as exc:  # as `answering`: a bug costs this request, answered
-            logger.exception("POST %s failed", posts.options.path)
+            logger.exception("POST %s failed", self._posts.options.path)
             failed = _failed(exc)
             whole = (failed.status, failed.header_lines(), failed.body)
-        parked.deliver(whole)
+        self.parked.deliver(whole)
 
-    def expired() -> None:  # no answer in time: SSE from now on, as `respond` would switch
+    def _expired(self) -> None:
+        """No answer in `stream_after` seconds: SSE from now on, as `respond` would switch."""
+        stream = self.stream
         stream.on_wake = None
         stream.wake.set()
-        parked.deliver(rest())
-
-    wait = posts.json_wait(accepts)
-    deadline = None if wait == math.inf else Deadlines.of(wait).add(expired)
-    stream.on_wake = woken
-    return parked
+        self.parked.deliver(self._rest())
 
 
 def _finished_json(stream: Stream, session: HttpSession | None, headers: dict[str, str]) -> Whole:
     """The JSON answer of a finished stream, as `PostHandler._json_ready` gives it, as the `Whole` it is
-    written as. The session forgets the stream when its exchange ends (`_handover`'s `on_close`), not here:
-    this may run inside `HttpSession.close`'s walk over its streams."""
+    written as. The session forgets the stream when its exchange ends (`_Pending._upgrade`'s `on_close`),
+    not here: this may run inside `HttpSession.close`'s walk over its streams."""
     frames = stream.response_frames()
     if not frames:  # cancelled, or its session ended: no answer
         return 202, Reply(202, headers=headers).header_lines(), b""
@@ -402,7 +493,7 @@ def _started(
 
 
 class _Abandoned(Parked):
-    """`_deferred`'s JSON answer: a client that leaves before it (`cancel`) has the exchange aborted, its
+    """`_Pending`'s JSON answer: a client that leaves before it (`cancel`) has the exchange aborted, its
     handler cancelled once, as `PostHandler.respond`'s JSON wait does: nobody can receive that answer, and
     no event id that would resume it was handed out (in the 2026-07-28 era the disconnect IS the request's
     cancellation). A server that closes (`give_up`) leaves the handler to its grace, as before."""
