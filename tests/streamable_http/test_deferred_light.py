@@ -1,6 +1,6 @@
-"""A suspended handler's JSON answer on the lean server with no `Stream` (`http/fast.py`'s `_Pending`): the
-answer goes straight to its POST, and every other way the request can go on or end still works, a stream
-being made only when something other than the answer must be routed.
+"""A suspended handler's JSON answer on the lean server with no `Stream` (`http/fast_pending.py`'s
+`Pending`): the answer goes straight to its POST, and every other way the request can go on or end still
+works, a stream being made only when something other than the answer must be routed.
 
 Each test checks what the light path must get right: the answer reaches its own POST (never another's),
 the admission slot is released once, the lane goes back to its pool once (or, after a cancel, not at all),
@@ -21,6 +21,8 @@ import httpx
 import pytest
 
 from mcpframe.http import fast as fast_module
+from mcpframe.http import fast_pending
+from mcpframe.http.fast_pending import Pending
 from mcpframe.http.server import HttpOptions, StreamableHTTPServer, serve_http
 from mcpframe.http.sessions import HttpSession
 from mcpframe.server import Context
@@ -42,7 +44,7 @@ def anyio_backend() -> str:
 
 @pytest.fixture
 def taken(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The type of each fast-path answer (`_Abandoned`: the parked JSON answer of a `_Pending` exchange)."""
+    """The type of each fast-path answer (`_Abandoned`: the parked JSON answer of a `Pending` exchange)."""
     return record_fast_posts(monkeypatch, lambda got: type(got).__name__)
 
 
@@ -120,7 +122,7 @@ async def test_an_answer_after_suspending_goes_to_its_post_with_no_stream(taken:
             await tools.entered.wait()
             assert list(session.streams) == [session.get_stream.id]  # no stream made for it
             [pending] = session.exchanges()
-            assert type(pending).__name__ == "_Pending"
+            assert isinstance(pending, Pending)
             assert pending.lane not in _idle_lanes(session)  # its lane is not idle while it runs
             assert session.router.busy(3)  # the id is in flight: a POST reusing it is refused
             tools.gate.set()
@@ -347,7 +349,8 @@ async def test_a_modern_request_that_suspends_is_answered_json_with_no_stream(
         made.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(fast_module, "Stream", counted)
+    monkeypatch.setattr(fast_module, "Stream", counted)  # a full exchange's (SSE)
+    monkeypatch.setattr(fast_pending, "Stream", counted)  # one made for a `Pending` exchange
     tools = Tools()
     headers = {**JSON_AND_SSE, "mcp-protocol-version": MODERN, "mcp-method": "tools/call", "mcp-name": "hold"}
     async with (

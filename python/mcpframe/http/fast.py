@@ -9,7 +9,7 @@ is then started the way the full path's direct path starts it (`PostHandler.star
 `Exchange`, `session.inline`, the handler's first step run eagerly). When the answer is in at once it is
 the same `Reply` the full path would build (`PostHandler.answered`), written by the wire server in one
 piece. A JSON answer that comes later is that same `Reply` too, handed to the wire server by the code that
-ends the exchange, with no task waiting for it and no `Stream` unless one is needed (`_Pending`); an
+ends the exchange, with no task waiting for it and no `Stream` unless one is needed (`Pending`); an
 answer preferred as SSE is written by the code that emits its events (`sse_wire.SseWriter`, when the event
 store answers at once); what needs more (a switch to SSE, or SSE with an event store that makes it wait:
 `_started`) goes on in a task, through the rest of the full path (`PostHandler.respond`) on the exchange
@@ -26,27 +26,24 @@ dict and, for a body that is not one plain request, one decode the full path rep
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
-from mcpframe import jsonrpc, protocol
+from mcpframe import protocol
 from mcpframe._api import Id, MessageLike
 from mcpframe.session.inline import start_inline
 
-from .asgi import Receive, Send
-from .deadlines import Deadlines
 from .events import store_now
 from .exchange import Exchange, Lane
+from .fast_pending import STATELESS_LINES, Pending, answering, failed, json_lines, later
 from .handling import PostHandler, refusal_of
 from .headers import FIRST_STATELESS, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, Accepts, mirror_mismatch
 from .post import Body
-from .responses import Answer, Reply, error_response, json_response
+from .responses import Answer, Reply
 from .sessions import naming
 from .sse_wire import sse_lines, sse_writer
-from .store import StoreUnavailable
 from .streams import Stream, events_now, new_stream_id
-from .wire_parts import Later, Parked, Streamed, Whole, WireAnswer
+from .wire_parts import Parked, Streamed, Whole, WireAnswer
 
 if TYPE_CHECKING:
     from mcpframe.server.connection import ServerConnection
@@ -56,15 +53,12 @@ if TYPE_CHECKING:
 __all__ = ["FastAnswer", "answering", "fast_post", "media_accepts", "wire_answer"]
 
 logger = logging.getLogger("mcpframe.http")
-_T = TypeVar("_T")
 
 FastAnswer = Reply | Whole | Parked | Streamed | Callable[[], Awaitable[Answer]]
 """A complete `Reply` (or, for a JSON answer given at once, the `Whole` it would be written as), the
 `Parked` JSON answer of a request that suspended, the SSE answer of one that suspended where SSE is
 preferred (`sse_wire.SseWriter`), or the coroutine function that finishes the answer of a request already
 started."""
-
-_STATELESS_LINES = json_response(b"").header_lines()  # a JSON answer's header lines with no session
 
 # (Content-Type, Accept) pairs `refusal_of` let through, with what the Accept allows: a client sends the
 # same two with every request, and parsing them each time measured ~6k instructions per call
@@ -96,44 +90,12 @@ def wire_answer(posts: PostHandler, headers: dict[str, str], data: bytes) -> Wir
         answer = fast_post(posts, headers, data)
     except Exception as exc:  # as on the full path: a bug costs this request, answered
         logger.exception("POST %s failed", posts.options.path)
-        answer = _failed(exc)
+        answer = failed(exc)
     if answer is None or isinstance(answer, tuple | Parked | Streamed):
         return answer
     if isinstance(answer, Reply):
         return answer.status, answer.header_lines(), answer.body
-    return _later(posts, answer)
-
-
-def _failed(exc: Exception) -> Reply:
-    why = f"Internal error: handling this POST failed ({type(exc).__name__})"
-    return error_response(500, why, code=jsonrpc.INTERNAL_ERROR)
-
-
-def _later(posts: PostHandler, rest: Callable[[], Awaitable[Answer]]) -> Later:
-    """The `Later` that finishes a started answer (`rest`): whole if it is a `Reply`, else on ASGI."""
-
-    async def finish(receive: Receive, send: Send) -> Whole | None:
-        reply = await answering("POST", posts.options.path, rest())
-        if isinstance(reply, Reply):
-            return reply.status, reply.header_lines(), reply.body
-        await reply(receive, send)
-        return None
-
-    return finish
-
-
-async def answering(method: str, path: object, routed: Awaitable[_T]) -> _T | Reply:
-    """`routed`'s answer; a failure becomes the error answer (a bug costs one request, never the server)."""
-    try:
-        return await routed
-    except StoreUnavailable as exc:  # Redis down or slow: this request fails, the server stays
-        logger.warning("%s %s: %s", method, path, exc)
-        retry = {"Retry-After": "1"}
-        return error_response(503, f"Service Unavailable: {exc}", code=jsonrpc.INTERNAL_ERROR, headers=retry)
-    except Exception as exc:
-        logger.exception("%s %s failed", method, path)
-        why = f"Internal error: handling this {method} failed ({type(exc).__name__})"
-        return error_response(500, why, code=jsonrpc.INTERNAL_ERROR)
+    return later(posts, answer)
 
 
 def fast_post(posts: PostHandler, headers: dict[str, str], data: bytes) -> FastAnswer | None:
@@ -195,11 +157,11 @@ def _handover(
     it sent nothing else: `answer_inline` waits for the lane Session's writes (`_flush`), and those go
     through the Session's writer task, so anything sent makes the step suspend. The answer is then what
     `PostHandler._json_ready` would build, as the `Whole` it is written as (its header lines built once per
-    session, `_json_lines`), and what the exchange's end would do is done here (`ends`, then
+    session, `json_lines`), and what the exchange's end would do is done here (`ends`, then
     the lane back to its pool). Else (it suspended, was queued, or gave no answer) the exchange is made at
     once, before the loop runs anything that could write to the lane or route to the request's id (a
     client's cancel, the answer to a request of the handler), and the handler's answer goes to it, to be
-    answered as `PostHandler.respond` would: for JSON a `_Pending` exchange (no stream until one is
+    answered as `PostHandler.respond` would: for JSON a `Pending` exchange (no stream until one is
     needed), with `sse` a full one written by `sse_wire.SseWriter`. (A closure
     rather than an object: this runs once per request, and an object measured ~2k instructions more per
     call.)
@@ -222,9 +184,9 @@ def _handover(
         lane.done()
         if sse:
             return _sse_whole(posts, session, answers[0])
-        return 200, _STATELESS_LINES if session is None else _json_lines(session), answers[0]
-    if not sse:  # the common case: a `_Pending` answer, its stream made only if something else comes
-        pending = exchange = _Pending(posts, lane, session, rid, accepts)
+        return 200, STATELESS_LINES if session is None else json_lines(session), answers[0]
+    if not sse:  # the common case: a `Pending` answer, its stream made only if something else comes
+        pending = exchange = Pending(posts, lane, session, rid, accepts)
         pending.on_close += ends
         return pending.parked
     stream = Stream(None, None) if session is None else session.new_stream()
@@ -246,164 +208,6 @@ def _sse_whole(posts: PostHandler, session: HttpSession | None, frame: bytes) ->
     session_id = None if session is None else session.id
     _, body = events_now(store, session_id, new_stream_id(), (frame,), posts.replies.priming(session))
     return 200, sse_lines(session_id), body
-
-
-class _Pending(Exchange):
-    """The exchange of a handed-over request that suspended, whose client takes its answer as JSON: the
-    answer is given with no task waiting for it, and no `Stream` unless something else must go out.
-
-    In the common case the handler's next steps send nothing but the answer: `answer` then gives the JSON
-    answer (`PostHandler._json_ready`'s, as the `Whole` it is written as) to the wire server's `Parked`
-    (`parked`) from the code that answered (the handler's task), and ends the exchange (`close`). A
-    cancel from the client, the session's end or a stop's -32000 end it the same way (the answer or a 202,
-    as a finished stream would give). Only what needs a stream makes one (`stream`, on first use): a frame
-    that is not the answer (the handler logs, reports progress or asks the client something: the lane
-    writes it to `outgoing`), or `stream_after` seconds with no answer (`_expired`). From then on it is
-    what `_handover` made before: the stream told what its client takes, its wake-up (`Stream.on_wake`)
-    giving the answer once it finishes (`_woken`), or the rest to `PostHandler.respond` (a `Later`, in a
-    task of the wire server's) when the answer must be SSE. A client that leaves first has the exchange
-    aborted (`_Abandoned`), as `respond` does.
-    """
-
-    def __init__(
-        self, posts: PostHandler, lane: Lane, session: HttpSession | None, rid: Id, accepts: Accepts
-    ) -> None:
-        self._stream: Stream | None = None
-        self._register(lane, [rid], batch=False)
-        self._posts = posts
-        self._session = session
-        self._accepts = accepts
-        self._frame: bytes | None = None  # the answer, given before any stream was made
-        self.parked = _Abandoned(posts, self)
-        wait = posts.json_wait(accepts)
-        # one entry on the loop's shared timer (the sessions' loop, known: no lookup)
-        loop = posts.sessions.loop
-        self._deadline = None if wait == math.inf else Deadlines.of(wait, loop).add(self._expired)
-
-    @property
-    def stream(self) -> Stream:
-        """The exchange's stream, made on first use (see the class doc)."""
-        stream = self._stream
-        return stream if stream is not None else self._upgrade()
-
-    @stream.setter
-    def stream(self, stream: Stream) -> None:
-        self._stream = stream
-
-    def _upgrade(self) -> Stream:
-        """The stream `_handover` makes for a full exchange, told what the client takes before its first
-        frame, its wake-up giving the answer (`_woken`)."""
-        session = self._session
-        if self.closed or session is None:
-            stream = Stream(None, None)
-            if self.closed:  # nothing can come any more (asked for after the end: nothing to route)
-                stream.finish()
-        else:
-            stream = session.new_stream()
-            self.on_close.append(lambda: session.stream_ended(stream))
-        self._stream = stream
-        stream.for_client(sse=self._accepts.sse)
-        stream.on_wake = self._woken
-        return stream
-
-    async def answer(self, rid: Id, frame: bytes) -> None:
-        """The handler's answer: straight to the client, unless a stream was made (then `Exchange`'s)."""
-        if self._stream is not None:
-            await super().answer(rid, frame)
-            return
-        if self.closed:
-            return
-        self._frame = frame
-        self.close()
-        self.lane.done()
-
-    def close(self) -> None:
-        """`Exchange.close`; with no stream, the answer (or a 202 with none) delivered first, as the
-        finished stream's wake-up would."""
-        if self._stream is not None:
-            super().close()
-            return
-        if self.closed:
-            return
-        self.closed = True
-        if self.lane.exchange is self:
-            self.lane.exchange = None
-        self.router.remove(self)
-        self._disarm()
-        frame = self._frame
-        session = self._session
-        try:  # as a stream's wake-up: what the delivery raises must not stop the rest of the end
-            if frame is None:  # cancelled, or its session ended: no answer
-                self.parked.deliver((202, Reply(202, headers=self._headers()).header_lines(), b""))
-            else:
-                lines = _STATELESS_LINES if session is None else _json_lines(session)
-                self.parked.deliver((200, lines, frame))
-        except Exception:
-            logger.exception(
-                "POST %s: a wake-up callback failed (its JSON answer's)", self._posts.options.path
-            )
-        for callback in self.on_close:
-            callback()
-
-    def _disarm(self) -> None:
-        deadline = self._deadline
-        if deadline is not None:
-            deadline[1] = None
-
-    def _headers(self) -> dict[str, str]:
-        session = self._session
-        return {} if session is None else {MCP_SESSION_ID: session.id}
-
-    def _rest(self) -> Later:
-        """What finishes the answer as SSE: `PostHandler.respond` on this exchange, in a task."""
-        posts, session, accepts, headers = self._posts, self._session, self._accepts, self._headers()
-        return _later(posts, lambda: posts.respond(self, session, accepts, headers))
-
-    def _woken(self) -> None:
-        """The stream's wake-up: a frame that is not a response, or its end (see the class doc)."""
-        stream = self.stream
-        accepts = self._accepts
-        finished = stream.finished.is_set()
-        if not finished and not accepts.sse:
-            stream.on_wake = self._woken  # only the end counts for a client that takes JSON only
-            return
-        self._disarm()
-        if not finished or (stream.saw_other and accepts.sse):
-            self.parked.deliver(self._rest())  # a frame that is not a response, to a client that takes SSE
-            return
-        try:
-            whole = _finished_json(stream, self._session, self._headers())
-        except Exception as exc:  # as `answering`: a bug costs this request, answered
-            logger.exception("POST %s failed", self._posts.options.path)
-            failed = _failed(exc)
-            whole = (failed.status, failed.header_lines(), failed.body)
-        self.parked.deliver(whole)
-
-    def _expired(self) -> None:
-        """No answer in `stream_after` seconds: SSE from now on, as `respond` would switch."""
-        stream = self.stream
-        stream.on_wake = None
-        stream.wake.set()
-        self.parked.deliver(self._rest())
-
-
-def _finished_json(stream: Stream, session: HttpSession | None, headers: dict[str, str]) -> Whole:
-    """The JSON answer of a finished stream, as `PostHandler._json_ready` gives it, as the `Whole` it is
-    written as. The session forgets the stream when its exchange ends (`_Pending._upgrade`'s `on_close`),
-    not here: this may run inside `HttpSession.close`'s walk over its streams."""
-    frames = stream.response_frames()
-    if not frames:  # cancelled, or its session ended: no answer
-        return 202, Reply(202, headers=headers).header_lines(), b""
-    lines = _STATELESS_LINES if session is None else _json_lines(session)
-    return 200, lines, frames[0] if len(frames) == 1 else b"[" + b",".join(frames) + b"]"
-
-
-def _json_lines(session: HttpSession) -> bytes:
-    """The header lines of `session`'s JSON answers, as `json_response` gives them (built once)."""
-    lines = session.json_lines
-    if lines is None:
-        lines = session.json_lines = json_response(b"", {MCP_SESSION_ID: session.id}).header_lines()
-    return lines
 
 
 def _in_session(posts: PostHandler, headers: dict[str, str], data: bytes) -> tuple[HttpSession, Body] | None:
@@ -490,29 +294,6 @@ def _started(
     # SSE is preferred here and the store makes it wait (`_session_post`): no `SseWriter`, as the store
     # cannot give the priming event at once (`Stream.attach_now`)
     return lambda: posts.respond(exchange, session, accepts, headers)
-
-
-class _Abandoned(Parked):
-    """`_Pending`'s JSON answer: a client that leaves before it (`cancel`) has the exchange aborted, its
-    handler cancelled once, as `PostHandler.respond`'s JSON wait does: nobody can receive that answer, and
-    no event id that would resume it was handed out (in the 2026-07-28 era the disconnect IS the request's
-    cancellation). A server that closes (`give_up`) leaves the handler to its grace, as before."""
-
-    __slots__ = ("_exchange", "_posts")
-
-    def __init__(self, posts: PostHandler, exchange: Exchange) -> None:
-        super().__init__()
-        self._posts: PostHandler | None = posts
-        self._exchange = exchange
-
-    def cancel(self) -> None:
-        posts, self._posts = self._posts, None
-        if posts is not None:
-            posts.sessions.spawn(self._exchange.abort)
-
-    def give_up(self) -> None:
-        self._posts = None
-        super().give_up()
 
 
 def _plain(body: Body) -> bool:

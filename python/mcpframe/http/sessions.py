@@ -152,7 +152,7 @@ class HttpSession:
         self.owner: str | None = None
         self.handler: RequestHandler = connection.handle_request  # what its lanes answer requests with
         self.state: SessionState | None = None  # with a shared store: the state last read or written
-        # the header lines of its JSON answers (`fast._json_lines`): built once, not per request
+        # the header lines of its JSON answers (`fast_pending.json_lines`): built once, not per request
         self.json_lines: bytes | None = None
 
     @property
