@@ -123,6 +123,8 @@ async def test_an_answer_after_suspending_goes_to_its_post_with_no_stream(taken:
             assert list(session.streams) == [session.get_stream.id]  # no stream made for it
             [pending] = session.exchanges()
             assert isinstance(pending, Pending)
+            assert pending._deadline is not None
+            assert pending._deadline[1] is not None
             assert pending.lane not in _idle_lanes(session)  # its lane is not idle while it runs
             assert session.router.busy(3)  # the id is in flight: a POST reusing it is refused
             tools.gate.set()
@@ -135,6 +137,8 @@ async def test_an_answer_after_suspending_goes_to_its_post_with_no_stream(taken:
             "result": {"content": [{"type": "text", "text": "h"}]},
         }
         assert taken == ["_Abandoned"]
+        assert pending._deadline is not None
+        assert pending._deadline[1] is None
         assert app.posts.admission.running == 0
         assert session.exchanges() == []
         assert not session.router.busy(3)
@@ -266,6 +270,8 @@ async def test_a_cancel_from_the_client_cancels_the_handler_once_and_answers_202
             cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 8}}
             assert (await client.post(url, json=cancel, headers=headers)).status_code == 202
         assert (got[0].status_code, got[0].content) == (202, b"")
+        assert pending._deadline is not None
+        assert pending._deadline[1] is None
         with anyio.fail_after(10):
             await until(lambda: tools.cancelled == 1)
         assert (tools.cancelled, tools.finished) == (1, 0)
@@ -418,3 +424,28 @@ async def test_a_server_stopping_while_a_call_is_suspended_answers_it_with_an_er
     assert answer["error"]["message"].startswith("Server shutting down")
     assert taken == ["_Abandoned"]
     assert (tools.cancelled, tools.finished) == (1, 0)
+
+
+async def test_a_failure_while_making_its_pending_leaves_nothing_taken(
+    taken: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bug while the `Pending` is made (here its timer) costs that POST (500), not the server: no id
+    left owned, the admission given back, and the next POST on the session answered."""
+    tools = Tools()
+    async with serving(tools, response_mode="auto", stream_after=LONG) as (url, app, client, headers):
+        session = _session(app, headers)
+
+        def broken(*args: object) -> object:
+            raise RuntimeError("timer broken")
+
+        with monkeypatch.context() as patch:
+            patch.setattr(fast_pending.Deadlines, "of", broken)
+            async with _posting(client, url, headers, call("hold", {"text": "x"}, rid=21)) as got:
+                await tools.entered.wait()
+                tools.gate.set()
+        assert got[0].status_code == 500
+        assert not session.router.busy(21)
+        with anyio.fail_after(10):
+            await until(lambda: app.posts.admission.running == 0)
+        again = await client.post(url, json=call("echo", {"text": "after"}, rid=22), headers=headers)
+        assert again.json()["result"]["content"] == [{"type": "text", "text": "after"}]

@@ -132,7 +132,11 @@ def _session_post(
     assert request.id is not None
     sse = accepts.sse and posts.prefers_sse(session)
     if not sse or session.store is None or store_now(session.store) is not None:
-        return _handover(posts, lane, session, request, ends=(slot.release,), accepts=accepts, sse=sse)
+        try:
+            return _handover(posts, lane, session, request, ends=(slot.release,), accepts=accepts, sse=sse)
+        except BaseException:  # (`_stateless_start` alike) its room back: `release` is idempotent
+            slot.release()
+            raise
     headers = {MCP_SESSION_ID: session.id}  # a store that makes SSE answers wait: the full path's way
     exchange = Exchange(lane, session.new_stream(), [request.id])
     exchange.on_close.append(slot.release)

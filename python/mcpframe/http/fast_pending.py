@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from mcpframe import jsonrpc
 from mcpframe._api import Id
@@ -88,17 +88,21 @@ class Pending(Exchange):
     def __init__(
         self, posts: PostHandler, lane: Lane, session: HttpSession | None, rid: Id, accepts: Accepts
     ) -> None:
+        # what can fail comes before `_register`: a failure here leaves nothing registered (the lane not
+        # taken, no id owned), and the deadline is armed last, once the exchange is whole
         self._stream: Stream | None = None
-        self._register(lane, [rid], batch=False)
         self._posts = posts
         self._session = session
         self._accepts = accepts
         self._frame: bytes | None = None  # the answer, given before any stream was made
+        self._deadline: list[Any] | None = None
         self.parked = _Abandoned(posts, self)
         wait = posts.json_wait(accepts)
         # one entry on the loop's shared timer (the sessions' loop, known: no lookup)
-        loop = posts.sessions.loop
-        self._deadline = None if wait == math.inf else Deadlines.of(wait, loop).add(self._expired)
+        deadlines = None if wait == math.inf else Deadlines.of(wait, posts.sessions.loop)
+        self._register(lane, [rid], batch=False)
+        if deadlines is not None:
+            self._deadline = deadlines.add(self._expired)
 
     @property
     def stream(self) -> Stream:
