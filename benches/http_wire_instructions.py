@@ -1,7 +1,7 @@
 """Server instructions per Streamable HTTP `tools/call`: callgrind on the server child, steady on a noisy box.
 
     python benches/http_wire_instructions.py [--server mcpframe-lean|mcpframe|floor] [--mode json|sse]
-        [--era legacy|modern] [--tool aecho|echo] [--calls 1000] [--pythonpath DIR] [--keep FILE]
+        [--era legacy|modern] [--tool aecho|ayield|echo] [--calls 1000] [--pythonpath DIR] [--keep FILE]
 
 Starts the server of `benches/bench_http_wire.py` under `valgrind --tool=callgrind --instr-atstart=no`,
 opens one session with the bench's own raw HTTP/1.1 client, checks an answer, makes 300 warm-up calls,
@@ -63,7 +63,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--server", choices=("mcpframe-lean", "mcpframe", "floor"), default="mcpframe-lean")
     parser.add_argument("--mode", choices=("json", "sse"), default="json")
     parser.add_argument("--era", choices=("legacy", "modern"), default="legacy")
-    parser.add_argument("--tool", choices=("aecho", "echo"), default="aecho")
+    parser.add_argument("--tool", choices=("aecho", "ayield", "echo"), default="aecho")
     parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--pythonpath", help="another checkout's python/ folder (before/after)")
     parser.add_argument("--keep", help="keep callgrind's output files as KEEP.<name> (callgrind_annotate)")

@@ -102,8 +102,9 @@ class _Chatty(GatedTools):
 
 @pytest.mark.parametrize("http_server", ["mcpframe", "uvicorn"])
 async def test_a_json_only_client_keeps_no_notification_before_its_answer(http_server: str) -> None:
-    # `PostHandler._answer` (uvicorn) and the lean server's `fast._deferred` (after warm calls leave it an
-    # idle lane) tell the stream its client takes JSON only: the logs it can never receive are not kept
+    # `PostHandler._answer` (uvicorn) and the lean server's `fast_pending.Pending` (after warm calls leave
+    # it an idle lane) tell the stream its client takes JSON only: the logs it can never receive are not
+    # kept
     tools = _Chatty()
     opts = {"response_mode": "auto", "stream_after": 60.0}
     async with live_app(tools, http_server=http_server, **opts) as (url, app), httpx.AsyncClient() as client:

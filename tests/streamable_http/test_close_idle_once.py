@@ -1,7 +1,7 @@
 """`close_idle_streams` in `auto` mode counts one window from the POST's last event: a POST that waited
 `stream_after` for a plain JSON answer with nothing coming opens its SSE response with the first quiet wait
 shortened by that time, not a whole window on top of it. On the lean server (the suspended handler's
-wait is `fast._deferred`'s, which hands over to `respond`) and on uvicorn (the full path's own wait).
+wait is `fast_pending.Pending`'s, which hands over to `respond`) and on uvicorn (the full path's own wait).
 
 The tests look at which timer (`mcpframe.http.deadlines`, one per length) the open response waits on, not
 at the clock; the tool waits on a gate the test opens.

@@ -193,14 +193,16 @@ async def test_a_session_deleted_while_a_call_is_suspended_ends_it_once(
 
 async def test_a_stream_its_session_ends_while_walking_its_streams_answers_without_touching_them() -> None:
     """`HttpSession.close` ends every stream it holds, walking its dict of them: the deferred answer that
-    this resolves must not change that dict (the exchange's own end forgets the stream)."""
+    this resolves must not change that dict (the exchange's own end forgets the stream). A deferred JSON
+    answer has no stream until something other than its answer comes (`fast_pending.Pending`): the
+    session's end reaches it through its exchange (the walk over streams with one made:
+    `test_deferred_light.py`)."""
     tools = Tools()
     async with serving(tools, response_mode="auto") as (url, app, client, headers):
         async with held_call(client, url, headers, tools, call("hold", {"text": "w"}, rid=14)) as got:
             session = app.sessions.find(headers, None)
             assert isinstance(session, HttpSession)
-            for stream in session.streams.values():  # as `HttpSession.close` does
-                stream.finish()
+            await session.close()  # its exchanges aborted, then every stream it holds ended
         assert (got[0].status_code, got[0].content) == (202, b"")
         tools.gate.set()
         with anyio.fail_after(10):

@@ -119,7 +119,14 @@ async def test_an_answer_in_the_first_step_makes_no_exchange_and_a_later_one_get
         made.append(1)
         return real(*args, **kwargs)
 
+    real_pending = fast_module.Pending  # an `Exchange` too: a JSON answer's, made with no stream
+
+    def counted_pending(*args: Any, **kwargs: Any) -> Any:
+        made.append(1)
+        return real_pending(*args, **kwargs)
+
     monkeypatch.setattr(fast_module, "Exchange", counted)
+    monkeypatch.setattr(fast_module, "Pending", counted_pending)
     async with lean(response_mode="auto") as (url, client):
         headers = await open_session(client, url)
         taken.clear()

@@ -41,9 +41,11 @@ class Deadlines:
         self._firing = False  # inside `_fire`: it arms the timer once when done, `add` must not
 
     @classmethod
-    def of(cls, wait: float) -> Deadlines:
-        """The timeouts of `wait` seconds on the running loop."""
-        loop = asyncio.get_running_loop()
+    def of(cls, wait: float, loop: asyncio.AbstractEventLoop | None = None) -> Deadlines:
+        """The timeouts of `wait` seconds on `loop`, which must be the running one (`None`: asked for; a
+        caller that knows it saves the lookup, which on 3.11 compares the process id: a system call)."""
+        if loop is None:
+            loop = asyncio.get_running_loop()
         cache = cls._cache
         if cache[0] is not loop:
             cache = cls._cache = (loop, {})

@@ -290,10 +290,15 @@ class Exchange:
     """One POST's requests, the lane answering them, and the stream the answers go to."""
 
     def __init__(self, lane: Lane, stream: Stream, request_ids: list[Id], *, batch: bool = False) -> None:
+        self.stream = stream
+        self._register(lane, request_ids, batch=batch)
+
+    def _register(self, lane: Lane, request_ids: list[Id], *, batch: bool) -> None:
+        """Everything but the stream: the lane's current exchange, owning `request_ids` in the router (a
+        subclass that makes its stream only when it needs one calls this alone)."""
         self.lane = lane
         self.router = lane.router
         self.number = lane.number
-        self.stream = stream
         self.transport = lane.transport
         self.request_ids = request_ids
         # a batch is answered by one array (its end), single requests one by one

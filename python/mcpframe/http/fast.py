@@ -9,11 +9,12 @@ is then started the way the full path's direct path starts it (`PostHandler.star
 `Exchange`, `session.inline`, the handler's first step run eagerly). When the answer is in at once it is
 the same `Reply` the full path would build (`PostHandler.answered`), written by the wire server in one
 piece. A JSON answer that comes later is that same `Reply` too, handed to the wire server by the code that
-ends the exchange, with no task waiting for it (`_deferred`); an answer preferred as SSE is written by
-the code that emits its events (`sse_wire.SseWriter`, when the event store answers at once); what needs
-more (a switch to SSE, or SSE with an event store that makes it wait: `_started`) goes on in a task,
-through the rest of the full path (`PostHandler.respond`) on the exchange already started, so a handler
-that suspends and then logs, reports progress or asks the client something is answered exactly as before.
+ends the exchange, with no task waiting for it and no `Stream` unless one is needed (`Pending`); an
+answer preferred as SSE is written by the code that emits its events (`sse_wire.SseWriter`, when the event
+store answers at once); what needs more (a switch to SSE, or SSE with an event store that makes it wait:
+`_started`) goes on in a task, through the rest of the full path (`PostHandler.respond`) on the exchange
+already started, so a handler that suspends and then logs, reports progress or asks the client something
+is answered exactly as before.
 
 What is not the common case is not taken here (`None`: the wire server runs the full ASGI path, which
 answers it, refusals included): a refusal of any kind, `auth`, a batch, a notification or response,
@@ -25,27 +26,24 @@ dict and, for a body that is not one plain request, one decode the full path rep
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
-from mcpframe import jsonrpc, protocol
+from mcpframe import protocol
 from mcpframe._api import Id, MessageLike
 from mcpframe.session.inline import start_inline
 
-from .asgi import Receive, Send
-from .deadlines import Deadlines
 from .events import store_now
 from .exchange import Exchange, Lane
+from .fast_pending import STATELESS_LINES, Pending, answering, failed, json_lines, later
 from .handling import PostHandler, refusal_of
 from .headers import FIRST_STATELESS, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, Accepts, mirror_mismatch
 from .post import Body
-from .responses import Answer, Reply, error_response, json_response
+from .responses import Answer, Reply
 from .sessions import naming
 from .sse_wire import sse_lines, sse_writer
-from .store import StoreUnavailable
 from .streams import Stream, events_now, new_stream_id
-from .wire_parts import Later, Parked, Streamed, Whole, WireAnswer
+from .wire_parts import Parked, Streamed, Whole, WireAnswer
 
 if TYPE_CHECKING:
     from mcpframe.server.connection import ServerConnection
@@ -55,15 +53,12 @@ if TYPE_CHECKING:
 __all__ = ["FastAnswer", "answering", "fast_post", "media_accepts", "wire_answer"]
 
 logger = logging.getLogger("mcpframe.http")
-_T = TypeVar("_T")
 
 FastAnswer = Reply | Whole | Parked | Streamed | Callable[[], Awaitable[Answer]]
 """A complete `Reply` (or, for a JSON answer given at once, the `Whole` it would be written as), the
 `Parked` JSON answer of a request that suspended, the SSE answer of one that suspended where SSE is
 preferred (`sse_wire.SseWriter`), or the coroutine function that finishes the answer of a request already
 started."""
-
-_STATELESS_LINES = json_response(b"").header_lines()  # a JSON answer's header lines with no session
 
 # (Content-Type, Accept) pairs `refusal_of` let through, with what the Accept allows: a client sends the
 # same two with every request, and parsing them each time measured ~6k instructions per call
@@ -95,44 +90,12 @@ def wire_answer(posts: PostHandler, headers: dict[str, str], data: bytes) -> Wir
         answer = fast_post(posts, headers, data)
     except Exception as exc:  # as on the full path: a bug costs this request, answered
         logger.exception("POST %s failed", posts.options.path)
-        answer = _failed(exc)
+        answer = failed(exc)
     if answer is None or isinstance(answer, tuple | Parked | Streamed):
         return answer
     if isinstance(answer, Reply):
         return answer.status, answer.header_lines(), answer.body
-    return _later(posts, answer)
-
-
-def _failed(exc: Exception) -> Reply:
-    why = f"Internal error: handling this POST failed ({type(exc).__name__})"
-    return error_response(500, why, code=jsonrpc.INTERNAL_ERROR)
-
-
-def _later(posts: PostHandler, rest: Callable[[], Awaitable[Answer]]) -> Later:
-    """The `Later` that finishes a started answer (`rest`): whole if it is a `Reply`, else on ASGI."""
-
-    async def finish(receive: Receive, send: Send) -> Whole | None:
-        reply = await answering("POST", posts.options.path, rest())
-        if isinstance(reply, Reply):
-            return reply.status, reply.header_lines(), reply.body
-        await reply(receive, send)
-        return None
-
-    return finish
-
-
-async def answering(method: str, path: object, routed: Awaitable[_T]) -> _T | Reply:
-    """`routed`'s answer; a failure becomes the error answer (a bug costs one request, never the server)."""
-    try:
-        return await routed
-    except StoreUnavailable as exc:  # Redis down or slow: this request fails, the server stays
-        logger.warning("%s %s: %s", method, path, exc)
-        retry = {"Retry-After": "1"}
-        return error_response(503, f"Service Unavailable: {exc}", code=jsonrpc.INTERNAL_ERROR, headers=retry)
-    except Exception as exc:
-        logger.exception("%s %s failed", method, path)
-        why = f"Internal error: handling this {method} failed ({type(exc).__name__})"
-        return error_response(500, why, code=jsonrpc.INTERNAL_ERROR)
+    return later(posts, answer)
 
 
 def fast_post(posts: PostHandler, headers: dict[str, str], data: bytes) -> FastAnswer | None:
@@ -169,7 +132,11 @@ def _session_post(
     assert request.id is not None
     sse = accepts.sse and posts.prefers_sse(session)
     if not sse or session.store is None or store_now(session.store) is not None:
-        return _handover(posts, lane, session, request, ends=(slot.release,), accepts=accepts, sse=sse)
+        try:
+            return _handover(posts, lane, session, request, ends=(slot.release,), accepts=accepts, sse=sse)
+        except BaseException:  # (`_stateless_start` alike) its room back: `release` is idempotent
+            slot.release()
+            raise
     headers = {MCP_SESSION_ID: session.id}  # a store that makes SSE answers wait: the full path's way
     exchange = Exchange(lane, session.new_stream(), [request.id])
     exchange.on_close.append(slot.release)
@@ -194,11 +161,12 @@ def _handover(
     it sent nothing else: `answer_inline` waits for the lane Session's writes (`_flush`), and those go
     through the Session's writer task, so anything sent makes the step suspend. The answer is then what
     `PostHandler._json_ready` would build, as the `Whole` it is written as (its header lines built once per
-    session, `_json_lines`), and what the exchange's end would do is done here (`ends`, then
+    session, `json_lines`), and what the exchange's end would do is done here (`ends`, then
     the lane back to its pool). Else (it suspended, was queued, or gave no answer) the exchange is made at
     once, before the loop runs anything that could write to the lane or route to the request's id (a
     client's cancel, the answer to a request of the handler), and the handler's answer goes to it, to be
-    answered as `PostHandler.respond` would (`_deferred`; with `sse`, `sse_wire.SseWriter`). (A closure
+    answered as `PostHandler.respond` would: for JSON a `Pending` exchange (no stream until one is
+    needed), with `sse` a full one written by `sse_wire.SseWriter`. (A closure
     rather than an object: this runs once per request, and an object measured ~2k instructions more per
     call.)
     """
@@ -220,17 +188,20 @@ def _handover(
         lane.done()
         if sse:
             return _sse_whole(posts, session, answers[0])
-        return 200, _STATELESS_LINES if session is None else _json_lines(session), answers[0]
+        return 200, STATELESS_LINES if session is None else json_lines(session), answers[0]
+    if not sse:  # the common case: a `Pending` answer, its stream made only if something else comes
+        pending = exchange = Pending(posts, lane, session, rid, accepts)
+        pending.on_close += ends
+        return pending.parked
     stream = Stream(None, None) if session is None else session.new_stream()
     exchange = started = Exchange(lane, stream, [rid])
     started.on_close += ends
     if session is not None:
         started.on_close.append(lambda: session.stream_ended(stream))
     headers = {} if session is None else {MCP_SESSION_ID: session.id}
-    if sse:  # written with no task (`SseWriter`), else the full path's SSE answer on this exchange
-        writer = sse_writer(posts, started, session, headers)
-        return writer if writer is not None else lambda: posts.respond(started, session, accepts, headers)
-    return _deferred(posts, started, session, accepts, headers)
+    # written with no task (`SseWriter`), else the full path's SSE answer on this exchange
+    writer = sse_writer(posts, started, session, headers)
+    return writer if writer is not None else lambda: posts.respond(started, session, accepts, headers)
 
 
 def _sse_whole(posts: PostHandler, session: HttpSession | None, frame: bytes) -> Whole:
@@ -241,78 +212,6 @@ def _sse_whole(posts: PostHandler, session: HttpSession | None, frame: bytes) ->
     session_id = None if session is None else session.id
     _, body = events_now(store, session_id, new_stream_id(), (frame,), posts.replies.priming(session))
     return 200, sse_lines(session_id), body
-
-
-def _deferred(
-    posts: PostHandler,
-    exchange: Exchange,
-    session: HttpSession | None,
-    accepts: Accepts,
-    headers: dict[str, str],
-) -> Parked:
-    """The JSON answer of a handed-over request that suspended, with no task waiting for it.
-
-    What `PostHandler.respond` does for JSON, done by the stream's wake-up (`Stream.on_wake`) instead of
-    a task waiting on it: once the stream finishes (its exchange ends) the answer is the one `respond`
-    gives (`_finished_json`), delivered as a `Whole` by the code that finished it (the handler's task, a
-    cancel, the session's end). A frame that is not a response (the handler logs, reports progress or asks
-    the client something) to a client that accepts SSE, or `stream_after` seconds with no answer, hands the
-    rest to `respond` (a `Later`, in a task of the wire server's): from there on the full path runs
-    unchanged. A client that leaves first has the exchange aborted (`_Abandoned`), as `respond` does.
-    """
-    parked = _Abandoned(posts, exchange)
-    stream = exchange.stream
-    stream.for_client(sse=accepts.sse)  # before the handler's next step (`respond` attaches for SSE)
-
-    def rest() -> Later:
-        return _later(posts, lambda: posts.respond(exchange, session, accepts, headers))
-
-    def woken() -> None:
-        finished = stream.finished.is_set()
-        if not finished and not accepts.sse:
-            stream.on_wake = woken  # only the end counts for a client that takes JSON only
-            return
-        if deadline is not None:
-            deadline[1] = None
-        if not finished or (stream.saw_other and accepts.sse):
-            parked.deliver(rest())  # a frame that is not a response, to a client that takes SSE
-            return
-        try:
-            whole = _finished_json(stream, session, headers)
-        except Exception as exc:  # as `answering`: a bug costs this request, answered
-            logger.exception("POST %s failed", posts.options.path)
-            failed = _failed(exc)
-            whole = (failed.status, failed.header_lines(), failed.body)
-        parked.deliver(whole)
-
-    def expired() -> None:  # no answer in time: SSE from now on, as `respond` would switch
-        stream.on_wake = None
-        stream.wake.set()
-        parked.deliver(rest())
-
-    wait = posts.json_wait(accepts)
-    deadline = None if wait == math.inf else Deadlines.of(wait).add(expired)
-    stream.on_wake = woken
-    return parked
-
-
-def _finished_json(stream: Stream, session: HttpSession | None, headers: dict[str, str]) -> Whole:
-    """The JSON answer of a finished stream, as `PostHandler._json_ready` gives it, as the `Whole` it is
-    written as. The session forgets the stream when its exchange ends (`_handover`'s `on_close`), not here:
-    this may run inside `HttpSession.close`'s walk over its streams."""
-    frames = stream.response_frames()
-    if not frames:  # cancelled, or its session ended: no answer
-        return 202, Reply(202, headers=headers).header_lines(), b""
-    lines = _STATELESS_LINES if session is None else _json_lines(session)
-    return 200, lines, frames[0] if len(frames) == 1 else b"[" + b",".join(frames) + b"]"
-
-
-def _json_lines(session: HttpSession) -> bytes:
-    """The header lines of `session`'s JSON answers, as `json_response` gives them (built once)."""
-    lines = session.json_lines
-    if lines is None:
-        lines = session.json_lines = json_response(b"", {MCP_SESSION_ID: session.id}).header_lines()
-    return lines
 
 
 def _in_session(posts: PostHandler, headers: dict[str, str], data: bytes) -> tuple[HttpSession, Body] | None:
@@ -399,29 +298,6 @@ def _started(
     # SSE is preferred here and the store makes it wait (`_session_post`): no `SseWriter`, as the store
     # cannot give the priming event at once (`Stream.attach_now`)
     return lambda: posts.respond(exchange, session, accepts, headers)
-
-
-class _Abandoned(Parked):
-    """`_deferred`'s JSON answer: a client that leaves before it (`cancel`) has the exchange aborted, its
-    handler cancelled once, as `PostHandler.respond`'s JSON wait does: nobody can receive that answer, and
-    no event id that would resume it was handed out (in the 2026-07-28 era the disconnect IS the request's
-    cancellation). A server that closes (`give_up`) leaves the handler to its grace, as before."""
-
-    __slots__ = ("_exchange", "_posts")
-
-    def __init__(self, posts: PostHandler, exchange: Exchange) -> None:
-        super().__init__()
-        self._posts: PostHandler | None = posts
-        self._exchange = exchange
-
-    def cancel(self) -> None:
-        posts, self._posts = self._posts, None
-        if posts is not None:
-            posts.sessions.spawn(self._exchange.abort)
-
-    def give_up(self) -> None:
-        self._posts = None
-        super().give_up()
 
 
 def _plain(body: Body) -> bool:

@@ -470,7 +470,7 @@ class PostHandler:
                 return answered
             waited = self.json_wait(accepts)
             # not finished (else answered) and no message: the wait ran out (here, or on the lean server's
-            # `fast._deferred`, which hands over to `respond` when it does)
+            # `fast_pending.Pending`, which hands over to `respond` when it does)
             if not stream.saw_other and waited != math.inf:
                 held = waited
         pipe = await stream.attach(retry_ms=priming)

@@ -146,11 +146,13 @@ class HttpSession:
         self.transport = MainTransport(self.get_stream, self.router, limit=NOTIFICATIONS_QUEUED)
         self.main = Session(self.transport, notification_handler=connection.handle_notification)
         self.open_requests = 0
-        self.last_active = _now()
+        # its loop, asked for once: `touch` runs per POST, and the lookup compares the process id on 3.11
+        self.loop = asyncio.get_running_loop()
+        self.last_active = self.loop.time()
         self.owner: str | None = None
         self.handler: RequestHandler = connection.handle_request  # what its lanes answer requests with
         self.state: SessionState | None = None  # with a shared store: the state last read or written
-        # the header lines of its JSON answers (`fast._json_lines`): built once, not per request
+        # the header lines of its JSON answers (`fast_pending.json_lines`): built once, not per request
         self.json_lines: bytes | None = None
 
     @property
@@ -169,7 +171,7 @@ class HttpSession:
     def touch(self, delta: int = 0) -> None:
         """Record activity; `delta` counts HTTP requests/responses that are open right now."""
         self.open_requests += delta
-        self.last_active = _now()
+        self.last_active = self.loop.time()
 
     def exchanges(self) -> list[Exchange]:
         """The exchanges still running."""
@@ -217,6 +219,7 @@ class SessionManager:
         self.shared: SharedSessions | None = None  # set by the server with `HttpOptions(store=...)`
         self._tg: anyio.abc.TaskGroup | None = None
         self._library = "asyncio"  # the async library `run` runs on (told to anyio by `spawn`)
+        self.loop: asyncio.AbstractEventLoop | None = None  # the loop `run` runs on, while it runs
 
     @property
     def task_group(self) -> anyio.abc.TaskGroup:
@@ -228,6 +231,8 @@ class SessionManager:
     async def run(self, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Own the task group until cancelled; reap idle sessions meanwhile."""
         self._library = sniffio.current_async_library()
+        if self._library == "asyncio":
+            self.loop = asyncio.get_running_loop()
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
@@ -237,6 +242,7 @@ class SessionManager:
                 await self._reap_forever()
         finally:
             self._tg = None
+            self.loop = None
             with anyio.CancelScope(shield=True):
                 for session in list(self.sessions.values()):
                     await session.close()

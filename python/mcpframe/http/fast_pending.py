@@ -1,0 +1,253 @@
+"""The JSON answer of a fast POST whose handler suspended (`fast._handover`): `Pending`, an `Exchange` that
+makes its `Stream` only when something other than the answer must go out, and the `Parked` answer the
+lean server waits on (`_Abandoned`); with what `fast.py` shares with it (the error answers, `later`, the
+header lines of a JSON answer). Split from `fast.py`, which decides and starts the fast POST.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from mcpframe import jsonrpc
+from mcpframe._api import Id
+
+from .asgi import Receive, Send
+from .deadlines import Deadlines
+from .exchange import Exchange, Lane
+from .headers import MCP_SESSION_ID, Accepts
+from .responses import Answer, Reply, error_response, json_response
+from .store import StoreUnavailable
+from .streams import Stream
+from .wire_parts import Later, Parked, Whole
+
+if TYPE_CHECKING:
+    from .handling import PostHandler
+    from .sessions import HttpSession
+
+__all__ = ["STATELESS_LINES", "Pending", "answering", "failed", "json_lines", "later"]
+
+logger = logging.getLogger("mcpframe.http")
+_T = TypeVar("_T")
+
+STATELESS_LINES = json_response(b"").header_lines()  # a JSON answer's header lines with no session
+
+
+def failed(exc: Exception) -> Reply:
+    """The 500 answering a POST whose handling failed with `exc` (logged by the caller)."""
+    why = f"Internal error: handling this POST failed ({type(exc).__name__})"
+    return error_response(500, why, code=jsonrpc.INTERNAL_ERROR)
+
+
+def later(posts: PostHandler, rest: Callable[[], Awaitable[Answer]]) -> Later:
+    """The `Later` that finishes a started answer (`rest`): whole if it is a `Reply`, else on ASGI."""
+
+    async def finish(receive: Receive, send: Send) -> Whole | None:
+        reply = await answering("POST", posts.options.path, rest())
+        if isinstance(reply, Reply):
+            return reply.status, reply.header_lines(), reply.body
+        await reply(receive, send)
+        return None
+
+    return finish
+
+
+async def answering(method: str, path: object, routed: Awaitable[_T]) -> _T | Reply:
+    """`routed`'s answer; a failure becomes the error answer (a bug costs one request, never the server)."""
+    try:
+        return await routed
+    except StoreUnavailable as exc:  # Redis down or slow: this request fails, the server stays
+        logger.warning("%s %s: %s", method, path, exc)
+        retry = {"Retry-After": "1"}
+        return error_response(503, f"Service Unavailable: {exc}", code=jsonrpc.INTERNAL_ERROR, headers=retry)
+    except Exception as exc:
+        logger.exception("%s %s failed", method, path)
+        why = f"Internal error: handling this {method} failed ({type(exc).__name__})"
+        return error_response(500, why, code=jsonrpc.INTERNAL_ERROR)
+
+
+class Pending(Exchange):
+    """The exchange of a handed-over request that suspended, whose client takes its answer as JSON: the
+    answer is given with no task waiting for it, and no `Stream` unless something else must go out.
+
+    In the common case the handler's next steps send nothing but the answer: `answer` then gives the JSON
+    answer (`PostHandler._json_ready`'s, as the `Whole` it is written as) to the wire server's `Parked`
+    (`parked`) from the code that answered (the handler's task), and ends the exchange (`close`). A
+    cancel from the client, the session's end or a stop's -32000 end it the same way (the answer or a 202,
+    as a finished stream would give). Only what needs a stream makes one (`stream`, on first use): a frame
+    that is not the answer (the handler logs, reports progress or asks the client something: the lane
+    writes it to `outgoing`), or `stream_after` seconds with no answer (`_expired`). From then on it is
+    what `_handover` made before: the stream told what its client takes, its wake-up (`Stream.on_wake`)
+    giving the answer once it finishes (`_woken`), or the rest to `PostHandler.respond` (a `Later`, in a
+    task of the wire server's) when the answer must be SSE. A client that leaves first has the exchange
+    aborted (`_Abandoned`), as `respond` does.
+    """
+
+    def __init__(
+        self, posts: PostHandler, lane: Lane, session: HttpSession | None, rid: Id, accepts: Accepts
+    ) -> None:
+        # what can fail comes before `_register`: a failure here leaves nothing registered (the lane not
+        # taken, no id owned), and the deadline is armed last, once the exchange is whole
+        self._stream: Stream | None = None
+        self._posts = posts
+        self._session = session
+        self._accepts = accepts
+        self._frame: bytes | None = None  # the answer, given before any stream was made
+        self._deadline: list[Any] | None = None
+        self.parked = _Abandoned(posts, self)
+        wait = posts.json_wait(accepts)
+        # one entry on the loop's shared timer (the sessions' loop, known: no lookup)
+        deadlines = None if wait == math.inf else Deadlines.of(wait, posts.sessions.loop)
+        self._register(lane, [rid], batch=False)
+        if deadlines is not None:
+            self._deadline = deadlines.add(self._expired)
+
+    @property
+    def stream(self) -> Stream:
+        """The exchange's stream, made on first use (see the class doc)."""
+        stream = self._stream
+        return stream if stream is not None else self._upgrade()
+
+    @stream.setter
+    def stream(self, stream: Stream) -> None:
+        self._stream = stream
+
+    def _upgrade(self) -> Stream:
+        """The stream `_handover` makes for a full exchange, told what the client takes before its first
+        frame, its wake-up giving the answer (`_woken`)."""
+        session = self._session
+        if self.closed or session is None:
+            stream = Stream(None, None)
+            if self.closed:  # nothing can come any more (asked for after the end: nothing to route)
+                stream.finish()
+        else:
+            stream = session.new_stream()
+            self.on_close.append(lambda: session.stream_ended(stream))
+        self._stream = stream
+        stream.for_client(sse=self._accepts.sse)
+        stream.on_wake = self._woken
+        return stream
+
+    async def answer(self, rid: Id, frame: bytes) -> None:
+        """The handler's answer: straight to the client, unless a stream was made (then `Exchange`'s)."""
+        if self._stream is not None:
+            await super().answer(rid, frame)
+            return
+        if self.closed:
+            return
+        self._frame = frame
+        self.close()
+        self.lane.done()
+
+    def close(self) -> None:
+        """`Exchange.close`; with no stream, the answer (or a 202 with none) delivered first, as the
+        finished stream's wake-up would."""
+        if self._stream is not None:
+            super().close()
+            return
+        if self.closed:
+            return
+        self.closed = True
+        if self.lane.exchange is self:
+            self.lane.exchange = None
+        self.router.remove(self)
+        self._disarm()
+        frame = self._frame
+        session = self._session
+        try:  # as a stream's wake-up: what the delivery raises must not stop the rest of the end
+            if frame is None:  # cancelled, or its session ended: no answer
+                self.parked.deliver((202, Reply(202, headers=self._headers()).header_lines(), b""))
+            else:
+                lines = STATELESS_LINES if session is None else json_lines(session)
+                self.parked.deliver((200, lines, frame))
+        except Exception:
+            logger.exception(
+                "POST %s: a wake-up callback failed (its JSON answer's)", self._posts.options.path
+            )
+        for callback in self.on_close:
+            callback()
+
+    def _disarm(self) -> None:
+        deadline = self._deadline
+        if deadline is not None:
+            deadline[1] = None
+
+    def _headers(self) -> dict[str, str]:
+        session = self._session
+        return {} if session is None else {MCP_SESSION_ID: session.id}
+
+    def _rest(self) -> Later:
+        """What finishes the answer as SSE: `PostHandler.respond` on this exchange, in a task."""
+        posts, session, accepts, headers = self._posts, self._session, self._accepts, self._headers()
+        return later(posts, lambda: posts.respond(self, session, accepts, headers))
+
+    def _woken(self) -> None:
+        """The stream's wake-up: a frame that is not a response, or its end (see the class doc)."""
+        stream = self.stream
+        accepts = self._accepts
+        finished = stream.finished.is_set()
+        if not finished and not accepts.sse:
+            stream.on_wake = self._woken  # only the end counts for a client that takes JSON only
+            return
+        self._disarm()
+        if not finished or (stream.saw_other and accepts.sse):
+            self.parked.deliver(self._rest())  # a frame that is not a response, to a client that takes SSE
+            return
+        try:
+            whole = _finished_json(stream, self._session, self._headers())
+        except Exception as exc:  # as `answering`: a bug costs this request, answered
+            logger.exception("POST %s failed", self._posts.options.path)
+            reply = failed(exc)
+            whole = (reply.status, reply.header_lines(), reply.body)
+        self.parked.deliver(whole)
+
+    def _expired(self) -> None:
+        """No answer in `stream_after` seconds: SSE from now on, as `respond` would switch."""
+        stream = self.stream
+        stream.on_wake = None
+        stream.wake.set()
+        self.parked.deliver(self._rest())
+
+
+def _finished_json(stream: Stream, session: HttpSession | None, headers: dict[str, str]) -> Whole:
+    """The JSON answer of a finished stream, as `PostHandler._json_ready` gives it, as the `Whole` it is
+    written as. The session forgets the stream when its exchange ends (`Pending._upgrade`'s `on_close`),
+    not here: this may run inside `HttpSession.close`'s walk over its streams."""
+    frames = stream.response_frames()
+    if not frames:  # cancelled, or its session ended: no answer
+        return 202, Reply(202, headers=headers).header_lines(), b""
+    lines = STATELESS_LINES if session is None else json_lines(session)
+    return 200, lines, frames[0] if len(frames) == 1 else b"[" + b",".join(frames) + b"]"
+
+
+def json_lines(session: HttpSession) -> bytes:
+    """The header lines of `session`'s JSON answers, as `json_response` gives them (built once)."""
+    lines = session.json_lines
+    if lines is None:
+        lines = session.json_lines = json_response(b"", {MCP_SESSION_ID: session.id}).header_lines()
+    return lines
+
+
+class _Abandoned(Parked):
+    """`Pending`'s JSON answer: a client that leaves before it (`cancel`) has the exchange aborted, its
+    handler cancelled once, as `PostHandler.respond`'s JSON wait does: nobody can receive that answer, and
+    no event id that would resume it was handed out (in the 2026-07-28 era the disconnect IS the request's
+    cancellation). A server that closes (`give_up`) leaves the handler to its grace, as before."""
+
+    __slots__ = ("_exchange", "_posts")
+
+    def __init__(self, posts: PostHandler, exchange: Exchange) -> None:
+        super().__init__()
+        self._posts: PostHandler | None = posts
+        self._exchange = exchange
+
+    def cancel(self) -> None:
+        posts, self._posts = self._posts, None
+        if posts is not None:
+            posts.sessions.spawn(self._exchange.abort)
+
+    def give_up(self) -> None:
+        self._posts = None
+        super().give_up()
