@@ -6,7 +6,8 @@ import pytest
 
 from mcpframe import jsonrpc
 from mcpframe.client import Client
-from mcpframe.server import Server
+from mcpframe.server import Server, handlers
+from mcpframe.server.handlers import _closest, _unknown
 from mcpframe.session import JSONRPCError
 
 pytestmark = pytest.mark.anyio
@@ -61,3 +62,44 @@ async def test_no_guess_among_very_many_tools() -> None:
         with pytest.raises(JSONRPCError) as raised:
             await client.call_tool("ad", {})
         assert raised.value.message == "Invalid params: unknown tool 'ad'"
+
+
+@pytest.mark.parametrize(
+    ("name", "close"),
+    [
+        ("Add", "add"),  # case
+        ("adx", "add"),  # one letter changed
+        ("xadd", "add"),  # one letter added
+        ("wordcount", "word_count"),  # one missed
+        ("summarise", "summarize"),
+        ("adding", None),  # two letters off: no guess
+        ("a" * 64, None),  # the 65-letter name is too long to be suggested
+    ],
+)
+def test_the_closest_name_is_one_typo_away(name: str, close: str | None) -> None:
+    known = {"add": 1, "word_count": 1, "summarize": 1, "a" * 65: 1}  # the long one is never indexed
+    hint = "" if close is None else f"; did you mean {close!r}?"
+    assert _unknown("tool", name, known).message == f"Invalid params: unknown tool {name!r}{hint}"
+
+
+def test_a_wrong_name_costs_one_lookup_per_letter_not_a_comparison_per_tool() -> None:
+    """256 tools of 64 letters over {a, b} (the worst case for a comparison of each pair): the index is
+    built once (each name and its forms one letter short), and each wrong name is looked up, not compared."""
+    names = {format(i, "b").zfill(64).replace("0", "a").replace("1", "b"): 1 for i in range(256)}
+    _closest("x", names)
+    index = handlers._near_index[id(names)][1]
+    assert len(index) <= 256 * 65
+    calls = 0
+    real = handlers._one_short
+
+    def counted(word: str) -> list[str]:
+        nonlocal calls
+        calls += 1
+        return real(word)
+
+    handlers._one_short = counted
+    try:
+        assert _closest("c" * 64, names) is None
+    finally:
+        handlers._one_short = real
+    assert calls == 1  # the wrong name's own forms only: the index was not rebuilt

@@ -114,18 +114,58 @@ def _text_block(text: str) -> dict[str, Any]:
 
 
 _SUGGEST_AMONG = 256
-"""Past this many tools (or prompts), or for a name this long, no suggestion: a client sending wrong names
-must not make the server compare each one with thousands."""
+"""Past this many tools (or prompts), no suggestion: a client sending wrong names must not make the server
+index thousands."""
+
+_SUGGEST_LONGEST = 64
+"""Names longer than this are neither suggested nor matched (the index stays small: ~65 entries a name)."""
+
+_near_index: dict[int, tuple[frozenset[str], dict[str, str]]] = {}
+"""Per collection of names (by `id`, checked against its names): each name's forms one letter short."""
+
+
+def _fold(name: str) -> str:
+    """`name` as a typo is compared: case and `-`/`_` ignored."""
+    return name.lower().replace("-", "_")
+
+
+def _one_short(word: str) -> list[str]:
+    return [word[:i] + word[i + 1 :] for i in range(len(word))]
+
+
+def _closest(name: str, known: Collection[str]) -> str | None:
+    """A known name one typo from `name` (a letter added, missed or changed, case, `-` for `_`), else
+    `None`. Each known name and its forms one letter short are indexed once per set of names, so a
+    wrong name costs one lookup per letter of it, however many names there are (a client sending wrong
+    names cannot make the server compare them one by one)."""
+    names = frozenset(known)
+    cached = _near_index.get(id(known))
+    if cached is None or cached[0] != names:
+        index: dict[str, str] = {}
+        for known_name in sorted(names, reverse=True):  # the first in sort order wins a tie
+            if len(known_name) > _SUGGEST_LONGEST:
+                continue
+            folded = _fold(known_name)
+            index[folded] = known_name
+            for short in _one_short(folded):
+                index.setdefault(short, known_name)
+        if len(_near_index) >= 16:
+            _near_index.clear()
+        _near_index[id(known)] = cached = (names, index)
+    index = cached[1]
+    folded = _fold(name)
+    found = index.get(folded)  # the same folded, changed in one letter, or one letter missed
+    if found is None:
+        found = next((index[short] for short in _one_short(folded) if short in index), None)
+    return found
 
 
 def _unknown(kind: str, name: object, known: Collection[str]) -> JSONRPCError:
     """`unknown tool 'ad'; did you mean 'add'?`: a typo's likely fix (the error path only pays for it)."""
-    close: list[str] = []
-    if isinstance(name, str) and len(name) <= _SUGGEST_AMONG and len(known) <= _SUGGEST_AMONG:
-        import difflib  # noqa: PLC0415 - only for a name that is not there
-
-        close = difflib.get_close_matches(name, list(known), n=1)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
+    close = None
+    if isinstance(name, str) and len(name) <= _SUGGEST_LONGEST + 1 and len(known) <= _SUGGEST_AMONG:
+        close = _closest(name, known)
+    hint = f"; did you mean {close!r}?" if close is not None else ""
     return invalid(f"unknown {kind} {name!r}{hint}")
 
 
