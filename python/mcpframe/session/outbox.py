@@ -101,15 +101,16 @@ class Outbox:
         """Whether a write failed (the connection is gone)."""
         return self._lost
 
-    def put(self, frame: bytes) -> None:
-        """Queue ``frame``; it is written at the end of this loop iteration at the latest."""
+    def put(self, frame: bytes, *, last: bool = False) -> None:
+        """Queue ``frame``; it is written at the end of this loop iteration at the latest (``last``: now,
+        as nothing else will join this write: no flush is scheduled for a loop iteration later)."""
         frames = self._frames
         frames.append(frame)
         self.queued += len(frame)
         if self.queued > self._high and not self.full:
             self.full = True
             self._room.clear()
-        if len(frames) >= _EARLY_FLUSH:
+        if last or len(frames) >= _EARLY_FLUSH:
             # A long dispatch, or many handlers finishing in one loop iteration (tasks of their own): let
             # the peer start on the first answers rather than wait for the last one.
             self.flush_now()

@@ -585,8 +585,11 @@ class Session:
     def _answer(self, request: Request, frame: bytes | None) -> None:
         if request._batch is not None:
             request._batch.answer(frame)
-        elif frame is not None:
-            self._write(frame)
+        elif frame is not None and not (self._broken or self._finished):
+            # the last answer out (nothing else will add to this write) is sent now, with no flush
+            # scheduled for the next loop iteration (it would find nothing to send)
+            self._outbox.put(frame, last=not self._incoming and not self._outbox.holding)
+            return
         if not self._incoming and not self._outbox.holding:  # nothing else will add to this write: send it
             self._outbox.flush_now()
 
