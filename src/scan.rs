@@ -191,7 +191,25 @@ fn string_end_slow(d: &[u8], mut i: usize) -> Scan<(usize, bool)> {
     }
 }
 
+/// The end of a string whose opening quote is just before `i`: the index after its closing quote.
+/// [`string_end`] for the skip, which needs no escape flag: inlined whole, escapes included, so
+/// that the skip loop makes no call (a call clobbers the SSE registers that hold the search's
+/// constants, and the compiler reloaded them, with a shuffle of the other registers, after every
+/// string, on the fast path too).
+#[inline(always)]
+fn string_skip(d: &[u8], mut i: usize) -> Scan<usize> {
+    loop {
+        i = next_special(d, i);
+        match d.get(i) {
+            Some(b'"') => return Ok(i + 1),
+            Some(b'\\') => i = escape_end(d, i + 1)?,
+            _ => return Err(Invalid),
+        }
+    }
+}
+
 /// The end of an escape whose backslash is just before `i`.
+#[inline(always)]
 fn escape_end(d: &[u8], i: usize) -> Scan<usize> {
     match d.get(i) {
         Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => Ok(i + 1),
@@ -216,6 +234,7 @@ fn escape_end(d: &[u8], i: usize) -> Scan<usize> {
 }
 
 /// The value of the four hex digits at `i`.
+#[inline(always)]
 pub(crate) fn hex4(d: &[u8], i: usize) -> Scan<u32> {
     let digits = d.get(i..i + 4).ok_or(Invalid)?;
     let mut n = 0;
@@ -308,7 +327,7 @@ fn literal(d: &[u8], i: usize, word: &[u8]) -> Scan<usize> {
 #[inline]
 fn scalar_end(d: &[u8], i: usize) -> Scan<usize> {
     match d.get(i) {
-        Some(b'"') => string_end(d, i + 1).map(|(end, _)| end),
+        Some(b'"') => string_skip(d, i + 1),
         Some(b'-' | b'0'..=b'9') => number_end(d, i).map(|(end, _)| end),
         Some(b't') => literal(d, i, b"true"),
         Some(b'f') => literal(d, i, b"false"),
@@ -324,7 +343,7 @@ fn member_value(d: &[u8], i: usize) -> Scan<usize> {
     if d.get(i) != Some(&b'"') {
         return Err(Invalid);
     }
-    let (end, _) = string_end(d, i + 1)?;
+    let end = string_skip(d, i + 1)?;
     match ws_then(d, end) {
         (colon, Some(b':')) => Ok(ws(d, colon + 1)),
         _ => Err(Invalid),
