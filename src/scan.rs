@@ -197,12 +197,17 @@ fn string_end_slow(d: &[u8], mut i: usize) -> Scan<(usize, bool)> {
 /// constants, and the compiler reloaded them, with a shuffle of the other registers, after every
 /// string, on the fast path too).
 #[inline(always)]
-fn string_skip(d: &[u8], mut i: usize) -> Scan<usize> {
+fn string_skip(d: &[u8], i: usize) -> Scan<usize> {
+    string_skip_at(d, next_special(d, i))
+}
+
+/// [`string_skip`] from the string's first `"`, `\` or control byte, at `i`.
+#[inline(always)]
+fn string_skip_at(d: &[u8], mut i: usize) -> Scan<usize> {
     loop {
-        i = next_special(d, i);
         match d.get(i) {
             Some(b'"') => return Ok(i + 1),
-            Some(b'\\') => i = escape_end(d, i + 1)?,
+            Some(b'\\') => i = next_special(d, escape_end(d, i + 1)?),
             _ => return Err(Invalid),
         }
     }
@@ -343,7 +348,12 @@ fn member_value(d: &[u8], i: usize) -> Scan<usize> {
     if d.get(i) != Some(&b'"') {
         return Err(Invalid);
     }
-    let end = string_skip(d, i + 1)?;
+    let at = next_special(d, i + 1);
+    // the usual compact key: its closing quote and the colon right after it, as one comparison
+    if d.get(at..at + 2) == Some(b"\":") {
+        return Ok(ws(d, at + 2));
+    }
+    let end = string_skip_at(d, at)?;
     match ws_then(d, end) {
         (colon, Some(b':')) => Ok(ws(d, colon + 1)),
         _ => Err(Invalid),

@@ -22,6 +22,9 @@ const SAMPLES: &[&str] = &[
     r#""\u0041\uD834\uDD1E plain é text that is longer than eight bytes""#,
     "123456789012345678901234567890",
     r#"{"a" : 1 , "b" :	2}"#,
+    // keys whose closing quote and colon meet (or nearly): escaped quotes before a colon, a colon
+    // inside a key, keys past the first sixteen bytes of the search
+    r#"{"k\":":{"\\":[],"x:":1,"a long key past sixteen bytes":{"\u0022":"v"}},"":0}"#,
 ];
 
 const INVALID: &[&str] = &[
