@@ -69,14 +69,16 @@ fn special(w: u64) -> u64 {
 #[inline]
 fn next_special(d: &[u8], i: usize) -> usize {
     #[cfg(target_arch = "x86_64")]
-    let i = match sse2::next_special_16(d, i) {
-        Ok(found) => return found,
-        Err(rest) => rest,
+    return match sse2::next_special_16(d, i) {
+        Ok(found) => found,
+        Err(rest) => sse2::next_special_tail(d, rest),
     };
+    #[cfg(not(target_arch = "x86_64"))]
     next_special_8(d, i)
 }
 
 /// [`next_special`] eight bytes at a time, then byte by byte.
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
 #[inline]
 fn next_special_8(d: &[u8], mut i: usize) -> usize {
     while let Some(chunk) = d.get(i..i + 8) {
@@ -88,6 +90,12 @@ fn next_special_8(d: &[u8], mut i: usize) -> usize {
         }
         i += 8;
     }
+    next_special_bytes(d, i)
+}
+
+/// [`next_special`] byte by byte.
+#[inline]
+fn next_special_bytes(d: &[u8], mut i: usize) -> usize {
     while let Some(&b) = d.get(i) {
         if b == b'"' || b == b'\\' || b < 0x20 {
             return i;
@@ -118,6 +126,31 @@ mod sse2 {
         let quote_or_control = _mm_cmpeq_epi8(_mm_min_epu8(y, _mm_set1_epi8(0x20)), y);
         let backslash = _mm_cmpeq_epi8(x, _mm_set1_epi8(b'\\' as i8));
         _mm_or_si128(quote_or_control, backslash)
+    }
+
+    /// The index of the first `"`, `\` or control byte at or after `i`, fewer than sixteen bytes
+    /// before the end of `d`: one block read of the last sixteen bytes (the mask of those before
+    /// `i` shifted out), where a loop read them eight at a time, then byte by byte (the strings
+    /// near the end of every frame, the last payload values and the method of a notification,
+    /// end there). Byte by byte only in a frame shorter than sixteen bytes.
+    #[inline(always)]
+    pub(super) fn next_special_tail(d: &[u8], i: usize) -> usize {
+        let Some(base) = d.len().checked_sub(16) else {
+            return super::next_special_bytes(d, i);
+        };
+        // `i` is past `base` (else the block search would have read on); nothing is left at or
+        // after the end (`i` is returned then, as the byte loop returns it)
+        let skip = i - base;
+        if skip >= 16 {
+            return i;
+        }
+        // SAFETY: `d[base..base + 16]` is the last sixteen bytes of `d`.
+        let mask = unsafe { _mm_movemask_epi8(flags(d, base)) } as u32 >> skip;
+        if mask != 0 {
+            i + mask.trailing_zeros() as usize
+        } else {
+            d.len()
+        }
     }
 
     /// The index of the first `"`, `\` or control byte at or after `i` found sixteen bytes at a
