@@ -434,38 +434,32 @@ pub fn skip_nested(d: &[u8], mut i: usize, levels: usize) -> Scan<usize> {
     let levels = levels.min(STACK_BITS);
     let mut stack = Stack { bits: 0, depth: 0 };
     loop {
-        // `i` is at a value
-        match d.get(i) {
-            Some(b'{') => {
-                // an empty container is a level too
-                if stack.depth == levels {
-                    return Err(Invalid);
-                }
-                let (at, next) = ws_then(d, i + 1);
-                i = at;
-                if next == Some(b'}') {
-                    i += 1;
-                } else {
-                    stack.push(true);
-                    i = member_value(d, i)?;
-                    continue;
-                }
+        // `i` is at a value: a string (the usual), an array or an object (one test for both: `[`
+        // and `{` differ only in bit 5, as `]` and `}` do, and each closer is its opener plus 2),
+        // else another scalar; tests rather than a jump table, whose one indirect jump for every
+        // value mispredicted as the kinds of value alternate
+        let b = d.get(i).copied().ok_or(Invalid)?;
+        if b == b'"' {
+            i = string_skip(d, i + 1)?;
+        } else if b | 0x20 == b'{' {
+            // an empty container is a level too
+            if stack.depth == levels {
+                return Err(Invalid);
             }
-            Some(b'[') => {
-                // an empty container is a level too
-                if stack.depth == levels {
-                    return Err(Invalid);
-                }
-                let (at, next) = ws_then(d, i + 1);
-                i = at;
-                if next == Some(b']') {
-                    i += 1;
-                } else {
-                    stack.push(false);
-                    continue;
-                }
+            let (at, next) = ws_then(d, i + 1);
+            i = at;
+            if next == Some(b + 2) {
+                i += 1;
+            } else if b == b'{' {
+                stack.push(true);
+                i = member_value(d, i)?;
+                continue;
+            } else {
+                stack.push(false);
+                continue;
             }
-            _ => i = scalar_end(d, i)?,
+        } else {
+            i = scalar_end(d, i)?;
         }
         // after a value: close containers until one continues
         loop {
