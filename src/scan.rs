@@ -69,14 +69,16 @@ fn special(w: u64) -> u64 {
 #[inline]
 fn next_special(d: &[u8], i: usize) -> usize {
     #[cfg(target_arch = "x86_64")]
-    let i = match sse2::next_special_16(d, i) {
-        Ok(found) => return found,
-        Err(rest) => rest,
+    return match sse2::next_special_16(d, i) {
+        Ok(found) => found,
+        Err(rest) => sse2::next_special_tail(d, rest),
     };
+    #[cfg(not(target_arch = "x86_64"))]
     next_special_8(d, i)
 }
 
 /// [`next_special`] eight bytes at a time, then byte by byte.
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
 #[inline]
 fn next_special_8(d: &[u8], mut i: usize) -> usize {
     while let Some(chunk) = d.get(i..i + 8) {
@@ -88,6 +90,12 @@ fn next_special_8(d: &[u8], mut i: usize) -> usize {
         }
         i += 8;
     }
+    next_special_bytes(d, i)
+}
+
+/// [`next_special`] byte by byte.
+#[inline]
+fn next_special_bytes(d: &[u8], mut i: usize) -> usize {
     while let Some(&b) = d.get(i) {
         if b == b'"' || b == b'\\' || b < 0x20 {
             return i;
@@ -118,6 +126,31 @@ mod sse2 {
         let quote_or_control = _mm_cmpeq_epi8(_mm_min_epu8(y, _mm_set1_epi8(0x20)), y);
         let backslash = _mm_cmpeq_epi8(x, _mm_set1_epi8(b'\\' as i8));
         _mm_or_si128(quote_or_control, backslash)
+    }
+
+    /// The index of the first `"`, `\` or control byte at or after `i`, fewer than sixteen bytes
+    /// before the end of `d`: one block read of the last sixteen bytes (the mask of those before
+    /// `i` shifted out), where a loop read them eight at a time, then byte by byte (the strings
+    /// near the end of every frame, the last payload values and the method of a notification,
+    /// end there). Byte by byte only in a frame shorter than sixteen bytes.
+    #[inline(always)]
+    pub(super) fn next_special_tail(d: &[u8], i: usize) -> usize {
+        let Some(base) = d.len().checked_sub(16) else {
+            return super::next_special_bytes(d, i);
+        };
+        // `i` is past `base` (else the block search would have read on); nothing is left at or
+        // after the end (`i` is returned then, as the byte loop returns it)
+        let skip = i - base;
+        if skip >= 16 {
+            return i;
+        }
+        // SAFETY: `d[base..base + 16]` is the last sixteen bytes of `d`.
+        let mask = unsafe { _mm_movemask_epi8(flags(d, base)) } as u32 >> skip;
+        if mask != 0 {
+            i + mask.trailing_zeros() as usize
+        } else {
+            d.len()
+        }
     }
 
     /// The index of the first `"`, `\` or control byte at or after `i` found sixteen bytes at a
@@ -191,7 +224,30 @@ fn string_end_slow(d: &[u8], mut i: usize) -> Scan<(usize, bool)> {
     }
 }
 
+/// The end of a string whose opening quote is just before `i`: the index after its closing quote.
+/// [`string_end`] for the skip, which needs no escape flag: inlined whole, escapes included, so
+/// that the skip loop makes no call (a call clobbers the SSE registers that hold the search's
+/// constants, and the compiler reloaded them, with a shuffle of the other registers, after every
+/// string, on the fast path too).
+#[inline(always)]
+fn string_skip(d: &[u8], i: usize) -> Scan<usize> {
+    string_skip_at(d, next_special(d, i))
+}
+
+/// [`string_skip`] from the string's first `"`, `\` or control byte, at `i`.
+#[inline(always)]
+fn string_skip_at(d: &[u8], mut i: usize) -> Scan<usize> {
+    loop {
+        match d.get(i) {
+            Some(b'"') => return Ok(i + 1),
+            Some(b'\\') => i = next_special(d, escape_end(d, i + 1)?),
+            _ => return Err(Invalid),
+        }
+    }
+}
+
 /// The end of an escape whose backslash is just before `i`.
+#[inline(always)]
 fn escape_end(d: &[u8], i: usize) -> Scan<usize> {
     match d.get(i) {
         Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => Ok(i + 1),
@@ -216,6 +272,7 @@ fn escape_end(d: &[u8], i: usize) -> Scan<usize> {
 }
 
 /// The value of the four hex digits at `i`.
+#[inline(always)]
 pub(crate) fn hex4(d: &[u8], i: usize) -> Scan<u32> {
     let digits = d.get(i..i + 4).ok_or(Invalid)?;
     let mut n = 0;
@@ -308,7 +365,7 @@ fn literal(d: &[u8], i: usize, word: &[u8]) -> Scan<usize> {
 #[inline]
 fn scalar_end(d: &[u8], i: usize) -> Scan<usize> {
     match d.get(i) {
-        Some(b'"') => string_end(d, i + 1).map(|(end, _)| end),
+        Some(b'"') => string_skip(d, i + 1),
         Some(b'-' | b'0'..=b'9') => number_end(d, i).map(|(end, _)| end),
         Some(b't') => literal(d, i, b"true"),
         Some(b'f') => literal(d, i, b"false"),
@@ -324,7 +381,12 @@ fn member_value(d: &[u8], i: usize) -> Scan<usize> {
     if d.get(i) != Some(&b'"') {
         return Err(Invalid);
     }
-    let (end, _) = string_end(d, i + 1)?;
+    let at = next_special(d, i + 1);
+    // the usual compact key: its closing quote and the colon right after it, as one comparison
+    if d.get(at..at + 2) == Some(b"\":") {
+        return Ok(ws(d, at + 2));
+    }
+    let end = string_skip_at(d, at)?;
     match ws_then(d, end) {
         (colon, Some(b':')) => Ok(ws(d, colon + 1)),
         _ => Err(Invalid),
@@ -372,38 +434,32 @@ pub fn skip_nested(d: &[u8], mut i: usize, levels: usize) -> Scan<usize> {
     let levels = levels.min(STACK_BITS);
     let mut stack = Stack { bits: 0, depth: 0 };
     loop {
-        // `i` is at a value
-        match d.get(i) {
-            Some(b'{') => {
-                // an empty container is a level too
-                if stack.depth == levels {
-                    return Err(Invalid);
-                }
-                let (at, next) = ws_then(d, i + 1);
-                i = at;
-                if next == Some(b'}') {
-                    i += 1;
-                } else {
-                    stack.push(true);
-                    i = member_value(d, i)?;
-                    continue;
-                }
+        // `i` is at a value: a string (the usual), an array or an object (one test for both: `[`
+        // and `{` differ only in bit 5, as `]` and `}` do, and each closer is its opener plus 2),
+        // else another scalar; tests rather than a jump table, whose one indirect jump for every
+        // value mispredicted as the kinds of value alternate
+        let b = d.get(i).copied().ok_or(Invalid)?;
+        if b == b'"' {
+            i = string_skip(d, i + 1)?;
+        } else if b | 0x20 == b'{' {
+            // an empty container is a level too
+            if stack.depth == levels {
+                return Err(Invalid);
             }
-            Some(b'[') => {
-                // an empty container is a level too
-                if stack.depth == levels {
-                    return Err(Invalid);
-                }
-                let (at, next) = ws_then(d, i + 1);
-                i = at;
-                if next == Some(b']') {
-                    i += 1;
-                } else {
-                    stack.push(false);
-                    continue;
-                }
+            let (at, next) = ws_then(d, i + 1);
+            i = at;
+            if next == Some(b + 2) {
+                i += 1;
+            } else if b == b'{' {
+                stack.push(true);
+                i = member_value(d, i)?;
+                continue;
+            } else {
+                stack.push(false);
+                continue;
             }
-            _ => i = scalar_end(d, i)?,
+        } else {
+            i = scalar_end(d, i)?;
         }
         // after a value: close containers until one continues
         loop {

@@ -547,6 +547,72 @@ fn envelope_keys_fast_path_agrees_with_the_full_key_scan() {
     }
 }
 
+/// What a frame yields, without positions: for comparing frames that differ only in whitespace.
+fn summary(frame: &[u8]) -> Vec<String> {
+    let text = |r: &Option<Range<usize>>| r.clone().map(|r| String::from_utf8_lossy(&frame[r]));
+    items(frame)
+        .into_iter()
+        .map(|item| match item {
+            Item::Message(e) => format!(
+                "{:?} {:?} {:?} {:?} {:?} {:?} {:?}",
+                e.kind,
+                e.id.map(|id| id.owned(frame)),
+                e.method.map(|m| m.as_str(frame).to_owned()),
+                text(&e.raw_params),
+                text(&e.raw_result),
+                text(&e.raw_error),
+                e.batch,
+            ),
+            Item::Failure(f) => format!("{} {} {:?} {:?}", f.code, f.message, f.id, f.batch),
+        })
+        .collect()
+}
+
+#[test]
+fn the_compact_jsonrpc_head_reads_like_any_other_spelling() {
+    let rests = [
+        r#""id":1,"method":"m","params":{"a":[1,"x"]}}"#,
+        r#""method":"n"}"#,
+        r#""id":"r","result":null}"#,
+        r#""id":2,"error":{"code":-1,"message":"m"}}"#,
+        r#""jsonrpc":"1.0","id":1,"result":2}"#,
+        r#""id":1,"jsonrpc":"2.0","result":2}"#,
+        r#" "id" : 3 , "result" : [] }"#,
+        r#"}"#,
+        r#","id":1,"result":1}"#,
+        r#""id":1,"result":1"#,
+        r#""id":1,"result":1}}"#,
+        r#""id":1,"result":1} x"#,
+        r#""id":01,"result":1}"#,
+        "",
+        " ",
+    ];
+    for rest in rests {
+        for (before, after) in [("", ""), (" \t", "\r "), ("[", "]"), ("[{}, ", "]")] {
+            // the block compare reads `{"jsonrpc":"2.0",`; a space before the comma makes the
+            // scan read the same member member by member
+            let compact = format!(r#"{before}{{"jsonrpc":"2.0",{rest}{after}"#);
+            let spaced = format!(r#"{before}{{"jsonrpc":"2.0" ,{rest}{after}"#);
+            let (c, s) = (compact.as_bytes(), spaced.as_bytes());
+            assert_eq!(summary(c), summary(s), "{compact:?}");
+        }
+    }
+    // near misses of the head take the member-by-member path and are judged as before
+    assert_eq!(
+        fail(br#"{"jsonrpc":"2.1","id":1,"result":1}"#).message,
+        BAD_JSONRPC
+    );
+    assert_eq!(
+        fail(br#"{"jsonrpc":"2.0"}"#.as_slice()).code,
+        INVALID_REQUEST
+    );
+    assert_eq!(fail(br#"{"jsonrpc":"2.0","#).code, PARSE_ERROR);
+    assert_eq!(
+        fail(br#"{"jsonrpc":"2.0",,"id":1,"result":1}"#).code,
+        PARSE_ERROR
+    );
+}
+
 /// `n` nested arrays, the innermost empty (`[[...[]...]]`), or holding `inner`.
 fn nest(n: usize, inner: &str) -> String {
     format!("{}{inner}{}", "[".repeat(n), "]".repeat(n))

@@ -22,6 +22,9 @@ const SAMPLES: &[&str] = &[
     r#""\u0041\uD834\uDD1E plain é text that is longer than eight bytes""#,
     "123456789012345678901234567890",
     r#"{"a" : 1 , "b" :	2}"#,
+    // keys whose closing quote and colon meet (or nearly): escaped quotes before a colon, a colon
+    // inside a key, keys past the first sixteen bytes of the search
+    r#"{"k\":":{"\\":[],"x:":1,"a long key past sixteen bytes":{"\u0022":"v"}},"":0}"#,
 ];
 
 const INVALID: &[&str] = &[
@@ -147,12 +150,18 @@ fn next_special_finds_the_first() {
         for fill in [b'a', 0x20, 0x7f, 0x80, 0xff, 0x21, 0x23, 0x5b, 0x5d] {
             let base = vec![fill; len];
             assert_eq!(next_special(&base, 0), len);
+            // from every start, the last sixteen bytes (the tail read) included
+            for start in 0..=len {
+                assert_eq!(next_special(&base, start), len);
+            }
             for pos in 0..len {
                 for mark in [b'"', b'\\', 0x00, 0x1f, 0x0a] {
                     let mut d = base.clone();
                     d[pos] = mark;
                     for start in [0, 1, 5, 17].into_iter().filter(|&s| s <= len) {
                         assert_eq!(next_special(&d, start), naive(&d, start));
+                        // the word-at-a-time search of other targets
+                        assert_eq!(next_special_8(&d, start), naive(&d, start));
                     }
                 }
             }
