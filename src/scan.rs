@@ -140,7 +140,10 @@ mod sse2 {
         };
         // `i` is past `base` (else the block search would have read on); nothing is left at or
         // after the end (`i` is returned then, as the byte loop returns it)
-        debug_assert!(i > base, "the block search reads on while sixteen bytes are left");
+        debug_assert!(
+            i > base,
+            "the block search reads on while sixteen bytes are left"
+        );
         let skip = i - base;
         if skip >= 16 {
             return i;
