@@ -1,8 +1,8 @@
 """Many pipelined requests on one connection of the lean server: every one answered, in order.
 
-Found by the hostile-input fuzzer (`tests/fuzz`): requests whose answers need no waiting were each started from
-inside the one before (eager start, or the app's fast path), so a few hundred pipelined requests exceeded the
-recursion limit; the connection was cut and every answer after that point lost.
+Found by the hostile-input fuzzer (`tests/fuzz`): requests whose answers need no waiting were each started
+from inside the one before (eager start, or the app's fast path), so a few hundred pipelined requests
+exceeded the recursion limit; the connection was cut and every answer after that point lost.
 """
 
 from __future__ import annotations
@@ -40,7 +40,9 @@ async def test_pipelined_mcp_posts_are_all_answered_in_order() -> None:
         requests = b"".join(
             b"POST /mcp HTTP/1.1\r\nHost: %s\r\n%sContent-Length: %d\r\n\r\n%s"
             % (authority.encode(), head, len(body), body)
-            for body in (json.dumps({"jsonrpc": "2.0", "id": i, "method": "ping"}).encode() for i in range(COUNT))
+            for body in (
+                json.dumps({"jsonrpc": "2.0", "id": i, "method": "ping"}).encode() for i in range(COUNT)
+            )
         )
         got = await exchange(int(authority.rsplit(":", 1)[1]), requests, b'"result":{}', count=COUNT)
     ids = [json.loads(line[5:])["id"] for line in got.split(b"\n") if line.startswith(b"data: {")]
