@@ -395,14 +395,16 @@ class _Connection(asyncio.BufferedProtocol):
         """`cycle` is answered: close, or go on to the next request (`from_loop`: in a callback of the loop's,
         not from here) or wait for one."""
         self.current = None
-        if self.lost or self.transport is None or self.transport.is_closing():
-            return  # gone, or closing (a write failed: the client left, `connection_lost` is on its way)
+        if self.lost or self.transport is None:
+            return
         if not cycle.keep_alive or self.owner.draining:
             self.transport.close()
             return
         self.transport.resume_reading()
         if not self.pending:
             self._arm_idle()
+        elif self.transport.is_closing():
+            return  # a write failed (the client left; `connection_lost` is on its way): answer no more
         elif from_loop or self.nested >= _NESTED_MAX:
             self.loop.call_soon(self._next_if_idle)
         else:
