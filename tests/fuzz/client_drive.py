@@ -3,7 +3,6 @@ its own right answer, at once, whatever the server wrote before it."""
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 import time
@@ -22,7 +21,6 @@ async def drive_client(
 ) -> Report:
     """Call ``add`` over and over on a hostile server for ``seconds`` (or ``max_steps`` calls)."""
     report = Report("client", seed)
-    logging.getLogger("mcpframe").setLevel(logging.ERROR)  # a warning per rejected frame is by design
     start = time.monotonic()
     with open(stderr_log or "/dev/null", "wb") as log:
         async with Client.stdio(sys.executable, [str(PEER), str(seed)], stderr=log, timeout=60) as client:

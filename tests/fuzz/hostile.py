@@ -14,6 +14,7 @@ finding. The children's stderr goes to ``--logs`` (default /tmp/mcpframe-hostile
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import subprocess
 import sys
@@ -99,6 +100,7 @@ def main(argv: list[str] | None = None, out: Callable[[str], None] = print) -> i
     if unknown := set(args.surfaces) - set(SURFACES):
         parser.error(f"unknown surface(s): {', '.join(sorted(unknown))}")
     args.logs.mkdir(parents=True, exist_ok=True)
+    logging.getLogger("mcpframe").setLevel(logging.ERROR)  # a client warning per rejected frame: by design
     found = 0
     for surface in args.surfaces or SURFACES:
         report = run_surface(surface, args.seed, args.seconds, args.logs)
