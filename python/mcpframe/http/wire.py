@@ -87,6 +87,11 @@ _SWEEP_MIN = 0.01
 # asyncio's plain `Protocol` reads into a fresh 256 KiB `bytes` each time, past glibc's mmap threshold, so
 # every read of a request cost an mmap, an mremap and a munmap (~3 system calls per call measured)
 _READ_SIZE = 64 * 1024
+# pipelined requests whose answers need no waiting are started from inside the answer before them
+# (`_finished` -> `_next`, eager start or the fast path): past this many in one chain the next goes through
+# the loop, or a few hundred pipelined requests would exceed the interpreter's recursion limit and the
+# connection be cut with every answer after it lost
+_NESTED_MAX = 16
 
 
 class _Connection(asyncio.BufferedProtocol):
@@ -105,6 +110,7 @@ class _Connection(asyncio.BufferedProtocol):
         self.client: tuple[str, int] | None = None
         self.pending: deque[Cycle] = deque()  # parsed (head at least), not yet answered
         self.current: Cycle | None = None
+        self.nested = 0  # requests started from `_finished` on the current call stack (`_NESTED_MAX`)
         self.parsing: Cycle | None = None  # the request whose bytes the parser is reading
         # httptools stands between two requests of a kept-alive connection: a plain request may be read
         # without it (`queue_plain`)
@@ -397,10 +403,16 @@ class _Connection(asyncio.BufferedProtocol):
         self.transport.resume_reading()
         if not self.pending:
             self._arm_idle()
-        elif from_loop:
+        elif self.transport.is_closing():
+            return  # a write failed (the client left; `connection_lost` is on its way): answer no more
+        elif from_loop or self.nested >= _NESTED_MAX:
             self.loop.call_soon(self._next_if_idle)
         else:
-            self._next()
+            self.nested += 1
+            try:
+                self._next()
+            finally:
+                self.nested -= 1
 
     async def _receive(self, cycle: Cycle) -> Message:
         while True:

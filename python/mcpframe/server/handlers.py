@@ -70,24 +70,24 @@ async def tools_list(
     return _page(conn, "tools", tools, params)
 
 
-def _tool_result(conn: ServerConnection, tool: Tool, value: Any, call: CallInfo) -> dict[str, Any]:
+def _parts(tool: Tool, value: Any) -> tuple[list[dict[str, Any]], Any, bool, Any]:
+    """A tool's return value as (content, structuredContent, isError, _meta); TypeError or ValueError for
+    what JSON cannot carry."""
     if isinstance(value, ToolResult):
-        content, structured, is_error, meta = (
-            to_content(value.content),
-            value.structured,
-            value.is_error,
-            value.meta,
-        )
-    elif tool.output_schema is not None:
-        try:
-            structured = to_builtins(value)
-        except (TypeError, ValueError) as exc:  # not JSON data at all: the same mistake as a wrong shape
-            return _mismatch(conn, tool, f"cannot be encoded as JSON ({exc})")
+        return to_content(value.content), value.structured, value.is_error, value.meta
+    if tool.output_schema is not None:
+        structured = to_builtins(value)
         if tool.wrap_result:
             structured = {"result": structured}
-        content, is_error, meta = [_text_block(to_json_text(structured))], False, None
-    else:
-        content, structured, is_error, meta = to_content(value), None, False, None
+        return [_text_block(to_json_text(structured))], structured, False, None
+    return to_content(value), None, False, None
+
+
+def _tool_result(conn: ServerConnection, tool: Tool, value: Any, call: CallInfo) -> dict[str, Any]:
+    try:
+        content, structured, is_error, meta = _parts(tool, value)
+    except (TypeError, ValueError) as exc:  # not JSON data at all (or an int past Python's 4300 digits)
+        return _mismatch(conn, tool, f"cannot be encoded as JSON ({exc})")
     if tool.check_output is not None and not is_error:
         problem = tool.check_output(structured)
         if problem is not None:
