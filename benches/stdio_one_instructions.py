@@ -10,8 +10,9 @@ writes one request, reads its answer, then writes the next. The child runs under
 the child's instructions divided by `--calls` are printed: its user-space work per call when it wakes for
 every request (read, decode, handle, encode, write, sleep), which a pipelined benchmark does not show.
 `--strace`: instead of callgrind, `strace -c -f` on the same calls (start-up and warm-up included, so
-divide the counts by the calls made: `WARM_UP + --calls`). `--pythonpath` runs another checkout's
-`python/` (with its native extension) for a before/after. Needs Debian's `valgrind` (and `strace`).
+divide the counts by the calls made: `WARM_UP + --calls`). `--pythonpath DIR/python` runs another
+checkout's child (`DIR/benches/bench_proxy_http.py` on `DIR/python`, with its native extension) for a
+before/after. Needs Debian's `valgrind` (and `strace`).
 """
 
 from __future__ import annotations
@@ -77,10 +78,12 @@ def _switch(pid: int, state: str) -> None:
     subprocess.run(["callgrind_control", "-i", state, str(pid)], check=True, capture_output=True)
 
 
-def _run(wrapper: list[str], env: dict[str, str], calls: int, *, counted: bool) -> None:
-    """Start the child under `wrapper`, open it, warm it up, then make `calls` calls (counted: with
+def _run(wrapper: list[str], tree: Path, calls: int, *, counted: bool) -> None:
+    """Start `tree`'s child under `wrapper`, open it, warm it up, then make `calls` calls (counted: with
     callgrind's instrumentation on); its stdin is closed at the end, and it is waited for."""
-    child_cmd = [sys.executable, str(ROOT / "benches" / "bench_proxy_http.py"), "--serve-stdio"]
+    # the script puts its own tree's python/ first on its path: the tree's script runs the tree's code
+    child_cmd = [sys.executable, str(tree / "benches" / "bench_proxy_http.py"), "--serve-stdio"]
+    env = {**os.environ, "PYTHONPATH": str(tree / "python"), "PYTHONHASHSEED": "0"}
     child = subprocess.Popen([*wrapper, *child_cmd], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
     try:
         pipes = _Pipes(child)
@@ -99,12 +102,12 @@ def _run(wrapper: list[str], env: dict[str, str], calls: int, *, counted: bool) 
         child.wait(timeout=60)
 
 
-def instructions(calls: int, env: dict[str, str], keep: str | None) -> float:
+def instructions(calls: int, tree: Path, keep: str | None) -> float:
     """The child's instructions per call (see the module doc)."""
     with tempfile.TemporaryDirectory(prefix="mcpframe-cg-") as tmp:
         out = os.path.join(tmp, "callgrind.out")
         valgrind = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}"]
-        _run(valgrind, env, calls, counted=True)
+        _run(valgrind, tree, calls, counted=True)
         total = 0
         for name in os.listdir(tmp):
             with open(os.path.join(tmp, name)) as dump:
@@ -119,17 +122,16 @@ def instructions(calls: int, env: dict[str, str], keep: str | None) -> float:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--calls", type=int, default=1000)
-    parser.add_argument("--pythonpath", help="another checkout's python/ folder (before/after)")
+    parser.add_argument("--pythonpath", help="another checkout's python/ folder, beside its benches/")
     parser.add_argument("--keep", help="keep callgrind's output files as KEEP.<name> (callgrind_annotate)")
     parser.add_argument("--strace", action="store_true", help="strace -c -f instead of callgrind")
     args = parser.parse_args(argv)
-    path = args.pythonpath or str(ROOT / "python")
-    env = {**os.environ, "PYTHONPATH": path, "PYTHONHASHSEED": "0"}
+    tree = Path(args.pythonpath).resolve().parent if args.pythonpath else ROOT
     if args.strace:
-        _run(["strace", "-c", "-f"], env, args.calls, counted=False)
+        _run(["strace", "-c", "-f"], tree, args.calls, counted=False)
         print(f"strace: {WARM_UP + args.calls} calls (and the start-up) above")
         return 0
-    per_call = instructions(args.calls, env, args.keep)
+    per_call = instructions(args.calls, tree, args.keep)
     print(f"stdio server one call at a time: {per_call:,.0f} instructions per call")
     return 0
 
