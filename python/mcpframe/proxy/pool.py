@@ -19,7 +19,7 @@ import anyio.abc
 
 from mcpframe import core
 
-from .listen_output import ChildOutput
+from .listen_output import ChildOutput, PipeReader
 
 __all__ = ["Child", "ChildPool", "PoolBusy"]
 
@@ -198,8 +198,8 @@ class ChildPool:
             os.close(write_fd)  # the child has its copy: its exit ends the pipe
         pipe = os.fdopen(read_fd, "rb", buffering=0)
         try:
-            loop = asyncio.get_running_loop()
-            _, output = await loop.connect_read_pipe(ChildOutput, pipe)
+            output = ChildOutput()
+            PipeReader(asyncio.get_running_loop(), pipe, output)
         except BaseException:
             pipe.close()
             process.kill()
