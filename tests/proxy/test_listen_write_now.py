@@ -33,7 +33,7 @@ def anyio_backend() -> str:
 async def test_every_byte_arrives_once_and_in_order_after_a_partial_write() -> None:
     pool = ChildPool([sys.executable, "-c", _COUNTING_CHILD], env=child_env())
     child = await pool.spawn()
-    big = b"".join(b"%07d\n" % n for n in range(1 << 17))  # 1 MiB, each line different: more than a pipe holds
+    big = b"".join(b"%07d\n" % n for n in range(1 << 17))  # 1 MiB of distinct lines: more than a pipe holds
     small = b"after\n"
     try:
         with anyio.fail_after(30):
