@@ -3,7 +3,6 @@ the pool bound, a child killed mid-call, DELETE ending the child, and bearer tok
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -19,6 +18,7 @@ from tests.proxy._listen_support import EVERYTHING, SERVE_EVERYTHING, Proxy, in_
 
 from mcpframe.cli.token_auth import static_token_auth
 from mcpframe.http.options import HttpOptions
+from mcpframe.proxy import pool as pool_module
 from mcpframe.proxy.listen import ListenServer
 from mcpframe.proxy.listen_bridge import SessionBridge
 from mcpframe.proxy.pool import ChildPool, PoolBusy
@@ -164,11 +164,11 @@ async def test_a_child_whose_stdout_cannot_be_read_is_killed_and_reaped(
         started.append(await open_process(*args, **kwargs))
         return started[-1]
 
-    async def refused(*args: Any, **kwargs: Any) -> Any:
+    def refused(*args: Any, **kwargs: Any) -> Any:
         raise OSError("no pipe for you")
 
     monkeypatch.setattr(anyio, "open_process", recorded)
-    monkeypatch.setattr(asyncio.get_running_loop(), "connect_read_pipe", refused)
+    monkeypatch.setattr(pool_module, "PipeReader", refused)  # the reader of its stdout
     pool = ChildPool([sys.executable, "-c", "import sys; sys.stdin.read()"], size=1)
     with anyio.fail_after(10), pytest.raises(OSError, match="no pipe"):
         await pool.spawn()

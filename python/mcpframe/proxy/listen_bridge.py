@@ -194,6 +194,7 @@ class SessionBridge:
         # the fast path's header lines of this session's whole answers (`listen_fast`): its id alone, and
         # after the JSON or SSE head lines
         self.id_line = self.json_lines = self.sse_lines = b""
+        self.fast_plan: Any = None  # the fast path's per-session decisions (`listen_fast._Plan`)
 
     # the host's main Session calls these for routed client notifications: the bridge sends those to the
     # child itself, so they are never used

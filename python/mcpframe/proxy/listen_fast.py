@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from mcpframe import core, jsonrpc, protocol
@@ -46,7 +47,7 @@ from mcpframe.http.asgi import Receive, Send
 from mcpframe.http.deadlines import Deadlines
 from mcpframe.http.events import store_now
 from mcpframe.http.fast import answering, media_accepts
-from mcpframe.http.headers import FIRST_STATELESS, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, Accepts
+from mcpframe.http.headers import MCP_SESSION_ID, Accepts
 from mcpframe.http.post import one_line
 from mcpframe.http.responses import Reply, error_response
 from mcpframe.http.streams import format_event, new_stream_id
@@ -70,6 +71,11 @@ def _priming(event_id: str, retry_ms: int) -> bytes:
     return b"id: %s\nretry: %d\ndata: \n\n" % (event_id.encode(), retry_ms)
 
 
+_Plan = tuple[str | None, bool, bool, Callable[[str, str, bytes | None], str] | None, int | None]
+"""What the fast path decides once per session and version (`FastPosts._plan`): the version it was made
+for, whether a client that takes SSE gets it, whether its events can be stored at once (no store, or the
+memory store), the store's `store_now` (`None`: none) and the priming event's `retry` (`None`: none)."""
+
 SSE_HOLD = 0.05
 """Seconds a POST whose client prefers SSE waits for its answer before its SSE response is opened (then
 the answer follows on it, as on the full path). Within it the priming event and the answer go out
@@ -85,6 +91,7 @@ class FastPosts:
         close_idle = posts.options.close_idle_streams
         self.sse_hold = SSE_HOLD if close_idle is None else min(SSE_HOLD, close_idle / 2)
         self.json_hold = posts.json_wait(Accepts(json=True, sse=True))  # a client that takes either
+        self.max_body = posts.options.max_body
         self.taken = 0  # POSTs the fast path took (tests and benchmarks read it)
         # (Content-Type, Accept) pairs `refusal_of` let through, and their parse (`media_accepts`)
         self._media_ok: dict[tuple[str | None, str | None], Accepts] = {}
@@ -106,13 +113,13 @@ class FastPosts:
     def _post(self, headers: dict[str, str], data: bytes) -> WireAnswer | None:
         posts = self.posts
         accepts = media_accepts(headers, self._media_ok)
-        if accepts is None or len(data) > posts.options.max_body:
+        if accepts is None or len(data) > self.max_body:
             return None
         found = self._in_session(headers, data)
         if found is None:
             return None
         session, bridge, request = found
-        hold, sse = self._hold(session, accepts)
+        hold, sse = self._hold(session, bridge, accepts)
         if hold is None:
             return None
         rid = request.id
@@ -141,30 +148,43 @@ class FastPosts:
         posts = self.posts
         if MCP_SESSION_ID not in headers or posts.sessions.shared is not None:
             return None
-        if protocol.at_least(headers.get(MCP_PROTOCOL_VERSION, ""), FIRST_STATELESS):
-            return None
+        # refused there: an unknown session, and a `MCP-Protocol-Version` that has none (2026-07-28)
         session = posts.sessions.find(headers, None)
-        if isinstance(session, Reply) or session.version is None:
+        if isinstance(session, Reply):
             return None
-        bridge = session.connection
-        if not isinstance(bridge, SessionBridge) or bridge.child is None or bridge.ended:
+        bridge = session.connection  # what answered `initialize` (`session.version` is its `version`)
+        if not isinstance(bridge, SessionBridge) or bridge.version is None:
+            return None
+        if bridge.child is None or bridge.ended:
             return None
         request = _plain(core.decode(data, max_frame=posts.max_frame, batches=True, lazy=True))
         if request is None or request.id in bridge.pending:
             return None
         return session, bridge, request
 
-    def _hold(self, session: HttpSession, accepts: Accepts) -> tuple[float | None, bool]:
+    def _hold(
+        self, session: HttpSession, bridge: SessionBridge, accepts: Accepts
+    ) -> tuple[float | None, bool]:
         """How long the POST may wait for a whole answer, and whether that answer is SSE; `None`: not here
         (an SSE answer whose events could not be stored at once)."""
-        posts = self.posts
         if not accepts.sse:
             return math.inf, False
-        if posts.prefers_sse(posts.replies.priming(session)):
-            if session.store is not None and store_now(session.store) is None:
-                return None, True
-            return self.sse_hold, True
+        _, prefers, storable, _, _ = self._plan(session, bridge)
+        if prefers:
+            return (self.sse_hold if storable else None), True
         return self.json_hold, False
+
+    def _plan(self, session: HttpSession, bridge: SessionBridge) -> _Plan:
+        """The session's `_Plan`, made once per negotiated version (its bridge keeps it)."""
+        plan: _Plan | None = bridge.fast_plan
+        version = bridge.version
+        if plan is None or plan[0] != version:
+            posts = self.posts
+            retry = posts.replies.priming(session)
+            store = store_now(session.store)
+            storable = store is not None or session.store is None
+            plan = bridge.fast_plan = (version, posts.prefers_sse(retry), storable, store, retry)
+        return plan
 
     def _cancel_upstream(self, route: FastRoute) -> None:
         """Tell the child to stop working on a request nobody waits for (as `SessionBridge.abandon` does on
@@ -188,13 +208,13 @@ class FastPosts:
             return 202, bridge.id_line, b""
         if not sse:
             return 200, bridge.json_lines, frame.rstrip(b"\n")
-        store = None if session.closed else store_now(session.store)  # a dead child's events were dropped
-        if store is None:  # nothing to store (as `Stream.finished_body` without a store): no ids
+        _, _, _, store, retry = self._plan(session, bridge)
+        if store is None or session.closed:  # nothing to store (as `Stream.finished_body` without a
+            # store; a dead child's events were dropped): no ids
             return 200, bridge.sse_lines, format_event(frame)
         # the events as `Stream.finished_body` stores and writes them: the priming event first (resuming
         # from its id replays the answer), then the answer
         stream_id = new_stream_id()
-        retry = self.posts.replies.priming(session)
         head = b"" if retry is None else _priming(store(session.id, stream_id, None), retry)
         return 200, bridge.sse_lines, head + format_event(frame, store(session.id, stream_id, frame))
 

@@ -2,10 +2,12 @@
 
 asyncio's subprocess transport hands each pipe read to its protocol one loop turn later (`call_soon`), and
 a reader task then wakes one turn after that: two loop turns per chunk before a frame reaches the bridge.
-`ChildOutput` is connected to the child's stdout pipe directly (`loop.connect_read_pipe`), so a read is
-decoded where it lands. An answer the bridge can place at once (the fast path's, `FastRoute`) is taken
-there by `take`, when nothing read before it still waits; every other frame is queued, in order, for
-`frames()`, the async iterator the bridges read.
+`ChildOutput` is connected to the child's stdout pipe directly, so a read is decoded where it lands: by
+a `PipeReader`, which reads into one buffer kept for the pipe (asyncio's own pipe transport,
+`loop.connect_read_pipe`, asks `os.read` for 256 KiB per read: an `mmap`, `mremap` and `munmap` each
+time the few hundred bytes of an answer come). An answer the bridge can place at once (the fast path's,
+`FastRoute`) is taken there by `take`, when nothing read before it still waits; every other frame is
+queued, in order, for `frames()`, the async iterator the bridges read.
 
 Flow control: reading the pipe stops once the queue holds `HIGH_WATER_BYTES` of frames or `HIGH_WATER`
 frames (plus what one read completed), or that many bytes were read before `frames()` started; it starts
@@ -18,12 +20,25 @@ read whole before it can go anywhere, and it is bounded by `max_frame`.)
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable
+from typing import BinaryIO
 
 from mcpframe import core
 
-__all__ = ["HIGH_WATER", "HIGH_WATER_BYTES", "LOW_WATER", "LOW_WATER_BYTES", "ChildOutput"]
+__all__ = [
+    "HIGH_WATER",
+    "HIGH_WATER_BYTES",
+    "LOW_WATER",
+    "LOW_WATER_BYTES",
+    "READ_SIZE",
+    "ChildOutput",
+    "PipeReader",
+]
+
+logger = logging.getLogger("mcpframe.proxy")
 
 Item = core.Message | core.FrameError
 
@@ -154,3 +169,75 @@ class ChildOutput(asyncio.Protocol):
         """Stop reading (the child ended or is being ended)."""
         if self.transport is not None and not self.transport.is_closing():
             self.transport.close()
+
+
+READ_SIZE = 64 * 1024
+"""Bytes a `PipeReader` reads at most at once: what a pipe holds (Linux's default), so one read drains it."""
+
+
+class PipeReader(asyncio.ReadTransport):
+    """`protocol`'s transport of the read end `pipe`: read in the event loop's readiness callback
+    (`loop.add_reader`) into one `READ_SIZE` buffer kept for the pipe, each read handed on as bytes. At the
+    end of the pipe (or a read error) and on `close`, `protocol.connection_lost` is called one loop turn
+    later, and the pipe is closed."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, pipe: BinaryIO, protocol: asyncio.Protocol) -> None:
+        super().__init__({"pipe": pipe})
+        self._loop = loop
+        self._pipe = pipe
+        self._fd = pipe.fileno()
+        self._protocol = protocol
+        self._view = memoryview(bytearray(READ_SIZE))
+        self._closing = False
+        self._paused = False
+        os.set_blocking(self._fd, False)
+        protocol.connection_made(self)
+        loop.add_reader(self._fd, self._ready)
+
+    def _ready(self) -> None:
+        try:
+            size = os.readv(self._fd, (self._view,))
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:  # the end, as asyncio's pipe transport takes it
+            self._close(exc)
+            return
+        if not size:
+            self._close(None)
+            return
+        try:
+            self._protocol.data_received(self._view[:size].tobytes())
+        except Exception as exc:  # as asyncio's transports: the protocol failed, reading ends
+            logger.exception("reading an upstream child's output failed")
+            self._close(exc)
+
+    def pause_reading(self) -> None:
+        if not self._closing and not self._paused:
+            self._paused = True
+            self._loop.remove_reader(self._fd)
+
+    def resume_reading(self) -> None:
+        if not self._closing and self._paused:
+            self._paused = False
+            self._loop.add_reader(self._fd, self._ready)
+
+    def is_reading(self) -> bool:
+        return not (self._closing or self._paused)
+
+    def is_closing(self) -> bool:
+        return self._closing
+
+    def close(self) -> None:
+        if not self._closing:
+            self._close(None)
+
+    def _close(self, exc: Exception | None) -> None:
+        self._closing = True
+        self._loop.remove_reader(self._fd)
+        self._loop.call_soon(self._lost, exc)
+
+    def _lost(self, exc: Exception | None) -> None:
+        try:
+            self._protocol.connection_lost(exc)
+        finally:
+            self._pipe.close()

@@ -72,7 +72,8 @@ logger = logging.getLogger("mcpframe.proxy")
 _PROGRESS = protocol.NOTIFICATIONS_PROGRESS
 _META = ("params", "_meta")
 _PARAMS_TOKEN = ("params", protocol.PROGRESS_TOKEN)
-_WRAP = b'{"jsonrpc":"2.0","method":"m","params":'  # a `_meta` put in a message of its own, to find its token
+_META_TOKEN = ("params", "_meta", protocol.PROGRESS_TOKEN)
+_QUOTED_TOKEN = b'"%s"' % protocol.PROGRESS_TOKEN.encode()
 _TWO_TOKENS = f"Invalid Request: _meta names {protocol.PROGRESS_TOKEN} more than once"
 
 CUT_AT = 1 << 20
@@ -379,16 +380,16 @@ def _for_child(message: MessageLike, upstream: int) -> tuple[bytes, bytes | None
     frame = message.with_id(upstream)
     if not progress_tokens([message]):
         return frame, None
-    meta = core.value_span(frame, _META)  # one look (a decode) of the frame: the id is spliced already
-    assert meta is not None  # the token was read from there
-    text = frame[meta[0] : meta[1]]
-    if _named_twice(text, protocol.PROGRESS_TOKEN):
-        raise ValueError(_TWO_TOKENS)
-    inner = core.value_span(_WRAP + text + b"}", _PARAMS_TOKEN)  # the small `_meta` alone
-    assert inner is not None
-    start = meta[0] + inner[0] - len(_WRAP)
-    end = meta[0] + inner[1] - len(_WRAP)
-    return splice(frame, (start, end), b"%d" % upstream), frame[start:end]
+    token = core.value_span(frame, _META_TOKEN)  # one look (a decode) of the frame: the id is spliced already
+    assert token is not None  # the token was read from there
+    # Written once in the whole frame and nowhere escaped, it cannot be named twice in `_meta`: only
+    # otherwise is the `_meta` looked at again (a second decode)
+    if frame.find(b"\\") >= 0 or frame.count(_QUOTED_TOKEN) > 1:
+        meta = core.value_span(frame, _META)
+        assert meta is not None
+        if _named_twice(frame[meta[0] : meta[1]], protocol.PROGRESS_TOKEN):
+            raise ValueError(_TWO_TOKENS)
+    return splice(frame, token, b"%d" % upstream), frame[token[0] : token[1]]
 
 
 def _named_twice(obj: bytes, key: str) -> bool:

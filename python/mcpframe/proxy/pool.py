@@ -19,7 +19,7 @@ import anyio.abc
 
 from mcpframe import core
 
-from .listen_output import ChildOutput
+from .listen_output import ChildOutput, PipeReader
 
 __all__ = ["Child", "ChildPool", "PoolBusy"]
 
@@ -40,10 +40,16 @@ class Child:
         self.output = output  # its stdout, read where the pipe read lands (`listen_output`)
         self._pool = pool
         self._lock = anyio.Lock()  # concurrent writers (POSTs) must not interleave their frames
+        self._writers = 0  # `write` calls under way or waiting for the lock
         self._closed = False
-        # the asyncio stream under anyio's wrapper (asyncio backend only), for `write_now`
+        # the asyncio pipe transport under anyio's wrapper (asyncio backend only) and its fd, for `write_now`
         writer = getattr(process.stdin, "_stream", None)
-        self._writer = writer if isinstance(writer, asyncio.StreamWriter) else None
+        self._transport: asyncio.WriteTransport | None = None
+        self._fd = -1
+        if isinstance(writer, asyncio.StreamWriter):
+            pipe = writer.transport.get_extra_info("pipe")
+            if pipe is not None:
+                self._transport, self._fd = writer.transport, pipe.fileno()
 
     @property
     def pid(self) -> int:
@@ -59,8 +65,12 @@ class Child:
         """Write whole frames (NDJSON); waits while the child reads slowly (flow control)."""
         stdin = self.process.stdin
         assert stdin is not None
-        async with self._lock:
-            await stdin.send(data)
+        self._writers += 1
+        try:
+            async with self._lock:
+                await stdin.send(data)
+        finally:
+            self._writers -= 1
 
     def write_now(self, data: bytes) -> bool:
         """Write whole frames at once, without a trip through the event loop, when nothing waits to be
@@ -68,14 +78,22 @@ class Child:
         (nothing written): use `write`, which waits for the child to read (flow control), instead.
 
         Writing only onto an empty pipe buffer keeps the bound of `write`: at most one body (within the
-        host's body limit) sits in the buffer beyond what the child read."""
-        writer = self._writer
-        if writer is None or self._closed or self._lock.locked():
+        host's body limit) sits in the buffer beyond what the child read.
+
+        The bytes go to the pipe's fd with one `os.write` (the transport's buffer is empty, so nothing is
+        overtaken); only what the pipe did not take (or a failed write, which the transport then meets and
+        reports as its own) is handed to the transport, which writes it once the pipe has room."""
+        transport = self._transport
+        if transport is None or self._writers or self._closed:
             return False
-        transport = writer.transport
         if transport.is_closing() or transport.get_write_buffer_size():
             return False
-        transport.write(data)
+        try:
+            written = os.write(self._fd, data)
+        except OSError:  # full (BlockingIOError), or the child is gone: the transport's own write decides
+            written = 0
+        if written < len(data):
+            transport.write(data[written:])
         return True
 
     def frames(self, *, max_frame: int) -> AsyncIterator[core.Message | core.FrameError]:
@@ -180,8 +198,8 @@ class ChildPool:
             os.close(write_fd)  # the child has its copy: its exit ends the pipe
         pipe = os.fdopen(read_fd, "rb", buffering=0)
         try:
-            loop = asyncio.get_running_loop()
-            _, output = await loop.connect_read_pipe(ChildOutput, pipe)
+            output = ChildOutput()
+            PipeReader(asyncio.get_running_loop(), pipe, output)
         except BaseException:
             pipe.close()
             process.kill()

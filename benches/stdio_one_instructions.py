@@ -1,0 +1,140 @@
+"""Instructions per `tools/call` of a stdio server answering one call at a time: callgrind on the child.
+
+    python benches/stdio_one_instructions.py [--calls 1000] [--pythonpath DIR] [--keep PREFIX] [--strace]
+
+The stdio child of `mcpframe proxy --listen` (`bench_proxy_http.py --serve-stdio`: mcpframe's `Server` with
+its `echo` tool) is driven here the way the proxy drives it under one HTTP session: a raw pipe client
+writes one request, reads its answer, then writes the next. The child runs under `valgrind
+--tool=callgrind --instr-atstart=no`; after `initialize`, `notifications/initialized` and `WARM_UP` calls
+(every answer checked), counting is switched on (`callgrind_control -i on`) for `--calls` calls only, and
+the child's instructions divided by `--calls` are printed: its user-space work per call when it wakes for
+every request (read, decode, handle, encode, write, sleep), which a pipelined benchmark does not show.
+`--strace`: instead of callgrind, `strace -c -f` on the same calls (start-up and warm-up included, so
+divide the counts by the calls made: `WARM_UP + --calls`). `--pythonpath DIR/python` runs another
+checkout's child (`DIR/benches/bench_proxy_http.py` on `DIR/python`, with its native extension) for a
+before/after. Needs Debian's `valgrind` (and `strace`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import orjson
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benches"))
+
+from servers.callgrind import WARM_UP  # noqa: E402
+
+PROTOCOL = "2025-11-25"
+
+
+class _Pipes:
+    """The child's stdin and stdout, one request at a time (each answer read whole and checked)."""
+
+    def __init__(self, child: subprocess.Popen[bytes]) -> None:
+        assert child.stdin is not None
+        assert child.stdout is not None
+        self.write_fd = child.stdin.fileno()
+        self.read_fd = child.stdout.fileno()
+        self.rest = b""
+
+    def ask(self, message: dict[str, object]) -> dict[str, object] | None:
+        """Write `message`; its answer when it has an id (the next line the child writes)."""
+        os.write(self.write_fd, orjson.dumps(message) + b"\n")
+        if "id" not in message:
+            return None
+        while b"\n" not in self.rest:
+            chunk = os.read(self.read_fd, 1 << 16)
+            if not chunk:
+                raise AssertionError("the child ended before answering")
+            self.rest += chunk
+        line, self.rest = self.rest.split(b"\n", 1)
+        answer = orjson.loads(line)
+        if answer.get("id") != message["id"] or "result" not in answer:
+            raise AssertionError(f"{message!r} answered {answer!r}")
+        return answer  # type: ignore[no-any-return]
+
+    def call(self, rid: int) -> None:
+        params = {"name": "echo", "arguments": {"text": f"t{rid}"}}
+        answer = self.ask({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params})
+        assert answer is not None
+        if answer["result"] != {"content": [{"type": "text", "text": f"t{rid}"}]}:
+            raise AssertionError(f"echo(t{rid}) answered {answer!r}")
+
+    def open(self) -> None:
+        client = {"name": "bench-stdio-one", "version": "1"}
+        params = {"protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": client}
+        self.ask({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": params})
+        self.ask({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+
+def _switch(pid: int, state: str) -> None:
+    subprocess.run(["callgrind_control", "-i", state, str(pid)], check=True, capture_output=True)
+
+
+def _run(wrapper: list[str], tree: Path, calls: int, *, counted: bool) -> None:
+    """Start `tree`'s child under `wrapper`, open it, warm it up, then make `calls` calls (counted: with
+    callgrind's instrumentation on); its stdin is closed at the end, and it is waited for."""
+    # the script puts its own tree's python/ first on its path: the tree's script runs the tree's code
+    child_cmd = [sys.executable, str(tree / "benches" / "bench_proxy_http.py"), "--serve-stdio"]
+    env = {**os.environ, "PYTHONPATH": str(tree / "python"), "PYTHONHASHSEED": "0"}
+    child = subprocess.Popen([*wrapper, *child_cmd], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+    try:
+        pipes = _Pipes(child)
+        pipes.open()
+        for rid in range(WARM_UP):
+            pipes.call(rid)
+        if counted:
+            _switch(child.pid, "on")
+        for rid in range(WARM_UP, WARM_UP + calls):
+            pipes.call(rid)
+        if counted:
+            _switch(child.pid, "off")
+    finally:
+        assert child.stdin is not None
+        child.stdin.close()  # a stdio server's cue to exit
+        child.wait(timeout=60)
+
+
+def instructions(calls: int, tree: Path, keep: str | None) -> float:
+    """The child's instructions per call (see the module doc)."""
+    with tempfile.TemporaryDirectory(prefix="mcpframe-cg-") as tmp:
+        out = os.path.join(tmp, "callgrind.out")
+        valgrind = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}"]
+        _run(valgrind, tree, calls, counted=True)
+        total = 0
+        for name in os.listdir(tmp):
+            with open(os.path.join(tmp, name)) as dump:
+                for line in dump:
+                    if line.startswith(("totals:", "summary:")):
+                        total = max(total, int(line.split()[1]))
+            if keep:
+                os.replace(os.path.join(tmp, name), f"{keep}.{name}")
+        return total / calls
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--calls", type=int, default=1000)
+    parser.add_argument("--pythonpath", help="another checkout's python/ folder, beside its benches/")
+    parser.add_argument("--keep", help="keep callgrind's output files as KEEP.<name> (callgrind_annotate)")
+    parser.add_argument("--strace", action="store_true", help="strace -c -f instead of callgrind")
+    args = parser.parse_args(argv)
+    tree = Path(args.pythonpath).resolve().parent if args.pythonpath else ROOT
+    if args.strace:
+        _run(["strace", "-c", "-f"], tree, args.calls, counted=False)
+        print(f"strace: {WARM_UP + args.calls} calls (and the start-up) above")
+        return 0
+    per_call = instructions(args.calls, tree, args.keep)
+    print(f"stdio server one call at a time: {per_call:,.0f} instructions per call")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
