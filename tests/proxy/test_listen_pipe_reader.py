@@ -94,3 +94,56 @@ async def test_nothing_is_read_while_paused_and_close_ends_it_once() -> None:
         os.close(write_fd)
     assert recorder.lost == [None]
     assert pipe.closed
+
+
+async def test_a_protocol_that_closes_its_reader_then_raises_is_ended_once() -> None:
+    """`data_received` closes the transport, then raises: `connection_lost` comes once (the close's)."""
+    loop = asyncio.get_running_loop()
+    read_fd, write_fd = os.pipe()
+    lost: list[BaseException | None] = []
+
+    class Closing(asyncio.Protocol):
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            self.transport = transport
+
+        def data_received(self, data: bytes) -> None:
+            self.transport.close()
+            raise RuntimeError("boom")
+
+        def connection_lost(self, exc: BaseException | None) -> None:
+            lost.append(exc)
+
+    PipeReader(loop, os.fdopen(read_fd, "rb", buffering=0), Closing())
+    os.write(write_fd, b"x\n")
+    for _ in range(20):
+        await asyncio.sleep(0)
+    os.close(write_fd)
+    assert lost == [None]
+
+
+async def test_a_loop_with_no_readers_falls_back_to_asyncio_s_pipe_transport_before_connecting() -> None:
+    """`add_reader` raising (Windows' Proactor loop) leaves the protocol unconnected: the caller falls
+    back to asyncio's pipe transport."""
+    loop = asyncio.get_running_loop()
+    read_fd, write_fd = os.pipe()
+    made: list[object] = []
+
+    class Proto(asyncio.Protocol):
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            made.append(transport)
+
+    pipe = os.fdopen(read_fd, "rb", buffering=0)
+
+    def no_readers(*args: object) -> None:
+        raise NotImplementedError
+
+    real = loop.add_reader
+    loop.add_reader = no_readers  # type: ignore[method-assign]
+    try:
+        with pytest.raises(NotImplementedError):
+            PipeReader(loop, pipe, Proto())
+    finally:
+        loop.add_reader = real  # type: ignore[method-assign]
+        pipe.close()
+        os.close(write_fd)
+    assert made == []

@@ -67,6 +67,9 @@ PRIVATE_NAMES = frozenset(
 )
 """Attribute and module names that are private to a runtime mcpframe reaches into (all known uses)."""
 
+PRIVATE_BY_NAME = frozenset({"_stream"})  # anyio's StreamWriterWrapper._stream (`getattr(stdin, "_stream")`)
+"""Private names too common as mcpframe's own attributes to flag as `.name`: flagged spelt as a string."""
+
 _RUST_INTERNALS = re.compile(
     r"\b(_Py[A-Za-z_]+|ma_keys|ma_values|dk_[a-z_]+|ob_digit|lv_tag|ob_sval|utf8_length)\b"
 )
@@ -95,7 +98,9 @@ def _findings(tree: ast.AST) -> set[str]:
                 found |= {f"{node.module}.{a.name}" for a in node.names if a.name.startswith("_")}
         elif isinstance(node, ast.Attribute) and node.attr in PRIVATE_NAMES:
             found.add(f".{node.attr}")
-        elif isinstance(node, ast.Constant) and node.value in PRIVATE_NAMES:
+        elif isinstance(node, ast.Constant) and (
+            node.value in PRIVATE_NAMES or node.value in PRIVATE_BY_NAME
+        ):
             found.add(repr(node.value))
     return found
 

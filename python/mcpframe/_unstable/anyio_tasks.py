@@ -9,11 +9,14 @@ keep the thread token in another shape):
 - ``set_thread_token``/``clear_thread_token`` write ``anyio._core._eventloop.threadlocals.current_token``
   on mcpframe's own worker threads, so ``anyio.from_thread.run`` works inside a sync handler there as it does
   in anyio's own workers.
+- ``pipe_transport(stream)`` reads the ``asyncio.StreamWriter`` anyio keeps under a process's ``stdin``
+  (``StreamWriterWrapper._stream``): the listening proxy writes a frame to an idle child's pipe at once.
 
 Public fallback: ``SHIELD_AWARE`` and ``THREAD_TOKEN`` are False. The Session then wraps each handler in an
 anyio ``CancelScope`` of its own and cancels that scope (anyio itself waits for a shield to be left; one
 scope per request costs a few microseconds), and the worker pool hands calls to ``anyio.to_thread``
-(anyio's own worker threads, which carry the token; about a hundred microseconds per call).
+(anyio's own worker threads, which carry the token; about a hundred microseconds per call);
+``pipe_transport`` gives ``None`` (the proxy writes through anyio's ``send``).
 """
 
 from __future__ import annotations
@@ -23,7 +26,15 @@ from typing import Any, Final
 
 from mcpframe._unstable import Choice, decide, version_of
 
-__all__ = ["CHOICE", "SHIELD_AWARE", "THREAD_TOKEN", "clear_thread_token", "in_shield", "set_thread_token"]
+__all__ = [
+    "CHOICE",
+    "SHIELD_AWARE",
+    "THREAD_TOKEN",
+    "clear_thread_token",
+    "in_shield",
+    "pipe_transport",
+    "set_thread_token",
+]
 
 VERIFIED: Final = ((4, 12), (4, 16))
 """The anyio minor versions this module's private names were read in (both ends inclusive)."""
@@ -60,3 +71,12 @@ def set_thread_token(token: object) -> None:
 def clear_thread_token() -> None:
     """Undo ``set_thread_token`` on this thread."""
     del _threadlocals.current_token
+
+
+def pipe_transport(stream: object) -> asyncio.WriteTransport | None:
+    """The asyncio transport under anyio's process stream ``stream`` (a ``Process.stdin`` on the asyncio
+    backend), only on the private path; ``None`` otherwise (another backend, another shape, public only)."""
+    if not CHOICE.private:
+        return None
+    writer = getattr(stream, "_stream", None)
+    return writer.transport if isinstance(writer, asyncio.StreamWriter) else None

@@ -191,8 +191,8 @@ class PipeReader(asyncio.ReadTransport):
         self._closing = False
         self._paused = False
         os.set_blocking(self._fd, False)
+        loop.add_reader(self._fd, self._ready)  # first: a loop without it (Windows' Proactor) raises here
         protocol.connection_made(self)
-        loop.add_reader(self._fd, self._ready)
 
     def _ready(self) -> None:
         try:
@@ -209,7 +209,8 @@ class PipeReader(asyncio.ReadTransport):
             self._protocol.data_received(self._view[:size].tobytes())
         except Exception as exc:  # as asyncio's transports: the protocol failed, reading ends
             logger.exception("reading an upstream child's output failed")
-            self._close(exc)
+            if not self._closing:  # (it may have closed its transport before it raised)
+                self._close(exc)
 
     def pause_reading(self) -> None:
         if not self._closing and not self._paused:

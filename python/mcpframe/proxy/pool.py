@@ -18,6 +18,7 @@ import anyio
 import anyio.abc
 
 from mcpframe import core
+from mcpframe._unstable import anyio_tasks
 
 from .listen_output import ChildOutput, PipeReader
 
@@ -43,13 +44,13 @@ class Child:
         self._writers = 0  # `write` calls under way or waiting for the lock
         self._closed = False
         # the asyncio pipe transport under anyio's wrapper (asyncio backend only) and its fd, for `write_now`
-        writer = getattr(process.stdin, "_stream", None)
+        transport = anyio_tasks.pipe_transport(process.stdin)  # private: `None` where it is not taken
         self._transport: asyncio.WriteTransport | None = None
         self._fd = -1
-        if isinstance(writer, asyncio.StreamWriter):
-            pipe = writer.transport.get_extra_info("pipe")
+        if transport is not None:
+            pipe = transport.get_extra_info("pipe")
             if pipe is not None:
-                self._transport, self._fd = writer.transport, pipe.fileno()
+                self._transport, self._fd = transport, pipe.fileno()
 
     @property
     def pid(self) -> int:
@@ -199,7 +200,11 @@ class ChildPool:
         pipe = os.fdopen(read_fd, "rb", buffering=0)
         try:
             output = ChildOutput()
-            PipeReader(asyncio.get_running_loop(), pipe, output)
+            loop = asyncio.get_running_loop()
+            try:
+                PipeReader(loop, pipe, output)
+            except NotImplementedError:  # no `add_reader` (Windows' Proactor loop): asyncio's pipe transport
+                await loop.connect_read_pipe(lambda: output, pipe)
         except BaseException:
             pipe.close()
             process.kill()
