@@ -58,19 +58,33 @@ def test_the_meta_is_looked_at_again_only_when_the_token_could_be_named_twice(
 
 
 @pytest.mark.parametrize(
-    ("params", "token"),
+    "params",
     [
-        # two `_meta` members: the decoded message keeps the last, and so does the rewrite
-        (b'{"_meta":{"a":1},"_meta":{"progressToken":5}}', b"5"),
-        (b'{"_meta":{"progressToken":4},"_meta":{"progressToken":5}}', b"5"),
-        (b'{"_meta":{"progressToken":4},"_meta":{"b":1}}', None),
+        # two `_meta` members: the decoded message keeps the last, a child may keep the first
+        b'{"_meta":{"a":1},"_meta":{"progressToken":5}}',
+        b'{"_meta":{"progressToken":4},"_meta":{"progressToken":5}}',
+        b'{"_meta":{"progressToken":4},"_meta":{"b":1}}',
+        b'{"\\u005fmeta":{"progressToken":4},"_meta":{"b":1}}',  # the first one escaped
+        b'{"_meta":{"progressToken":4},"\\u005fmeta":{"b":1}}',
     ],
 )
-def test_of_duplicate_metas_the_last_one_is_rewritten(params: bytes, token: bytes | None) -> None:
+def test_params_naming_meta_twice_are_refused(params: bytes) -> None:
+    raw = b'{"jsonrpc":"2.0","id":7,"method":"m","params":%s}' % params
+    with pytest.raises(ValueError, match="params names _meta more than once"):
+        _for_child(_message(raw), 42)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        b'{"arguments":{"_meta":{"progressToken":1}},"_meta":{"progressToken":5}}',  # one in the arguments
+        b'{"arguments":{"s":"\\u00e9"},"_meta":{"progressToken":5}}',  # an escape elsewhere
+    ],
+)
+def test_a_meta_named_once_in_params_is_rewritten(params: bytes) -> None:
     raw = b'{"jsonrpc":"2.0","id":7,"method":"m","params":%s}' % params
     frame, got = _for_child(_message(raw), 42)
-    assert got == token
+    assert got == b"5"
     decoded = _message(frame)
     assert decoded.id == 42
-    expected = {"b": 1} if token is None else {"progressToken": 42}
-    assert decoded.params["_meta"] == expected
+    assert decoded.params["_meta"] == {"progressToken": 42}

@@ -75,6 +75,8 @@ _PARAMS_TOKEN = ("params", protocol.PROGRESS_TOKEN)
 _META_TOKEN = ("params", "_meta", protocol.PROGRESS_TOKEN)
 _QUOTED_TOKEN = b'"%s"' % protocol.PROGRESS_TOKEN.encode()
 _TWO_TOKENS = f"Invalid Request: _meta names {protocol.PROGRESS_TOKEN} more than once"
+_TWO_METAS = "Invalid Request: params names _meta more than once"
+_QUOTED_META = b'"_meta"'
 
 CUT_AT = 1 << 20
 """Bytes waiting for one stateless client past which its progress is held back (see the module doc)."""
@@ -375,9 +377,18 @@ class StatelessBridge:
 def _for_child(message: MessageLike, upstream: int) -> tuple[bytes, bytes | None]:
     """The request as the shared child gets it: its id, and its progress token if it names one, both
     `upstream` (unique among the child's requests); and that token as the client wrote it (`None`: none).
-    `ValueError` when its `_meta` names the token more than once: only the last would be rewritten, and a
-    child that reads the first would route its progress by the client's own token."""
+    `ValueError` when its `_meta` names the token more than once, or its `params` name `_meta` more than
+    once: only the last would be rewritten, and a child that reads the first would route its progress by
+    the client's own token."""
     frame = message.with_id(upstream)
+    # `_meta` twice in `params`: the decoded message holds the last, a child that keeps the first would
+    # route progress by the client's own token (or by one this never saw). Only a `\u` escape can spell
+    # its letters otherwise, so only then, or when it is written twice, are the params looked at again
+    if frame.count(_QUOTED_META) > 1 or frame.find(b"\\u") >= 0:
+        params = core.value_span(frame, ("params",))
+        obj = b"" if params is None else frame[params[0] : params[1]]
+        if obj[:1] == b"{" and _named_twice(obj, "_meta"):
+            raise ValueError(_TWO_METAS)
     if not progress_tokens([message]):
         return frame, None
     token = core.value_span(frame, _META_TOKEN)  # one look (a decode) of the frame: the id is spliced already
