@@ -29,7 +29,7 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benches"))
 
-from servers.callgrind import WARM_UP  # noqa: E402
+from servers.callgrind import WARM_UP, counted_total  # noqa: E402
 
 PROTOCOL = "2025-11-25"
 
@@ -108,15 +108,7 @@ def instructions(calls: int, tree: Path, keep: str | None) -> float:
         out = os.path.join(tmp, "callgrind.out")
         valgrind = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}"]
         _run(valgrind, tree, calls, counted=True)
-        total = 0
-        for name in os.listdir(tmp):
-            with open(os.path.join(tmp, name)) as dump:
-                for line in dump:
-                    if line.startswith(("totals:", "summary:")):
-                        total = max(total, int(line.split()[1]))
-            if keep:
-                os.replace(os.path.join(tmp, name), f"{keep}.{name}")
-        return total / calls
+        return counted_total(tmp, keep) / calls
 
 
 def main(argv: list[str]) -> int:

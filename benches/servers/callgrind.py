@@ -65,12 +65,18 @@ def instructions_per_call(
         finally:
             child.terminate()
             child.wait(timeout=60)
-        total = 0
-        for name in os.listdir(tmp):
-            with open(os.path.join(tmp, name)) as dump:
-                for line in dump:
-                    if line.startswith(("totals:", "summary:")):
-                        total = max(total, int(line.split()[1]))
-            if keep:
-                os.replace(os.path.join(tmp, name), f"{keep}.{name}")
-        return total / calls
+        return counted_total(tmp, keep) / calls
+
+
+def counted_total(folder: str, keep: str | None) -> int:
+    """The instructions callgrind counted, from its output files in `folder` (the largest total: one file
+    per dump); `keep`: the files moved to `KEEP.<name>` (for `callgrind_annotate`)."""
+    total = 0
+    for name in os.listdir(folder):
+        with open(os.path.join(folder, name)) as dump:
+            for line in dump:
+                if line.startswith(("totals:", "summary:")):
+                    total = max(total, int(line.split()[1]))
+        if keep:
+            os.replace(os.path.join(folder, name), f"{keep}.{name}")
+    return total

@@ -315,6 +315,16 @@ class Exchange:
         """The Session answering this POST."""
         return self.lane.session
 
+    def _release(self) -> bool:
+        """Mark it closed, off its lane, its ids out of the router; `False` if it was closed already."""
+        if self.closed:
+            return False
+        self.closed = True
+        if self.lane.exchange is self:
+            self.lane.exchange = None
+        self.router.remove(self)
+        return True
+
     @property
     def complete(self) -> bool:
         """Every request of the POST has been answered (or cancelled)."""
@@ -324,12 +334,8 @@ class Exchange:
 
     def close(self) -> None:
         """The exchange ended: its stream ends, its ids are released, the `on_close` callbacks run."""
-        if self.closed:
+        if not self._release():
             return
-        self.closed = True
-        if self.lane.exchange is self:
-            self.lane.exchange = None
-        self.router.remove(self)
         self.stream.finish()
         for callback in self.on_close:
             callback()

@@ -147,12 +147,8 @@ class Pending(Exchange):
         if self._stream is not None:
             super().close()
             return
-        if self.closed:
+        if not self._release():
             return
-        self.closed = True
-        if self.lane.exchange is self:
-            self.lane.exchange = None
-        self.router.remove(self)
         self._disarm()
         frame = self._frame
         session = self._session
