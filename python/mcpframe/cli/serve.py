@@ -221,7 +221,8 @@ def _serve(target: Target, args: argparse.Namespace, options: Any) -> int:
         _hint_on_a_terminal(target)
         if args.traceback:  # where `Server.run()` reads it: a lifespan failing at start-up shows it
             os.environ["MCPFRAME_DEBUG"] = "1"
-        target.obj.run()  # a lifespan failing at start-up: one line, exit status 1 (as `_serve_http`)
+        # hint=False: hinted above. A lifespan failing at start-up: one line, exit status 1 (as `_serve_http`)
+        target.obj.run(hint=False)
         return 0
     return _serve_http(target.obj, args, options)
 

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import inspect
 import os
+import shlex
+import signal
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import IO, Any, Protocol, Unpack
@@ -40,9 +42,10 @@ from mcpframe.client.connection import (
 from mcpframe.client.inbound import Inbound
 from mcpframe.client.methods import LogLevel, Methods
 from mcpframe.client.options import DEFAULT_TIMEOUT, ClientOptions, ClientSettings
-from mcpframe.session import Session
+from mcpframe.session import ConnectionClosed, Session
 from mcpframe.session.peer import only
 from mcpframe.transports import Transport, memory_pair, spawn
+from mcpframe.transports.process import ProcessTransport
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -79,6 +82,29 @@ async def _in_memory(server: Servable) -> AsyncIterator[Transport]:
 @asynccontextmanager
 async def _given(transport: Transport) -> AsyncIterator[Transport]:
     yield transport  # the session closes it
+
+
+async def _how_it_ended(transport: ProcessTransport, argv: Sequence[str]) -> str | None:
+    """How the (closed) transport's child ended and the tail of its stderr; ``None`` while it runs."""
+    status = transport.returncode
+    if status is None:
+        return None
+    command = shlex.join(os.fspath(arg) for arg in argv)
+    if status < 0:
+        try:
+            name = signal.Signals(-status).name
+        except ValueError:
+            name = "an unknown signal"
+        how = f"the server process ({command}) was killed by signal {-status} ({name})"
+    else:
+        how = f"the server process ({command}) exited with status {status}"
+    tail = await transport.stderr_tail()
+    if tail is None:
+        return how
+    if not tail.strip():
+        return f"{how}, writing nothing on stderr"
+    lines = "\n".join(f"    {line}" for line in tail.splitlines())
+    return f"{how}; the last lines of its stderr:\n{lines}"
 
 
 class Client(Methods):
@@ -143,11 +169,25 @@ class Client(Methods):
         grace: float = 2.0,
         **settings: Unpack[ClientSettings],
     ) -> Client:
-        """A client for a server run as a child process (``command args...``) over its stdio."""
+        """A client for a server run as a child process (``command args...``) over its stdio.
+
+        The child's stderr reaches ours unless ``stderr`` is given. When the child exits (a server that
+        crashes at start, say), the ``ConnectionClosed`` says how it ended and, stderr not being given,
+        the last lines it wrote there.
+        """
 
         @asynccontextmanager
         async def spawned() -> AsyncIterator[Transport]:
-            yield await spawn(command, args, env=env, cwd=cwd, stderr=stderr, grace=grace)
+            transport = await spawn(
+                command, args, env=env, cwd=cwd, stderr=stderr, grace=grace, tail_stderr=True
+            )
+            try:
+                yield transport
+            except ConnectionClosed as exc:
+                why = await _how_it_ended(transport, [command, *args])
+                if why is None:
+                    raise
+                raise ConnectionClosed(f"{exc}: {why}") from exc
 
         return cls(opener=spawned, **settings)
 

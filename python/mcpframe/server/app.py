@@ -413,8 +413,13 @@ class Server:
         async with stdio_server() as transport:
             await self.serve(transport, session_options=session_options)
 
-    def run(self, *, session_options: SessionOptions | None = None, grace: float | None = None) -> None:
+    def run(
+        self, *, session_options: SessionOptions | None = None, grace: float | None = None, hint: bool = True
+    ) -> None:
         """Serve on stdio until stdin closes or SIGTERM/SIGINT stops it (blocking).
+
+        Typed at a shell prompt (stdin a terminal, which an MCP client never gives it), it first says on
+        stderr, in one line, what it waits for; ``hint=False`` keeps that line back.
 
         On a signal, requests in flight get `grace` seconds (default 10, or `MCPFRAME_SHUTDOWN_GRACE`) to
         answer, those still running are answered with an error, the lifespan's teardown runs, and this
@@ -424,6 +429,13 @@ class Server:
         This owns the process, so once the lifespan has started the start-up heap is frozen out of the
         cyclic GC (``MCPFRAME_GC_FREEZE=0`` turns that off; see ``mcpframe._gc``).
         """
+        if hint and sys.stdin is not None and sys.stdin.isatty():
+            print(
+                f"mcpframe: server {self.name!r} speaks MCP on stdin/stdout, for an MCP client that starts "
+                "this program (docs/running.md); nothing to type here. Ctrl-C stops it.",
+                file=sys.stderr,
+                flush=True,
+            )
         try:
             anyio.run(self._run_stdio, session_options, grace)
         except LifespanError as exc:

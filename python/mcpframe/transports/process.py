@@ -1,4 +1,4 @@
-"""A child process as a transport: its stdin/stdout carry the frames, its stderr is inherited.
+"""A child process as a transport: its stdin/stdout carry the frames, its stderr reaches ours.
 
 The child is started in a new session (its own process group). Closing the transport closes the child's
 stdin (a well-behaved MCP server exits on EOF), waits ``grace`` seconds, then sends SIGTERM to the whole
@@ -13,6 +13,11 @@ Linux charges pipe sizes to the user's quota, and once that is exceeded new pipe
 ``ProcessTransport`` built on a process opened elsewhere with piped stdin/stdout reads and writes through
 that process's streams instead (asyncio's pipe transports: a fresh 256 KiB buffer per read), and has
 none of them (those attributes are ``None``).
+
+With ``spawn(tail_stderr=True)`` (and no ``stderr``) the child writes its stderr into a pipe that one
+thread of ours copies to our fd 2 as it comes (the user still sees everything, as with an inherited
+stderr), keeping the last ``_TAIL_BYTES`` of it: ``stderr_tail`` then says why a server that crashed at
+start went away.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import suppress
 from typing import IO, Any
@@ -37,6 +43,8 @@ __all__ = ["ProcessTransport", "spawn"]
 
 _POLL = 0.02
 _PIPE_SIZE = 1024 * 1024  # asked of Linux for the child's stdout (default 64 KiB; 1 MiB is the usual cap)
+_TAIL_BYTES = 4096  # what a stderr tee keeps of the child's stderr
+_TAIL_LINES = 20
 _STREAM_ERRORS = (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError)
 
 
@@ -53,6 +61,49 @@ class _StdinEnd(AsyncResource):
         self._fds.release_write()  # a pending send fails; nothing writes to the fd any more
         os.close(self._fd)
         self._fd = -1
+
+
+class _StderrTee:
+    """Copies the child's stderr (the read end ``fd``, owned) to our fd 2 on a thread of its own, keeping
+    the last ``_TAIL_BYTES``; the thread ends, closing ``fd``, when every writer has closed the pipe."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._tail = bytearray()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._copy, name="mcpframe-child-stderr", daemon=True)
+        self._thread.start()
+
+    def _copy(self) -> None:
+        try:
+            while chunk := os.read(self._fd, 65536):
+                _write_all(2, chunk)
+                with self._lock:
+                    self._tail += chunk
+                    del self._tail[:-_TAIL_BYTES]
+        except OSError:
+            pass
+        finally:
+            os.close(self._fd)
+
+    @property
+    def ended(self) -> bool:
+        """The pipe reached EOF: the tail is complete."""
+        return not self._thread.is_alive()
+
+    def tail(self) -> str:
+        """The last ``_TAIL_LINES`` lines of what the child wrote so far (at most ``_TAIL_BYTES``)."""
+        with self._lock:
+            data = bytes(self._tail)
+        return "\n".join(data.decode("utf-8", "replace").splitlines()[-_TAIL_LINES:])
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Write ``data`` to ``fd``; a closed or failing fd drops it (the tail is still kept)."""
+    view = memoryview(data)
+    with suppress(OSError):
+        while view:
+            view = view[os.write(fd, view) :]
 
 
 class ProcessTransport:
@@ -75,8 +126,16 @@ class ProcessTransport:
     resume_reading: Callable[[], None] | None
     """Read the child's stdout again after ``pause_reading``; ``None`` as ``pump``."""
 
-    def __init__(self, process: Process, *, grace: float = 2.0, pipes: tuple[int, int] | None = None) -> None:
+    def __init__(
+        self,
+        process: Process,
+        *,
+        grace: float = 2.0,
+        pipes: tuple[int, int] | None = None,
+        stderr_tee: _StderrTee | None = None,
+    ) -> None:
         self.process = process
+        self._stderr_tee = stderr_tee
         self.grace = grace
         self._closed = False
         self._stdout: ByteReceiveStream | None = None
@@ -105,6 +164,19 @@ class ProcessTransport:
     def returncode(self) -> int | None:
         """The child's exit status, ``None`` while it runs."""
         return self.process.returncode
+
+    async def stderr_tail(self) -> str | None:
+        """The last lines the child wrote on stderr (up to 20 lines, 4 KiB), ``None`` when its stderr was
+        not kept (``spawn`` without ``tail_stderr``, or a process opened elsewhere). Once the child has exited
+        this waits up to ``grace`` seconds for the pipe's end (a grandchild may still hold it open)."""
+        tee = self._stderr_tee
+        if tee is None:
+            return None
+        if self.process.returncode is not None:
+            with anyio.move_on_after(self.grace):
+                while not tee.ended:
+                    await anyio.sleep(_POLL)
+        return tee.tail()
 
     async def receive(self) -> bytes:
         """The next chunk of the child's stdout; ``b""`` once it is closed."""
@@ -193,11 +265,13 @@ async def spawn(
     cwd: str | os.PathLike[str] | None = None,
     stderr: int | IO[Any] | None = None,
     grace: float = 2.0,
+    tail_stderr: bool = False,
 ) -> ProcessTransport:
     """Start ``command args...`` in its own process group and return a transport on its stdio.
 
-    ``env`` is added to (not substituted for) the current environment. ``stderr`` is inherited unless
-    given (e.g. ``subprocess.DEVNULL``).
+    ``env`` is added to (not substituted for) the current environment. ``stderr`` goes where given (e.g.
+    ``subprocess.DEVNULL``), else it is inherited; with ``tail_stderr`` (and no ``stderr``) it is copied
+    to ours by a thread that keeps its tail (``ProcessTransport.stderr_tail``).
     """
     full_env = {**os.environ, **env} if env is not None else None
     child_stdin, write_fd = os.pipe()  # os.pipe's fds are not inherited; the child gets dups of its ends
@@ -208,21 +282,27 @@ async def spawn(
         os.close(write_fd)
         raise
     _widen(read_fd)
+    err_read = child_stderr = -1
     try:
+        if stderr is None and tail_stderr:
+            err_read, child_stderr = os.pipe()
         process = await anyio.open_process(
             [command, *args],
             stdin=child_stdin,
             stdout=child_stdout,
-            stderr=stderr,
+            stderr=child_stderr if child_stderr >= 0 else stderr,
             env=full_env,
             cwd=cwd,
             start_new_session=True,
         )
     except BaseException:
-        os.close(write_fd)
-        os.close(read_fd)
+        for fd in (write_fd, read_fd, err_read):
+            if fd >= 0:
+                os.close(fd)
         raise
     finally:
-        os.close(child_stdin)
-        os.close(child_stdout)
-    return ProcessTransport(process, grace=grace, pipes=(read_fd, write_fd))
+        for fd in (child_stdin, child_stdout, child_stderr):
+            if fd >= 0:
+                os.close(fd)
+    tee = _StderrTee(err_read) if err_read >= 0 else None
+    return ProcessTransport(process, grace=grace, pipes=(read_fd, write_fd), stderr_tee=tee)
