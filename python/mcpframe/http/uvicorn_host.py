@@ -1,0 +1,28 @@
+"""uvicorn's httptools protocol, made to hand the app an absolute-form target's authority as its `Host`.
+
+uvicorn keeps only the path of a target such as `http://evil.example/mcp` (`scope["path"]` and `raw_path`
+are `/mcp`) and passes the received `Host` on: the app's Host guard would then check a header RFC 9112
+§3.2.2 tells an origin server to ignore, while the request names another host. This protocol swaps the
+`host` header lines for the target's authority (`security.target_host`) before uvicorn builds the scope,
+as the lean server (`wire.py`) does for its own. (uvicorn's h11 protocol passes such a target whole as
+`path`, which matches no route of the app: it is refused there with a 404.)
+"""
+
+from __future__ import annotations
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from .security import target_host
+
+__all__ = ["HostFromTarget"]
+
+
+class HostFromTarget(HttpToolsProtocol):
+    """`HttpToolsProtocol` whose requests in absolute-form carry the target's authority as `host`."""
+
+    def on_headers_complete(self) -> None:
+        """Replace the header lines in place (the scope holds this very list), then uvicorn's own step."""
+        headers = target_host(self.url, self.headers)
+        if headers is not self.headers:
+            self.headers[:] = headers
+        super().on_headers_complete()
