@@ -84,3 +84,28 @@ def test_target_host_takes_the_authority(target: bytes, host: bytes) -> None:
 def test_target_host_leaves_other_targets_alone(target: bytes) -> None:
     headers = [(b"host", b"127.0.0.1:1")]
     assert target_host(target, headers) is headers
+
+
+def test_without_httptools_uvicorn_keeps_its_own_protocol(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No httptools (or a uvicorn without the hook): `None`, and `serve_http` lets uvicorn choose ("auto")."""
+    import builtins  # noqa: PLC0415
+
+    from mcpframe.http import uvicorn_host  # noqa: PLC0415
+
+    real = builtins.__import__
+
+    def no_httptools(name: str, *args: object, **kwargs: object) -> object:
+        if name.startswith("uvicorn.protocols.http.httptools_impl"):
+            raise ImportError(name)
+        return real(name, *args, **kwargs)  # type: ignore[arg-type]
+
+    uvicorn_host.host_from_target.cache_clear()
+    monkeypatch.setattr(builtins, "__import__", no_httptools)
+    try:
+        assert uvicorn_host.host_from_target() is None
+    finally:
+        monkeypatch.undo()
+        uvicorn_host.host_from_target.cache_clear()
+    protocol = uvicorn_host.host_from_target()
+    assert protocol is not None
+    assert protocol.__name__ == "HostFromTarget"

@@ -10,19 +10,34 @@ as the lean server (`wire.py`) does for its own. (uvicorn's h11 protocol passes 
 
 from __future__ import annotations
 
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from functools import cache
+from typing import Any
 
 from .security import target_host
 
-__all__ = ["HostFromTarget"]
+__all__ = ["host_from_target"]
 
 
-class HostFromTarget(HttpToolsProtocol):
-    """`HttpToolsProtocol` whose requests in absolute-form carry the target's authority as `host`."""
+@cache
+def host_from_target() -> type[Any] | None:
+    """uvicorn's `HttpToolsProtocol` whose requests in absolute-form carry the target's authority as
+    `host`; `None` where it cannot be made (no httptools, or a uvicorn whose protocol lacks the hook this
+    overrides): uvicorn's own choice then (`"auto"`), as before."""
+    try:
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol  # noqa: PLC0415
+    except ImportError:
+        return None
+    if not callable(getattr(HttpToolsProtocol, "on_headers_complete", None)):
+        return None
 
-    def on_headers_complete(self) -> None:
-        """Replace the header lines in place (the scope holds this very list), then uvicorn's own step."""
-        headers = target_host(self.url, self.headers)
-        if headers is not self.headers:
-            self.headers[:] = headers
-        super().on_headers_complete()
+    class HostFromTarget(HttpToolsProtocol):
+        def on_headers_complete(self) -> None:
+            """Replace the header lines in place (the scope holds this very list), then uvicorn's step."""
+            url, headers = getattr(self, "url", None), getattr(self, "headers", None)
+            if isinstance(url, bytes) and isinstance(headers, list):
+                found = target_host(url, headers)
+                if found is not headers:
+                    headers[:] = found
+            super().on_headers_complete()
+
+    return HostFromTarget
