@@ -2,6 +2,10 @@
 
 Allow-list entries are `host` (any port) or `host:port`; `*` allows everything. Origins are matched on
 `scheme://host[:port]` the same way (`http://localhost` allows every port of it).
+
+A request whose target is in absolute-form (`POST http://host:port/mcp HTTP/1.1`) is checked on the
+target's authority, not on its `Host` header: RFC 9112 §3.2.2 has an origin server ignore the received
+`Host` then (`target_host`), so a client could otherwise name one host to the guard and another to the URI.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ __all__ = [
     "ListeningBearerAuth",
     "TokenVerifier",
     "loopback_origins",
+    "target_host",
 ]
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
@@ -48,6 +53,18 @@ def _matches(value: str, allowed: frozenset[str]) -> bool:
         return True
     base, port = _split_port(value)
     return port is not None and base in allowed
+
+
+def target_host(target: bytes, headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """The request's (lower-case) header lines as its Host guard must read them: for an absolute-form
+    `target` (`http://host[:port]/path`, RFC 9112 §3.2.2) the received `host` lines give way to one naming
+    the target's authority (without any `user@`); for any other target, `headers` itself."""
+    if target[:1] == b"/" or b"://" not in target:
+        return headers  # origin-form (`/mcp`), `*`, or no URL at all (the server refuses that itself)
+    rest = target.partition(b"://")[2]
+    end = min((i for i in map(rest.find, (b"/", b"?", b"#")) if i >= 0), default=len(rest))
+    authority = rest[:end].rpartition(b"@")[2]
+    return [(b"host", authority), *((name, value) for name, value in headers if name != b"host")]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

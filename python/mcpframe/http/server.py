@@ -53,6 +53,7 @@ from .sessions import HttpSession, SessionManager
 from .store import SharedStore, StoreUnavailable, open_store
 from .store_sessions import SharedSessions
 from .streams import Stream, format_event
+from .uvicorn_host import host_from_target
 from .wire import WireAnswer, WireServer
 
 if TYPE_CHECKING:
@@ -447,7 +448,11 @@ async def serve_http(
     # the requests in flight are settled (answered) before uvicorn stops: its own wait only bounds the
     # writing of those last answers, and gets at least a moment for it, as the lean server's `drain` does
     flush = max(wait, math.ceil(_FLUSH_AT_LEAST))
-    config = uvicorn.Config(http.app, log_level=log_level, lifespan="on", timeout_graceful_shutdown=flush)
+    # `host_from_target`: the Host guard checks an absolute-form target's authority, not the received Host
+    protocol = host_from_target() or "auto"
+    config = uvicorn.Config(
+        http.app, http=protocol, log_level=log_level, lifespan="on", timeout_graceful_shutdown=flush
+    )
     uv = _Uvicorn(config)
     # each serve_http settles only its own requests, with a `Stop` of its own: settling a shared one at this
     # server's stop would refuse and cut the requests of another serve_http (one started from this one's

@@ -60,6 +60,7 @@ from mcpframe.session import eager
 
 from . import wire_answers
 from .asgi import Message, Receive, Scope, Send
+from .security import target_host
 from .wire_parts import (
     REASONS,
     Clock,
@@ -337,7 +338,8 @@ class _Connection(asyncio.BufferedProtocol):
                 "raw_path": parsed.path,
                 "query_string": parsed.query or b"",
                 "root_path": "",
-                "headers": cycle.headers,
+                # an absolute-form target's authority is the Host the app checks (RFC 9112 §3.2.2)
+                "headers": target_host(cycle.target, cycle.headers),
                 "client": self.client,
                 "server": self.server,
             }
