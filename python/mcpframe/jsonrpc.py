@@ -1,5 +1,6 @@
-"""JSON-RPC 2.0 and MCP error codes, as named constants (MCP method names: `mcpframe.protocol`), and
-`response_shaped`, what tells a rejected response from a rejected request on either side of a connection."""
+"""JSON-RPC 2.0 and MCP error codes, as named constants (MCP method names: `mcpframe.protocol`);
+`parse_error_data`, where a frame failed to parse; and `response_shaped`, what tells a rejected response
+from a rejected request on either side of a connection."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ __all__ = [
     "RESOURCE_NOT_FOUND",
     "UNSUPPORTED_PROTOCOL_VERSION",
     "URL_ELICITATION_REQUIRED",
+    "parse_error_data",
     "response_shaped",
 ]
 
@@ -61,3 +63,30 @@ def response_shaped(raw: bytes | None) -> bool:
     except (ValueError, RecursionError):
         return False
     return isinstance(value, dict) and "method" not in value and ("result" in value or "error" in value)
+
+
+def parse_error_data(raw: bytes | None, offset: int) -> dict[str, int | str]:
+    """The ``data`` of a -32700 answer: where the refused frame starts in its stream (``offset``; 0 for an
+    HTTP body) and, when the stdlib reading its bytes fails too, the byte of the frame where it fails
+    (``at``) and its reason (``detail``).
+
+    For frames the core rejected (a cold path; the frame is at most ``max_frame`` bytes). The core's
+    ``message`` stays as it is (peers compare it); this says which line was bad when its ``id`` is null.
+    A frame the stdlib accepts (the core refused it for another reason: a lone surrogate, nesting, a long
+    number) or that it cannot read (``raw`` not kept) gets its offset alone.
+    """
+    data: dict[str, int | str] = {"offset": offset}
+    if raw is None:
+        return data
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        data["at"], data["detail"] = exc.start, f"invalid UTF-8: {exc.reason}"
+        return data
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:  # its position counts characters: the frame's byte is wanted
+        data["at"], data["detail"] = len(text[: exc.pos].encode("utf-8")), exc.msg
+    except (ValueError, RecursionError):
+        pass
+    return data

@@ -105,7 +105,8 @@ async def test_bad_input_is_answered_and_logged_to_stderr_with_offset_and_previe
                 answers += await transport.receive()
     first, second = core.decode(answers.split(b"\n")[0]), core.decode(answers.split(b"\n")[1])
     assert first[0].kind == "error"
-    assert first[0].error == {"code": -32700, "message": "Parse error: invalid JSON"}
+    where = {"offset": 0, "at": garbage.index(b"oops"), "detail": "Expecting value"}  # where it broke
+    assert first[0].error == {"code": -32700, "message": "Parse error: invalid JSON", "data": where}
     assert second[0].id == 8  # the connection goes on
     assert second[0].result == {}
     log = stderr.read_text()

@@ -93,10 +93,9 @@ class PostHandler:
             return found
         batches = found is not None and protocol.batches_allowed(found.version)
         body = Body.decode(data, max_frame=self._lane_options.max_frame, batches=batches)
-        error = body.rejected
-        if error is not None:  # MCP: a rejected notification or response gets an error status too
-            rid = None if error.notification else error.id
-            return error_response(400, error.message, code=error.code, rid=rid)
+        refusal = body.refusal
+        if refusal is not None:
+            return refusal
         if body.modern:
             return await self._modern(request, body, accepts)
         if modern and not body.requests:
@@ -345,10 +344,9 @@ class PostHandler:
         header = request.headers.get(MCP_PROTOCOL_VERSION, "")
         version = header if header in protocol.LEGACY_VERSIONS else protocol.LATEST_LEGACY
         body = Body.decode(data, max_frame=self._lane_options.max_frame, batches=False)
-        error = body.rejected
-        if error is not None:
-            rid = None if error.notification else error.id
-            return error_response(400, error.message, code=error.code, rid=rid)
+        refusal = body.refusal
+        if refusal is not None:
+            return refusal
         if body.modern:
             return await self._modern(request, body, accepts)
         if not body.requests:

@@ -148,7 +148,7 @@ class LegacySSE:
             return data
         batches = protocol.batches_allowed(found.version)
         body = Body.decode(data, max_frame=self.session_options.max_frame, batches=batches)
-        if (refused := _refused(body)) is not None:
+        if (refused := body.refusal) is not None:
             return refused
         if not await found.transport.feed(one_line(data)):
             return _unknown_session()  # the stream ended while this POST waited for room
@@ -179,7 +179,7 @@ class LegacySSE:
                 return data
             # the holder knows the revision: a batch is checked there (its refusal is the local one)
             body = Body.decode(data, max_frame=self.session_options.max_frame, batches=True)
-            if (refused := _refused(body)) is not None:
+            if (refused := body.refusal) is not None:
                 return refused
             answer = await self.shared.relay(session_id, one_line(data), batch=body.batch)
             if answer is None and not await self.shared.held(session_id, owner):
@@ -196,7 +196,7 @@ class LegacySSE:
         if answer == GONE:
             return _unknown_session()
         if answer == NO_BATCH:
-            refused = _refused(Body.decode(data, max_frame=self.session_options.max_frame, batches=False))
+            refused = Body.decode(data, max_frame=self.session_options.max_frame, batches=False).refusal
             if refused is not None:
                 return refused
         why = "its input stayed full" if answer == FULL else "the instance holding it did not answer"
@@ -224,16 +224,6 @@ class LegacySSE:
         """Shutting down: no more input on any legacy session; each stream ends once its handlers answered."""
         for legacy in list(self.sessions.values()):
             legacy.transport.end_input()
-
-
-def _refused(body: Body) -> Reply | None:
-    """The 400 of a body that is one invalid message: answered on the POST, not the stream, so the
-    client learns which POST was wrong."""
-    error = body.rejected
-    if error is None:
-        return None
-    rid = None if error.notification else error.id
-    return error_response(400, error.message, code=error.code, rid=rid)
 
 
 def _accepted() -> Reply:

@@ -5,8 +5,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from mcpframe import core, protocol
+from mcpframe import core, jsonrpc, protocol
 from mcpframe._api import MessageLike
+from mcpframe.session.batch import error_answer
+
+from .responses import Reply, error_response
 
 __all__ = ["Body", "one_line"]
 
@@ -52,12 +55,18 @@ class Body:
         return body
 
     @property
-    def rejected(self) -> core.FrameError | None:
-        """The `FrameError` of a body that is one invalid message (not a batch), else `None`."""
-        first = self.items[0]
-        if self.batch or not isinstance(first, core.FrameError):
+    def refusal(self) -> Reply | None:
+        """The 400 of a body that is one invalid message (not a batch), else `None`: answered on the POST,
+        so the client learns which POST was wrong; MCP gives a rejected notification or response an error
+        status too. A parse error says where (`jsonrpc.parse_error_data`; the body's offset is 0)."""
+        error = self.items[0]
+        if self.batch or not isinstance(error, core.FrameError):
             return None
-        return first
+        rid = None if error.notification else error.id
+        data = None
+        if error.code == jsonrpc.PARSE_ERROR:
+            data = jsonrpc.parse_error_data(error.raw, error.offset)
+        return error_response(400, error.message, code=error.code, rid=rid, data=data)
 
     @property
     def modern(self) -> bool:
@@ -81,4 +90,4 @@ class Body:
 
     def error_frames(self) -> list[bytes]:
         """The answers to the invalid parts (without their trailing newline)."""
-        return [error.to_response().rstrip(b"\n") for error in self.errors]
+        return [error_answer(error).rstrip(b"\n") for error in self.errors]

@@ -247,9 +247,14 @@ def error_response(
     code: int = jsonrpc.INVALID_REQUEST,
     rid: int | str | None = None,
     headers: dict[str, str] | None = None,
+    data: dict[str, Any] | None = None,
 ) -> Reply:
-    """An HTTP error whose body is a JSON-RPC error response."""
-    return Reply(status, core.encode_error(rid, code, message).rstrip(b"\n"), headers, _JSON)
+    """An HTTP error whose body is a JSON-RPC error response (with ``data`` if given)."""
+    if data is None:
+        frame = core.encode_error(rid, code, message)
+    else:
+        frame = core.encode_error(rid, code, message, data)
+    return Reply(status, frame.rstrip(b"\n"), headers, _JSON)
 
 
 def json_response(frame: bytes, headers: dict[str, str] | None = None) -> Reply:

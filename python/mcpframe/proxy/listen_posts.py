@@ -99,10 +99,9 @@ class BridgePosts:
                 return found
             session = found
         body = Body.decode(data, max_frame=self.max_frame, batches=True)
-        error = body.rejected
-        if error is not None:  # as the host: a rejected notification or response gets an error status too
-            rid = None if error.notification else error.id
-            return error_response(400, error.message, code=error.code, rid=rid)
+        refusal = body.refusal  # as the host's
+        if refusal is not None:
+            return refusal
         return body, session, modern
 
     async def _read(self, request: HttpRequest, accepts: Accepts) -> bytes | Reply:

@@ -23,7 +23,7 @@ from typing import Any, Final, Literal
 
 from mcpframe import core, jsonrpc
 
-__all__ = ["BATCH_REFUSAL", "REFUSED", "SEAL", "Batch", "Batches", "Seal", "Stub"]
+__all__ = ["BATCH_REFUSAL", "REFUSED", "SEAL", "Batch", "Batches", "Seal", "Stub", "error_answer"]
 
 logger = logging.getLogger("mcpframe.session")
 
@@ -31,6 +31,15 @@ BATCH_REFUSAL: Final = "Invalid Request: batches are not supported"
 _BUSY: Final = (
     "Server busy: too many requests waiting while this session waits for the peer's answers; retry later"
 )
+
+
+def error_answer(error: core.FrameError) -> bytes:
+    """The response line to a rejected frame: a parse error's says where (``jsonrpc.parse_error_data``),
+    since its ``id`` is null and the peer cannot tell which of its lines was bad."""
+    if error.code != jsonrpc.PARSE_ERROR:
+        return error.to_response()
+    data = jsonrpc.parse_error_data(error.raw, error.offset)
+    return core.encode_error(error.id, error.code, error.message, data)
 
 
 class Batch:
@@ -160,7 +169,7 @@ class Batches:
             return
         elif isinstance(item, core.FrameError):
             if not item.notification:
-                busy.add(item.to_response())
+                busy.add(error_answer(item))
         elif item.kind == "request":
             busy.expect()
             busy.answer(core.encode_error(item.id, jsonrpc.INTERNAL_ERROR, _BUSY))

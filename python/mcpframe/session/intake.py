@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, Final
 from mcpframe import core, jsonrpc
 from mcpframe._api import Id, MessageLike
 from mcpframe.protocol import NOTIFICATIONS_CANCELLED, NOTIFICATIONS_PROGRESS, PING
-from mcpframe.session.batch import REFUSED, SEAL, Batches, Seal, Stub
+from mcpframe.session.batch import REFUSED, SEAL, Batches, Seal, Stub, error_answer
 from mcpframe.session.errors import JSONRPCError
 
 if TYPE_CHECKING:
@@ -409,7 +409,7 @@ class Intake:
             if jsonrpc.response_shaped(error.raw):  # never answered: a response gets no response
                 self._fail_our_request(error)
             elif not error.notification:
-                self._reply(error.to_response(), batch)
+                self._reply(error_answer(error), batch)
         return True
 
     def _fail_our_request(self, error: Any) -> None:
