@@ -104,4 +104,7 @@ def test_malformed_input_is_answered_and_end_of_input_exits_0(server_url: str) -
     assert done.returncode == 0, done.stderr
     by_id = {answer.get("id"): answer for answer in answers}
     assert by_id[None]["error"]["code"] == -32700  # the broken line, answered by the proxy itself
+    # where: it starts right after the initialize line, and fails at its second byte
+    assert by_id[None]["error"]["data"]["offset"] == len(json.dumps(initialize)) + 1
+    assert by_id[None]["error"]["data"]["at"] == 1
     assert by_id[1]["result"]["protocolVersion"] == "2025-06-18"

@@ -53,6 +53,10 @@ async def test_malformed_client_lines_are_answered_not_forwarded() -> None:
     answer = await client.recv()
     assert answer["id"] is None
     assert answer["error"]["code"] == -32700
+    data = answer["error"]["data"]  # where: the line's first byte in the stream, the byte in it, why
+    assert data["at"] == 1
+    assert data["offset"] > 0  # after the handshake's lines
+    assert "property name" in data["detail"]
     await client.send(b'{"jsonrpc":"2.0","id":7,"method":5}\n')
     answer = await client.recv()
     assert answer["id"] == 7

@@ -50,6 +50,7 @@ import anyio.abc
 
 from mcpframe import core, protocol
 from mcpframe._api import MessageLike
+from mcpframe.session.batch import error_answer
 
 from .options import ProxyOptions
 
@@ -277,7 +278,7 @@ async def _client_to_server(
         for item in decoder.feed(chunk):
             if isinstance(item, core.FrameError):
                 if not item.notification:  # answered as a stdio server would; never sent on broken
-                    await client.send(item.to_response())
+                    await client.send(error_answer(item))
                 continue
             if item.kind == "request":
                 if not backlog.clear:

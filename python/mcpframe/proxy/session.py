@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from mcpframe import core, jsonrpc
+from mcpframe.session.batch import error_answer
 from mcpframe.transports.base import TransportClosedError
 
 from .link import Writer
@@ -167,7 +168,7 @@ class ClientSession:
         forwarder = self._forwarder
         if isinstance(item, _FrameError):
             if not jsonrpc.response_shaped(item.raw):  # a broken answer gets no answer
-                back.append(item.to_response())
+                back.append(error_answer(item))
             return
         kind = item.kind
         frame: bytes | None
