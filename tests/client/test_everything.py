@@ -16,6 +16,7 @@ from typing import Any
 
 import anyio
 import pytest
+from tests._blocked import all_blocked
 
 from mcpframe.client import Client
 
@@ -74,7 +75,7 @@ async def test_everything_server() -> None:
             )
             with anyio.fail_after(5):
                 while len(seen) < 3:
-                    await anyio.wait_all_tasks_blocked()
+                    await all_blocked()
             assert seen == sorted(seen)
             sampled = await client.call_tool("trigger-sampling-request", {"prompt": "hello", "maxTokens": 10})
             assert "sampled-answer" in text_of(sampled)

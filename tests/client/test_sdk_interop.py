@@ -9,6 +9,7 @@ from typing import Any
 
 import anyio
 import pytest
+from tests._blocked import all_blocked
 
 from mcpframe import jsonrpc
 from mcpframe.client import Client
@@ -53,7 +54,7 @@ async def exercise(client: Client) -> None:
     assert text_of(result) == "counted 3"
     with anyio.fail_after(5):
         while len(seen) < 3:
-            await anyio.wait_all_tasks_blocked()
+            await all_blocked()
     assert seen == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
     assert text_of(await client.call_tool("greet", {})) == "Hello, Ada!"
     failed = await client.call_tool("fail", {})

@@ -7,6 +7,7 @@ from __future__ import annotations
 import anyio
 import httpx
 import pytest
+from tests._blocked import all_blocked
 
 from mcpframe.http.server import HttpOptions, StreamableHTTPServer
 from mcpframe.server import Context, Server
@@ -142,7 +143,7 @@ async def test_posts_wait_while_the_session_reads_nothing() -> None:
         async with posts:
             for rid in range(10, 30):  # ~5 KiB of requests, the queue holds 1 KiB
                 posts.start_soon(post, rid)
-            await anyio.wait_all_tasks_blocked()
+            await all_blocked()
             assert len(statuses) < 20  # some POSTs wait for their 202: back-pressure on the client
             assert legacy.transport.inbound.peak <= 1024
             server.gate.set()  # type: ignore[attr-defined]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import anyio
 import pytest
+from tests._blocked import all_blocked
 
 from mcpframe.http.legacy_pipe import BoundedPipe, LegacyTransport
 from mcpframe.transports.base import TransportClosedError
@@ -23,7 +24,7 @@ async def test_writers_wait_for_room_and_keep_their_order() -> None:
         await pipe.put(b"12345678")
         for chunk in (b"aaaa", b"b", b"cc"):  # "b" would fit, but waits behind "aaaa"
             tg.start_soon(put, chunk)
-            await anyio.wait_all_tasks_blocked()
+            await all_blocked()
         assert order == []
         assert pipe.get_nowait() == b"12345678"
         with anyio.fail_after(5):
@@ -50,7 +51,7 @@ async def test_close_ends_the_reader_after_the_queue_and_frees_the_writers() -> 
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(put)
-        await anyio.wait_all_tasks_blocked()
+        await all_blocked()
         pipe.close()
     assert results == [False]
     assert pipe.get_nowait() == b"abcd"

@@ -13,6 +13,7 @@ import mcp.types as sdk
 import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from tests._blocked import all_blocked
 from tests.proxy._listen_support import in_process_proxy
 
 from mcpframe.http import connect
@@ -114,7 +115,7 @@ async def test_a_client_that_does_not_read_stops_the_bridge_at_the_high_water_ma
     with anyio.fail_after(10):
         async with anyio.create_task_group() as tg:
             tg.start_soon(produce)
-            await anyio.wait_all_tasks_blocked()  # the producer ran as far as it may
+            await all_blocked()  # the producer ran as far as it may
             assert stream.queued() == HIGH_WATER + 1  # it waits, holding at most one event past the mark
             read = 0
             while read < HIGH_WATER * 3:  # the client reads: the producer goes on, to the end

@@ -12,6 +12,7 @@ from typing import Any
 
 import anyio
 import pytest
+from tests._blocked import all_blocked
 from tests.proxy._remote_support import SSE_HEAD, GatedStdio, Server, call, event, result, until
 
 from mcpframe import core
@@ -89,7 +90,7 @@ async def test_a_request_waiting_for_room_is_posted_only_once_the_cancel_was_tak
             await server.wait_for(1)
             await client.incoming_send.send(cancel(1))
             await server.wait_for(2)  # the cancel is being taken
-            await anyio.wait_all_tasks_blocked()
+            await all_blocked()
             assert [frame.get("id") for frame in server.sent] == [1, None]  # 2 still waits for room
             server.release.set()
             await server.wait_for(3)

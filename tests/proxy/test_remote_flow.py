@@ -6,6 +6,7 @@ import json
 
 import anyio
 import pytest
+from tests._blocked import all_blocked
 
 from mcpframe import core
 from mcpframe.proxy.remote import proxy_remote
@@ -48,14 +49,14 @@ async def test_no_more_than_the_bound_is_in_flight_and_answers_free_room() -> No
             tg.start_soon(lambda: proxy_remote(client, server, max_in_flight=3))
             await client.incoming_send.send(b"".join(request(i) for i in range(1, 8)) + b"{broken\n")
             await server.wait_for(3)
-            await anyio.wait_all_tasks_blocked()
+            await all_blocked()
             assert len(server.sent) == 3  # the 4th waits for an answer, with the 5th to 7th
             await client.incoming_send.send(request(8))
-            await anyio.wait_all_tasks_blocked()
+            await all_blocked()
             assert client.incoming.statistics().current_buffer_used == 1  # 4 wait (>= 3): stdin not read
             await server.incoming_send.send(core.encode_result(1, {}))
             await server.wait_for(4)
-            await anyio.wait_all_tasks_blocked()
+            await all_blocked()
             assert len(server.sent) == 4
             for rid in range(2, 9):
                 await server.incoming_send.send(core.encode_result(rid, {}))
@@ -88,7 +89,7 @@ async def test_answers_and_cancels_read_past_a_waiting_request_go_at_once() -> N
             reply = core.encode_result("s1", {}) + core.encode_result("s2", {}) + json.dumps(cancel).encode()
             await client.incoming_send.send(reply + b"\n")
             await server.wait_for(4)  # the answers, though calls 3..5 wait for room
-            await anyio.wait_all_tasks_blocked()
+            await all_blocked()
             assert [json.loads(f).get("id") for f in server.sent] == [1, 2, "s1", "s2"]
             await server.incoming_send.send(core.encode_result(1, {}))
             await server.incoming_send.send(core.encode_result(2, {}))

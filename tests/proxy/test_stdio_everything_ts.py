@@ -12,6 +12,7 @@ from typing import Any
 
 import anyio
 import pytest
+from tests._blocked import all_blocked
 
 from mcpframe.client import Client
 
@@ -56,7 +57,7 @@ async def test_typescript_everything_through_the_proxy() -> None:
             )
             with anyio.fail_after(5):
                 while len(seen) < 3:
-                    await anyio.wait_all_tasks_blocked()
+                    await all_blocked()
             sampled = await client.call_tool("trigger-sampling-request", {"prompt": "hello", "maxTokens": 10})
             assert "sampled-answer" in text_of(sampled)
             declined = await client.call_tool("trigger-elicitation-request", {})

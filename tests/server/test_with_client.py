@@ -7,6 +7,7 @@ from typing import Any
 import anyio
 import pytest
 from examples.everything import server
+from tests._blocked import all_blocked
 
 from mcpframe.client import Client
 
@@ -53,7 +54,7 @@ async def test_client_in_memory(mode: Any, era: str) -> None:
             )
             with anyio.fail_after(5):
                 while len(logs) < 3 or len(progress) < 3:
-                    await anyio.wait_all_tasks_blocked()
+                    await all_blocked()
     assert sampled["content"][0]["text"] == "LLM response: echo hi"
     assert "ann" in elicited["content"][0]["text"]
     assert [entry["data"] for entry in logs] == [

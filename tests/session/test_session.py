@@ -8,6 +8,7 @@ from typing import Any
 
 import anyio
 import pytest
+from tests._blocked import all_blocked
 from tests.session._support import Handlers, RawPeer
 
 from mcpframe import core, jsonrpc
@@ -313,7 +314,7 @@ async def test_notifications_are_delivered_in_order() -> None:
         await peer.until(1)
         with anyio.fail_after(5):
             while len(handlers.notifications) < 20:
-                await anyio.wait_all_tasks_blocked()
+                await all_blocked()
         assert handlers.notifications == [("notifications/n", {"i": i}) for i in range(20)]
 
 

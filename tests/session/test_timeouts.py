@@ -6,6 +6,7 @@ from typing import Any
 
 import anyio
 import pytest
+from tests._blocked import all_blocked
 from tests.session._support import Handlers, RawPeer
 from tests.session.test_session import assert_clean, connected
 
@@ -75,7 +76,7 @@ async def test_progress_calls_back_in_order_and_cleans_up() -> None:
         assert await client.request("progress", {}, on_progress=on_progress) == "done"
         with anyio.fail_after(5):
             while len(seen) < 3:
-                await anyio.wait_all_tasks_blocked()
+                await all_blocked()
         assert seen == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
         assert_clean(client, server)
 

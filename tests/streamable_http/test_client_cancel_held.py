@@ -18,7 +18,15 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from tests.streamable_http._client_support import Reply, Scripted, Seen, json_reply, result, serve_asgi
+from tests._blocked import all_blocked
+from tests.streamable_http._client_support import (
+    Reply,
+    Scripted,
+    Seen,
+    json_reply,
+    result,
+    serve_asgi,
+)
 
 from mcpframe import core
 from mcpframe.http.client import HttpClientOptions, StreamableHTTPTransport
@@ -127,7 +135,7 @@ async def test_a_held_cancel_goes_once_its_request_was_written(client: str) -> N
             await transport.send(CANCEL)  # returns at once: held until the request is written
             taken = transport.held_cancel(1)
             assert taken is not None
-            await anyio.wait_all_tasks_blocked()
+            await all_blocked()
             assert server.order == []
             assert not taken.is_set()
             assert transport.in_flight == 1  # its exchange runs until its cancel went
@@ -147,7 +155,7 @@ async def test_a_request_failing_before_it_was_written_lets_its_held_cancel_go(c
             await gated.at_gate.wait()
             async with anyio.create_task_group() as tg:
                 tg.start_soon(transport.send, CANCEL)
-                await anyio.wait_all_tasks_blocked()
+                await all_blocked()
                 gated.open.set()
                 await server.cancel_seen.wait()  # harmless: the server never had the request
             while transport.in_flight:
@@ -163,6 +171,6 @@ async def test_a_client_closed_with_a_cancel_held_ends_at_once() -> None:
             await transport.send(REQUEST)
             await gated.at_gate.wait()
             tg.start_soon(transport.send, CANCEL)
-            await anyio.wait_all_tasks_blocked()
+            await all_blocked()
         assert transport.in_flight == 0
     assert server.order == []

@@ -20,6 +20,7 @@ from contextlib import asynccontextmanager
 import anyio
 import anyio.to_thread
 import pytest
+from tests._blocked import all_blocked
 from tests.proxy._remote_support import Stdio
 
 from mcpframe import core
@@ -183,7 +184,7 @@ async def test_the_proxy_keeps_the_place_of_a_request_being_written_until_its_ca
         with anyio.fail_after(10):
             await stdio.input.send(cancel(1) + changed() + request(2))
             await slow_reader.saw(CHANGED)  # the proxy's writer is not held up by the cancel
-            await anyio.wait_all_tasks_blocked()
+            await all_blocked()
             assert slow_reader.order == [CALL, CHANGED]  # request 2 waits for request 1's place
             slow_reader.drain.set()
             assert (await stdio.answer(2))["result"] == {"content": []}

@@ -17,7 +17,15 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from tests.streamable_http._client_support import Reply, Scripted, Seen, json_reply, result, serve_asgi
+from tests._blocked import all_blocked
+from tests.streamable_http._client_support import (
+    Reply,
+    Scripted,
+    Seen,
+    json_reply,
+    result,
+    serve_asgi,
+)
 
 from mcpframe import core
 from mcpframe.http.client import HttpClientOptions, StreamableHTTPTransport
@@ -112,7 +120,7 @@ async def cancel_while_held(server: Recorder, holding: Holding) -> None:
             await holding.holding.wait()
             async with anyio.create_task_group() as tg:
                 tg.start_soon(transport.send, _cancel(1))  # returns once the request went, then its cancel
-                await anyio.wait_all_tasks_blocked()
+                await all_blocked()
                 holding.release.set()
                 await server.cancel_seen.wait()
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import anyio
 import pytest
+from tests._blocked import all_blocked
 from tests.streamable_http._client_support import serve_asgi
 from tests.streamable_http.test_client_cancel_unsent import CALL, Recorder, cancel, request
 
@@ -60,7 +61,7 @@ async def test_a_request_connected_in_the_same_pass_as_its_cancel_is_not_written
                 await connected.wait()
                 resume.set()  # request 1's task is due to resume, in the same pass as the cancel below
                 await transport.send(cancel(1))  # nothing of request 1 sent yet: both are dropped
-                await anyio.wait_all_tasks_blocked()
+                await all_blocked()
                 assert written == []
                 assert transport.in_flight == 0
                 await transport.send(request(2))

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from tests._blocked import all_blocked
 
 from mcpframe import core
 from mcpframe.client import Client
@@ -189,7 +190,7 @@ async def test_closing_while_a_receive_is_pending_ends_it() -> None:
     with anyio.fail_after(30):
         async with python("import sys; sys.stdin.read()") as transport, anyio.create_task_group() as tg:
             tg.start_soon(reader, transport)
-            await anyio.wait_all_tasks_blocked()
+            await all_blocked()
             await transport.aclose()
         assert received == [b""]
         assert transport.returncode == 0  # it exited on EOF, no signal needed
@@ -202,7 +203,7 @@ async def test_closing_while_a_pump_is_pending_ends_it() -> None:
             pump = transport.pump
             async with anyio.create_task_group() as tg:
                 tg.start_soon(pump, lambda data: None)
-                await anyio.wait_all_tasks_blocked()
+                await all_blocked()
                 await transport.aclose()
             assert await transport.receive() == b""
 
@@ -220,7 +221,7 @@ async def test_closing_while_a_send_waits_on_a_full_pipe_fails_that_send() -> No
     with anyio.fail_after(30):
         async with python(never_reads, grace=0.2) as transport, anyio.create_task_group() as tg:
             tg.start_soon(writer, transport)
-            await anyio.wait_all_tasks_blocked()
+            await all_blocked()
             await transport.aclose()
         assert len(errors) == 1
         assert transport.returncode == -signal.SIGTERM
