@@ -12,7 +12,6 @@ import pytest
 from tests.proxy._listen_support import child_env
 
 from mcpframe import core
-from mcpframe._unstable import anyio_tasks
 from mcpframe.proxy.pool import ChildPool
 
 pytestmark = pytest.mark.anyio
@@ -38,12 +37,8 @@ async def test_every_byte_arrives_once_and_in_order_after_a_partial_write() -> N
     small = b"after\n"
     try:
         with anyio.fail_after(30):
-            if anyio_tasks.CHOICE.private:
-                assert child.write_now(big)
-                assert not child.write_now(small)  # the transport still holds the rest of `big`
-            else:  # public only: no pipe of its own to write to, every frame through anyio's `send`
-                assert not child.write_now(big)
-                await child.write(big)
+            assert child.write_now(big)
+            assert not child.write_now(small)  # the transport still holds the rest of `big`
             await child.write(small)  # queued behind that rest
             stdin = child.process.stdin
             assert stdin is not None

@@ -1,4 +1,4 @@
-"""`anyio_tasks.pipe_transport`: the asyncio transport under anyio's process stdin, private path only."""
+"""`anyio_tasks.pipe_transport`: the asyncio transport under anyio's process stdin."""
 
 from __future__ import annotations
 
@@ -18,14 +18,12 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-async def test_the_transport_under_a_child_s_stdin_only_where_the_private_path_is_taken() -> None:
+async def test_the_transport_under_a_child_s_stdin() -> None:
     async with await anyio.open_process([sys.executable, "-c", "import sys; sys.stdin.read()"]) as process:
         transport = anyio_tasks.pipe_transport(process.stdin)
-        if anyio_tasks.CHOICE.private:
-            assert isinstance(transport, asyncio.WriteTransport)
-            assert transport.get_extra_info("pipe") is not None
-        else:  # public only (MCPFRAME_PUBLIC_ONLY=1) or an anyio it was not read in: the proxy uses `send`
-            assert transport is None
+        # (read on the public-only path too: the listening proxy's fast path has no public fallback yet)
+        assert isinstance(transport, asyncio.WriteTransport)
+        assert transport.get_extra_info("pipe") is not None
         assert process.stdin is not None
         await process.stdin.aclose()
 

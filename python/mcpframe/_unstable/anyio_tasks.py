@@ -16,7 +16,7 @@ Public fallback: ``SHIELD_AWARE`` and ``THREAD_TOKEN`` are False. The Session th
 anyio ``CancelScope`` of its own and cancels that scope (anyio itself waits for a shield to be left; one
 scope per request costs a few microseconds), and the worker pool hands calls to ``anyio.to_thread``
 (anyio's own worker threads, which carry the token; about a hundred microseconds per call);
-``pipe_transport`` gives ``None`` (the proxy writes through anyio's ``send``).
+``pipe_transport`` is the exception: it reads anyio's stream whatever the path (see its doc).
 """
 
 from __future__ import annotations
@@ -75,8 +75,8 @@ def clear_thread_token() -> None:
 
 def pipe_transport(stream: object) -> asyncio.WriteTransport | None:
     """The asyncio transport under anyio's process stream ``stream`` (a ``Process.stdin`` on the asyncio
-    backend), only on the private path; ``None`` otherwise (another backend, another shape, public only)."""
-    if not CHOICE.private:
-        return None
+    backend); ``None`` where it has another shape (another backend or anyio). Not switched off by the
+    public-only path yet: the listening proxy's fast path writes through it, and its public fallback (a
+    stdin pipe of the proxy's own, as its stdout already is) is still to build."""
     writer = getattr(stream, "_stream", None)
     return writer.transport if isinstance(writer, asyncio.StreamWriter) else None
