@@ -16,7 +16,7 @@ from mcpframe.session.batch import error_answer
 pytestmark = pytest.mark.anyio
 
 GOOD_1 = b'{"jsonrpc":"2.0","id":1,"method":"echo","params":{"n":1}}\n'
-BAD = b'{"jsonrpc":"2.0","id":2,"method":"echo",}\n'  # a trailing comma
+BAD = b'{"jsonrpc":"2.0","id":2,"method":"echo" x}\n'  # no comma (worded alike by 3.11 to 3.13's json)
 GOOD_3 = b'{"jsonrpc":"2.0","id":3,"method":"echo","params":{"n":3}}\n'
 
 
@@ -26,11 +26,10 @@ async def test_a_bad_line_between_good_ones_gets_its_place_and_the_good_ones_are
         items = [await peer.receive() for _ in range(3)]
     errors = [item for item in items if item.id is None]
     assert len(errors) == 1
-    at = BAD.index(b",}") + 1
+    at = BAD.index(b" x}") + 1
     assert errors[0].raw == (
         b'{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: invalid JSON",'
-        b'"data":{"offset":%d,"at":%d,"detail":"Expecting property name enclosed in double quotes"}}}'
-        % (len(GOOD_1), at)
+        b'"data":{"offset":%d,"at":%d,"detail":"Expecting \',\' delimiter"}}}' % (len(GOOD_1), at)
     )
     answered = [(item.id, item.result) for item in items if item.id is not None]
     assert answered == [(1, {"n": 1}), (3, {"n": 3})]  # the good ones, in order
