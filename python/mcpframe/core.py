@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 from types import ModuleType
 from typing import TYPE_CHECKING, Final, Literal
 
@@ -40,6 +41,23 @@ def load_backend(name: str) -> ModuleType:
     raise ValueError(f"MCPFRAME_BACKEND must be 'auto', 'native' or 'python', not {name!r}")
 
 
+_OLDEST_PYTHON: Final = (3, 11)
+"""The oldest Python mcpframe runs on (pyproject's ``requires-python``)."""
+
+
+def _check_python() -> None:
+    """Refuse an older Python in one sentence. pip enforces ``requires-python``, but the pure-Python route
+    from a clone (``PYTHONPATH=python``) never meets pip: on 3.10 the import would fail deep in the python
+    backend with ``re.error: multiple repeat`` (possessive quantifiers came with 3.11)."""
+    if sys.version_info[:2] < _OLDEST_PYTHON:
+        found = ".".join(map(str, sys.version_info[:3]))
+        raise ImportError(
+            f"mcpframe needs Python 3.11, 3.12 or 3.13; this is Python {found} ({sys.executable}): "
+            "make the venv with a supported one, e.g. `python3.11 -m venv .venv`"
+        )
+
+
+_check_python()
 _backend = load_backend(os.environ.get("MCPFRAME_BACKEND", "auto").strip().lower() or "auto")
 
 BACKEND: Literal["native", "python"] = "python" if _backend.__name__ == _PYTHON else "native"
