@@ -87,6 +87,8 @@ def _tool_result(conn: ServerConnection, tool: Tool, value: Any, call: CallInfo)
     try:
         content, structured, is_error, meta = _parts(tool, value)
     except (TypeError, ValueError) as exc:  # not JSON data at all (or an int past Python's 4300 digits)
+        if inspect.iscoroutine(value):
+            return _mismatch(conn, tool, _never_awaited(value))
         return _mismatch(conn, tool, f"cannot be encoded as JSON ({exc})")
     if tool.check_output is not None and not is_error:
         problem = tool.check_output(structured)
@@ -100,6 +102,13 @@ def _tool_result(conn: ServerConnection, tool: Tool, value: Any, call: CallInfo)
     if meta:
         result["_meta"] = meta
     return result
+
+
+def _never_awaited(coroutine: Any) -> str:
+    """What to say of a coroutine returned by a tool: almost always an `await` forgotten in its body."""
+    name = getattr(coroutine, "__qualname__", "?")
+    coroutine.close()  # said here, with the fix: Python's own "never awaited" warning would repeat it
+    return f"is the coroutine {name}(), never awaited: a missing `await` in the tool?"
 
 
 def _mismatch(conn: ServerConnection, tool: Tool, problem: str) -> dict[str, Any]:
