@@ -54,6 +54,7 @@ from mcpframe.http.client_wire import (
     content_type,
     encode_header_value,
     mcp_name,
+    refusal_reason,
     request_id,
     retry_after,
     stamped_version,
@@ -508,12 +509,18 @@ class StreamableHTTPTransport(BackgroundTransport):
             for attempt in range(2):
                 sent_session = None if stamped_version(message.params) else self.session_id
                 async with self._post(message.raw, self._post_headers(message)) as response:
-                    await response.aread()
+                    body = await response.aread()
                 if response.status_code == 404 and sent_session is not None and attempt == 0:
                     await self._reinitialize(sent_session)
                     continue
                 if response.status_code >= 400:
-                    logger.warning("the server refused a %s: HTTP %d", message.kind, response.status_code)
+                    reason = refusal_reason(body)
+                    logger.warning(
+                        "the server refused %s: HTTP %d%s",
+                        message.method or f"a {message.kind}",  # a response has no method
+                        response.status_code,
+                        f" ({reason})" if reason else "",
+                    )
                 break
         except httpx.HTTPError as exc:
             logger.warning("posting a %s failed: %r", message.kind, exc)

@@ -42,6 +42,7 @@ __all__ = [
     "mcp_name",
     "ndjson_frame",
     "read_limited",
+    "refusal_reason",
     "request_id",
     "retry_after",
     "shared_ssl_context",
@@ -420,3 +421,17 @@ def synthesized_error(rid: int | str, code: int, text: str) -> MessageLike:
     item = core.decode(core.encode_error(rid, code, text))[0]
     assert not isinstance(item, core.FrameError)
     return item
+
+
+def refusal_reason(body: bytes) -> str:
+    """Why the server refused a POST, from its body: the JSON-RPC error's message when it sent one (as
+    mcpframe and the SDK do: "Bad Request: the Mcp-Session-Id header is required"), else its first words."""
+    head = body[:_REFUSAL_TEXT]
+    for item in core.decode(head):
+        if not isinstance(item, core.FrameError) and item.kind == "error" and isinstance(item.error, dict):
+            return str(item.error.get("message", ""))
+    return head.decode("utf-8", "replace").strip()
+
+
+_REFUSAL_TEXT: Final = 500
+"""Bytes of a refusal's body read for its reason."""
