@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import errno
 import os
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -25,7 +26,14 @@ from mcpframe._gc import freeze_startup_heap
 
 from .verify_flags import add_verify_flags, verify_auth, wants_verification
 
-__all__ = ["add_http_flags", "http_options", "http_warnings", "parse_noting_http_flags", "ready_callback"]
+__all__ = [
+    "add_http_flags",
+    "bind_hint",
+    "http_options",
+    "http_warnings",
+    "parse_noting_http_flags",
+    "ready_callback",
+]
 
 _ENV_TOKEN = "MCPFRAME_AUTH_TOKEN"
 _LOOPBACK = ("localhost", "::1", "[::1]")
@@ -333,3 +341,15 @@ def http_warnings(args: argparse.Namespace) -> list[str]:
             "refuse unless they connect by that URL: add --auth-resource with the URL clients use"
         )
     return warnings
+
+
+def bind_hint(exc: OSError, *, port_flag: str, host_flag: str) -> str:
+    """What to do when the address cannot be bound, for the usual reasons (empty for any other): `port_flag`
+    and `host_flag` say where the user sets them (`--port N`, or the `--listen` URL's port)."""
+    if exc.errno == errno.EADDRINUSE:
+        return f"; another process listens there: stop it, or choose another port ({port_flag})"
+    if exc.errno == errno.EACCES:
+        return f"; ports below 1024 need root: choose a port from 1024 up ({port_flag})"
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return f"; no interface of this machine has that address ({host_flag})"
+    return ""

@@ -23,7 +23,7 @@ from typing import cast
 
 from mcpframe._extras import install_hint
 
-from .http_flags import add_http_flags, http_options, parse_noting_http_flags
+from .http_flags import add_http_flags, bind_hint, http_options, parse_noting_http_flags
 
 __all__ = ["proxy_main"]
 
@@ -228,5 +228,8 @@ def proxy_main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         if options.listen is None or exc.errno not in _BIND_ERRORS:
             raise
-        print(f"mcpframe proxy: cannot listen on {options.listen}: {exc}", file=sys.stderr)
+        hint = bind_hint(
+            exc, port_flag="another port in the --listen URL", host_flag="--listen http://127.0.0.1:PORT/mcp"
+        )
+        print(f"mcpframe proxy: cannot listen on {options.listen}: {exc}{hint}", file=sys.stderr)
         return 1

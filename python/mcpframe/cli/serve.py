@@ -24,7 +24,14 @@ import anyio
 from mcpframe._extras import install_hint
 from mcpframe.server.lifecycle import GRACE_ENV
 
-from .http_flags import add_http_flags, http_options, http_warnings, parse_noting_http_flags, ready_callback
+from .http_flags import (
+    add_http_flags,
+    bind_hint,
+    http_options,
+    http_warnings,
+    parse_noting_http_flags,
+    ready_callback,
+)
 from .target import Target, TargetError, load_target
 from .verify_flags import wants_verification
 
@@ -296,7 +303,8 @@ def serve_main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         if options is None:
             raise
-        print(f"mcpframe serve: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        hint = bind_hint(exc, port_flag="--port N, or --port 0 for a free one", host_flag="--host 127.0.0.1")
+        print(f"mcpframe serve: cannot listen on {args.host}:{args.port}: {exc}{hint}", file=sys.stderr)
         return 1
 
 
