@@ -14,6 +14,9 @@ A marker is an HTML comment on the line just above a fenced block (invisible on 
 - `sdk-app; call NAME {json} -> TEXT`: the block serves an official-SDK app `app` (defined by the test);
   it runs as a child and the tool must answer TEXT.
 - `sh`: each line of a shell block runs and must end with status 0 (only cheap commands are marked).
+- `sh (server)`: each line runs in a directory holding the page's last server block as `server.py`, with
+  a handshake and a `tools/list` on stdin; it must end with status 0 and print the server's tools
+  (`tests/docs/test_shell_with_server.py`).
 - `no: REASON`: not run (a fragment); the reason is shown.
 - `(private-fastmcp)` after the kind, e.g. `server (private-fastmcp); call ...`: the block serves a FastMCP
   app on the engine, which reaches it through fastmcp's private names only; where mcpframe took the public

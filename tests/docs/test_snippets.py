@@ -33,7 +33,7 @@ DESIGN_DOCS = {"architecture.md", "core-contract.md", "fuzzing.md", "session-api
 PAGES = [ROOT / "README.md", *sorted(p for p in (ROOT / "docs").glob("*.md") if p.name not in DESIGN_DOCS)]
 ALL = [block for page in PAGES for block in blocks(page, ROOT)]
 PYTHON = [block for block in ALL if block.language == "python"]
-SHELL = [block for block in ALL if block.language == "sh" and block.mode == "sh"]
+SHELL = [block for block in ALL if block.language == "sh" and block.mode == "sh" and not block.needs]
 
 DOC_URL = "http://127.0.0.1:8000/mcp"
 """The URL the pages' HTTP clients use; the test serves the page's server elsewhere and substitutes it."""
