@@ -57,7 +57,9 @@ def _check_report(report: dict[str, object], transport: str) -> None:
     assert "test://static-text" in report["resources"]["names"]  # type: ignore[index]
     assert "test_simple_prompt" in report["prompts"]["names"]  # type: ignore[index]
     steps = [step["step"] for step in report["steps"]]  # type: ignore[attr-defined]
-    assert steps[-4:] == ["handshake", "tools/list", "resources/list", "prompts/list"]
+    lists = ["tools/list", "resources/list", "resources/templates/list", "prompts/list"]
+    assert steps[-5:] == ["handshake", *lists]
+    assert "test://template/{id}/data" in report["templates"]["names"]  # type: ignore[index]
     assert all(step["ms"] >= 0 for step in report["steps"])  # type: ignore[attr-defined]
 
 

@@ -2,9 +2,9 @@
 
 The probe connects (a stdio child, or `mcpframe.http.connect` with its automatic choice between Streamable
 HTTP and the legacy SSE transport), handshakes with the client's own era negotiation, lists tools,
-resources and prompts (every page; a list the server has no capability for is skipped) and prints the
-negotiated revision, server info, capabilities, counts, names and how long each step took; `--json`
-prints the same as one JSON object. When anything fails the exit status is 1 and stderr has ONE line
+resources, resource templates and prompts (every page; a list the server has no capability for is skipped)
+and prints the negotiated revision, server info, capabilities, counts, names and how long each step took;
+`--json` prints the same as one JSON object. When anything fails the exit status is 1 and stderr has ONE line
 saying why (timeout, non-JSON on the child's stdout, the child exited, handshake refused, HTTP 401,
 connection refused); 2 is a usage error.
 """
@@ -32,7 +32,14 @@ from mcpframe.transports.process import ProcessTransport, spawn
 __all__ = ["ProbeFailure", "probe_main"]
 
 _T = TypeVar("_T")
-_LISTS = (("tools", "name"), ("resources", "uri"), ("prompts", "name"))
+_LISTS = (
+    ("tools", "name", "tools", "tools/list"),
+    ("resources", "uri", "resources", "resources/list"),
+    # a server whose only resource is `@server.resource("notes://{name}")` lists no resource, only this
+    ("templates", "uriTemplate", "resources", "resources/templates/list"),
+    ("prompts", "name", "prompts", "prompts/list"),
+)
+"""What is listed: the report's key, the item's name field, the capability it needs, the method."""
 
 
 class ProbeFailure(Exception):
@@ -196,14 +203,21 @@ async def _probe(target: _Target) -> dict[str, Any]:
         listers = {
             "tools": client.list_tools,
             "resources": client.list_resources,
+            "templates": client.list_resource_templates,
             "prompts": client.list_prompts,
         }
-        for kind, key in _LISTS:
-            if kind not in client.server_capabilities:
+        for kind, key, capability, method in _LISTS:
+            if capability not in client.server_capabilities:
                 report[kind] = None
                 continue
-            target.step = f"{kind}/list"
-            items = await _timed(steps, target.step, listers[kind])
+            target.step = method
+            try:
+                items = await _timed(steps, target.step, listers[kind])
+            except JSONRPCError as exc:  # templates came later than resources: an older server may lack them
+                if kind != "templates" or exc.code != jsonrpc.METHOD_NOT_FOUND:
+                    raise
+                report[kind] = None
+                continue
             report[kind] = {"count": len(items), "names": [str(item.get(key)) for item in items]}
     return report
 
@@ -216,7 +230,7 @@ def _text(target: str, report: dict[str, Any]) -> str:
         f"revision:     {report.get('revision')}",
         f"capabilities: {', '.join(sorted(report.get('capabilities') or {})) or '(none)'}",
     ]
-    for kind, _key in _LISTS:
+    for kind, *_ in _LISTS:
         listed = report.get(kind)
         if listed is None:
             lines.append(f"{kind + ':':<13} (no capability)")
@@ -230,7 +244,9 @@ def _text(target: str, report: dict[str, Any]) -> str:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mcpframe probe",
-        description="Handshake with an MCP server, list its tools, resources and prompts; time each step.",
+        description=(
+            "Handshake with an MCP server, list its tools, resources, templates and prompts; time each step."
+        ),
         epilog="mcpframe probe -- python server.py | mcpframe probe http://127.0.0.1:8000/mcp --header "
         "'Authorization: Bearer TOKEN'",
     )
