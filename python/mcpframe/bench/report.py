@@ -11,7 +11,7 @@ from mcpframe import __version__
 from mcpframe.bench.contenders import backend_status
 from mcpframe.bench.runner import MIB, FrameRow, Results, Row, Target
 
-__all__ = ["environment", "method", "render", "summary", "to_json"]
+__all__ = ["busy_note", "environment", "method", "render", "summary", "to_json"]
 
 SCHEMA = 1
 
@@ -26,6 +26,27 @@ def environment() -> dict[str, Any]:
         "cpus": os.cpu_count(),
         "backends": backend_status(),
     }
+
+
+def _load() -> float | None:
+    """The 1-minute load average now (at the end of the run: it covers the run's last minute); None where
+    the platform has none."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return None
+
+
+def busy_note(clock: str, cpus: int | None, load: float | None) -> str | None:
+    """A line for a wall-clock run on a machine with more runnable work than cores: its figures can be off
+    several times over (others' work counted as ours), which the report should say rather than a reader
+    find out by comparing with the README; None otherwise."""
+    if clock != "wall" or load is None or not cpus or load <= cpus:
+        return None
+    return (
+        f"note: load average {load:.1f} on {cpus} CPUs during the run: other work shared the cores, so these "
+        "wall-clock figures are noisy; --clock cpu counts this process's CPU time only"
+    )
 
 
 def _num(value: float | None, digits: int = 2) -> str:
@@ -261,6 +282,9 @@ def render(results: Results, env: dict[str, Any], *, targets: bool = False) -> s
         f"timing: {rounds}; streaming decoders fed {settings.chunk // 1024} KiB chunks"
         + ("; --quick (tiny corpora, indicative only)" if settings.quick else ""),
     ]
+    busy = busy_note(settings.clock, env["cpus"], _load())
+    if busy is not None:
+        lines.append(busy)
     lines.append("t/orjson: time relative to orjson on the same corpus and operation (lower is faster)")
     lines += _rows_text(results)
     lines += _frames_text(results.frames, settings.chunk)
