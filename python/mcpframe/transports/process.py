@@ -22,9 +22,11 @@ start went away.
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import sys
+import sysconfig
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import suppress
@@ -257,6 +259,17 @@ def _widen(fd: int) -> None:
             fcntl.fcntl(fd, set_size, _PIPE_SIZE)
 
 
+def _not_on_path(command: str) -> FileNotFoundError:
+    """A bare command name PATH does not have, said with the likely fix. The common case: the README's
+    `Client.stdio("mcpframe", ...)` from a venv's Python that was run without activating the venv."""
+    mine = os.path.join(sysconfig.get_path("scripts"), command)
+    if os.path.isfile(mine) and os.access(mine, os.X_OK):
+        how = f"this Python's environment has it: pass {mine!r}, or activate that environment"
+    else:
+        how = "pass its full path, or add its directory to PATH"
+    return FileNotFoundError(errno.ENOENT, f"No such file or directory: {command!r} is not on PATH; {how}")
+
+
 async def spawn(
     command: str,
     args: Sequence[str] = (),
@@ -295,10 +308,12 @@ async def spawn(
             cwd=cwd,
             start_new_session=True,
         )
-    except BaseException:
+    except BaseException as exc:
         for fd in (write_fd, read_fd, err_read):
             if fd >= 0:
                 os.close(fd)
+        if isinstance(exc, FileNotFoundError) and exc.filename == command and os.sep not in command:
+            raise _not_on_path(command) from exc
         raise
     finally:
         for fd in (child_stdin, child_stdout, child_stderr):
