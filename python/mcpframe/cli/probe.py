@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 import anyio
 
-from mcpframe import core, jsonrpc
+from mcpframe import core, jsonrpc, protocol
 from mcpframe.client import Client
 from mcpframe.client.connection import IncompatibleServerError
 from mcpframe.session.errors import ConnectionClosed, JSONRPCError
@@ -33,11 +33,11 @@ __all__ = ["ProbeFailure", "probe_main"]
 
 _T = TypeVar("_T")
 _LISTS = (
-    ("tools", "name", "tools", "tools/list"),
-    ("resources", "uri", "resources", "resources/list"),
+    ("tools", "name", "tools", protocol.TOOLS_LIST),
+    ("resources", "uri", "resources", protocol.RESOURCES_LIST),
     # a server whose only resource is `@server.resource("notes://{name}")` lists no resource, only this
-    ("templates", "uriTemplate", "resources", "resources/templates/list"),
-    ("prompts", "name", "prompts", "prompts/list"),
+    ("templates", "uriTemplate", "resources", protocol.RESOURCES_TEMPLATES_LIST),
+    ("prompts", "name", "prompts", protocol.PROMPTS_LIST),
 )
 """What is listed: the report's key, the item's name field, the capability it needs, the method."""
 
