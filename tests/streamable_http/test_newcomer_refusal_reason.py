@@ -27,7 +27,7 @@ async def refuse(seen: Seen) -> Reply:
     if seen.method is not None:  # the notification: a JSON-RPC error body, as mcpframe and the SDK send
         error = {"code": -32600, "message": NO_SESSION}
         return json_reply({"jsonrpc": "2.0", "id": None, "error": error}, 400)
-    return Reply(403, {"content-type": "text/plain"}, b"  not for you \n")  # any other body: its text
+    return Reply(403, {"content-type": "text/plain"}, b"  not for\n  you \n")  # any other body: its text
 
 
 class Refusals(logging.Handler):

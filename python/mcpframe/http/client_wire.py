@@ -430,7 +430,7 @@ def refusal_reason(body: bytes) -> str:
     for item in core.decode(head):
         if not isinstance(item, core.FrameError) and item.kind == "error" and isinstance(item.error, dict):
             return str(item.error.get("message", ""))
-    return head.decode("utf-8", "replace").strip()
+    return " ".join(head.decode("utf-8", "replace").split())  # one log line, even for an HTML page
 
 
 _REFUSAL_TEXT: Final = 500
