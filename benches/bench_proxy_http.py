@@ -153,7 +153,7 @@ def _listen(name: str = "listen") -> list[str]:
     if name == "listen lean baseline":  # the other tree's proxy and its children (`_baseline_env`)
         assert BASELINE is not None
         child = [PY, str(BASELINE / "benches" / Path(__file__).name), "--serve-stdio"]
-        return [PY, "-m", "mcpframe", "proxy", "--listen", url, *_lean("lean"), "--", *child]
+        return [PY, "-m", "mcpframe", "proxy", "--listen", url, *_lean("listen lean"), "--", *child]
     return [PY, "-m", "mcpframe", "proxy", "--listen", url, *_lean(name), "--", *STDIO_SERVER]
 
 
