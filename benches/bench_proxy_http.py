@@ -178,6 +178,11 @@ def _bench_server() -> Any:
         """Echo the text (the raw HTTP client's tool)."""
         return text
 
+    @server.tool
+    async def aecho(text: str) -> str:
+        """`echo` as `async def`: answered on the event loop, no worker thread (`stdio_one_instructions`)."""
+        return text
+
     return server
 
 
