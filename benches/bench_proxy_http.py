@@ -26,7 +26,8 @@ checked before timing; while timed, each answer's status and echoed text are che
 call of the proxy process (or of the server, for the floors) read from /proc (utime + stime, children not
 included); for the `listen` rows also that of the proxy's children (the stdio servers it started, read
 from /proc the same way: `upstream/child CPU us/call`). `--mcp-proxy PATH`: mcp-proxy's executable (0.13,
-its own venv) for the same modes; its rows are skipped without it. `--rows a,b`: only those rows.
+its own venv) for the same modes; its rows are skipped without it. `--rows a,b`: only those rows. `--tool
+aecho`: the HTTP rows call `aecho`, `echo` as `async def` (answered without a worker thread), instead.
 
     .venv/bin/python benches/bench_proxy_http.py [--rounds 5] [--sessions 16] [--calls 200] [--pipelined 5000]
 
@@ -77,6 +78,8 @@ MCP_PROXY: Path | None = None
 """mcp-proxy's executable (`--mcp-proxy`): its rows run only with it."""
 BASELINE: Path | None = None
 """Another mcpframe tree (`--baseline`): the `remote baseline` row runs its proxy."""
+TOOL = "echo"
+"""The HTTP rows' tool (`--tool`): `echo` (`def`: a worker thread per call) or `aecho` (`async def`)."""
 
 
 def _serve_stdio() -> None:
@@ -297,7 +300,7 @@ async def _measure(url: str, pid: int, row: Row, calls: int) -> float:
         # one by one, each on a fresh connection (a server closes one left idle while the others open;
         # a session whose connection closed meanwhile opens another: its MCP session lives on in its id)
         for i in range(row.clients):
-            sessions.append(session := Session(await open_connection(port), port, era, "echo"))
+            sessions.append(session := Session(await open_connection(port), port, era, TOOL))
             await session.open()
             await session.check(10_000_000 + i)  # the output check, before anything is timed
 
@@ -392,7 +395,7 @@ def run(
 def table(results: list[Result]) -> str:
     """Medians side by side."""
     lines = [
-        "mcpframe proxy HTTP bridges, tools/call echo (HTTP rows) or add (pipelined), "
+        f"mcpframe proxy HTTP bridges, tools/call {TOOL} (HTTP rows) or add (pipelined), "
         f"core backend {core.BACKEND}, medians of {len(results[0].rows)} interleaved rounds",
         f"{'row':<20} {'load':<22} {'calls/s':>9} {'p50 ms':>8} {'p99 ms':>8} "
         f"{'proxy/server CPU us/call':>25} {'load CPU us/call':>17} {'upstream/child CPU us/call':>27}",
@@ -429,6 +432,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--pipelined", type=int, default=5000, help="calls pipelined (stdio rows)")
     parser.add_argument("--mcp-proxy", type=Path, default=None, help="mcp-proxy 0.13's executable")
     parser.add_argument("--rows", default=None, help="comma-separated rows to run (default: all)")
+    parser.add_argument("--tool", choices=("echo", "aecho"), default="echo", help="the HTTP rows' tool")
     parser.add_argument(
         "--baseline", type=Path, default=None, help="another mcpframe tree: `remote baseline`"
     )
@@ -436,8 +440,8 @@ def main(argv: list[str]) -> int:
     if args.serve_stdio:
         _serve_stdio()
         return 0
-    global MCP_PROXY, BASELINE  # noqa: PLW0603 - one run's settings, read by the rows
-    BASELINE = args.baseline
+    global MCP_PROXY, BASELINE, TOOL  # noqa: PLW0603 - one run's settings, read by the rows
+    BASELINE, TOOL = args.baseline, args.tool
     if args.mcp_proxy is not None and not args.mcp_proxy.exists():
         print(f"--mcp-proxy {args.mcp_proxy}: not found, its rows are skipped", file=sys.stderr)
     elif args.mcp_proxy is not None:
