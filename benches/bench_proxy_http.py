@@ -14,7 +14,9 @@ Two tools, `add(a, b)` and `echo(text)`, served by mcpframe's `Server` (this fil
   (`MCPFRAME_PROXY_FAST_LANE=0`: every request through the transport); `remote httpx`: the same with
   `MCPFRAME_HTTP_LEAN=0`; `remote baseline` (with `--baseline DIR`): the proxy of another tree of mcpframe
   (e.g. `git archive main python | tar -x -C DIR`, with the built `_core*.so` copied in), run with
-  `PYTHONPATH=DIR/python`, so a change is measured against what it replaces in the same run.
+  `PYTHONPATH=DIR/python`, so a change is measured against what it replaces in the same run; `listen lean
+  baseline` (with `--baseline DIR` holding `benches/` too: `git archive main python benches`): `listen lean`
+  of that tree, the proxy and its children (`DIR/benches/bench_proxy_http.py --serve-stdio`) both run there.
 
 HTTP rows: 16 keep-alive sessions of a raw HTTP/1.1 client (`servers/http_wire_client.py`: one connection
 per session, one `echo` call in flight each, no client library), the same client for every contender, so
@@ -24,7 +26,8 @@ checked before timing; while timed, each answer's status and echoed text are che
 call of the proxy process (or of the server, for the floors) read from /proc (utime + stime, children not
 included); for the `listen` rows also that of the proxy's children (the stdio servers it started, read
 from /proc the same way: `upstream/child CPU us/call`). `--mcp-proxy PATH`: mcp-proxy's executable (0.13,
-its own venv) for the same modes; its rows are skipped without it. `--rows a,b`: only those rows.
+its own venv) for the same modes; its rows are skipped without it. `--rows a,b`: only those rows. `--tool
+aecho`: the HTTP rows call `aecho`, `echo` as `async def` (answered without a worker thread), instead.
 
     .venv/bin/python benches/bench_proxy_http.py [--rounds 5] [--sessions 16] [--calls 200] [--pipelined 5000]
 
@@ -75,6 +78,8 @@ MCP_PROXY: Path | None = None
 """mcp-proxy's executable (`--mcp-proxy`): its rows run only with it."""
 BASELINE: Path | None = None
 """Another mcpframe tree (`--baseline`): the `remote baseline` row runs its proxy."""
+TOOL = "echo"
+"""The HTTP rows' tool (`--tool`): `echo` (`def`: a worker thread per call) or `aecho` (`async def`)."""
 
 
 def _serve_stdio() -> None:
@@ -87,10 +92,14 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 @contextmanager
-def _process(command: list[str], port: int | None = None) -> Iterator[tuple[str, int]]:
+def _process(
+    command: list[str], port: int | None = None, env: dict[str, str] | None = None
+) -> Iterator[tuple[str, int]]:
     """A child that prints `Streamable HTTP on URL` on stderr (or, given `port`, listens on it: mcp-proxy);
     yields (URL, pid)."""
-    child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=_env())
+    child = subprocess.Popen(
+        command, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env or _env()
+    )
     try:
         assert child.stderr is not None
         threading.Thread(target=_drain, args=(child.stderr, found := []), daemon=True).start()
@@ -144,7 +153,16 @@ def _direct_http(name: str = "direct http") -> list[str]:
 
 def _listen(name: str = "listen") -> list[str]:
     url = "http://127.0.0.1:0/mcp"
+    if name == "listen lean baseline":  # the other tree's proxy and its children (`_baseline_env`)
+        assert BASELINE is not None
+        child = [PY, str(BASELINE / "benches" / Path(__file__).name), "--serve-stdio"]
+        return [PY, "-m", "mcpframe", "proxy", "--listen", url, *_lean("listen lean"), "--", *child]
     return [PY, "-m", "mcpframe", "proxy", "--listen", url, *_lean(name), "--", *STDIO_SERVER]
+
+
+def _baseline_env() -> dict[str, str]:
+    """`--baseline`'s tree first on the path (the proxy's children inherit it)."""
+    return {**_env(), "PYTHONPATH": str(BASELINE / "python") if BASELINE else ""}
 
 
 def _bench_server() -> Any:
@@ -161,6 +179,11 @@ def _bench_server() -> Any:
     @server.tool
     def echo(text: str) -> str:
         """Echo the text (the raw HTTP client's tool)."""
+        return text
+
+    @server.tool
+    async def aecho(text: str) -> str:
+        """`echo` as `async def`: answered on the event loop, no worker thread (`stdio_one_instructions`)."""
         return text
 
     return server
@@ -277,7 +300,7 @@ async def _measure(url: str, pid: int, row: Row, calls: int) -> float:
         # one by one, each on a fresh connection (a server closes one left idle while the others open;
         # a session whose connection closed meanwhile opens another: its MCP session lives on in its id)
         for i in range(row.clients):
-            sessions.append(session := Session(await open_connection(port), port, era, "echo"))
+            sessions.append(session := Session(await open_connection(port), port, era, TOOL))
             await session.open()
             await session.check(10_000_000 + i)  # the output check, before anything is timed
 
@@ -313,7 +336,8 @@ def http_round(name: str, sessions: int, calls: int) -> tuple[Row, float]:
     else:
         command = _direct_http(name) if name.startswith("direct http") else _listen(name)
     shape = "modern" if "modern" in name else "sse"
-    with _process(command, port) as (url, pid):
+    env = _baseline_env() if name.endswith(" baseline") else None
+    with _process(command, port, env) as (url, pid):
         row = Row("raw", name, shape, sessions, 0, 0.0, [])
         children = asyncio.run(asyncio.wait_for(_measure(url, pid, row, calls), 300))
     return row, 1e6 * children / row.calls
@@ -331,7 +355,7 @@ def pipe_round(name: str, calls: int, floor_url: str) -> Row:
     elif name == "remote full":
         env = _env(MCPFRAME_PROXY_FAST_LANE="0")
     elif name == "remote baseline":
-        env = {**_env(), "PYTHONPATH": str(BASELINE / "python") if BASELINE else ""}
+        env = _baseline_env()
     return pipelined([PY, "-m", "mcpframe", "proxy", floor_url], calls, env)
 
 
@@ -339,7 +363,11 @@ def run(
     rounds: int, sessions: int, calls: int, pipelined_calls: int, only: list[str] | None = None
 ) -> list[Result]:
     """Every row (or those in `only`), `rounds` times, interleaved (round 1 of every row, then round 2...)."""
-    http_rows = [*HTTP_ROWS, *(["mcp-proxy listen"] if MCP_PROXY else [])]
+    http_rows = [
+        *HTTP_ROWS,
+        *(["listen lean baseline"] if BASELINE and (BASELINE / "benches").is_dir() else []),
+        *(["mcp-proxy listen"] if MCP_PROXY else []),
+    ]
     pipe_rows = [
         *PIPE_ROWS,
         *(["remote baseline"] if BASELINE else []),
@@ -367,16 +395,16 @@ def run(
 def table(results: list[Result]) -> str:
     """Medians side by side."""
     lines = [
-        "mcpframe proxy HTTP bridges, tools/call echo (HTTP rows) or add (pipelined), "
+        f"mcpframe proxy HTTP bridges, tools/call {TOOL} (HTTP rows) or add (pipelined), "
         f"core backend {core.BACKEND}, medians of {len(results[0].rows)} interleaved rounds",
-        f"{'row':<19} {'load':<22} {'calls/s':>9} {'p50 ms':>8} {'p99 ms':>8} "
+        f"{'row':<20} {'load':<22} {'calls/s':>9} {'p50 ms':>8} {'p99 ms':>8} "
         f"{'proxy/server CPU us/call':>25} {'load CPU us/call':>17} {'upstream/child CPU us/call':>27}",
     ]
     for result in results:
         first = result.rows[0]
         load = f"{first.clients} sessions x 1" if first.shape != "pipelined" else f"{first.calls} pipelined"
         lines.append(
-            f"{result.name:<19} {load:<22} {result.median(lambda r: r.rps):>9.0f} "
+            f"{result.name:<20} {load:<22} {result.median(lambda r: r.rps):>9.0f} "
             f"{result.median(lambda r: r.percentile(0.5)):>8.2f} "
             f"{result.median(lambda r: r.percentile(0.99)):>8.2f} "
             f"{result.median(lambda r: 1e6 * r.server_cpu / r.calls):>25.0f} "
@@ -404,6 +432,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--pipelined", type=int, default=5000, help="calls pipelined (stdio rows)")
     parser.add_argument("--mcp-proxy", type=Path, default=None, help="mcp-proxy 0.13's executable")
     parser.add_argument("--rows", default=None, help="comma-separated rows to run (default: all)")
+    parser.add_argument("--tool", choices=("echo", "aecho"), default="echo", help="the HTTP rows' tool")
     parser.add_argument(
         "--baseline", type=Path, default=None, help="another mcpframe tree: `remote baseline`"
     )
@@ -411,8 +440,8 @@ def main(argv: list[str]) -> int:
     if args.serve_stdio:
         _serve_stdio()
         return 0
-    global MCP_PROXY, BASELINE  # noqa: PLW0603 - one run's settings, read by the rows
-    BASELINE = args.baseline
+    global MCP_PROXY, BASELINE, TOOL  # noqa: PLW0603 - one run's settings, read by the rows
+    BASELINE, TOOL = args.baseline, args.tool
     if args.mcp_proxy is not None and not args.mcp_proxy.exists():
         print(f"--mcp-proxy {args.mcp_proxy}: not found, its rows are skipped", file=sys.stderr)
     elif args.mcp_proxy is not None:

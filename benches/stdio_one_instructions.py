@@ -1,6 +1,7 @@
 """Instructions per `tools/call` of a stdio server answering one call at a time: callgrind on the child.
 
-    python benches/stdio_one_instructions.py [--calls 1000] [--pythonpath DIR] [--keep PREFIX] [--strace]
+    python benches/stdio_one_instructions.py [--calls 1000] [--tool echo|aecho] [--pythonpath DIR]
+        [--keep PREFIX] [--strace | --cpu]
 
 The stdio child of `mcpframe proxy --listen` (`bench_proxy_http.py --serve-stdio`: mcpframe's `Server` with
 its `echo` tool) is driven here the way the proxy drives it under one HTTP session: a raw pipe client
@@ -10,7 +11,10 @@ writes one request, reads its answer, then writes the next. The child runs under
 the child's instructions divided by `--calls` are printed: its user-space work per call when it wakes for
 every request (read, decode, handle, encode, write, sleep), which a pipelined benchmark does not show.
 `--strace`: instead of callgrind, `strace -c -f` on the same calls (start-up and warm-up included, so
-divide the counts by the calls made: `WARM_UP + --calls`). `--pythonpath DIR/python` runs another
+divide the counts by the calls made: `WARM_UP + --calls`). `--cpu`: no valgrind, the child's CPU time per
+call (`/proc` utime + stime, its worker threads and the kernel's part included) over `--calls` calls.
+`--tool aecho`: the same tool as `async def` (answered on the event loop, no worker thread; the default
+`echo` is a `def` tool, whose call goes to a worker thread and back). `--pythonpath DIR/python` runs another
 checkout's child (`DIR/benches/bench_proxy_http.py` on `DIR/python`, with its native extension) for a
 before/after. Needs Debian's `valgrind` (and `strace`).
 """
@@ -37,7 +41,8 @@ PROTOCOL = "2025-11-25"
 class _Pipes:
     """The child's stdin and stdout, one request at a time (each answer read whole and checked)."""
 
-    def __init__(self, child: subprocess.Popen[bytes]) -> None:
+    def __init__(self, child: subprocess.Popen[bytes], tool: str) -> None:
+        self.tool = tool
         assert child.stdin is not None
         assert child.stdout is not None
         self.write_fd = child.stdin.fileno()
@@ -61,11 +66,11 @@ class _Pipes:
         return answer  # type: ignore[no-any-return]
 
     def call(self, rid: int) -> None:
-        params = {"name": "echo", "arguments": {"text": f"t{rid}"}}
+        params = {"name": self.tool, "arguments": {"text": f"t{rid}"}}
         answer = self.ask({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params})
         assert answer is not None
         if answer["result"] != {"content": [{"type": "text", "text": f"t{rid}"}]}:
-            raise AssertionError(f"echo(t{rid}) answered {answer!r}")
+            raise AssertionError(f"{self.tool}(t{rid}) answered {answer!r}")
 
     def open(self) -> None:
         client = {"name": "bench-stdio-one", "version": "1"}
@@ -78,36 +83,56 @@ def _switch(pid: int, state: str) -> None:
     subprocess.run(["callgrind_control", "-i", state, str(pid)], check=True, capture_output=True)
 
 
-def _run(wrapper: list[str], tree: Path, calls: int, *, counted: bool) -> None:
+def _cpu(pid: int) -> tuple[float, int]:
+    """CPU seconds process `pid` has used (utime + stime, every thread), and its threads' context switches
+    (voluntary and not) so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    switches = 0
+    for status in Path(f"/proc/{pid}/task").glob("*/status"):
+        try:
+            lines = status.read_text().splitlines()
+        except OSError:  # a thread that ended meanwhile
+            continue
+        # `voluntary_ctxt_switches:` and `nonvoluntary_ctxt_switches:`
+        switches += sum(int(line.split()[1]) for line in lines if "ctxt_switches:" in line)
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), switches
+
+
+def _run(wrapper: list[str], tree: Path, calls: int, tool: str, *, counted: bool) -> tuple[float, int]:
     """Start `tree`'s child under `wrapper`, open it, warm it up, then make `calls` calls (counted: with
-    callgrind's instrumentation on); its stdin is closed at the end, and it is waited for."""
+    callgrind's instrumentation on); its stdin is closed at the end, and it is waited for. Returns the
+    child's CPU seconds and context switches over those calls (meaningful without a wrapper)."""
     # the script puts its own tree's python/ first on its path: the tree's script runs the tree's code
     child_cmd = [sys.executable, str(tree / "benches" / "bench_proxy_http.py"), "--serve-stdio"]
     env = {**os.environ, "PYTHONPATH": str(tree / "python"), "PYTHONHASHSEED": "0"}
     child = subprocess.Popen([*wrapper, *child_cmd], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
     try:
-        pipes = _Pipes(child)
+        pipes = _Pipes(child, tool)
         pipes.open()
         for rid in range(WARM_UP):
             pipes.call(rid)
         if counted:
             _switch(child.pid, "on")
+        before = _cpu(child.pid)
         for rid in range(WARM_UP, WARM_UP + calls):
             pipes.call(rid)
+        after = _cpu(child.pid)
+        used = after[0] - before[0], after[1] - before[1]
         if counted:
             _switch(child.pid, "off")
     finally:
         assert child.stdin is not None
         child.stdin.close()  # a stdio server's cue to exit
         child.wait(timeout=60)
+    return used
 
 
-def instructions(calls: int, tree: Path, keep: str | None) -> float:
+def instructions(calls: int, tree: Path, keep: str | None, tool: str = "echo") -> float:
     """The child's instructions per call (see the module doc)."""
     with tempfile.TemporaryDirectory(prefix="mcpframe-cg-") as tmp:
         out = os.path.join(tmp, "callgrind.out")
         valgrind = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}"]
-        _run(valgrind, tree, calls, counted=True)
+        _run(valgrind, tree, calls, tool, counted=True)
         return counted_total(tmp, keep) / calls
 
 
@@ -116,15 +141,25 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--pythonpath", help="another checkout's python/ folder, beside its benches/")
     parser.add_argument("--keep", help="keep callgrind's output files as KEEP.<name> (callgrind_annotate)")
-    parser.add_argument("--strace", action="store_true", help="strace -c -f instead of callgrind")
+    parser.add_argument("--tool", choices=("echo", "aecho"), default="echo", help="def or async def")
+    how = parser.add_mutually_exclusive_group()
+    how.add_argument("--strace", action="store_true", help="strace -c -f instead of callgrind")
+    how.add_argument("--cpu", action="store_true", help="the child's CPU time per call instead")
     args = parser.parse_args(argv)
     tree = Path(args.pythonpath).resolve().parent if args.pythonpath else ROOT
     if args.strace:
-        _run(["strace", "-c", "-f"], tree, args.calls, counted=False)
+        _run(["strace", "-c", "-f"], tree, args.calls, args.tool, counted=False)
         print(f"strace: {WARM_UP + args.calls} calls (and the start-up) above")
         return 0
-    per_call = instructions(args.calls, tree, args.keep)
-    print(f"stdio server one call at a time: {per_call:,.0f} instructions per call")
+    if args.cpu:
+        seconds, switches = _run([], tree, args.calls, args.tool, counted=False)
+        print(
+            f"stdio server one call at a time, {args.tool}: {1e6 * seconds / args.calls:.1f} us CPU and "
+            f"{switches / args.calls:.2f} context switches per call"
+        )
+        return 0
+    per_call = instructions(args.calls, tree, args.keep, args.tool)
+    print(f"stdio server one call at a time, {args.tool}: {per_call:,.0f} instructions per call")
     return 0
 
 
