@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 
 import anyio
 import anyio.abc
@@ -43,6 +43,15 @@ class Child:
         self.output = output  # its stdout, read where the pipe read lands (`listen_output`)
         self._pool = pool
         self._closed = False
+        # The writes are the stdin's own methods, bound here (no call in between on the fast path):
+        self.write: Callable[[bytes], Awaitable[None]] = writer.write
+        """Write whole frames (NDJSON); waits while the child reads slowly (flow control). Raises
+        `anyio.BrokenResourceError` once the child's stdin is gone, `anyio.ClosedResourceError` after
+        `close` (`ChildInput.write`)."""
+        self.write_now: Callable[[bytes], bool] = writer.write_now
+        """Write whole frames at once, without a trip through the event loop, when nothing waits to be
+        written before them; `False` (nothing written, also once closed): use `write` instead
+        (`ChildInput.write_now`)."""
 
     @property
     def pid(self) -> int:
@@ -53,17 +62,6 @@ class Child:
     def returncode(self) -> int | None:
         """The exit status once it ended."""
         return self.process.returncode
-
-    async def write(self, data: bytes) -> None:
-        """Write whole frames (NDJSON); waits while the child reads slowly (flow control). Raises
-        `anyio.BrokenResourceError` once the child's stdin is gone, `anyio.ClosedResourceError` after
-        `close`."""
-        await self.input.write(data)
-
-    def write_now(self, data: bytes) -> bool:
-        """Write whole frames at once, without a trip through the event loop, when nothing waits to be
-        written before them (`ChildInput.write_now`); `False` (nothing written): use `write` instead."""
-        return not self._closed and self.input.write_now(data)
 
     def frames(self, *, max_frame: int) -> AsyncIterator[core.Message | core.FrameError]:
         """What the child writes, frame by frame (envelope decoded lazily), until its stdout ends; without
