@@ -40,9 +40,7 @@ async def test_every_byte_arrives_once_and_in_order_after_a_partial_write() -> N
             assert child.write_now(big)
             assert not child.write_now(small)  # the transport still holds the rest of `big`
             await child.write(small)  # queued behind that rest
-            stdin = child.process.stdin
-            assert stdin is not None
-            await stdin.aclose()  # the child reads to the end, then reports
+            child.input.close()  # EOF once the rest was written: the child reads to the end, then reports
             seen = None
             async for item in child.frames(max_frame=1 << 20):
                 assert isinstance(item, core.Message)

@@ -9,14 +9,15 @@ keep the thread token in another shape):
 - ``set_thread_token``/``clear_thread_token`` write ``anyio._core._eventloop.threadlocals.current_token``
   on mcpframe's own worker threads, so ``anyio.from_thread.run`` works inside a sync handler there as it does
   in anyio's own workers.
-- ``pipe_transport(stream)`` reads the ``asyncio.StreamWriter`` anyio keeps under a process's ``stdin``
-  (``StreamWriterWrapper._stream``): the listening proxy writes a frame to an idle child's pipe at once.
 
 Public fallback: ``SHIELD_AWARE`` and ``THREAD_TOKEN`` are False. The Session then wraps each handler in an
 anyio ``CancelScope`` of its own and cancels that scope (anyio itself waits for a shield to be left; one
 scope per request costs a few microseconds), and the worker pool hands calls to ``anyio.to_thread``
-(anyio's own worker threads, which carry the token; about a hundred microseconds per call);
-``pipe_transport`` is the exception: it reads anyio's stream whatever the path (see its doc).
+(anyio's own worker threads, which carry the token; about a hundred microseconds per call).
+
+(The listening proxy used to read the asyncio transport anyio keeps under a child process's stdin, on
+every path; it now makes that pipe itself and writes through ``loop.connect_write_pipe``, public asyncio:
+``mcpframe.proxy.listen_input``.)
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ __all__ = [
     "THREAD_TOKEN",
     "clear_thread_token",
     "in_shield",
-    "pipe_transport",
     "set_thread_token",
 ]
 
@@ -71,12 +71,3 @@ def set_thread_token(token: object) -> None:
 def clear_thread_token() -> None:
     """Undo ``set_thread_token`` on this thread."""
     del _threadlocals.current_token
-
-
-def pipe_transport(stream: object) -> asyncio.WriteTransport | None:
-    """The asyncio transport under anyio's process stream ``stream`` (a ``Process.stdin`` on the asyncio
-    backend); ``None`` where it has another shape (another backend or anyio). Not switched off by the
-    public-only path yet: the listening proxy's fast path writes through it, and its public fallback (a
-    stdin pipe of the proxy's own, as its stdout already is) is still to build."""
-    writer = getattr(stream, "_stream", None)
-    return writer.transport if isinstance(writer, asyncio.StreamWriter) else None

@@ -11,15 +11,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import subprocess
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 
 import anyio
 import anyio.abc
 
 from mcpframe import core
-from mcpframe._unstable import anyio_tasks
 
+from .listen_input import ChildInput
 from .listen_output import ChildOutput, PipeReader
 
 __all__ = ["Child", "ChildPool", "PoolBusy"]
@@ -36,21 +35,23 @@ class PoolBusy(Exception):
 class Child:
     """One upstream server process: frames to its stdin, decoded frames from its stdout."""
 
-    def __init__(self, process: anyio.abc.Process, pool: ChildPool, output: ChildOutput) -> None:
+    def __init__(
+        self, process: anyio.abc.Process, pool: ChildPool, output: ChildOutput, writer: ChildInput
+    ) -> None:
         self.process = process
+        self.input = writer  # its stdin, a pipe of ours written through asyncio's transport (`listen_input`)
         self.output = output  # its stdout, read where the pipe read lands (`listen_output`)
         self._pool = pool
-        self._lock = anyio.Lock()  # concurrent writers (POSTs) must not interleave their frames
-        self._writers = 0  # `write` calls under way or waiting for the lock
         self._closed = False
-        # the asyncio pipe transport under anyio's wrapper (asyncio backend only) and its fd, for `write_now`
-        transport = anyio_tasks.pipe_transport(process.stdin)  # private: `None` where it is not taken
-        self._transport: asyncio.WriteTransport | None = None
-        self._fd = -1
-        if transport is not None:
-            pipe = transport.get_extra_info("pipe")
-            if pipe is not None:
-                self._transport, self._fd = transport, pipe.fileno()
+        # The writes are the stdin's own methods, bound here (no call in between on the fast path):
+        self.write: Callable[[bytes], Awaitable[None]] = writer.write
+        """Write whole frames (NDJSON); waits while the child reads slowly (flow control). Raises
+        `anyio.BrokenResourceError` once the child's stdin is gone, `anyio.ClosedResourceError` after
+        `close` (`ChildInput.write`)."""
+        self.write_now: Callable[[bytes], bool] = writer.write_now
+        """Write whole frames at once, without a trip through the event loop, when nothing waits to be
+        written before them; `False` (nothing written, also once closed): use `write` instead
+        (`ChildInput.write_now`)."""
 
     @property
     def pid(self) -> int:
@@ -61,41 +62,6 @@ class Child:
     def returncode(self) -> int | None:
         """The exit status once it ended."""
         return self.process.returncode
-
-    async def write(self, data: bytes) -> None:
-        """Write whole frames (NDJSON); waits while the child reads slowly (flow control)."""
-        stdin = self.process.stdin
-        assert stdin is not None
-        self._writers += 1
-        try:
-            async with self._lock:
-                await stdin.send(data)
-        finally:
-            self._writers -= 1
-
-    def write_now(self, data: bytes) -> bool:
-        """Write whole frames at once, without a trip through the event loop, when nothing waits to be
-        written before them: no `write` is under way and the pipe took everything written so far. `False`
-        (nothing written): use `write`, which waits for the child to read (flow control), instead.
-
-        Writing only onto an empty pipe buffer keeps the bound of `write`: at most one body (within the
-        host's body limit) sits in the buffer beyond what the child read.
-
-        The bytes go to the pipe's fd with one `os.write` (the transport's buffer is empty, so nothing is
-        overtaken); only what the pipe did not take (or a failed write, which the transport then meets and
-        reports as its own) is handed to the transport, which writes it once the pipe has room."""
-        transport = self._transport
-        if transport is None or self._writers or self._closed:
-            return False
-        if transport.is_closing() or transport.get_write_buffer_size():
-            return False
-        try:
-            written = os.write(self._fd, data)
-        except OSError:  # full (BlockingIOError), or the child is gone: the transport's own write decides
-            written = 0
-        if written < len(data):
-            transport.write(data[written:])
-        return True
 
     def frames(self, *, max_frame: int) -> AsyncIterator[core.Message | core.FrameError]:
         """What the child writes, frame by frame (envelope decoded lazily), until its stdout ends; without
@@ -111,8 +77,7 @@ class Child:
         process = self.process
         with anyio.CancelScope(shield=True):
             try:
-                if process.stdin is not None:
-                    await process.stdin.aclose()
+                self.input.close()
                 for stop in (None, process.terminate, process.kill):
                     if stop is not None:
                         stop()  # still running after the grace: asked harder
@@ -122,6 +87,7 @@ class Child:
             except ProcessLookupError:
                 pass  # it ended between the checks
             finally:
+                self.input.abort()  # what it never read is dropped with it
                 self.output.close()
                 self._pool.release()
         return process.returncode
@@ -177,38 +143,53 @@ class ChildPool:
         finally:
             self.waiting -= 1
         try:
-            process, output = await self._start()
+            process, output, writer = await self._start()
         except BaseException:
             self._slots.release()
             raise
         self.spawned += 1
         logger.debug("upstream child %d started: %s", process.pid, self.command)
-        return Child(process, self, output)
+        return Child(process, self, output, writer)
 
-    async def _start(self) -> tuple[anyio.abc.Process, ChildOutput]:
-        """The process, its stdout a pipe of ours read by a `ChildOutput` (not anyio's stream: see there)."""
-        read_fd, write_fd = os.pipe()
+    async def _start(self) -> tuple[anyio.abc.Process, ChildOutput, ChildInput]:
+        """The process, its stdin and stdout pipes of ours: the stdout read by a `ChildOutput` (not anyio's
+        stream: see there), the stdin written through a `ChildInput` (asyncio's pipe transport, ours)."""
+        in_read, in_write = os.pipe()
+        try:
+            out_read, out_write = os.pipe()
+        except BaseException:
+            os.close(in_read)
+            os.close(in_write)
+            raise
         try:
             process = await anyio.open_process(
-                self.command, stdin=subprocess.PIPE, stdout=write_fd, stderr=None, env=self.env
+                self.command, stdin=in_read, stdout=out_write, stderr=None, env=self.env
             )
         except BaseException:
-            os.close(read_fd)
+            os.close(in_write)
+            os.close(out_read)
             raise
         finally:
-            os.close(write_fd)  # the child has its copy: its exit ends the pipe
-        pipe = os.fdopen(read_fd, "rb", buffering=0)
+            os.close(in_read)  # the child has its copies: its exit ends both pipes
+            os.close(out_write)
+        stdout = os.fdopen(out_read, "rb", buffering=0)
+        stdin = os.fdopen(in_write, "wb", buffering=0)
+        writer: ChildInput | None = None
         try:
-            output = ChildOutput()
             loop = asyncio.get_running_loop()
+            _, writer = await loop.connect_write_pipe(ChildInput, stdin)
+            output = ChildOutput()
             try:
-                PipeReader(loop, pipe, output)
+                PipeReader(loop, stdout, output)
             except NotImplementedError:  # no `add_reader` (Windows' Proactor loop): asyncio's pipe transport
-                await loop.connect_read_pipe(lambda: output, pipe)
+                await loop.connect_read_pipe(lambda: output, stdout)
         except BaseException:
-            pipe.close()
+            if writer is not None:
+                writer.abort()  # its transport closes the pipe
+            stdin.close()
+            stdout.close()
             process.kill()
             with anyio.CancelScope(shield=True):  # reaped even when cancelled: no zombie left behind
-                await process.aclose()  # its stdin closed, and waited for (killed: at once)
+                await process.aclose()  # waited for (killed: at once)
             raise
-        return process, output
+        return process, output, writer
