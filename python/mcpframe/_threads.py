@@ -6,7 +6,8 @@ microseconds per call (far more with many calls in flight); on asyncio this pool
 a fraction of that: the function runs with a copy of the caller's context variables, at most
 ``max_workers`` at once, and ``anyio.from_thread.run``/``run_sync`` work inside it as in an anyio worker.
 A cancelled call stops being awaited; its thread finishes the function and the result is dropped, as with
-``abandon_on_cancel=True``. Other event loops (trio) use anyio's own threads.
+``abandon_on_cancel=True``; one cancelled while still queued (every worker busy) never starts. Other event
+loops (trio) use anyio's own threads.
 
 Results come back to their event loop in batches: the first result of a batch wakes the loop, which then
 settles every result that arrived and resumes each waiting task directly (not a loop iteration later).
@@ -152,8 +153,12 @@ class _Inbox:
                 self._loop.call_soon(self._drain)
 
 
-def _run(call: _Waiter) -> None:
-    """Run a call's function here (a worker thread) and keep its outcome on the call."""
+def _run(call: _Waiter) -> bool:
+    """Run a call's function here (a worker thread) and keep its outcome on the call; ``False`` (run
+    nothing) for a call cancelled while it waited in the queue, so a cancelled request's function never
+    starts (reading the future's state from this thread is one attribute read under the GIL)."""
+    if call.cancelled():
+        return False
     set_thread_token(call._inbox.token)
     try:
         call._value = call._context.run(call._fn, *call._args, **call._kwargs)
@@ -163,6 +168,7 @@ def _run(call: _Waiter) -> None:
         call._error = exc
     finally:
         clear_thread_token()
+    return True
 
 
 class _Worker:
@@ -220,7 +226,7 @@ class WorkerPool:
 
     def _worker(self, me: _Worker, job: _Waiter) -> None:
         while True:
-            _run(job)
+            ran = _run(job)
             with self._lock:
                 if self._queue:
                     following: _Waiter | None = self._queue.popleft()
@@ -231,7 +237,8 @@ class WorkerPool:
                     me.idle = True
                     self._awake -= 1
                     self._idle.append(me)
-            job._inbox.put(job)  # settled first: see the class doc
+            if ran:  # a skipped (cancelled) call has nobody to wake
+                job._inbox.put(job)  # settled first: see the class doc
             if following is None:
                 del job  # an idle worker keeps no finished call (nor its result) alive
                 me.wake.acquire()

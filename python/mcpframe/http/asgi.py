@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
+
+import anyio
 
 __all__ = [
     "ClientDisconnect",
@@ -13,6 +16,7 @@ __all__ = [
     "Scope",
     "Send",
     "TooLarge",
+    "TooSlow",
     "header_dict",
     "wait_disconnect",
     "watch_disconnect",
@@ -30,6 +34,10 @@ class ClientDisconnect(Exception):
 
 class TooLarge(Exception):
     """The request body exceeds the limit."""
+
+
+class TooSlow(Exception):
+    """The request body did not all come within its deadline (a slow-loris client)."""
 
 
 def header_dict(raw: list[tuple[bytes, bytes]]) -> dict[str, str]:
@@ -59,8 +67,15 @@ class HttpRequest:
             host = server[0] if server[1] is None else f"{server[0]}:{server[1]}"
         return f"{scope.get('scheme', 'http')}://{host}{scope.get('root_path', '')}"
 
-    async def body(self, limit: int) -> bytes:
-        """The whole body; `TooLarge` past `limit` bytes, `ClientDisconnect` if the client left."""
+    async def body(self, limit: int, timeout: float | None = None) -> bytes:
+        """The whole body; `TooLarge` past `limit` bytes, `ClientDisconnect` if the client left, `TooSlow`
+        if it is not all in within `timeout` seconds (`None`: no bound), so that a client sending its head
+        and then a byte at a time (or nothing) cannot hold a request, and its connection, forever."""
+        with anyio.move_on_after(math.inf if timeout is None else timeout):
+            return await self._body(limit)
+        raise TooSlow
+
+    async def _body(self, limit: int) -> bytes:
         chunks: list[bytes] = []
         size = 0
         while True:

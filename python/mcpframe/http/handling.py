@@ -18,7 +18,7 @@ from mcpframe.session import Request, Session
 from mcpframe.session.inline import start_inline
 
 from .admission import Admission, Slot
-from .asgi import ClientDisconnect, HttpRequest, Receive, TooLarge, watch_disconnect
+from .asgi import ClientDisconnect, HttpRequest, Receive, TooLarge, TooSlow, watch_disconnect
 from .deadlines import Deadlines
 from .exchange import Exchange, Lane, LanePool, RequestHandler, Router
 from .headers import (
@@ -31,7 +31,7 @@ from .headers import (
 )
 from .options import HttpOptions
 from .post import Body, one_line
-from .responses import SSE_HEADERS, Answer, Reply, StreamReplies, error_response, json_response
+from .responses import SSE_HEADERS, Answer, Reply, StreamReplies, error_response, json_response, too_slow
 from .sessions import HttpSession, SessionManager
 from .streams import Stream
 
@@ -137,9 +137,11 @@ class PostHandler:
         if length is not None and length.isdigit() and int(length) > limit:
             return _too_big(limit)
         try:
-            return await request.body(limit)
+            return await request.body(limit, self.options.body_timeout)
         except TooLarge:
             return _too_big(limit)
+        except TooSlow:
+            return too_slow(self.options.body_timeout)
         except ClientDisconnect:
             return Reply(400)  # nobody is left to read it
 

@@ -32,13 +32,13 @@ import anyio
 from mcpframe import jsonrpc, protocol
 from mcpframe.session import Session
 
-from .asgi import ClientDisconnect, HttpRequest, Receive, Send, TooLarge, wait_disconnect
+from .asgi import ClientDisconnect, HttpRequest, Receive, Send, TooLarge, TooSlow, wait_disconnect
 from .headers import Accepts, is_json_content
 from .legacy_pipe import LegacyTransport
 from .legacy_shared import FULL, GONE, NO_BATCH, OK, SharedLegacy
 from .options import HttpOptions
 from .post import Body, one_line
-from .responses import SSE_HEADERS, Reply, error_response
+from .responses import SSE_HEADERS, Reply, error_response, too_slow
 from .store import StoreUnavailable
 
 if TYPE_CHECKING:
@@ -214,9 +214,11 @@ class LegacySSE:
         if length is not None and length.isdigit() and int(length) > limit:
             return too_big
         try:
-            return await request.body(limit)
+            return await request.body(limit, self.options.body_timeout)
         except TooLarge:
             return too_big
+        except TooSlow:
+            return too_slow(self.options.body_timeout)
         except ClientDisconnect:
             return Reply(400)  # nobody is left to read it
 

@@ -41,6 +41,10 @@ class HttpOptions:
     max_body: int = 4 * 1024 * 1024
     """Longest request body in bytes (413 past it); also the lanes' `max_frame` by default."""
 
+    body_timeout: float | None = 30.0
+    """Seconds a request body may take to come in whole once its head was read (408 past it, and the
+    connection is closed): a client trickling its body in cannot hold a request forever. `None`: no bound."""
+
     event_store: EventStore | None = dataclasses.field(default_factory=MemoryEventStore)
     """Where SSE events are kept for resumption (`None`: streams are not resumable)."""
 
@@ -111,7 +115,7 @@ class HttpOptions:
         _check(self, ("max_body", "max_sessions", "max_in_flight"), low=1)
         _check(self, ("retry_ms", "max_queued", "stream_after"), low=0)
         _check(self, ("keepalive", "store_timeout"), low=0, above=True)
-        _check(self, ("close_idle_streams", "idle_timeout"), low=0, above=True, optional=True)
+        _check(self, ("close_idle_streams", "idle_timeout", "body_timeout"), low=0, above=True, optional=True)
         if self.response_mode not in ("resumable", "auto", "sse"):
             raise ValueError(
                 f"response_mode must be 'resumable', 'auto' or 'sse', got {self.response_mode!r}"

@@ -16,7 +16,16 @@ from .streams import KEEPALIVE, Stream
 if TYPE_CHECKING:
     from .sessions import HttpSession
 
-__all__ = ["SSE_HEADERS", "Answer", "Reply", "SseReply", "StreamReplies", "error_response", "json_response"]
+__all__ = [
+    "SSE_HEADERS",
+    "Answer",
+    "Reply",
+    "SseReply",
+    "StreamReplies",
+    "error_response",
+    "json_response",
+    "too_slow",
+]
 
 _JSON = "application/json"
 SSE_HEADERS = {
@@ -260,3 +269,10 @@ def error_response(
 def json_response(frame: bytes, headers: dict[str, str] | None = None) -> Reply:
     """A 200 carrying one JSON-RPC frame (or a batch answer)."""
     return Reply(200, frame.rstrip(b"\n"), headers, _JSON)
+
+
+def too_slow(timeout: float | None) -> Reply:
+    """The 408 of a request body that did not all come in time (``HttpOptions.body_timeout``); the
+    connection is closed after it (what is left of that body is never read)."""
+    message = f"Request Timeout: the request body did not all come within {timeout:g} seconds"
+    return error_response(408, message, headers={"connection": "close"})

@@ -6,6 +6,13 @@ the response frames of its elements and writes them as one array once all are in
 refuses the batch with one ``-32600`` error (``id: null``) and its elements are skipped. One batch at a time
 is open, since the elements of a batch are handled in order as a unit.
 
+A batch's answer is one frame, held until its last element is answered, and each element may be a request
+whose answer is far longer than itself (a tool returning megabytes): once the answers held pass the frame
+limit (the Session's ``max_frame``, at least ``core.DEFAULT_MAX_FRAME``: an HTTP lane's ``max_frame`` is the
+request body's limit, which is not meant for answers), its elements not yet started are answered ``-32603``
+"Batch too large: ..." (``too_large``) instead of run, so memory stays bounded (by that limit plus the
+answers of the handlers already running).
+
 Besides it, one batch may be answered at once as *busy* (``Batches.answer_busy``): one that starts while
 the Session's backlog is at its cap and reading goes on for the peer's answers. Its requests get ``-32603
 "Server busy"``, its answers to our own requests are resolved, its notifications are dropped.
@@ -23,7 +30,17 @@ from typing import Any, Final, Literal
 
 from mcpframe import core, jsonrpc
 
-__all__ = ["BATCH_REFUSAL", "REFUSED", "SEAL", "Batch", "Batches", "Seal", "Stub", "error_answer"]
+__all__ = [
+    "BATCH_REFUSAL",
+    "REFUSED",
+    "SEAL",
+    "Batch",
+    "Batches",
+    "Seal",
+    "Stub",
+    "error_answer",
+    "too_large",
+]
 
 logger = logging.getLogger("mcpframe.session")
 
@@ -42,16 +59,27 @@ def error_answer(error: core.FrameError) -> bytes:
     return core.encode_error(error.id, error.code, error.message, data)
 
 
-class Batch:
-    """Collects the response frames of one incoming batch and writes them once all are in."""
+def too_large(limit: int) -> str:
+    """The error message for a batch element not run because the batch's answer already holds ``limit``
+    bytes (module doc)."""
+    return f"Batch too large: its answers exceed {limit} bytes; send this request in a smaller batch"
 
-    __slots__ = ("_frames", "_sealed", "_waiting", "_write")
+
+class Batch:
+    """Collects the response frames of one incoming batch and writes them once all are in.
+
+    ``held`` counts their bytes: the answer is one frame, kept whole until its last element is answered,
+    so the Session stops running a batch's elements once it passes the frame limit (``Intake``)."""
+
+    __slots__ = ("_frames", "_sealed", "_waiting", "_write", "held", "overflowed")
 
     def __init__(self, write: Callable[[bytes], None]) -> None:
         self._write = write
         self._frames: list[bytes] = []
         self._waiting = 0
         self._sealed = False
+        self.held = 0
+        self.overflowed = False
 
     def expect(self) -> None:
         """A request of the batch is being handled; its answer (or ``skip``) will follow."""
@@ -60,12 +88,14 @@ class Batch:
     def add(self, frame: bytes) -> None:
         """An answer that was not announced by ``expect`` (e.g. for an invalid element)."""
         self._frames.append(frame)
+        self.held += len(frame)
 
     def answer(self, frame: bytes | None) -> None:
         """The answer to an expected request; ``None`` when it gets none (cancelled)."""
         self._waiting -= 1
         if frame is not None:
             self._frames.append(frame)
+            self.held += len(frame)
         self._maybe_flush()
 
     def seal(self) -> None:
@@ -77,6 +107,7 @@ class Batch:
         if not self._sealed or self._waiting or not self._frames:
             return
         frames, self._frames = self._frames, []
+        self.held = 0
         body = b",".join(frame.rstrip(b"\n") for frame in frames)
         self._write(b"[" + body + b"]\n")
 

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, Final
 from mcpframe import core, jsonrpc
 from mcpframe._api import Id, MessageLike
 from mcpframe.protocol import NOTIFICATIONS_CANCELLED, NOTIFICATIONS_PROGRESS, PING
-from mcpframe.session.batch import REFUSED, SEAL, Batches, Seal, Stub, error_answer
+from mcpframe.session.batch import REFUSED, SEAL, Batches, Seal, Stub, error_answer, too_large
 from mcpframe.session.errors import JSONRPCError
 
 if TYPE_CHECKING:
@@ -84,6 +84,7 @@ class Intake:
     """
 
     __slots__ = (
+        "_batch_limit",
         "_batches",
         "_decoder",
         "_halted",
@@ -129,6 +130,7 @@ class Intake:
         self._running = running
         self._limit = options.max_in_flight  # options are frozen: this never differs from them
         self._max_frame = options.max_frame
+        self._batch_limit = max(options.max_frame, core.DEFAULT_MAX_FRAME)  # batch.py's doc
         self._on_request = on_request
         self._on_notification = on_notification
         self._reply = reply
@@ -394,8 +396,14 @@ class Intake:
         if room and not self.has_room(request):
             return False
         batch = self._batches.of(request)
-        if batch is not REFUSED:
+        if batch is None or (batch is not REFUSED and batch.held <= self._batch_limit):
             self._on_request(request, batch)
+        elif batch is not REFUSED:  # its answer already passed the frame limit: not run (batch.py's doc)
+            message = too_large(self._batch_limit)
+            if not batch.overflowed:
+                batch.overflowed = True
+                logger.warning("batch at stream byte %d: %s", request.offset, message)
+            batch.add(core.encode_error(request.id, jsonrpc.INTERNAL_ERROR, message))
         return True
 
     def _frame_error(self, error: Any, room: bool) -> bool:
