@@ -60,6 +60,16 @@ def test_serve_on_a_port_in_use_names_the_way_out(
 
 @pytest.mark.usefixtures("project")
 def test_serve_on_an_address_not_here_names_the_host_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    with (
+        socket.socket() as probe
+    ):  # where net.ipv4.ip_nonlocal_bind=1 it binds, and serve would serve forever
+        try:
+            probe.bind((NOT_HERE, 0))
+        except OSError as exc:
+            refused = exc.errno
+        else:
+            pytest.skip(f"this machine binds addresses it does not have ({NOT_HERE}: ip_nonlocal_bind)")
+    assert refused == errno.EADDRNOTAVAIL
     assert serve_main(["server.py", "--http", "--host", NOT_HERE, "--port", "0"]) == 1
     last = capsys.readouterr().err.splitlines()[-1]  # after a warning about the Host allow-list
     assert last.startswith(f"mcpframe serve: cannot listen on {NOT_HERE}:0: ")
@@ -81,11 +91,13 @@ def test_proxy_listen_on_a_port_in_use_names_the_url(
 
 
 @pytest.mark.parametrize(
-    ("code", "expected"),
+    ("code", "port", "expected"),
     [
-        (errno.EACCES, "; ports below 1024 need root: choose a port from 1024 up (--port N)"),
-        (errno.ECONNRESET, ""),  # not a reason to bind: no advice
+        (errno.EACCES, 80, "; ports below 1024 need root: choose a port from 1024 up (--port N)"),
+        (errno.EACCES, 8080, ""),  # refused above 1024: the machine's policy, not the port's privilege
+        (errno.EACCES, None, ""),
+        (errno.ECONNRESET, 80, ""),  # not a reason to bind: no advice
     ],
 )
-def test_the_other_reasons(code: int, expected: str) -> None:
-    assert bind_hint(OSError(code, "x"), port_flag="--port N", host_flag="--host H") == expected
+def test_the_other_reasons(code: int, port: int | None, expected: str) -> None:
+    assert bind_hint(OSError(code, "x"), port=port, port_flag="--port N", host_flag="--host H") == expected

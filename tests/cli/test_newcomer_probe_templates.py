@@ -85,3 +85,13 @@ async def test_a_server_without_the_method_still_gets_its_report(tmp_path: Path)
     assert report["resources"] == {"count": 1, "names": ["old://one"]}
     assert report["templates"] is None
     assert report["tools"] is None
+
+
+@pytest.mark.parametrize("code", [-32601, -32602, -32603])
+async def test_templates_refused_in_any_way_print_not_supported(tmp_path: Path, code: int) -> None:
+    # a quirky server refusing templates/list with another code must not fail a probe that passed before
+    source = NO_TEMPLATES.replace('"code": -32601', f'"code": {code}')
+    lines = (await _probe(tmp_path, source)).splitlines()
+    assert "resources:    1  old://one" in lines
+    assert "templates:    (not supported)" in lines
+    assert "tools:        (no capability)" in lines

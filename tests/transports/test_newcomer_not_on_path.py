@@ -57,3 +57,20 @@ async def test_a_path_or_a_missing_directory_keeps_the_system_words(tmp_path: Pa
     with anyio.fail_after(10), pytest.raises(FileNotFoundError) as by_cwd:
         await spawn("python", ["-c", "pass"], cwd=tmp_path / "no-such-dir")
     assert by_cwd.value.strerror == "No such file or directory"
+
+
+async def test_a_command_on_path_whose_interpreter_is_gone_is_not_called_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a script of a moved or deleted venv: PATH has it, the kernel's ENOENT is about its #! line
+    tool = tmp_path / "mcpframe-newcomer-orphan"
+    tool.write_text("#!/nonexistent/venv/bin/python\nprint('never')\n")
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with anyio.fail_after(10), pytest.raises(FileNotFoundError) as caught:
+        await spawn("mcpframe-newcomer-orphan")
+    assert caught.value.strerror == (
+        f"No such file or directory: 'mcpframe-newcomer-orphan' is {str(tool)!r} on PATH but could not be "
+        "started: its #! interpreter (or loader) is missing? (a moved or deleted virtual environment: "
+        "reinstall it)"
+    )

@@ -343,12 +343,13 @@ def http_warnings(args: argparse.Namespace) -> list[str]:
     return warnings
 
 
-def bind_hint(exc: OSError, *, port_flag: str, host_flag: str) -> str:
+def bind_hint(exc: OSError, *, port: int | None, port_flag: str, host_flag: str) -> str:
     """What to do when the address cannot be bound, for the usual reasons (empty for any other): `port_flag`
-    and `host_flag` say where the user sets them (`--port N`, or the `--listen` URL's port)."""
+    and `host_flag` say where the user sets them (`--port N`, or the `--listen` URL's port). EACCES is only
+    put down to a privileged port when `port` is one (above 1024 it is a policy of the machine's)."""
     if exc.errno == errno.EADDRINUSE:
         return f"; another process listens there: stop it, or choose another port ({port_flag})"
-    if exc.errno == errno.EACCES:
+    if exc.errno == errno.EACCES and port is not None and 0 < port < 1024:
         return f"; ports below 1024 need root: choose a port from 1024 up ({port_flag})"
     if exc.errno == errno.EADDRNOTAVAIL:
         return f"; no interface of this machine has that address ({host_flag})"

@@ -213,8 +213,8 @@ async def _probe(target: _Target) -> dict[str, Any]:
             target.step = method
             try:
                 items = await _timed(steps, target.step, listers[kind])
-            except JSONRPCError as exc:  # templates came later than resources: an older server may lack them
-                if kind != "templates" or exc.code != jsonrpc.METHOD_NOT_FOUND:
+            except JSONRPCError:  # templates came later than resources: an older or quirky server may refuse
+                if kind != "templates":  # them, which is no reason to fail a probe that passed before
                     raise
                 report[kind] = None
                 continue
@@ -233,7 +233,12 @@ def _text(target: str, report: dict[str, Any]) -> str:
     for kind, *_ in _LISTS:
         listed = report.get(kind)
         if listed is None:
-            lines.append(f"{kind + ':':<13} (no capability)")
+            missing = (
+                "(not supported)"
+                if kind == "templates" and "resources" in (report.get("capabilities") or {})
+                else "(no capability)"
+            )
+            lines.append(f"{kind + ':':<13} {missing}")
         else:
             lines.append(f"{kind + ':':<13} {listed['count']}  {', '.join(listed['names'])}".rstrip())
     timings = ", ".join(f"{step['step']} {step['ms']:.1f} ms" for step in report["steps"])

@@ -20,6 +20,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import cast
+from urllib.parse import urlsplit
 
 from mcpframe._extras import install_hint
 
@@ -229,7 +230,18 @@ def proxy_main(argv: Sequence[str] | None = None) -> int:
         if options.listen is None or exc.errno not in _BIND_ERRORS:
             raise
         hint = bind_hint(
-            exc, port_flag="another port in the --listen URL", host_flag="--listen http://127.0.0.1:PORT/mcp"
+            exc,
+            port=_listen_port(options.listen),
+            port_flag="another port in the --listen URL",
+            host_flag="--listen http://127.0.0.1:PORT/mcp",
         )
         print(f"mcpframe proxy: cannot listen on {options.listen}: {exc}{hint}", file=sys.stderr)
         return 1
+
+
+def _listen_port(url: str) -> int | None:
+    """The port of a `--listen` URL (`None` where it names none or a bad one)."""
+    try:
+        return urlsplit(url).port
+    except ValueError:
+        return None

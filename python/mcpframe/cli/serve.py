@@ -303,7 +303,12 @@ def serve_main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         if options is None:
             raise
-        hint = bind_hint(exc, port_flag="--port N, or --port 0 for a free one", host_flag="--host 127.0.0.1")
+        hint = bind_hint(
+            exc,
+            port=args.port,
+            port_flag="--port N, or --port 0 for a free one",
+            host_flag="--host 127.0.0.1",
+        )
         print(f"mcpframe serve: cannot listen on {args.host}:{args.port}: {exc}{hint}", file=sys.stderr)
         return 1
 

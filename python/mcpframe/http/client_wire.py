@@ -429,7 +429,7 @@ def refusal_reason(body: bytes) -> str:
     head = body[:_REFUSAL_TEXT]
     for item in core.decode(head):
         if not isinstance(item, core.FrameError) and item.kind == "error" and isinstance(item.error, dict):
-            return str(item.error.get("message", ""))
+            return " ".join(str(item.error.get("message", "")).split())  # one log line, whatever it holds
     return " ".join(head.decode("utf-8", "replace").split())  # one log line, even for an HTML page
 
 

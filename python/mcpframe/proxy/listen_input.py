@@ -104,17 +104,22 @@ class ChildInput(asyncio.BaseProtocol):
         self._writers += 1
         try:
             async with self._lock:
-                transport = self._usable()
-                transport.write(data)
-                while self._paused and not (self._lost or self._closed):
-                    self._drained = asyncio.get_running_loop().create_future()
-                    try:
-                        await self._drained
-                    finally:
-                        self._drained = None
+                await self._below_mark()  # a `write_now` may have left a rest over the mark: not on top of it
+                self._usable().write(data)
+                await self._below_mark()
                 self._usable()  # the write failed (EPIPE), or the pipe broke while it waited
         finally:
             self._writers -= 1
+
+    async def _below_mark(self) -> None:
+        """Wait while the transport holds more than its high-water mark (until it drains below the low one),
+        or until the pipe is lost or closed."""
+        while self._paused and not (self._lost or self._closed):
+            self._drained = asyncio.get_running_loop().create_future()
+            try:
+                await self._drained
+            finally:
+                self._drained = None
 
     def _usable(self) -> asyncio.WriteTransport:
         transport = self.transport

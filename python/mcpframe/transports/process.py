@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import signal
 import sys
 import sysconfig
@@ -259,9 +260,17 @@ def _widen(fd: int) -> None:
             fcntl.fcntl(fd, set_size, _PIPE_SIZE)
 
 
-def _not_on_path(command: str) -> FileNotFoundError:
-    """A bare command name PATH does not have, said with the likely fix. The common case: the README's
-    `Client.stdio("mcpframe", ...)` from a venv's Python that was run without activating the venv."""
+def _not_on_path(command: str, path: str | None) -> FileNotFoundError:
+    """A bare command name that could not be started, said with the likely fix. The common case: the README's
+    `Client.stdio("mcpframe", ...)` from a venv's Python that was run without activating the venv. A command
+    PATH does have also fails with ENOENT when its `#!` interpreter is gone (a moved or deleted venv)."""
+    found = shutil.which(command, path=path)
+    if found is not None:
+        return FileNotFoundError(
+            errno.ENOENT,
+            f"No such file or directory: {command!r} is {found!r} on PATH but could not be started: its "
+            "#! interpreter (or loader) is missing? (a moved or deleted virtual environment: reinstall it)",
+        )
     mine = os.path.join(sysconfig.get_path("scripts"), command)
     if os.path.isfile(mine) and os.access(mine, os.X_OK):
         how = f"this Python's environment has it: pass {mine!r}, or activate that environment"
@@ -313,7 +322,9 @@ async def spawn(
             if fd >= 0:
                 os.close(fd)
         if isinstance(exc, FileNotFoundError) and exc.filename == command and os.sep not in command:
-            raise _not_on_path(command) from exc
+            raise _not_on_path(
+                command, (full_env if full_env is not None else os.environ).get("PATH")
+            ) from exc
         raise
     finally:
         for fd in (child_stdin, child_stdout, child_stderr):
