@@ -107,6 +107,7 @@ def _intake(
         write=host.write,
         send=_sent,
         queue=_nothing,
+        notices_waiting=lambda: 0,
         expect_answer=_nothing,
         max_pending=16,
         timeout=None,

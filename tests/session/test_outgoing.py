@@ -41,7 +41,12 @@ class Wiring:
     def outgoing(self, **overrides: Any) -> Outgoing:
         options: dict[str, Any] = {"max_pending": 8, "timeout": None, **overrides}
         return Outgoing(
-            write=self.write, send=self.send, queue=self.queue, expect_answer=self.expect_answer, **options
+            write=self.write,
+            send=self.send,
+            queue=self.queue,
+            notices_waiting=lambda: 0,  # no notification handler here (test_notification_order.py has them)
+            expect_answer=self.expect_answer,
+            **options,
         )
 
     async def asked(self) -> Any:

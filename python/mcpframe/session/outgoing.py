@@ -10,12 +10,15 @@ of each request (its deadline, its progress callback), the progress-token table,
 sent on timeout or cancellation, and failing every waiter when the connection ends.
 
 Order: a response completes its request only after the progress callbacks of the notifications that
-arrived before it have run. The reader never waits for that: when such callbacks are still queued, the
-response is *held* on its ``Pending`` (the deadline is lifted: the answer is in) and the last of those
-callbacks releases it from the job worker. Progress arriving after the response is ignored, so nothing can
-hold an answer for longer than the callbacks of what came before it (the running one, at most
-``PROGRESS_QUEUE`` queued, and the newest overflowed update). A held answer is released when the Session
-closes (``close``), as the worker is gone then.
+arrived before it have run, and the notification handlers queued before it too (a log message sent before
+a tool's result is seen by the time ``call_tool`` returns). The reader never waits for that: when such
+callbacks are still queued, the response is *held* on its ``Pending`` (the deadline is lifted: the answer
+is in) and the last of those callbacks (or a release queued behind the handlers) releases it from the job
+worker. A request sent from a notification handler is exempt: its answer must not wait behind the handler
+that waits for it. Progress arriving after the response is ignored, so nothing can hold an answer for
+longer than the callbacks of what came before it (the running one, at most ``PROGRESS_QUEUE`` queued, and
+the newest overflowed update; and the handlers queued, which the Intake bounds). A held answer is released
+when the Session closes (``close``), as the worker is gone then.
 
 The Session tells it when sending stops (``stop_sending``), when the peer's input has ended
 (``end_of_input``) and when everything is over (``close``).
@@ -36,6 +39,7 @@ from mcpframe import core
 from mcpframe._api import Id, MessageLike
 from mcpframe.protocol import NOTIFICATIONS_CANCELLED, PROGRESS_TOKEN
 from mcpframe.session.errors import ConnectionClosed, JSONRPCError, RequestTimeout
+from mcpframe.session.jobs import IN_JOB
 from mcpframe.session.request import ProgressCallback
 
 __all__ = ["PROGRESS_QUEUE", "Outgoing", "Pending", "is_id", "with_progress_token"]
@@ -60,6 +64,7 @@ class Pending:
     __slots__ = (
         "event",
         "failure",
+        "from_job",
         "hard_deadline",
         "held",
         "message",
@@ -84,6 +89,7 @@ class Pending:
         self.progress_queued = 0  # progress callbacks queued and not yet run
         self.progress_running = False  # one of its progress callbacks runs now (in the job worker)
         self.held = False  # the response arrived before its progress callbacks ran: ``settle`` releases it
+        self.from_job = IN_JOB.get()  # sent from a notification handler: its answer never waits for them
         # past PROGRESS_QUEUE of those, the newest (progress, total, message) waits here, replacing older ones
         self.progress_overflow: tuple[float, Any, Any] | None = None
 
@@ -173,12 +179,19 @@ async def _report_progress(waiter: Pending, update: tuple[float, Any, Any]) -> N
         waiter.settle()
 
 
+def _release(waiter: Pending) -> None:
+    """The jobs queued before ``waiter``'s response have run: release it (module doc: Order)."""
+    waiter.progress_queued -= 1
+    waiter.settle()
+
+
 class Outgoing:
     """The outgoing half of a JSON-RPC peer: requests, notifications, and what answers them (module doc)."""
 
     __slots__ = (
         "_expect_answer",
         "_held",
+        "_notices_waiting",
         "_pending",
         "_progress",
         "_queue",
@@ -195,6 +208,7 @@ class Outgoing:
         write: Callable[[bytes], None],
         send: Callable[[bytes], Awaitable[None]],
         queue: Callable[..., bool | None],
+        notices_waiting: Callable[[], int],
         expect_answer: Callable[[], None],
         max_pending: int,
         timeout: float | None,
@@ -202,6 +216,7 @@ class Outgoing:
         self._write = write
         self._send = send
         self._queue = queue
+        self._notices_waiting = notices_waiting
         self._expect_answer = expect_answer
         self._pending = core.Correlator(max_pending=max_pending)
         self._progress: dict[Id, Pending] = {}
@@ -261,6 +276,10 @@ class Outgoing:
             logger.debug("ignoring a response for id %r: no request is waiting for it", rid)
             return
         assert isinstance(waiter, Pending)
+        if self._notices_waiting() and not waiter.from_job:  # notifications that came first are handled first
+            waiter.progress_queued += 1
+            if self._queue(_release, waiter) is False:  # the worker is gone
+                waiter.progress_queued -= 1
         waiter.resolve(message)
         if waiter.held:
             self._held.add(waiter)

@@ -127,6 +127,7 @@ class Session:
             write=self._write,
             send=self._send,
             queue=self._jobs.put,
+            notices_waiting=self._jobs.waiting_notices,
             expect_answer=self._expect_answer,
             max_pending=options.max_pending,
             timeout=options.timeout,
@@ -602,7 +603,7 @@ class Session:
         if method == NOTIFICATIONS_PROGRESS and self._outgoing.progress(params):
             return
         if self.notification_handler is not None:
-            self._jobs.put(self.notification_handler, message)
+            self._jobs.put_notice(self.notification_handler, message)
 
     def _job_taken(self) -> None:
         if self._intake.backlog:  # a job slot is free: a waiting notification may go on
