@@ -23,8 +23,21 @@ flight may be waiting for them: sampling, elicitation, roots) and notifications 
 naming a waiting request drops it, and neither it nor the cancel reaches the server). The backlog is
 bounded: once `max_backlog` requests (default `max_in_flight`) wait, stdin is not read until one is posted,
 so at most `max_backlog` requests plus those of one read (a chunk of stdin) are held. A client that queues
-more requests than both bounds ahead of its answers still waits for the tools' own timeouts. At the client's
-end of input what was read is still posted and answered (within `drain_timeout`), the session is ended
+more requests than both bounds ahead of its answers still waits for the tools' own timeouts.
+
+The handshake: a client may write `notifications/initialized` and its first calls without waiting for the
+answer to its `initialize`, but the server gives the session (`Mcp-Session-Id`) with that answer and
+refuses with 400 what comes without it. So everything read after a handshake-era `initialize` is held, in
+order, until its answer (or error) was written to stdout, then sent as if just read (`remote_queue.Handshake`;
+at most `max_backlog` frames held, then stdin is not read until they went). The 2026-07-28 era has no
+`initialize` and no session (its messages carry their version): nothing is held there.
+
+The end: at the client's end of input what was read is still posted and answered: the proxy waits up to
+`drain_timeout` (10 s) for the handshake's held frames to go, the backlog to be posted and every request
+in flight to be answered. An answer counts as answered once written to stdout, never before, so the exit
+cannot cut off an answer being written. Past the grace, each request still owed an answer (in flight,
+waiting in the backlog or held) gets a `-32000` error saying no answer came within it; when the remote side
+ends first (its transport closed), the requests in flight get one saying so. Then the session is ended
 (DELETE) and the proxy exits 0.
 
 Cancellation: a `notifications/cancelled` the client sends for a request in flight is posted to the server
@@ -41,18 +54,20 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import suppress
 from typing import Any, Protocol
 
 import anyio
 import anyio.abc
 
-from mcpframe import core, protocol
+from mcpframe import core, jsonrpc, protocol
 from mcpframe._api import MessageLike
 from mcpframe.session.batch import error_answer
+from mcpframe.transports.base import TransportClosedError
 
 from .options import ProxyOptions
+from .remote_queue import Backlog, Handshake, InFlight, opens_session
 
 __all__ = ["ByteTransport", "Lane", "fast_lane", "proxy_remote", "run_remote"]
 
@@ -82,47 +97,11 @@ class ByteTransport(Protocol):
     async def send(self, data: bytes) -> None: ...
 
 
-class _InFlight:
-    """The client's requests waiting for their answers, bounded (see the module's docstring)."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.ids: set[Any] = set()
-        self._room = anyio.Event()
-        self.idle = anyio.Event()
-
-    def add(self, rid: Any) -> None:
-        self.ids.add(rid)
-        if self.idle.is_set():
-            self.idle = anyio.Event()
-
-    def done(self, rid: Any) -> None:
-        self.ids.discard(rid)
-        if len(self.ids) < self.limit:
-            self._room.set()
-        if not self.ids:
-            self.idle.set()
-
-    def note(self, message: MessageLike) -> None:
-        """A request from the client: it counts until answered, or until its cancel was sent on."""
-        if message.kind == "request":
-            self.add(message.id)
-
-    @property
-    def full(self) -> bool:
-        return len(self.ids) >= self.limit
-
-    async def wait_for_room(self) -> None:
-        while len(self.ids) >= self.limit:
-            self._room = anyio.Event()
-            await self._room.wait()
-
-
 class _Cancelled:
     """The requests the client cancelled while in flight: an answer to one of them that still comes from
     the transport is not written (the fast lane drops its own: `Lane.withdraw`). Bounded: past `limit` ids
     the oldest is forgotten. (The transport reads a request's answer until it has posted its cancel, which
-    it holds back while the request is being written; the request keeps its place in `_InFlight` until
+    it holds back while the request is being written; the request keeps its place in `InFlight` until
     then, so answers can come for at most `max_in_flight` cancelled ids at once, and `limit` is at least
     that. Past `limit`, the answer to the oldest would reach the client, which ignores an answer to a
     request it cancelled.)"""
@@ -136,18 +115,19 @@ class _Cancelled:
         if len(self.ids) > self.limit:
             del self.ids[next(iter(self.ids))]
 
-    def drop(self, data: bytes, in_flight: _InFlight) -> bytes:
+    def drop(self, data: bytes) -> tuple[bytes, list[Any]]:
         """`data` (NDJSON frames from the server) without the answers to cancelled requests (each such id
-        is then forgotten); the other answers end their request's count in `in_flight`."""
+        is then forgotten), and the ids the other answers are for (they count answered once written)."""
         found = False
+        answered: list[Any] = []
         for item in _frames(data):
             if not isinstance(item, core.FrameError) and item.kind in ("result", "error"):
                 if item.id in self.ids:
                     found = True
                 else:
-                    in_flight.done(item.id)
+                    answered.append(item.id)
         if not found:
-            return data
+            return data, answered
         kept: list[bytes] = []
         for line in data.splitlines(keepends=True):
             rid = _answered_id(line)
@@ -155,7 +135,7 @@ class _Cancelled:
                 del self.ids[rid]
                 continue
             kept.append(line)
-        return b"".join(kept)
+        return b"".join(kept), answered
 
 
 def _frames(data: bytes) -> Sequence[MessageLike | core.FrameError]:
@@ -187,117 +167,92 @@ class Lane(Protocol):
     ) -> None: ...
 
 
-class _Backlog:
-    """The client's requests read while `in_flight` is full: posted in order as room comes (by `run`).
+class _Reader:
+    """The client's side: what it writes, posted frame by frame as it came (the lane's requests by the
+    lane); malformed frames answered here. A request past the in-flight bound waits in `backlog`; in the
+    handshake era what follows an `initialize` waits in `handshake` for its answer (module doc)."""
 
-    Reading stdin goes on meanwhile (the answers a tool in flight waits for are behind them) until
-    `limit` requests wait; the caller then stops reading until one is posted."""
-
-    def __init__(self, in_flight: _InFlight, limit: int, post: Callable[[MessageLike], Awaitable[None]]):
+    def __init__(
+        self,
+        client: ByteTransport,
+        server: ByteTransport,
+        in_flight: InFlight,
+        lane: Lane | None,
+        backlog: Backlog,
+        *,
+        cancelled: _Cancelled,
+        tg: anyio.abc.TaskGroup,
+        max_held: int,
+    ) -> None:
+        self.client = client
         self.in_flight = in_flight
-        self.limit = limit
-        self.waiting: deque[MessageLike] = deque()
-        self.posting = False  # `run` holds a request it is posting
-        self.closed = False  # the client's input ended: `run` returns once the backlog is empty
-        self._post = post
-        self._wake = anyio.Event()
-        self._room = anyio.Event()
-        self.done = anyio.Event()
-        """Set once `run` returned (closed and every waiting request posted)."""
-
-    @property
-    def clear(self) -> bool:
-        """Whether a request just read may be posted at once (nothing before it waits)."""
-        return not self.waiting and not self.posting and not self.in_flight.full
-
-    def add(self, message: MessageLike) -> None:
-        self.waiting.append(message)
-        self._wake.set()
-
-    def cancel(self, rid: Any) -> bool:
-        """Drop waiting request `rid` (the server never saw it: neither it nor its cancel is sent)."""
-        for message in self.waiting:
-            if message.id == rid:
-                self.waiting.remove(message)
-                self._room.set()
-                return True
-        return False
-
-    def close(self) -> None:
-        self.closed = True
-        self._wake.set()
-
-    async def wait_for_room(self) -> None:
-        """Until fewer than `limit` requests wait."""
-        while len(self.waiting) >= self.limit:
-            self._room = anyio.Event()
-            await self._room.wait()
+        self.lane = lane
+        self.backlog = backlog
+        self.cancelled = cancelled
+        self.out = _Outgoing(server, in_flight, tg)
+        self.handshake = Handshake(max_held, lambda: tg.start_soon(self._replay))
+        # the reader and the replay of held frames dispatch in turn (one `out`, one order); uncontended
+        # but for a replay, so the reader's turn costs no loop turn
+        self._turn = anyio.Lock(fast_acquire=True)
 
     async def run(self) -> None:
-        """Post the waiting requests from the head as the bound allows; return once closed and empty."""
+        """Until the client's input ends."""
+        decoder = core.Decoder(lazy=True)
+        handshake = self.handshake
         while True:
-            if not self.waiting:
-                if self.closed:
-                    self.done.set()
-                    return
-                self._wake = anyio.Event()
-                await self._wake.wait()
-                continue
-            await self.in_flight.wait_for_room()
-            if not self.waiting:  # its head was cancelled meanwhile
-                continue
-            message = self.waiting.popleft()
-            self._room.set()
-            self.posting = True
+            await self.backlog.wait_for_room()  # past the backlog's bound, stdin is not read
+            await handshake.wait_for_room()  # nor past the handshake's
+            chunk = await self.client.receive()
+            if not chunk:
+                return
+            async with self._turn:
+                for item in decoder.feed(chunk):
+                    if isinstance(item, core.FrameError):
+                        if not item.notification:  # answered as a stdio server would; never sent on broken
+                            await self.client.send(error_answer(item))
+                    elif handshake.engaged:
+                        handshake.hold(item)
+                    else:
+                        await self._dispatch(item)
+                await self.out.flush()
+
+    async def _replay(self) -> None:
+        """The held frames, dispatched in order once the `initialize` they wait for was answered."""
+        handshake = self.handshake
+        async with self._turn:
             try:
-                self.in_flight.note(message)
-                await self._post(message)
+                while True:
+                    while (item := handshake.take()) is not None:
+                        await self._dispatch(item)
+                    await self.out.flush()
+                    if handshake.waiting or not handshake.held:  # else: answered during the flush
+                        break
             finally:
-                self.posting = False
+                handshake.replayed()
 
-
-async def _client_to_server(
-    client: ByteTransport,
-    server: ByteTransport,
-    in_flight: _InFlight,
-    lane: Lane | None,
-    backlog: _Backlog,
-    *,
-    cancelled: _Cancelled,
-    tg: anyio.abc.TaskGroup,
-) -> None:
-    """What the client writes, posted frame by frame as it came (the lane's requests by the lane);
-    malformed frames answered here. A request past the in-flight bound waits in `backlog` (module doc)."""
-    decoder = core.Decoder(lazy=True)
-    out = _Outgoing(server, in_flight, tg)
-    while True:
-        await backlog.wait_for_room()  # past the backlog's bound, stdin is not read
-        chunk = await client.receive()
-        if not chunk:
+    async def _dispatch(self, item: MessageLike) -> None:
+        in_flight, lane, backlog, out = self.in_flight, self.lane, self.backlog, self.out
+        if item.kind == "request":
+            if opens_session(item):  # it goes now; what follows waits for its answer (the session)
+                self.handshake.engage(item.id)
+            if not backlog.clear:
+                await out.flush()  # what came before it goes first
+                backlog.add(item)
+                return
+            in_flight.note(item)
+            if lane is not None and lane.accepts(item):
+                await out.flush()  # what came before it goes first
+                await lane.post(item)
+                return
+        elif not _passes(item, in_flight=in_flight, backlog=backlog, cancelled=self.cancelled, lane=lane):
             return
-        for item in decoder.feed(chunk):
-            if isinstance(item, core.FrameError):
-                if not item.notification:  # answered as a stdio server would; never sent on broken
-                    await client.send(error_answer(item))
-                continue
-            if item.kind == "request":
-                if not backlog.clear:
-                    await out.flush()  # what came before it goes first
-                    backlog.add(item)
-                    continue
-                in_flight.note(item)
-                if lane is not None and lane.accepts(item):
-                    await out.flush()  # what came before it goes first
-                    await lane.post(item)
-                    continue
-            elif not _passes(item, in_flight=in_flight, backlog=backlog, cancelled=cancelled, lane=lane):
-                continue
-            out.add(item.raw + b"\n", _settles(item, cancelled))
-        await out.flush()
+        out.add(item.raw + b"\n", _settles(item, self.cancelled))
+        if self.handshake.waiting:
+            await out.flush()  # the `initialize` goes before anything is held
 
 
 def _passes(
-    message: MessageLike, *, in_flight: _InFlight, backlog: _Backlog, cancelled: _Cancelled, lane: Lane | None
+    message: MessageLike, *, in_flight: InFlight, backlog: Backlog, cancelled: _Cancelled, lane: Lane | None
 ) -> bool:
     """A notification or response from the client, noted; whether it goes on to the server (not a cancel
     of a request still in the backlog: neither goes)."""
@@ -307,6 +262,7 @@ def _passes(
             return False
         if rid in in_flight.ids:  # no answer to it is written from now on
             cancelled.add(rid)
+            in_flight.withdraw(rid)
             if lane is not None:
                 lane.withdraw(rid)
     return True
@@ -338,7 +294,7 @@ class _Outgoing:
     then says when the place is free, and a task here waits for it. A request none of which was sent is
     dropped with its cancel, its exchange ended, before `send` returns."""
 
-    def __init__(self, server: ByteTransport, in_flight: _InFlight, tg: anyio.abc.TaskGroup) -> None:
+    def __init__(self, server: ByteTransport, in_flight: InFlight, tg: anyio.abc.TaskGroup) -> None:
         self.server = server
         self.in_flight = in_flight
         self.tg = tg
@@ -372,19 +328,28 @@ class _Outgoing:
 
 
 async def _server_to_client(
-    server: ByteTransport, client: ByteTransport, in_flight: _InFlight, cancelled: _Cancelled
+    server: ByteTransport,
+    client: ByteTransport,
+    in_flight: InFlight,
+    cancelled: _Cancelled,
+    handshake: Handshake,
 ) -> None:
-    """What the server sends, to the client as it came; answers free their place in flight, and those to
-    cancelled requests are not written."""
+    """What the server sends, to the client as it came; answers free their place in flight once written
+    (never before: the end of input waits for that, so an answer read is never cut off by the exit), and
+    those to cancelled requests are not written."""
     while True:
         data = await server.receive()
         if not data:
             return
-        if in_flight.ids or cancelled.ids:
-            data = cancelled.drop(data, in_flight)
-            if not data:
-                continue
-        await client.send(data)
+        if not in_flight.ids and not cancelled.ids:
+            await client.send(data)
+            continue
+        data, answered = cancelled.drop(data)
+        if data:
+            await client.send(data)
+        for rid in answered:
+            in_flight.done(rid)
+            handshake.answered(rid)
 
 
 async def proxy_remote(
@@ -397,12 +362,14 @@ async def proxy_remote(
     lane: Lane | None = None,
 ) -> None:
     """Forward between `client` and `server` until the client's input ends (then the requests read get up
-    to `drain_timeout` seconds to be posted and answered) or the server's does. At most `max_in_flight`
-    requests are unanswered, at most `max_backlog` (default: `max_in_flight`) wait for room before stdin is
-    no longer read (module doc). `lane`: the requests it accepts are posted there and their answers written
-    by it (`fast_lane`)."""
-    in_flight = _InFlight(max_in_flight)
+    to `drain_timeout` seconds to be posted and answered; those still unanswered then get an error answer)
+    or the server's does (the requests unanswered get one too). At most `max_in_flight` requests are
+    unanswered, at most `max_backlog` (default: `max_in_flight`) wait for room before stdin is no longer
+    read, as many frames at most are held for an `initialize`'s answer (module doc). `lane`: the requests
+    it accepts are posted there and their answers written by it (`fast_lane`)."""
+    in_flight = InFlight(max_in_flight)
     cancelled = _Cancelled(max(CANCELLED_KEPT, max_in_flight))
+    limit = max_in_flight if max_backlog is None else max_backlog
 
     async def post(message: MessageLike) -> None:  # a request that waited in the backlog
         if lane is not None and lane.accepts(message):
@@ -410,25 +377,51 @@ async def proxy_remote(
         else:
             await server.send(message.raw + b"\n")
 
-    backlog = _Backlog(in_flight, max_in_flight if max_backlog is None else max_backlog, post)
+    backlog = Backlog(in_flight, limit, post)
+    remote_ended = False
     async with anyio.create_task_group() as tg:
+        reader = _Reader(client, server, in_flight, lane, backlog, cancelled=cancelled, tg=tg, max_held=limit)
         tg.start_soon(backlog.run)
         if lane is not None:
             tg.start_soon(lane.run, client.send, in_flight.done)
 
         async def from_server() -> None:
-            await _server_to_client(server, client, in_flight, cancelled)
+            nonlocal remote_ended
+            await _server_to_client(server, client, in_flight, cancelled, reader.handshake)
+            remote_ended = True
             tg.cancel_scope.cancel()  # the remote side ended: nothing more can be answered
 
         tg.start_soon(from_server)
-        await _client_to_server(client, server, in_flight, lane, backlog, cancelled=cancelled, tg=tg)
+        await reader.run()
         # end of input: what was read is still posted and answered (as a stdio server answers what it read)
-        backlog.close()
         with anyio.move_on_after(drain_timeout):
+            await reader.handshake.idle.wait()  # the held frames went (they may add to the backlog)
+            backlog.close()
             await backlog.done.wait()
             if in_flight.ids:
                 await in_flight.idle.wait()
         tg.cancel_scope.cancel()
+    # What is still owed an answer gets one (after the tasks ended: an answer being written was counted).
+    owed = [
+        *in_flight.unanswered(),
+        *(message.id for message in backlog.waiting),
+        *reader.handshake.unanswered(),
+    ]
+    if remote_ended:
+        why = "mcpframe proxy: the connection to the remote server ended before the answer"
+    else:
+        why = f"mcpframe proxy: no answer from the remote server within {drain_timeout:g} s after stdin ended"
+    await _fail(client, owed, why, drain_timeout)
+
+
+async def _fail(client: ByteTransport, owed: Sequence[Any], why: str, timeout: float) -> None:
+    """Answer each request in `owed` with a `-32000` error saying `why` (bounded: the client may not read)."""
+    if not owed:
+        return
+    logger.warning("%s: %d request(s) answered with an error", why, len(owed))
+    data = b"".join(core.encode_error(rid, jsonrpc.CONNECTION_CLOSED, why) for rid in owed)
+    with anyio.move_on_after(timeout), suppress(TransportClosedError, OSError):
+        await client.send(data)
 
 
 def remote_transport(url: str, headers: Mapping[str, str]) -> Any:
