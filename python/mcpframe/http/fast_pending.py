@@ -6,6 +6,7 @@ header lines of a JSON answer). Split from `fast.py`, which decides and starts t
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 from collections.abc import Awaitable, Callable
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from mcpframe import jsonrpc
 from mcpframe._api import Id
+from mcpframe._unstable.asyncio_tasks import step_now
 
 from .asgi import Receive, Send
 from .deadlines import Deadlines
@@ -232,12 +234,21 @@ class _Abandoned(Parked):
     no event id that would resume it was handed out (in the 2026-07-28 era the disconnect IS the request's
     cancellation). A server that closes (`give_up`) leaves the handler to its grace, as before."""
 
-    __slots__ = ("_exchange", "_posts")
+    __slots__ = ("_exchange", "_posts", "first_step")
 
     def __init__(self, posts: PostHandler, exchange: Exchange) -> None:
         super().__init__()
         self._posts: PostHandler | None = posts
         self._exchange = exchange
+        self.first_step: asyncio.Task[None] | None = None
+        """The handler's task, not run yet (`fast._handover`): its first step runs once the wire server
+        waits for the answer (`park`), at once rather than at the loop's next iteration."""
+
+    def park(self, then: Callable[[Whole | Later], None]) -> None:
+        super().park(then)
+        task, self.first_step = self.first_step, None
+        if task is not None:
+            step_now(task.get_loop(), task)
 
     def cancel(self) -> None:
         posts, self._posts = self._posts, None

@@ -29,6 +29,8 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from mcpframe._unstable.asyncio_tasks import step_now
+
 from .deadlines import Deadlines
 from .headers import MCP_SESSION_ID
 from .responses import SSE_HEADERS, Reply
@@ -66,7 +68,7 @@ class SseWriter(DirectPipe, Streamed):
 
     __slots__ = (
         "_armed", "_entry", "_hold", "_keepalive", "_lines", "_on_end", "_opened", "_out",
-        "_pending", "_quiet_left", "_wait", "_window", "close_idle", "first", "stream",
+        "_pending", "_quiet_left", "_wait", "_window", "close_idle", "first", "first_step", "stream",
     )  # fmt: skip
 
     def __init__(
@@ -94,6 +96,9 @@ class SseWriter(DirectPipe, Streamed):
         self._armed = 0.0  # the length of the quiet timer's running wait
         self._hold = min(HOLD, self._wait / 2)  # the head's wait, part of the first quiet one (`_held`)
         self._entry: list[Any] | None = None  # the hold's or the quiet timer's entry (`Deadlines`)
+        # the handler's task, not run yet (`fast._handover`): its first step runs once this is opened, at
+        # once rather than at the loop's next iteration
+        self.first_step: asyncio.Task[None] | None = None
 
     # ---------------------------------------------------------------- the wire server's (`Streamed`)
 
@@ -108,6 +113,9 @@ class SseWriter(DirectPipe, Streamed):
             self._pending.insert(0, self.first)
         # the head waits for the first event or the end, `_hold` seconds at most
         self._entry = Deadlines.of(self._hold).add(self._held)
+        task, self.first_step = self.first_step, None
+        if task is not None:
+            step_now(task.get_loop(), task)
 
     def lost(self) -> None:
         self._out = None  # nothing more is written

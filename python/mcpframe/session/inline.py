@@ -30,17 +30,20 @@ __all__ = ["answer_inline", "start_inline"]
 
 def start_inline(
     session: Session, message: MessageLike, deliver: Callable[[Id, bytes], Awaitable[None]]
-) -> None:
+) -> asyncio.Task[None] | None:
     """Start answering ``message`` as ``answer_inline`` would, the way ``session`` starts its handlers
     (eagerly where it can: most handlers have answered when this returns), then ``deliver(id, frame)``.
 
     The request is registered among the Session's incoming ones at once, as the Session registers those it
     reads. One that starts in a task of its own (no eager start, a notification job queued first, or a
     handler that surely suspends: ``Session.suspends``) is then found by a cancel that comes before its
-    task runs, and its handler never runs. Call it only while ``session`` runs (``Session.run()`` started).
+    task runs, and its handler never runs. Returns the task of a handler that surely suspends, not run yet
+    (a caller that has made ready what that handler's first step may reach can run the step at once:
+    ``_unstable.asyncio_tasks.step_now``), else ``None``. Call it only while ``session`` runs
+    (``Session.run()`` started).
     """
     request, answering = _begin(session, message, deliver)
-    session._start(request, answering)
+    return session._start(request, answering)
 
 
 async def answer_inline(

@@ -507,13 +507,14 @@ class Session:
             batch.expect()
         self._start(request, self._handle(request))
 
-    def _start(self, request: Request | None, coro: Coroutine[Any, Any, None]) -> None:
+    def _start(self, request: Request | None, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None] | None:
         """Run ``coro``, the handling of the registered ``request`` (``None``: a refusal's answer), eagerly
         where it can: most handlers are done, and answered, when this returns. It gets a task of its own
         instead without an eager start, behind a notification still queued (that one is handled first), or
-        when its handler surely suspends (``suspends``: an eager start would gain nothing)."""
+        when its handler surely suspends (``suspends``: an eager start would gain nothing). Returns the task
+        of a handler that surely suspends (not run yet), else ``None``."""
         eager = self._eager
-        own_task = eager is None or self._jobs.queued > 0
+        behind = own_task = eager is None or self._jobs.queued > 0
         if not own_task and request is not None:
             rule = self._rule
             if rule is not None:  # checked here, not called (SuspendRule.__call__): every request's path
@@ -536,6 +537,7 @@ class Session:
             request._task = task
             if request._cancelled:  # it cancelled itself during its first step
                 request._deliver_cancel()
+        return task if own_task and not behind else None
 
     @staticmethod
     def _ask_suspends(hook: Callable[[Request], bool], request: Request) -> bool:
