@@ -62,13 +62,23 @@ _FRAME_ERROR: Final = core.FrameError
 
 
 def log_frame_error(error: Any) -> None:
-    """Log what was rejected and where (stderr by default); the peer gets only the JSON-RPC error."""
+    """Log what was rejected and where (stderr by default); the peer gets only the JSON-RPC error. A line
+    that does not even start like JSON is most often a `print()` to the stdout that carries the protocol:
+    the log says so."""
+    preview = error.preview
+    hint = ""
+    if error.code == jsonrpc.PARSE_ERROR and isinstance(preview, bytes) and preview.lstrip()[:1] not in b"{[":
+        hint = (
+            " (not JSON at all: does the other side print() to the stdout that carries the protocol?"
+            " log to stderr)"
+        )
     logger.warning(
-        "rejected frame at stream byte %d: %s (code %d); starts with %r",
+        "rejected frame at stream byte %d: %s (code %d); starts with %r%s",
         error.offset,
         error.message,
         error.code,
-        error.preview,
+        preview,
+        hint,
     )
 
 

@@ -269,7 +269,11 @@ class Outgoing:
         """A response (``result`` or ``error``): hand it to the request waiting for it, if any."""
         rid = message.id
         if rid is None:
-            logger.warning("error response without an id: %r", message.error)
+            logger.warning(
+                "the peer answered an error with no id (it could not read a line we sent, or it could not"
+                " tell which request it answers): %r",
+                message.error,
+            )
             return
         waiter = self._pending.pop(rid, None)
         if waiter is None:
