@@ -4,7 +4,6 @@
 //! chunk, in a small arena. The messages then share those buffers, so `raw` and the `raw_*`
 //! members are cut out only on access.
 
-use std::ops::Range;
 use std::sync::Arc;
 
 use pyo3::exceptions::PyMemoryError;
@@ -373,7 +372,6 @@ pub(crate) fn message<'py>(
     lazy: bool,
     methods: &mut Methods,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let shift = |r: Range<usize>| base + r.start..base + r.end;
     let (id_source, id) = id_source(py, &e.id);
     let method = e
         .method
@@ -403,10 +401,11 @@ pub(crate) fn message<'py>(
         id,
         method,
         buf: buf.clone_ref(py),
-        raw: shift(e.raw.clone()),
-        raw_id: e.raw_id.clone().map(shift),
-        raw_payload: payload.map(shift),
-        response_params: if request { None } else { e.raw_params.clone() }.map(shift),
+        base,
+        raw: e.raw.clone(),
+        raw_id: e.raw_id.clone(),
+        raw_payload: payload,
+        response_params: if request { None } else { e.raw_params.clone() },
         offset: offset + e.raw.start as u64,
         value,
     };

@@ -68,6 +68,9 @@ pub(crate) struct Record {
     pub(crate) id: ValueCell,
     pub(crate) method: Option<Py<PyString>>,
     pub(crate) buf: Buffer,
+    /// Where the frame starts in `buf`: the spans below are relative to the frame (shifted only
+    /// when a member is read, not for every message made).
+    pub(crate) base: usize,
     pub(crate) raw: Range<usize>,
     pub(crate) raw_id: Option<Range<usize>>,
     /// The bytes of `params`, `result` or `error`, whichever the kind has.
@@ -135,13 +138,18 @@ impl Record {
         self.value.get().is_some()
     }
 
+    /// The bytes of the message's frame (and what follows it in the buffer).
+    fn frame<'a>(&'a self, py: Python<'_>) -> &'a [u8] {
+        &self.buf.bytes(py)[self.base..]
+    }
+
     fn raw_slice<'a>(&'a self, py: Python<'_>) -> &'a [u8] {
-        &self.buf.bytes(py)[self.raw.clone()]
+        &self.frame(py)[self.raw.clone()]
     }
 
     fn bytes_of(&self, py: Python<'_>, span: &Option<Range<usize>>) -> Member {
         match span {
-            Some(r) => new_bytes(py, &self.buf.bytes(py)[r.clone()]),
+            Some(r) => new_bytes(py, &self.frame(py)[r.clone()]),
             None => Ok(py.None()),
         }
     }
@@ -165,7 +173,7 @@ impl Record {
         if let Some(v) = self.value.get() {
             return Ok((v.clone_ref(py), false));
         }
-        let built = parse_json(py, &self.buf.bytes(py)[r.clone()])?.unbind();
+        let built = parse_json(py, &self.frame(py)[r.clone()])?.unbind();
         // building allocates, which may run other Python code (a finalizer) that asked for this
         // same value in the meantime, or (free-threaded) another thread built it too: the first
         // value stays, and its caller tracked the message
@@ -197,7 +205,7 @@ impl Record {
         let built = match (self.id_source, &self.raw_id) {
             (IdSource::Int(i), _) => i.into_pyobject(py)?.into_any().unbind(),
             (IdSource::Str, Some(span)) => {
-                let content = &self.buf.bytes(py)[span.start + 1..span.end - 1];
+                let content = &self.frame(py)[span.start + 1..span.end - 1];
                 // SAFETY: the frame passed the UTF-8 check, and a string token's content starts
                 // and ends next to an ASCII quote, so it is valid UTF-8 by itself (the buffer is
                 // immutable: `bytes`, or a copy only the messages hold).
@@ -205,7 +213,7 @@ impl Record {
                 PyString::new(py, text).into_any().unbind()
             }
             (IdSource::Big, Some(span)) => {
-                values::big_int(py, &self.buf.bytes(py)[span.clone()])?.unbind()
+                values::big_int(py, &self.frame(py)[span.clone()])?.unbind()
             }
             _ => return Ok(py.None()),
         };

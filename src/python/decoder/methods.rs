@@ -68,20 +68,31 @@ fn same(a: &[u8], b: &[u8]) -> bool {
 
 impl Methods {
     /// The Python string for `name`, shared with earlier messages when possible (or the
-    /// `MemoryError` of building it).
-    #[inline]
+    /// `MemoryError` of building it). The usual case, the name in its home slot, is inlined into
+    /// the message builder; the second way, the table's first use and a miss are out of line.
+    #[inline(always)]
     pub(crate) fn get(&mut self, py: Python<'_>, name: &str) -> PyResult<Py<PyString>> {
+        let bytes = name.as_bytes();
+        let home = slot(bytes);
+        if let Some(Some(entry)) = self.slots.get(home) {
+            if same(&entry.name, bytes) {
+                return Ok(entry.string.clone_ref(py));
+            }
+        }
+        self.elsewhere(py, name, home)
+    }
+
+    /// A name not in its home slot: in the next one, or not kept yet (the table is allocated on
+    /// its first use here).
+    #[inline(never)]
+    fn elsewhere(&mut self, py: Python<'_>, name: &str, home: usize) -> PyResult<Py<PyString>> {
         if self.slots.is_empty() {
             self.slots.resize_with(SLOTS, || None);
         }
-        let bytes = name.as_bytes();
-        let home = slot(bytes);
         let ways = [home, (home + 1) % SLOTS];
-        for at in ways {
-            if let Some(entry) = &self.slots[at] {
-                if same(&entry.name, bytes) {
-                    return Ok(entry.string.clone_ref(py));
-                }
+        if let Some(entry) = &self.slots[ways[1]] {
+            if same(&entry.name, name.as_bytes()) {
+                return Ok(entry.string.clone_ref(py));
             }
         }
         self.miss(py, name, ways)
