@@ -5,18 +5,19 @@ Usage: ``python benches/encode_faults.py [--messages 2000] [--passes 20] [--buil
 
 The corpus: ``--messages`` tool results with texts of 100 bytes to 200 KB (sizes uniform, or with
 ``--spread log`` log-uniform; a seeded generator), one text item each (``--shape many``: items of 200
-bytes, so that a line grows step by step); a pass keeps its lines until it ends (``--drop``:
-each line is dropped as soon as it is made, a writer's pattern). Each encoder
-is checked against orjson's bytes in one child process, then timed in fresh ones (glibc's malloc tunes
-its mmap threshold from the blocks a process frees, so an encoder must not inherit a heap another one,
-or the check, left), which build the corpus and make ``--passes`` passes while ``resource.getrusage``
-brackets them. The
-figures are the user and system CPU time and the minor faults of those passes alone.
+bytes, so that a line grows step by step); a pass keeps its lines until it ends (``--drop``: each line
+is dropped as soon as it is made, a writer's pattern). Each encoder is checked against orjson's bytes
+in one child process, then timed in fresh ones (glibc's malloc tunes its mmap threshold from the blocks
+a process frees, so an encoder must not inherit a heap another one, or the check, left), which build
+the corpus and make ``--passes`` passes while ``resource.getrusage`` brackets them. The figures are the
+user and system CPU time and the minor faults of those passes alone.
 
-A line that outgrows the native encoder's scratch buffer is written into a ``bytes`` object grown as it
-goes; shrinking it at the end with ``realloc`` costs, above glibc's mmap threshold, an ``mremap`` (and
-the block later freed is the smaller one, so the threshold never rises): every large line is then
-mapped, faulted in page by page and unmapped again, which shows here as system time and faults.
+What it looks for: a line that outgrows the native encoder's scratch buffer is written into a
+``bytes`` object grown as it goes; shrinking it at the end with ``realloc`` can cost, above glibc's mmap
+threshold, an ``mremap``, and the block later freed is the smaller one, so the threshold may stay below
+the next line's request: each such line is then mapped, faulted in page by page and unmapped again,
+which shows as system time and faults. (On these corpora it did not show for any build: see
+``benches/README.md``.)
 """
 
 from __future__ import annotations
