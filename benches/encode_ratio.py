@@ -28,6 +28,9 @@ of 100 (3,000: larger than the caches, like ``fresh7``, so each kind is timed co
 ``--build NAME=PATH`` (repeatable) also times another build of ``_core`` (a copy of the ``.so`` before a
 change) in the same rounds, loaded beside the installed one, and prints its time and median ratio to orjson.
 
+``--split`` times each bench corpus as buckets of line sizes instead (``mixed<1k``, ``mixed1-16k``,
+``mixed16-64k``, ``mixed>64k``: the messages whose lines fall in each), to see which sizes pay.
+
 ``--only native|orjson --repeat N`` runs one encoder N times over each corpus and times nothing: run it
 under ``valgrind --tool=callgrind`` with two values of N and subtract, to count instructions per message
 without the start-up (see ``benches/README.md``).
@@ -275,9 +278,28 @@ def _count(name: str, fresh_count: int, kind_count: int) -> int:
     return build(name).count  # type: ignore[arg-type]
 
 
+# `--split`'s buckets of line sizes: (name suffix, smallest line, first size above).
+_BUCKETS = (("<1k", 0, 1024), ("1-16k", 1024, 16384), ("16-64k", 16384, 65536), (">64k", 65536, 1 << 62))
+
+
+def _split(corpus: Corpus) -> list[Corpus]:
+    """``--split``: the corpus's messages as one corpus per bucket of line size (empty ones left out)."""
+    lines = corpus.data.splitlines(keepends=True)
+    parts = []
+    for suffix, low, high in _BUCKETS:
+        pairs = zip(lines, corpus.messages, strict=True)
+        picked = [(line, m) for line, m in pairs if low <= len(line) < high]
+        if picked:
+            data = b"".join(line for line, _ in picked)
+            parts.append(Corpus(f"{corpus.name}{suffix}", data, tuple(m for _, m in picked), ()))
+    return parts
+
+
 def _corpora(args: argparse.Namespace) -> list[Corpus]:
-    """The corpora the arguments name, in order."""
+    """The corpora the arguments name, in order (with ``--split``, each as buckets of line sizes)."""
     corpora = [build(name) for name in args.corpus]
+    if args.split:
+        corpora = [part for corpus in corpora for part in _split(corpus)]
     if args.fresh is not None:
         corpora.append(_fresh(args.fresh, args.fresh_count))
         if args.shuffle is not None:
@@ -295,6 +317,7 @@ def main() -> None:
     parser.add_argument("--shuffle", type=int, metavar="SEED", help="also --fresh walked in a shuffled order")
     parser.add_argument("--kind", nargs="*", choices=_KINDS, default=[], help="also one-kind corpora")
     parser.add_argument("--kind-count", type=int, default=_KIND_MESSAGES, metavar="N", help="lists of --kind")
+    parser.add_argument("--split", action="store_true", help="each bench corpus as buckets of line sizes")
     parser.add_argument("--newline", choices=("concat", "option"), default="concat")
     parser.add_argument("--drop", action="store_true", help="time with each line dropped at once")
     parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu")

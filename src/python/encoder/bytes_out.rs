@@ -2,9 +2,10 @@
 //! buffer and copied into its `bytes` object at the end (cheap for the usual small line, and no
 //! allocator churn). A line that outgrows the scratch buffer:
 //! - where `ffi::can_resize_bytes()` (CPython 3.11 to 3.13, `_PyBytes_Resize`): moves, once, into
-//!   a Python `bytes` object that is then written in place, grown and at the end shrunk to its
-//!   length, so a large line is never copied as a whole (that copy cost up to a seventh of the
-//!   time of a large message);
+//!   a Python `bytes` object that is then written in place, grown and at the end given its length
+//!   (its size lowered in place when at most an eighth is left over, else shrunk: `settle_bytes`),
+//!   so a large line is never copied as a whole (that copy cost up to a seventh of the time of a
+//!   large message);
 //! - elsewhere (public C API only): keeps growing the scratch buffer, and is copied into a new
 //!   `bytes` object at the end like a small line.
 
@@ -16,7 +17,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::encode::Output;
-use crate::python::ffi::{can_resize_bytes, resize_bytes};
+use crate::python::ffi::{can_resize_bytes, resize_bytes, settle_bytes};
 
 /// Size of the per-thread scratch buffer: lines up to this size are copied once at the end.
 const SCRATCH_SIZE: usize = 16 * 1024;
@@ -120,7 +121,7 @@ impl BytesOut {
             let line = unsafe { std::slice::from_raw_parts(self.data, self.len) };
             return PyBytes::new(py, line);
         };
-        self.resize(bytes, self.len);
+        self.settle(bytes);
         let bytes = self.bytes.take().unwrap_or_else(|| out_of_memory(self.len));
         // SAFETY: `bytes` is a `bytes` object we own the only reference to; it moves out.
         unsafe { Bound::from_owned_ptr(py, bytes.as_ptr()).cast_into_unchecked() }
@@ -172,8 +173,21 @@ impl BytesOut {
         // object with a reference count of 1 (created here and never handed out); the GIL is held
         // by the encoder.
         let resized = unsafe { resize_bytes(&mut raw, size(capacity)) };
+        self.adopt(raw, resized, capacity);
+    }
+
+    /// Give the `bytes` object its line's length (`settle_bytes`: in place when the slack is small).
+    fn settle(&mut self, bytes: NonNull<ffi::PyObject>) {
+        let mut raw = bytes.as_ptr();
+        // SAFETY: as in `resize`; `len <= capacity`, the object's size.
+        let settled = unsafe { settle_bytes(&mut raw, size(self.len)) };
+        self.adopt(raw, settled, self.len);
+    }
+
+    /// Take the `bytes` object `raw` of `capacity` bytes back from a resize (`done`), or abort.
+    fn adopt(&mut self, raw: *mut ffi::PyObject, done: bool, capacity: usize) {
         match NonNull::new(raw) {
-            Some(bytes) if resized => {
+            Some(bytes) if done => {
                 self.bytes = Some(bytes);
                 self.data = data_of(bytes);
                 self.capacity = capacity;

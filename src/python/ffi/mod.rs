@@ -15,7 +15,8 @@
 //! - `compact_int`: `PyUnstable_Long_IsCompact`/`PyUnstable_Long_CompactValue`, the documented
 //!   unstable API of 3.12 and 3.13 for one-digit ints, written out from their `static inline`
 //!   definitions (verified on 3.12.1, 3.13.0);
-//! - `bytes`: `_PyBytes_Resize`, unchanged from 3.11 to 3.13 (verified on 3.11.7, 3.12.1, 3.13.0).
+//! - `bytes`: `_PyBytes_Resize`, unchanged from 3.11 to 3.13 (verified on 3.11.7, 3.12.1, 3.13.0), and
+//!   a line's `bytes` object ended in place by lowering its size (`settle_bytes`).
 //!
 //! At module import (`init`) each is switched on only when the running interpreter is CPython
 //! (with the expected int digits, for the int paths) and `MCPFRAME_PUBLIC_ONLY` is unset (or `0`, `false`, `no`, `off`,
@@ -276,4 +277,17 @@ pub(crate) fn can_resize_bytes() -> bool {
 pub(crate) unsafe fn resize_bytes(bytes: &mut *mut ffi::PyObject, size: ffi::Py_ssize_t) -> bool {
     // SAFETY: the caller's contract.
     unsafe { bytes::resize(bytes, size) }
+}
+
+/// End a line written into the `bytes` object `*bytes` (grown with `resize_bytes`): give it the size
+/// `len`, in place when little is left over (its size lowered, a NUL written after the line: no
+/// `realloc`, whose `mremap` of a large block costs fresh page faults on every later large line),
+/// else shrunk with `resize_bytes`. `false` as `resize_bytes`'s.
+///
+/// # Safety
+/// As `resize_bytes`; `len` is at most the object's size.
+#[inline]
+pub(crate) unsafe fn settle_bytes(bytes: &mut *mut ffi::PyObject, len: ffi::Py_ssize_t) -> bool {
+    // SAFETY: the caller's contract.
+    unsafe { bytes::settle(bytes, len) }
 }
