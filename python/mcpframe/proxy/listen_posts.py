@@ -29,7 +29,15 @@ from mcpframe.http.headers import (
 )
 from mcpframe.http.options import HttpOptions
 from mcpframe.http.post import Body, one_line
-from mcpframe.http.responses import Answer, Reply, StreamReplies, error_response, json_response, too_slow
+from mcpframe.http.responses import (
+    Answer,
+    Reply,
+    StreamReplies,
+    error_response,
+    json_response,
+    no_answer,
+    too_slow,
+)
 from mcpframe.http.sessions import HttpSession, SessionManager
 from mcpframe.http.streams import Stream
 
@@ -327,8 +335,8 @@ class BridgePosts:
         frames = stream.response_frames()
         if session is not None:
             session.stream_ended(stream)
-        if not frames:
-            return Reply(202, headers=headers)
+        if not frames:  # cancelled, or its session ended
+            return no_answer(accepts.sse, headers)
         joined = frames[0] if len(frames) == 1 else b"[" + b",".join(frames) + b"]"
         return json_response(joined, headers)
 
