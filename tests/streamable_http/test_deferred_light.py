@@ -251,7 +251,7 @@ async def test_its_session_ending_while_its_stream_is_walked_answers_once_withou
             await until(lambda: len(session.streams) == 2)  # the GET stream and the one the log made
             for stream in session.streams.values():  # as `HttpSession.close` does
                 stream.finish()
-        assert (got[0].status_code, got[0].content) == (202, b"")
+        assert (got[0].status_code, got[0].content) == (202, b"")  # JSON only: no SSE to end empty
         assert taken == ["_Abandoned"]
         tools.gate.set()
         with anyio.fail_after(10):
@@ -259,7 +259,9 @@ async def test_its_session_ending_while_its_stream_is_walked_answers_once_withou
         assert list(session.streams) == [session.get_stream.id]
 
 
-async def test_a_cancel_from_the_client_cancels_the_handler_once_and_answers_202(taken: list[str]) -> None:
+async def test_a_cancel_from_the_client_cancels_the_handler_once_and_ends_its_post_empty(
+    taken: list[str],
+) -> None:
     tools = Tools()
     async with serving(tools, response_mode="auto", stream_after=LONG) as (url, app, client, headers):
         session = _session(app, headers)
@@ -269,7 +271,8 @@ async def test_a_cancel_from_the_client_cancels_the_handler_once_and_answers_202
             [pending] = session.exchanges()
             cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 8}}
             assert (await client.post(url, json=cancel, headers=headers)).status_code == 202
-        assert (got[0].status_code, got[0].content) == (202, b"")
+        assert (got[0].status_code, got[0].content) == (200, b"")
+        assert got[0].headers["content-type"] == "text/event-stream"  # never 202 for a request
         assert pending._deadline is not None
         assert pending._deadline[1] is None
         with anyio.fail_after(10):
@@ -316,7 +319,8 @@ async def test_its_session_deleted_while_suspended_ends_it_once(taken: list[str]
         async with _posting(client, url, headers, call("hold", {"text": "d"}, rid=9)) as got:
             await tools.entered.wait()
             assert (await client.delete(url, headers=headers)).status_code == 200
-        assert (got[0].status_code, got[0].content) == (202, b"")
+        assert (got[0].status_code, got[0].content) == (200, b"")
+        assert got[0].headers["content-type"] == "text/event-stream"  # never 202 for a request
         assert (tools.cancelled, tools.finished) == (1, 0)
         assert taken == ["_Abandoned"]
         assert app.posts.admission.running == 0

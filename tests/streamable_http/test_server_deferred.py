@@ -164,7 +164,8 @@ async def test_a_cancel_while_suspended_cancels_the_handler_once_and_answers_onc
         async with held_call(client, url, headers, tools, call("hold", {"text": "c"}, rid=8)) as got:
             cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 8}}
             assert (await client.post(url, json=cancel, headers=headers)).status_code == 202
-        assert (got[0].status_code, got[0].content) == (202, b"")  # a cancelled request gets no answer
+        assert (got[0].status_code, got[0].content) == (200, b"")  # a cancelled request gets no answer
+        assert got[0].headers["content-type"] == "text/event-stream"  # never 202 for a request
         assert (tools.cancelled, tools.finished) == (1, 0)
         # the call was the fast path's (deferred); the cancel, a notification, the full path's
         assert taken == (["deferred", "declined"] if http_server == "mcpframe" else [])
@@ -185,7 +186,8 @@ async def test_a_session_deleted_while_a_call_is_suspended_ends_it_once(
         taken.clear()
         async with held_call(client, url, headers, tools, call("hold", {"text": "d"}, rid=9)) as got:
             assert (await client.delete(url, headers=headers)).status_code == 200
-        assert (got[0].status_code, got[0].content) == (202, b"")  # no answer came: the stream just ended
+        assert (got[0].status_code, got[0].content) == (200, b"")  # no answer came: the stream just ended
+        assert got[0].headers["content-type"] == "text/event-stream"  # never 202 for a request
         assert (tools.cancelled, tools.finished) == (1, 0)
         assert taken == (["deferred"] if http_server == "mcpframe" else [])
         assert app.posts.admission.running == 0
@@ -203,7 +205,8 @@ async def test_a_stream_its_session_ends_while_walking_its_streams_answers_witho
             session = app.sessions.find(headers, None)
             assert isinstance(session, HttpSession)
             await session.close()  # its exchanges aborted, then every stream it holds ended
-        assert (got[0].status_code, got[0].content) == (202, b"")
+        assert (got[0].status_code, got[0].content) == (200, b"")
+        assert got[0].headers["content-type"] == "text/event-stream"  # never 202 for a request
         tools.gate.set()
         with anyio.fail_after(10):
             await until(lambda: app.posts.admission.running == 0)

@@ -20,7 +20,7 @@ from .asgi import Receive, Send
 from .deadlines import Deadlines
 from .exchange import Exchange, Lane
 from .headers import MCP_SESSION_ID, Accepts
-from .responses import Answer, Reply, error_response, json_response
+from .responses import Answer, Reply, error_response, json_response, no_answer
 from .store import StoreUnavailable
 from .streams import Stream
 from .wire_parts import Later, Parked, Whole
@@ -144,7 +144,7 @@ class Pending(Exchange):
         self.lane.done()
 
     def close(self) -> None:
-        """`Exchange.close`; with no stream, the answer (or a 202 with none) delivered first, as the
+        """`Exchange.close`; with no stream, the answer (or `no_answer`'s reply) delivered first, as the
         finished stream's wake-up would."""
         if self._stream is not None:
             super().close()
@@ -156,7 +156,8 @@ class Pending(Exchange):
         session = self._session
         try:  # as a stream's wake-up: what the delivery raises must not stop the rest of the end
             if frame is None:  # cancelled, or its session ended: no answer
-                self.parked.deliver((202, Reply(202, headers=self._headers()).header_lines(), b""))
+                reply = no_answer(self._accepts.sse, self._headers())
+                self.parked.deliver((reply.status, reply.header_lines(), b""))
             else:
                 lines = STATELESS_LINES if session is None else json_lines(session)
                 self.parked.deliver((200, lines, frame))
@@ -194,7 +195,7 @@ class Pending(Exchange):
             self.parked.deliver(self._rest())  # a frame that is not a response, to a client that takes SSE
             return
         try:
-            whole = _finished_json(stream, self._session, self._headers())
+            whole = _finished_json(stream, self._session, self._headers(), self._accepts.sse)
         except Exception as exc:  # as `answering`: a bug costs this request, answered
             logger.exception("POST %s failed", self._posts.options.path)
             reply = failed(exc)
@@ -209,13 +210,14 @@ class Pending(Exchange):
         self.parked.deliver(self._rest())
 
 
-def _finished_json(stream: Stream, session: HttpSession | None, headers: dict[str, str]) -> Whole:
+def _finished_json(stream: Stream, session: HttpSession | None, headers: dict[str, str], sse: bool) -> Whole:
     """The JSON answer of a finished stream, as `PostHandler._json_ready` gives it, as the `Whole` it is
     written as. The session forgets the stream when its exchange ends (`Pending._upgrade`'s `on_close`),
     not here: this may run inside `HttpSession.close`'s walk over its streams."""
     frames = stream.response_frames()
     if not frames:  # cancelled, or its session ended: no answer
-        return 202, Reply(202, headers=headers).header_lines(), b""
+        reply = no_answer(sse, headers)
+        return reply.status, reply.header_lines(), b""
     lines = STATELESS_LINES if session is None else json_lines(session)
     return 200, lines, frames[0] if len(frames) == 1 else b"[" + b",".join(frames) + b"]"
 

@@ -31,7 +31,16 @@ from .headers import (
 )
 from .options import HttpOptions
 from .post import Body, one_line
-from .responses import SSE_HEADERS, Answer, Reply, StreamReplies, error_response, json_response, too_slow
+from .responses import (
+    SSE_HEADERS,
+    Answer,
+    Reply,
+    StreamReplies,
+    error_response,
+    json_response,
+    no_answer,
+    too_slow,
+)
 from .sessions import HttpSession, SessionManager
 from .streams import Stream
 
@@ -540,8 +549,8 @@ class PostHandler:
         frames = stream.response_frames()
         if session is not None:
             session.stream_ended(stream)  # answered in full: nothing to resume
-        if not frames:
-            return Reply(202, headers=headers)
+        if not frames:  # cancelled, or its session ended
+            return no_answer(accepts.sse, headers)
         joined = frames[0] if len(frames) == 1 else b"[" + b",".join(frames) + b"]"
         return json_response(joined, headers)
 

@@ -24,6 +24,7 @@ __all__ = [
     "StreamReplies",
     "error_response",
     "json_response",
+    "no_answer",
     "too_slow",
 ]
 
@@ -276,3 +277,15 @@ def too_slow(timeout: float | None) -> Reply:
     connection is closed after it (what is left of that body is never read)."""
     message = f"Request Timeout: the request body did not all come within {timeout:g} seconds"
     return error_response(408, message, headers={"connection": "close"})
+
+
+def no_answer(sse: bool, headers: dict[str, str] | None = None) -> Reply:
+    """The reply to a POST whose requests all ended with no answer (the client cancelled them, or the
+    session ended): for a client that takes SSE, an SSE stream that ends with nothing in it. Never 202:
+    the transport keeps that for a POST of notifications and responses only; a POST with a request MUST
+    get `text/event-stream` or `application/json` (2025-11-25 transports, "Sending Messages"), and a
+    cancelled request SHOULD get no response (utilities/cancellation). A JSON-only client (outside the
+    spec, which has clients accept both) still gets 202: there is no JSON object to give it."""
+    if sse:
+        return Reply(200, b"", {**SSE_HEADERS, **(headers or {})})
+    return Reply(202, headers=headers)

@@ -199,13 +199,13 @@ class FastPosts:
         except RuntimeError:  # the host's task group is gone (shutdown): the child ends with it
             logger.debug("request %r given up without telling the child", route.rid)
 
-    def _whole(self, route: FastRoute, frame: bytes | None, sse: bool) -> Whole:
+    def _whole(self, route: FastRoute, frame: bytes | None, sse: bool, accepts_sse: bool) -> Whole:
         """The response to a request whose answer is `frame` (`None`: cancelled, nothing to answer): what
         `BridgePosts.answer` would give once the stream finished, its header lines made once per session
         (`SessionBridge.attach`; the session was touched just before: `_Parked.finish`)."""
         bridge, session = route.bridge, route.session
-        if frame is None:
-            return 202, bridge.id_line, b""
+        if frame is None:  # not 202 for a request's POST (`no_answer`): an SSE stream with nothing in it
+            return (200, bridge.sse_lines, b"") if accepts_sse else (202, bridge.id_line, b"")
         if not sse:
             return 200, bridge.json_lines, frame.rstrip(b"\n")
         _, _, _, store, retry = self._plan(session, bridge)
@@ -256,7 +256,7 @@ class _Parked(Parked):
             return
         route.slot_release()
         try:
-            whole = fast._whole(route, got, self.sse)
+            whole = fast._whole(route, got, self.sse, self.accepts.sse)
         except Exception as exc:  # as on the full path: a bug costs this request, answered
             whole = fast.failed(exc)
         self.deliver(whole)

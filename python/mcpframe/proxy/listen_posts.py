@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcpframe import jsonrpc, protocol
 from mcpframe.http.admission import Admission, Slot
-from mcpframe.http.asgi import ClientDisconnect, HttpRequest, Receive, TooLarge, watch_disconnect
+from mcpframe.http.asgi import ClientDisconnect, HttpRequest, Receive, TooLarge, TooSlow, watch_disconnect
 from mcpframe.http.deadlines import Deadlines
 from mcpframe.http.headers import (
     FIRST_STATELESS,
@@ -29,7 +29,15 @@ from mcpframe.http.headers import (
 )
 from mcpframe.http.options import HttpOptions
 from mcpframe.http.post import Body, one_line
-from mcpframe.http.responses import Answer, Reply, StreamReplies, error_response, json_response
+from mcpframe.http.responses import (
+    Answer,
+    Reply,
+    StreamReplies,
+    error_response,
+    json_response,
+    no_answer,
+    too_slow,
+)
 from mcpframe.http.sessions import HttpSession, SessionManager
 from mcpframe.http.streams import Stream
 
@@ -105,21 +113,29 @@ class BridgePosts:
         return body, session, modern
 
     async def _read(self, request: HttpRequest, accepts: Accepts) -> bytes | Reply:
+        refusal = self._refusal(request, accepts)
+        if refusal is not None:
+            return refusal
+        limit = self.options.max_body
+        try:
+            return await request.body(limit, self.options.body_timeout)
+        except TooLarge:
+            return _too_big(limit)
+        except TooSlow:  # a slow-loris body: 408 and the connection closed, as the host's `PostHandler`
+            return too_slow(self.options.body_timeout)
+        except ClientDisconnect:
+            return Reply(400)
+
+    def _refusal(self, request: HttpRequest, accepts: Accepts) -> Reply | None:
+        """The refusal of a wrong media type, or of a body its Content-Length says is too big."""
         if not is_json_content(request.headers.get("content-type")):
             return error_response(415, "Unsupported Media Type: the body must be application/json")
         if not (accepts.json or accepts.sse):
             return error_response(406, "Not Acceptable: accept application/json or text/event-stream")
-        limit = self.options.max_body
         length = request.headers.get("content-length")
-        too_big = error_response(413, f"Payload Too Large: the body exceeds {limit} bytes")
-        if length is not None and length.isdigit() and int(length) > limit:
-            return too_big
-        try:
-            return await request.body(limit)
-        except TooLarge:
-            return too_big
-        except ClientDisconnect:
-            return Reply(400)
+        if length is not None and length.isdigit() and int(length) > self.options.max_body:
+            return _too_big(self.options.max_body)
+        return None
 
     async def admit(self, request: HttpRequest, body: Body) -> Slot | Reply:
         """Room for the POST's requests under the host's `max_in_flight`, or the 503 refusing it."""
@@ -319,10 +335,14 @@ class BridgePosts:
         frames = stream.response_frames()
         if session is not None:
             session.stream_ended(stream)
-        if not frames:
-            return Reply(202, headers=headers)
+        if not frames:  # cancelled, or its session ended
+            return no_answer(accepts.sse, headers)
         joined = frames[0] if len(frames) == 1 else b"[" + b",".join(frames) + b"]"
         return json_response(joined, headers)
+
+
+def _too_big(limit: int) -> Reply:
+    return error_response(413, f"Payload Too Large: the body exceeds {limit} bytes")
 
 
 def _ended() -> Reply:
