@@ -24,7 +24,7 @@ from mcpframe.http.pipe import Pipe
 from mcpframe.http.server import serve_http
 from mcpframe.http.streams import Stream
 from mcpframe.proxy import ProxyOptions
-from mcpframe.proxy.listen import ListenServer, http_options_for
+from mcpframe.proxy.listen import ListenServer, http_options_for, serve_listen
 
 ROOT = Path(__file__).resolve().parents[2]
 EVERYTHING = str(ROOT / "examples" / "everything.py")
@@ -124,6 +124,24 @@ async def in_process_proxy(
         with anyio.fail_after(10):
             await ready.wait()
         yield Proxy(found[0], app)
+        tg.cancel_scope.cancel()
+
+
+@contextlib.asynccontextmanager
+async def serving_listen(options: ProxyOptions, http_server: str) -> AsyncIterator[str]:
+    """`serve_listen(options)` on `http_server` (`"mcpframe"` or `"uvicorn"`) in this process; its URL."""
+    ready = anyio.Event()
+    found: list[str] = []
+
+    def on_ready(url: str) -> None:
+        found.append(url)
+        ready.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: serve_listen(options, ready=on_ready, http_server=http_server))
+        with anyio.fail_after(10):
+            await ready.wait()
+        yield found[0]
         tg.cancel_scope.cancel()
 
 

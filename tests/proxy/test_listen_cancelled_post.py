@@ -16,11 +16,10 @@ from pathlib import Path
 import anyio
 import httpx
 import pytest
-from tests.proxy._listen_support import BOTH, JSON_ONLY, child_env, open_session, rpc
+from tests.proxy._listen_support import BOTH, JSON_ONLY, child_env, open_session, rpc, serving_listen
 
 from mcpframe.http.options import HttpOptions
 from mcpframe.proxy import ProxyOptions
-from mcpframe.proxy.listen import serve_listen
 
 pytestmark = pytest.mark.anyio
 
@@ -52,19 +51,8 @@ async def listening(http_server: str, record: Path) -> AsyncIterator[str]:
         env=child_env(),
         http=HttpOptions(response_mode="auto", stream_after=60.0),
     )
-    ready = anyio.Event()
-    found: list[str] = []
-
-    def on_ready(url: str) -> None:
-        found.append(url)
-        ready.set()
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(lambda: serve_listen(options, ready=on_ready, http_server=http_server))
-        with anyio.fail_after(10):
-            await ready.wait()
-        yield found[0]
-        tg.cancel_scope.cancel()
+    async with serving_listen(options, http_server) as url:
+        yield url
 
 
 @pytest.mark.parametrize("http_server", ["mcpframe", "uvicorn"])

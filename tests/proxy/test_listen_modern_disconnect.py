@@ -22,10 +22,9 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from tests.proxy._listen_support import BOTH, JSON_ONLY, child_env, open_session
+from tests.proxy._listen_support import BOTH, JSON_ONLY, child_env, open_session, serving_listen
 
 from mcpframe.proxy import ProxyOptions
-from mcpframe.proxy.listen import serve_listen
 
 pytestmark = pytest.mark.anyio
 
@@ -69,19 +68,8 @@ def anyio_backend() -> str:
 async def listening(child: list[str], http_server: str) -> AsyncIterator[str]:
     """`mcpframe proxy --listen` in front of `child`, served by `http_server` in this process; its URL."""
     options = ProxyOptions(listen="http://127.0.0.1:0/mcp", command=child, env=child_env())
-    ready = anyio.Event()
-    found: list[str] = []
-
-    def on_ready(url: str) -> None:
-        found.append(url)
-        ready.set()
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(lambda: serve_listen(options, ready=on_ready, http_server=http_server))
-        with anyio.fail_after(10):
-            await ready.wait()
-        yield found[0]
-        tg.cancel_scope.cancel()
+    async with serving_listen(options, http_server) as url:
+        yield url
 
 
 def _post(

@@ -21,11 +21,10 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from tests.proxy._listen_support import BOTH, JSON_ONLY, child_env, open_session
+from tests.proxy._listen_support import BOTH, JSON_ONLY, child_env, open_session, serving_listen
 
 from mcpframe.http.options import HttpOptions
 from mcpframe.proxy import ProxyOptions
-from mcpframe.proxy.listen import serve_listen
 
 pytestmark = pytest.mark.anyio
 
@@ -63,19 +62,8 @@ async def listening(http_server: str, body_timeout: float) -> AsyncIterator[str]
         env=child_env(),
         http=HttpOptions(body_timeout=body_timeout),
     )
-    ready = anyio.Event()
-    found: list[str] = []
-
-    def on_ready(url: str) -> None:
-        found.append(url)
-        ready.set()
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(lambda: serve_listen(options, ready=on_ready, http_server=http_server))
-        with anyio.fail_after(10):
-            await ready.wait()
-        yield found[0]
-        tg.cancel_scope.cancel()
+    async with serving_listen(options, http_server) as url:
+        yield url
 
 
 def call(rid: int, n: int) -> dict[str, Any]:
