@@ -195,9 +195,6 @@ def _handover(
     if not sse:  # the common case: a `Pending` answer, its stream made only if something else comes
         pending = exchange = Pending(posts, lane, session, rid, accepts)
         pending.on_close += ends
-        if session is not None:  # an open request: the idle reaper leaves its session alone until it ends
-            session.touch(+1)
-            pending.on_close.append(lambda: session.touch(-1))
         pending.parked.first_step = waiting
         return pending.parked
     stream = Stream(None, None) if session is None else session.new_stream()

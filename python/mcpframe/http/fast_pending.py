@@ -103,6 +103,9 @@ class Pending(Exchange):
         # one entry on the loop's shared timer (the sessions' loop, known: no lookup)
         deadlines = None if wait == math.inf else Deadlines.of(wait, posts.sessions.loop)
         self._register(lane, [rid], batch=False)
+        if session is not None:  # an open request: the idle reaper leaves its session alone until it ends
+            session.touch(+1)
+            self.on_close.append(lambda: session.touch(-1))
         if deadlines is not None:
             self._deadline = deadlines.add(self._expired)
 

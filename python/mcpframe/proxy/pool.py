@@ -17,6 +17,7 @@ import anyio
 import anyio.abc
 
 from mcpframe import core
+from mcpframe.transports.process import open_piped
 
 from .listen_input import ChildInput
 from .listen_output import ChildOutput, PipeReader
@@ -154,24 +155,7 @@ class ChildPool:
     async def _start(self) -> tuple[anyio.abc.Process, ChildOutput, ChildInput]:
         """The process, its stdin and stdout pipes of ours: the stdout read by a `ChildOutput` (not anyio's
         stream: see there), the stdin written through a `ChildInput` (asyncio's pipe transport, ours)."""
-        in_read, in_write = os.pipe()
-        try:
-            out_read, out_write = os.pipe()
-        except BaseException:
-            os.close(in_read)
-            os.close(in_write)
-            raise
-        try:
-            process = await anyio.open_process(
-                self.command, stdin=in_read, stdout=out_write, stderr=None, env=self.env
-            )
-        except BaseException:
-            os.close(in_write)
-            os.close(out_read)
-            raise
-        finally:
-            os.close(in_read)  # the child has its copies: its exit ends both pipes
-            os.close(out_write)
+        process, out_read, in_write = await open_piped(self.command, env=self.env)
         stdout = os.fdopen(out_read, "rb", buffering=0)
         stdin = os.fdopen(in_write, "wb", buffering=0)
         writer: ChildInput | None = None

@@ -279,6 +279,52 @@ def _not_on_path(command: str, path: str | None) -> FileNotFoundError:
     return FileNotFoundError(errno.ENOENT, f"No such file or directory: {command!r} is not on PATH; {how}")
 
 
+async def open_piped(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    stderr: int | IO[Any] | None = None,
+    start_new_session: bool = False,
+) -> tuple[Process, int, int]:
+    """Start ``argv`` with its stdin and stdout on two pipes of ours; return the process and the parent's ends
+    ``(read_fd, write_fd)`` (its stdout, widened, and its stdin), which the caller then owns.
+
+    ``env`` is the child's whole environment (None: ours). The child's ends are closed here once it has its
+    copies, so its exit ends both pipes; if it cannot be started every fd is closed and a bare command name
+    that is not on PATH is said with the likely fix.
+    """
+    child_stdin, write_fd = os.pipe()  # os.pipe's fds are not inherited; the child gets dups of its ends
+    try:
+        read_fd, child_stdout = os.pipe()
+    except BaseException:
+        os.close(child_stdin)
+        os.close(write_fd)
+        raise
+    _widen(read_fd)
+    try:
+        process = await anyio.open_process(
+            list(argv),
+            stdin=child_stdin,
+            stdout=child_stdout,
+            stderr=stderr,
+            env=env,
+            cwd=cwd,
+            start_new_session=start_new_session,
+        )
+    except BaseException as exc:
+        os.close(write_fd)
+        os.close(read_fd)
+        command = argv[0]
+        if isinstance(exc, FileNotFoundError) and exc.filename == command and os.sep not in command:
+            raise _not_on_path(command, (env if env is not None else os.environ).get("PATH")) from exc
+        raise
+    finally:
+        os.close(child_stdin)
+        os.close(child_stdout)
+    return process, read_fd, write_fd
+
+
 async def spawn(
     command: str,
     args: Sequence[str] = (),
@@ -296,39 +342,23 @@ async def spawn(
     to ours by a thread that keeps its tail (``ProcessTransport.stderr_tail``).
     """
     full_env = {**os.environ, **env} if env is not None else None
-    child_stdin, write_fd = os.pipe()  # os.pipe's fds are not inherited; the child gets dups of its ends
-    try:
-        read_fd, child_stdout = os.pipe()
-    except OSError:
-        os.close(child_stdin)
-        os.close(write_fd)
-        raise
-    _widen(read_fd)
     err_read = child_stderr = -1
+    if stderr is None and tail_stderr:
+        err_read, child_stderr = os.pipe()
     try:
-        if stderr is None and tail_stderr:
-            err_read, child_stderr = os.pipe()
-        process = await anyio.open_process(
+        process, read_fd, write_fd = await open_piped(
             [command, *args],
-            stdin=child_stdin,
-            stdout=child_stdout,
-            stderr=child_stderr if child_stderr >= 0 else stderr,
             env=full_env,
             cwd=cwd,
+            stderr=child_stderr if child_stderr >= 0 else stderr,
             start_new_session=True,
         )
-    except BaseException as exc:
-        for fd in (write_fd, read_fd, err_read):
-            if fd >= 0:
-                os.close(fd)
-        if isinstance(exc, FileNotFoundError) and exc.filename == command and os.sep not in command:
-            raise _not_on_path(
-                command, (full_env if full_env is not None else os.environ).get("PATH")
-            ) from exc
+    except BaseException:
+        if err_read >= 0:
+            os.close(err_read)
         raise
     finally:
-        for fd in (child_stdin, child_stdout, child_stderr):
-            if fd >= 0:
-                os.close(fd)
+        if child_stderr >= 0:
+            os.close(child_stderr)
     tee = _StderrTee(err_read) if err_read >= 0 else None
     return ProcessTransport(process, grace=grace, pipes=(read_fd, write_fd), stderr_tee=tee)
