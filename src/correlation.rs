@@ -488,4 +488,18 @@ mod tests {
         map.clear();
         assert!(map.is_empty());
     }
+
+    #[test]
+    fn refused_outbound_keeps_the_mappings_and_no_connection_entry() {
+        let mut map = IdRemap::new(2, 1).unwrap();
+        assert_eq!(map.outbound(1, 7.into(), "a"), Ok(1));
+        assert_eq!(map.outbound(1, 7.into(), "b"), Err(PendingError::Duplicate));
+        assert_eq!(map.outbound(2, 8.into(), "c"), Ok(2));
+        assert_eq!(map.outbound(3, 9.into(), "d"), Err(PendingError::Limit(2)));
+        assert!(!map.by_conn.contains_key(&3)); // the refused connection left nothing behind
+        assert_eq!(map.upstream(1, &7.into()), Some(1));
+        assert_eq!(map.inbound(&RequestId::Int(1)), Some((1, 7.into(), "a")));
+        assert!(!map.by_conn.contains_key(&1)); // emptied by its answer
+        assert_eq!(map.outbound(3, 9.into(), "d"), Ok(3)); // the refusal consumed no upstream id
+    }
 }
