@@ -7,10 +7,16 @@
 //! `FIRST_ALLOCATED_ID..=LAST_ALLOCATED_ID` (the positive `i64`s) and wrap around, because the peers
 //! a proxy talks to (Go, Rust, Java SDKs) parse request ids as 64-bit signed integers.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::fmt;
 
 use num_bigint::BigInt;
+
+/// The tables' map: aHash, keyed at random per process (as resistant to chosen colliding ids as
+/// std's SipHash for these keys, and several times cheaper per small key: the proxy's hot path hashes
+/// a few ids per forwarded call).
+type Map<K, V> = HashMap<K, V, ahash::RandomState>;
 
 /// A JSON-RPC request id: an integer (exact at any size) or a string.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -86,7 +92,7 @@ struct Slot<W> {
 /// Pending requests keyed by id, with integer id allocation (counting up, wrapping from
 /// `LAST_ALLOCATED_ID` to `FIRST_ALLOCATED_ID`) and a size limit.
 pub struct PendingTable<W> {
-    slots: HashMap<RequestId, Slot<W>>,
+    slots: Map<RequestId, Slot<W>>,
     max_pending: usize,
     /// The next candidate id, always within `FIRST_ALLOCATED_ID..=LAST_ALLOCATED_ID`.
     next: i64,
@@ -101,7 +107,7 @@ impl<W> PendingTable<W> {
             return Err(FirstIdOutOfRange);
         }
         Ok(PendingTable {
-            slots: HashMap::new(),
+            slots: Map::default(),
             max_pending,
             next: first_id,
             seq: 0,
@@ -161,9 +167,26 @@ impl<W> PendingTable<W> {
 
     /// `next_id()` then `register()`: the id is consumed even when registration fails.
     pub fn allocate(&mut self, waiter: W) -> Result<i64, PendingError> {
-        let id = self.next_id();
-        self.register(RequestId::Int(id), waiter)?;
-        Ok(id)
+        if self.slots.len() >= self.max_pending {
+            self.next_id(); // consumed, as documented
+            return Err(PendingError::Limit(self.max_pending));
+        }
+        // `next_id` and `register` in one lookup per candidate: a free id is inserted where it was
+        // found missing.
+        loop {
+            let candidate = self.next;
+            self.next = if candidate == LAST_ALLOCATED_ID {
+                FIRST_ALLOCATED_ID
+            } else {
+                candidate + 1
+            };
+            if let Entry::Vacant(slot) = self.slots.entry(RequestId::Int(candidate)) {
+                let seq = self.seq;
+                self.seq += 1;
+                slot.insert(Slot { seq, waiter });
+                return Ok(candidate);
+            }
+        }
     }
 
     /// Remove and return the waiter for `id`.
@@ -203,7 +226,7 @@ impl<W> PendingTable<W> {
 /// original downstream id object there).
 pub struct IdRemap<D> {
     upstream: PendingTable<(i64, RequestId, D)>,
-    by_conn: HashMap<i64, HashMap<RequestId, i64>>,
+    by_conn: Map<i64, Map<RequestId, i64>>,
 }
 
 impl<D> IdRemap<D> {
@@ -212,7 +235,7 @@ impl<D> IdRemap<D> {
     pub fn new(max_pending: usize, first_id: i64) -> Result<Self, FirstIdOutOfRange> {
         Ok(IdRemap {
             upstream: PendingTable::new(max_pending, first_id)?,
-            by_conn: HashMap::new(),
+            by_conn: Map::default(),
         })
     }
 
@@ -234,15 +257,24 @@ impl<D> IdRemap<D> {
     /// Map `(conn, id)` to a fresh upstream id; a duplicate is reported before the limit, and a
     /// refused mapping consumes no id.
     pub fn outbound(&mut self, conn: i64, id: RequestId, data: D) -> Result<i64, PendingError> {
-        if self.upstream(conn, &id).is_some() {
-            return Err(PendingError::Duplicate);
+        // One lookup per table: the connection's, the id's within it (kept to insert into), the
+        // upstream id's.
+        let ids = self.by_conn.entry(conn).or_default();
+        let refused = match ids.entry(id) {
+            Entry::Occupied(_) => PendingError::Duplicate,
+            Entry::Vacant(_) if self.upstream.len() >= self.upstream.max_pending() => {
+                PendingError::Limit(self.upstream.max_pending())
+            }
+            Entry::Vacant(slot) => {
+                let up = self.upstream.allocate((conn, slot.key().clone(), data))?;
+                slot.insert(up);
+                return Ok(up);
+            }
+        };
+        if ids.is_empty() {
+            self.by_conn.remove(&conn); // as `inbound` leaves it: no empty map kept per connection
         }
-        if self.upstream.len() >= self.upstream.max_pending() {
-            return Err(PendingError::Limit(self.upstream.max_pending()));
-        }
-        let up = self.upstream.allocate((conn, id.clone(), data))?;
-        self.by_conn.entry(conn).or_default().insert(id, up);
-        Ok(up)
+        Err(refused)
     }
 
     /// The upstream id of `(conn, id)`, if mapped.
@@ -455,5 +487,19 @@ mod tests {
         assert_eq!(map.data().count(), 2);
         map.clear();
         assert!(map.is_empty());
+    }
+
+    #[test]
+    fn refused_outbound_keeps_the_mappings_and_no_connection_entry() {
+        let mut map = IdRemap::new(2, 1).unwrap();
+        assert_eq!(map.outbound(1, 7.into(), "a"), Ok(1));
+        assert_eq!(map.outbound(1, 7.into(), "b"), Err(PendingError::Duplicate));
+        assert_eq!(map.outbound(2, 8.into(), "c"), Ok(2));
+        assert_eq!(map.outbound(3, 9.into(), "d"), Err(PendingError::Limit(2)));
+        assert!(!map.by_conn.contains_key(&3)); // the refused connection left nothing behind
+        assert_eq!(map.upstream(1, &7.into()), Some(1));
+        assert_eq!(map.inbound(&RequestId::Int(1)), Some((1, 7.into(), "a")));
+        assert!(!map.by_conn.contains_key(&1)); // emptied by its answer
+        assert_eq!(map.outbound(3, 9.into(), "d"), Ok(3)); // the refusal consumed no upstream id
     }
 }

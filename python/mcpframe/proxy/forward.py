@@ -39,7 +39,7 @@ from mcpframe.errors import DuplicateIdError, PendingLimitError, UnknownIdError
 from mcpframe.transports.base import TransportClosedError
 
 from .link import Sink, SinkNowait, UpstreamLink, Writer, read_through
-from .pump import GuardedIds, ThreadWriter
+from .pump import GuardedIds, Step, ThreadWriter
 from .reader import Reader, splice, splice_two
 from .session import ClientSession
 
@@ -95,13 +95,15 @@ class Forwarder:
         self._sessions: dict[int, ClientSession] = {}
         self._next_conn = 0
         self._link: UpstreamLink | None = None
-        self._up: Writer | None = None  # writes to `_link`
+        self.up: Writer | None = None
+        """Writes to the live upstream (`writer()`), read by the sessions' hot paths without a call."""
         self._reading: UpstreamLink | None = None  # the link `serve` reads: `_link` once its replay is done
         self._linked = anyio.Event()
         self._starting = anyio.Lock()
         self._dead = False  # the upstream ended and will not be restarted
         self._finishing = False
-        self._last: ClientSession | None = None
+        self.last: ClientSession | None = None
+        """The session with the latest request in flight (`relayed`; the sessions' hot paths set it)."""
         self._progress: dict[int, tuple[ClientSession, bytes]] = {}  # upstream id (= token) -> owner, token
         self._watch: dict[int, tuple[str, str]] = {}  # upstream id -> (subscribe|unsubscribe, uri)
         self._server_requests: dict[int, tuple[int, Any]] = {}  # proxy id -> (conn, upstream's id)
@@ -125,8 +127,8 @@ class Forwarder:
     async def close_session(self, session: ClientSession) -> None:
         """The client went away: cancel its requests upstream and refuse the server's requests to it."""
         self._sessions.pop(session.conn, None)
-        if self._last is session:
-            self._last = None
+        if self.last is session:
+            self.last = None
         frames: list[bytes] = []
         for uid in self._ids.drop_connection(session.conn):
             self._progress.pop(uid, None)
@@ -137,9 +139,9 @@ class Forwarder:
             if conn == session.conn:
                 del self._server_requests[pid]
                 frames.append(_error(upstream_id, jsonrpc.CONNECTION_CLOSED, "the client disconnected"))
-        if frames and self._up is not None:
+        if frames and self.up is not None:
             with contextlib.suppress(TransportClosedError):
-                await self._up.write(b"".join(frames))
+                await self.up.write(b"".join(frames))
 
     # ------------------------------------------------------------------ client -> upstream
 
@@ -153,7 +155,7 @@ class Forwarder:
             )
         except PendingLimitError:
             return _error(msg.id, jsonrpc.CONNECTION_CLOSED, "the proxy has too many requests in flight")
-        self._last = session
+        self.last = session
         method = msg.method
         if method in _WATCHED:
             self._watch_request(session, msg, uid)
@@ -164,7 +166,7 @@ class Forwarder:
 
     def relayed(self, session: ClientSession) -> None:
         """The session's relay forwarded requests (their ids are mapped already)."""
-        self._last = session
+        self.last = session
 
     def _watch_request(self, session: ClientSession, msg: core.Message, uid: int) -> None:
         if msg.method == protocol.INITIALIZE:
@@ -228,7 +230,7 @@ class Forwarder:
 
     def writer(self) -> Writer | None:
         """The live upstream's writer (`None` while none runs, or while a restarted one is replayed to)."""
-        return self._up
+        return self.up
 
     async def to_upstream(self, session: ClientSession, data: bytes) -> None:
         """Write a session's frames upstream, starting (or restarting) the upstream first if needed."""
@@ -242,7 +244,7 @@ class Forwarder:
         if link is None:
             await self._refuse(session, "the upstream server has exited")
             return
-        up = self._up
+        up = self.up
         if up is not None:
             with contextlib.suppress(TransportClosedError):  # it died: `serve` fails the pending requests
                 await up.write(data)
@@ -267,7 +269,7 @@ class Forwarder:
             if self._reading is not link:  # it died during the replay: `serve` has failed what it had
                 return None
             self._link = link
-            self._up = getattr(link, "writer", None) or Writer(link.send, getattr(link, "send_nowait", None))
+            self.up = getattr(link, "writer", None) or Writer(link.send, getattr(link, "send_nowait", None))
             return link
 
     async def _replay(self, link: UpstreamLink) -> None:
@@ -299,13 +301,13 @@ class Forwarder:
             reader = self._new_reader()
             pump = getattr(link, "pump_thread", None)
             if pump is not None:  # a link that offers the thread pump (`ChildUpstream(threaded=True)`)
-                await pump(functools.partial(self._thread_chunk, reader))
+                await pump(self._thread_step(reader))
             else:
                 await read_through(link, functools.partial(self._route_chunk, reader))
             await self._route(*self._close_reader(reader))
             status = await link.wait()
             await link.aclose()
-            self._link = self._up = self._reading = None  # no await from here to `_fail_pending`'s collection
+            self._link = self.up = self._reading = None  # no await from here to `_fail_pending`'s collection
             self._linked = anyio.Event()
             final = self._finishing or self._policy == "exit"
             if final:
@@ -361,36 +363,42 @@ class Forwarder:
     def _new_reader(self) -> Reader:
         return Reader(self._core_ids, self._max_frame)
 
-    def _thread_chunk(self, reader: Reader, chunk: bytes) -> Callable[[], Coroutine[Any, Any, None]] | None:
-        """A chunk of the upstream's output in the thread pump's reader thread: plain answers are written
-        to their clients from this thread; anything else is returned as work for the event loop."""
-        guard = self.guard
-        if guard is None:
-            relayed, items = reader.feed(chunk)
-        else:
-            with guard:
-                relayed, items = reader.feed(chunk)
-        if items or self._refusals:
-            return functools.partial(self._route, relayed, items)
-        if len(relayed) == 1:  # the common chunk: one session's answers (always so in the stdio mode)
-            conn, data = relayed[0]
-            session = self._sessions.get(conn)
-            if session is None:  # the client is gone: its answers have no taker
+    def _thread_step(self, reader: Reader) -> Step:
+        """The thread pump's step for the upstream's output, in its reader thread: plain answers are written
+        to their clients from the thread; anything else is returned as work for the event loop.
+
+        A closure over what it reads per chunk: a call made alone runs it once per answer."""
+        feed, guard, sessions = reader.relay.feed, self.guard, self._sessions
+
+        def step(chunk: bytes) -> Callable[[], Coroutine[Any, Any, None]] | None:
+            if guard is None:
+                relayed, held = feed(chunk)
+            else:
+                with guard:
+                    relayed, held = feed(chunk)
+            if held or self._refusals:
+                return functools.partial(self._route, relayed, reader.decode(held))
+            if len(relayed) == 1:  # the common chunk: one session's answers (always so in the stdio mode)
+                conn, data = relayed[0]
+                session = sessions.get(conn)
+                if session is None:  # the client is gone: its answers have no taker
+                    return None
+                writer = session.writer
+                if type(writer) is not ThreadWriter:
+                    return functools.partial(self._route, relayed, _NO_ITEMS)
+                try:
+                    writer.write_blocking(data)
+                except TransportClosedError:
+                    return functools.partial(self.close_session, session)
                 return None
-            writer = session.writer
-            if type(writer) is not ThreadWriter:
-                return functools.partial(self._route, relayed, items)
-            try:
-                writer.write_blocking(data)
-            except TransportClosedError:
-                return functools.partial(self.close_session, session)
-            return None
-        return self._thread_many(relayed)
+            return self._thread_many(relayed)
+
+        return step
 
     def _thread_many(
         self, relayed: list[tuple[int, bytes]]
     ) -> Callable[[], Coroutine[Any, Any, None]] | None:
-        """`_thread_chunk` for answers to several sessions: written from the thread if every session's
+        """`_thread_step` for answers to several sessions: written from the thread if every session's
         writer is a `ThreadWriter`, else all routed on the loop."""
         sessions = [self._sessions.get(conn) for conn, _ in relayed]
         if not all(isinstance(s.writer, ThreadWriter) for s in sessions if s is not None):
@@ -478,10 +486,10 @@ class Forwarder:
                 await session.writer.write_rest(rest)
             except (TransportClosedError, OSError):
                 await self.close_session(session)
-        if self._refusals and self._up is not None:
+        if self._refusals and self.up is not None:
             refusals, self._refusals = b"".join(self._refusals), []
             with contextlib.suppress(TransportClosedError):
-                await self._up.write(refusals)
+                await self.up.write(refusals)
 
     def _answer(self, msg: core.Message, out: dict[ClientSession, list[bytes]]) -> None:
         uid = msg.id
@@ -532,7 +540,7 @@ class Forwarder:
 
     def _owner(self) -> ClientSession | None:
         """The session an upstream request belongs to: the one with the latest request in flight."""
-        last = self._last
+        last = self.last
         if last is not None and last.conn in self._sessions:
             return last
         for session in self._sessions.values():

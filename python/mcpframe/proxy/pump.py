@@ -73,6 +73,7 @@ class ThreadWriter(Writer):
         "_fd",
         "_held",
         "_held_rest",
+        "_mutex",
         "_on_broken",
         "_owed",
         "_poll",
@@ -86,7 +87,8 @@ class ThreadWriter(Writer):
         super().__init__(self._send_rest, self.try_write)
         self._fd = fd
         os.set_blocking(fd, False)
-        self._state = threading.Condition(threading.Lock())
+        self._mutex = threading.Lock()  # `_state`'s lock, taken alone where nothing waits (C-level `with`)
+        self._state = threading.Condition(self._mutex)
         self._writing = False  # a thread is writing a frame (or a loop write's rest)
         self._held = False  # a loop write was partly written: its rest owns the destination
         self._held_rest: bytes | None = None  # that rest, as `write_nowait` returned it
@@ -164,6 +166,30 @@ class ThreadWriter(Writer):
     def write_blocking(self, data: bytes) -> None:
         """Write all of `data` as one frame, waiting while the destination is full or owed to the loop (in
         a thread, never on the loop)."""
+        # The common frame, inline: the destination free and taking all of it at once. (`acquire` and
+        # `release` rather than `with`: no bound methods made per frame.)
+        written = -1
+        mutex = self._mutex
+        mutex.acquire()
+        try:
+            if not (self._writing or self._held or self._owed or self._closed):
+                try:
+                    written = os.write(self._fd, data)
+                except OSError:
+                    written = -1  # full or broken: the general path below tells them apart
+                if written == len(data):
+                    return
+                if written > 0:
+                    self._writing = True
+        finally:
+            mutex.release()
+        if written > 0:
+            self._finish(memoryview(data)[written:], owed=False)
+        else:
+            self._write_waiting(data)
+
+    def _write_waiting(self, data: bytes) -> None:
+        """`write_blocking` for a frame that could not go at once."""
         try:
             with self._state:
                 while not self._free() and not self._closed:

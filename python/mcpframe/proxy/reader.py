@@ -34,25 +34,26 @@ def decode_held(
 class Reader:
     """The upstream's output: answers relayed by the core's `AnswerRelay`, the frames it holds decoded."""
 
-    __slots__ = ("_decoder", "_relay")
+    __slots__ = ("_decoder", "relay")
 
     def __init__(self, ids: core.IdMap, max_frame: int) -> None:
-        self._relay = core.AnswerRelay(ids, max_frame=max_frame)
+        self.relay = core.AnswerRelay(ids, max_frame=max_frame)
+        """The core's relay (`feed` called directly by the thread pump's step, then `decode`)."""
         self._decoder = held_decoder(max_frame)
 
     def feed(self, chunk: bytes) -> tuple[list[tuple[int, bytes]], list[core.Message | core.FrameError]]:
-        relayed, held = self._relay.feed(chunk)
+        relayed, held = self.relay.feed(chunk)
         if not held:  # the common chunk: answers only, nothing to decode (one call less per chunk)
             return relayed, _NOTHING
-        return self._split(relayed, held)
+        return relayed, self.decode(held)
 
     def close(self) -> tuple[list[tuple[int, bytes]], list[core.Message | core.FrameError]]:
-        return self._split(*self._relay.close())
+        relayed, held = self.relay.close()
+        return relayed, self.decode(held)
 
-    def _split(
-        self, relayed: list[tuple[int, bytes]], held: list[bytes | core.FrameError]
-    ) -> tuple[list[tuple[int, bytes]], list[core.Message | core.FrameError]]:
-        return relayed, decode_held(self._decoder, held)
+    def decode(self, held: list[bytes | core.FrameError]) -> list[core.Message | core.FrameError]:
+        """The messages of the relay's held frames, in order."""
+        return decode_held(self._decoder, held) if held else _NOTHING
 
 
 def splice(raw: bytes, span: tuple[int, int], value: bytes) -> bytes:

@@ -14,6 +14,7 @@ loop's readiness callbacks (everywhere else, and with `pump="loop"`).
 
 from __future__ import annotations
 
+import functools
 import signal
 import sys
 
@@ -40,11 +41,18 @@ def run_stdio(options: ProxyOptions) -> int:
     if not options.command:
         print("mcpframe proxy: no server command (mcpframe proxy -- command args)", file=sys.stderr)
         return 2
-    return anyio.run(serve_stdio, options)
+    # The process ends with the run: nothing reads its stdin after it, so the client's pump thread may
+    # sleep in `readv` alone (no `poll` before each read: one syscall and GIL hand-off less per call).
+    return anyio.run(functools.partial(_serve, options, stdin_reused=False))
 
 
 async def serve_stdio(options: ProxyOptions) -> int:
-    """`run_stdio` inside a running event loop."""
+    """`run_stdio` inside a running event loop; the process's stdin is left unread when it returns (its
+    next chunk is for whoever reads it next)."""
+    return await _serve(options, stdin_reused=True)
+
+
+async def _serve(options: ProxyOptions, *, stdin_reused: bool) -> int:
     links: list[ChildUpstream] = []
     threaded = False
 
@@ -66,7 +74,7 @@ async def serve_stdio(options: ProxyOptions) -> int:
                     file=sys.stderr,
                 )
                 return 127
-            await _forward(forwarder, client, outcome, threaded=threaded)
+            await _forward(forwarder, client, outcome, threaded=threaded, wakeable=stdin_reused)
     finally:
         with anyio.CancelScope(shield=True):
             for link in links:
@@ -81,14 +89,14 @@ def _threaded(options: ProxyOptions, client: FdTransport) -> bool:
 
 
 async def _forward(
-    forwarder: Forwarder, client: FdTransport, outcome: dict[str, int], *, threaded: bool
+    forwarder: Forwarder, client: FdTransport, outcome: dict[str, int], *, threaded: bool, wakeable: bool
 ) -> None:
     """Forward until stdin ends (and the child with it), the child ends for good, stdout is closed, or a
     signal comes."""
     writer: ThreadWriter | None = None
     try:
         async with anyio.create_task_group() as group:
-            writer = _start(forwarder, client, outcome, group, threaded=threaded)
+            writer = _start(forwarder, client, outcome, group, threaded=threaded, wakeable=wakeable)
     finally:
         if writer is not None:  # a pump thread stuck writing to a client that stopped reading gives up
             with anyio.CancelScope(shield=True):
@@ -102,8 +110,10 @@ def _start(
     group: anyio.abc.TaskGroup,
     *,
     threaded: bool,
+    wakeable: bool,
 ) -> ThreadWriter | None:
-    """Start `_forward`'s tasks in `group`; the client's `ThreadWriter` when the thread pump runs."""
+    """Start `_forward`'s tasks in `group`; the client's `ThreadWriter` when the thread pump runs (its
+    reader thread `wakeable`: `ThreadPump`)."""
 
     def gone() -> None:  # nobody reads our stdout any more: the client went away
         outcome.setdefault("status", 0)
@@ -133,7 +143,7 @@ def _start(
     async def downstream() -> None:
         if threaded:
             await ThreadPump(
-                client.read_fd, session.feed_thread, name="mcpframe-proxy-client", wakeable=True
+                client.read_fd, session.feed_thread, name="mcpframe-proxy-client", wakeable=wakeable
             ).run()
         else:
             await read_through(client, session.feed_nowait)
