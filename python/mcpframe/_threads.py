@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import contextvars
 import functools
 import os
@@ -140,10 +141,8 @@ class _Bell:
         self._fds, self._socks = (), ()
 
     def __del__(self) -> None:
-        try:
+        with contextlib.suppress(OSError, TypeError, AttributeError):  # at exit `os` may be gone already
             self.close()
-        except (OSError, TypeError, AttributeError):  # at interpreter exit `os` may be torn down already
-            pass
 
 
 def _bell_for(loop: asyncio.AbstractEventLoop, drain: Callable[[], None]) -> _Bell | None:
@@ -168,7 +167,10 @@ class _Inbox:
     __slots__ = ("__weakref__", "_bell", "_clear", "_items", "_lock", "_loop", "_ring", "_waking", "token")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, token: object) -> None:
-        self._loop = weakref.ref(loop)
+        try:
+            self._loop: Callable[[], asyncio.AbstractEventLoop | None] = weakref.ref(loop)
+        except TypeError:  # pragma: no cover - a loop class without weak references: held for good
+            self._loop = functools.partial(_same, loop)
         self.token = token
         self._items: list[_Waiter] = []
         self._lock = threading.Lock()
@@ -194,8 +196,8 @@ class _Inbox:
         if clear is not None:
             try:  # emptied before the batch is taken: a ring after the take wakes the loop again
                 clear()
-            except BlockingIOError:  # woken otherwise (`_requeue`): nothing rang
-                pass
+            except BlockingIOError:  # woken otherwise (`_requeue`): nothing rang, nothing to read
+                clear = None
         with self._lock:
             items, self._items, self._waking = self._items, [], False
         pending: Iterator[_Waiter] = iter(items)
@@ -228,7 +230,11 @@ class _Inbox:
                 loop.call_soon(self._drain)
 
 
-def _wake_soon(ref: weakref.ref[asyncio.AbstractEventLoop], drain: Callable[[], None]) -> None:
+def _same(loop: asyncio.AbstractEventLoop) -> asyncio.AbstractEventLoop:
+    return loop  # pragma: no cover - see `_Inbox.__init__`
+
+
+def _wake_soon(ref: Callable[[], asyncio.AbstractEventLoop | None], drain: Callable[[], None]) -> None:
     """Run ``drain`` on the loop (``call_soon_threadsafe``), unless it is gone or closed."""
     loop = ref()
     if loop is None:
@@ -239,14 +245,22 @@ def _wake_soon(ref: weakref.ref[asyncio.AbstractEventLoop], drain: Callable[[], 
         return
 
 
-_INBOXES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Inbox] = weakref.WeakKeyDictionary()
+_INBOXES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, weakref.ref[_Inbox]]
+_INBOXES = weakref.WeakKeyDictionary()
+"""Each loop's inbox, held weakly on both sides: the inbox holds its loop's anyio token (which holds the
+loop), and the loop holds the inbox (its bell's reader) until it closes."""
 
 
 def _inbox_of(loop: asyncio.AbstractEventLoop) -> _Inbox:
     """``loop``'s inbox, made (with its bell) on first use; asked on ``loop``'s thread only."""
-    inbox = _INBOXES.get(loop)
+    try:
+        known = _INBOXES.get(loop)
+    except TypeError:  # pragma: no cover - a loop class without weak references: an inbox per pool
+        return _Inbox(loop, anyio.lowlevel.current_token())
+    inbox = None if known is None else known()
     if inbox is None:
-        inbox = _INBOXES[loop] = _Inbox(loop, anyio.lowlevel.current_token())
+        inbox = _Inbox(loop, anyio.lowlevel.current_token())
+        _INBOXES[loop] = weakref.ref(inbox)
     return inbox
 
 
@@ -321,7 +335,9 @@ class WorkerPool:
     def _threads(self) -> int:
         return len(self._workers)
 
-    def _worker(self, me: _Worker, job: _Waiter) -> None:
+    def _worker(self, me: _Worker) -> None:
+        job, me.job = me.job, None  # handed as for a woken worker: the thread's own args keep nothing alive
+        assert job is not None
         while True:
             ran = _run(job)
             with self._lock:
@@ -362,15 +378,16 @@ class WorkerPool:
             worker.job = job
             worker.wake.release()
             return
+        worker.job = job
         try:
-            thread = threading.Thread(
-                target=self._worker, args=(worker, job), daemon=True, name="mcpframe-worker"
-            )
+            name = "mcpframe-worker"
+            thread = threading.Thread(target=self._worker, args=(worker,), daemon=True, name=name)
             thread.start()
         except BaseException as exc:  # no thread to be had (a resource limit): the caller gets the error
             with self._lock:
                 self._workers.remove(worker)
                 self._awake -= 1
+            worker.job = None
             job._value, job._error = None, exc
             job._inbox.put(job)
 
