@@ -13,7 +13,7 @@ import anyio
 import anyio.from_thread
 import pytest
 
-from mcpframe import _threads
+from mcpframe import _inbox, _threads
 from mcpframe._threads import POOLED, WorkerPool, _Inbox, _Waiter, call_sync, default_pool, run_sync
 from mcpframe.server import Context, Server
 
@@ -396,7 +396,7 @@ async def test_each_sync_tool_call_wakes_the_loop_once(monkeypatch: pytest.Monke
         return text
 
     loop = asyncio.get_running_loop()
-    inbox = _threads._inbox_of(loop)
+    inbox = _inbox.inbox_of(loop)
     rings: list[str] = []
     reads: list[str] = []
     soon: list[str] = []

@@ -10,7 +10,7 @@ import weakref
 import anyio
 import pytest
 
-from mcpframe import _threads
+from mcpframe import _inbox
 from mcpframe._threads import POOLED, WorkerPool
 
 pytestmark = pytest.mark.skipif(
@@ -25,7 +25,7 @@ async def test_pools_on_one_loop_share_its_inbox() -> None:
     with anyio.fail_after(5):
         assert await first.submit(str, 1) == "1"
         assert await second.submit(str, 2) == "2"
-    inbox = _threads._inbox_of(asyncio.get_running_loop())
+    inbox = _inbox.inbox_of(asyncio.get_running_loop())
     assert first._inbox is not None
     assert second._inbox is not None
     assert first._inbox[1] is inbox
@@ -34,18 +34,18 @@ async def test_pools_on_one_loop_share_its_inbox() -> None:
 
 def test_a_loop_that_is_gone_takes_its_inbox_and_bell_with_it(monkeypatch: pytest.MonkeyPatch) -> None:
     closed: list[tuple[int, ...]] = []
-    close = _threads._Bell.close
+    close = _inbox.Bell.close
 
-    def recorded(bell: _threads._Bell) -> None:
+    def recorded(bell: _inbox.Bell) -> None:
         closed.append(bell._fds)
         close(bell)
 
-    monkeypatch.setattr(_threads._Bell, "close", recorded)
+    monkeypatch.setattr(_inbox.Bell, "close", recorded)
     pool = WorkerPool(max_workers=1)
     loop = asyncio.new_event_loop()
     try:
         assert loop.run_until_complete(_submitted(pool, "x")) == "x"
-        inbox = _threads._inbox_of(loop)
+        inbox = _inbox.inbox_of(loop)
         assert inbox._bell is not None
         fds = inbox._bell._fds
     finally:
@@ -59,7 +59,7 @@ def test_a_loop_that_is_gone_takes_its_inbox_and_bell_with_it(monkeypatch: pytes
 
 
 def test_a_bell_closed_forgets_its_descriptors() -> None:
-    bell = _threads._Bell()
+    bell = _inbox.Bell()
     bell.ring()
     bell.clear()  # one read empties it
     with pytest.raises(BlockingIOError):
