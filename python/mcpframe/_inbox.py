@@ -127,8 +127,9 @@ def bell_for(loop: asyncio.AbstractEventLoop, drain: Callable[[], None]) -> Bell
     """A bell that runs ``drain`` on ``loop`` when rung; ``None`` for a loop that watches no descriptors
     (Windows' proactor: ``call_soon_threadsafe`` then)."""
     bell = Bell()
-    try:
-        loop.add_reader(bell.fd, drain)
+    try:  # in an empty context: the reader's handle keeps a copy of it for the loop's life, and the first
+        # caller's (a request's context variables) must not be kept that long
+        contextvars.Context().run(loop.add_reader, bell.fd, drain)
     except NotImplementedError:  # pragma: no cover - selector loops watch descriptors
         bell.close()
         return None

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import gc
 import threading
 import weakref
+from collections.abc import Callable
 
 import anyio
 import pytest
@@ -105,3 +107,26 @@ async def _started(pool: WorkerPool, fn: object) -> asyncio.Future[object]:
     future = pool.submit(fn)  # type: ignore[arg-type]
     await asyncio.sleep(0)
     return future
+
+
+_REQUEST: contextvars.ContextVar[str] = contextvars.ContextVar("_REQUEST")
+
+
+def test_the_bell_keeps_no_copy_of_its_first_callers_context() -> None:
+    pool = WorkerPool(max_workers=1)
+    loop = asyncio.new_event_loop()
+    kept: list[contextvars.Context | None] = []
+    add_reader = loop.add_reader
+
+    def watched(fd: int, callback: Callable[..., object], *args: object) -> None:
+        add_reader(fd, callback, *args)
+        kept.append(contextvars.copy_context())  # what the reader's handle copied, as asyncio copies it
+
+    loop.add_reader = watched  # type: ignore[method-assign]
+    try:
+        _REQUEST.set("the first request's")
+        assert loop.run_until_complete(_submitted(pool, "x")) == "x"
+    finally:
+        loop.close()
+    assert len(kept) == 1
+    assert _REQUEST not in kept[0]  # registered from an empty context, not the caller's
