@@ -10,7 +10,8 @@ A cancelled call stops being awaited; its thread finishes the function and the r
 loops (trio) use anyio's own threads.
 
 Results come back to their event loop in batches: the first result of a batch wakes the loop, which then
-settles every result that arrived and resumes each waiting task directly (not a loop iteration later).
+settles every result that arrived and resumes each waiting task directly (not a loop iteration later),
+woken by a bell of its own (``mcpframe._inbox``).
 Jobs go to as few awake workers as keep them moving (one, for short functions), with more woken in place of
 workers that block: see ``WorkerPool``.
 """
@@ -22,13 +23,16 @@ import collections
 import contextvars
 import functools
 import threading
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio.lowlevel
 import anyio.to_thread
 import sniffio
 
+from mcpframe._inbox import Inbox as _Inbox
+from mcpframe._inbox import Waiter as _Waiter
+from mcpframe._inbox import inbox_of as _inbox_of
 from mcpframe._unstable.anyio_tasks import THREAD_TOKEN, clear_thread_token, set_thread_token
 from mcpframe._unstable.asyncio_tasks import running_loop as _running_loop
 
@@ -39,118 +43,6 @@ POOLED = THREAD_TOKEN
 ``anyio.from_thread`` works in them) only through a private anyio name (``mcpframe._unstable.anyio_tasks``);
 without it, every call takes ``anyio.to_thread.run_sync`` instead, as off asyncio."""
 _NO_KWARGS: dict[str, Any] = {}
-
-
-class _Waiter(asyncio.Future[Any]):
-    """One call: its job (what a worker runs), its outcome, and the future its caller awaits.
-
-    A plain future schedules its callbacks (the awaiting task's wake-up) for the next loop iteration; this
-    one keeps the first callback aside and the inbox runs it directly when it settles the batch. Cancelling
-    it schedules that callback as usual, and any further callbacks are an ordinary future's. The job rides
-    on the future itself (no tuple per call: fewer objects for the cyclic GC while thousands are in flight).
-    ``WorkerPool.start`` makes them and sets ``_wake``; a worker sets ``_value`` and ``_error``.
-    """
-
-    __slots__ = (
-        "_args",
-        "_context",
-        "_error",
-        "_fn",
-        "_inbox",
-        "_kwargs",
-        "_value",
-        "_wake",
-        "_wake_context",
-    )
-    _wake: Callable[[Any], object] | None
-    _wake_context: contextvars.Context
-    _inbox: _Inbox
-    _context: contextvars.Context
-    _fn: Callable[..., Any]
-    _args: tuple[Any, ...]
-    _kwargs: dict[str, Any]
-    _value: Any
-    _error: BaseException | None
-
-    def add_done_callback(
-        self, fn: Callable[[Any], object], *, context: contextvars.Context | None = None
-    ) -> None:
-        if self._wake is None and not self.done():
-            self._wake = fn
-            self._wake_context = contextvars.copy_context() if context is None else context
-        else:
-            super().add_done_callback(fn, context=context)
-
-    def remove_done_callback(self, fn: Callable[[Any], object]) -> int:
-        removed = super().remove_done_callback(fn)
-        if self._wake is not None and self._wake == fn:
-            self._wake = None
-            removed += 1
-        return removed
-
-    def cancel(self, msg: Any | None = None) -> bool:
-        if not super().cancel(msg):
-            return False
-        wake = self._wake
-        if wake is not None:  # scheduled, as a plain future schedules its callbacks
-            self._wake = None
-            self.get_loop().call_soon(wake, self, context=self._wake_context)
-        return True
-
-
-class _Inbox:
-    """Calls done for one event loop: the first one of a batch wakes the loop, which settles them all."""
-
-    __slots__ = ("_items", "_lock", "_loop", "_waking", "token")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, token: object) -> None:
-        self._loop = loop
-        self.token = token
-        self._items: list[_Waiter] = []
-        self._lock = threading.Lock()
-        self._waking = False
-
-    def put(self, call: _Waiter) -> None:
-        with self._lock:
-            self._items.append(call)
-            if self._waking:
-                return
-            self._waking = True
-        try:  # not contextlib.suppress, a context manager per call
-            self._loop.call_soon_threadsafe(self._drain)
-        except RuntimeError:  # a closed loop: nobody is waiting any more
-            return
-
-    def _drain(self) -> None:
-        with self._lock:
-            items, self._items, self._waking = self._items, [], False
-        pending: Iterator[_Waiter] = iter(items)
-        try:
-            for call in pending:
-                if call.done():  # cancelled meanwhile: the result is dropped
-                    continue
-                error = call._error
-                if error is None:
-                    call.set_result(call._value)
-                else:
-                    call._error = None
-                    call.set_exception(error)
-                wake = call._wake
-                if wake is not None:  # the awaiting task: resume it now
-                    call._wake = None
-                    call._wake_context.run(wake, call)
-        except BaseException:  # a resumed task let KeyboardInterrupt/SystemExit out: settle the rest later
-            self._requeue(list(pending))
-            raise
-
-    def _requeue(self, rest: list[_Waiter]) -> None:
-        if not rest:
-            return
-        with self._lock:
-            self._items[:0] = rest
-            if not self._waking:
-                self._waking = True
-                self._loop.call_soon(self._drain)
 
 
 def _run(call: _Waiter) -> bool:
@@ -224,7 +116,9 @@ class WorkerPool:
     def _threads(self) -> int:
         return len(self._workers)
 
-    def _worker(self, me: _Worker, job: _Waiter) -> None:
+    def _worker(self, me: _Worker) -> None:
+        job, me.job = me.job, None  # handed as for a woken worker: the thread's own args keep nothing alive
+        assert job is not None
         while True:
             ran = _run(job)
             with self._lock:
@@ -265,15 +159,16 @@ class WorkerPool:
             worker.job = job
             worker.wake.release()
             return
+        worker.job = job
         try:
-            thread = threading.Thread(
-                target=self._worker, args=(worker, job), daemon=True, name="mcpframe-worker"
-            )
+            name = "mcpframe-worker"
+            thread = threading.Thread(target=self._worker, args=(worker,), daemon=True, name=name)
             thread.start()
         except BaseException as exc:  # no thread to be had (a resource limit): the caller gets the error
             with self._lock:
                 self._workers.remove(worker)
                 self._awake -= 1
+            worker.job = None
             job._value, job._error = None, exc
             job._inbox.put(job)
 
@@ -345,7 +240,7 @@ class WorkerPool:
             if loop is None or not POOLED or sniffio.current_async_library() != "asyncio":
                 call = functools.partial(fn, *args, **kwargs)
                 return anyio.to_thread.run_sync(call, abandon_on_cancel=abandon_on_cancel)
-            cached = self._inbox = (loop, _Inbox(loop, anyio.lowlevel.current_token()))
+            cached = self._inbox = (loop, _inbox_of(loop))
         job = _Waiter(loop=loop)
         job._wake = None
         job._inbox = cached[1]

@@ -13,7 +13,7 @@ import anyio
 import anyio.from_thread
 import pytest
 
-from mcpframe import _threads
+from mcpframe import _inbox, _threads
 from mcpframe._threads import POOLED, WorkerPool, _Inbox, _Waiter, call_sync, default_pool, run_sync
 from mcpframe.server import Context, Server
 
@@ -385,8 +385,9 @@ def test_off_an_event_loop_the_pool_hands_over_to_anyio_and_submit_refuses() -> 
 
 @needs_pool
 async def test_each_sync_tool_call_wakes_the_loop_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The worker hands its result back with one `call_soon_threadsafe` (one self-pipe write, one loop
-    wake-up) per call made one at a time: no second hop for the answer."""
+    """The worker hands its result back with one ring of the loop's bell (one eventfd write, one loop
+    wake-up, one read) per call made one at a time: no second hop for the answer, and no
+    `call_soon_threadsafe` (no self-pipe) at all."""
     server = Server("wakes")
 
     @server.tool
@@ -395,19 +396,35 @@ async def test_each_sync_tool_call_wakes_the_loop_once(monkeypatch: pytest.Monke
         return text
 
     loop = asyncio.get_running_loop()
-    wakes: list[str] = []
-    real = loop.call_soon_threadsafe
+    inbox = _inbox.inbox_of(loop)
+    rings: list[str] = []
+    reads: list[str] = []
+    soon: list[str] = []
+    real_ring, real_clear, real_soon = inbox._ring, inbox._clear, loop.call_soon_threadsafe
+    assert real_clear is not None  # an asyncio selector loop: the bell is watched with add_reader
+
+    def ring() -> object:
+        rings.append(threading.current_thread().name)
+        return real_ring()
+
+    def clear() -> object:
+        reads.append(threading.current_thread().name)
+        return real_clear()
 
     def counted(callback: Any, *args: Any, context: contextvars.Context | None = None) -> asyncio.Handle:
-        wakes.append(getattr(callback, "__qualname__", repr(callback)))
-        return real(callback, *args, context=context)
+        soon.append(getattr(callback, "__qualname__", repr(callback)))
+        return real_soon(callback, *args, context=context)
 
     async with legacy(server) as client:
         first = await client.request("tools/call", {"name": "same", "arguments": {"text": "warm"}})
         assert first["content"][0]["text"] == "warm"
+        monkeypatch.setattr(inbox, "_ring", ring)
+        monkeypatch.setattr(inbox, "_clear", clear)
         monkeypatch.setattr(loop, "call_soon_threadsafe", counted)
         for n in range(20):
             answer = await client.request("tools/call", {"name": "same", "arguments": {"text": f"t{n}"}})
             assert answer["content"][0]["text"] == f"t{n}"
         monkeypatch.undo()
-    assert wakes == ["_Inbox._drain"] * 20
+    assert rings == ["mcpframe-worker"] * 20  # rung once per call, by the worker
+    assert reads == [threading.current_thread().name] * 20  # and read once per call, on the loop
+    assert soon == []
