@@ -57,10 +57,12 @@ _MAX_DEPTH: Final = 128
 # `recover_id` sees (the same, plus the colon that makes the string before it a key). Possessive.
 _STRUCTURE: Final = re.compile(rb'"(?:[^"\\]++|\\.)*+(?:"|\\?\Z)|[\[\]{}]', re.DOTALL)
 _KEYS: Final = re.compile(rb'"(?:[^"\\]++|\\.)*+(?:"|\\?\Z)|[\[\]{}:]', re.DOTALL)
-_ESCAPE: Final = re.compile(rb"\\(?:u([0-9a-fA-F]{4})|.)", re.DOTALL)
+# A surrogate escape (its backslash may itself be escaped: `_lone_surrogate_at` counts the ones before it).
+_SURROGATE: Final = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 _INT_VALUE: Final = re.compile(rb"[ \t\r\n]*(-?(?:0|[1-9][0-9]{0,639}))(?![0-9.eE])")
 _STR_VALUE: Final = re.compile(rb'[ \t\r\n]*("(?:[^"\\]++|\\.)*+")', re.DOTALL)
-# Where `recover_id` looks: a request's id comes near its start in practice, and the scan is Python's.
+# Where `recover_id` and the nesting scan look: a request's id comes near its start in practice, and these
+# scans step through tokens in Python, so a long frame must not cost more than its first 64 KiB.
 _RECOVER_SCAN: Final = 1 << 16
 
 
@@ -169,11 +171,13 @@ def _id_at(head: bytes, pos: int) -> str | int | None:
 
 
 def _too_deep_at(raw: bytes) -> int | None:
-    """The byte where ``raw`` first nests deeper than the core allows (the core's depth scan), or None."""
-    if raw.count(b"[") + raw.count(b"{") <= _MAX_DEPTH:
+    """The byte where ``raw`` first nests deeper than the core allows (the core's depth scan), or None;
+    only within its first 64 KiB (a Python loop: bounded)."""
+    head = raw[:_RECOVER_SCAN]
+    if head.count(b"[") + head.count(b"{") <= _MAX_DEPTH:
         return None
     depth = 0
-    for match in _STRUCTURE.finditer(raw):
+    for match in _STRUCTURE.finditer(head):
         token = match.group()
         if token in (b"[", b"{"):
             depth += 1
@@ -185,21 +189,25 @@ def _too_deep_at(raw: bytes) -> int | None:
 
 
 def _lone_surrogate_at(raw: bytes) -> int | None:
-    """The byte of the first ``\\u`` escape of a lone surrogate in ``raw`` (valid JSON), or None."""
-    if b"\\u" not in raw:
-        return None
-    high: int | None = None  # where an unpaired high surrogate escape starts
-    end = -1  # where the escape before ends
-    for match in _ESCAPE.finditer(raw):
-        code = int(match.group(1), 16) if match.group(1) else -1
-        if high is not None:
-            if match.start() == end and 0xDC00 <= code <= 0xDFFF:  # the pair's low half
-                high, end = None, match.end()
-                continue
-            return high
-        if 0xD800 <= code <= 0xDBFF:
-            high = match.start()
-        elif 0xDC00 <= code <= 0xDFFF:
-            return match.start()
-        end = match.end()
-    return high
+    """The byte of the first ``\\u`` escape of a lone surrogate in ``raw`` (valid JSON), or None; only
+    within its first 64 KiB, as the nesting scan (a Python loop over the surrogate escapes: bounded)."""
+    head = raw[: _RECOVER_SCAN + 12]  # an escape pair that starts inside the window is read whole
+    paired = -1  # where the low half of the last pair starts
+    for match in _SURROGATE.finditer(head, 0, _RECOVER_SCAN):
+        start = match.start()
+        if start == paired:
+            continue
+        before = start
+        while before and head[before - 1] == 0x5C:  # the backslashes before it: an odd count escapes it
+            before -= 1
+        if (start - before) % 2:  # `\\u...`: an escaped backslash, then text
+            continue
+        if (
+            head[start + 3] in b"89abAB"
+            and (low := _SURROGATE.match(head, start + 6))
+            and low[0][3] in b"cdefCDEF"
+        ):
+            paired = start + 6
+            continue
+        return start
+    return None

@@ -126,3 +126,21 @@ def test_the_nesting_limit_here_is_the_cores() -> None:
     }
     deep = jsonrpc.parse_error_data(b"[" * (core.MAX_DEPTH + 1), 0)
     assert deep["at"] == core.MAX_DEPTH
+
+
+SURROGATES = [  # a frame the stdlib reads, and where its first lone surrogate escape starts (None: none)
+    pytest.param(b'{"a":"\\ud83d\\ude00"}', None, id="a-pair"),
+    pytest.param(b'{"a":"\\uD83D\\uDE00\\udc00"}', 18, id="pair-then-low"),
+    pytest.param(b'{"a":"\\\\ud800"}', None, id="escaped-backslash"),
+    pytest.param(b'{"a":"\\\\\\ud800"}', 8, id="escaped-backslash-then-escape"),
+    pytest.param(b'{"a":"\\ud83d\\\\ude00"}', 6, id="high-then-text"),
+    pytest.param(b'{"a":"' + b"x" * (1 << 16) + b'\\ud800"}', None, id="past-64KiB"),
+]
+
+
+@pytest.mark.parametrize(("raw", "at"), SURROGATES)
+def test_a_lone_surrogate_is_found_by_its_escape(raw: bytes, at: int | None) -> None:
+    data = jsonrpc.parse_error_data(raw, 0)
+    assert data.get("at") == at
+    if at is not None:
+        assert data["detail"] == f"lone surrogate {raw[at : at + 6].decode()} (not a character)"
