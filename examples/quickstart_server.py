@@ -20,7 +20,7 @@ NOTES = {"shopping": "eggs, flour, milk", "todo": "write the docs"}
 @server.tool
 async def add(a: int, b: int, ctx: Context) -> int:
     """Add two numbers."""
-    await ctx.info(f"adding {a} and {b}")  # a log message to the client, if it asked for them
+    await ctx.info(f"adding {a} and {b}")  # to the client, unless its log level filters it out
     return a + b
 
 

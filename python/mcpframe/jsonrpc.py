@@ -1,6 +1,7 @@
 """JSON-RPC 2.0 and MCP error codes, as named constants (MCP method names: `mcpframe.protocol`);
-`parse_error_data`, where a frame failed to parse; and `response_shaped`, what tells a rejected response
-from a rejected request on either side of a connection."""
+`parse_error_data`, where a frame failed to parse; `recover_id`, the id of a request whose frame failed to
+parse; and `response_shaped`, what tells a rejected response from a rejected request on either side of a
+connection."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ __all__ = [
     "UNSUPPORTED_PROTOCOL_VERSION",
     "URL_ELICITATION_REQUIRED",
     "parse_error_data",
+    "recover_id",
     "response_shaped",
 ]
 
@@ -49,6 +51,21 @@ UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
 _LONG_DIGITS: Final = re.compile(rb"(?<![0-9])[0-9]{100,}")
 
 
+# The core's nesting limit (`core.MAX_DEPTH`, docs/core-contract.md): this module sits below the core.
+_MAX_DEPTH: Final = 128
+# What the core's depth scan sees (a string, to its closing quote or the end, or a bracket), and what
+# `recover_id` sees (the same, plus the colon that makes the string before it a key). Possessive.
+_STRUCTURE: Final = re.compile(rb'"(?:[^"\\]++|\\.)*+(?:"|\\?\Z)|[\[\]{}]', re.DOTALL)
+_KEYS: Final = re.compile(rb'"(?:[^"\\]++|\\.)*+(?:"|\\?\Z)|[\[\]{}:]', re.DOTALL)
+# A surrogate escape (its backslash may itself be escaped: `_lone_surrogate_at` counts the ones before it).
+_SURROGATE: Final = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_INT_VALUE: Final = re.compile(rb"[ \t\r\n]*(-?(?:0|[1-9][0-9]{0,639}))(?![0-9.eE])")
+_STR_VALUE: Final = re.compile(rb'[ \t\r\n]*("(?:[^"\\]++|\\.)*+")', re.DOTALL)
+# Where `recover_id` and the nesting scan look: a request's id comes near its start in practice, and these
+# scans step through tokens in Python, so a long frame must not cost more than its first 64 KiB.
+_RECOVER_SCAN: Final = 1 << 16
+
+
 def response_shaped(raw: bytes | None) -> bool:
     """Whether a frame is an object with ``result`` or ``error`` and no ``method``: a response.
 
@@ -72,8 +89,9 @@ def parse_error_data(raw: bytes | None, offset: int) -> dict[str, int | str]:
 
     For frames the core rejected (a cold path; the frame is at most ``max_frame`` bytes). The core's
     ``message`` stays as it is (peers compare it); this says which line was bad when its ``id`` is null.
-    A frame the stdlib accepts (the core refused it for another reason: a lone surrogate, nesting, a long
-    number) or that it cannot read (``raw`` not kept) gets its offset alone.
+    Nesting past the core's limit and a lone surrogate escape (which the stdlib reads) are found by their
+    own scans; a frame refused for something else the stdlib accepts (``NaN``) or that is not kept (``raw``
+    is None) gets its offset alone.
     """
     data: dict[str, int | str] = {"offset": offset}
     if raw is None:
@@ -83,10 +101,113 @@ def parse_error_data(raw: bytes | None, offset: int) -> dict[str, int | str]:
     except UnicodeDecodeError as exc:
         data["at"], data["detail"] = exc.start, f"invalid UTF-8: {exc.reason}"
         return data
+    too_deep = _too_deep_at(raw)  # the core checks nesting before the grammar (docs/core-contract.md)
+    if too_deep is not None:
+        data["at"], data["detail"] = too_deep, f"nesting deeper than {_MAX_DEPTH} levels"
+        return data
     try:
         json.loads(text)
     except json.JSONDecodeError as exc:  # its position counts characters: the frame's byte is wanted
         data["at"], data["detail"] = len(text[: exc.pos].encode("utf-8")), exc.msg
+        return data
     except (ValueError, RecursionError):
-        pass
+        return data
+    surrogate = _lone_surrogate_at(raw)
+    if surrogate is not None:
+        data["at"] = surrogate
+        data["detail"] = f"lone surrogate {raw[surrogate : surrogate + 6].decode('ascii')} (not a character)"
     return data
+
+
+def recover_id(raw: bytes | None) -> str | int | None:
+    """The id of a request whose frame failed to parse, when it can be read exactly, else None.
+
+    For frames the core rejected with a parse error (a cold path: the core's ``FrameError.id`` is None for
+    those). The frame must start as an object with a top-level ``"method"`` key (a request, not a
+    response: answering a broken response with its id would look like an answer to the peer's own request),
+    and its last top-level ``"id"`` must be an integer literal (at most 640 digits) or a string of valid
+    UTF-8 without surrogate escapes, within the first 64 KiB. Its answer then reaches the request that is
+    waiting for it, as the answer to a request with a bad ``method`` does.
+
+    >>> recover_id(b'{"jsonrpc":"2.0","id":7,"method":"p\\xffng"}'), recover_id(b'{"id":7,"result":1 x}')
+    (7, None)
+    """
+    if raw is None or not raw.lstrip(b" \t\r\n").startswith(b"{"):
+        return None
+    head = raw[:_RECOVER_SCAN]
+    depth, key, found, method = 0, b"", None, False
+    for match in _KEYS.finditer(head):
+        token = match.group()
+        if token in (b"{", b"["):
+            depth += 1
+        elif token in (b"}", b"]"):
+            depth -= 1
+            if depth <= 0:
+                break
+        elif token != b":":
+            key = token
+        elif depth == 1 and key == b'"method"':
+            method = True
+        elif depth == 1 and key == b'"id"':
+            found = _id_at(head, match.end())
+    return found if method else None
+
+
+def _id_at(head: bytes, pos: int) -> str | int | None:
+    """The integer or string value at ``pos`` (after an ``"id":``), if it reads exactly."""
+    number = _INT_VALUE.match(head, pos)
+    if number is not None:
+        return int(number.group(1))
+    string = _STR_VALUE.match(head, pos)
+    if string is None:
+        return None
+    try:
+        value = json.loads(string.group(1).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    if not isinstance(value, str) or any("\ud800" <= char <= "\udfff" for char in value):
+        return None
+    return value
+
+
+def _too_deep_at(raw: bytes) -> int | None:
+    """The byte where ``raw`` first nests deeper than the core allows (the core's depth scan), or None;
+    only within its first 64 KiB (a Python loop: bounded)."""
+    head = raw[:_RECOVER_SCAN]
+    if head.count(b"[") + head.count(b"{") <= _MAX_DEPTH:
+        return None
+    depth = 0
+    for match in _STRUCTURE.finditer(head):
+        token = match.group()
+        if token in (b"[", b"{"):
+            depth += 1
+            if depth > _MAX_DEPTH:
+                return match.start()
+        elif token in (b"]", b"}"):
+            depth = max(depth - 1, 0)
+    return None
+
+
+def _lone_surrogate_at(raw: bytes) -> int | None:
+    """The byte of the first ``\\u`` escape of a lone surrogate in ``raw`` (valid JSON), or None; only
+    within its first 64 KiB, as the nesting scan (a Python loop over the surrogate escapes: bounded)."""
+    head = raw[: _RECOVER_SCAN + 12]  # an escape pair that starts inside the window is read whole
+    paired = -1  # where the low half of the last pair starts
+    for match in _SURROGATE.finditer(head, 0, _RECOVER_SCAN):
+        start = match.start()
+        if start == paired:
+            continue
+        before = start
+        while before and head[before - 1] == 0x5C:  # the backslashes before it: an odd count escapes it
+            before -= 1
+        if (start - before) % 2:  # `\\u...`: an escaped backslash, then text
+            continue
+        if (
+            head[start + 3] in b"89abAB"
+            and (low := _SURROGATE.match(head, start + 6))
+            and low[0][3] in b"cdefCDEF"
+        ):
+            paired = start + 6
+            continue
+        return start
+    return None

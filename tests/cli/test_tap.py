@@ -104,7 +104,7 @@ async def test_bytes_unchanged_and_one_record_per_frame(tmp_path: Path) -> None:
         "request",
     ]
     assert len(received) == len(tapped.splitlines())
-    assert [r.get("id") for r in received] == [1, 2, None, "three", 4]
+    assert [r.get("id") for r in received] == [1, 2, 9, "three", 4]  # BAD's id still reads
 
     bad = sent[3]  # logged whole, and it reached the server as it came (the server's parse error)
     assert bad["raw"] == BAD[:-1].decode()

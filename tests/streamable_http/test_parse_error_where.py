@@ -23,7 +23,7 @@ async def test_a_body_that_is_not_json_gets_400_with_where() -> None:
             response = await client.post("/mcp", content=BAD, headers=where)
             assert response.status_code == 400, response.text
             assert response.content == (
-                b'{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: invalid JSON",'
+                b'{"jsonrpc":"2.0","id":1,"error":{"code":-32700,"message":"Parse error: invalid JSON",'
                 b'"data":{"offset":0,"at":%d,"detail":"Expecting \',\' delimiter"}}}'
                 % (BAD.index(b" x}") + 1)
             )

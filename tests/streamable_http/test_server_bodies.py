@@ -64,7 +64,7 @@ async def test_an_empty_or_blank_body_is_a_parse_error_everywhere(data: bytes) -
 
 INVALID = [
     pytest.param(b"{nope", jsonrpc.PARSE_ERROR, None, id="not-json"),
-    pytest.param(b'{"jsonrpc": "2.0", "id": 1, "method": "p\xff"}', jsonrpc.PARSE_ERROR, None, id="not-utf8"),
+    pytest.param(b'{"jsonrpc": "2.0", "id": 1, "method": "p\xff"}', jsonrpc.PARSE_ERROR, 1, id="not-utf8"),
     pytest.param(b"1", jsonrpc.INVALID_REQUEST, None, id="a-number"),
     pytest.param(b'"ping"', jsonrpc.INVALID_REQUEST, None, id="a-string"),
     pytest.param(b"null", jsonrpc.INVALID_REQUEST, None, id="null"),

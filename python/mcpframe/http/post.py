@@ -66,6 +66,7 @@ class Body:
         data = None
         if error.code == jsonrpc.PARSE_ERROR:
             data = jsonrpc.parse_error_data(error.raw, error.offset)
+            rid = jsonrpc.recover_id(error.raw)  # a request's id, when the broken body still shows it
         return error_response(400, error.message, code=error.code, rid=rid, data=data)
 
     @property

@@ -52,11 +52,13 @@ _BUSY: Final = (
 
 def error_answer(error: core.FrameError) -> bytes:
     """The response line to a rejected frame: a parse error's says where (``jsonrpc.parse_error_data``),
-    since its ``id`` is null and the peer cannot tell which of its lines was bad."""
+    since the peer cannot tell which of its lines was bad otherwise, and carries the request's id when it
+    can be read from the broken frame (``jsonrpc.recover_id``), so the request waiting for it ends now."""
     if error.code != jsonrpc.PARSE_ERROR:
         return error.to_response()
     data = jsonrpc.parse_error_data(error.raw, error.offset)
-    return core.encode_error(error.id, error.code, error.message, data)
+    rid = error.id if error.id is not None else jsonrpc.recover_id(error.raw)
+    return core.encode_error(rid, error.code, error.message, data)
 
 
 def too_large(limit: int) -> str:
