@@ -23,6 +23,7 @@ class Balancer:
         self._turn = itertools.count()
         self.server: asyncio.Server | None = None
         self.port = 0
+        self._exchanges: set[asyncio.Task[None]] = set()
 
     @property
     def url(self) -> str:
@@ -35,11 +36,23 @@ class Balancer:
         self.port = self.server.sockets[0].getsockname()[1]
 
     async def aclose(self) -> None:
-        """Stop listening."""
+        """End the exchanges still open (their connections closed and detached from the server), then stop
+        listening. In that order: CPython 3.13.0's `Server` raises `TypeError` from a connection that detaches
+        after `close()` once its last client had gone (its waiters are already None; fixed in 3.13.1)."""
+        exchanges = list(self._exchanges)
+        for exchange in exchanges:
+            exchange.cancel()
+        await asyncio.gather(*exchanges, return_exceptions=True)
+        for _ in range(3):  # the closed transports' `connection_lost` (and detach) run on the next turns
+            await asyncio.sleep(0)
         if self.server is not None:
             self.server.close()
+            await self.server.wait_closed()
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._exchanges.add(task)
         try:
             head = await reader.readuntil(b"\r\n\r\n")
             lines = head[:-4].split(b"\r\n")
@@ -65,3 +78,5 @@ class Balancer:
             pass  # the test's loop is closing with a stream still open: nothing left to copy to
         finally:
             writer.close()
+            if task is not None:
+                self._exchanges.discard(task)
