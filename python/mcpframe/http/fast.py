@@ -41,8 +41,8 @@ from .headers import FIRST_STATELESS, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, Acce
 from .post import Body
 from .responses import Answer, Reply
 from .sessions import naming
-from .sse_wire import sse_lines, sse_writer
-from .streams import Stream, events_now, new_stream_id
+from .sse_wire import sse_lines
+from .streams import events_now, new_stream_id
 from .wire_parts import Parked, Streamed, Whole, WireAnswer
 
 if TYPE_CHECKING:
@@ -192,26 +192,19 @@ def _handover(
         if sse:
             return _sse_whole(posts, session, answers[0])
         return 200, STATELESS_LINES if session is None else json_lines(session), answers[0]
-    if not sse:  # the common case: a `Pending` answer, its stream made only if something else comes
-        pending = exchange = Pending(posts, lane, session, rid, accepts)
-        pending.on_close += ends
-        if session is not None:  # an open request: the idle reaper leaves its session alone until it ends
-            session.touch(+1)
-            pending.on_close.append(lambda: session.touch(-1))
-        pending.parked.first_step = waiting
-        return pending.parked
-    stream = Stream(None, None) if session is None else session.new_stream()
-    exchange = started = Exchange(lane, stream, [rid])
-    started.on_close += ends
-    if session is not None:
-        started.on_close.append(lambda: session.stream_ended(stream))
-    headers = {} if session is None else {MCP_SESSION_ID: session.id}
-    # written with no task (`SseWriter`), else the full path's SSE answer on this exchange
-    writer = sse_writer(posts, started, session, headers)
-    if writer is None:
-        return lambda: posts.respond(started, session, accepts, headers)
-    writer.first_step = waiting
-    return writer
+    # a `Pending` answer, its stream made only if something else comes: JSON (`parked`), or with `sse` its
+    # light `SseWriter` (the answer alone written with the head and the end, the stream made only if
+    # something else must go out first, or when the head's hold runs out)
+    pending = exchange = Pending(posts, lane, session, rid, accepts, sse=sse)
+    pending.on_close += ends
+    if session is not None:  # an open request: the idle reaper leaves its session alone until it ends
+        session.touch(+1)
+        pending.on_close.append(lambda: session.touch(-1))
+    if pending.writer is not None:
+        pending.writer.first_step = waiting
+        return pending.writer
+    pending.parked.first_step = waiting
+    return pending.parked
 
 
 def _sse_whole(posts: PostHandler, session: HttpSession | None, frame: bytes) -> Whole:
