@@ -202,7 +202,7 @@ class Pending(Exchange):
                 lines = STATELESS_LINES if session is None else json_lines(session)
                 self.parked.deliver((200, lines, frame))
         except Exception:
-            logger.exception("POST %s: delivering its answer failed", self._posts.options.path)
+            logger.exception("POST %s: a wake-up callback failed (its answer's)", self._posts.options.path)
             if self.writer is not None:
                 self.writer.close()  # the SSE response ends all the same (once: `close` is idempotent)
         for callback in self.on_close:
