@@ -20,7 +20,6 @@ import anyio
 import httpx
 import pytest
 
-from mcpframe.http import fast as fast_module
 from mcpframe.http import fast_pending
 from mcpframe.http.fast_pending import Pending
 from mcpframe.http.server import HttpOptions, StreamableHTTPServer, serve_http
@@ -353,13 +352,12 @@ async def test_a_modern_request_that_suspends_is_answered_json_with_no_stream(
     taken: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     made: list[int] = []
-    real = fast_module.Stream
+    real = fast_pending.Stream
 
     def counted(*args: Any, **kwargs: Any) -> Any:
         made.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(fast_module, "Stream", counted)  # a full exchange's (SSE)
     monkeypatch.setattr(fast_pending, "Stream", counted)  # one made for a `Pending` exchange
     tools = Tools()
     headers = {**JSON_AND_SSE, "mcp-protocol-version": MODERN, "mcp-method": "tools/call", "mcp-name": "hold"}

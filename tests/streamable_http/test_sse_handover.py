@@ -1,9 +1,10 @@
 """SSE answers of requests answered in their first step on the lean server (`fast._handover`'s `sse`): the
 whole SSE answer, made with no `Exchange` or `Stream` (the events stored in the event store only), is the
 one the full path gives, and stays replayable with `Last-Event-ID`; a store that makes the answer wait takes
-the full path's way; a handler that suspends is still answered by the task-free SSE writer. (Without an
-eager start, `MCPFRAME_PUBLIC_ONLY=1` on 3.11, no handler answers in its first step: every request gets its
-exchange, and the same answer comes from the writer.)
+the full path's way; a handler that suspends is still answered by the task-free SSE writer, a light one
+with no full exchange (`fast_pending.Pending`). (Without an eager start, `MCPFRAME_PUBLIC_ONLY=1` on 3.11,
+no handler answers in its first step: every request is such a `Pending`, and the same answer comes from its
+writer.)
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import pytest
 from mcpframe.http import fast
 from mcpframe.http.events import MemoryEventStore, split_event_id
 from mcpframe.http.exchange import Exchange
-from mcpframe.session.eager import AVAILABLE as EAGER
 
 from ._lean_support import Tools, in_mode, mode_options
 from ._live_support import live_app
@@ -67,7 +67,7 @@ async def test_a_first_step_answer_is_the_full_paths_sse_answer_with_no_exchange
         exchanges.clear()
         with anyio.fail_after(10):
             lean = await client.post(url, json=call("aecho", {"text": "a"}, rid=2), headers=headers)
-    assert len(exchanges) == (0 if EAGER else 1)
+    assert exchanges == []  # (no eager start: it suspends, a `Pending` with its light writer)
     async with asgi_client(tools.server, **mode_options(mode)) as (full_client, _):
         session_id = await initialize(full_client)
         full = await full_client.post(
@@ -102,7 +102,7 @@ async def test_a_first_step_sse_answer_is_replayed_after_its_priming_event(excha
             priming = sse_events(answered.text)[0]["id"]
             resume = {**headers, "accept": "text/event-stream", "last-event-id": priming}
             replay = await client.get(url, headers=resume)
-    assert len(exchanges) == (0 if EAGER else 1)
+    assert exchanges == []  # (no eager start: it suspends, a `Pending` with its light writer)
     assert replay.status_code == 200
     assert messages(replay.text) == [
         {"jsonrpc": "2.0", "id": 3, "result": {"content": [{"type": "text", "text": "r"}]}}
@@ -139,4 +139,4 @@ async def test_a_stateless_request_is_answered_over_sse_whole_or_by_the_writer(
                 (message,) = messages(answered.text)
                 assert message["id"] == rid
                 assert message["result"]["content"] == [{"type": "text", "text": f"s{rid}"}]
-    assert len(exchanges) == (0 if tool == "aecho" and EAGER else 1)  # one that suspends gets its exchange
+    assert exchanges == []  # one that suspends gets a `Pending` and its light writer: no full exchange

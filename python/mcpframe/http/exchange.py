@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcpframe import core
 from mcpframe._api import Id, MessageLike
@@ -24,6 +24,9 @@ from mcpframe.session import Request, Session
 from .pipe import Pipe
 from .post import one_line
 from .streams import Stream
+
+if TYPE_CHECKING:
+    from mcpframe.server.connection import ServerConnection
 
 __all__ = ["Exchange", "ExchangeTransport", "Lane", "LanePool", "RequestHandler", "Router"]
 
@@ -168,11 +171,16 @@ class Lane:
         self.pool: LanePool | None = None
         self.reused = False  # taken from the pool's idle lanes: its Session is running
         self.idled = 0  # the pool's sweep round when it last went idle
+        # a stateless lane's connection of the MCP server, bound to its Session once and kept for the
+        # requests the lean server's fast path starts on it (`fast._stateless_start`); closed as it ends
+        self.connection: ServerConnection | None = None
 
-    async def handle(self, request: Request) -> Any:
-        """A request handler for `make_session` that calls this lane's current `handler`."""
+    def handle(self, request: Request) -> Awaitable[Any]:
+        """A request handler for `make_session` that calls this lane's current `handler`: its awaitable,
+        not a coroutine of this method around it (the Session awaits what a handler returns: no frame here
+        on each step of a handler that suspends)."""
         assert self.handler is not None
-        return await self.handler(request)
+        return self.handler(request)
 
     async def run(self, runner: Callable[[Session], Awaitable[None]] | None = None) -> None:
         """Run the Session (with `runner`, default `Session.run`) until it ends; its exchange ends with it."""
@@ -180,6 +188,8 @@ class Lane:
             await (self.session.run() if runner is None else runner(self.session))
         finally:
             self.reusable = False
+            if self.connection is not None:
+                self.connection.close()
             if self.pool is not None:
                 self.pool.forget(self)
             if self.exchange is not None:

@@ -18,11 +18,13 @@ from mcpframe._unstable.asyncio_tasks import step_now
 
 from .asgi import Receive, Send
 from .deadlines import Deadlines
+from .events import store_now
 from .exchange import Exchange, Lane
 from .headers import MCP_SESSION_ID, Accepts
 from .responses import Answer, Reply, error_response, json_response, no_answer
+from .sse_wire import SseWriter, light_writer
 from .store import StoreUnavailable
-from .streams import Stream
+from .streams import Stream, events_now, new_stream_id
 from .wire_parts import Later, Parked, Whole
 
 if TYPE_CHECKING:
@@ -85,10 +87,24 @@ class Pending(Exchange):
     giving the answer once it finishes (`_woken`), or the rest to `PostHandler.respond` (a `Later`, in a
     task of the wire server's) when the answer must be SSE. A client that leaves first has the exchange
     aborted (`_Abandoned`), as `respond` does.
+
+    With `sse` (the client takes SSE and the session prefers it) the answer is written by a light
+    `SseWriter` (`writer`, the wire server's `Streamed` answer; `parked` is not used): the answer alone is
+    put on it with its priming event, stored first when resumable (`_sse_end`), and written with the head
+    and the end in one piece. Something else to send first, or the writer's hold running out (`_streamed`),
+    makes the stream, with the writer attached to it at once (no `stream_after` deadline, no `_woken`),
+    from then on as `_handover` made it before: the writer takes the stream's events, priming first.
     """
 
     def __init__(
-        self, posts: PostHandler, lane: Lane, session: HttpSession | None, rid: Id, accepts: Accepts
+        self,
+        posts: PostHandler,
+        lane: Lane,
+        session: HttpSession | None,
+        rid: Id,
+        accepts: Accepts,
+        *,
+        sse: bool = False,
     ) -> None:
         # what can fail comes before `_register`: a failure here leaves nothing registered (the lane not
         # taken, no id owned), and the deadline is armed last, once the exchange is whole
@@ -99,7 +115,13 @@ class Pending(Exchange):
         self._frame: bytes | None = None  # the answer, given before any stream was made
         self._deadline: list[Any] | None = None
         self.parked = _Abandoned(posts, self)
-        wait = posts.json_wait(accepts)
+        # `sse`: the answer preferred as SSE, written by a light `SseWriter` (the wire server's `Streamed`
+        # answer, not `parked`): no deadline here, its own hold makes the stream when it runs out
+        self.writer: SseWriter | None = None
+        if sse:
+            self.writer = light_writer(posts, self, session, self._headers())
+            self.writer.light = self._streamed
+        wait = math.inf if sse else posts.json_wait(accepts)
         # one entry on the loop's shared timer (the sessions' loop, known: no lookup)
         deadlines = None if wait == math.inf else Deadlines.of(wait, posts.sessions.loop)
         self._register(lane, [rid], batch=False)
@@ -132,8 +154,24 @@ class Pending(Exchange):
             self.on_close.append(lambda: session.stream_ended(stream))
         self._stream = stream
         stream.for_client(sse=self._accepts.sse)
-        stream.on_wake = self._woken
+        writer = self.writer
+        if writer is None:
+            stream.on_wake = self._woken
+        elif not self.closed:  # (closed: the writer ended with it)
+            first = stream.attach_now(writer, retry_ms=self._posts.replies.priming(session))
+            if first is None:  # not met on the fast path (its store answers at once): nobody would end it
+                logger.error(
+                    "POST %s: an SSE answer's stream could not be attached", self._posts.options.path
+                )
+                writer.close()
+            else:
+                writer.attached(stream, first)
         return stream
+
+    def _streamed(self) -> None:
+        """The light writer's hold ran out: its stream from now on (`_upgrade`)."""
+        if self._stream is None:
+            self._upgrade()
 
     async def answer(self, rid: Id, frame: bytes) -> None:
         """The handler's answer: straight to the client, unless a stream was made (then `Exchange`'s)."""
@@ -158,16 +196,18 @@ class Pending(Exchange):
         frame = self._frame
         session = self._session
         try:  # as a stream's wake-up: what the delivery raises must not stop the rest of the end
-            if frame is None:  # cancelled, or its session ended: no answer
+            if self.writer is not None:  # SSE: the answer (or none) as its stream's only events, stored
+                _sse_end(self._posts, session, self.writer, () if frame is None else (frame,))
+            elif frame is None:  # cancelled, or its session ended: no answer
                 reply = no_answer(self._accepts.sse, self._headers())
                 self.parked.deliver((reply.status, reply.header_lines(), b""))
             else:
                 lines = STATELESS_LINES if session is None else json_lines(session)
                 self.parked.deliver((200, lines, frame))
         except Exception:
-            logger.exception(
-                "POST %s: a wake-up callback failed (its JSON answer's)", self._posts.options.path
-            )
+            logger.exception("POST %s: a wake-up callback failed (its answer's)", self._posts.options.path)
+            if self.writer is not None:
+                self.writer.close()  # the SSE response ends all the same (once: `close` is idempotent)
         for callback in self.on_close:
             callback()
 
@@ -211,6 +251,21 @@ class Pending(Exchange):
         stream.on_wake = None
         stream.wake.set()
         self.parked.deliver(self._rest())
+
+
+def _sse_end(
+    posts: PostHandler, session: HttpSession | None, writer: SseWriter, frames: tuple[bytes, ...]
+) -> None:
+    """End a light SSE answer with `frames` as its only events, as its stream would have written them (the
+    priming event if the session primes, then each frame, stored first when resumable) on a stream that
+    exists only in the event store: nothing is left to resume it but a replay (`Last-Event-ID`). One write
+    with the head and the end when its head is still held."""
+    store = None if session is None else store_now(session.store)
+    session_id = None if session is None else session.id
+    _, body = events_now(store, session_id, new_stream_id(), frames, posts.replies.priming(session))
+    if body:
+        writer.put(body, last=True)
+    writer.close()
 
 
 def _finished_json(stream: Stream, session: HttpSession | None, headers: dict[str, str], sse: bool) -> Whole:

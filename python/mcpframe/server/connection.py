@@ -133,6 +133,11 @@ class ServerConnection:
         one began, its requests waited for and cut by its `settle`."""
         return () if self._closed else self._stops
 
+    @property
+    def closed(self) -> bool:
+        """Whether `close` ran: no more notifications, its listens ended."""
+        return self._closed
+
     # ----------------------------------------------------------------- running
 
     def bind(self, session: Session) -> None:
@@ -266,7 +271,7 @@ class ServerConnection:
         meta = request.meta
         version = modern_version(meta) if meta else None
         if version is not None:
-            return self._modern_answer(request, version, params)
+            return self._modern(request, version, params)
         method = request.method
         if self.version is None or method in _UNVERSIONED:
             return _ready(self._unversioned(method, params))
@@ -346,15 +351,14 @@ class ServerConnection:
             result["instructions"] = self.server.instructions
         return result
 
-    async def _modern_answer(self, request: Request, version: str, params: dict[str, Any]) -> dict[str, Any]:
-        return self._finish(request.method, await self._modern(request, version, params))
-
     async def _modern(self, request: Request, version: str, params: dict[str, Any]) -> dict[str, Any]:
+        """A 2026-07-28 request's answer, stamped (`_finish`). One coroutine from the dispatch to the method
+        handler's: a `def` tool's call suspends and resumes through each frame between."""
         method = request.method
         if method == protocol.SERVER_DISCOVER:
-            return self._discover()
+            return self._finish(method, self._discover())
         if method == protocol.SUBSCRIPTIONS_LISTEN:
-            return await self._listen(request, params)
+            return self._finish(method, await self._listen(request, params))
         if method in _LEGACY_ONLY:
             raise _method_not_found(method, f" (not part of {protocol.V2026_07_28})")
         handler = self._handler(method)
@@ -364,14 +368,15 @@ class ServerConnection:
         call = CallInfo(version, True, capabilities if isinstance(capabilities, dict) else {}, level)
         target = _ROUND_TRIP.get(method)
         if target is None or handler is not HANDLERS.get(method):
-            return await handler(self, request, call, params)
+            return self._finish(method, await handler(self, request, call, params))
         # A handler that may need client input: it asks for it with an `input_required` result.
         self._gather(request, call, params, str(params.get(target)))
         try:
-            return await handler(self, request, call, params)
+            return self._finish(method, await handler(self, request, call, params))
         except InputRequired as need:
             sealed = self.server.request_state.seal(method, str(params.get(target)), call.responses)
-            return {"resultType": "input_required", "inputRequests": need.requests, "requestState": sealed}
+            asked = {"resultType": "input_required", "inputRequests": need.requests, "requestState": sealed}
+            return self._finish(method, asked)
 
     def _gather(self, request: Request, call: CallInfo, params: dict[str, Any], target: str) -> None:
         """Put the input responses of earlier rounds (`requestState`) and this one into `call`."""
