@@ -168,10 +168,10 @@ async def flooding(
     url: str, headers: dict[str, str], writers: list[sse_wire.SseWriter], *behind: dict[str, Any]
 ) -> AsyncIterator[SlowClient]:
     """A `SlowClient` that POSTs a call of `flood` (id 6), with `behind` pipelined after it; yields it once
-    the first SSE writer (of `writers`, the ones the server opened) waits for room (within 10 seconds)."""
+    the first SSE writer (of `writers`, the ones the server opened) waits for room (within 60 seconds: a guard against a hang, not a measure)."""
     async with slow_client(url, headers) as slow:
         slow.post(call("flood", rid=6), *behind)
-        with anyio.fail_after(10):
+        with anyio.fail_after(60):
             await until(lambda: paused(writers))
         yield slow
 
