@@ -150,6 +150,8 @@ class _Connection(asyncio.BufferedProtocol):
             self.data_received(self.owner.read_buffer[:nbytes].tobytes())
 
     def data_received(self, data: bytes) -> None:
+        if self.refusal is not None:  # the parser failed already: what follows is not read (`_refuse_after`)
+            return
         if self.current is None and not self.pending:
             self._disarm_idle()
         try:
