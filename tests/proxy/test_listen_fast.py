@@ -204,9 +204,9 @@ async def test_what_the_fast_path_declines_the_full_path_answers(
     proxy: Proxy, http: httpx.AsyncClient
 ) -> None:
     headers = {**JSON_ONLY, **await open_session(http, proxy.url)}
-    batch = [rpc(1, "echo"), rpc(2, "echo")]
-    answers = (await http.post(proxy.url, json=batch, headers=headers)).json()
-    assert sorted(a["id"] for a in answers) == [1, 2]
+    batch = [rpc(1, "echo"), rpc(2, "echo")]  # a 2025-11-25 session: refused as `serve --http` would
+    refused = await http.post(proxy.url, json=batch, headers=headers)
+    assert (refused.status_code, refused.json()["error"]["code"]) == (400, -32600)
     token = rpc(3, "progress", {"_meta": {"progressToken": "t"}})
     assert (await http.post(proxy.url, json=token, headers=headers)).json()["result"] == {"token_seen": "t"}
     refused = await http.post(

@@ -123,6 +123,7 @@ class _Connection(asyncio.BufferedProtocol):
         self.expect_continue = False  # the request asks for `100 Continue`
         self.writable: asyncio.Future[None] | None = None
         self.parked: Parked | None = None  # the current request's answer, parked (`_park`)
+        self.refusal: tuple[int, bytes] | None = None  # the parser failed: sent once `pending` is answered
         self.loop = asyncio.get_running_loop()
         # deadlines on the loop's clock, checked by the server's sweep (`expire`); None: not running
         self.idle_deadline: float | None = None
@@ -149,6 +150,8 @@ class _Connection(asyncio.BufferedProtocol):
             self.data_received(self.owner.read_buffer[:nbytes].tobytes())
 
     def data_received(self, data: bytes) -> None:
+        if self.refusal is not None:  # the parser failed already: what follows is not read (`_refuse_after`)
+            return
         if self.current is None and not self.pending:
             self._disarm_idle()
         try:
@@ -159,13 +162,31 @@ class _Connection(asyncio.BufferedProtocol):
             if self.current is None and self.pending:
                 self._next()
         except httptools.HttpParserUpgrade:
-            self._refuse(400, b"Upgrade is not supported")
+            self._refuse_after(400, b"Upgrade is not supported")
         except httptools.HttpParserError:
             # httptools wraps what a callback raises: the head's size is told apart by its own flag
             if self.head_bytes > _MAX_HEAD:
-                self._refuse(431, b"Request Header Fields Too Large")
+                self._refuse_after(431, b"Request Header Fields Too Large")
             else:
-                self._refuse(400, b"Bad Request")
+                self._refuse_after(400, b"Bad Request")
+
+    def _refuse_after(self, status: int, text: bytes) -> None:
+        """The parser failed: the requests parsed before the bad bytes are answered first, in order, then
+        the refusal, and the connection closes (the bytes after the bad ones cannot be trusted)."""
+        parsing, self.parsing = self.parsing, None
+        if parsing is not None and parsing is self.current:  # its answer may be under way: no room for
+            self._refuse(status, text)  # the refusal after it. As before: written now, and closed
+            return
+        if parsing is not None and parsing in self.pending:  # the bad request itself: not answered
+            self.pending.remove(parsing)
+        if self.current is None and not self.pending:
+            self._refuse(status, text)
+            return
+        self.refusal = (status, text)
+        if self.transport is not None:
+            self.transport.pause_reading()  # the parser is spent: nothing more is read
+        if self.current is None:
+            self._next()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.lost = True
@@ -402,7 +423,12 @@ class _Connection(asyncio.BufferedProtocol):
         if not cycle.keep_alive or self.owner.draining:
             self.transport.close()
             return
-        self.transport.resume_reading()
+        if self.refusal is not None:  # the parser failed after the requests still pending
+            if not self.pending:
+                self._refuse(*self.refusal)
+                return
+        else:
+            self.transport.resume_reading()
         if not self.pending:
             self._arm_idle()
         elif self.transport.is_closing():

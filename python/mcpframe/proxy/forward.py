@@ -41,7 +41,7 @@ from mcpframe.transports.base import TransportClosedError
 from .link import Sink, SinkNowait, UpstreamLink, Writer, read_through
 from .pump import GuardedIds, Step, ThreadWriter
 from .reader import Reader, splice, splice_two
-from .session import ClientSession
+from .session import Batch, ClientSession
 
 __all__ = ["ClientSession", "Forwarder", "UpstreamLink"]
 
@@ -105,7 +105,8 @@ class Forwarder:
         self.last: ClientSession | None = None
         """The session with the latest request in flight (`relayed`; the sessions' hot paths set it)."""
         self._progress: dict[int, tuple[ClientSession, bytes]] = {}  # upstream id (= token) -> owner, token
-        self._watch: dict[int, tuple[str, str]] = {}  # upstream id -> (subscribe|unsubscribe, uri)
+        self._watch: dict[int, tuple[str, str]] = {}  # upstream id -> (initialize|subscribe|unsubscribe, uri)
+        self._batches: dict[int, Batch] = {}  # upstream id -> the client batch its answer belongs in
         self._server_requests: dict[int, tuple[int, Any]] = {}  # proxy id -> (conn, upstream's id)
         self._next_server_request = 0
         self._replays: dict[int, anyio.Event] = {}
@@ -133,6 +134,7 @@ class Forwarder:
         for uid in self._ids.drop_connection(session.conn):
             self._progress.pop(uid, None)
             self._watch.pop(uid, None)
+            self._batches.pop(uid, None)
             params = {"requestId": uid, "reason": "the client disconnected from the proxy"}
             frames.append(core.encode_notification(protocol.NOTIFICATIONS_CANCELLED, params))
         for pid, (conn, upstream_id) in list(self._server_requests.items()):
@@ -145,8 +147,9 @@ class Forwarder:
 
     # ------------------------------------------------------------------ client -> upstream
 
-    def client_request(self, session: ClientSession, msg: core.Message) -> bytes:
-        """The request's bytes for the upstream, or (ending in LF) an error answer for the client."""
+    def client_request(self, session: ClientSession, msg: core.Message, batch: Batch | None = None) -> bytes:
+        """The request's bytes for the upstream, or (ending in LF) an error answer for the client. A
+        request of a `batch` has its answer held here, to be written in the batch's one array."""
         try:
             uid = self._ids.outbound(session.conn, msg.id)  # type: ignore[arg-type]
         except DuplicateIdError:
@@ -156,6 +159,10 @@ class Forwarder:
         except PendingLimitError:
             return _error(msg.id, jsonrpc.CONNECTION_CLOSED, "the proxy has too many requests in flight")
         self.last = session
+        if batch is not None:
+            self._batches[uid] = batch
+            batch.waiting += 1
+            self._ids.hold(uid)  # its answer comes here: it goes into the batch's array
         method = msg.method
         if method in _WATCHED:
             self._watch_request(session, msg, uid)
@@ -171,6 +178,8 @@ class Forwarder:
     def _watch_request(self, session: ClientSession, msg: core.Message, uid: int) -> None:
         if msg.method == protocol.INITIALIZE:
             session.initialize = msg.raw
+            self._watch[uid] = (protocol.INITIALIZE, "")
+            self._ids.hold(uid)  # its answer comes here: the revision it negotiates decides on batches
             return
         params = msg.params
         uri = params.get("uri") if isinstance(params, dict) else None
@@ -192,7 +201,8 @@ class Forwarder:
         return splice_two(raw, token, new, id_span, new)
 
     def client_notification(self, session: ClientSession, msg: core.Message) -> bytes | None:
-        """The notification's bytes for the upstream (`None`: dropped)."""
+        """The notification's bytes for the upstream (`None`: dropped); a batch it completes (a request
+        cancelled was the last one it waited for) goes to `session.ready`."""
         method = msg.method
         if method == protocol.NOTIFICATIONS_CANCELLED:
             params = msg.params
@@ -206,6 +216,9 @@ class Forwarder:
                 return None
             self._ids.discard(uid)  # the server need not answer a cancelled request
             self._progress.pop(uid, None)
+            self._watch.pop(uid, None)
+            if frame := self._batch_answer(uid, None):
+                session.ready.append(frame)
             return self._with_request_id(msg.raw, uid)
         if method == protocol.NOTIFICATIONS_INITIALIZED:
             session.initialized = msg.raw
@@ -326,9 +339,24 @@ class Forwarder:
             self._linked.set()  # never started, or already dead: let `serve` see there is nothing left
 
     def _fail(self, uid: int, cid: Any, why: str) -> bytes:
-        """Forget a request in flight; the error answer for its client."""
+        """Forget a request in flight; the error answer for its client (in its batch's array, if it has
+        one: `b""` until that batch is complete)."""
         self._ids.discard(uid)
-        return _error(cid, jsonrpc.CONNECTION_CLOSED, why)
+        error = _error(cid, jsonrpc.CONNECTION_CLOSED, why)
+        if uid in self._batches:
+            return self._batch_answer(uid, error[:-1])
+        return error
+
+    def _batch_answer(self, uid: int, answer: bytes | None) -> bytes:
+        """Put the answer to `uid` (`None`: it gets none, it was cancelled) in its batch; the batch's array
+        line once that was its last answer, else `b""` (also when `uid` is in no batch)."""
+        batch = self._batches.pop(uid, None)
+        if batch is None:
+            return b""
+        if answer is not None:
+            batch.answers.append(answer)
+        batch.waiting -= 1
+        return batch.line()
 
     async def _fail_pending(self, status: int, *, restart: bool) -> None:
         """Answer every request the dead upstream had with a clear error (collected before any await)."""
@@ -341,6 +369,7 @@ class Forwarder:
                 out[session] = [self._fail(uid, cid, why) for uid, cid in pending]
         self._progress.clear()
         self._watch.clear()
+        self._batches.clear()
         self._server_requests.clear()
         self._refusals.clear()
         self._ids.drop_connection(_REPLAY)
@@ -512,14 +541,31 @@ class Forwarder:
             return
         if self._progress:
             self._progress.pop(uid, None)
-        if self._watch and uid in self._watch:
-            self._subscribed(session, uid, msg.kind == "result")
-        out.setdefault(session, []).append(msg.with_id(cid))
+        answer = msg.with_id(cid)
+        if self._watch or self._batches:
+            answer = self._followed(session, uid, msg, answer)
+        if answer:
+            out.setdefault(session, []).append(answer)
 
-    def _subscribed(self, session: ClientSession, uid: int, succeeded: bool) -> None:
-        """A `resources/subscribe` or `unsubscribe` was answered: follow it if it succeeded."""
+    def _followed(self, session: ClientSession, uid: int, msg: core.Message, answer: bytes) -> bytes:
+        """An answer to a request the proxy follows: what it tells is noted (`_subscribed`); one of a batch
+        goes into the batch's array, written with its last answer (`b""` until then)."""
+        if uid in self._watch:
+            self._subscribed(session, uid, msg)
+        if uid in self._batches:
+            return self._batch_answer(uid, answer)[:-1]
+        return answer
+
+    def _subscribed(self, session: ClientSession, uid: int, msg: core.Message) -> None:
+        """An `initialize` was answered: the session takes batches if its revision does (the server it
+        fronts would). A `resources/subscribe` or `unsubscribe` was answered: follow it if it succeeded."""
         method, uri = self._watch.pop(uid)
-        if not succeeded:
+        if msg.kind != "result":
+            return
+        if method == protocol.INITIALIZE:
+            result = msg.result
+            version = result.get("protocolVersion") if isinstance(result, dict) else None
+            session.batches = protocol.batches_allowed(version if isinstance(version, str) else None)
             return
         if method == protocol.RESOURCES_SUBSCRIBE:
             session.subscriptions.add(uri)

@@ -106,7 +106,9 @@ class BridgePosts:
             if isinstance(found, Reply):
                 return found
             session = found
-        body = Body.decode(data, max_frame=self.max_frame, batches=True)
+        # a batch only where the child negotiated 2025-03-26, as the host (and the child) would take it
+        batches = session is not None and protocol.batches_allowed(session.version)
+        body = Body.decode(data, max_frame=self.max_frame, batches=batches)
         refusal = body.refusal  # as the host's
         if refusal is not None:
             return refusal

@@ -10,10 +10,11 @@ __all__ = ["Reader", "decode_held", "held_decoder", "splice", "splice_two"]
 _NOTHING: list[core.Message | core.FrameError] = []  # no held frames (read only, never appended to)
 
 
-def held_decoder(max_frame: int) -> core.Decoder:
+def held_decoder(max_frame: int, *, batches: bool = True) -> core.Decoder:
     """A decoder for the frames a relay holds, one whole frame at a time. The LF first settles the
-    stream-start BOM question: the relay dropped a real one already."""
-    decoder = core.Decoder(max_frame=max_frame, lazy=True)
+    stream-start BOM question: the relay dropped a real one already. With `batches` off a batch is one
+    `-32600` "batches are not supported"."""
+    decoder = core.Decoder(max_frame=max_frame, lazy=True, batches=batches)
     decoder.feed(b"\n")
     return decoder
 

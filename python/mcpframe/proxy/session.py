@@ -25,9 +25,27 @@ from .reader import decode_held, held_decoder
 if TYPE_CHECKING:
     from .forward import Forwarder
 
-__all__ = ["ClientSession"]
+__all__ = ["Batch", "ClientSession"]
 
 _FrameError = core.FrameError
+
+
+class Batch:
+    """One batch from a client: its answers, gathered into one array line (JSON-RPC 2.0) once the last
+    request it forwarded is answered (or failed, or cancelled)."""
+
+    __slots__ = ("answers", "routed", "waiting")
+
+    def __init__(self) -> None:
+        self.answers: list[bytes] = []
+        self.waiting = 0  # its requests forwarded and not answered yet
+        self.routed = False  # every element was routed (until then more requests may come)
+
+    def line(self) -> bytes:
+        """The array line once the batch is complete and has answers, else `b""`."""
+        if not self.routed or self.waiting or not self.answers:
+            return b""
+        return b"[" + b",".join(self.answers) + b"]\n"
 
 
 class ClientSession:
@@ -41,6 +59,12 @@ class ClientSession:
         self._relay = relay
         self._requests = 0  # `relay.requests` when last looked at
         self._held = held_decoder(relay.max_frame)
+        self._held_single = held_decoder(relay.max_frame, batches=False)
+        self.batches = False
+        self.ready: list[bytes] = []
+        """Batch array lines completed by a client's cancellation (the request it waited for last)."""
+        """Whether this client may send batches: its `initialize` negotiated a revision that has them
+        (`protocol.batches_allowed`, the rule of the server the proxy fronts); until then, not."""
         self.subscriptions: set[str] = set()
         """Resource URIs this session subscribed to (a `resources/subscribe` that succeeded)."""
         self.initialize: bytes | None = None
@@ -155,8 +179,17 @@ class ClientSession:
             return relayed, b""
         upward: list[bytes] = [relayed[:-1]] if relayed else []
         back: list[bytes] = []
-        for item in decode_held(self._held, held):
-            self._route(item, upward, back)
+        decoder = self._held if self.batches else self._held_single
+        for frame in held:
+            items = decode_held(decoder, [frame])
+            if items and items[0].batch is not None:
+                self._route_batch(items, upward, back)
+                continue
+            for item in items:
+                self._route(item, upward, back)
+        if self.ready:
+            back += self.ready
+            self.ready.clear()
         if upward:
             upward.append(b"")
         return b"\n".join(upward), b"".join(back)
@@ -167,8 +200,29 @@ class ClientSession:
             self._requests = requests
             self._forwarder.relayed(self)
 
-    def _route(self, item: core.Message | core.FrameError, upward: list[bytes], back: list[bytes]) -> None:
-        """Route one held frame: to `upward` (for the upstream) or `back` (the proxy's answer)."""
+    def _route_batch(
+        self, items: list[core.Message | core.FrameError], upward: list[bytes], back: list[bytes]
+    ) -> None:
+        """Route a batch's elements: its requests upstream one by one, their answers (and the proxy's own
+        errors for its bad elements) gathered into one array line for the client (`Batch`)."""
+        batch = Batch()
+        errors: list[bytes] = []
+        for item in items:
+            self._route(item, upward, errors, batch)
+        batch.answers += (error[:-1] for error in errors)
+        batch.routed = True
+        if line := batch.line():
+            back.append(line)
+
+    def _route(
+        self,
+        item: core.Message | core.FrameError,
+        upward: list[bytes],
+        back: list[bytes],
+        batch: Batch | None = None,
+    ) -> None:
+        """Route one held frame (or element of `batch`): to `upward` (for the upstream) or `back` (the
+        proxy's answer)."""
         forwarder = self._forwarder
         if isinstance(item, _FrameError):
             if not jsonrpc.response_shaped(item.raw):  # a broken answer gets no answer
@@ -177,7 +231,7 @@ class ClientSession:
         kind = item.kind
         frame: bytes | None
         if kind == "request":
-            frame = forwarder.client_request(self, item)
+            frame = forwarder.client_request(self, item, batch)
             if frame[-1:] == b"\n":  # an error answer of the proxy's own (forwarded frames have no LF)
                 back.append(frame)
                 return
