@@ -168,7 +168,7 @@ async def flooding(
     url: str, headers: dict[str, str], writers: list[sse_wire.SseWriter], *behind: dict[str, Any]
 ) -> AsyncIterator[SlowClient]:
     """A `SlowClient` that POSTs a call of `flood` (id 6), with `behind` pipelined after it; yields it once
-    the first SSE writer (of `writers`, the ones the server opened) waits for room (within 60 seconds: a guard against a hang, not a measure)."""
+    the first SSE writer (of `writers`, the ones the server opened) waits for room (60 s: a hang guard)."""
     async with slow_client(url, headers) as slow:
         slow.post(call("flood", rid=6), *behind)
         with anyio.fail_after(60):
