@@ -24,6 +24,12 @@ A message carrying `_meta["io.modelcontextprotocol/protocolVersion"]` (2026-07-2
 that version in `MCP-Protocol-Version` and without a session id; every request and notification carries
 `Mcp-Method` and, for named targets, `Mcp-Name`.
 
+A caller may pipeline the handshake: send `initialize`, then `notifications/initialized` and its first
+requests without waiting for the answer. The server gives the session (`Mcp-Session-Id`) and the version
+with that answer, and a strict one refuses what comes without them, so `send` holds every message after a
+handshake-era `initialize` (the `send` call waits) until its answer arrived, or its exchange ended without
+one; a cancel of that `initialize` itself is not held (as the remote proxy's `Handshake` holds frames).
+
 This module owns the transport's lifecycle, the `Transport` interface, headers, posting (one exchange per
 request, with re-initialization of an expired session) and the standalone GET stream. The transport is
 composed of: its `HttpClientOptions` (`options.py`), the `SessionState` it shares with its `AnswerReader`
@@ -230,6 +236,8 @@ class StreamableHTTPTransport(BackgroundTransport):
             return
         self._closed = True
         self._inbox.close()
+        if self._state.opening is not None:
+            self._state.opening.set()  # a `send` holding messages for the handshake ends (closed)
         if self.options.terminate_on_close and self.session_id is not None and self._tg is not None:
             with anyio.CancelScope(shield=True), anyio.move_on_after(2.0):
                 try:
@@ -281,9 +289,10 @@ class StreamableHTTPTransport(BackgroundTransport):
         for item in [*decoder.feed(data), *decoder.close()]:
             if isinstance(item, core.FrameError):
                 logger.warning("not sending an invalid frame: %s", item.message)
-            elif item.kind == "request":
-                if item.method == protocol.INITIALIZE:
-                    self._state.init_request = item
+                continue
+            if self._state.opening is not None or item.method == protocol.INITIALIZE:
+                await self._handshake(item)  # (the test first: no coroutine per message on the hot path)
+            if item.kind == "request":
                 posting = _Posting()
                 tg.start_soon(self._post_request, item, posting)  # raises if the task group is gone
                 self._exchanges[request_id(item)] = posting  # before its task runs: see `_cancel`
@@ -291,6 +300,34 @@ class StreamableHTTPTransport(BackgroundTransport):
                 await self._cancel(item, tg)
             else:
                 await self._post_other(item)
+
+    async def _handshake(self, message: MessageLike) -> None:
+        """Hold `message` while an `initialize` sent before waits for its answer (see the module doc:
+        pipelining); note an `initialize`, and whether what follows it must wait for its session id."""
+        state = self._state
+        if state.opening is not None and not self._cancels_opening(message):
+            await self.handshake_answered()
+            if self._closed:
+                raise TransportClosedError("the HTTP transport is closed")
+        if message.kind == "request" and message.method == protocol.INITIALIZE:
+            state.init_request = message
+            if stamped_version(message.params) is None:  # a session opens: what follows waits
+                state.opening = anyio.Event()
+
+    def _cancels_opening(self, message: MessageLike) -> bool:
+        """Whether `message` cancels the `initialize` being answered: it must not wait for that answer."""
+        init = self._state.init_request
+        params = message.params if message.method == protocol.NOTIFICATIONS_CANCELLED else None
+        return init is not None and isinstance(params, dict) and params.get("requestId") == init.id
+
+    async def handshake_answered(self) -> None:
+        """Return once no `initialize` sent here waits for its answer (at once when none does): what `send`
+        waits for before a message that follows it (see the module doc: pipelining)."""
+        opening = self._state.opening
+        if opening is not None:
+            await opening.wait()
+            if self._state.opening is opening:
+                self._state.opening = None
 
     async def _cancel(self, message: MessageLike, tg: anyio.abc.TaskGroup) -> None:
         """Post a `notifications/cancelled`, never before the request it names: that request is posted from
@@ -478,6 +515,9 @@ class StreamableHTTPTransport(BackgroundTransport):
         except Undeliverable:
             pass
         finally:
+            opening = self._state.opening
+            if opening is not None and self._state.init_request is message:
+                opening.set()  # its exchange ended without an answer: what waits goes (and fails as it will)
             if not posting.written:  # a cancel held back for it goes now (useless, or harmless)
                 posting.on_written()
             if self._exchanges.get(rid) is posting:

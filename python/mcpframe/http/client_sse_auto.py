@@ -108,7 +108,11 @@ class AutoTransport(BackgroundTransport):
         return await legacy.receive()
 
     async def send(self, data: bytes) -> None:
-        """Send over the transport in use (Streamable HTTP until the server proved legacy)."""
+        """Send over the transport in use (Streamable HTTP until the server proved legacy). What follows an
+        `initialize` waits for its answer first (as `StreamableHTTPTransport.send` holds it), since that
+        answer decides which transport is in use."""
+        if self.legacy is None:
+            await self.streamable.handshake_answered()
         await (self.legacy or self.streamable).send(data)
 
     def held_cancel(self, rid: Id) -> anyio.Event | None:

@@ -299,13 +299,16 @@ class SessionState:
     session id and the version from the answer to `initialize`).
     """
 
-    __slots__ = ("base", "init_request", "protocol_version", "session_id")
+    __slots__ = ("base", "init_request", "opening", "protocol_version", "session_id")
 
     def __init__(self, headers: Mapping[str, str] | None) -> None:
         self.base = dict(headers or {})
         self.session_id: str | None = None
         self.protocol_version: str | None = None
         self.init_request: MessageLike | None = None  # the `initialize` request
+        # set once the `initialize` the caller's next messages wait for was answered (or its exchange
+        # ended without an answer): `StreamableHTTPTransport.send` holds them until then
+        self.opening: anyio.Event | None = None
 
     def headers(self) -> dict[str, str]:
         """The caller's headers plus the session id and the negotiated version, when known."""
@@ -319,7 +322,11 @@ class SessionState:
     def adopt(self, answer: MessageLike) -> None:
         """Take the negotiated version from the answer to `initialize` (other answers change nothing)."""
         init = self.init_request
-        if init is None or answer.id != init.id or answer.kind != "result":
+        if init is None or answer.id != init.id:
+            return
+        if self.opening is not None:  # the session id came with the answer's head: what waits may go
+            self.opening.set()
+        if answer.kind != "result":
             return
         result = answer.result
         version = result.get("protocolVersion") if isinstance(result, dict) else None

@@ -45,6 +45,11 @@ class HttpOptions:
     """Seconds a request body may take to come in whole once its head was read (408 past it, and the
     connection is closed): a client trickling its body in cannot hold a request forever. `None`: no bound."""
 
+    head_timeout: float = 10.0
+    """Seconds a request head may take to come in whole from its first byte (408 past it, and the
+    connection is closed), with either HTTP server (`serve_http`): a slow-loris client cannot hold a
+    connection forever. A connection that sends nothing is closed after the keep-alive (5 s)."""
+
     event_store: EventStore | None = dataclasses.field(default_factory=MemoryEventStore)
     """Where SSE events are kept for resumption (`None`: streams are not resumable)."""
 
@@ -114,7 +119,7 @@ class HttpOptions:
     def __post_init__(self) -> None:
         _check(self, ("max_body", "max_sessions", "max_in_flight"), low=1)
         _check(self, ("retry_ms", "max_queued", "stream_after"), low=0)
-        _check(self, ("keepalive", "store_timeout"), low=0, above=True)
+        _check(self, ("keepalive", "store_timeout", "head_timeout"), low=0, above=True)
         _check(self, ("close_idle_streams", "idle_timeout", "body_timeout"), low=0, above=True, optional=True)
         if self.response_mode not in ("resumable", "auto", "sse"):
             raise ValueError(

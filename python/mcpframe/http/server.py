@@ -53,7 +53,7 @@ from .sessions import HttpSession, SessionManager
 from .store import SharedStore, StoreUnavailable, open_store
 from .store_sessions import SharedSessions
 from .streams import Stream, format_event
-from .uvicorn_host import host_from_target
+from .uvicorn_host import bounded_heads
 from .wire import WireAnswer, WireServer
 
 if TYPE_CHECKING:
@@ -448,10 +448,16 @@ async def serve_http(
     # the requests in flight are settled (answered) before uvicorn stops: its own wait only bounds the
     # writing of those last answers, and gets at least a moment for it, as the lean server's `drain` does
     flush = max(wait, math.ceil(_FLUSH_AT_LEAST))
-    # `host_from_target`: the Host guard checks an absolute-form target's authority, not the received Host
-    protocol = host_from_target() or "auto"
+    # `bounded_heads`: the Host guard checks an absolute-form target's authority, not the received Host,
+    # and a request head that does not come in time is refused (uvicorn has no such bound)
+    protocol = bounded_heads(opts.head_timeout, _KEEPALIVE) or "auto"
     config = uvicorn.Config(
-        http.app, http=protocol, log_level=log_level, lifespan="on", timeout_graceful_shutdown=flush
+        http.app,
+        http=protocol,
+        log_level=log_level,
+        lifespan="on",
+        timeout_graceful_shutdown=flush,
+        timeout_keep_alive=_KEEPALIVE,
     )
     uv = _Uvicorn(config)
     # each serve_http settles only its own requests, with a `Stop` of its own: settling a shared one at this
@@ -518,6 +524,10 @@ async def _stopping(http: StreamableHTTPServer, stop: Stop) -> None:
     http.end_legacy()
 
 
+_KEEPALIVE = 5
+"""Seconds an idle kept-alive connection stays open, with either server (uvicorn's default, and the lean
+server's); also how long a new connection may stay silent (`uvicorn_host.bounded_heads`)."""
+
 _FLUSH_AT_LEAST = 1.0
 """Seconds the lean server's graceful stop gives connections to write their last answers, whatever the
 grace period (uvicorn, too, flushes what was written before it closes)."""
@@ -531,7 +541,7 @@ async def _serve_lean(http: StreamableHTTPServer, sock: socket.socket, stop: Sto
     The serving runs shielded in a task of its own, as uvicorn does: the sessions' task group must not see
     the cancellation that asks for the stop, or the requests in flight would die with it.
     """
-    wire = WireServer(http.app)
+    wire = WireServer(http.app, keepalive_timeout=_KEEPALIVE, head_timeout=http.options.head_timeout)
     stopped = anyio.Event()
     done = anyio.Event()
 

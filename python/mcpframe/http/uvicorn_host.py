@@ -1,4 +1,5 @@
-"""uvicorn's httptools protocol, made to hand the app an absolute-form target's authority as its `Host`.
+"""uvicorn's httptools protocol, made to hand the app an absolute-form target's authority as its `Host`
+(`host_from_target`) and to bound the time a request head may take (`bounded_heads`).
 
 uvicorn keeps only the path of a target such as `http://evil.example/mcp` (`scope["path"]` and `raw_path`
 are `/mcp`) and passes the received `Host` on: the app's Host guard would then check a header RFC 9112
@@ -6,16 +7,33 @@ are `/mcp`) and passes the received `Host` on: the app's Host guard would then c
 `host` header lines for the target's authority (`security.target_host`) before uvicorn builds the scope,
 as the lean server (`wire.py`) does for its own. (uvicorn's h11 protocol passes such a target whole as
 `path`, which matches no route of the app: it is refused there with a 404.)
+
+`bounded_heads` adds what uvicorn lacks (0.54: its only timer is the keep-alive between two requests): a
+bound on reading a request head. A connection that sends nothing is closed after `idle` seconds (the
+keep-alive's), and a request head must be complete within `HttpOptions.head_timeout` seconds of its first
+byte, else the client gets 408 and the connection is closed, as with the lean server (`wire.py`): a
+slow-loris client (a head trickled a byte at a time, or connections opened and left silent) holds a
+connection that long at most. It is uvicorn's public way in, a protocol class given as `Config(http=...)`,
+overriding only asyncio's `Protocol` methods and httptools' parser callbacks (each calling uvicorn's own);
+of uvicorn's state it reads one attribute, defensively (`cycle`: an answer being written gets no 408 in
+its middle; the connection is only closed). Without httptools (uvicorn's h11 protocol) there is no bound.
 """
 
 from __future__ import annotations
 
+import asyncio
 from functools import cache
 from typing import Any
 
 from .security import target_host
 
-__all__ = ["host_from_target"]
+__all__ = ["bounded_heads", "host_from_target"]
+
+_TOO_SLOW = b"Request Timeout: the request head came too slowly"
+_408 = (
+    b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: %d\r\n"
+    b"connection: close\r\n\r\n%s" % (len(_TOO_SLOW), _TOO_SLOW)
+)
 
 
 @cache
@@ -41,3 +59,91 @@ def host_from_target() -> type[Any] | None:
             super().on_headers_complete()
 
     return HostFromTarget
+
+
+@cache
+def bounded_heads(head_timeout: float, idle: float) -> type[Any] | None:
+    """`host_from_target()`'s protocol whose request heads are bounded in time (see the module doc):
+    `head_timeout` seconds from a head's first byte, `idle` from the connection being opened to its first
+    byte. `None` where `host_from_target()` is `None`."""
+    base = host_from_target()
+    if base is None:
+        return None
+    first = min(idle, head_timeout)
+
+    class BoundedHeads(base):  # type: ignore[valid-type, misc]
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            super().connection_made(transport)
+            self._head_clock = _HeadClock(transport, self, head_timeout, first)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._head_clock.stop()
+            super().connection_lost(exc)
+
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            self._head_clock.begin()
+
+        def on_headers_complete(self) -> None:
+            self._head_clock.complete()
+            super().on_headers_complete()
+
+    return BoundedHeads
+
+
+class _HeadClock:
+    """One connection's head deadline, checked by one timer that is moved only when it fires: a request
+    sets the deadline when its head begins and clears it when the head is complete, no timer armed or
+    cancelled per request (the timer, at its time, looks again at the deadline then in force)."""
+
+    __slots__ = ("_begun", "_deadline", "_head_timeout", "_loop", "_protocol", "_timer", "_transport")
+
+    def __init__(self, transport: asyncio.BaseTransport, protocol: Any, head_timeout: float, first: float):
+        self._transport = transport
+        self._protocol = protocol  # uvicorn's, asked only whether it is answering a request (`_expire`)
+        self._head_timeout = head_timeout
+        self._loop = asyncio.get_running_loop()
+        self._begun = False  # bytes of a request head came (else the connection stayed silent)
+        self._deadline: float | None = self._loop.time() + first
+        self._timer: asyncio.TimerHandle | None = self._loop.call_later(first, self._check)
+
+    def begin(self) -> None:
+        """A request head's first byte came."""
+        self._begun = True
+        self._deadline = self._loop.time() + self._head_timeout
+        if self._timer is None:
+            self._timer = self._loop.call_later(self._head_timeout, self._check)
+
+    def complete(self) -> None:
+        """The head is whole: no deadline until the next one begins (uvicorn's keep-alive runs meanwhile)."""
+        self._deadline = None
+        self._begun = False
+
+    def stop(self) -> None:
+        """The connection ended: its timer goes (it holds the connection)."""
+        self._deadline = None
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _check(self) -> None:
+        self._timer = None
+        deadline = self._deadline
+        if deadline is None:
+            return
+        left = deadline - self._loop.time()
+        if left > 0:
+            self._timer = self._loop.call_later(left, self._check)
+            return
+        self._deadline = None
+        self._expire()
+
+    def _expire(self) -> None:
+        transport = self._transport
+        if transport.is_closing():
+            return
+        cycle = getattr(self._protocol, "cycle", None)  # the request being answered, if any
+        answering = cycle is not None and getattr(cycle, "response_complete", False) is not True
+        if self._begun and not answering and isinstance(transport, asyncio.WriteTransport):
+            transport.write(_408)  # no 408 in the middle of another answer
+        transport.close()

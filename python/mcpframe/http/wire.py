@@ -10,7 +10,7 @@ chunk.
 What it keeps: HTTP/1.1 keep-alive (closed after `keepalive_timeout` idle seconds), `Expect: 100-continue`
 (answered when the app first waits for the body), a request head that must be complete within
 `head_timeout` seconds of its first byte (else 408: a slow-loris client holds a connection for that long
-at most, where uvicorn has no such bound), pipelined requests answered in order, `Connection: close` and
+at most, as under uvicorn: `uvicorn_host`), pipelined requests answered in order, `Connection: close` and
 HTTP/1.0, a bound on the request head (431), `http.disconnect` when the client goes, and flow control both
 ways: reading stops while a request body waits for the app (beyond `_BODY_HIGH` bytes) and while a
 response is being answered; `send` waits while the socket's write buffer is full (`pause_writing`), so a

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Collection
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from mcpframe import jsonrpc, protocol
@@ -169,13 +170,23 @@ def _closest(name: str, known: Collection[str]) -> str | None:
     return found
 
 
+_LIST_FIRST = 20
+"""How many of the known names an unknown name's error lists (in registration order); the rest counted."""
+
+
 def _unknown(kind: str, name: object, known: Collection[str]) -> JSONRPCError:
-    """`unknown tool 'ad'; did you mean 'add'?`: a typo's likely fix (the error path only pays for it)."""
+    """`unknown tool 'ad'; did you mean 'add'?`: a typo's likely fix (the error path only pays for it).
+
+    The error's `data` names what exists, for a caller with no close match to go on: `{"available": [the
+    first 20 names], "more": how many others}`. In `data`, not the message: a message listing 20 names
+    would bury the one-line reason, and a client shows or logs `data` as it chooses."""
     close = None
     if isinstance(name, str) and len(name) <= _SUGGEST_LONGEST + 1 and len(known) <= _SUGGEST_AMONG:
         close = _closest(name, known)
     hint = f"; did you mean {close!r}?" if close is not None else ""
-    return invalid(f"unknown {kind} {name!r}{hint}")
+    error = invalid(f"unknown {kind} {name!r}{hint}")
+    error.data = {"available": list(islice(known, _LIST_FIRST)), "more": max(0, len(known) - _LIST_FIRST)}
+    return error
 
 
 def _error_result(message: str) -> dict[str, Any]:
