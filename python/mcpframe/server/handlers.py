@@ -152,13 +152,13 @@ def _closest(name: str, known: Collection[str]) -> str | None:
     cached = _near_index.get(id(known))
     if cached is None or cached[0] != names:
         index: dict[str, str] = {}
-        for known_name in sorted(names, reverse=True):  # the first in sort order wins a tie
-            if len(known_name) > _SUGGEST_LONGEST:
-                continue
-            folded = _fold(known_name)
-            index[folded] = known_name
-            for short in _one_short(folded):
-                index.setdefault(short, known_name)
+        kept = [known_name for known_name in names if len(known_name) <= _SUGGEST_LONGEST]
+        kept.sort(reverse=True)  # assigned last to first: the first in sort order wins a tie
+        for known_name in kept:
+            for short in _one_short(_fold(known_name)):
+                index[short] = known_name
+        for known_name in kept:  # then each name's own form, over any other name's form one letter short
+            index[_fold(known_name)] = known_name
         if len(_near_index) >= 16:
             _near_index.clear()
         _near_index[id(known)] = cached = (names, index)
