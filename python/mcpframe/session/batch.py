@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import Any, Final, Literal
 
 from mcpframe import core, jsonrpc
+from mcpframe.session.rejections import RejectionLog
 
 __all__ = [
     "BATCH_REFUSAL",
@@ -150,10 +151,13 @@ BatchOf = Batch | Literal[_Refused.REFUSED] | None
 class Batches:
     """The batch state of one Session's input (module doc). ``enabled`` is read at each batch's start."""
 
-    __slots__ = ("_busy", "_current", "_write", "enabled")
+    __slots__ = ("_busy", "_current", "_rejections", "_write", "enabled")
 
-    def __init__(self, write: Callable[[bytes], None], *, enabled: bool) -> None:
+    def __init__(
+        self, write: Callable[[bytes], None], *, enabled: bool, rejections: RejectionLog | None = None
+    ) -> None:
         self._write = write
+        self._rejections = rejections or RejectionLog()  # its warnings, rate-limited
         self.enabled = enabled
         self._current: BatchOf = None  # the batch being handled
         self._busy: BatchOf = None  # the batch being answered at once as busy
@@ -171,7 +175,7 @@ class Batches:
             return None
         if index == 0:
             if not self.enabled:
-                logger.warning("refused a batch at stream byte %d: %s", item.offset, BATCH_REFUSAL)
+                self._rejections.batch(item.offset, BATCH_REFUSAL)
             self._current = self._open()
         return self._current
 
