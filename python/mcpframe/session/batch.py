@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import re
 from collections.abc import Callable
 from typing import Any, Final, Literal
 
@@ -54,11 +55,27 @@ _BUSY: Final = (
 def error_answer(error: core.FrameError) -> bytes:
     """The response line to a rejected frame: a parse error's says where (``jsonrpc.parse_error_data``),
     since the peer cannot tell which of its lines was bad otherwise, and carries the request's id when it
-    can be read from the broken frame (``jsonrpc.recover_id``), so the request waiting for it ends now."""
+    can be read from the broken frame (``jsonrpc.recover_id``), so the request waiting for it ends now. A
+    frame over the size limit's says where it starts and the limit, with the id its first bytes show."""
+    if error.code == jsonrpc.INVALID_REQUEST and (over := _OVERSIZE.fullmatch(error.message)) is not None:
+        return _oversize_answer(error, int(over[1]))
     if error.code != jsonrpc.PARSE_ERROR:
         return error.to_response()
     data = jsonrpc.parse_error_data(error.raw, error.offset)
     rid = error.id if error.id is not None else jsonrpc.recover_id(error.raw)
+    return core.encode_error(rid, error.code, error.message, data)
+
+
+# The core's message for a frame longer than its decoder's `max_frame` (docs/core-contract.md).
+_OVERSIZE: Final = re.compile(r"Invalid Request: frame exceeds the maximum size of ([0-9]+) bytes")
+
+
+def _oversize_answer(error: core.FrameError, limit: int) -> bytes:
+    """A frame over the size limit: its ``data`` says where it starts (``offset``) and the limit
+    (``limit``, in bytes; its own size is not known, as it is refused once ``limit + 1`` of its bytes are
+    seen and then skipped), and it carries the request's id when its first bytes show it (``preview``)."""
+    data = {"offset": error.offset, "limit": limit}
+    rid = error.id if error.id is not None else jsonrpc.recover_id(error.preview)
     return core.encode_error(rid, error.code, error.message, data)
 
 
