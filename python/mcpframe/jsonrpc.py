@@ -63,7 +63,12 @@ _INT_VALUE: Final = re.compile(rb"[ \t\r\n]*(-?(?:0|[1-9][0-9]{0,639}))(?![0-9.e
 _STR_VALUE: Final = re.compile(rb'[ \t\r\n]*("(?:[^"\\]++|\\.)*+")', re.DOTALL)
 # Where `recover_id` and the nesting scan look: a request's id comes near its start in practice, and these
 # scans step through tokens in Python, so a long frame must not cost more than its first 64 KiB.
+# The stdlib's JSON reader, which says where a refused frame fails, reads as much (it builds every value:
+# seconds for a 60 MB frame, on the event loop); an error it finds in a cut frame's head is kept unless the
+# cut may have caused it (`_before_the_cut`), so a frame whose bad spot lies past the head gets its offset
+# alone, as one refused for `NaN` does.
 _RECOVER_SCAN: Final = 1 << 16
+_CUT_MARGIN: Final = 16
 
 
 def response_shaped(raw: bytes | None) -> bool:
@@ -72,9 +77,16 @@ def response_shaped(raw: bytes | None) -> bool:
     For frames the core rejected (a cold path): a rejected response must not be answered, and it fails the
     request it answers. Long digit runs are cut to one digit first; a number stays a number and a string a
     string, so the frame's shape is unchanged and a frame refused only for an over-long integer still reads.
+    A frame longer than 64 KiB is judged by the top-level keys within its first 64 KiB.
     """
     if not raw:
         return False
+    if len(raw) > _RECOVER_SCAN:  # the top-level keys of its head (the stdlib would build every value)
+        head = raw[:_RECOVER_SCAN]
+        if not head.lstrip(b" \t\r\n").startswith(b"{"):
+            return False
+        keys = _top_level_keys(head)
+        return b'"method"' not in keys and (b'"result"' in keys or b'"error"' in keys)
     try:
         value = json.loads(_LONG_DIGITS.sub(b"0", raw))
     except (ValueError, RecursionError):
@@ -97,7 +109,7 @@ def parse_error_data(raw: bytes | None, offset: int) -> dict[str, int | str]:
     if raw is None:
         return data
     try:
-        text = raw.decode("utf-8")
+        raw.decode("utf-8")  # the whole frame (at C speed); the stdlib's JSON reader reads its head only
     except UnicodeDecodeError as exc:
         data["at"], data["detail"] = exc.start, f"invalid UTF-8: {exc.reason}"
         return data
@@ -105,11 +117,13 @@ def parse_error_data(raw: bytes | None, offset: int) -> dict[str, int | str]:
     if too_deep is not None:
         data["at"], data["detail"] = too_deep, f"nesting deeper than {_MAX_DEPTH} levels"
         return data
+    head = raw[:_RECOVER_SCAN].decode("utf-8", "ignore")  # a character cut at the window's edge is dropped
     try:
-        json.loads(text)
+        json.loads(head)
     except json.JSONDecodeError as exc:  # its position counts characters: the frame's byte is wanted
-        data["at"], data["detail"] = len(text[: exc.pos].encode("utf-8")), exc.msg
-        return data
+        if len(raw) <= _RECOVER_SCAN or _before_the_cut(exc, len(head)):
+            data["at"], data["detail"] = len(head[: exc.pos].encode("utf-8")), exc.msg
+            return data
     except (ValueError, RecursionError):
         return data
     surrogate = _lone_surrogate_at(raw)
@@ -117,6 +131,13 @@ def parse_error_data(raw: bytes | None, offset: int) -> dict[str, int | str]:
         data["at"] = surrogate
         data["detail"] = f"lone surrogate {raw[surrogate : surrogate + 6].decode('ascii')} (not a character)"
     return data
+
+
+def _before_the_cut(exc: json.JSONDecodeError, end: int) -> bool:
+    """Whether the stdlib's error in a frame's head (``end`` characters, cut from a longer frame) is the
+    frame's own. A value the cut ends early is refused at the cut or at most a few characters before it
+    (a literal, a number, an escape), except a string: refused where it starts, anywhere before."""
+    return exc.pos < end - _CUT_MARGIN and exc.msg != "Unterminated string starting at"
 
 
 def recover_id(raw: bytes | None) -> str | int | None:
@@ -153,10 +174,28 @@ def recover_id(raw: bytes | None) -> str | int | None:
     return found if method else None
 
 
+def _top_level_keys(head: bytes) -> set[bytes]:
+    """The keys (quoted, as written) of the object ``head`` starts, as far as ``head`` goes."""
+    depth, key, keys = 0, b"", set()
+    for match in _KEYS.finditer(head):
+        token = match.group()
+        if token in (b"{", b"["):
+            depth += 1
+        elif token in (b"}", b"]"):
+            depth -= 1
+            if depth <= 0:
+                break
+        elif token != b":":
+            key = token
+        elif depth == 1:
+            keys.add(key)
+    return keys
+
+
 def _id_at(head: bytes, pos: int) -> str | int | None:
     """The integer or string value at ``pos`` (after an ``"id":``), if it reads exactly."""
     number = _INT_VALUE.match(head, pos)
-    if number is not None:
+    if number is not None and number.end() < len(head):  # at the end of a cut head it may go on past it
         return int(number.group(1))
     string = _STR_VALUE.match(head, pos)
     if string is None:

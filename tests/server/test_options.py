@@ -39,7 +39,7 @@ async def test_serve_hands_its_session_options_to_the_session() -> None:
     refused = [a for a in answers if "error" in a]
     assert answered == [{"jsonrpc": "2.0", "id": 1, "result": {}}]
     assert len(refused) == 1
-    assert refused[0]["id"] is None  # refused unread: its id is unknown
+    assert refused[0]["id"] == 2  # refused unread, but its first bytes show its id (session/batch.py)
     assert refused[0]["error"]["code"] == jsonrpc.INVALID_REQUEST
     assert "maximum size of 100 bytes" in refused[0]["error"]["message"]
 

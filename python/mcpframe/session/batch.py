@@ -25,10 +25,12 @@ from __future__ import annotations
 
 import enum
 import logging
+import re
 from collections.abc import Callable
 from typing import Any, Final, Literal
 
 from mcpframe import core, jsonrpc
+from mcpframe.session.rejections import RejectionLog
 
 __all__ = [
     "BATCH_REFUSAL",
@@ -53,11 +55,27 @@ _BUSY: Final = (
 def error_answer(error: core.FrameError) -> bytes:
     """The response line to a rejected frame: a parse error's says where (``jsonrpc.parse_error_data``),
     since the peer cannot tell which of its lines was bad otherwise, and carries the request's id when it
-    can be read from the broken frame (``jsonrpc.recover_id``), so the request waiting for it ends now."""
+    can be read from the broken frame (``jsonrpc.recover_id``), so the request waiting for it ends now. A
+    frame over the size limit's says where it starts and the limit, with the id its first bytes show."""
+    if error.code == jsonrpc.INVALID_REQUEST and (over := _OVERSIZE.fullmatch(error.message)) is not None:
+        return _oversize_answer(error, int(over[1]))
     if error.code != jsonrpc.PARSE_ERROR:
         return error.to_response()
     data = jsonrpc.parse_error_data(error.raw, error.offset)
     rid = error.id if error.id is not None else jsonrpc.recover_id(error.raw)
+    return core.encode_error(rid, error.code, error.message, data)
+
+
+# The core's message for a frame longer than its decoder's `max_frame` (docs/core-contract.md).
+_OVERSIZE: Final = re.compile(r"Invalid Request: frame exceeds the maximum size of ([0-9]+) bytes")
+
+
+def _oversize_answer(error: core.FrameError, limit: int) -> bytes:
+    """A frame over the size limit: its ``data`` says where it starts (``offset``) and the limit
+    (``limit``, in bytes; its own size is not known, as it is refused once ``limit + 1`` of its bytes are
+    seen and then skipped), and it carries the request's id when its first bytes show it (``preview``)."""
+    data = {"offset": error.offset, "limit": limit}
+    rid = error.id if error.id is not None else jsonrpc.recover_id(error.preview)
     return core.encode_error(rid, error.code, error.message, data)
 
 
@@ -150,10 +168,13 @@ BatchOf = Batch | Literal[_Refused.REFUSED] | None
 class Batches:
     """The batch state of one Session's input (module doc). ``enabled`` is read at each batch's start."""
 
-    __slots__ = ("_busy", "_current", "_write", "enabled")
+    __slots__ = ("_busy", "_current", "_rejections", "_write", "enabled")
 
-    def __init__(self, write: Callable[[bytes], None], *, enabled: bool) -> None:
+    def __init__(
+        self, write: Callable[[bytes], None], *, enabled: bool, rejections: RejectionLog | None = None
+    ) -> None:
         self._write = write
+        self._rejections = rejections or RejectionLog()  # its warnings, rate-limited
         self.enabled = enabled
         self._current: BatchOf = None  # the batch being handled
         self._busy: BatchOf = None  # the batch being answered at once as busy
@@ -171,7 +192,7 @@ class Batches:
             return None
         if index == 0:
             if not self.enabled:
-                logger.warning("refused a batch at stream byte %d: %s", item.offset, BATCH_REFUSAL)
+                self._rejections.batch(item.offset, BATCH_REFUSAL)
             self._current = self._open()
         return self._current
 

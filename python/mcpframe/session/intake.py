@@ -45,6 +45,7 @@ from mcpframe._api import Id, MessageLike
 from mcpframe.protocol import NOTIFICATIONS_CANCELLED, NOTIFICATIONS_PROGRESS, PING
 from mcpframe.session.batch import REFUSED, SEAL, Batches, Seal, Stub, error_answer, too_large
 from mcpframe.session.errors import JSONRPCError
+from mcpframe.session.rejections import RejectionLog
 
 if TYPE_CHECKING:
     from mcpframe.session.batch import Batch
@@ -59,27 +60,6 @@ __all__ = ["Intake"]
 logger = logging.getLogger("mcpframe.session")
 
 _FRAME_ERROR: Final = core.FrameError
-
-
-def log_frame_error(error: Any) -> None:
-    """Log what was rejected and where (stderr by default); the peer gets only the JSON-RPC error. A line
-    that does not even start like JSON is most often a `print()` to the stdout that carries the protocol:
-    the log says so."""
-    preview = error.preview
-    hint = ""
-    if error.code == jsonrpc.PARSE_ERROR and isinstance(preview, bytes) and preview.lstrip()[:1] not in b"{[":
-        hint = (
-            " (not JSON at all: does the other side print() to the stdout that carries the protocol?"
-            " log to stderr)"
-        )
-    logger.warning(
-        "rejected frame at stream byte %d: %s (code %d); starts with %r%s",
-        error.offset,
-        error.message,
-        error.code,
-        preview,
-        hint,
-    )
 
 
 class Intake:
@@ -110,6 +90,7 @@ class Intake:
         "_over",
         "_pause",
         "_readable",
+        "_rejections",
         "_reply",
         "_resume",
         "_running",
@@ -148,7 +129,8 @@ class Intake:
         self._jobs_waiting = jobs_waiting
         self._on_idle = on_idle
         self._decoder = core.Decoder(max_frame=options.max_frame)
-        self._batches = Batches(write, enabled=batches)
+        self._rejections = RejectionLog()  # rate-limited warnings (session/rejections.py)
+        self._batches = Batches(write, enabled=batches, rejections=self._rejections)
         self.backlog: deque[Any] = deque()
         """Decoded items waiting for room, in order (read only outside: the Session checks it per answer)."""
         self._pause: Callable[[], None] | None = getattr(transport, "pause_reading", None)
@@ -187,6 +169,7 @@ class Intake:
     def halt(self) -> None:
         """The Session is closing (``aclose``): what waits in the backlog is not handled any more."""
         self._halted = True
+        self._rejections.flush()
 
     def has_room(self, message: MessageLike) -> bool:
         """Whether a request may start now: a handler slot is free and the outbox is not over its mark.
@@ -224,6 +207,7 @@ class Intake:
             logger.exception("the decoder failed on the last, unterminated frame; it is dropped")
             items = []
         self.take(items)
+        self._rejections.flush()
 
     def _salvage(self, data: bytes) -> list[Any]:
         """Decode ``data`` line by line, a fresh decoder after each failure: only a failing frame is lost.
@@ -423,7 +407,7 @@ class Intake:
             return False
         batch = self._batches.of(error)
         if batch is not REFUSED:
-            log_frame_error(error)
+            self._rejections.frame(error)
             if jsonrpc.response_shaped(error.raw):  # never answered: a response gets no response
                 self._fail_our_request(error)
             elif not error.notification:
@@ -489,6 +473,7 @@ class Intake:
         """The session is over: forget what waits, schedule nothing more."""
         self._over = True
         self._halted = True
+        self._rejections.flush()
         self.backlog.clear()
         self._batches.clear()
         self._readable.set()  # a read loop waiting for room ends with the session
