@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from typing import Final
 
 __all__ = [
@@ -156,27 +157,24 @@ def recover_id(raw: bytes | None) -> str | int | None:
     if raw is None or not raw.lstrip(b" \t\r\n").startswith(b"{"):
         return None
     head = raw[:_RECOVER_SCAN]
-    depth, key, found, method = 0, b"", None, False
-    for match in _KEYS.finditer(head):
-        token = match.group()
-        if token in (b"{", b"["):
-            depth += 1
-        elif token in (b"}", b"]"):
-            depth -= 1
-            if depth <= 0:
-                break
-        elif token != b":":
-            key = token
-        elif depth == 1 and key == b'"method"':
+    found, method = None, False
+    for key, value_start in _top_level_members(head):
+        if key == b'"method"':
             method = True
-        elif depth == 1 and key == b'"id"':
-            found = _id_at(head, match.end())
+        elif key == b'"id"':
+            found = _id_at(head, value_start)
     return found if method else None
 
 
 def _top_level_keys(head: bytes) -> set[bytes]:
     """The keys (quoted, as written) of the object ``head`` starts, as far as ``head`` goes."""
-    depth, key, keys = 0, b"", set()
+    return {key for key, _ in _top_level_members(head)}
+
+
+def _top_level_members(head: bytes) -> Iterator[tuple[bytes, int]]:
+    """Each depth-1 key (quoted, as written) of the object ``head`` starts, with the offset just past its
+    colon (where its value starts), in order, as far as ``head`` goes or until that object closes."""
+    depth, key = 0, b""
     for match in _KEYS.finditer(head):
         token = match.group()
         if token in (b"{", b"["):
@@ -184,12 +182,11 @@ def _top_level_keys(head: bytes) -> set[bytes]:
         elif token in (b"}", b"]"):
             depth -= 1
             if depth <= 0:
-                break
+                return
         elif token != b":":
             key = token
         elif depth == 1:
-            keys.add(key)
-    return keys
+            yield key, match.end()
 
 
 def _id_at(head: bytes, pos: int) -> str | int | None:
