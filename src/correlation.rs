@@ -139,16 +139,23 @@ impl<W> PendingTable<W> {
     pub fn next_id(&mut self) -> i64 {
         // The table holds far fewer than 2**63 - 1 entries, so a free id is always found.
         loop {
-            let candidate = self.next;
-            self.next = if candidate == LAST_ALLOCATED_ID {
-                FIRST_ALLOCATED_ID
-            } else {
-                candidate + 1
-            };
+            let candidate = self.advance();
             if !self.slots.contains_key(&RequestId::Int(candidate)) {
                 return candidate;
             }
         }
+    }
+
+    /// The next candidate id, in flight or not: `self.next`, which moves one on (wrapping from
+    /// `LAST_ALLOCATED_ID` to `FIRST_ALLOCATED_ID`).
+    fn advance(&mut self) -> i64 {
+        let candidate = self.next;
+        self.next = if candidate == LAST_ALLOCATED_ID {
+            FIRST_ALLOCATED_ID
+        } else {
+            candidate + 1
+        };
+        candidate
     }
 
     /// Add `waiter` under `id`; a duplicate is reported before the limit.
@@ -174,12 +181,7 @@ impl<W> PendingTable<W> {
         // `next_id` and `register` in one lookup per candidate: a free id is inserted where it was
         // found missing.
         loop {
-            let candidate = self.next;
-            self.next = if candidate == LAST_ALLOCATED_ID {
-                FIRST_ALLOCATED_ID
-            } else {
-                candidate + 1
-            };
+            let candidate = self.advance();
             if let Entry::Vacant(slot) = self.slots.entry(RequestId::Int(candidate)) {
                 let seq = self.seq;
                 self.seq += 1;
