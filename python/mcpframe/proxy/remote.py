@@ -209,7 +209,7 @@ class _Reader:
                 for item in decoder.feed(chunk):
                     if isinstance(item, core.FrameError):
                         if not item.notification:  # answered as a stdio server would; never sent on broken
-                            await self.client.send(error_answer(item))
+                            await self.client.send(error_answer(item, max_frame=decoder.max_frame))
                     elif handshake.engaged:
                         handshake.hold(item)
                     else:

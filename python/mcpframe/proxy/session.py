@@ -226,7 +226,7 @@ class ClientSession:
         forwarder = self._forwarder
         if isinstance(item, _FrameError):
             if not jsonrpc.response_shaped(item.raw):  # a broken answer gets no answer
-                back.append(error_answer(item))
+                back.append(error_answer(item, max_frame=self._relay.max_frame))
             return
         kind = item.kind
         frame: bytes | None

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import enum
 import logging
-import re
 from collections.abc import Callable
 from typing import Any, Final, Literal
 
@@ -52,13 +51,16 @@ _BUSY: Final = (
 )
 
 
-def error_answer(error: core.FrameError) -> bytes:
+def error_answer(error: core.FrameError, *, max_frame: int | None = None) -> bytes:
     """The response line to a rejected frame: a parse error's says where (``jsonrpc.parse_error_data``),
     since the peer cannot tell which of its lines was bad otherwise, and carries the request's id when it
     can be read from the broken frame (``jsonrpc.recover_id``), so the request waiting for it ends now. A
-    frame over the size limit's says where it starts and the limit, with the id its first bytes show."""
-    if error.code == jsonrpc.INVALID_REQUEST and (over := _OVERSIZE.fullmatch(error.message)) is not None:
-        return _oversize_answer(error, int(over[1]))
+    frame over the size limit's says where it starts and the limit, with the id its first bytes show.
+
+    ``max_frame`` is the limit of the decoder that produced ``error``, where it may be a whole frame over
+    it; batch elements never are (the limit is the whole frame's)."""
+    if max_frame is not None and _oversize(error):
+        return _oversize_answer(error, max_frame)
     if error.code != jsonrpc.PARSE_ERROR:
         return error.to_response()
     data = jsonrpc.parse_error_data(error.raw, error.offset)
@@ -66,8 +68,10 @@ def error_answer(error: core.FrameError) -> bytes:
     return core.encode_error(rid, error.code, error.message, data)
 
 
-# The core's message for a frame longer than its decoder's `max_frame` (docs/core-contract.md).
-_OVERSIZE: Final = re.compile(r"Invalid Request: frame exceeds the maximum size of ([0-9]+) bytes")
+def _oversize(error: core.FrameError) -> bool:
+    """Whether ``error`` is the core's for a frame over its decoder's ``max_frame``: the one ``-32600``
+    whose bytes were never held (docs/core-contract.md, ``FrameError.raw``)."""
+    return error.code == jsonrpc.INVALID_REQUEST and error.raw is None and error.batch is None
 
 
 def _oversize_answer(error: core.FrameError, limit: int) -> bytes:

@@ -411,7 +411,7 @@ class Intake:
             if jsonrpc.response_shaped(error.raw):  # never answered: a response gets no response
                 self._fail_our_request(error)
             elif not error.notification:
-                self._reply(error_answer(error), batch)
+                self._reply(error_answer(error, max_frame=self._max_frame), batch)
         return True
 
     def _fail_our_request(self, error: Any) -> None:
