@@ -4,16 +4,20 @@ it. Every rejected frame is still answered."""
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from collections.abc import Iterator
+from typing import Any
 
 import anyio
 import pytest
-from tests.session._support import Handlers, raw_session
+from tests.session._support import Handlers, RawPeer, raw_session
 
 from mcpframe import core, jsonrpc
+from mcpframe.session import Request, Session
 from mcpframe.session.rejections import BURST, INTERVAL, RejectionLog
+from mcpframe.transports import memory_pair
 
 pytestmark = pytest.mark.anyio
 
@@ -122,3 +126,41 @@ def test_flush_logs_what_was_counted_once(records: _Records) -> None:
     log.flush()
     log.flush()
     assert _counts(records.messages) == (BURST, 3)
+
+
+BUSY_LINES = ("refused request", "dropped notification")
+
+
+async def test_a_flood_of_busy_refusals_and_dropped_notifications_is_bounded(records: _Records) -> None:
+    """Requests refused "Server busy" and notifications dropped in batches answered as busy, while the
+    session waits on the peer's answer with its backlog at the cap: each is still answered (or dropped) as
+    before, but the log holds the first ``BURST`` lines and counts the rest."""
+    left, right = memory_pair()
+    peer = RawPeer(left)
+
+    async def handler(request: Request) -> Any:
+        return await request.session.request("peer/question")
+
+    count = 150
+    busy_batch = [
+        {"jsonrpc": "2.0", "id": "b", "method": "ask"},
+        {"jsonrpc": "2.0", "method": "notifications/flood"},
+    ]
+    flood = b"".join(
+        core.encode_request(f"r{n}", "ask") + json.dumps(busy_batch).encode() + b"\n" for n in range(count)
+    )
+    with anyio.fail_after(30):
+        async with Session(right, request_handler=handler, max_in_flight=1):
+            await peer.send(core.encode_request(1, "ask") + core.encode_request(2, "ask"))
+            question = await peer.receive()  # request 1 waits on us; request 2 fills the backlog
+            await peer.send(flood + core.encode_request("last", "ask"))
+            _, before = await peer.until("last")
+            await peer.send(core.encode_result(question.id, "one"))
+    refused = [m for m in before if m.kind == "error"]
+    assert len(refused) == 2 * count  # each request, and each batch's request: "Server busy"
+    assert all(m.error["code"] == jsonrpc.INTERNAL_ERROR for m in refused)
+    full = sum(m.startswith(BUSY_LINES) for m in records.messages)
+    counted = sum(int(match[1]) for m in records.messages if (match := SUMMARY.match(m)))
+    assert full == BURST
+    assert full + counted == 2 * count + 1  # the requests refused and notifications dropped, and "last"
+    assert len(records.messages) <= BURST + 3

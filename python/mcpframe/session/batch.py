@@ -24,7 +24,6 @@ the backlog), so its batch keeps its shape; ``SEAL`` marks a batch's end in the 
 from __future__ import annotations
 
 import enum
-import logging
 from collections.abc import Callable
 from typing import Any, Final, Literal
 
@@ -42,8 +41,6 @@ __all__ = [
     "error_answer",
     "too_large",
 ]
-
-logger = logging.getLogger("mcpframe.session")
 
 BATCH_REFUSAL: Final = "Invalid Request: batches are not supported"
 _BUSY: Final = (
@@ -232,7 +229,8 @@ class Batches:
             busy.expect()
             busy.answer(core.encode_error(item.id, jsonrpc.INTERNAL_ERROR, _BUSY))
         else:
-            logger.warning("dropped notification %r: its batch came while the session was busy", item.method)
+            text = f"dropped notification {item.method!r}: its batch came while the session was busy"
+            self._rejections.refusal(item.offset, text)
 
     def clear(self) -> None:
         """The session is over: forget the open batches."""

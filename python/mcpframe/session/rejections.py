@@ -7,6 +7,10 @@ Session logs the first ``BURST`` rejections in full, then counts the rest and lo
 ``INTERVAL`` seconds at most (with the last one's place and reason), and once more when its input ends or
 it closes. After a quiet ``INTERVAL`` (no rejection at all) the next ones are logged in full again. The
 answers to the peer are not affected: every rejected frame is still answered as before.
+
+The frames refused or dropped for want of room (a request answered "Server busy", a notification dropped
+while the session waits for the peer's answers or in a batch answered as busy) are just as easy for a peer
+to send by the thousand, so they are counted with the rejections (``RejectionLog.refusal``).
 """
 
 from __future__ import annotations
@@ -71,6 +75,11 @@ class RejectionLog:
         """A batch refused as a whole (batches are off)."""
         if self._admit(offset, message):
             logger.warning("refused a batch at stream byte %d: %s", offset, message)
+
+    def refusal(self, offset: int, text: str) -> None:
+        """A frame refused or dropped for want of room (module doc); ``text`` says which and why."""
+        if self._admit(offset, text):
+            logger.warning("%s", text)
 
     def flush(self) -> None:
         """Log the count of the rejections not logged yet, if any (the input ended, the Session closes)."""
