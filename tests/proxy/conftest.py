@@ -1,12 +1,15 @@
-"""Proxy tests: a raw NDJSON client for `mcpframe proxy` children, and the scripted peer's command."""
+"""Proxy tests: a raw NDJSON client for `mcpframe proxy` children, the scripted peer's command, and the
+`proxy` (an in-process `proxy --listen` in front of the peer) and `http` (an HTTP client) fixtures of the
+listen tests, which a module overrides by defining its own."""
 
 from __future__ import annotations
 
 import json
 import os
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import pytest
@@ -14,6 +17,10 @@ from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 import mcpframe
+
+if TYPE_CHECKING:  # the HTTP stack is imported by the fixtures that need it, not by every proxy test
+    import httpx
+    from tests.proxy._listen_support import Proxy
 
 SOURCE = str(Path(mcpframe.__file__).resolve().parents[1])
 PEER = [sys.executable, str(Path(__file__).with_name("peer.py"))]
@@ -28,6 +35,23 @@ def child_env() -> dict[str, str]:
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture
+async def proxy() -> AsyncIterator[Proxy]:
+    """`proxy --listen` in this process, in front of the scripted peer."""
+    from tests.proxy._listen_support import in_process_proxy  # noqa: PLC0415 - the http extra
+
+    async with in_process_proxy(PEER) as proxy:
+        yield proxy
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[httpx.AsyncClient]:
+    import httpx  # noqa: PLC0415 - the http extra
+
+    async with httpx.AsyncClient(timeout=20) as client:
+        yield client
 
 
 class RawClient:

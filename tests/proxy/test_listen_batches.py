@@ -6,27 +6,13 @@ Found by an audit: the proxy answered a batch POST on a 2025-11-25 session with 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
-from tests.proxy._listen_support import JSON_ONLY, Proxy, in_process_proxy, open_session, rpc
-from tests.proxy.conftest import PEER
+from tests.proxy._listen_support import JSON_ONLY, Proxy, open_session, rpc
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-async def proxy() -> AsyncIterator[Proxy]:
-    async with in_process_proxy(PEER) as proxy:
-        yield proxy
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(timeout=20) as client:
-        yield client
 
 
 async def open_2025_03_26(http: httpx.AsyncClient, url: str) -> dict[str, str]:

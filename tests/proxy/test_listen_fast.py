@@ -8,14 +8,13 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import anyio
 import httpx
 import pytest
-from tests.proxy._listen_support import BOTH, JSON_ONLY, Proxy, child_env, in_process_proxy, open_session, rpc
-from tests.proxy.conftest import PEER
+from tests.proxy._listen_support import BOTH, JSON_ONLY, Proxy, child_env, open_session, rpc
 
 from mcpframe.http.wire import Parked
 from mcpframe.proxy.listen_bridge import FastRoute, SessionBridge
@@ -23,18 +22,6 @@ from mcpframe.proxy.listen_output import HIGH_WATER, LOW_WATER, ChildOutput
 from mcpframe.proxy.pool import ChildPool
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-async def proxy() -> AsyncIterator[Proxy]:
-    async with in_process_proxy(PEER) as proxy:
-        yield proxy
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(timeout=20) as client:
-        yield client
 
 
 def _events(body: str) -> list[dict[str, str]]:

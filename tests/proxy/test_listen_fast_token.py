@@ -4,20 +4,11 @@ the word elsewhere is still the fast path's."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import httpx
 import pytest
-from tests.proxy._listen_support import JSON_ONLY, Proxy, in_process_proxy, open_session
-from tests.proxy.conftest import PEER
+from tests.proxy._listen_support import JSON_ONLY, Proxy, open_session
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-async def proxy() -> AsyncIterator[Proxy]:
-    async with in_process_proxy(PEER) as proxy:
-        yield proxy
 
 
 async def test_a_progress_token_sends_the_request_the_full_way_however_its_key_is_spelled(

@@ -4,7 +4,6 @@ timer entry behind; a wait that runs out still opens the POST's SSE stream, whic
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
@@ -19,12 +18,6 @@ from mcpframe.http.options import HttpOptions
 pytestmark = pytest.mark.anyio
 
 STREAM_AFTER = 0.2
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(timeout=20) as client:
-        yield client
 
 
 def _live(wait: float) -> int:

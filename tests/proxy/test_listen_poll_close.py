@@ -6,7 +6,6 @@ response waits on, not at the clock."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
@@ -25,12 +24,6 @@ JSON_ONLY = {"accept": "application/json", "content-type": "application/json"}
 CLOSE_IDLE = 4.0  # long enough that no wait here runs out while a test looks at it
 STREAM_AFTER = 0.3
 TOKEN = {"_meta": {"progressToken": "t"}}  # a request naming a progress token is the full path's
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(timeout=20) as client:
-        yield client
 
 
 async def _session(http: httpx.AsyncClient, url: str) -> dict[str, str]:

@@ -6,7 +6,7 @@ As there, the tests look at which timer (`mcpframe.http.deadlines`) a response w
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -27,12 +27,6 @@ pytestmark = pytest.mark.anyio
 
 SHORT = 1.25  # a shortened first wait, told apart from CLOSE_IDLE by its timer
 NOTE = b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}'
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(timeout=20) as client:
-        yield client
 
 
 async def _waiting_on(*waits: float) -> None:

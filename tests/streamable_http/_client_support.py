@@ -22,6 +22,8 @@ import anyio
 import uvicorn
 from tests._process import stop_child
 
+from mcpframe import core
+
 SDK_SERVER = Path(__file__).with_name("client_sdk_server.py")
 
 
@@ -85,6 +87,17 @@ def init_result(version: str = "2025-11-25") -> dict[str, Any]:
         "capabilities": {"tools": {}},
         "serverInfo": {"name": "s", "version": "1"},
     }
+
+
+def init_request(rid: Any = 1, version: str = "2025-11-25") -> bytes:
+    """A client's `initialize` request line."""
+    params = {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}
+    return core.encode_request(rid, "initialize", params) + b"\n"
+
+
+def init_reply(seen: Seen, session: str) -> Reply:
+    """The answer to the `initialize` request `seen`, opening session `session`."""
+    return json_reply(result(seen.body["id"], init_result()), **{"mcp-session-id": session})
 
 
 class Scripted:

@@ -17,7 +17,8 @@ from tests.streamable_http._client_support import (
     Reply,
     Scripted,
     Seen,
-    init_result,
+    init_reply,
+    init_request,
     json_reply,
     result,
     serve_asgi,
@@ -31,7 +32,7 @@ from mcpframe.transports.base import TransportClosedError
 pytestmark = pytest.mark.anyio
 
 SESSION = "s-1"
-INIT = core.encode_request(1, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}}) + b"\n"
+INIT = init_request(1)
 INITIALIZED = core.encode_notification("notifications/initialized") + b"\n"
 LIST = core.encode_request(2, "tools/list") + b"\n"
 
@@ -51,7 +52,7 @@ class Strict:
         if seen.method == "initialize":
             self.init_seen.set()
             await self.release.wait()
-            return json_reply(result(body["id"], init_result()), **{"mcp-session-id": SESSION})
+            return init_reply(seen, SESSION)
         if seen.headers.get("mcp-session-id") != SESSION:
             refusal = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "no session id"}}
             return json_reply(refusal, 400)

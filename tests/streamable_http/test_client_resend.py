@@ -21,7 +21,8 @@ from tests.streamable_http._client_support import (
     Reply,
     Scripted,
     Seen,
-    init_result,
+    init_reply,
+    init_request,
     json_reply,
     result,
     serve_asgi,
@@ -115,7 +116,7 @@ async def test_a_request_cancelled_before_its_refusal_is_not_sent_again(lean: bo
     async def handle(seen: Seen) -> Reply:
         nonlocal calls
         if seen.method == "initialize":
-            return json_reply(result(seen.body["id"], init_result()), **{"mcp-session-id": f"s{calls}"})
+            return init_reply(seen, f"s{calls}")
         if seen.method == "notifications/cancelled":
             assert transport is not None
             cancel_seen.set()
@@ -135,7 +136,7 @@ async def test_a_request_cancelled_before_its_refusal_is_not_sent_again(lean: bo
         options = HttpClientOptions(lean=lean, get_stream=False)
         async with StreamableHTTPTransport(url, options=options) as transport:
             with anyio.fail_after(10):
-                await transport.send(core.encode_request(0, "initialize", _init_params()) + b"\n")
+                await transport.send(init_request(0))
                 await transport.receive()
                 await transport.send(core.encode_request(1, "tools/call", {"name": "slow"}) + b"\n")
                 while not app.by_method("tools/call"):
@@ -147,10 +148,6 @@ async def test_a_request_cancelled_before_its_refusal_is_not_sent_again(lean: bo
     assert calls == 1
     sent = [s.method for s in app.seen if s.method in ("tools/call", "notifications/cancelled")]
     assert sent == ["tools/call", "notifications/cancelled"]
-
-
-def _init_params() -> dict[str, Any]:
-    return {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}
 
 
 async def test_the_lean_pool_does_not_send_a_cancelled_request_again_after_a_stale_connection() -> None:

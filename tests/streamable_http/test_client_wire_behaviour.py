@@ -17,6 +17,7 @@ from tests.streamable_http._client_support import (
     Scripted,
     Seen,
     event,
+    init_reply,
     init_result,
     json_reply,
     result,
@@ -92,7 +93,7 @@ async def test_expired_session_is_reinitialized_and_the_message_resent() -> None
     async def handler(seen: Seen) -> Reply:
         if seen.method == "initialize":
             current.append(next(sessions))
-            return json_reply(result(seen.body["id"], init_result()), **{"mcp-session-id": current[-1]})
+            return init_reply(seen, current[-1])
         if seen.verb == "POST" and seen.headers.get("mcp-session-id") != current[-1]:
             return Reply(404)
         if seen.method == "tools/list" and current[-1] == "s-1":
