@@ -130,7 +130,7 @@ def _session_post(
         return None
     session.touch()
     assert request.id is not None
-    sse = accepts.sse and posts.prefers_sse(session)
+    sse = posts.answers_sse(accepts, session)
     if not sse or session.store is None or store_now(session.store) is not None:
         try:
             return _handover(posts, lane, session, request, ends=(slot.release,), accepts=accepts, sse=sse)
@@ -257,7 +257,7 @@ def _stateless_start(posts: PostHandler, body: Body, accepts: Accepts) -> FastAn
         return None
     try:
         lane.handler = _connection(posts, lane).handle_request
-        sse = accepts.sse and posts.prefers_sse(None)
+        sse = posts.answers_sse(accepts, None)
         return _handover(posts, lane, None, request, ends=(slot.release,), accepts=accepts, sse=sse)
     except BaseException:
         slot.release()

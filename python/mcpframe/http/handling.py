@@ -435,7 +435,7 @@ class PostHandler:
         if not stream.finished.is_set():
             return None
         priming = self.replies.priming(session)
-        if not (accepts.sse and self._prefer_sse(priming)):
+        if not self._answers_sse(accepts, priming):
             reply = self._json_ready(stream, session, accepts, headers)
             if reply is not None:
                 return reply
@@ -473,7 +473,7 @@ class PostHandler:
         spawn = self.sessions.spawn
         priming = self.replies.priming(session)
         held = 0.0  # seconds the POST already waited with nothing coming
-        if not (accepts.sse and self._prefer_sse(priming)):
+        if not self._answers_sse(accepts, priming):
             answered = await self._json_answer(exchange, session, accepts, headers, receive)
             if answered is not None:
                 return answered
@@ -572,9 +572,14 @@ class PostHandler:
         meta = params.get("_meta") if isinstance(params, dict) else None
         return not (isinstance(meta, dict) and protocol.PROGRESS_TOKEN in meta)
 
-    def prefers_sse(self, session: HttpSession | None) -> bool:
-        """Whether a client that accepts SSE is answered with SSE here (the response mode, and priming)."""
-        return self._prefer_sse(self.replies.priming(session))
+    def answers_sse(self, accepts: Accepts, session: HttpSession | None) -> bool:
+        """Whether a POST carrying requests is answered with SSE from the start (else JSON, unless the
+        handlers send something first or stay quiet `json_wait`)."""
+        return self._answers_sse(accepts, self.replies.priming(session))
+
+    def _answers_sse(self, accepts: Accepts, priming: int | None) -> bool:
+        # a client that accepts SSE and not JSON gets SSE in any mode: it could not read a JSON answer
+        return accepts.sse and (not accepts.json or self._prefer_sse(priming))
 
     def _prefer_sse(self, priming: int | None) -> bool:
         mode = self.options.response_mode

@@ -63,7 +63,8 @@ class HttpOptions:
     response_mode: ResponseMode = "resumable"
     """`"auto"`: JSON unless a handler sends something before its response (or stays quiet `stream_after`);
     `"sse"`: always SSE when the client accepts it; `"resumable"`: SSE where the stream is primed and
-    resumable (event store, client at 2025-11-25 or later), `"auto"` elsewhere."""
+    resumable (event store, client at 2025-11-25 or later), `"auto"` elsewhere. A client that accepts SSE
+    and not JSON gets SSE in every mode."""
 
     stream_after: float = 1.0
     """Seconds a POST is held for a plain JSON answer before it switches to SSE."""
