@@ -296,7 +296,9 @@ class Session:
         try:
             self._loop = asyncio.get_running_loop()
             self._spawn = task_spawner(self._loop)
-            self._eager = EagerStarter(self._loop, self._spawn) if self.eager_handlers and EAGER else None
+            self._eager = (
+                EagerStarter(self._loop, self._spawn, reuse=True) if self.eager_handlers and EAGER else None
+            )
             self._intake.start(self._loop)
         except RuntimeError:
             raise RuntimeError("mcpframe's Session runs on asyncio (or anyio's asyncio backend)") from None
