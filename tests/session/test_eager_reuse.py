@@ -146,8 +146,10 @@ async def test_close_ends_spare_and_busy_hosts() -> None:
         handler.release.set_result(None)
     await _turns(2)  # two back to idle as spares, one still waiting
     assert [task.done() for task in tasks] == [False, False, False]
-    starter.close()
-    await _turns(2)
+    ending = starter.close()
+    assert set(tasks[:2]) <= set(ending)  # the spares, and the idle host made after the third
+    assert tasks[2] not in ending
+    await asyncio.wait(ending)
     assert [task.done() for task in tasks] == [True, True, False]
     handlers[2].release.set_result(None)
     await _turns(2)

@@ -234,16 +234,20 @@ class EagerStarter:
         task: asyncio.Task[None] = _PUBLIC_EAGER(self._loop, coro)
         return None if task.done() else task
 
-    def close(self) -> asyncio.Task[None] | None:
-        """Retire the idle hosts (if any) and start no more: hosts still running a handler end with it.
-        The returned task (the one idle host that is not a spare) ends on its own at the next loop
-        iteration, as the spares do."""
+    def close(self) -> list[asyncio.Task[None]]:
+        """Retire the idle hosts (spares included) and start no more: hosts still running a handler end
+        with it. The returned tasks (the idle hosts') end on their own at the next loop iteration."""
         self.closed = True
         spare, self._spare = self._spare, []
+        ending = []
         for host in spare:
             if not host.adoption.done():
                 host.adoption.set_result(None)
-        return self._retire()
+            ending.append(host.task)
+        idle = self._retire()
+        if idle is not None:
+            ending.append(idle)
+        return ending
 
     def _retire(self) -> asyncio.Task[None] | None:
         """Retire the idle host (if any); the returned task ends on its own at the next loop iteration."""

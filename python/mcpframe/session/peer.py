@@ -374,9 +374,9 @@ class Session:
 
     async def _stop_handlers(self) -> None:
         """Cancel every running handler and wait for its task (they answer nothing now)."""
-        host = self._eager.close() if self._eager is not None else None
-        if host is not None:
-            await asyncio.wait([host])
+        hosts = self._eager.close() if self._eager is not None else []
+        if hosts:
+            await asyncio.wait(hosts)
         while self._incoming:
             requests = list(self._incoming.values())
             for request in requests:
