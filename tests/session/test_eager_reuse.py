@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import gc
+import weakref
 from typing import Any
 
 import pytest
@@ -22,6 +24,7 @@ pytestmark = [
 ]
 
 VAR: contextvars.ContextVar[str] = contextvars.ContextVar("test_eager_reuse", default="unset")
+KEPT: contextvars.ContextVar[object] = contextvars.ContextVar("test_eager_reuse_kept", default=None)
 
 
 @pytest.fixture
@@ -173,4 +176,30 @@ async def test_a_bare_yield_costs_one_loop_turn() -> None:
         await asyncio.sleep(0)
         turn[0] += 1
     assert log == [0]
+    starter.close()
+
+
+class _Value:
+    """Something a handler keeps in a context variable: an idle host must not keep it alive."""
+
+
+async def test_an_idle_host_keeps_nothing_of_its_last_handler() -> None:
+    starter = await _starter()
+    release: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    refs: list[weakref.ref[_Value]] = []
+
+    async def handler() -> None:
+        value = _Value()
+        refs.append(weakref.ref(value))
+        KEPT.set(value)
+        del value
+        await release
+
+    task = starter.start(handler())
+    assert task is not None
+    release.set_result(None)
+    await _turns(2)
+    assert not task.done()  # idle again, a spare
+    gc.collect()
+    assert refs[0]() is None
     starter.close()

@@ -121,6 +121,7 @@ class _Host:
             if adopted is None:
                 return
             await _Resume(adopted, None)
+            adopted = None  # an idle host keeps nothing of its last handler (its context, its values)
             if not self._rejoin():
                 return
 
