@@ -296,7 +296,9 @@ class Session:
         try:
             self._loop = asyncio.get_running_loop()
             self._spawn = task_spawner(self._loop)
-            self._eager = EagerStarter(self._loop, self._spawn) if self.eager_handlers and EAGER else None
+            self._eager = (
+                EagerStarter(self._loop, self._spawn, reuse=True) if self.eager_handlers and EAGER else None
+            )
             self._intake.start(self._loop)
         except RuntimeError:
             raise RuntimeError("mcpframe's Session runs on asyncio (or anyio's asyncio backend)") from None
@@ -372,9 +374,9 @@ class Session:
 
     async def _stop_handlers(self) -> None:
         """Cancel every running handler and wait for its task (they answer nothing now)."""
-        host = self._eager.close() if self._eager is not None else None
-        if host is not None:
-            await asyncio.wait([host])
+        hosts = self._eager.close() if self._eager is not None else []
+        if hosts:
+            await asyncio.wait(hosts)
         while self._incoming:
             requests = list(self._incoming.values())
             for request in requests:
