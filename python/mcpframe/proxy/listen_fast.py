@@ -251,7 +251,10 @@ class _Parked(Parked):
         """The route's end (`FastRoute.finish`): the whole response once the child's answer is in, else
         (upgraded) the full path's answer."""
         fast, route = self.fast, self.route
-        self._unhold()
+        hold = self.hold  # (`_unhold`, inlined: this runs for every answer)
+        if hold is not None:
+            hold[1] = None
+            self.hold = None
         route.session.touch(-1)
         if isinstance(got, Route):
             self.deliver(self._full(got))
