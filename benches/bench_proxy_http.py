@@ -26,8 +26,14 @@ checked before timing; while timed, each answer's status and echoed text are che
 call of the proxy process (or of the server, for the floors) read from /proc (utime + stime, children not
 included); for the `listen` rows also that of the proxy's children (the stdio servers it started, read
 from /proc the same way: `upstream/child CPU us/call`). `--mcp-proxy PATH`: mcp-proxy's executable (0.13,
-its own venv) for the same modes; its rows are skipped without it. `--rows a,b`: only those rows. `--tool
-aecho`: the HTTP rows call `aecho`, `echo` as `async def` (answered without a worker thread), instead.
+its own venv) for the same modes; its rows are skipped without it. `--rows a,b`: only those rows.
+
+The HTTP rows are run once per tool of `--tools` (default `echo,aecho`), each named in the table's `tool`
+column, every contender (mcp-proxy too) in front of the same child: `echo` is a `def` tool (the child runs
+each call on a worker thread and back, which costs the child about twice the instructions and four times
+the CPU of the call itself: `stdio_one_instructions.py`), `aecho` the same as `async def` (answered on the
+child's event loop), so its rows show the proxies with less of the child in the way. The pipelined rows
+call `add` (`def`) whatever `--tools` says.
 
     .venv/bin/python benches/bench_proxy_http.py [--rounds 5] [--sessions 16] [--calls 200] [--pipelined 5000]
 
@@ -78,8 +84,8 @@ MCP_PROXY: Path | None = None
 """mcp-proxy's executable (`--mcp-proxy`): its rows run only with it."""
 BASELINE: Path | None = None
 """Another mcpframe tree (`--baseline`): the `remote baseline` row runs its proxy."""
-TOOL = "echo"
-"""The HTTP rows' tool (`--tool`): `echo` (`def`: a worker thread per call) or `aecho` (`async def`)."""
+TOOLS = {"echo": "echo (def)", "aecho": "aecho (async def)"}
+"""The tools an HTTP row can call (`--tools`), as the table names them."""
 
 
 def _serve_stdio() -> None:
@@ -271,6 +277,7 @@ class Result:
     """One row's rounds."""
 
     name: str
+    tool: str = "add"  # what the child serves the calls with (`TOOLS`; `add` for the pipelined rows)
     rows: list[Row] = dataclasses.field(default_factory=list)
     upstream_cpu: list[float] = dataclasses.field(default_factory=list)  # remote rows: us per call
     child_cpu: list[float] = dataclasses.field(default_factory=list)  # listen rows: its children's, us/call
@@ -290,7 +297,7 @@ def children_cpu(pid: int) -> float:
     return total
 
 
-async def _measure(url: str, pid: int, row: Row, calls: int) -> float:
+async def _measure(url: str, pid: int, row: Row, calls: int, tool: str) -> float:
     """Open `row.clients` raw sessions, check an answer on each, then time `calls` calls per session; the
     CPU seconds of `pid`'s children meanwhile."""
     port = int(url.rsplit(":", 1)[1].split("/", 1)[0])
@@ -300,7 +307,7 @@ async def _measure(url: str, pid: int, row: Row, calls: int) -> float:
         # one by one, each on a fresh connection (a server closes one left idle while the others open;
         # a session whose connection closed meanwhile opens another: its MCP session lives on in its id)
         for i in range(row.clients):
-            sessions.append(session := Session(await open_connection(port), port, era, TOOL))
+            sessions.append(session := Session(await open_connection(port), port, era, tool))
             await session.open()
             await session.check(10_000_000 + i)  # the output check, before anything is timed
 
@@ -325,9 +332,9 @@ async def _measure(url: str, pid: int, row: Row, calls: int) -> float:
                 session.conn.transport.close()
 
 
-def http_round(name: str, sessions: int, calls: int) -> tuple[Row, float]:
-    """One HTTP row once: `direct http`, `listen`... or `mcp-proxy listen` (a call in flight per session);
-    and its children's CPU in us per call."""
+def http_round(name: str, sessions: int, calls: int, tool: str = "echo") -> tuple[Row, float]:
+    """One HTTP row once: `direct http`, `listen`... or `mcp-proxy listen` (a call in flight per session,
+    each calling `tool`); and its children's CPU in us per call."""
     port = None
     if name == "mcp-proxy listen":
         port = _free_port()
@@ -339,7 +346,7 @@ def http_round(name: str, sessions: int, calls: int) -> tuple[Row, float]:
     env = _baseline_env() if name.endswith(" baseline") else None
     with _process(command, port, env) as (url, pid):
         row = Row("raw", name, shape, sessions, 0, 0.0, [])
-        children = asyncio.run(asyncio.wait_for(_measure(url, pid, row, calls), 300))
+        children = asyncio.run(asyncio.wait_for(_measure(url, pid, row, calls, tool), 300))
     return row, 1e6 * children / row.calls
 
 
@@ -360,9 +367,16 @@ def pipe_round(name: str, calls: int, floor_url: str) -> Row:
 
 
 def run(
-    rounds: int, sessions: int, calls: int, pipelined_calls: int, only: list[str] | None = None
+    rounds: int,
+    sessions: int,
+    calls: int,
+    pipelined_calls: int,
+    only: list[str] | None = None,
+    *,
+    tools: tuple[str, ...] = ("echo", "aecho"),
 ) -> list[Result]:
-    """Every row (or those in `only`), `rounds` times, interleaved (round 1 of every row, then round 2...)."""
+    """Every row (or those in `only`), the HTTP ones once per tool of `tools`, `rounds` times, interleaved
+    (round 1 of every row, then round 2...)."""
     http_rows = [
         *HTTP_ROWS,
         *(["listen lean baseline"] if BASELINE and (BASELINE / "benches").is_dir() else []),
@@ -376,35 +390,38 @@ def run(
     if only is not None:
         http_rows = [r for r in http_rows if r in only]
         pipe_rows = [r for r in pipe_rows if r in only]
-    results = {name: Result(name) for name in (*http_rows, *pipe_rows)}
+    http_keys = [(name, tool) for tool in tools for name in http_rows]
+    results = {key: Result(key[0], key[1]) for key in http_keys}
+    results.update({(name, "add"): Result(name) for name in pipe_rows})
     # the remote rows' one upstream, up for the whole run: mcpframe's lean HTTP server (the fastest here)
     with _process(_direct_http("direct http lean")) as (floor_url, floor_pid):
         for _ in range(rounds):
-            for name in http_rows:
-                row, children = http_round(name, sessions, calls)
-                results[name].rows.append(row)
-                results[name].child_cpu.append(children)
+            for name, tool in http_keys:
+                row, children = http_round(name, sessions, calls, tool)
+                results[name, tool].rows.append(row)
+                results[name, tool].child_cpu.append(children)
             for name in pipe_rows:
                 before = process_cpu(floor_pid)
                 row = pipe_round(name, pipelined_calls, floor_url)
-                results[name].rows.append(row)
-                results[name].upstream_cpu.append(1e6 * (process_cpu(floor_pid) - before) / row.calls)
+                results[name, "add"].rows.append(row)
+                results[name, "add"].upstream_cpu.append(1e6 * (process_cpu(floor_pid) - before) / row.calls)
     return list(results.values())
 
 
 def table(results: list[Result]) -> str:
     """Medians side by side."""
     lines = [
-        f"mcpframe proxy HTTP bridges, tools/call {TOOL} (HTTP rows) or add (pipelined), "
-        f"core backend {core.BACKEND}, medians of {len(results[0].rows)} interleaved rounds",
-        f"{'row':<20} {'load':<22} {'calls/s':>9} {'p50 ms':>8} {'p99 ms':>8} "
+        "mcpframe proxy HTTP bridges, tools/call of the tool named (served by mcpframe's `Server`, "
+        f"`--serve-stdio`), backend {core.BACKEND}, medians of {len(results[0].rows)} interleaved rounds",
+        f"{'row':<20} {'tool':<18} {'load':<22} {'calls/s':>9} {'p50 ms':>8} {'p99 ms':>8} "
         f"{'proxy/server CPU us/call':>25} {'load CPU us/call':>17} {'upstream/child CPU us/call':>27}",
     ]
     for result in results:
         first = result.rows[0]
         load = f"{first.clients} sessions x 1" if first.shape != "pipelined" else f"{first.calls} pipelined"
         lines.append(
-            f"{result.name:<20} {load:<22} {result.median(lambda r: r.rps):>9.0f} "
+            f"{result.name:<20} {TOOLS.get(result.tool, result.tool):<18} {load:<22} "
+            f"{result.median(lambda r: r.rps):>9.0f} "
             f"{result.median(lambda r: r.percentile(0.5)):>8.2f} "
             f"{result.median(lambda r: r.percentile(0.99)):>8.2f} "
             f"{result.median(lambda r: 1e6 * r.server_cpu / r.calls):>25.0f} "
@@ -418,7 +435,11 @@ def table(results: list[Result]) -> str:
 def test_every_row_answers() -> None:
     """Each row once, small: the processes start, every answer is checked, the table renders."""
     results = run(rounds=1, sessions=2, calls=3, pipelined_calls=20)
-    assert [r.name for r in results] == [*HTTP_ROWS, *PIPE_ROWS]
+    expected = [
+        *((name, tool) for tool in ("echo", "aecho") for name in HTTP_ROWS),
+        *((n, "add") for n in PIPE_ROWS),
+    ]
+    assert [(r.name, r.tool) for r in results] == expected
     assert all(r.rows[0].calls > 0 for r in results)
     assert "calls/s" in table(results)
 
@@ -432,7 +453,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--pipelined", type=int, default=5000, help="calls pipelined (stdio rows)")
     parser.add_argument("--mcp-proxy", type=Path, default=None, help="mcp-proxy 0.13's executable")
     parser.add_argument("--rows", default=None, help="comma-separated rows to run (default: all)")
-    parser.add_argument("--tool", choices=("echo", "aecho"), default="echo", help="the HTTP rows' tool")
+    parser.add_argument(
+        "--tools", default="echo,aecho", help="the HTTP rows' tools, each a row of its own (echo, aecho)"
+    )
     parser.add_argument(
         "--baseline", type=Path, default=None, help="another mcpframe tree: `remote baseline`"
     )
@@ -440,14 +463,17 @@ def main(argv: list[str]) -> int:
     if args.serve_stdio:
         _serve_stdio()
         return 0
-    global MCP_PROXY, BASELINE, TOOL  # noqa: PLW0603 - one run's settings, read by the rows
-    BASELINE, TOOL = args.baseline, args.tool
+    global MCP_PROXY, BASELINE  # noqa: PLW0603 - one run's settings, read by the rows
+    BASELINE = args.baseline
+    tools = tuple(args.tools.split(","))
+    if not tools or any(tool not in TOOLS for tool in tools):
+        parser.error(f"--tools {args.tools!r}: a comma-separated list of {', '.join(TOOLS)}")
     if args.mcp_proxy is not None and not args.mcp_proxy.exists():
         print(f"--mcp-proxy {args.mcp_proxy}: not found, its rows are skipped", file=sys.stderr)
     elif args.mcp_proxy is not None:
         MCP_PROXY = args.mcp_proxy
     only = args.rows.split(",") if args.rows else None
-    print(table(run(args.rounds, args.sessions, args.calls, args.pipelined, only)))
+    print(table(run(args.rounds, args.sessions, args.calls, args.pipelined, only, tools=tools)))
     return 0
 
 

@@ -1,9 +1,11 @@
 """Proxy instructions per forwarded `tools/call` of `mcpframe proxy --listen`: callgrind on the proxy process.
 
     python benches/listen_instructions.py [--http-server mcpframe|uvicorn] [--accept both|json]
-        [--response-mode resumable|auto|sse] [--calls 1000] [--pythonpath DIR] [--keep PREFIX]
+        [--response-mode resumable|auto|sse] [--tool echo|aecho] [--calls 1000] [--pythonpath DIR]
+        [--keep PREFIX]
 
-Starts `mcpframe proxy --listen` in front of `bench_proxy_http.py --serve-stdio` (its `echo` tool) under
+Starts `mcpframe proxy --listen` in front of `bench_proxy_http.py --serve-stdio` (calling its `echo` tool,
+a `def`, or with `--tool aecho` the same as `async def`: the proxy forwards both alike) under
 `valgrind --tool=callgrind --instr-atstart=no` (the child is not traced), opens one session with the
 benchmarks' raw HTTP/1.1 client, checks an answer, makes 300 warm-up calls, switches instrumentation on
 (`callgrind_control -i on`), makes `--calls` calls one at a time, switches it off, and prints the proxy's
@@ -37,7 +39,7 @@ def _command(args: argparse.Namespace, out: str) -> list[str]:
 
 
 async def _calls(port: int, pid: int, args: argparse.Namespace) -> None:
-    session = Session(await open_connection(port), port, "legacy", "echo")
+    session = Session(await open_connection(port), port, "legacy", args.tool)
     if args.accept == "json":
         session.base = session.head = session.base.replace(b", text/event-stream", b"")
     await session.open()
@@ -59,12 +61,13 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--http-server", choices=("mcpframe", "uvicorn"), default="mcpframe")
     parser.add_argument("--accept", choices=("both", "json"), default="both")
     parser.add_argument("--response-mode", choices=("resumable", "auto", "sse"), default="resumable")
+    parser.add_argument("--tool", choices=("echo", "aecho"), default="echo", help="the child's tool called")
     parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--pythonpath", help="another checkout's python/ folder (before/after)")
     parser.add_argument("--keep", help="keep callgrind's output files as KEEP.<name> (callgrind_annotate)")
     args = parser.parse_args(argv)
     per_call = instructions(args)
-    what = f"listen {args.http_server} accept {args.accept} {args.response_mode}"
+    what = f"listen {args.http_server} accept {args.accept} {args.response_mode} tool {args.tool}"
     print(f"{what}: {per_call:,.0f} instructions per call")
     return 0
 

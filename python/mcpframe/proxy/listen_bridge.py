@@ -306,16 +306,22 @@ class SessionBridge:
     def _take(self, item: MessageLike | core.FrameError) -> bool:
         """An answer to a request of the fast path goes to its POST at once (`ChildOutput.take`); anything
         else is left to `_route`, in order."""
-        if isinstance(item, core.FrameError) or item.kind not in _ANSWERS or item.id is None:
+        if isinstance(item, core.FrameError) or item.kind not in _ANSWERS:
             return False
-        route = self.pending.get(item.id)
+        rid = item.id  # read once: each read of a core message's member is a call into the extension
+        if rid is None:
+            return False
+        route = self.pending.get(rid)
         if type(route) is not FastRoute:
             return False
-        del self.pending[item.id]
+        del self.pending[rid]
+        if route.done:  # (`answer_now`, inlined: this runs for every answer of the fast path)
+            return True
+        route.done = True
         try:
-            route.answer_now(item.raw)
+            route.finish(item.raw)
         except Exception:  # a bug costs this POST, never the child's pipe read (`ChildOutput`)
-            logger.exception("answering request %r failed", item.id)
+            logger.exception("answering request %r failed", rid)
         return True
 
     async def _fail_pending(self, why: str) -> None:

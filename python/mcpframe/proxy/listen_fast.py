@@ -42,7 +42,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from mcpframe import core, jsonrpc, protocol
-from mcpframe._api import MessageLike
+from mcpframe._api import Id
 from mcpframe.http.asgi import Receive, Send
 from mcpframe.http.deadlines import Deadlines
 from mcpframe.http.events import store_now
@@ -75,6 +75,9 @@ _Plan = tuple[str | None, bool, bool, Callable[[str, str, bytes | None], str] | 
 """What the fast path decides once per session and version (`FastPosts._plan`): the version it was made
 for, whether a client that takes SSE gets it, whether its events can be stored at once (no store, or the
 memory store), the store's `store_now` (`None`: none) and the priming event's `retry` (`None`: none)."""
+
+_Request = tuple[Id, str, bytes]
+"""The fast path's request (`_plain`): its id, its method and its bytes."""
 
 SSE_HOLD = 0.05
 """Seconds a POST whose client prefers SSE waits for its answer before its SSE response is opened (then
@@ -118,32 +121,31 @@ class FastPosts:
         found = self._in_session(headers, data)
         if found is None:
             return None
-        session, bridge, request = found
+        session, bridge, (rid, method, raw) = found
         hold, sse = self._hold(session, bridge, accepts)
         if hold is None:
             return None
-        rid = request.id
-        assert rid is not None
         assert bridge.child is not None
-        slot = posts.admission.try_enter(1, ping=request.method == protocol.PING)
+        slot = posts.admission.try_enter(1, ping=method == protocol.PING)
         if slot is None:
             return None
         parked = _Parked(self, accepts, sse)
         route = parked.route = FastRoute(bridge, session, rid, slot.release, finish=parked.finish)
         bridge.pending[rid] = route  # before the write: no answer can come before its request is known
-        if not bridge.child.write_now(one_line(request.raw)):
+        if not bridge.child.write_now(one_line(raw)):
             del bridge.pending[rid]
             slot.release()
             return None
         session.touch(+1)  # an HTTP request open: the reaper leaves the session alone
         self.taken += 1
         if hold != math.inf:  # on the loop's one timer for holds of that length, not a timer per POST
-            parked.hold = Deadlines.of(hold).add(parked.expire)
+            # (the session's loop, given: asking for the running one costs a `getpid` on 3.11)
+            parked.hold = Deadlines.of(hold, session.loop).add(parked.expire)
         return parked
 
     def _in_session(
         self, headers: dict[str, str], data: bytes
-    ) -> tuple[HttpSession, SessionBridge, MessageLike] | None:
+    ) -> tuple[HttpSession, SessionBridge, _Request] | None:
         """The session, its bridge and the request of a POST the fast path takes, else `None`."""
         posts = self.posts
         if MCP_SESSION_ID not in headers or posts.sessions.shared is not None:
@@ -158,7 +160,7 @@ class FastPosts:
         if bridge.child is None or bridge.ended:
             return None
         request = _plain(core.decode(data, max_frame=posts.max_frame, batches=True, lazy=True))
-        if request is None or request.id in bridge.pending:
+        if request is None or request[0] in bridge.pending:
             return None
         return session, bridge, request
 
@@ -249,7 +251,10 @@ class _Parked(Parked):
         """The route's end (`FastRoute.finish`): the whole response once the child's answer is in, else
         (upgraded) the full path's answer."""
         fast, route = self.fast, self.route
-        self._unhold()
+        hold = self.hold  # (`_unhold`, inlined: this runs for every answer)
+        if hold is not None:
+            hold[1] = None
+            self.hold = None
         route.session.touch(-1)
         if isinstance(got, Route):
             self.deliver(self._full(got))
@@ -302,19 +307,21 @@ _TOKEN = ("params", "_meta", protocol.PROGRESS_TOKEN)
 _TOKEN_KEY = protocol.PROGRESS_TOKEN.encode()
 
 
-def _plain(items: list[core.Message | core.FrameError]) -> MessageLike | None:
-    """The one request of a body that holds nothing else, is not `initialize` and names no progress
-    token; else `None` (a refusal included: the full path gives it)."""
+def _plain(items: list[core.Message | core.FrameError]) -> _Request | None:
+    """The id, method and bytes of the one request of a body that holds nothing else, is not `initialize`
+    and names no progress token; else `None` (a refusal included: the full path gives it). Each member is
+    read once: every read of a core message's member is a call into the extension (`raw` a new copy)."""
     if len(items) != 1:
         return None
     request = items[0]
     if isinstance(request, core.FrameError) or request.kind != "request" or request.batch is not None:
         return None
-    if request.id is None or request.method == protocol.INITIALIZE:
+    rid, method = request.id, request.method
+    if rid is None or method is None or method == protocol.INITIALIZE:  # (a request has a method)
         return None
     raw = request.raw
     # the key can be nowhere, not even escaped (`find`: `in` first tries the needle as an int, and the
     # TypeError it makes and drops costs more than the search)
     if raw.find(_TOKEN_KEY) < 0 and raw.find(b"\\") < 0:
-        return request
-    return None if core.value_span(raw, _TOKEN) is not None else request
+        return rid, method, raw
+    return None if core.value_span(raw, _TOKEN) is not None else (rid, method, raw)

@@ -23,7 +23,7 @@ import asyncio
 import logging
 import os
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable
 from typing import BinaryIO
 
 from mcpframe import core
@@ -98,20 +98,19 @@ class ChildOutput(asyncio.Protocol):
             self._charges.append(0)
 
     def _feed(self, decoder: core.Decoder, data: bytes) -> None:
-        before = decoder.buffered
-        items = decoder.feed(data)
-        self._queue(items, before + len(data) - decoder.buffered)  # the bytes of the frames completed
-
-    def _queue(self, items: Iterable[Item], size: int) -> None:
+        """Decode `data`; each frame completed goes to `take` when nothing waits before it, else to the
+        queue, and the bytes of the frames completed are charged to the last one queued."""
+        end = decoder.buffered + len(data)
         queue, charges, take = self._items, self._charges, self.take
         queued = False
-        for item in items:
+        for item in decoder.feed(data):
             if take is not None and not queue and take(item):
                 continue  # placed at once, and nothing read before it waits
             queue.append(item)
             charges.append(0)
             queued = True
-        if queued:
+        if queued:  # (only then is the size read: an answer taken at once is charged nothing)
+            size = end - decoder.buffered  # the bytes of the frames completed
             charges[-1] += size
             self._bytes += size
         if queue:
