@@ -52,45 +52,89 @@ impl Buffer {
     }
 }
 
-/// Where a collector's input chunk is (address, length) and how much of it is valid UTF-8.
-pub(crate) type InputPlace = ((usize, usize), usize);
-
-/// Where `input` is, and how much of it is valid UTF-8 (one SIMD check for the whole chunk).
-pub(crate) fn input_place(input: &[u8]) -> InputPlace {
-    (
-        (input.as_ptr() as usize, input.len()),
-        valid_utf8_prefix(input),
-    )
+/// The input chunk of a collector or a direct sink, and how much of it is known to be valid UTF-8
+/// (from its start). The check runs a block at a time just ahead of the frames that need it, so
+/// that the block is still in the first-level cache when the framer and the scan read it: one
+/// check of the whole chunk first (64 KiB, more than that cache) read it all once more from the
+/// next level.
+pub(crate) struct InputPlace<'a> {
+    input: &'a [u8],
+    /// `input[..valid]` is valid UTF-8.
+    valid: usize,
+    /// The check met invalid UTF-8 at `valid`: frames beyond it are checked on their own.
+    stopped: bool,
 }
 
-/// A length of `input` from its start that is valid UTF-8: all of it when it is valid, else at
-/// least every line that ends in it and is valid up to its end. The lines are checked apart from
-/// the unterminated tail, which in a stream is often cut inside a character: a single check of the
-/// whole chunk then failed, and finding how much of it is valid read it all once more. (The tail's
-/// frame is checked when it is complete; a frame that starts in the lines and ends in an invalid
-/// tail, such as a whole body, is beyond the length returned and checked on its own.)
-fn valid_utf8_prefix(input: &[u8]) -> usize {
-    let lines = memchr::memrchr(b'\n', input).map_or(0, |nl| nl + 1);
-    let (head, tail) = input.split_at(lines);
-    match envelope::invalid_utf8_at(head) {
-        Some(at) => at,
-        None if simdutf8::basic::from_utf8(tail).is_ok() => input.len(),
-        None => lines,
+/// How far the UTF-8 check reaches past the frame that needs it (a few dozen usual lines).
+const UTF8_BLOCK: usize = 16 * 1024;
+
+impl<'a> InputPlace<'a> {
+    /// The place of `input`, nothing of it checked yet.
+    pub(crate) fn new(input: &'a [u8]) -> Self {
+        Self {
+            input,
+            valid: 0,
+            stopped: false,
+        }
+    }
+
+    /// Whether `input[..end]` is valid UTF-8, checking on from what is known (up to a char
+    /// boundary at least a block further, so that the next frames need no check of their own).
+    /// False also when the check stopped at invalid bytes before `end`: the caller checks
+    /// the frame itself then.
+    #[inline]
+    fn covers(&mut self, end: usize) -> bool {
+        if end <= self.valid {
+            return true;
+        }
+        if self.stopped || end > self.input.len() {
+            return false;
+        }
+        self.extend(end);
+        end <= self.valid
+    }
+
+    #[inline(never)]
+    fn extend(&mut self, end: usize) {
+        let len = self.input.len();
+        let mut to = end.max(self.valid + UTF8_BLOCK).min(len);
+        if to == len && end < len {
+            // the last block stops after the last line: a stream's chunk often ends inside a
+            // character, and a failed check is done twice (to find where); the unterminated
+            // tail's frame is checked when it is whole
+            to = memchr::memrchr(b'\n', &self.input[end..]).map_or(end, |nl| end + nl + 1);
+        }
+        // end the block at the start of a character (valid text has one in any 4 bytes): a
+        // block cut inside one would fail on its own although the whole text is valid
+        if to > end && to < len {
+            let low = end.max(to - 3);
+            while to > low && self.input[to] & 0xC0 == 0x80 {
+                to -= 1;
+            }
+        }
+        match envelope::invalid_utf8_at(&self.input[self.valid..to]) {
+            None => self.valid = to,
+            Some(at) => {
+                self.valid += at;
+                self.stopped = true;
+            }
+        }
     }
 }
 
-/// Validate `bytes` into `out`, skipping the UTF-8 check when the input chunk's covered it;
+/// Validate `bytes` into `out`, skipping the UTF-8 check when the input chunk's covers it;
 /// returns whether the frame lies in the input chunk, and where.
 pub(crate) fn validate_frame<P: Payloads>(
     bytes: &[u8],
-    ((address, len), utf8): InputPlace,
+    place: &mut InputPlace<'_>,
     batches: bool,
     payloads: &mut P,
     out: &mut Vec<Item<P::Value>>,
 ) -> (bool, usize) {
+    let (address, len) = (place.input.as_ptr() as usize, place.input.len());
     let at = (bytes.as_ptr() as usize).wrapping_sub(address);
     let in_input = at <= len && bytes.len() <= len - at;
-    if in_input && at + bytes.len() <= utf8 {
+    if in_input && place.covers(at + bytes.len()) {
         envelope::validate_utf8(bytes, batches, payloads, out);
     } else {
         envelope::validate_with(bytes, batches, payloads, out);
@@ -147,24 +191,21 @@ pub(crate) struct Collected {
 }
 
 /// The framer's sink: validates each frame and notes where the messages' bytes are.
-pub(crate) struct Collector<P> {
+pub(crate) struct Collector<'a, P> {
     batches: bool,
     max_frame: usize,
-    /// Address and length of the input chunk, to tell its frames from reassembled ones.
-    input: (usize, usize),
-    /// Bytes of the input chunk known to be valid UTF-8 (from its start).
-    input_utf8: usize,
+    /// The input chunk, to tell its frames from reassembled ones, and how much of it is UTF-8.
+    input: InputPlace<'a>,
     /// Consumes the payload values: validates them, and may build them.
     payloads: P,
     out: Collected,
 }
 
-impl<P: Payloads<Value = Py<PyAny>>> Collector<P> {
+impl<'a, P: Payloads<Value = Py<PyAny>>> Collector<'a, P> {
     /// A collector for the frames of `input` (and those reassembled from earlier chunks), sized
     /// so that usual frames do not make it grow (see [`frames_hint`]).
-    pub(crate) fn new(batches: bool, max_frame: usize, input: &[u8], payloads: P) -> Self {
+    pub(crate) fn new(batches: bool, max_frame: usize, input: &'a [u8], payloads: P) -> Self {
         let frames = frames_hint(input);
-        let (place, input_utf8) = input_place(input);
         let out = Collected {
             assembled: Vec::new(),
             items: Vec::with_capacity(frames),
@@ -173,8 +214,7 @@ impl<P: Payloads<Value = Py<PyAny>>> Collector<P> {
         Self {
             batches,
             max_frame,
-            input: place,
-            input_utf8,
+            input: InputPlace::new(input),
             payloads,
             out,
         }
@@ -183,7 +223,7 @@ impl<P: Payloads<Value = Py<PyAny>>> Collector<P> {
     /// Validate one complete frame starting at stream `offset`.
     pub(crate) fn frame(&mut self, offset: u64, bytes: &[u8]) {
         let items = &mut self.out.items;
-        let place = (self.input, self.input_utf8);
+        let place = &mut self.input;
         let (_, at) = validate_frame(bytes, place, self.batches, &mut self.payloads, items);
         let (end, len) = (items.len(), bytes.len());
         let place = Place::Input(at);
@@ -260,9 +300,9 @@ pub(crate) fn to_python<'py>(
         .collect();
     let mut objects = Vec::with_capacity(collected.items.len());
     // read in place (a message's fields are taken out of its envelope, not the envelope moved
-    // out of the vector), then dropped with what is left in them
-    let mut items = collected.items;
-    let mut done = 0;
+    // out of the vector), then dropped with what is left in them frame by frame, while they are
+    // still in the cache (dropped all at the end, they were read once more from further away)
+    let mut items = Spent::new(collected.items);
     // the input's bytes once for all its frames (each look-up is two calls into CPython)
     let input_bytes = input.bytes(py);
     for frame in collected.frames {
@@ -278,8 +318,7 @@ pub(crate) fn to_python<'py>(
             Place::Input(at) => at,
             Place::Assembled(_) | Place::Nowhere => 0,
         };
-        let these = items.get_mut(done..frame.end).unwrap_or_default();
-        done = frame.end;
+        let these = items.next(frame.end);
         let mark = objects.len();
         let built = guarded(py, || {
             for item in these.iter_mut() {
@@ -307,6 +346,61 @@ pub(crate) fn to_python<'py>(
         }
     }
     new_list(py, objects)
+}
+
+/// The items of a chunk, handed out a frame at a time and each frame's dropped when the next is
+/// asked for (the rest when this is dropped).
+struct Spent<T> {
+    items: Vec<T>,
+    /// `items[..dropped]` are dropped already (the vector still counts them).
+    dropped: usize,
+    /// `items[dropped..handed]` were handed out last.
+    handed: usize,
+}
+
+impl<T> Spent<T> {
+    fn new(items: Vec<T>) -> Self {
+        Self {
+            items,
+            dropped: 0,
+            handed: 0,
+        }
+    }
+
+    /// Drop the items handed out last, and hand out those up to `end`.
+    fn next(&mut self, end: usize) -> &mut [T] {
+        self.drop_handed();
+        let end = end.clamp(self.handed, self.items.len());
+        let start = self.handed;
+        self.handed = end;
+        // SAFETY: `start..end` is within the vector, at or after `dropped` (= `handed` before)
+        unsafe { std::slice::from_raw_parts_mut(self.items.as_mut_ptr().add(start), end - start) }
+    }
+
+    fn drop_handed(&mut self) {
+        let (start, end) = (self.dropped, self.handed);
+        // mark them dropped first: should a drop panic, they are not dropped again
+        self.dropped = end;
+        // SAFETY: `start..end` is within the vector, handed out (no longer borrowed: `&mut
+        // self`) and not dropped yet
+        unsafe {
+            let first = self.items.as_mut_ptr().add(start);
+            std::ptr::drop_in_place(std::ptr::slice_from_raw_parts_mut(first, end - start));
+        }
+    }
+}
+
+impl<T> Drop for Spent<T> {
+    fn drop(&mut self) {
+        // SAFETY: the vector forgets its items (those dropped already among them) before the
+        // rest are dropped here, so that it only frees its memory
+        unsafe {
+            let len = self.items.len();
+            self.items.set_len(0);
+            let rest = self.items.as_mut_ptr().add(self.dropped);
+            std::ptr::drop_in_place(std::ptr::slice_from_raw_parts_mut(rest, len - self.dropped));
+        }
+    }
 }
 
 /// A list of `items`, or the `MemoryError` of its allocation (`PyList::new` would panic).

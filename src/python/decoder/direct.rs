@@ -9,7 +9,7 @@ use pyo3::types::PyList;
 use crate::envelope::{self, Item};
 use crate::framing::{Checked, Event};
 
-use super::build::{frame_error, frames_hint, input_place, message, new_list};
+use super::build::{frame_error, frames_hint, message, new_list};
 use super::build::{oversize_failure, validate_frame};
 use super::build::{Buffer, InputPlace};
 use super::guard::{guarded, internal_error};
@@ -24,7 +24,7 @@ pub(crate) struct Direct<'a, 'py, P: PyPayloads> {
     lazy: bool,
     max_frame: usize,
     input: &'a Buffer,
-    place: InputPlace,
+    place: InputPlace<'a>,
     methods: &'a mut Methods,
     payloads: P,
     scratch: Vec<Item<Py<PyAny>>>,
@@ -36,7 +36,7 @@ impl<'a, 'py, P: PyPayloads> Direct<'a, 'py, P> {
     /// A sink for the frames of `input` (whose bytes are `chunk`).
     pub(crate) fn new(
         py: Python<'py>,
-        (input, chunk): (&'a Buffer, &[u8]),
+        (input, chunk): (&'a Buffer, &'a [u8]),
         (batches, lazy, max_frame): (bool, bool, usize),
         methods: &'a mut Methods,
         payloads: P,
@@ -47,7 +47,7 @@ impl<'a, 'py, P: PyPayloads> Direct<'a, 'py, P> {
             lazy,
             max_frame,
             input,
-            place: input_place(chunk),
+            place: InputPlace::new(chunk),
             methods,
             payloads,
             scratch: Vec::with_capacity(4),
@@ -83,7 +83,8 @@ impl<'a, 'py, P: PyPayloads> Direct<'a, 'py, P> {
         let mark = self.objects.len();
         let built = guarded(self.py, || {
             let (batches, payloads) = (self.batches, &mut self.payloads);
-            let (_, at) = validate_frame(bytes, self.place, batches, payloads, &mut self.scratch);
+            let (_, at) =
+                validate_frame(bytes, &mut self.place, batches, payloads, &mut self.scratch);
             self.build((self.input, at), bytes, offset)
         });
         self.settle(built, mark, bytes, offset)
