@@ -1,0 +1,87 @@
+"""`mcpframe proxy --listen`: an upstream answer larger than the HTTP body limit still reaches its client.
+
+The body limit (`HttpOptions.max_body`, 4 MiB) bounds what a client may POST; the child's answers are
+frames of the stdio server, bounded by the frame limit (`SessionOptions.max_frame`, 64 MiB) as on the
+stdio proxy and on `mcpframe serve --http`. An answer between the two was dropped as "malformed" and its
+POST waited forever.
+"""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from tests.proxy._listen_support import (
+    JSON_ONLY,
+    in_process_proxy,
+    modern_call,
+    modern_headers,
+    open_session,
+    rpc,
+)
+
+pytestmark = pytest.mark.anyio
+
+BIG = 5_000_000  # over the 4 MiB body limit, under the 64 MiB frame limit
+
+_PEER = textwrap.dedent(
+    """
+    import json, sys
+
+    for line in sys.stdin:
+        message = json.loads(line)
+        if "id" not in message or "method" not in message:
+            continue
+        params = message.get("params") or {}
+        if message["method"] == "initialize":
+            info = {"name": "big", "version": "1"}
+            result = {"protocolVersion": params["protocolVersion"], "capabilities": {"tools": {}}, "serverInfo": info}
+        else:
+            result = {"content": [{"type": "text", "text": "x" * params["arguments"]["n"]}]}
+        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}) + "\\n")
+        sys.stdout.flush()
+    """
+)
+
+
+@pytest.fixture
+def peer(tmp_path: Path) -> list[str]:
+    path = tmp_path / "big_peer.py"
+    path.write_text(_PEER)
+    return [sys.executable, str(path)]
+
+
+def _text(body: dict[str, Any]) -> str:
+    assert "result" in body, body
+    text = body["result"]["content"][0]["text"]
+    assert isinstance(text, str)
+    return text
+
+
+async def test_a_session_gets_an_answer_larger_than_the_body_limit(peer: list[str]) -> None:
+    async with in_process_proxy(peer) as proxy, httpx.AsyncClient(timeout=60) as http:
+        headers = await open_session(http, proxy.url)
+        with anyio.fail_after(30):
+            call = rpc(1, "tools/call", {"name": "big", "arguments": {"n": BIG}})
+            response = await http.post(proxy.url, json=call, headers={**JSON_ONLY, **headers})
+            assert response.status_code == 200
+            assert len(_text(response.json())) == BIG
+            # the session goes on
+            call = rpc(2, "tools/call", {"name": "big", "arguments": {"n": 3}})
+            response = await http.post(proxy.url, json=call, headers={**JSON_ONLY, **headers})
+            assert _text(response.json()) == "xxx"
+
+
+async def test_a_2026_request_gets_an_answer_larger_than_the_body_limit(peer: list[str]) -> None:
+    async with in_process_proxy(peer) as proxy, httpx.AsyncClient(timeout=60) as http:
+        with anyio.fail_after(30):
+            call = modern_call("big", 1, {"n": BIG})
+            headers = {**modern_headers("big"), "accept": "application/json"}
+            response = await http.post(proxy.url, json=call, headers=headers)
+            assert response.status_code == 200
+            assert len(_text(response.json())) == BIG
