@@ -40,7 +40,8 @@ _PEER = textwrap.dedent(
         params = message.get("params") or {}
         if message["method"] == "initialize":
             info = {"name": "big", "version": "1"}
-            result = {"protocolVersion": params["protocolVersion"], "capabilities": {"tools": {}}, "serverInfo": info}
+            version = params["protocolVersion"]
+            result = {"protocolVersion": version, "capabilities": {"tools": {}}, "serverInfo": info}
         else:
             result = {"content": [{"type": "text", "text": "x" * params["arguments"]["n"]}]}
         sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}) + "\\n")
