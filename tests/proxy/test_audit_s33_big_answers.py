@@ -25,6 +25,9 @@ from tests.proxy._listen_support import (
     rpc,
 )
 
+from mcpframe.http.options import HttpOptions
+from mcpframe.session import SessionOptions
+
 pytestmark = pytest.mark.anyio
 
 BIG = 5_000_000  # over the 4 MiB body limit, under the 64 MiB frame limit
@@ -86,3 +89,24 @@ async def test_a_2026_request_gets_an_answer_larger_than_the_body_limit(peer: li
             response = await http.post(proxy.url, json=call, headers=headers)
             assert response.status_code == 200
             assert len(_text(response.json())) == BIG
+
+
+async def test_an_answer_over_the_frame_limit_ends_its_request_with_an_error(peer: list[str]) -> None:
+    """Over the frame limit the answer is dropped, and its POST gets an error (it used to wait forever)."""
+    limit = 1 << 20
+    http_options = HttpOptions(session_options=SessionOptions(max_frame=limit))
+    async with (
+        in_process_proxy(peer, http=http_options) as proxy,
+        httpx.AsyncClient(timeout=60) as http,
+    ):
+        headers = await open_session(http, proxy.url)
+        with anyio.fail_after(30):
+            call = rpc(1, "tools/call", {"name": "big", "arguments": {"n": 2 * limit}})
+            response = await http.post(proxy.url, json=call, headers={**JSON_ONLY, **headers})
+            body = response.json()
+            assert body["id"] == 1
+            assert body["error"]["code"] == -32603
+            assert str(limit) in body["error"]["message"]
+            call = rpc(2, "tools/call", {"name": "big", "arguments": {"n": 3}})  # the session goes on
+            response = await http.post(proxy.url, json=call, headers={**JSON_ONLY, **headers})
+            assert _text(response.json()) == "xxx"
