@@ -110,3 +110,23 @@ async def test_an_answer_over_the_frame_limit_ends_its_request_with_an_error(pee
             call = rpc(2, "tools/call", {"name": "big", "arguments": {"n": 3}})  # the session goes on
             response = await http.post(proxy.url, json=call, headers={**JSON_ONLY, **headers})
             assert _text(response.json()) == "xxx"
+
+
+async def test_a_2026_answer_over_the_frame_limit_ends_its_request_with_an_error(peer: list[str]) -> None:
+    limit = 1 << 20
+    http_options = HttpOptions(session_options=SessionOptions(max_frame=limit))
+    async with (
+        in_process_proxy(peer, http=http_options) as proxy,
+        httpx.AsyncClient(timeout=60) as http,
+    ):
+        with anyio.fail_after(30):
+            headers = {**modern_headers("big"), "accept": "application/json"}
+            response = await http.post(
+                proxy.url, json=modern_call("big", 1, {"n": 2 * limit}), headers=headers
+            )
+            body = response.json()
+            assert body["id"] == 1
+            assert body["error"]["code"] == -32603
+            assert str(limit) in body["error"]["message"]
+            response = await http.post(proxy.url, json=modern_call("big", 2, {"n": 3}), headers=headers)
+            assert _text(response.json()) == "xxx"  # the shared child goes on
