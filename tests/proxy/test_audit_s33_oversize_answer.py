@@ -15,6 +15,7 @@ import pytest
 from tests.proxy.test_forward import Client, Harness, MemoryUpstream
 
 from mcpframe.proxy.forward import Forwarder, UpstreamLink
+from mcpframe.proxy.unreadable import answer_id
 
 pytestmark = pytest.mark.anyio
 
@@ -55,3 +56,20 @@ async def test_an_oversize_answer_fails_its_request(harness: Harness, spaced: bo
     assert str(LIMIT) in first["error"]["message"]
     assert second == {"jsonrpc": "2.0", "id": "small", "result": {}}
     assert any("malformed" in w or "exceeds" in w for w in harness.warnings)
+
+
+@pytest.mark.parametrize(
+    ("preview", "expected"),
+    [
+        (b'{"jsonrpc":"2.0","id":7,"result":{"x":"aaaa', 7),
+        (b'{"jsonrpc": "2.0", "id": -3, "error": {"code": 1', -3),
+        (b'{"id":"a-1","jsonrpc":"2.0","result":{', "a-1"),
+        (b'{"jsonrpc":"2.0","id":7,"method":"x","params":{', None),  # a request: never an answer
+        (b'{"result":{"x":1},"jsonrpc":"2.0","id":7}', None),  # the id after the result: not read
+        (b'{"jsonrpc":"2.0","id":"a\\"b","result":{', None),  # an escape: not guessed
+        (b'{"jsonrpc":"2.0","id":' + b"1" * 30 + b',"result":{', None),  # past 18 digits
+        (b"not json", None),
+    ],
+)
+def test_answer_id_reads_only_a_plain_head(preview: bytes, expected: object) -> None:
+    assert answer_id(preview) == expected
