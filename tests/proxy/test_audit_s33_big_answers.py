@@ -25,8 +25,9 @@ from tests.proxy._listen_support import (
     rpc,
 )
 
+from mcpframe.http import connect_sse
 from mcpframe.http.options import HttpOptions
-from mcpframe.session import SessionOptions
+from mcpframe.session import JSONRPCError, SessionOptions
 
 pytestmark = pytest.mark.anyio
 
@@ -45,8 +46,10 @@ _PEER = textwrap.dedent(
             info = {"name": "big", "version": "1"}
             version = params["protocolVersion"]
             result = {"protocolVersion": version, "capabilities": {"tools": {}}, "serverInfo": info}
-        else:
+        elif message["method"] == "tools/call":
             result = {"content": [{"type": "text", "text": "x" * params["arguments"]["n"]}]}
+        else:
+            result = {}
         sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}) + "\\n")
         sys.stdout.flush()
     """
@@ -130,3 +133,20 @@ async def test_a_2026_answer_over_the_frame_limit_ends_its_request_with_an_error
             assert str(limit) in body["error"]["message"]
             response = await http.post(proxy.url, json=modern_call("big", 2, {"n": 3}), headers=headers)
             assert _text(response.json()) == "xxx"  # the shared child goes on
+
+
+async def test_a_legacy_sse_answer_over_the_frame_limit_ends_its_request_with_an_error(
+    peer: list[str],
+) -> None:
+    limit = 1 << 20
+    http_options = HttpOptions(session_options=SessionOptions(max_frame=limit))
+    async with in_process_proxy(peer, http=http_options) as proxy:
+        sse_url = proxy.url.rsplit("/", 1)[0] + "/sse"
+        with anyio.fail_after(30):
+            async with connect_sse(sse_url) as client:
+                with pytest.raises(JSONRPCError) as raised:
+                    await client.call_tool("big", {"n": 2 * limit})
+                assert raised.value.code == -32603
+                assert str(limit) in raised.value.message
+                result = await client.call_tool("big", {"n": 3})  # the session goes on
+                assert result["content"][0]["text"] == "xxx"
