@@ -15,8 +15,12 @@ byte, else the client gets 408 and the connection is closed, as with the lean se
 slow-loris client (a head trickled a byte at a time, or connections opened and left silent) holds a
 connection that long at most. It is uvicorn's public way in, a protocol class given as `Config(http=...)`,
 overriding only asyncio's `Protocol` methods and httptools' parser callbacks (each calling uvicorn's own);
-of uvicorn's state it reads one attribute, defensively (`cycle`: an answer being written gets no 408 in
-its middle; the connection is only closed). Without httptools (uvicorn's h11 protocol) there is no bound.
+of uvicorn's state it reads three attributes, defensively (`cycle`: a pipelined head behind an answer
+being written waits for it, its time starting again; `pipeline` and `flow`, each request's `flow` wrapped
+in `_PipelineFlow`: reading stays paused while more than `MAX_PIPELINED` parsed requests wait, where uvicorn
+resumes it after every answer and every body read, so a client that pipelines without reading its answers
+had the server parse a whole read per answer, unbounded). Without
+httptools (uvicorn's h11 protocol) there is no bound.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from functools import cache
 from typing import Any
 
 from .security import target_host
+from .wire_plain import MAX_PIPELINED
 
 __all__ = ["bounded_heads", "host_from_target"]
 
@@ -87,8 +92,35 @@ def bounded_heads(head_timeout: float, idle: float) -> type[Any] | None:
         def on_headers_complete(self) -> None:
             self._head_clock.complete()
             super().on_headers_complete()
+            cycle = getattr(self, "cycle", None)  # the request just parsed: its body reads resume reading
+            if cycle is not None and getattr(cycle, "flow", None) is not None:
+                cycle.flow = _PipelineFlow(cycle.flow, self)
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()  # resumes reading, starts the next pipelined request
+            pipeline, flow = getattr(self, "pipeline", None), getattr(self, "flow", None)
+            if pipeline is not None and flow is not None and len(pipeline) > MAX_PIPELINED:
+                flow.pause_reading()  # enough parsed ahead: no more read until they are answered
 
     return BoundedHeads
+
+
+class _PipelineFlow:
+    """A request's view of its connection's uvicorn `FlowControl`: the same, except that the request reading
+    its body resumes reading the socket only while at most `MAX_PIPELINED` parsed requests wait."""
+
+    __slots__ = ("_flow", "_protocol")
+
+    def __init__(self, flow: Any, protocol: Any) -> None:
+        self._flow = flow
+        self._protocol = protocol
+
+    def resume_reading(self) -> None:
+        if len(getattr(self._protocol, "pipeline", ())) <= MAX_PIPELINED:
+            self._flow.resume_reading()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._flow, name)
 
 
 class _HeadClock:
@@ -144,6 +176,13 @@ class _HeadClock:
             return
         cycle = getattr(self._protocol, "cycle", None)  # the request being answered, if any
         answering = cycle is not None and getattr(cycle, "response_complete", False) is not True
-        if self._begun and not answering and isinstance(transport, asyncio.WriteTransport):
-            transport.write(_408)  # no 408 in the middle of another answer
+        if self._begun and answering:
+            # a pipelined head behind a request still being answered: uvicorn reads no further until that
+            # answer is out (a client that does not read it yet), so the head's time starts again rather
+            # than cutting the answer under way
+            self._deadline = self._loop.time() + self._head_timeout
+            self._timer = self._loop.call_later(self._head_timeout, self._check)
+            return
+        if self._begun and isinstance(transport, asyncio.WriteTransport):
+            transport.write(_408)
         transport.close()

@@ -427,8 +427,8 @@ class _Connection(asyncio.BufferedProtocol):
             if not self.pending:
                 self._refuse(*self.refusal)
                 return
-        else:
-            self.transport.resume_reading()
+        elif len(self.pending) <= MAX_PIPELINED:  # else a client pipelining without reading its answers
+            self.transport.resume_reading()  # would have a whole read parsed per answer (unbounded)
         if not self.pending:
             self._arm_idle()
         elif self.transport.is_closing():
@@ -550,10 +550,13 @@ class _Connection(asyncio.BufferedProtocol):
                 self.transport.close()
 
     def _head_late(self) -> None:
-        if self.current is None:
-            self._refuse(408, b"Request Timeout: the request head came too slowly")
-        elif self.transport is not None:
-            self.transport.close()  # an answer is being written: no room for a 408 in its middle
+        if self.current is not None or self.pending:
+            # a pipelined head behind a request still being answered: reading may wait on that answer
+            # (a client that does not read it yet), so the head's time starts again rather than cutting the
+            # answer under way and those after it
+            self.head_deadline = self.loop.time() + self.owner.head_timeout
+            return
+        self._refuse(408, b"Request Timeout: the request head came too slowly")
 
     def close_when_idle(self) -> None:
         """Stopping: close now if no answer is under way, else once the current one is out."""

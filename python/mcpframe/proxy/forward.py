@@ -42,6 +42,7 @@ from .link import Sink, SinkNowait, UpstreamLink, Writer, read_through
 from .pump import GuardedIds, Step, ThreadWriter
 from .reader import Reader, splice, splice_two
 from .session import Batch, ClientSession
+from .unreadable import answer_id
 
 __all__ = ["ClientSession", "Forwarder", "UpstreamLink"]
 
@@ -498,6 +499,7 @@ class Forwarder:
         if isinstance(item, _FrameError):
             preview = item.preview.decode("utf-8", "replace")
             self._warn(f"dropped a malformed frame from the upstream server: {item.message} ({preview!r})")
+            self._unreadable_answer(item, out)
             return
         kind = item.kind
         if kind in {"result", "error"}:
@@ -519,6 +521,29 @@ class Forwarder:
             refusals, self._refusals = b"".join(self._refusals), []
             with contextlib.suppress(TransportClosedError):
                 await self.up.write(refusals)
+
+    def _unreadable_answer(self, item: core.FrameError, out: dict[ClientSession, list[bytes]]) -> None:
+        """A dropped frame whose first bytes show an answer to one of the proxy's requests (an oversize
+        result, say): that request ends with an error now, instead of waiting until the upstream exits."""
+        uid = answer_id(item.preview)
+        if not isinstance(uid, int):  # the proxy's own ids are integers
+            return
+        try:
+            conn, cid = self._ids.inbound(uid)
+        except UnknownIdError:
+            return
+        self._progress.pop(uid, None)
+        self._watch.pop(uid, None)
+        session = self._sessions.get(conn)
+        if session is None or conn == _REPLAY:
+            self._batches.pop(uid, None)
+            return
+        text = f"the upstream server's answer could not be read, and was dropped: {item.message}"
+        answer = core.encode_error(cid, jsonrpc.INTERNAL_ERROR, text)
+        if uid in self._batches:  # one of a batch: in its array, written with its last answer
+            answer = self._batch_answer(uid, answer[:-1])
+        if answer:
+            out.setdefault(session, []).append(answer[:-1])
 
     def _answer(self, msg: core.Message, out: dict[ClientSession, list[bytes]]) -> None:
         uid = msg.id

@@ -39,6 +39,7 @@ from mcpframe.http.legacy import LegacySSE
 from mcpframe.http.options import HttpOptions
 from mcpframe.http.server import _ALLOWED_PAIRS, StreamableHTTPServer, _version_refusal, announce, serve_http
 from mcpframe.http.wire import WireAnswer
+from mcpframe.session import SessionOptions
 
 from .listen_bridge import SessionBridge
 from .listen_fast import FastPosts
@@ -104,7 +105,9 @@ class ListenServer(StreamableHTTPServer):
         self.pool = ChildPool(
             options.command, env=options.env, size=options.pool_size, max_waiting=http.max_queued
         )
-        max_frame = http.lane_options().max_frame
+        # The child's frames are bounded by the frame limit (64 MiB by default), as on the stdio proxy: the
+        # body limit (`max_body`, 4 MiB) bounds what a client may POST, not the answers it gets.
+        max_frame = (http.session_options or SessionOptions()).max_frame
         upstream = _Upstream(lambda: SessionBridge(max_frame=max_frame))
         super().__init__(upstream, http)  # type: ignore[arg-type]  # the host uses only what _Upstream has
         self.stateless = StatelessBridge(self.pool, max_frame=max_frame, spawn=self.sessions.spawn)

@@ -30,6 +30,8 @@ from mcpframe import core, jsonrpc, protocol
 from mcpframe._api import Id, MessageLike
 from mcpframe.http.responses import SSE_HEADERS, Reply
 
+from .unreadable import answer_id
+
 if TYPE_CHECKING:
     from mcpframe.http.sessions import HttpSession
     from mcpframe.http.streams import Stream
@@ -338,6 +340,7 @@ class SessionBridge:
     async def _route(self, item: MessageLike | core.FrameError) -> None:
         if isinstance(item, core.FrameError):
             logger.warning("dropping a malformed frame from the upstream server: %s", item.message)
+            await self._unreadable_answer(item)
             return
         kind = item.kind
         if kind in {"result", "error"}:
@@ -358,6 +361,21 @@ class SessionBridge:
         target = self._target(item)
         stream = target.stream if target is not None else self._get_stream()
         await emit_bounded(stream, item.raw, response=False)
+
+    async def _unreadable_answer(self, item: core.FrameError) -> None:
+        """A dropped frame whose first bytes show the answer to a pending request (an oversize result, say):
+        that request ends with an error now, instead of waiting until the child exits."""
+        rid = answer_id(item.preview)
+        route = self.pending.pop(rid, None) if rid is not None else None
+        if route is None:
+            return
+        text = f"the upstream server's answer could not be read, and was dropped: {item.message}"
+        frame = core.encode_error(rid, jsonrpc.INTERNAL_ERROR, text)
+        if isinstance(route, FastRoute):
+            route.answer(frame)
+            return
+        await emit_bounded(route.stream, frame, response=True)
+        route.answered(rid)  # type: ignore[arg-type]  # rid is not None: it was found
 
     def _target(self, item: MessageLike) -> Route | None:
         """The POST a server notification or request belongs to (see the module's docstring)."""

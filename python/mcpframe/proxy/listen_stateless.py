@@ -58,6 +58,7 @@ from mcpframe.http.streams import Stream
 from .listen_bridge import Route, cancel_frame, progress_tokens
 from .pool import ChildPool, PoolBusy
 from .reader import splice
+from .unreadable import answer_id
 
 if TYPE_CHECKING:
     from mcpframe._api import Id, MessageLike
@@ -255,6 +256,8 @@ class StatelessBridge:
             async for item in child.frames(max_frame=self.max_frame):
                 if not isinstance(item, core.FrameError):
                     await self._route(item)
+                else:
+                    await self._unreadable(item)
         finally:
             with anyio.CancelScope(shield=True):
                 status = await child.close()
@@ -267,6 +270,22 @@ class StatelessBridge:
                         core.encode_error(rid, jsonrpc.CONNECTION_CLOSED, text), response=True
                     )
                     route.close()
+
+    async def _unreadable(self, item: core.FrameError) -> None:
+        """A frame of the child's that could not be read is dropped; when its first bytes show the answer to
+        a pending request (an oversize result, say), that request ends with an error now."""
+        logger.warning("dropping a malformed frame from the upstream server: %s", item.message)
+        uid = answer_id(item.preview)
+        found = self.pending.get(uid) if isinstance(uid, int) else None
+        if found is None:
+            return
+        route, rid = found
+        await self._flush(route)
+        text = f"the upstream server's answer could not be read, and was dropped: {item.message}"
+        await route.stream.emit(
+            core.encode_error(rid, jsonrpc.INTERNAL_ERROR, text), response=True, wait=False
+        )
+        route.close()
 
     async def _route(self, item: MessageLike) -> None:
         if self.behind:

@@ -348,12 +348,19 @@ class Session:
         """EOF: nothing more can arrive; let running handlers answer (bounded), then flush the writes."""
         self._eof = True
         self._outgoing.end_of_input(ConnectionClosed("the peer closed the connection"))
-        with anyio.move_on_after(self._options.drain_timeout):
+        with anyio.move_on_after(self._options.drain_timeout) as scope:
             if self._incoming or self._intake.waiting:  # the backlog is still handled after EOF
                 self._handlers_idle = asyncio.Event()
                 await self._handlers_idle.wait()
             await self._jobs.finish()  # only now (the backlog may still have held notifications); delivered
             await self._flush()
+        if scope.cancelled_caught and (cut := len(self._incoming) + self._intake.waiting):
+            logger.warning(  # once per session: never silently (a shell pipe's input ends at once)
+                "the input ended; %d requests still running or waiting after drain_timeout (%g s) are "
+                "cancelled unanswered (SessionOptions(drain_timeout=...))",
+                cut,
+                self._options.drain_timeout,
+            )
 
     async def _cleanup(self) -> None:
         self.closed = True
