@@ -574,7 +574,8 @@ class PostHandler:
 
     def prefers_sse(self, session: HttpSession | None) -> bool:
         """Whether a client that accepts SSE is answered with SSE here (the response mode, and priming)."""
-        return self._prefer_sse(self.replies.priming(session))
+        mode = self.options.response_mode  # (`_prefer_sse`, with priming asked only where it counts)
+        return mode == "sse" or (mode == "resumable" and self.replies.priming(session) is not None)
 
     def _prefer_sse(self, priming: int | None) -> bool:
         mode = self.options.response_mode
