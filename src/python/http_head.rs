@@ -32,8 +32,14 @@ fn plain_request<'py>(
     };
     let slice = |(from, to): (usize, usize)| PyBytes::new(py, &bytes[from..to]);
     let headers = PyList::empty(py);
-    for (name, value) in &found.headers {
-        headers.append((PyBytes::new(py, name), slice(*value)))?;
+    for &((from, to), value) in &found.headers {
+        // lowercased as it is copied into the `bytes` (no copy of its own)
+        let name = PyBytes::new_with(py, to - from, |name| {
+            name.copy_from_slice(&bytes[from..to]);
+            name.make_ascii_lowercase();
+            Ok(())
+        })?;
+        headers.append((name, slice(value)))?;
     }
     // the three methods' `str`s made once per interpreter, not per request
     let method = match found.method {
