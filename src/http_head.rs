@@ -9,15 +9,17 @@ pub const MAX_PLAIN_HEAD: usize = 32 * 1024;
 /// The most digits of a plain Content-Length (llhttp's own overflow check is left to it beyond).
 const MAX_LENGTH_DIGITS: usize = 15;
 
-/// A plain request found in a buffer: byte ranges into it, and the lowercased header names.
+/// A plain request found in a buffer: byte ranges into it (a header's name is lowercased by its reader).
 #[derive(Debug, PartialEq, Eq)]
 pub struct PlainRequest {
     /// `GET`, `POST` or `DELETE`.
     pub method: &'static str,
     /// The request target (origin form).
     pub target: (usize, usize),
-    /// Each header's lowercased name and its value's range (leading blanks dropped, the rest kept).
-    pub headers: Vec<(Vec<u8>, (usize, usize))>,
+    /// Each header's name's range (as sent: the contract's name is it lowercased) and its value's range
+    /// (leading blanks dropped, the rest kept). Ranges, not lowercased copies: a `Vec` per name allocated
+    /// and freed cost more than the rest of the head's parse.
+    pub headers: Vec<((usize, usize), (usize, usize))>,
     /// The body (Content-Length bytes; empty without one).
     pub body: (usize, usize),
     /// Where the next request starts.
@@ -90,6 +92,14 @@ fn head_lines(window: &[u8], lines: &mut Vec<(usize, usize)>) -> Option<usize> {
     }
 }
 
+/// Headers that change how a request is framed or kept (`Connection` is plain as `keep-alive` only).
+const NOT_PLAIN: [&[u8]; 4] = [
+    b"transfer-encoding",
+    b"expect",
+    b"upgrade",
+    b"proxy-connection",
+];
+
 /// The plain request whose first byte is `data[start]`, or `None` (see the module doc).
 pub fn plain_request(data: &[u8], start: usize) -> Option<PlainRequest> {
     let limit = data.len().min(start.saturating_add(MAX_PLAIN_HEAD));
@@ -127,24 +137,30 @@ pub fn plain_request(data: &[u8], start: usize) -> Option<PlainRequest> {
             .take_while(|&&b| b == b' ' || b == b'\t')
             .count();
         let value = &line[colon + 1 + blanks..];
-        let name = name.to_ascii_lowercase();
-        match name.as_slice() {
-            b"content-length" => {
-                let digits_ok = !value.is_empty()
-                    && value.len() <= MAX_LENGTH_DIGITS
-                    && value.iter().all(u8::is_ascii_digit);
-                if length.is_some() || !digits_ok {
-                    return None;
-                }
-                // at most 15 digits: no overflow on a 64-bit usize
-                length = Some(value.iter().fold(0, |n, &d| n * 10 + usize::from(d - b'0')));
+        if name.eq_ignore_ascii_case(b"content-length") {
+            let digits_ok = !value.is_empty()
+                && value.len() <= MAX_LENGTH_DIGITS
+                && value.iter().all(u8::is_ascii_digit);
+            if length.is_some() || !digits_ok {
+                return None;
             }
-            b"connection" if !value.eq_ignore_ascii_case(b"keep-alive") => return None,
-            b"transfer-encoding" | b"expect" | b"upgrade" | b"proxy-connection" => return None,
-            _ => {}
+            // at most 15 digits: no overflow on a 64-bit usize
+            length = Some(value.iter().fold(0, |n, &d| n * 10 + usize::from(d - b'0')));
+        } else if name.eq_ignore_ascii_case(b"connection") {
+            if !value.eq_ignore_ascii_case(b"keep-alive") {
+                return None;
+            }
+        } else if NOT_PLAIN
+            .iter()
+            .any(|other| name.eq_ignore_ascii_case(other))
+        {
+            return None;
         }
         let value_from = start + from + colon + 1 + blanks;
-        headers.push((name, (value_from, start + to)));
+        headers.push((
+            (start + from, start + from + colon),
+            (value_from, start + to),
+        ));
     }
     let length = length.unwrap_or(0);
     if data.len() - head_end < length {
@@ -172,7 +188,7 @@ mod tests {
         let headers = got
             .headers
             .iter()
-            .map(|(n, v)| (n.clone(), slice(*v)))
+            .map(|(n, v)| (slice(*n).to_ascii_lowercase(), slice(*v)))
             .collect();
         Some((
             got.method.to_string(),

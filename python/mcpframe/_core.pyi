@@ -28,6 +28,7 @@ __all__ = [
     "encode_notification",
     "encode_request",
     "encode_result",
+    "header_dict",
     "plain_request",
     "splice_id",
     "value_span",
@@ -189,6 +190,9 @@ def plain_request(
     data: bytes, start: int, /
 ) -> tuple[str, bytes, list[tuple[bytes, bytes]], bytes, int] | None:
     """``(method, target, headers, body, next)`` of the plain HTTP/1.1 request at ``data[start]``, or None."""
+
+def header_dict(headers: list[tuple[bytes, bytes]], /) -> dict[str, str]:
+    """``{name: value}`` of ``(name, value)`` bytes pairs, Latin-1 decoded; of a repeated name, the first."""
 
 def encode_request(id: _Id, method: str, params: Any = None, /) -> bytes:
     """``{"jsonrpc":"2.0","id":…,"method":…,"params":…}`` + LF; ``params`` omitted when None.

@@ -24,7 +24,7 @@ from mcpframe._pycore.encode import (
 )
 from mcpframe._pycore.envelope import PREVIEW_BYTES
 from mcpframe._pycore.framing import DEFAULT_MAX_FRAME, Decoder, decode
-from mcpframe._pycore.http_head import plain_request
+from mcpframe._pycore.http_head import header_dict, plain_request
 from mcpframe._pycore.message import FrameError, Message
 from mcpframe._pycore.relay import AnswerRelay, Relay
 from mcpframe._pycore.span import value_span
@@ -49,6 +49,7 @@ __all__ = [
     "encode_notification",
     "encode_request",
     "encode_result",
+    "header_dict",
     "plain_request",
     "splice_id",
     "value_span",

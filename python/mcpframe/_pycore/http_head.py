@@ -8,7 +8,7 @@ httptools (so the server uses httptools alone on this backend), and the oracle o
 
 from __future__ import annotations
 
-__all__ = ["MAX_PLAIN_HEAD", "PlainRequest", "plain_request"]
+__all__ = ["MAX_PLAIN_HEAD", "PlainRequest", "header_dict", "plain_request"]
 
 MAX_PLAIN_HEAD = 32 * 1024
 """The longest head read (half the lean server's bound on a head, whose count is not a byte count)."""
@@ -85,3 +85,21 @@ def _fields(lines: list[bytes]) -> tuple[list[tuple[bytes, bytes]], int] | None:
             return None
         headers.append((name, value))
     return headers, max(length, 0)
+
+
+def header_dict(headers: list[tuple[bytes, bytes]], /) -> dict[str, str]:
+    """`{name: value}` of `(name, value)` bytes pairs, both decoded as Latin-1; the first of a repeated name
+    kept (see the contract)."""
+    if not isinstance(headers, list):
+        raise TypeError("headers must be a list of (bytes, bytes) tuples")
+    found: dict[str, str] = {}
+    for pair in headers:
+        if not (isinstance(pair, tuple) and len(pair) == 2):
+            raise TypeError("headers must be a list of (bytes, bytes) tuples")
+        name, value = pair
+        if not (isinstance(name, bytes) and isinstance(value, bytes)):
+            raise TypeError("headers must be a list of (bytes, bytes) tuples")
+        key = name.decode("latin-1")
+        if key not in found:
+            found[key] = value.decode("latin-1")
+    return found

@@ -4,7 +4,7 @@ Most POSTs a client makes carry one request (`tools/call`, `resources/read`...) 
 one 2026-07-28 request. For those the lean HTTP server (`wire.py`) asks `StreamableHTTPServer.wire_fast`
 first, with the request's raw headers and its whole body, before building an ASGI scope. The checks are
 the full path's own functions (`HostGuard.check`, the version check, `refusal_of`, the body limit,
-`SessionManager.find`, `Body.decode`, `mirror_mismatch`, the busy-id and admission rules); the request
+`SessionManager.find`, the core's `decode`, `mirror_mismatch`, the busy-id and admission rules); the request
 is then started the way the full path's direct path starts it (`PostHandler.start`: a pooled lane, an
 `Exchange`, `session.inline`, the handler's first step run eagerly). When the answer is in at once it is
 the same `Reply` the full path would build (`PostHandler.answered`), written by the wire server in one
@@ -29,7 +29,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from mcpframe import protocol
+from mcpframe import core, protocol
 from mcpframe._api import Id, MessageLike
 from mcpframe.session.inline import start_inline
 
@@ -119,8 +119,7 @@ def _session_post(
     found = _in_session(posts, headers, data)
     if found is None:
         return None
-    session, body = found
-    request = body.requests[0]
+    session, request = found
     slot = posts.admission.try_enter(1, ping=request.method == protocol.PING)
     if slot is None:
         return None
@@ -140,7 +139,9 @@ def _session_post(
     headers = {MCP_SESSION_ID: session.id}  # a store that makes SSE answers wait: the full path's way
     exchange = Exchange(lane, session.new_stream(), [request.id])
     exchange.on_close.append(slot.release)
-    return _started(posts, exchange, body, session, accepts=accepts, headers=headers)
+    return _started(
+        posts, exchange, Body([request], False, [request]), session, accepts=accepts, headers=headers
+    )
 
 
 def _handover(
@@ -214,18 +215,20 @@ def _sse_whole(posts: PostHandler, session: HttpSession | None, frame: bytes) ->
     return 200, sse_lines(session_id), body
 
 
-def _in_session(posts: PostHandler, headers: dict[str, str], data: bytes) -> tuple[HttpSession, Body] | None:
-    """The session and the decoded body of a handshake-era POST the fast path takes, else `None`."""
+def _in_session(
+    posts: PostHandler, headers: dict[str, str], data: bytes
+) -> tuple[HttpSession, MessageLike] | None:
+    """The session and the one request of a handshake-era POST the fast path takes, else `None`."""
     if posts.options.stateless or MCP_SESSION_ID not in headers or posts.sessions.shared is not None:
         return None
     session = posts.sessions.find(headers, None)
     if isinstance(session, Reply) or session.version is None:
         return None
-    body = Body.decode(data, max_frame=posts.max_frame, batches=protocol.batches_allowed(session.version))
-    if body.modern or not _plain(body):
+    request = _one_request(data, posts.max_frame, protocol.batches_allowed(session.version), modern=False)
+    if request is None:
         return None
-    rid = body.requests[0].id
-    return None if rid is None or session.router.busy(rid) else (session, body)
+    rid = request.id
+    return None if rid is None or session.router.busy(rid) else (session, request)
 
 
 def _stateless(
@@ -233,20 +236,18 @@ def _stateless(
 ) -> FastAnswer | None:
     """A 2026-07-28 request, as `PostHandler._modern` runs it: a connection of its own on a pooled
     stateless lane (not `subscriptions/listen`, which runs no handler and lives as long as its client)."""
-    body = Body.decode(data, max_frame=posts.max_frame, batches=False)
-    if not (body.modern and _plain(body)):
+    request = _one_request(data, posts.max_frame, False, modern=True)
+    if request is None:
         return None
-    request = body.requests[0]
     if request.method == protocol.SUBSCRIPTIONS_LISTEN or request.id is None:
         return None
     if mirror_mismatch(headers, request.method or "", request.params) is not None:
         return None
-    return _stateless_start(posts, body, accepts)
+    return _stateless_start(posts, request, accepts)
 
 
-def _stateless_start(posts: PostHandler, body: Body, accepts: Accepts) -> FastAnswer | None:
+def _stateless_start(posts: PostHandler, request: MessageLike, accepts: Accepts) -> FastAnswer | None:
     """Admit and start a 2026-07-28 request `_stateless` takes, on an idle stateless lane."""
-    request = body.requests[0]
     assert request.id is not None
     slot = posts.admission.try_enter(1, ping=request.method == protocol.PING)
     if slot is None:
@@ -311,10 +312,22 @@ def _started(
     return lambda: posts.respond(exchange, session, accepts, headers)
 
 
-def _plain(body: Body) -> bool:
-    """One request that is not `initialize`, with no progress token."""
-    if body.batch or len(body.items) != 1 or len(body.requests) != 1 or body.initialize:
-        return False
-    params = body.requests[0].params
+def _one_request(data: bytes, max_frame: int, batches: bool, *, modern: bool) -> MessageLike | None:
+    """The body's one request if it is plain: not in a batch, not `initialize`, no progress token, and of
+    the era asked (`modern`: its `_meta` names a protocol version, as `Body.modern` tells), else `None`.
+    (What `Body.decode` and its checks tell of such a body, without sorting it into a `Body`.)"""
+    items = core.decode(data, max_frame=max_frame, batches=batches)
+    if len(items) != 1:
+        return None
+    request = items[0]
+    if isinstance(request, core.FrameError) or request.kind != "request" or request.batch is not None:
+        return None
+    if request.method == protocol.INITIALIZE:
+        return None
+    params = request.params
     meta = params.get("_meta") if isinstance(params, dict) else None
-    return not (isinstance(meta, dict) and protocol.PROGRESS_TOKEN in meta)
+    if not isinstance(meta, dict):
+        return None if modern else request
+    if protocol.PROGRESS_TOKEN in meta:
+        return None
+    return request if (protocol.PROTOCOL_VERSION_KEY in meta) == modern else None

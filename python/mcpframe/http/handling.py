@@ -575,7 +575,12 @@ class PostHandler:
     def answers_sse(self, accepts: Accepts, session: HttpSession | None) -> bool:
         """Whether a POST carrying requests is answered with SSE from the start (else JSON, unless the
         handlers send something first or stay quiet `json_wait`)."""
-        return self._answers_sse(accepts, self.replies.priming(session))
+        if not accepts.sse:
+            return False
+        if not accepts.json:  # it accepts SSE and not JSON: SSE in any mode, it could not read a JSON answer
+            return True
+        mode = self.options.response_mode  # (`_prefer_sse`, with priming asked only where it counts)
+        return mode == "sse" or (mode == "resumable" and self.replies.priming(session) is not None)
 
     def _answers_sse(self, accepts: Accepts, priming: int | None) -> bool:
         # a client that accepts SSE and not JSON gets SSE in any mode: it could not read a JSON answer

@@ -62,9 +62,11 @@ from . import wire_answers
 from .asgi import Message, Receive, Scope, Send
 from .security import target_host
 from .wire_parts import (
+    DECLINED,
     REASONS,
     Clock,
     Cycle,
+    Declined,
     HeadTooLarge,
     Later,
     Parked,
@@ -156,6 +158,8 @@ class _Connection(asyncio.BufferedProtocol):
             self._disarm_idle()
         try:
             if self.between:
+                if self.current is None and not self.pending and self.owner.fast is not None:
+                    data = self._answer_plain(data)
                 data = queue_plain(data, self.pending, self.transport)
             if data:
                 self.parser.feed_data(data)
@@ -283,6 +287,14 @@ class _Connection(asyncio.BufferedProtocol):
         if self.lost or not self.pending:
             return
         self.current = cycle = self.pending.popleft()
+        if (offered := cycle.offered) is not None:  # the app was asked already (`_answer_plain`)
+            cycle.offered = None
+            if isinstance(offered, Declined):
+                self.owner.start(self._run(cycle))
+            else:
+                cycle.delivered = True
+                self._answer(cycle, offered)
+            return
         fast = self.owner.fast
         full = (writable := self.writable) is not None and not writable.done()  # (`_full`, inlined)
         if fast is not None and cycle.complete and cycle.method == "POST" and not full:
@@ -291,16 +303,72 @@ class _Connection(asyncio.BufferedProtocol):
             if answer is not None:
                 cycle.body.clear()
                 cycle.delivered = True
-                if isinstance(answer, tuple):
-                    self._write_whole(cycle, answer)
-                elif isinstance(answer, Parked):
-                    self._park(cycle, answer)  # no task while it waits
-                elif isinstance(answer, Streamed):
-                    wire_answers.stream(self, cycle, answer)  # no task either: the app writes its parts
-                else:
-                    self.owner.start(self._run(cycle, answer))
+                self._answer(cycle, answer)
                 return
         self.owner.start(self._run(cycle))
+
+    def _answer(self, cycle: Cycle, answer: WireAnswer) -> None:
+        """Write or start the fast path's answer to the current request `cycle`."""
+        if isinstance(answer, tuple):
+            self._write_whole(cycle, answer)
+        elif isinstance(answer, Parked):
+            self._park(cycle, answer)  # no task while it waits
+        elif isinstance(answer, Streamed):
+            wire_answers.stream(self, cycle, answer)  # no task either: the app writes its parts
+        else:
+            self.owner.start(self._run(cycle, answer))
+
+    def _answer_plain(self, data: bytes) -> bytes:
+        """The plain POSTs at the start of `data`, read while no request waits (`data_received`), answered
+        one after the other as `_next` answers them, where a whole answer needs no `Cycle`, no queue and
+        none of `_finished`'s bookkeeping: a plain request is HTTP/1.1, kept alive, complete, with no
+        `Expect`; reading runs (this is its callback), and nothing was pending before it. The first request
+        that is not a POST, or that the app does not answer whole at once, is queued as `queue_plain` queues
+        it, with what the app answered (`Cycle.offered`: `_next` does not ask again), and the rest of
+        `data` is left to the caller."""
+        assert PLAIN is not None
+        fast, transport = self.owner.fast, self.transport
+        assert fast is not None
+        assert transport is not None
+        start, end = 0, len(data)
+        while start < end:
+            writable = self.writable
+            if (writable is not None and not writable.done()) or transport.is_closing():
+                break  # the client reads slowly (`_next` waits for room), or a write failed: as before
+            request = PLAIN(data, start)
+            if request is None:
+                break
+            method, target, headers, body, start = request
+            answer = fast(target, headers, body) if method == "POST" else None
+            if type(answer) is tuple:  # (`_write_whole`, for a request that never became a `Cycle`)
+                status, lines, payload = answer
+                if self.owner.draining:  # stopping: this answer is the connection's last
+                    transport.write(
+                        b"%s%sconnection: close\r\ncontent-length: %d\r\n\r\n%s"
+                        % (Clock.head(status), lines, len(payload), payload)
+                    )
+                    transport.close()
+                    return b""
+                transport.write(
+                    b"%s%scontent-length: %d\r\n\r\n%s" % (Clock.head(status), lines, len(payload), payload)
+                )
+                continue
+            # queued as `queue_plain` queues it, with the app's answer (`_next` goes on from there once the
+            # rest of `data` is read, as before)
+            cycle = Cycle(method, target, "1.1", headers, True)
+            cycle.complete = True
+            if answer is None:
+                if body:
+                    cycle.body.append(body)
+                if method == "POST":
+                    cycle.offered = DECLINED  # not offered again
+            else:
+                cycle.offered = answer
+            self.pending.append(cycle)
+            break
+        if start and not self.pending:
+            self._arm_idle()  # (`_finished`'s, for the requests answered whole here)
+        return data[start:] if start else data
 
     def _park(self, cycle: Cycle, parked: Parked) -> None:
         self.owner.parked.add(parked)

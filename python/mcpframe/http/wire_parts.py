@@ -14,8 +14,8 @@ from typing import Any, Protocol
 from .asgi import Message, Receive, Scope, Send
 
 __all__ = [
-    "REASONS", "Clock", "Cycle", "HeadTooLarge", "Later", "Parked", "StreamOut", "Streamed", "Whole",
-    "WireAnswer", "header_lines",
+    "DECLINED", "REASONS", "Clock", "Cycle", "Declined", "HeadTooLarge", "Later", "Parked", "StreamOut",
+    "Streamed", "Whole", "WireAnswer", "header_lines",
 ]  # fmt: skip
 
 REASONS = {status.value: status.phrase.encode() for status in HTTPStatus}
@@ -159,7 +159,7 @@ class Cycle:
 
     __slots__ = (
         "body", "chunked", "complete", "delivered", "expecting", "head_sent", "headers", "keep_alive",
-        "method", "more", "on_lost", "response_done", "scope", "start", "target", "version",
+        "method", "more", "offered", "on_lost", "response_done", "scope", "start", "target", "version",
     )  # fmt: skip
 
     def __init__(
@@ -185,6 +185,9 @@ class Cycle:
         self.on_lost: Callable[[], None] | None = (
             None  # called if the client leaves (`_Receive.on_disconnect`)
         )
+        # what the app's fast path answered before the request was queued (`wire._Connection._answer_plain`):
+        # `DECLINED` for its `None`; `None`: not asked yet
+        self.offered: WireAnswer | Declined | None = None
 
 
 def header_lines(cycle: Cycle, headers: Any, parts: list[bytes]) -> bytes | None:
@@ -204,6 +207,16 @@ def header_lines(cycle: Cycle, headers: Any, parts: list[bytes]) -> bytes | None
             continue
         parts.append(b"%s: %s\r\n" % (name, value))
     return length
+
+
+class Declined:
+    """The type of `DECLINED`."""
+
+    __slots__ = ()
+
+
+DECLINED = Declined()
+"""A `Cycle.offered`: the app's fast path was asked and declined (`None`): its ASGI call answers."""
 
 
 class HeadTooLarge(Exception):

@@ -1,0 +1,129 @@
+"""The lean server's answers to plain POSTs read while nothing waits (`wire._Connection._answer_plain`): whole
+fast answers written one after the other, in order with what the app declines, what is not a POST and what
+it parks; each POST offered to the app once; the keep-alive's idle timer still runs after them."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import pytest
+
+from mcpframe.http.asgi import Receive, Send
+from mcpframe.http.wire import Parked, WireServer
+from mcpframe.http.wire_parts import WireAnswer
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"  # the server is built on asyncio Protocols
+
+
+class _App:
+    """`whole:X` is answered `X` by the fast path, `park:X` parked (delivered `X` by the test), anything
+    else (and every GET) by the ASGI call, `asgi-` and the body."""
+
+    def __init__(self) -> None:
+        self.offered: list[bytes] = []
+        self.parked: list[Parked] = []
+        self.arrived = asyncio.Event()
+
+    async def __call__(self, scope: Any, receive: Receive, send: Send) -> None:
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        answer = b"asgi-" + (body or scope["method"].encode())
+        headers = [(b"content-length", b"%d" % len(answer))]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": answer})
+
+    def wire_fast(self, target: bytes, headers: list[tuple[bytes, bytes]], body: bytes) -> WireAnswer | None:
+        self.offered.append(body)
+        if body.startswith(b"whole:"):
+            return 200, b"content-type: text/plain\r\n", body[6:]
+        if body.startswith(b"park:"):
+            parked = Parked()
+            self.parked.append(parked)
+            self.arrived.set()
+            return parked
+        return None
+
+
+@asynccontextmanager
+async def _serving(
+    app: _App, **options: float
+) -> AsyncIterator[tuple[asyncio.StreamReader, asyncio.StreamWriter]]:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(4)
+    wire = WireServer(app, **options)
+    await wire.listen(sock)
+    reader, writer = await asyncio.open_connection("127.0.0.1", sock.getsockname()[1])
+    try:
+        yield reader, writer
+    finally:
+        writer.close()
+        await wire.close()
+        sock.close()
+
+
+def _post(body: bytes) -> bytes:
+    return b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
+async def _bodies(reader: asyncio.StreamReader, count: int) -> list[bytes]:
+    """The bodies of the next `count` responses (each with a Content-Length)."""
+    bodies = []
+    for _ in range(count):
+        head = await reader.readuntil(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200 OK\r\n"), head
+        length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+        bodies.append(await reader.readexactly(length))
+    return bodies
+
+
+async def test_pipelined_answers_keep_their_order_and_each_post_is_offered_once() -> None:
+    app = _App()
+    get = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+    requests = [_post(b"whole:a"), _post(b"whole:b"), _post(b"c"), get, _post(b"whole:d"), _post(b"e")]
+    with anyio.fail_after(10):
+        async with _serving(app) as (reader, writer):
+            writer.write(b"".join(requests))
+            bodies = await _bodies(reader, 6)
+            writer.write(_post(b"whole:f"))  # the connection goes on
+            bodies += await _bodies(reader, 1)
+    assert bodies == [b"a", b"b", b"asgi-c", b"asgi-GET", b"d", b"asgi-e", b"f"]
+    assert app.offered == [b"whole:a", b"whole:b", b"c", b"whole:d", b"e", b"whole:f"]
+
+
+async def test_a_parked_answer_holds_back_the_whole_ones_behind_it() -> None:
+    app = _App()
+    with anyio.fail_after(10):
+        async with _serving(app) as (reader, writer):
+            writer.write(_post(b"whole:a") + _post(b"park:b") + _post(b"whole:c"))
+            while not app.parked:
+                app.arrived.clear()
+                await app.arrived.wait()
+            assert await _bodies(reader, 1) == [b"a"]
+            assert app.offered == [b"whole:a", b"park:b"]  # `c` waits for `b`'s answer
+            app.parked[0].deliver((200, b"", b"b"))
+            assert await _bodies(reader, 2) == [b"b", b"c"]
+    assert app.offered == [b"whole:a", b"park:b", b"whole:c"]
+
+
+async def test_a_connection_answered_whole_is_closed_once_idle() -> None:
+    app = _App()
+    with anyio.fail_after(10):
+        async with _serving(app, keepalive_timeout=0.05) as (reader, writer):
+            writer.write(_post(b"whole:a") + _post(b"whole:b"))
+            assert await _bodies(reader, 2) == [b"a", b"b"]
+            assert await reader.read() == b""  # closed by the server once idle past the timeout
