@@ -196,6 +196,14 @@ def _add_tuning(http: argparse._ArgumentGroup) -> None:
     )
     http.add_argument("--retry-ms", type=int, default=1000, help="SSE retry hint (default 1000)")
     http.add_argument(
+        "--head-timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="a request head must come in whole this long after its first byte, else 408 and the "
+        "connection is closed (slow-loris; default 10)",
+    )
+    http.add_argument(
         "--http-server",
         choices=("uvicorn", "mcpframe"),
         default=None,
@@ -235,6 +243,7 @@ def _check(args: argparse.Namespace) -> None:
         ("--max-in-flight", args.max_in_flight, args.max_in_flight >= 1, "at least 1"),
         ("--max-queued", args.max_queued, args.max_queued >= 0, "0 or more"),
         ("--retry-ms", args.retry_ms, args.retry_ms >= 0, "0 or more"),
+        ("--head-timeout", args.head_timeout, args.head_timeout > 0, "more than 0 seconds"),
         ("--store-timeout", args.store_timeout, args.store_timeout > 0, "more than 0"),
     ]
     for flag, value, ok, expected in limits:
@@ -297,6 +306,7 @@ def http_options(args: argparse.Namespace) -> Any:
         allowed_origins=args.allow_origin,
         close_idle_streams=args.sse_close_idle,
         retry_ms=args.retry_ms,
+        head_timeout=args.head_timeout,
         response_mode=args.response_mode,
         max_in_flight=args.max_in_flight,
         max_queued=args.max_queued,

@@ -25,14 +25,14 @@ class Witness(httpx.AsyncBaseTransport):
     def __init__(self) -> None:
         self._inner = httpx.AsyncHTTPTransport(verify=shared_ssl_context())
         self.unauthorized: str | None = None  # the WWW-Authenticate of the first 401 ("" without one)
-        self.refused: str | None = None  # the first connection failure, as httpx says it
+        self.refused: str | None = None  # the first connection failure: its URL, and what httpx says
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         try:
             response = await self._inner.handle_async_request(request)
         except httpx.ConnectError as exc:
             if self.refused is None:
-                self.refused = str(exc) or type(exc).__name__
+                self.refused = f"{request.url} ({str(exc) or type(exc).__name__})"
             raise
         if response.status_code == 401 and self.unauthorized is None:
             self.unauthorized = response.headers.get("www-authenticate", "")

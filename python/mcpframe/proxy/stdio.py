@@ -2,10 +2,13 @@
 
 The client's bytes go through a `Forwarder` session to the child (`ChildUpstream`). At the end of stdin
 the child's stdin is closed too and its remaining output forwarded, as a direct connection would; the
-proxy then exits 0. When the child dies first, its pending requests fail with a clear error and, per
-`on_upstream_exit`, it is restarted on the next request (`restart`) or the proxy exits with the child's
-status (`exit`). When nobody reads its stdout any more, the proxy ends (status 0) and the child with it.
-SIGTERM and SIGINT end the child's process group and the proxy (status 128 + signal).
+proxy then exits 0, or with the child's status under `on_upstream_exit="exit"` (the proxy stands for the
+child: its status is the child's however the child came to end; 0 if the child had to be ended, still
+running `_FINISH_GRACE` seconds after its stdin closed). When the child dies first, its pending requests
+fail with a clear error and, per `on_upstream_exit`, it is restarted on the next request (`restart`) or
+the proxy exits with the child's status (`exit`). When nobody reads its stdout any more, the proxy ends
+(status 0) and the child with it. SIGTERM and SIGINT end the child's process group and the proxy (status
+128 + signal).
 
 `options.pump` picks how bytes move (`mcpframe.proxy.pump`): a thread per direction, blocked in `readv`,
 relaying plain frames and writing them itself (the default on POSIX pipes and sockets), or the event
@@ -74,7 +77,14 @@ async def _serve(options: ProxyOptions, *, stdin_reused: bool) -> int:
                     file=sys.stderr,
                 )
                 return 127
-            await _forward(forwarder, client, outcome, threaded=threaded, wakeable=stdin_reused)
+            await _forward(
+                forwarder,
+                client,
+                outcome,
+                threaded=threaded,
+                wakeable=stdin_reused,
+                childs_status=options.on_upstream_exit == "exit",
+            )
     finally:
         with anyio.CancelScope(shield=True):
             for link in links:
@@ -89,14 +99,28 @@ def _threaded(options: ProxyOptions, client: FdTransport) -> bool:
 
 
 async def _forward(
-    forwarder: Forwarder, client: FdTransport, outcome: dict[str, int], *, threaded: bool, wakeable: bool
+    forwarder: Forwarder,
+    client: FdTransport,
+    outcome: dict[str, int],
+    *,
+    threaded: bool,
+    wakeable: bool,
+    childs_status: bool,
 ) -> None:
     """Forward until stdin ends (and the child with it), the child ends for good, stdout is closed, or a
-    signal comes."""
+    signal comes. With `childs_status` the end of stdin leaves the status to the child's exit."""
     writer: ThreadWriter | None = None
     try:
         async with anyio.create_task_group() as group:
-            writer = _start(forwarder, client, outcome, group, threaded=threaded, wakeable=wakeable)
+            writer = _start(
+                forwarder,
+                client,
+                outcome,
+                group,
+                threaded=threaded,
+                wakeable=wakeable,
+                childs_status=childs_status,
+            )
     finally:
         if writer is not None:  # a pump thread stuck writing to a client that stopped reading gives up
             with anyio.CancelScope(shield=True):
@@ -111,6 +135,7 @@ def _start(
     *,
     threaded: bool,
     wakeable: bool,
+    childs_status: bool,
 ) -> ThreadWriter | None:
     """Start `_forward`'s tasks in `group`; the client's `ThreadWriter` when the thread pump runs (its
     reader thread `wakeable`: `ThreadPump`)."""
@@ -148,7 +173,8 @@ def _start(
         else:
             await read_through(client, session.feed_nowait)
         await session.end()
-        outcome.setdefault("status", 0)
+        if not childs_status:  # else `upstream` sets the child's, once it ended
+            outcome.setdefault("status", 0)
         await forwarder.finish()
         await anyio.sleep(_FINISH_GRACE)  # `upstream` ends the group first, unless the child hangs
         group.cancel_scope.cancel()
