@@ -1,7 +1,9 @@
 """`mcpframe proxy`: a client's request ids come back in the bytes the client wrote them in.
 
-The stdio proxy (`mcpframe proxy -- command`) and the stateless HTTP bridge of `--listen` (2026-07-28
-requests, one shared child, ids remapped) are covered here.
+The stdio proxy (`mcpframe proxy -- command`) and both HTTP bridges of `--listen` are covered here: the
+stateless one (2026-07-28 requests, one shared child, ids remapped) and the session one (a child per
+session, ids passed on as they are: the child answers in its own spelling, the proxy puts the client's
+back, on its fast path and its full one).
 
 An id's identity is its JSON value (`"A"` and `"\\u0041"` are one id, as are `0` and `-0`), but a client
 matching answers by the bytes of its ids must see those bytes again: the proxy splices back what the
@@ -18,9 +20,16 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from tests.proxy._listen_support import in_process_proxy, modern_call, modern_headers
+from tests.proxy._listen_support import (
+    BOTH,
+    JSON_ONLY,
+    in_process_proxy,
+    modern_call,
+    modern_headers,
+    open_session,
+)
 
-from .conftest import RawClient
+from .conftest import PEER, RawClient
 
 pytestmark = pytest.mark.anyio
 
@@ -183,3 +192,21 @@ async def test_the_stateless_bridge_answers_with_the_id_bytes_as_written(
             assert "exited" in response.json()["error"]["message"]
             assert _id_bytes(response.content) == raw_id
         assert not proxy.app.stateless.raw_ids
+
+
+@pytest.mark.parametrize("raw_id", [b'"\\u0041"', b"-0", b'"a\\/b"'])
+async def test_the_session_bridge_answers_with_the_id_bytes_as_written(raw_id: bytes) -> None:
+    async with in_process_proxy(PEER, pool_size=1) as proxy, httpx.AsyncClient(timeout=30) as http:
+        with anyio.fail_after(30):
+            headers = await open_session(http, proxy.url)
+            body = b'{"jsonrpc":"2.0","id":%s,"method":"echo","params":{}}' % raw_id
+            response = await http.post(proxy.url, content=body, headers={**JSON_ONLY, **headers})
+            assert _id_bytes(response.content) == raw_id
+            response = await http.post(proxy.url, content=body, headers={**BOTH, **headers})
+            [answer] = [line for line in _data_lines(response.content) if line]
+            assert _id_bytes(answer) == raw_id
+            # the plain spelling of the same id is answered in its own bytes (nothing kept from before)
+            plain = json.dumps(json.loads(raw_id)).encode()
+            body = b'{"jsonrpc":"2.0","id":%s,"method":"echo","params":{}}' % plain
+            response = await http.post(proxy.url, content=body, headers={**JSON_ONLY, **headers})
+            assert _id_bytes(response.content) == plain
