@@ -161,6 +161,9 @@ fn relay<D: Default>(
     let (Some(id), Some(span)) = (&message.id, &message.raw_id) else {
         return false;
     };
+    if !canonical_id(&frame[span.clone()]) {
+        return false; // the proxy keeps its bytes, for its answer
+    }
     let Some(key) = request_id(frame, id) else {
         return false;
     };
@@ -193,6 +196,14 @@ pub fn relayable(frame: &[u8], message: &Envelope) -> bool {
         Kind::Notification => !WATCHED_NOTIFICATIONS.contains(&method),
         Kind::Result | Kind::Error => false,
     }
+}
+
+/// Whether an id's bytes are the ones [`write_id`] writes for its value: no escape in a string, no
+/// `-0`. A request whose id is written otherwise is held, so that the proxy gives its answer the
+/// client's own bytes back (the map keys ids by value: `"A"` and `"\u0041"` are one id).
+pub fn canonical_id(raw: &[u8]) -> bool {
+    // ids are short: a plain scan costs less than setting up `memchr`
+    !raw.starts_with(b"-0") && !raw.contains(&b'\\')
 }
 
 /// The id as the id map keys it.
@@ -372,11 +383,28 @@ mod tests {
     }
 
     #[test]
+    fn ids_written_unlike_their_encoding_are_held() {
+        for frame in [
+            &b"{\"jsonrpc\":\"2.0\",\"id\":-0,\"method\":\"x\"}"[..],
+            b"{\"jsonrpc\":\"2.0\",\"id\":\"\\u0041\",\"method\":\"x\"}",
+            b"{\"jsonrpc\":\"2.0\",\"id\":\"a\\/b\",\"method\":\"x\"}",
+        ] {
+            let (out, held, map) = run(&[frame]);
+            assert!(out.is_empty(), "{}", String::from_utf8_lossy(frame));
+            assert_eq!(held, vec![Held::Frame(frame.to_vec())]);
+            assert!(map.is_empty());
+        }
+        assert!(canonical_id(b"-1"));
+        assert!(canonical_id(b"0"));
+        assert!(canonical_id(b"\"a\xC3\xA9/\""));
+    }
+
+    #[test]
     fn answers_get_their_clients_ids_back() {
         let mut map: IdRemap<bool> = IdRemap::new(8, 1).unwrap();
         let mut up = Upward::new(1000);
         let (mut sent, mut held) = (Vec::new(), Vec::new());
-        let requests = b"{\"jsonrpc\":\"2.0\",\"id\":\"a\\u00e9\",\"method\":\"x\"}\n\
+        let requests = b"{\"jsonrpc\":\"2.0\",\"id\":\"a\xC3\xA9\",\"method\":\"x\"}\n\
             {\"jsonrpc\":\"2.0\",\"id\":18446744073709551616,\"method\":\"x\"}\n";
         up.feed(requests, 4, &mut map, &mut sent, &mut held)
             .unwrap();

@@ -130,6 +130,9 @@ class Relay:
             return None
         if message.kind == "notification":
             return raw + b"\n"
+        raw_id = message.raw_id
+        if raw_id is None or raw_id[:2] == b"-0" or b"\\" in raw_id:
+            return None  # written unlike its encoding: the proxy keeps its bytes, for its answer
         try:
             upstream = self._idmap.outbound(self._conn, message.id)  # type: ignore[arg-type]
         except (DuplicateIdError, PendingLimitError):

@@ -40,7 +40,7 @@ from mcpframe.transports.base import TransportClosedError
 
 from .link import Sink, SinkNowait, UpstreamLink, Writer, read_through
 from .pump import GuardedIds, Step, ThreadWriter
-from .reader import Reader, splice, splice_two
+from .reader import Reader, odd_id, splice, splice_two, with_raw_id
 from .session import Batch, ClientSession
 from .unreadable import answer_id
 
@@ -108,6 +108,7 @@ class Forwarder:
         self._progress: dict[int, tuple[ClientSession, bytes]] = {}  # upstream id (= token) -> owner, token
         self._watch: dict[int, tuple[str, str]] = {}  # upstream id -> (initialize|subscribe|unsubscribe, uri)
         self._batches: dict[int, Batch] = {}  # upstream id -> the client batch its answer belongs in
+        self._raw_ids: dict[int, bytes] = {}  # upstream id -> its client's id bytes, when not canonical
         self._server_requests: dict[int, tuple[int, Any]] = {}  # proxy id -> (conn, upstream's id)
         self._next_server_request = 0
         self._replays: dict[int, anyio.Event] = {}
@@ -134,6 +135,7 @@ class Forwarder:
         frames: list[bytes] = []
         for uid in self._ids.drop_connection(session.conn):
             self._progress.pop(uid, None)
+            self._raw_ids.pop(uid, None)
             self._watch.pop(uid, None)
             self._batches.pop(uid, None)
             params = {"requestId": uid, "reason": "the client disconnected from the proxy"}
@@ -154,12 +156,15 @@ class Forwarder:
         try:
             uid = self._ids.outbound(session.conn, msg.id)  # type: ignore[arg-type]
         except DuplicateIdError:
-            return _error(
-                msg.id, jsonrpc.INVALID_REQUEST, f"Invalid Request: id {msg.id!r} is already in use"
-            )
+            text = f"Invalid Request: id {msg.id!r} is already in use"
+            return with_raw_id(_error(msg.id, jsonrpc.INVALID_REQUEST, text), odd_id(msg))
         except PendingLimitError:
-            return _error(msg.id, jsonrpc.CONNECTION_CLOSED, "the proxy has too many requests in flight")
+            text = "the proxy has too many requests in flight"
+            return with_raw_id(_error(msg.id, jsonrpc.CONNECTION_CLOSED, text), odd_id(msg))
         self.last = session
+        if (raw_id := odd_id(msg)) is not None:
+            self._raw_ids[uid] = raw_id
+            self._ids.hold(uid)  # its answer comes here: it gets these bytes back
         if batch is not None:
             self._batches[uid] = batch
             batch.waiting += 1
@@ -217,6 +222,7 @@ class Forwarder:
                 return None
             self._ids.discard(uid)  # the server need not answer a cancelled request
             self._progress.pop(uid, None)
+            self._raw_ids.pop(uid, None)
             self._watch.pop(uid, None)
             if frame := self._batch_answer(uid, None):
                 session.ready.append(frame)
@@ -343,7 +349,7 @@ class Forwarder:
         """Forget a request in flight; the error answer for its client (in its batch's array, if it has
         one: `b""` until that batch is complete)."""
         self._ids.discard(uid)
-        error = _error(cid, jsonrpc.CONNECTION_CLOSED, why)
+        error = with_raw_id(_error(cid, jsonrpc.CONNECTION_CLOSED, why), self._raw_ids.pop(uid, None))
         if uid in self._batches:
             return self._batch_answer(uid, error[:-1])
         return error
@@ -371,6 +377,7 @@ class Forwarder:
         self._progress.clear()
         self._watch.clear()
         self._batches.clear()
+        self._raw_ids.clear()
         self._server_requests.clear()
         self._refusals.clear()
         self._ids.drop_connection(_REPLAY)
@@ -540,6 +547,7 @@ class Forwarder:
             return
         text = f"the upstream server's answer could not be read, and was dropped: {item.message}"
         answer = core.encode_error(cid, jsonrpc.INTERNAL_ERROR, text)
+        answer = with_raw_id(answer, self._raw_ids.pop(uid, None))
         if uid in self._batches:  # one of a batch: in its array, written with its last answer
             answer = self._batch_answer(uid, answer[:-1])
         if answer:
@@ -567,14 +575,17 @@ class Forwarder:
         if self._progress:
             self._progress.pop(uid, None)
         answer = msg.with_id(cid)
-        if self._watch or self._batches:
+        if self._watch or self._batches or self._raw_ids:
             answer = self._followed(session, uid, msg, answer)
         if answer:
             out.setdefault(session, []).append(answer)
 
     def _followed(self, session: ClientSession, uid: int, msg: core.Message, answer: bytes) -> bytes:
-        """An answer to a request the proxy follows: what it tells is noted (`_subscribed`); one of a batch
-        goes into the batch's array, written with its last answer (`b""` until then)."""
+        """An answer to a request the proxy follows: it gets its client's id bytes back (`odd_id`), what it
+        tells is noted (`_subscribed`); one of a batch goes into the batch's array, written with its last
+        answer (`b""` until then)."""
+        if (raw_id := self._raw_ids.pop(uid, None)) is not None:
+            answer = with_raw_id(answer, raw_id)
         if uid in self._watch:
             self._subscribed(session, uid, msg)
         if uid in self._batches:

@@ -30,6 +30,7 @@ from mcpframe import core, jsonrpc, protocol
 from mcpframe._api import Id, MessageLike
 from mcpframe.http.responses import SSE_HEADERS, Reply
 
+from .reader import odd_id, with_raw_id
 from .unreadable import answer_id
 
 if TYPE_CHECKING:
@@ -190,6 +191,9 @@ class SessionBridge:
         self.child: Child | None = None
         self.version: str | None = None  # what the child's initialize answer negotiated
         self.pending: dict[Id, Route | FastRoute] = {}
+        # a pending id written unlike its encoding (`odd_id`) -> those bytes: the child answers with its own
+        # spelling of the id, the client gets its own back
+        self.raw_ids: dict[Id, bytes] = {}
         self.tokens: dict[Any, Route] = {}
         self._init_id: Id | None = None
         self.ended = False
@@ -220,6 +224,8 @@ class SessionBridge:
         for message in requests:
             if message.id is not None:
                 self.pending[message.id] = route
+                if (raw_id := odd_id(message)) is not None:
+                    self.raw_ids[message.id] = raw_id
                 if message.method == protocol.INITIALIZE:
                     self._init_id = message.id
         for token in route.tokens:
@@ -233,6 +239,8 @@ class SessionBridge:
         for rid in list(route.ids):
             if self.pending.get(rid) is route:
                 del self.pending[rid]
+                if self.raw_ids:
+                    self.raw_ids.pop(rid, None)
 
     async def write(self, data: bytes) -> bool:
         """Frames to the child; `False` when it is gone (the session is ending)."""
@@ -251,6 +259,8 @@ class SessionBridge:
         rid = params.get("requestId") if isinstance(params, dict) else None
         if isinstance(rid, int | str) and not isinstance(rid, bool):
             route = self.pending.pop(rid, None)
+            if self.raw_ids:
+                self.raw_ids.pop(rid, None)
             if route is not None:
                 route.answered(rid)
 
@@ -329,13 +339,16 @@ class SessionBridge:
     async def _fail_pending(self, why: str) -> None:
         for rid, route in list(self.pending.items()):
             text = f"{why} request {rid!r}; initialize a new session"
-            frame = core.encode_error(rid, jsonrpc.CONNECTION_CLOSED, text)
+            frame = with_raw_id(
+                core.encode_error(rid, jsonrpc.CONNECTION_CLOSED, text), self.raw_ids.get(rid)
+            )
             if isinstance(route, FastRoute):
                 route.answer(frame)
                 continue
             await route.stream.emit(frame, response=True)
             route.answered(rid)
         self.pending.clear()
+        self.raw_ids.clear()
 
     async def _route(self, item: MessageLike | core.FrameError) -> None:
         if isinstance(item, core.FrameError):
@@ -349,13 +362,16 @@ class SessionBridge:
             if route is None:
                 logger.debug("dropping an answer to unknown or cancelled request %r", rid)
                 return
+            raw = item.raw
+            if self.raw_ids and (raw_id := self.raw_ids.pop(rid, None)) is not None:  # type: ignore[arg-type]
+                raw = with_raw_id(raw, raw_id)
             if type(route) is FastRoute:  # the POST waits for these bytes alone (`listen_fast`)
-                route.answer(item.raw)
+                route.answer(raw)
                 return
             if rid == self._init_id:
                 self._adopt_version(item)
             assert isinstance(route, Route)
-            await emit_bounded(route.stream, item.raw, response=True)
+            await emit_bounded(route.stream, raw, response=True)
             route.answered(rid)  # type: ignore[arg-type]  # rid is not None: it was found
             return
         target = self._target(item)
@@ -371,6 +387,8 @@ class SessionBridge:
             return
         text = f"the upstream server's answer could not be read, and was dropped: {item.message}"
         frame = core.encode_error(rid, jsonrpc.INTERNAL_ERROR, text)
+        if self.raw_ids and rid is not None:
+            frame = with_raw_id(frame, self.raw_ids.pop(rid, None))
         if isinstance(route, FastRoute):
             route.answer(frame)
             return

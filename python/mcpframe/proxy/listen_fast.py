@@ -55,6 +55,7 @@ from mcpframe.http.wire import Parked, WireAnswer
 from mcpframe.http.wire_parts import Later, Whole
 
 from .listen_bridge import FastRoute, Route, SessionBridge, cancel_frame
+from .reader import odd_id
 
 if TYPE_CHECKING:
     from mcpframe.http.sessions import HttpSession
@@ -308,9 +309,10 @@ _TOKEN_KEY = protocol.PROGRESS_TOKEN.encode()
 
 
 def _plain(items: list[core.Message | core.FrameError]) -> _Request | None:
-    """The id, method and bytes of the one request of a body that holds nothing else, is not `initialize`
-    and names no progress token; else `None` (a refusal included: the full path gives it). Each member is
-    read once: every read of a core message's member is a call into the extension (`raw` a new copy)."""
+    """The id, method and bytes of the one request of a body that holds nothing else, is not `initialize`,
+    names no progress token and has an id written as its encoding writes it (`odd_id`); else `None` (a
+    refusal included: the full path gives it). Each member is read once: every read of a core message's
+    member is a call into the extension (`raw` a new copy)."""
     if len(items) != 1:
         return None
     request = items[0]
@@ -322,6 +324,8 @@ def _plain(items: list[core.Message | core.FrameError]) -> _Request | None:
     raw = request.raw
     # the key can be nowhere, not even escaped (`find`: `in` first tries the needle as an int, and the
     # TypeError it makes and drops costs more than the search)
-    if raw.find(_TOKEN_KEY) < 0 and raw.find(b"\\") < 0:
+    if raw.find(_TOKEN_KEY) < 0 and raw.find(b"\\") < 0 and raw.find(b"-0") < 0:
         return rid, method, raw
+    if odd_id(request) is not None:
+        return None  # the full path gives the client its id's bytes back (the child writes its own)
     return None if core.value_span(raw, _TOKEN) is not None else (rid, method, raw)

@@ -57,7 +57,7 @@ from mcpframe.http.streams import Stream
 
 from .listen_bridge import Route, cancel_frame, progress_tokens
 from .pool import ChildPool, PoolBusy
-from .reader import splice
+from .reader import odd_id, splice, with_raw_id
 from .unreadable import answer_id
 
 if TYPE_CHECKING:
@@ -183,6 +183,7 @@ class StatelessBridge:
         self._starting = anyio.Lock()
         self._ids = itertools.count(1)
         self.pending: dict[int, tuple[Route, Id]] = {}  # upstream id -> the POST and the client's id
+        self.raw_ids: dict[int, bytes] = {}  # upstream id -> the client's id bytes, if not its encoding
         # the progress token the child got (the request's upstream id) -> the POST, and the client's own token
         # as it wrote it (two clients may both use 1)
         self.tokens: dict[Any, tuple[Route, bytes]] = {}
@@ -217,6 +218,8 @@ class StatelessBridge:
         route.on_close.append(slot.release)
         route.on_close.append(lambda: self._forget(route, upstream))
         self.pending[upstream] = (route, message.id)
+        if (raw_id := odd_id(message)) is not None:
+            self.raw_ids[upstream] = raw_id
         if token is not None:
             self.tokens[upstream] = (route, token)
         if not accepts.sse:
@@ -234,6 +237,8 @@ class StatelessBridge:
 
     def _forget(self, route: Route, upstream: int) -> None:
         self.pending.pop(upstream, None)
+        if self.raw_ids:
+            self.raw_ids.pop(upstream, None)
         self.json_only.discard(route)
         self.behind.pop(route, None)
         self.meters.pop(route, None)
@@ -263,12 +268,11 @@ class StatelessBridge:
                 status = await child.close()
                 if self.child is child:
                     self.child = None
-                for route, rid in list(self.pending.values()):
+                for upstream, (route, rid) in list(self.pending.items()):
                     await self._flush(route)  # the child wrote it before it ended: it goes out first
                     text = f"the upstream server exited (status {status}) before answering request {rid!r}"
-                    await route.stream.emit(
-                        core.encode_error(rid, jsonrpc.CONNECTION_CLOSED, text), response=True
-                    )
+                    error = core.encode_error(rid, jsonrpc.CONNECTION_CLOSED, text)
+                    await route.stream.emit(with_raw_id(error, self.raw_ids.get(upstream)), response=True)
                     route.close()
 
     async def _unreadable(self, item: core.FrameError) -> None:
@@ -276,15 +280,13 @@ class StatelessBridge:
         a pending request (an oversize result, say), that request ends with an error now."""
         logger.warning("dropping a malformed frame from the upstream server: %s", item.message)
         uid = answer_id(item.preview)
-        found = self.pending.get(uid) if isinstance(uid, int) else None
-        if found is None:
+        if not isinstance(uid, int) or (found := self.pending.get(uid)) is None:
             return
         route, rid = found
         await self._flush(route)
         text = f"the upstream server's answer could not be read, and was dropped: {item.message}"
-        await route.stream.emit(
-            core.encode_error(rid, jsonrpc.INTERNAL_ERROR, text), response=True, wait=False
-        )
+        error = core.encode_error(rid, jsonrpc.INTERNAL_ERROR, text)
+        await route.stream.emit(with_raw_id(error, self.raw_ids.get(uid)), response=True, wait=False)
         route.close()
 
     async def _route(self, item: MessageLike) -> None:
@@ -296,7 +298,9 @@ class StatelessBridge:
                 return
             route, rid = found
             await self._flush(route)  # the progress held back for it goes out before its answer
-            await route.stream.emit(item.with_id(rid), response=True, wait=False)
+            raw_id = self.raw_ids.get(item.id) if self.raw_ids else None  # type: ignore[arg-type]
+            answer = item.with_id(rid) if raw_id is None else with_raw_id(item.raw, raw_id)
+            await route.stream.emit(answer, response=True, wait=False)
             route.close()
         else:
             await self._notify(item)
@@ -367,8 +371,9 @@ class StatelessBridge:
         route.stream.drop_unsent()
         for upstream, (pending, rid) in list(self.pending.items()):
             if pending is route:
+                error = core.encode_error(rid, jsonrpc.CONNECTION_CLOSED, text)
                 await route.stream.emit(
-                    core.encode_error(rid, jsonrpc.CONNECTION_CLOSED, text), response=True, wait=False
+                    with_raw_id(error, self.raw_ids.get(upstream)), response=True, wait=False
                 )
                 route.close()
                 # in a task: a write to the child waits while the child waits for this reader

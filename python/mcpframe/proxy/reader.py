@@ -1,11 +1,17 @@
-"""The forwarder's byte-level helpers: the upstream's output read through the core's `AnswerRelay`, and
-value splices (a frame with one or two values replaced, every other byte kept)."""
+"""The forwarder's byte-level helpers: the upstream's output read through the core's `AnswerRelay`, value
+splices (a frame with one or two values replaced, every other byte kept), and a client's id bytes kept for
+its answer (`odd_id`, `with_raw_id`)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from mcpframe import core
 
-__all__ = ["Reader", "decode_held", "held_decoder", "splice", "splice_two"]
+if TYPE_CHECKING:
+    from mcpframe._api import MessageLike
+
+__all__ = ["Reader", "decode_held", "held_decoder", "odd_id", "splice", "splice_two", "with_raw_id"]
 
 _NOTHING: list[core.Message | core.FrameError] = []  # no held frames (read only, never appended to)
 
@@ -66,3 +72,26 @@ def splice_two(raw: bytes, a: tuple[int, int], a_value: bytes, b: tuple[int, int
     if a[0] > b[0]:
         a, a_value, b, b_value = b, b_value, a, a_value
     return b"".join((raw[: a[0]], a_value, raw[a[1] : b[0]], b_value, raw[b[1] :]))
+
+
+def odd_id(message: MessageLike) -> bytes | None:
+    """The bytes of `message`'s id when encoding its value writes others (an escape in a string, `-0`):
+    an answer gives the client back the id it wrote, not another spelling of its value. `None` for the
+    common id, found by two scans of the frame (no object made)."""
+    raw = message.raw
+    if b"\\" not in raw and b"-0" not in raw:
+        return None
+    raw_id = message.raw_id
+    if raw_id is None or (raw_id[:2] != b"-0" and b"\\" not in raw_id):
+        return None
+    return raw_id
+
+
+def with_raw_id(frame: bytes, raw_id: bytes | None) -> bytes:
+    """`frame` (one message, LF-terminated or not) with its top-level id's bytes replaced by `raw_id`
+    (`None`: `frame` as it is)."""
+    if raw_id is None:
+        return frame
+    span = core.value_span(frame.rstrip(b"\n"), ("id",))
+    assert span is not None  # an answer carries an id
+    return splice(frame, span, raw_id)
