@@ -10,7 +10,7 @@ import anyio
 import httpx
 import pytest
 
-from mcpframe.http import handling
+from mcpframe.http import fast, handling
 
 from ._server_support import answer, asgi_client, call, initialize, live_server, messages, session_headers
 from .test_server_live import start_session
@@ -25,15 +25,17 @@ def anyio_backend() -> str:
 
 @pytest.fixture
 def direct(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    """The ids of the requests that took the direct path."""
+    """The ids of the requests that took the direct path (the ASGI app's, or the lean server's fast path)."""
     taken: list[Any] = []
     real = handling.start_inline
+    assert fast.start_inline is real  # one function, imported by both paths
 
-    def counted(session: Any, message: Any, deliver: Any) -> None:
+    def counted(session: Any, message: Any, deliver: Any) -> Any:
         taken.append(message.id)
-        real(session, message, deliver)
+        return real(session, message, deliver)
 
     monkeypatch.setattr(handling, "start_inline", counted)
+    monkeypatch.setattr(fast, "start_inline", counted)
     return taken
 
 

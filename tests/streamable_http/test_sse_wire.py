@@ -54,6 +54,7 @@ class Tools(GatedTools):
     def __init__(self) -> None:
         super().__init__("sse-wire")
         self.logged = 0
+        self.logs = _LOGS  # how many `flood` logs: a test may lower it while the flood runs
         tools = self
 
         @self.server.tool
@@ -67,9 +68,9 @@ class Tools(GatedTools):
 
         @self.server.tool
         async def flood(ctx: Context) -> str:
-            """Suspends, then logs `_LOGS` big messages as fast as it may."""
+            """Suspends, then logs `tools.logs` big messages as fast as it may."""
             await anyio.sleep(0)
-            for _ in range(_LOGS):
+            while tools.logged < tools.logs:
                 await ctx.info("x" * _BIG)
                 tools.logged += 1
             return "flooded"
