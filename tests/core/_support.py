@@ -114,3 +114,14 @@ def summary(item: Any) -> tuple[Any, ...]:
     if is_message(item):
         return ("msg", item.kind, item.id)
     return ("err", item.code, item.message)
+
+
+def located(items: Sequence[object]) -> list[tuple[object, ...]]:
+    """Each item with its offset, as ("error", code, message, offset) or ("message", id, params, offset)."""
+    out: list[tuple[object, ...]] = []
+    for item in items:
+        if hasattr(item, "code"):
+            out.append(("error", item.code, item.message, item.offset))  # type: ignore[attr-defined]
+        else:
+            out.append(("message", item.id, item.params, item.offset))  # type: ignore[attr-defined]
+    return out

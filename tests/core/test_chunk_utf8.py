@@ -9,6 +9,8 @@ from types import ModuleType
 
 import pytest
 
+from ._support import located
+
 PARSE_ERROR = -32700
 
 
@@ -18,16 +20,6 @@ def request(k: int, text: str) -> bytes:
 
 LINES = b"".join(request(k, "M\u00fcnchen \U0001f680 \u65e5\u672c " * 3) for k in range(2000))
 BAD = b'{"jsonrpc":"2.0","id":-1,"method":"m","params":{"t":"\xff"}}\n'
-
-
-def summary(items: list[object]) -> list[tuple[object, ...]]:
-    out: list[tuple[object, ...]] = []
-    for item in items:
-        if hasattr(item, "code"):
-            out.append(("error", item.code, item.message, item.offset))  # type: ignore[attr-defined]
-        else:
-            out.append(("message", item.id, item.params, item.offset))  # type: ignore[attr-defined]
-    return out
 
 
 def expected(data: bytes) -> list[tuple[object, ...]]:
@@ -53,7 +45,7 @@ def test_chunks_cut_inside_characters(backend: ModuleType, lazy: bool, size: int
     for at in range(0, len(data), size):
         items += decoder.feed(data[at : at + size])
     items += decoder.close()
-    assert summary(items) == expected(data)
+    assert located(items) == expected(data)
 
 
 @pytest.mark.parametrize("lazy", [False, True])
@@ -63,7 +55,7 @@ def test_chunk_ending_in_a_cut_or_invalid_tail(backend: ModuleType, lazy: bool, 
     head = head[: head.rindex(b"\n") + 1]
     decoder = backend.Decoder(lazy=lazy)
     items = decoder.feed(head + tail)
-    assert summary(items) == expected(head)
+    assert located(items) == expected(head)
     rest = decoder.feed(b"\x98\x80\n") + decoder.close()
     assert len(rest) == 1
     assert rest[0].offset == len(head)

@@ -10,6 +10,8 @@ from types import ModuleType
 
 import pytest
 
+from ._support import located
+
 PARSE_ERROR = -32700
 BLOCK = 16 * 1024
 EMOJI = "\U0001f680\u65e5\u00fc"
@@ -45,16 +47,6 @@ def stream(shift: int, after: int) -> tuple[bytes, list[tuple[object, ...]]]:
     return b"".join(lines), want
 
 
-def summary(items: list[object]) -> list[tuple[object, ...]]:
-    out: list[tuple[object, ...]] = []
-    for item in items:
-        if hasattr(item, "code"):
-            out.append(("error", item.code, item.message, item.offset))  # type: ignore[attr-defined]
-        else:
-            out.append(("message", item.id, item.params, item.offset))  # type: ignore[attr-defined]
-    return out
-
-
 @pytest.mark.parametrize("lazy", [False, True])
 @pytest.mark.parametrize("after", [40, 600])  # one chunk below 64 KiB, one above
 @pytest.mark.parametrize("shift", range(0, 48, 3))
@@ -63,7 +55,7 @@ def test_characters_across_block_ends(backend: ModuleType, lazy: bool, after: in
     assert (len(data) > 64 * 1024) == (after == 600)
     decoder = backend.Decoder(lazy=lazy)
     items = decoder.feed(data) + decoder.close()
-    assert summary(items) == want
+    assert located(items) == want
 
 
 @pytest.mark.parametrize("lazy", [False, True])
@@ -76,6 +68,6 @@ def test_valid_lines_before_a_cut_character_at_a_block_end(backend: ModuleType, 
     tail = b'{"jsonrpc":"2.0","id":9,"method":"m","params":{"t":"' + char[:cut]
     decoder = backend.Decoder(lazy=lazy)
     first = decoder.feed(head + tail)
-    assert summary(first) == [("message", 0, {"t": "a" * (BLOCK + 100 - len(request(0, "")))}, 0)]
+    assert located(first) == [("message", 0, {"t": "a" * (BLOCK + 100 - len(request(0, "")))}, 0)]
     rest = decoder.feed(char[cut:] + b'"}}\n') + decoder.close()
-    assert summary(rest) == [("message", 9, {"t": "\U0001f680"}, len(head))]
+    assert located(rest) == [("message", 9, {"t": "\U0001f680"}, len(head))]
