@@ -47,8 +47,10 @@ test-native: testdata ## pytest with MCPFRAME_BACKEND=native
 test-python: testdata ## pytest with MCPFRAME_BACKEND=python
 	MCPFRAME_BACKEND=python $(PYTEST) -q
 
-test-public: testdata ## the suite with MCPFRAME_PUBLIC_ONLY=1 (native), and the python core's reference paths
-	MCPFRAME_PUBLIC_ONLY=1 MCPFRAME_BACKEND=native $(PYTEST) -q
+# test-public also runs the HTTP tests on the lean own HTTP/1.1 server (MCPFRAME_HTTP_SERVER=mcpframe: the
+# default of `proxy --listen`, an option of `serve --http`); test-native and test-python run them on uvicorn.
+test-public: testdata ## the suite with MCPFRAME_PUBLIC_ONLY=1 (native, lean HTTP server), and the python core's reference paths
+	MCPFRAME_PUBLIC_ONLY=1 MCPFRAME_BACKEND=native MCPFRAME_HTTP_SERVER=mcpframe $(PYTEST) -q
 	MCPFRAME_BACKEND=python MCPFRAME_PYCORE_REFERENCE=1 $(PYTEST) -q tests/core
 
 # The suite on the other supported interpreters, each in its own venv (.venv312, .venv313) made from pyenv's
