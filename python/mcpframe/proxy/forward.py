@@ -42,7 +42,7 @@ from .link import Sink, SinkNowait, UpstreamLink, Writer, read_through
 from .pump import GuardedIds, Step, ThreadWriter
 from .reader import Reader, odd_id, splice, splice_two, with_raw_id
 from .session import Batch, ClientSession
-from .unreadable import answer_id
+from .unreadable import answer_id, dropped_answer
 
 __all__ = ["ClientSession", "Forwarder", "UpstreamLink"]
 
@@ -545,8 +545,7 @@ class Forwarder:
         if session is None or conn == _REPLAY:
             self._batches.pop(uid, None)
             return
-        text = f"the upstream server's answer could not be read, and was dropped: {item.message}"
-        answer = core.encode_error(cid, jsonrpc.INTERNAL_ERROR, text)
+        answer = dropped_answer(cid, item)
         answer = with_raw_id(answer, self._raw_ids.pop(uid, None))
         if uid in self._batches:  # one of a batch: in its array, written with its last answer
             answer = self._batch_answer(uid, answer[:-1])

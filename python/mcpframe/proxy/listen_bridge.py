@@ -31,7 +31,7 @@ from mcpframe._api import Id, MessageLike
 from mcpframe.http.responses import SSE_HEADERS, Reply
 
 from .reader import odd_id, with_raw_id
-from .unreadable import answer_id
+from .unreadable import answer_id, dropped_answer
 
 if TYPE_CHECKING:
     from mcpframe.http.sessions import HttpSession
@@ -385,8 +385,7 @@ class SessionBridge:
         route = self.pending.pop(rid, None) if rid is not None else None
         if route is None:
             return
-        text = f"the upstream server's answer could not be read, and was dropped: {item.message}"
-        frame = core.encode_error(rid, jsonrpc.INTERNAL_ERROR, text)
+        frame = dropped_answer(rid, item)
         if self.raw_ids and rid is not None:
             frame = with_raw_id(frame, self.raw_ids.pop(rid, None))
         if isinstance(route, FastRoute):

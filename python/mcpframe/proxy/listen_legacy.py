@@ -18,7 +18,7 @@ from mcpframe import core, jsonrpc, protocol
 from mcpframe._api import Id
 
 from .pool import ChildPool, PoolBusy
-from .unreadable import answer_id
+from .unreadable import answer_id, dropped_answer
 
 if TYPE_CHECKING:
     from mcpframe.http.legacy_pipe import LegacyTransport
@@ -96,8 +96,7 @@ class LegacyBridge:
                 rid = answer_id(item.preview)  # an answer's head shows its id: its request ends now
                 if rid is not None and rid in self.pending:
                     self.pending.discard(rid)
-                    text = f"the upstream server's answer could not be read, and was dropped: {item.message}"
-                    await transport.send(core.encode_error(rid, jsonrpc.INTERNAL_ERROR, text))
+                    await transport.send(dropped_answer(rid, item))
                 continue
             if item.kind in ("result", "error") and item.id is not None:
                 self.pending.discard(item.id)

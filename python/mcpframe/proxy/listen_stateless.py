@@ -58,7 +58,7 @@ from mcpframe.http.streams import Stream
 from .listen_bridge import Route, cancel_frame, progress_tokens
 from .pool import ChildPool, PoolBusy
 from .reader import odd_id, splice, with_raw_id
-from .unreadable import answer_id
+from .unreadable import answer_id, dropped_answer
 
 if TYPE_CHECKING:
     from mcpframe._api import Id, MessageLike
@@ -284,8 +284,7 @@ class StatelessBridge:
             return
         route, rid = found
         await self._flush(route)
-        text = f"the upstream server's answer could not be read, and was dropped: {item.message}"
-        error = core.encode_error(rid, jsonrpc.INTERNAL_ERROR, text)
+        error = dropped_answer(rid, item)
         await route.stream.emit(with_raw_id(error, self.raw_ids.get(uid)), response=True, wait=False)
         route.close()
 
