@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Awaitable, Callable
 from functools import partial
+from types import EllipsisType
 from typing import TYPE_CHECKING, Any
 
 from mcpframe import jsonrpc, protocol
@@ -435,7 +436,7 @@ class PostHandler:
         if not stream.finished.is_set():
             return None
         priming = self.replies.priming(session)
-        if not self._answers_sse(accepts, priming):
+        if not self.answers_sse(accepts, session, priming):
             reply = self._json_ready(stream, session, accepts, headers)
             if reply is not None:
                 return reply
@@ -473,7 +474,7 @@ class PostHandler:
         spawn = self.sessions.spawn
         priming = self.replies.priming(session)
         held = 0.0  # seconds the POST already waited with nothing coming
-        if not self._answers_sse(accepts, priming):
+        if not self.answers_sse(accepts, session, priming):
             answered = await self._json_answer(exchange, session, accepts, headers, receive)
             if answered is not None:
                 return answered
@@ -572,23 +573,22 @@ class PostHandler:
         meta = params.get("_meta") if isinstance(params, dict) else None
         return not (isinstance(meta, dict) and protocol.PROGRESS_TOKEN in meta)
 
-    def answers_sse(self, accepts: Accepts, session: HttpSession | None) -> bool:
+    def answers_sse(
+        self, accepts: Accepts, session: HttpSession | None, priming: int | EllipsisType | None = ...
+    ) -> bool:
         """Whether a POST carrying requests is answered with SSE from the start (else JSON, unless the
-        handlers send something first or stay quiet `json_wait`)."""
+        handlers send something first or stay quiet `json_wait`). `priming`, when the caller has it already:
+        `replies.priming(session)`, else asked here only where it counts (the resumable mode)."""
         if not accepts.sse:
             return False
         if not accepts.json:  # it accepts SSE and not JSON: SSE in any mode, it could not read a JSON answer
             return True
-        mode = self.options.response_mode  # (`_prefer_sse`, with priming asked only where it counts)
-        return mode == "sse" or (mode == "resumable" and self.replies.priming(session) is not None)
-
-    def _answers_sse(self, accepts: Accepts, priming: int | None) -> bool:
-        # a client that accepts SSE and not JSON gets SSE in any mode: it could not read a JSON answer
-        return accepts.sse and (not accepts.json or self._prefer_sse(priming))
-
-    def _prefer_sse(self, priming: int | None) -> bool:
         mode = self.options.response_mode
-        return mode == "sse" or (mode == "resumable" and priming is not None)
+        if mode != "resumable":
+            return mode == "sse"
+        if priming is ...:
+            priming = self.replies.priming(session)
+        return priming is not None
 
     def json_wait(self, accepts: Accepts) -> float:
         """How long to hold a POST for a plain JSON answer before switching to SSE."""
