@@ -229,8 +229,8 @@ class Batches:
             busy.expect()
             busy.answer(core.encode_error(item.id, jsonrpc.INTERNAL_ERROR, _BUSY))
         else:
-            text = f"dropped notification {item.method!r}: its batch came while the session was busy"
-            self._rejections.refusal(item.offset, text)
+            text = "dropped notification %r: its batch came while the session was busy"
+            self._rejections.refusal(item.offset, text, item.method)
 
     def clear(self) -> None:
         """The session is over: forget the open batches."""

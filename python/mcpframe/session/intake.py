@@ -325,8 +325,10 @@ class Intake:
         ):  # nothing answers a notification: past the jobs' hard bound it is dropped, and said so
             self._rejections.refusal(
                 item.offset,
-                f"dropped notification {item.method!r}: {queued} notifications wait for their handler while"
+                "dropped notification %r: %d notifications wait for their handler while"
                 " this session waits for the peer's answers",
+                item.method,
+                queued,
             )
             return
         if isinstance(item, core.FrameError) or item.kind != "request":
@@ -336,7 +338,7 @@ class Intake:
             f"Server busy: too many requests waiting (limit {self._limit}) while this session"
             " waits for the peer's answers; retry later"
         )
-        self._rejections.refusal(item.offset, f"refused request {item.method!r} (id {item.id!r}): {message}")
+        self._rejections.refusal(item.offset, "refused request %r (id %r): %s", item.method, item.id, message)
         self._write(core.encode_error(item.id, jsonrpc.INTERNAL_ERROR, message))
 
     def cancel(self, params: Any) -> None:
@@ -395,7 +397,8 @@ class Intake:
             message = too_large(self._batch_limit)
             if not batch.overflowed:
                 batch.overflowed = True
-                self._rejections.refusal(request.offset, f"batch at stream byte {request.offset}: {message}")
+                offset = request.offset
+                self._rejections.refusal(offset, "batch at stream byte %d: %s", offset, message)
             batch.add(core.encode_error(request.id, jsonrpc.INTERNAL_ERROR, message))
         return True
 

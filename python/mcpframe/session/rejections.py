@@ -64,7 +64,8 @@ class RejectionLog:
         self._suppressed = 0  # counted since the last summary
         self._since = 0.0  # when the counting (or the last summary) began
         self._last: float | None = None  # when the last rejection came
-        self._last_at: tuple[int, str] = (0, "")  # the last one counted: its offset and message
+        # the last one counted: its offset, and its message with the arguments it is formatted with (when due)
+        self._last_at: tuple[int, str, tuple[object, ...]] = (0, "", ())
 
     def frame(self, error: Any) -> None:
         """A rejected frame (a ``core.FrameError``)."""
@@ -76,15 +77,18 @@ class RejectionLog:
         if self._admit(offset, message):
             logger.warning("refused a batch at stream byte %d: %s", offset, message)
 
-    def refusal(self, offset: int, text: str) -> None:
-        """A frame refused or dropped for want of room (module doc); ``text`` says which and why."""
-        if self._admit(offset, text):
-            logger.warning("%s", text)
+    def refusal(self, offset: int, text: str, *args: object) -> None:
+        """A frame refused or dropped for want of room (module doc); ``text % args`` says which and why,
+        formatted only when a line is written (a flood of them pays no formatting per frame)."""
+        if self._admit(offset, text, args):
+            logger.warning(text, *args)
 
     def flush(self) -> None:
         """Log the count of the rejections not logged yet, if any (the input ended, the Session closes)."""
         if self._suppressed:
-            offset, message = self._last_at
+            offset, message, args = self._last_at
+            if args:
+                message %= args
             logger.warning(
                 "%d more rejected frames suppressed in the last %.0f s (the last at stream byte %d: %s)",
                 self._suppressed,
@@ -95,7 +99,7 @@ class RejectionLog:
             self._suppressed = 0
             self._since = self._clock()
 
-    def _admit(self, offset: int, message: str) -> bool:
+    def _admit(self, offset: int, message: str, args: tuple[object, ...] = ()) -> bool:
         """Whether this rejection is logged in full; if not it is counted (and the count logged when due)."""
         now = self._clock()
         if self._last is not None and now - self._last >= INTERVAL:  # quiet: log in full again
@@ -109,7 +113,7 @@ class RejectionLog:
             self._logged += 1
             self._since = now
         self._suppressed += 1
-        self._last_at = (offset, message)
+        self._last_at = (offset, message, args)
         if now - self._since >= INTERVAL:
             self.flush()
         return False
