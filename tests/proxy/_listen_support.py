@@ -188,6 +188,38 @@ def modern_headers(tool: str) -> dict[str, str]:
     }
 
 
+# A shared child for the stateless bridge: each `tools/call` sends progress with the token it got (if any),
+# then by tool name: "answer" answers (`seen`: the id and the token as the child got them), "exit" exits with
+# status 3, any other name ("hang") gets no answer.
+_TOOLS_CHILD = r"""
+import json, sys
+def out(message):
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+for line in sys.stdin:
+    message = json.loads(line)
+    if message.get("method") != "tools/call":
+        continue
+    token = message["params"]["_meta"].get("progressToken")
+    if token is not None:
+        params = {"progressToken": token, "progress": 1}
+        out({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})
+    name = message["params"]["name"]
+    if name == "answer":
+        result = {"content": [], "seen": [message["id"], token]}
+        out({"jsonrpc": "2.0", "id": message["id"], "result": result})
+    elif name == "exit":
+        sys.exit(3)
+"""
+
+
+def tools_child(folder: Path) -> list[str]:
+    """The command that runs `_TOOLS_CHILD`, written into `folder`."""
+    child = folder / "child.py"
+    child.write_text(_TOOLS_CHILD)
+    return [sys.executable, str(child)]
+
+
 def dechunk(raw: bytes) -> bytes:
     """The body of one chunked HTTP/1.1 response (head included in `raw`), up to its last chunk."""
     rest = raw.split(b"\r\n\r\n", 1)[1]

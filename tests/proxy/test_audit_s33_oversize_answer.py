@@ -10,11 +10,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-import anyio
 import pytest
-from tests.proxy.test_forward import Client, Harness, MemoryUpstream
+from tests.proxy.test_forward import Client, Harness, serving
 
-from mcpframe.proxy.forward import Forwarder, UpstreamLink
 from mcpframe.proxy.unreadable import answer_id
 
 pytestmark = pytest.mark.anyio
@@ -24,21 +22,8 @@ LIMIT = 4096
 
 @pytest.fixture
 async def harness() -> AsyncIterator[Harness]:
-    links: list[MemoryUpstream] = []
-    warnings: list[str] = []
-
-    async def connect() -> UpstreamLink:
-        links.append(MemoryUpstream())
-        return links[-1]
-
-    forwarder = Forwarder(connect, warn=warnings.append, max_frame=LIMIT)
-    async with anyio.create_task_group() as group:
-        group.start_soon(forwarder.serve)
-        with anyio.fail_after(5):
-            while not links:
-                await anyio.sleep(0)
-        yield Harness(forwarder, links, warnings)
-        group.cancel_scope.cancel()
+    async with serving(max_frame=LIMIT) as harness:
+        yield harness
 
 
 @pytest.mark.parametrize("spaced", [False, True], ids=["compact", "json.dumps"])

@@ -116,8 +116,9 @@ class Harness:
         return self.links[-1]
 
 
-@pytest.fixture
-async def harness(request: pytest.FixtureRequest) -> AsyncIterator[Harness]:
+@contextlib.asynccontextmanager
+async def serving(**options: Any) -> AsyncIterator[Harness]:
+    """A Forwarder made with `options`, serving over memory upstreams, once it connected the first."""
     links: list[MemoryUpstream] = []
     warnings: list[str] = []
 
@@ -125,8 +126,7 @@ async def harness(request: pytest.FixtureRequest) -> AsyncIterator[Harness]:
         links.append(MemoryUpstream())
         return links[-1]
 
-    policy = getattr(request, "param", "restart")
-    forwarder = Forwarder(connect, on_upstream_exit=policy, warn=warnings.append)
+    forwarder = Forwarder(connect, warn=warnings.append, **options)
     async with anyio.create_task_group() as group:
         group.start_soon(forwarder.serve)
         with anyio.fail_after(5):
@@ -134,6 +134,12 @@ async def harness(request: pytest.FixtureRequest) -> AsyncIterator[Harness]:
                 await anyio.sleep(0)
         yield Harness(forwarder, links, warnings)
         group.cancel_scope.cancel()
+
+
+@pytest.fixture
+async def harness(request: pytest.FixtureRequest) -> AsyncIterator[Harness]:
+    async with serving(on_upstream_exit=getattr(request, "param", "restart")) as harness:
+        yield harness
 
 
 async def test_equal_ids_from_two_sessions_reach_the_right_session(harness: Harness) -> None:

@@ -13,7 +13,6 @@ client wrote, not a re-encoding of the value it read.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ from tests.proxy._listen_support import (
     modern_call,
     modern_headers,
     open_session,
+    tools_child,
 )
 
 from .conftest import PEER, RawClient
@@ -58,10 +58,26 @@ def _id_bytes(line: bytes) -> bytes:
     raise AssertionError(line)
 
 
-@pytest.mark.usefixtures("pump")
-async def test_odd_ids_come_back_as_written_alone_and_pipelined() -> None:
+async def _initialized() -> RawClient:
+    """A stdio proxy in front of the peer, with a session initialized through it."""
     client = await RawClient.start()
     await client.handshake()
+    return client
+
+
+async def _refused_as_in_use(client: RawClient, first: bytes, second: bytes) -> None:
+    """With a slow request of id `first` in flight, one of the JSON-equal id `second` is refused (-32600:
+    already in use), with `second`'s bytes as its id."""
+    await client.send(b'{"jsonrpc":"2.0","id":%s,"method":"slow"}\n' % first)
+    await client.send(b'{"jsonrpc":"2.0","id":%s,"method":"echo"}\n' % second)
+    line = await client.line()
+    assert json.loads(line)["error"]["code"] == -32600
+    assert _id_bytes(line) == second
+
+
+@pytest.mark.usefixtures("pump")
+async def test_odd_ids_come_back_as_written_alone_and_pipelined() -> None:
+    client = await _initialized()
     for raw in ODD_IDS:  # one at a time: the plain path
         await client.send(b'{"jsonrpc":"2.0","id":%s,"method":"echo","params":{"n":1}}\n' % raw)
         assert _id_bytes(await client.line()) == raw
@@ -76,8 +92,7 @@ async def test_odd_ids_come_back_as_written_alone_and_pipelined() -> None:
 
 @pytest.mark.usefixtures("pump")
 async def test_odd_ids_come_back_as_written_with_a_progress_token() -> None:
-    client = await RawClient.start()
-    await client.handshake()
+    client = await _initialized()
     await client.send(
         b'{"jsonrpc":"2.0","id":"\\u0041","method":"progress","params":{"_meta":{"progressToken":"\\u0074"}}}\n'
     )
@@ -97,18 +112,9 @@ async def test_odd_ids_come_back_as_written_with_a_progress_token() -> None:
 
 @pytest.mark.usefixtures("pump")
 async def test_json_equal_ids_are_one_id_in_flight() -> None:
-    client = await RawClient.start()
-    await client.handshake()
-    await client.send(b'{"jsonrpc":"2.0","id":"A","method":"slow"}\n')
-    await client.send(b'{"jsonrpc":"2.0","id":"\\u0041","method":"echo"}\n')
-    line = await client.line()
-    assert json.loads(line)["error"]["code"] == -32600  # already in use
-    assert _id_bytes(line) == b'"\\u0041"'
-    await client.send(b'{"jsonrpc":"2.0","id":0,"method":"slow"}\n')
-    await client.send(b'{"jsonrpc":"2.0","id":-0,"method":"echo"}\n')
-    line = await client.line()
-    assert json.loads(line)["error"]["code"] == -32600
-    assert _id_bytes(line) == b"-0"
+    client = await _initialized()
+    await _refused_as_in_use(client, b'"A"', b'"\\u0041"')
+    await _refused_as_in_use(client, b"0", b"-0")
     # a cancellation written with the other spelling reaches the request
     await client.send(
         b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"\\u0041"}}\n'
@@ -121,8 +127,7 @@ async def test_json_equal_ids_are_one_id_in_flight() -> None:
 
 @pytest.mark.usefixtures("pump")
 async def test_requests_failed_by_a_dead_upstream_keep_their_id_bytes() -> None:
-    client = await RawClient.start()
-    await client.handshake()
+    client = await _initialized()
     await client.send(b'{"jsonrpc":"2.0","id":"\\u0041","method":"slow"}\n')
     await client.send(b'{"jsonrpc":"2.0","id":-0,"method":"slow"}\n')
     await client.send(b'{"jsonrpc":"2.0","id":9,"method":"crash","params":{"status":3}}\n')
@@ -130,26 +135,6 @@ async def test_requests_failed_by_a_dead_upstream_keep_their_id_bytes() -> None:
     assert sorted(_id_bytes(line) for line in lines) == sorted([b'"\\u0041"', b"-0", b"9"])
     assert all("exited with status 3" in json.loads(line)["error"]["message"] for line in lines)
     assert await client.aclose() == 0
-
-
-# The shared child of the stateless bridge: progress with the token it got, then the answer (or it exits).
-_CHILD = r"""
-import json, sys
-def out(message):
-    sys.stdout.write(json.dumps(message) + "\n")
-    sys.stdout.flush()
-for line in sys.stdin:
-    message = json.loads(line)
-    if message.get("method") != "tools/call":
-        continue
-    token = message["params"]["_meta"].get("progressToken")
-    if token is not None:
-        params = {"progressToken": token, "progress": 1}
-        out({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})
-    if message["params"]["name"] == "exit":
-        sys.exit(3)
-    out({"jsonrpc": "2.0", "id": message["id"], "result": {"content": []}})
-"""
 
 
 def _data_lines(raw: bytes) -> list[bytes]:
@@ -167,10 +152,8 @@ def _modern_body(raw_id: bytes, tool: str, token: bytes | None) -> bytes:
 async def test_the_stateless_bridge_answers_with_the_id_bytes_as_written(
     tmp_path: Path, raw_id: bytes
 ) -> None:
-    child = tmp_path / "child.py"
-    child.write_text(_CHILD)
     async with (
-        in_process_proxy([sys.executable, str(child)], pool_size=1) as proxy,
+        in_process_proxy(tools_child(tmp_path), pool_size=1) as proxy,
         httpx.AsyncClient(timeout=30) as http,
     ):
         with anyio.fail_after(30):

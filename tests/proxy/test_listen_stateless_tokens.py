@@ -13,14 +13,13 @@ entry for a request once it ended:
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx
 import pytest
-from tests.proxy._listen_support import in_process_proxy, modern_call, modern_headers
+from tests.proxy._listen_support import in_process_proxy, modern_call, modern_headers, tools_child
 
 from mcpframe import core, jsonrpc
 from mcpframe.proxy.listen_stateless import StatelessBridge, _for_child
@@ -104,28 +103,6 @@ def test_a_token_named_once_at_its_level_is_not_refused() -> None:
     assert json.loads(frame)["params"]["_meta"] == {"x": {"progressToken": 2}, "progressToken": 42}
 
 
-_CHILD = r"""
-import json, sys
-def out(message):
-    sys.stdout.write(json.dumps(message) + "\n")
-    sys.stdout.flush()
-for line in sys.stdin:
-    message = json.loads(line)
-    if message.get("method") != "tools/call":
-        continue
-    token = message["params"]["_meta"]["progressToken"]
-    params = {"progressToken": token, "progress": 1}
-    out({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})
-    name = message["params"]["name"]
-    if name == "answer":
-        result = {"content": [], "seen": [message["id"], token]}
-        out({"jsonrpc": "2.0", "id": message["id"], "result": result})
-    elif name == "exit":
-        sys.exit(3)
-    # "hang": no answer
-"""
-
-
 def _events(raw: bytes) -> list[Any]:
     return [json.loads(line[6:]) for line in raw.decode().split("\n") if line.startswith("data: ")]
 
@@ -140,10 +117,8 @@ async def _settled(bridge: StatelessBridge) -> None:
 
 
 async def test_no_entry_is_kept_after_an_answer_a_disconnect_or_the_child_exiting(tmp_path: Path) -> None:
-    child = tmp_path / "child.py"
-    child.write_text(_CHILD)
     async with (
-        in_process_proxy([sys.executable, str(child)], pool_size=1) as proxy,
+        in_process_proxy(tools_child(tmp_path), pool_size=1) as proxy,
         httpx.AsyncClient(timeout=30) as http,
     ):
         bridge = proxy.app.stateless
@@ -179,13 +154,11 @@ async def test_no_entry_is_kept_after_an_answer_a_disconnect_or_the_child_exitin
 
 
 async def test_a_request_naming_the_token_twice_gets_400_and_reaches_no_child(tmp_path: Path) -> None:
-    child = tmp_path / "child.py"
-    child.write_text(_CHILD)
     body = json.dumps(modern_call("answer", 8, {}, progressToken="a")).encode()
     body = body.replace(b'"progressToken": "a"', b'"progressToken": 1, "progressToken": "a"')
     assert body.count(b"progressToken") == 2
     async with (
-        in_process_proxy([sys.executable, str(child)], pool_size=1) as proxy,
+        in_process_proxy(tools_child(tmp_path), pool_size=1) as proxy,
         httpx.AsyncClient(timeout=30) as http,
     ):
         with anyio.fail_after(30):

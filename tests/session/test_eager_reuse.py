@@ -68,6 +68,17 @@ async def _turns(n: int) -> None:
         await asyncio.sleep(0)
 
 
+async def _a_later_handler_runs_on_another_host(starter: EagerStarter, ended: asyncio.Task[Any]) -> None:
+    """The handler started after `ended`'s host ended runs, to its end, on a task other than `ended`."""
+    later = Suspends("later")
+    other = starter.start(later.run())
+    assert other is not None
+    assert other is not ended
+    later.release.set_result(None)
+    await _turns(2)
+    assert later.outcome == "done"
+
+
 async def test_a_host_back_from_its_handler_takes_a_later_one() -> None:
     starter = await _starter()
     handlers = [Suspends(f"h{n}") for n in range(4)]
@@ -101,13 +112,7 @@ async def test_a_cancelled_handler_ends_its_host() -> None:
     await _turns(2)
     assert first.outcome == "cancelled"
     assert task.cancelled()
-    second = Suspends("second")
-    other = starter.start(second.run())
-    assert other is not None
-    assert other is not task
-    second.release.set_result(None)
-    await _turns(2)
-    assert second.outcome == "done"
+    await _a_later_handler_runs_on_another_host(starter, task)
     starter.close()
 
 
@@ -125,13 +130,7 @@ async def test_a_cancel_the_handler_swallowed_still_ends_its_host() -> None:
     task.cancel()
     await _turns(2)
     assert task.done()
-    following = Suspends("next")
-    other = starter.start(following.run())
-    assert other is not task
-    assert other is not None
-    following.release.set_result(None)
-    await _turns(2)
-    assert following.outcome == "done"
+    await _a_later_handler_runs_on_another_host(starter, task)
     starter.close()
 
 

@@ -4,17 +4,16 @@ pipelined requests; a `Later` delivered runs as a task; the server's close cance
 from __future__ import annotations
 
 import asyncio
-import socket
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
 import pytest
 
 from mcpframe.http.asgi import Receive, Send
-from mcpframe.http.wire import Parked, WireServer
+from mcpframe.http.wire import Parked
 from mcpframe.http.wire_parts import Whole, WireAnswer
+
+from ._wire_support import post, wire_connection
 
 pytestmark = pytest.mark.anyio
 
@@ -60,26 +59,6 @@ class _App:
         return held
 
 
-@asynccontextmanager
-async def _serving(app: _App) -> AsyncIterator[tuple[WireServer, asyncio.StreamReader, asyncio.StreamWriter]]:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(4)
-    wire = WireServer(app)
-    await wire.listen(sock)
-    reader, writer = await asyncio.open_connection("127.0.0.1", sock.getsockname()[1])
-    try:
-        yield wire, reader, writer
-    finally:
-        writer.close()
-        await wire.close()
-        sock.close()
-
-
-def _post(body: bytes) -> bytes:
-    return b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
-
-
 async def _parked(app: _App, count: int) -> None:
     while len(app.parked) < count:
         app.arrived.clear()
@@ -98,8 +77,8 @@ async def _answers(reader: asyncio.StreamReader, count: int) -> bytes:
 async def test_a_parked_answer_is_written_when_delivered_and_the_next_request_follows() -> None:
     app = _App()
     with anyio.fail_after(10):
-        async with _serving(app) as (wire, reader, writer):
-            writer.write(_post(b"first") + _post(b"second"))  # pipelined: the second waits for the first
+        async with wire_connection(app) as (wire, reader, writer):
+            writer.write(post(b"first") + post(b"second"))  # pipelined: the second waits for the first
             await _parked(app, 1)
             first = app.parked[0]
             assert wire.parked == {first}
@@ -125,8 +104,8 @@ async def test_a_later_delivered_runs_as_a_task() -> None:
         return 200, b"", b"later"
 
     with anyio.fail_after(10):
-        async with _serving(app) as (_, reader, writer):
-            writer.write(_post(b"x"))
+        async with wire_connection(app) as (_, reader, writer):
+            writer.write(post(b"x"))
             await _parked(app, 1)
             app.parked[0].deliver(later)
             assert (await _answers(reader, 1)).endswith(b"later")
@@ -135,8 +114,8 @@ async def test_a_later_delivered_runs_as_a_task() -> None:
 async def test_the_servers_close_cancels_what_is_parked_and_a_late_delivery_is_dropped() -> None:
     app = _App()
     with anyio.fail_after(10):
-        async with _serving(app) as (wire, reader, writer):
-            writer.write(_post(b"x"))
+        async with wire_connection(app) as (wire, reader, writer):
+            writer.write(post(b"x"))
             await _parked(app, 1)
             held = app.parked[0]
             await wire.close()
@@ -149,8 +128,8 @@ async def test_the_servers_close_cancels_what_is_parked_and_a_late_delivery_is_d
 async def test_a_client_that_leaves_cancels_its_parked_answer_once() -> None:
     app = _App()
     with anyio.fail_after(10):
-        async with _serving(app) as (wire, _, writer):
-            writer.write(_post(b"x") + _post(b"y"))
+        async with wire_connection(app) as (wire, _, writer):
+            writer.write(post(b"x") + post(b"y"))
             await _parked(app, 1)
             held = app.parked[0]
             writer.close()  # the client leaves while its answer is parked
@@ -177,8 +156,8 @@ async def test_a_later_delivered_after_the_client_left_still_runs_so_the_app_end
         return None
 
     with anyio.fail_after(10):
-        async with _serving(app) as (wire, _, writer):
-            writer.write(_post(b"x"))
+        async with wire_connection(app) as (wire, _, writer):
+            writer.write(post(b"x"))
             await _parked(app, 1)
             writer.close()
             while wire.connections:
@@ -193,8 +172,8 @@ async def test_a_later_delivered_after_the_client_left_still_runs_so_the_app_end
 async def test_a_request_behind_a_parked_answer_is_not_started_after_a_close_that_came_meanwhile() -> None:
     app = _App()
     with anyio.fail_after(10):
-        async with _serving(app) as (wire, reader, writer):
-            writer.write(_post(b"first") + _post(b"second"))
+        async with wire_connection(app) as (wire, reader, writer):
+            writer.write(post(b"first") + post(b"second"))
             await _parked(app, 1)
             (connection,) = wire.connections
             app.parked[0].deliver((200, b"", b"first"))  # the second is started from the loop ...
@@ -216,10 +195,10 @@ async def test_an_app_whose_cancel_fails_does_not_stop_the_servers_close(
 
     app = _App(_Broken)
     with anyio.fail_after(10):
-        async with _serving(app) as (wire, _, writer):
+        async with wire_connection(app) as (wire, _, writer):
             _, second = await asyncio.open_connection(*writer.get_extra_info("peername"))
-            writer.write(_post(b"x"))
-            second.write(_post(b"y"))
+            writer.write(post(b"x"))
+            second.write(post(b"y"))
             await _parked(app, 2)
             await wire.close()
             assert wire.parked == set()
@@ -232,8 +211,8 @@ async def test_an_app_whose_cancel_fails_does_not_stop_the_servers_close(
 async def test_a_failure_starting_the_next_request_after_a_delivery_closes_with_a_500() -> None:
     app = _App(fails_from=2)  # the first POST is parked; starting the second one fails
     with anyio.fail_after(10):
-        async with _serving(app) as (wire, reader, writer):
-            writer.write(_post(b"first") + _post(b"second"))
+        async with wire_connection(app) as (wire, reader, writer):
+            writer.write(post(b"first") + post(b"second"))
             await _parked(app, 1)
             app.parked[0].deliver((200, b"", b"first"))  # raises nothing into the app's step
             got = await reader.read()  # the connection is closed, not left silent
@@ -247,8 +226,8 @@ async def test_a_failure_starting_the_next_request_after_a_delivery_closes_with_
 async def test_a_delivery_to_a_client_that_reads_slowly_waits_until_it_can_write() -> None:
     app = _App()
     with anyio.fail_after(10):
-        async with _serving(app) as (wire, reader, writer):
-            writer.write(_post(b"x"))
+        async with wire_connection(app) as (wire, reader, writer):
+            writer.write(post(b"x"))
             await _parked(app, 1)
             (connection,) = wire.connections
             connection.pause_writing()  # as the transport does when its write buffer is full

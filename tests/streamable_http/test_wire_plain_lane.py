@@ -5,17 +5,16 @@ it parks; each POST offered to the app once; the keep-alive's idle timer still r
 from __future__ import annotations
 
 import asyncio
-import socket
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
 import pytest
 
 from mcpframe.http.asgi import Receive, Send
-from mcpframe.http.wire import Parked, WireServer
+from mcpframe.http.wire import Parked
 from mcpframe.http.wire_parts import WireAnswer
+
+from ._wire_support import post, request_body, wire_connection
 
 pytestmark = pytest.mark.anyio
 
@@ -35,12 +34,7 @@ class _App:
         self.arrived = asyncio.Event()
 
     async def __call__(self, scope: Any, receive: Receive, send: Send) -> None:
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await request_body(receive)
         answer = b"asgi-" + (body or scope["method"].encode())
         headers = [(b"content-length", b"%d" % len(answer))]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
@@ -58,28 +52,6 @@ class _App:
         return None
 
 
-@asynccontextmanager
-async def _serving(
-    app: _App, **options: float
-) -> AsyncIterator[tuple[asyncio.StreamReader, asyncio.StreamWriter]]:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(4)
-    wire = WireServer(app, **options)
-    await wire.listen(sock)
-    reader, writer = await asyncio.open_connection("127.0.0.1", sock.getsockname()[1])
-    try:
-        yield reader, writer
-    finally:
-        writer.close()
-        await wire.close()
-        sock.close()
-
-
-def _post(body: bytes) -> bytes:
-    return b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
-
-
 async def _bodies(reader: asyncio.StreamReader, count: int) -> list[bytes]:
     """The bodies of the next `count` responses (each with a Content-Length)."""
     bodies = []
@@ -94,12 +66,12 @@ async def _bodies(reader: asyncio.StreamReader, count: int) -> list[bytes]:
 async def test_pipelined_answers_keep_their_order_and_each_post_is_offered_once() -> None:
     app = _App()
     get = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
-    requests = [_post(b"whole:a"), _post(b"whole:b"), _post(b"c"), get, _post(b"whole:d"), _post(b"e")]
+    requests = [post(b"whole:a"), post(b"whole:b"), post(b"c"), get, post(b"whole:d"), post(b"e")]
     with anyio.fail_after(10):
-        async with _serving(app) as (reader, writer):
+        async with wire_connection(app) as (_, reader, writer):
             writer.write(b"".join(requests))
             bodies = await _bodies(reader, 6)
-            writer.write(_post(b"whole:f"))  # the connection goes on
+            writer.write(post(b"whole:f"))  # the connection goes on
             bodies += await _bodies(reader, 1)
     assert bodies == [b"a", b"b", b"asgi-c", b"asgi-GET", b"d", b"asgi-e", b"f"]
     assert app.offered == [b"whole:a", b"whole:b", b"c", b"whole:d", b"e", b"whole:f"]
@@ -108,8 +80,8 @@ async def test_pipelined_answers_keep_their_order_and_each_post_is_offered_once(
 async def test_a_parked_answer_holds_back_the_whole_ones_behind_it() -> None:
     app = _App()
     with anyio.fail_after(10):
-        async with _serving(app) as (reader, writer):
-            writer.write(_post(b"whole:a") + _post(b"park:b") + _post(b"whole:c"))
+        async with wire_connection(app) as (_, reader, writer):
+            writer.write(post(b"whole:a") + post(b"park:b") + post(b"whole:c"))
             while not app.parked:
                 app.arrived.clear()
                 await app.arrived.wait()
@@ -123,7 +95,7 @@ async def test_a_parked_answer_holds_back_the_whole_ones_behind_it() -> None:
 async def test_a_connection_answered_whole_is_closed_once_idle() -> None:
     app = _App()
     with anyio.fail_after(10):
-        async with _serving(app, keepalive_timeout=0.05) as (reader, writer):
-            writer.write(_post(b"whole:a") + _post(b"whole:b"))
+        async with wire_connection(app, keepalive_timeout=0.05) as (_, reader, writer):
+            writer.write(post(b"whole:a") + post(b"whole:b"))
             assert await _bodies(reader, 2) == [b"a", b"b"]
             assert await reader.read() == b""  # closed by the server once idle past the timeout

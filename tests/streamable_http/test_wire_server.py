@@ -18,6 +18,8 @@ import pytest
 
 from mcpframe.http.wire import WireServer, serve_asgi
 
+from ._wire_support import request_body
+
 pytestmark = pytest.mark.anyio
 
 
@@ -28,12 +30,7 @@ def anyio_backend() -> str:
 
 async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     """Echo the body; `/stream` answers two chunks without a length; `/fail` raises."""
-    body = b""
-    while True:
-        message = await receive()
-        body += message.get("body", b"")
-        if not message.get("more_body"):
-            break
+    body = await request_body(receive)
     if scope["path"] == "/fail":
         raise RuntimeError("boom")
     if scope["path"] == "/stream":

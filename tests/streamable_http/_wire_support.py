@@ -1,0 +1,45 @@
+"""Helpers of the tests of mcpframe's own HTTP/1.1 server (`http/wire.py`) on raw connections."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from mcpframe.http.wire import WireServer
+
+
+async def request_body(receive: Any) -> bytes:
+    """The whole body of an ASGI request, read from its `receive`."""
+    body = b""
+    while True:
+        message = await receive()
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            return body
+
+
+@asynccontextmanager
+async def wire_connection(
+    app: Any, **options: float
+) -> AsyncIterator[tuple[WireServer, asyncio.StreamReader, asyncio.StreamWriter]]:
+    """`app` under a `WireServer(app, **options)` on a free port, and one connection to it."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(4)
+    wire = WireServer(app, **options)
+    await wire.listen(sock)
+    reader, writer = await asyncio.open_connection("127.0.0.1", sock.getsockname()[1])
+    try:
+        yield wire, reader, writer
+    finally:
+        writer.close()
+        await wire.close()
+        sock.close()
+
+
+def post(body: bytes) -> bytes:
+    """A POST of `body` to `/`, with its Content-Length."""
+    return b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
