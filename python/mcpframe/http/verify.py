@@ -26,7 +26,7 @@ import collections
 import hashlib
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -88,6 +88,20 @@ class TokenCache:
         self._entries.move_to_end(digest)
         return hit[1]
 
+    async def through(
+        self, token: str, verify: Callable[[str, float], Awaitable[AccessToken | None]]
+    ) -> AccessToken | None:
+        """The cached facts of `token`, else what `verify(token, now)` finds (kept when it accepts it)."""
+        digest = hashlib.sha256(token.encode()).digest()
+        now = time.time()
+        cached = self.get(digest, now)
+        if cached is not None:
+            return cached
+        access = await verify(token, now)
+        if access is not None:
+            self.put(digest, access, now)
+        return access
+
     def put(self, digest: bytes, access: AccessToken, now: float) -> None:
         """Keep `access` for `seconds`, never past the token's own `exp`."""
         if self.seconds <= 0 or self.size <= 0:
@@ -136,17 +150,10 @@ class JwtVerifier:
 
     async def __call__(self, token: str) -> AccessToken | None:
         """The token's facts when it is valid, else None."""
-        digest = hashlib.sha256(token.encode()).digest()
-        now = time.time()
-        cached = self.cache.get(digest, now)
-        if cached is not None:
-            return cached
-        access = await self._verify(token)
-        if access is not None:
-            self.cache.put(digest, access, now)
-        return access
+        return await self.cache.through(token, self._verify)
 
-    async def _verify(self, token: str) -> AccessToken | None:
+    async def _verify(self, token: str, now: float) -> AccessToken | None:
+        # `now` goes unused: PyJWT checks `exp` and `nbf` against its own clock
         import jwt  # noqa: PLC0415
 
         try:
@@ -228,17 +235,13 @@ class IntrospectionVerifier:
 
     async def __call__(self, token: str) -> AccessToken | None:
         """The token's facts when the server says it is active (and for us), else None."""
-        digest = hashlib.sha256(token.encode()).digest()
-        now = time.time()
-        cached = self.cache.get(digest, now)
-        if cached is not None:
-            return cached
+        return await self.cache.through(token, self._checked)
+
+    async def _checked(self, token: str, now: float) -> AccessToken | None:
         claims = await self._introspect(token)
         if claims is None or not self._acceptable(claims, now):
             return None
-        access = _access(claims)
-        self.cache.put(digest, access, now)
-        return access
+        return _access(claims)
 
     async def _introspect(self, token: str) -> dict[str, Any] | None:
         if self._http is None:
