@@ -543,33 +543,24 @@ async def _serve_lean(http: StreamableHTTPServer, sock: socket.socket, stop: Sto
     """
     wire = WireServer(http.app, keepalive_timeout=_KEEPALIVE, head_timeout=http.options.head_timeout)
     stopped = anyio.Event()
-    done = anyio.Event()
 
     async def serve() -> None:
-        try:
-            with anyio.CancelScope(shield=True):
-                async with http:  # the app's lifespan, which uvicorn would run
-                    await wire.listen(sock)
-                    try:
-                        await stopped.wait()
-                        wire.stop_accepting()
-                        await _stopping(http, stop)
-                        # at least a moment to write what settling produced (the -32000 of a request
-                        # cut at the end of a 0 s grace, legacy streams' last events), then cut
-                        await wire.drain(max(bound, _FLUSH_AT_LEAST))
-                    finally:
-                        await wire.close()
-        finally:
-            done.set()
+        async with http:  # the app's lifespan, which uvicorn would run
+            await wire.listen(sock)
+            try:
+                await stopped.wait()
+                wire.stop_accepting()
+                await _stopping(http, stop)
+                # at least a moment to write what settling produced (the -32000 of a request
+                # cut at the end of a 0 s grace, legacy streams' last events), then cut
+                await wire.drain(max(bound, _FLUSH_AT_LEAST))
+            finally:
+                await wire.close()
 
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(serve)
-        try:
-            await done.wait()
-        finally:
-            stopped.set()
-            with anyio.CancelScope(shield=True):
-                await done.wait()
+    async def stopping() -> None:
+        stopped.set()
+
+    await _shielded_until_cancelled(serve, stopping)
 
 
 class _Uvicorn(uvicorn.Server):
@@ -588,21 +579,34 @@ async def _serve_until_cancelled(
     `stopping()` runs first (shielded): responses that would never end by themselves (GET streams) end and
     the requests in flight settle, so uvicorn then finds its connections idle instead of waiting them out.
     """
+
+    async def stop() -> None:
+        await stopping()
+        uv.should_exit = True
+
+    await _shielded_until_cancelled(partial(uv.serve, sockets=[sock]), stop)
+
+
+async def _shielded_until_cancelled(
+    serve: Callable[[], Awaitable[object]], stop: Callable[[], Awaitable[None]]
+) -> None:
+    """`serve()` in a task of its own, shielded: the cancellation that asks for the stop must not reach it
+    (nor the requests it runs). Once the caller is cancelled (or `serve` ended), `stop()` (shielded) asks
+    it to end, and the caller waits until it did."""
     done = anyio.Event()
 
-    async def serve() -> None:
+    async def run() -> None:
         try:
             with anyio.CancelScope(shield=True):
-                await uv.serve(sockets=[sock])
+                await serve()
         finally:
             done.set()
 
     async with anyio.create_task_group() as tg:
-        tg.start_soon(serve)
+        tg.start_soon(run)
         try:
             await done.wait()
         finally:
             with anyio.CancelScope(shield=True):
-                await stopping()
-                uv.should_exit = True
+                await stop()
                 await done.wait()
