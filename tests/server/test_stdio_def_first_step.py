@@ -10,19 +10,16 @@ time to pass: tools wait on events the test sets, the test on conditions (bounde
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 
 import anyio
 import anyio.to_thread
 import orjson
 import pytest
 from tests.server.test_stdio_suspends import Tools, answers_until_ping, call, cancel, serving, settled
-from tests.session._support import RawPeer
 
 from mcpframe._unstable.asyncio_tasks import CHOICE
 from mcpframe.server import Server
-from mcpframe.session import Session
+from mcpframe.session import SessionOptions
 
 pytestmark = pytest.mark.anyio
 
@@ -116,32 +113,6 @@ class Failing:
             return text
 
 
-@asynccontextmanager
-async def failing_served(failing: Failing, **options: int) -> AsyncIterator[tuple[RawPeer, Session]]:
-    from mcpframe.session import SessionOptions  # noqa: PLC0415
-    from mcpframe.transports.memory import memory_pair  # noqa: PLC0415
-
-    theirs, ours = memory_pair()
-    peer = RawPeer(theirs)
-    session_options = SessionOptions(**options) if options else None  # type: ignore[arg-type]
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(lambda: failing.server.serve(ours, session_options=session_options))
-        with anyio.fail_after(10):
-            info = {"name": "t", "version": "1"}
-            await peer.request(
-                0, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": info}
-            )
-            answer, _ = await peer.until(0)
-            assert answer.kind == "result"
-            await peer.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        (connection,) = failing.server._connections
-        try:
-            yield peer, connection.session
-        finally:
-            failing.gate.set()
-            tg.cancel_scope.cancel()
-
-
 def tool_call(rid: int, name: str, text: str) -> bytes:
     params = {"name": name, "arguments": {"text": text}}
     return orjson.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}) + b"\n"
@@ -149,7 +120,7 @@ def tool_call(rid: int, name: str, text: str) -> bytes:
 
 async def test_a_def_tool_that_raises_answers_its_error_result() -> None:
     failing = Failing()
-    async with failing_served(failing) as (peer, session):
+    async with serving(failing) as (peer, session):
         with anyio.fail_after(10):
             session._intake.feed(tool_call(20, "boom", "way"))
             answer, before = await peer.until(20)
@@ -162,7 +133,7 @@ async def test_a_def_tool_that_raises_answers_its_error_result() -> None:
 async def test_many_def_calls_one_per_chunk_all_answer_once() -> None:
     failing = Failing()
     failing.gate.set()
-    async with failing_served(failing) as (peer, session):
+    async with serving(failing) as (peer, session):
         with anyio.fail_after(20):
             for rid in range(100, 160):
                 await peer.send(tool_call(rid, "slow", f"t{rid}"))
@@ -179,7 +150,7 @@ async def test_many_def_calls_one_per_chunk_all_answer_once() -> None:
 
 async def test_slow_def_calls_past_the_in_flight_bound_wait_and_all_answer() -> None:
     failing = Failing()
-    async with failing_served(failing, max_in_flight=2) as (peer, session):
+    async with serving(failing, SessionOptions(max_in_flight=2)) as (peer, session):
         with anyio.fail_after(20):
             for rid in range(200, 210):
                 await peer.send(tool_call(rid, "slow", f"s{rid}"))
