@@ -33,7 +33,8 @@ import sniffio
 from mcpframe._inbox import Inbox as _Inbox
 from mcpframe._inbox import Waiter as _Waiter
 from mcpframe._inbox import inbox_of as _inbox_of
-from mcpframe._unstable.anyio_tasks import THREAD_TOKEN, clear_thread_token, set_thread_token
+from mcpframe._unstable.anyio_tasks import THREAD_TOKEN
+from mcpframe._unstable.anyio_tasks import TOKEN_HOLDER as _TOKEN_HOLDER
 from mcpframe._unstable.asyncio_tasks import running_loop as _running_loop
 
 __all__ = ["POOLED", "WorkerPool", "call_sync", "default_pool", "run_sync", "threaded"]
@@ -48,10 +49,13 @@ _NO_KWARGS: dict[str, Any] = {}
 def _run(call: _Waiter) -> bool:
     """Run a call's function here (a worker thread) and keep its outcome on the call; ``False`` (run
     nothing) for a call cancelled while it waited in the queue, so a cancelled request's function never
-    starts (reading the future's state from this thread is one attribute read under the GIL)."""
+    starts (reading the future's state from this thread is one attribute read under the GIL). The thread
+    carries the call's anyio token meanwhile (``TOKEN_HOLDER``: ``set_thread_token`` and
+    ``clear_thread_token`` without a call each)."""
     if call.cancelled():
         return False
-    set_thread_token(call._inbox.token)
+    holder = _TOKEN_HOLDER
+    holder.current_token = call._inbox.token
     try:
         call._value = call._context.run(call._fn, *call._args, **call._kwargs)
         call._error = None
@@ -59,7 +63,7 @@ def _run(call: _Waiter) -> bool:
         call._value = None
         call._error = exc
     finally:
-        clear_thread_token()
+        del holder.current_token
     return True
 
 
@@ -247,6 +251,16 @@ class WorkerPool:
         job._context = contextvars.copy_context()
         job._fn, job._args, job._kwargs = fn, args, kwargs
         with self._lock:
+            if not self._awake and self._idle:  # the common case, `_hire` and `_hand` inlined (per call)
+                worker = self._idle.pop()
+                worker.idle = False
+                worker.runs += 1
+                worker.seen = worker.runs
+                worker.spared = False
+                self._awake += 1
+                worker.job = job
+                worker.wake.release()
+                return job
             if self._awake:  # an awake worker takes it before it goes idle
                 self._queue.append(job)
                 hired = None

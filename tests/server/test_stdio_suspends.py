@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import anyio.lowlevel
@@ -21,7 +21,7 @@ import pytest
 from tests.session._support import RawPeer
 
 from mcpframe.server import Context, Server
-from mcpframe.session import Session
+from mcpframe.session import Session, SessionOptions
 from mcpframe.transports.memory import memory_pair
 
 pytestmark = pytest.mark.anyio
@@ -71,13 +71,23 @@ def ping(rid: int) -> bytes:
     return orjson.dumps({"jsonrpc": "2.0", "id": rid, "method": "ping"}) + b"\n"
 
 
+class Served(Protocol):
+    """What ``serving`` serves: a Server, and the gate its waiting tools wait on (opened at the end)."""
+
+    server: Server
+    gate: threading.Event
+
+
 @asynccontextmanager
-async def serving(tools: Tools) -> AsyncIterator[tuple[RawPeer, Session]]:
-    """``tools.server`` serving one initialized connection: the test's peer and the server's Session."""
+async def serving(
+    tools: Served, session_options: SessionOptions | None = None
+) -> AsyncIterator[tuple[RawPeer, Session]]:
+    """``tools.server`` serving one initialized connection (its Session with ``session_options``): the
+    test's peer and the server's Session."""
     theirs, ours = memory_pair()
     peer = RawPeer(theirs)
     async with anyio.create_task_group() as tg:
-        tg.start_soon(tools.server.serve, ours)
+        tg.start_soon(lambda: tools.server.serve(ours, session_options=session_options))
         with anyio.fail_after(10):
             info = {"name": "t", "version": "1"}
             await peer.request(

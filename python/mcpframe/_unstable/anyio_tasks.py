@@ -31,6 +31,7 @@ __all__ = [
     "CHOICE",
     "SHIELD_AWARE",
     "THREAD_TOKEN",
+    "TOKEN_HOLDER",
     "clear_thread_token",
     "in_shield",
     "set_thread_token",
@@ -50,6 +51,11 @@ THREAD_TOKEN: Final[bool] = CHOICE.private
 if CHOICE.private:
     from anyio._backends._asyncio import _task_states
     from anyio._core._eventloop import threadlocals as _threadlocals
+
+TOKEN_HOLDER: Final[Any] = _threadlocals if CHOICE.private else None
+"""The thread-local object whose ``current_token`` ``set_thread_token`` sets and ``clear_thread_token``
+deletes (only where ``THREAD_TOKEN``): for a caller that does so once per call (the worker pool), with no
+function call around each."""
 
 
 def in_shield(task: asyncio.Task[Any]) -> bool:

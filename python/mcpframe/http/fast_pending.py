@@ -126,7 +126,7 @@ class Pending(Exchange):
         deadlines = None if wait == math.inf else Deadlines.of(wait, posts.sessions.loop)
         self._register(lane, [rid], batch=False)
         if session is not None:  # an open request: the idle reaper leaves its session alone until it ends
-            session.touch(+1)
+            session.open_requests += 1  # (`touch(+1)` less the time: `_session_post` stamped it just now)
             self.on_close.append(lambda: session.touch(-1))
         if deadlines is not None:
             self._deadline = deadlines.add(self._expired)

@@ -497,24 +497,26 @@ class Session:
         else:
             batch.add(frame)
 
-    def _on_request(self, message: MessageLike, batch: Batch | None) -> None:
+    def _on_request(self, message: MessageLike, batch: Batch | None) -> asyncio.Task[None] | None:
+        """Start answering the request ``message`` (read by the intake); the task of a handler that surely
+        suspends, not run yet (``_start``), else ``None``."""
         rid = message.id
         assert rid is not None
         incoming = self._incoming
         if rid in incoming or not self.request_handler:
             self._reply(error_frame(rid, self._refusal(message)), batch)
-            return
+            return None
         try:
             request = Request(self, message, batch)
         except Exception as exc:  # e.g. params that cannot be built: answer, never lose the request
             logger.exception("request %r (id %r) cannot be read", message.method, rid)
             failure = JSONRPCError(jsonrpc.INTERNAL_ERROR, f"Internal error ({type(exc).__name__})")
             self._reply(error_frame(rid, failure), batch)
-            return
+            return None
         incoming[rid] = request
         if batch is not None:
             batch.expect()
-        self._start(request, self._handle(request))
+        return self._start(request, self._handle(request))
 
     def _start(self, request: Request | None, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None] | None:
         """Run ``coro``, the handling of the registered ``request`` (``None``: a refusal's answer), eagerly
