@@ -14,7 +14,6 @@ from tests.proxy.conftest import PEER
 
 from mcpframe import core
 from mcpframe.http.events import MemoryEventStore
-from mcpframe.proxy.listen_fast import _plain
 
 pytestmark = pytest.mark.anyio
 
@@ -32,7 +31,7 @@ def _events(body: bytes) -> list[dict[str, str]]:
 
 
 def _request(body: bytes) -> tuple[object, str, bytes] | None:
-    return _plain(core.decode(body, max_frame=1 << 20, batches=True, lazy=True))
+    return core.plain_call(body, 1 << 20)
 
 
 @pytest.mark.parametrize(
@@ -52,7 +51,7 @@ def test_only_an_id_written_unlike_its_encoding_is_declined(body: bytes, taken: 
         assert request is None
         return
     assert request is not None
-    assert request[2] == body
+    assert request[2] == body + b"\n"
 
 
 async def test_an_id_0_goes_the_fast_way_and_minus_0_the_full_way_each_in_its_bytes(

@@ -35,10 +35,12 @@ import anyio
 from mcpframe._gc import freeze_startup_heap
 from mcpframe.http.admission import Admission
 from mcpframe.http.asgi import header_dict
+from mcpframe.http.headers import MCP_PROTOCOL_VERSION
 from mcpframe.http.legacy import LegacySSE
 from mcpframe.http.options import HttpOptions
-from mcpframe.http.server import _ALLOWED_PAIRS, StreamableHTTPServer, _version_refusal, announce, serve_http
+from mcpframe.http.server import _ALLOWED_PAIRS, StreamableHTTPServer, announce, serve_http
 from mcpframe.http.wire import WireAnswer
+from mcpframe.protocol import SUPPORTED_VERSIONS
 from mcpframe.session import SessionOptions
 
 from .listen_bridge import SessionBridge
@@ -137,7 +139,8 @@ class ListenServer(StreamableHTTPServer):
                 return None
             if len(self._allowed) < _ALLOWED_PAIRS:
                 self._allowed.add(pair)
-        if _version_refusal(headers) is not None:
+        version = headers.get(MCP_PROTOCOL_VERSION)  # (`_version_refusal`'s check, inlined)
+        if version is not None and version not in SUPPORTED_VERSIONS:
             return None
         return self.fast.post(headers, body)
 

@@ -9,9 +9,10 @@ declines (`None`) with nothing started, and the full path (`BridgePosts`) answer
 - Content-Type and Accept are right (`refusal_of`) and the body is within `max_body`;
 - `Mcp-Session-Id` names a live session whose child answered `initialize` (`SessionManager.find`, no
   shared store), its child runs and the request id is not in flight there;
-- the body is one request (the core's lazy decoder validates it as the full path's decoder does, and
-  builds no Python value for its params): not a batch, a notification, a response or `initialize`, and
-  names no progress token (`core.value_span` looks for it in the bytes);
+- the body is one request (`core.plain_call` validates it as the full path's decoder does, in one call
+  that builds no message, only the id, the method and the line for the child): not a batch, a
+  notification, a response or `initialize`, names no progress token, and has an id written as its
+  encoding writes it (no escape, not `-0`: the full path gives the client its id's own bytes back);
 - the admission bound has room without queueing, and the child's stdin takes the bytes at once
   (`Child.write_now`: no other write under way, nothing left unwritten in the pipe).
 
@@ -47,7 +48,6 @@ from mcpframe.http.deadlines import Deadlines
 from mcpframe.http.events import MemoryEventStore, store_now
 from mcpframe.http.fast import answering, media_accepts
 from mcpframe.http.headers import MCP_PROTOCOL_VERSION, MCP_SESSION_ID, Accepts
-from mcpframe.http.post import one_line
 from mcpframe.http.responses import Reply, error_response
 from mcpframe.http.streams import format_event, new_stream_id
 from mcpframe.http.wire import Parked, WireAnswer
@@ -55,7 +55,6 @@ from mcpframe.http.wire_parts import Later, Whole
 from mcpframe.protocol import LEGACY_VERSIONS
 
 from .listen_bridge import FastRoute, Route, SessionBridge, cancel_frame
-from .reader import odd_id
 
 if TYPE_CHECKING:
     from mcpframe.http.sessions import HttpSession
@@ -79,7 +78,7 @@ the version it was made for, whether such a client gets SSE, how long its POST m
 the memory store the events go to (`None`: none) and the priming event's `retry` (`None`: none)."""
 
 _Request = tuple[Id, str, bytes]
-"""The fast path's request (`_plain`): its id, its method and its bytes."""
+"""The fast path's request (`core.plain_call`): its id, its method and its bytes as one line."""
 
 SSE_HOLD = 0.05
 """Seconds a POST whose client prefers SSE waits for its answer before its SSE response is opened (then
@@ -108,7 +107,7 @@ class FastPosts:
             found = self._found(headers, data)
             if found is None:
                 return None
-            session, bridge, accepts, (rid, method, raw) = found
+            session, bridge, accepts, (rid, method, line) = found
             deadlines: Deadlines | None = None
             sse = False
             if accepts.sse:
@@ -124,7 +123,7 @@ class FastPosts:
             parked = _Parked(self, accepts, sse)
             route = parked.route = FastRoute(bridge, session, rid, slot.release, finish=parked.finish)
             bridge.pending[rid] = route  # before the write: no answer can come before its request is known
-            if not bridge.child.write_now(one_line(raw)):  # type: ignore[union-attr]  # (`_found`)
+            if not bridge.child.write_now(line):  # type: ignore[union-attr]  # (`_found`)
                 del bridge.pending[rid]
                 slot.release()
                 return None
@@ -167,7 +166,10 @@ class FastPosts:
             or bridge.ended
         ):
             return None
-        request = _plain(core.decode(data, max_frame=posts.max_frame, batches=True, lazy=True))
+        # the request, its bytes as one line: what the full path would give the child unchanged (see
+        # `core.plain_call`; anything else, an odd id or a progress token to rewrite included, is the full
+        # path's)
+        request = core.plain_call(data, posts.max_frame)
         if request is None or request[0] in bridge.pending:
             return None
         return session, bridge, accepts, request
@@ -279,7 +281,9 @@ class _Parked(Parked):
         if hold is not None:
             hold[1] = None
             self.hold = None
-        route.session.touch(-1)
+        session = route.session  # (`HttpSession.touch(-1)`, inlined)
+        session.open_requests -= 1
+        session.last_active = session.loop.time()
         if isinstance(got, Route):
             self.deliver(self._full(got))
             return
@@ -325,32 +329,3 @@ class _Parked(Parked):
         if route.bridge.forget(route):
             self.fast._cancel_upstream(route)
         route.slot_release()
-
-
-_TOKEN = ("params", "_meta", protocol.PROGRESS_TOKEN)
-_TOKEN_KEY = protocol.PROGRESS_TOKEN.encode()
-
-
-def _plain(items: list[core.Message | core.FrameError]) -> _Request | None:
-    """The id, method and bytes of the one request of a body that holds nothing else, is not `initialize`,
-    names no progress token and has an id written as its encoding writes it (`odd_id`); else `None` (a
-    refusal included: the full path gives it). Each member is read once: every read of a core message's
-    member is a call into the extension (`raw` a new copy)."""
-    if len(items) != 1:
-        return None
-    request = items[0]
-    if isinstance(request, core.FrameError) or request.kind != "request" or request.batch is not None:
-        return None
-    rid, method = request.id, request.method
-    if rid is None or method is None or method == protocol.INITIALIZE:  # (a request has a method)
-        return None
-    raw = request.raw
-    # the key can be nowhere, not even escaped (`find`: `in` first tries the needle as an int, and the
-    # TypeError it makes and drops costs more than the search). An id written unlike its encoding has an
-    # escape (a string) or is `-0` (the value 0): only a 0 needs the scan for `-0`, which cost a call and
-    # a pass over the body (~1,700 instructions) on every request
-    if raw.find(_TOKEN_KEY) < 0 and raw.find(b"\\") < 0 and (rid != 0 or raw.find(b"-0") < 0):
-        return rid, method, raw
-    if odd_id(request) is not None:
-        return None  # the full path gives the client its id's bytes back (the child writes its own)
-    return None if core.value_span(raw, _TOKEN) is not None else (rid, method, raw)
