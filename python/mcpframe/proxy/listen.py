@@ -32,6 +32,7 @@ from urllib.parse import urlsplit
 
 import anyio
 
+from mcpframe import core
 from mcpframe._gc import freeze_startup_heap
 from mcpframe.http.admission import Admission
 from mcpframe.http.asgi import header_dict
@@ -98,6 +99,11 @@ class _Upstream:
         """Nothing to do: the sessions' children end with their sessions."""
 
 
+_HEADERS = core.header_dict if core.BACKEND == "native" else header_dict
+"""The request's headers as a dict: the lean server gives them as a list of (bytes, bytes) tuples, which
+the native core reads in one call (not through `asgi.header_dict`'s own, a Python call more)."""
+
+
 class ListenServer(StreamableHTTPServer):
     """The HTTP host with a bridge to a stdio child in place of each session's `ServerConnection`."""
 
@@ -132,7 +138,7 @@ class ListenServer(StreamableHTTPServer):
         running session goes to its child from here (`listen_fast`); anything else, `None` (the ASGI app)."""
         if target != self._target or self.options.auth is not None:
             return None
-        headers = header_dict(raw_headers)  # checked as the full path's `_admit` does (no `auth` here)
+        headers = _HEADERS(raw_headers)  # checked as the full path's `_admit` does (no `auth` here)
         pair = (headers.get("host"), headers.get("origin"))
         if pair not in self._allowed:  # as `StreamableHTTPServer.wire_fast` remembers allowed pairs
             if self._guard(headers) is not None:
