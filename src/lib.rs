@@ -11,6 +11,7 @@ pub mod envelope;
 pub mod framing;
 pub mod http_head;
 pub mod pages;
+pub mod plain_call;
 pub mod relay;
 pub mod scan;
 pub mod span;

@@ -29,6 +29,7 @@ __all__ = [
     "encode_request",
     "encode_result",
     "header_dict",
+    "plain_call",
     "plain_request",
     "splice_id",
     "value_span",
@@ -193,6 +194,9 @@ def plain_request(
 
 def header_dict(headers: list[tuple[bytes, bytes]], /) -> dict[str, str]:
     """``{name: value}`` of ``(name, value)`` bytes pairs, Latin-1 decoded; of a repeated name, the first."""
+
+def plain_call(body: bytes, max_frame: int, /) -> tuple[_Id, str, bytes] | None:
+    """``(id, method, line)`` of a POST body that is one plain request (the listening proxy's), or None."""
 
 def encode_request(id: _Id, method: str, params: Any = None, /) -> bytes:
     """``{"jsonrpc":"2.0","id":…,"method":…,"params":…}`` + LF; ``params`` omitted when None.

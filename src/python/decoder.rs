@@ -28,6 +28,9 @@ mod methods;
 mod strings;
 mod values;
 
+pub(crate) use strings::str_or_err;
+pub(crate) use values::big_int;
+
 use build::{frame_error, new_list, to_python, Buffer, Collector};
 use direct::Direct;
 use methods::Methods;

@@ -9,6 +9,7 @@ mod encoder;
 mod errors;
 mod ffi;
 mod http_head;
+mod plain_call;
 mod relay;
 mod span;
 
@@ -23,5 +24,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     span::register(m)?;
     relay::register(m)?;
     http_head::register(m)?;
+    plain_call::register(m)?;
     Ok(())
 }

@@ -55,7 +55,7 @@ def test_the_stub_lists_what_it_defines() -> None:
     names = contract_names()
     assert len(names) == len(set(names))
     assert set(names) == _stub_definitions()
-    assert len(names) == 22  # 4 constants, 7 classes, 11 functions
+    assert len(names) == 23  # 4 constants, 7 classes, 12 functions
 
 
 def test_both_backends_export_exactly_the_list(both_backends: Any) -> None:
@@ -129,7 +129,7 @@ def test_functions_have_the_same_parameters(both_backends: Any) -> None:
         if callable(native) and not isinstance(native, type):
             assert shape(native) == shape(python), name
             compared.append(name)
-    assert len(compared) == 11
+    assert len(compared) == 12
 
 
 def test_classes_have_the_same_constructors_and_members(both_backends: Any) -> None:

@@ -26,6 +26,7 @@ from mcpframe._pycore.envelope import PREVIEW_BYTES
 from mcpframe._pycore.framing import DEFAULT_MAX_FRAME, Decoder, decode
 from mcpframe._pycore.http_head import header_dict, plain_request
 from mcpframe._pycore.message import FrameError, Message
+from mcpframe._pycore.plain_call import plain_call
 from mcpframe._pycore.relay import AnswerRelay, Relay
 from mcpframe._pycore.span import value_span
 from mcpframe._pycore.splice import splice_id
@@ -50,6 +51,7 @@ __all__ = [
     "encode_request",
     "encode_result",
     "header_dict",
+    "plain_call",
     "plain_request",
     "splice_id",
     "value_span",

@@ -37,7 +37,8 @@ class Slot:
         admission, self._admission = self._admission, None
         if admission is not None:
             admission.running -= self.weight
-            admission.wake()
+            if admission._queue:  # (nobody to wake, most of the time: no call)
+                admission.wake()
 
 
 class _Waiter:
@@ -84,7 +85,8 @@ class Admission:
         """Room now, by `enter`'s rules, or `None` where `enter` would queue (or refuse)."""
         weight = min(requests, self.max_in_flight)
         if not self._queue and self.running + weight <= self.max_in_flight:
-            return self._take(weight)
+            self.running += weight  # (`_take`, inlined: every POST comes here)
+            return Slot(self, weight)
         if ping and self.running + weight <= 2 * self.max_in_flight:
             return self._take(weight)
         return None

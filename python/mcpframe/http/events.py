@@ -17,6 +17,10 @@ __all__ = ["EventStore", "MemoryEventStore", "Replay", "split_event_id", "store_
 
 _SEPARATOR = "."
 
+_Events = deque[tuple[int, bytes | None]] | list[tuple[int, bytes | None]]
+"""A stored stream's events, `(sequence, message)`: a deque bounded by `max_events_per_stream`, or the
+list of a stream stored whole (`MemoryEventStore.store_answer_now`)."""
+
 
 def split_event_id(event_id: str) -> tuple[str, int] | None:
     """`(stream id, sequence)` of an id this package issued, `None` for anything else."""
@@ -78,7 +82,7 @@ class MemoryEventStore:
             raise ValueError("max_events_per_stream and max_streams_per_session must be at least 1")
         self.max_events_per_stream = max_events_per_stream
         self.max_streams_per_session = max_streams_per_session
-        self._sessions: dict[str, dict[str, deque[tuple[int, bytes | None]]]] = {}
+        self._sessions: dict[str, dict[str, _Events]] = {}
         self._order: dict[str, deque[str]] = {}  # per session, its streams' ids, oldest first
         self._next: dict[str, int] = {}  # per stream, its next sequence
         self._first: dict[str, int] = {}  # per stored stream, the sequence its deque began at
@@ -96,21 +100,44 @@ class MemoryEventStore:
             self._order[session_id] = deque()
         events = streams.get(stream_id)
         if events is None:
-            order = self._order[session_id]
-            if len(streams) >= self.max_streams_per_session:  # the oldest stream goes
-                oldest = order.popleft()
-                del streams[oldest]
-                self._first.pop(oldest, None)
-                reached = self._next.pop(oldest, 0)
-                if reached > self._floor.get(session_id, 0):
-                    self._floor[session_id] = reached
-            order.append(stream_id)
+            if len(streams) >= self.max_streams_per_session:
+                self._evict(session_id, streams)
+            self._order[session_id].append(stream_id)
             events = streams[stream_id] = deque(maxlen=self.max_events_per_stream)
             self._first[stream_id] = self._next[stream_id] = self._floor.get(session_id, 0)
         seq = self._next[stream_id]
         self._next[stream_id] = seq + 1
         events.append((seq, message))
         return f"{stream_id}{_SEPARATOR}{seq}"
+
+    def store_answer_now(self, session_id: str, stream_id: str, message: bytes) -> int:
+        """A new stream (`stream_id` never stored before) of two events stored at once, without awaiting: a
+        priming event, then `message`, the stream's last (a request's answer, whole); the priming event's
+        sequence (the answer's is the next). The same as two `store_now`, for a stream that gets no more
+        events: kept as a list, not a deque (nothing to bound), with no lookup but the session's."""
+        streams = self._sessions.get(session_id)
+        if streams is None:
+            streams = self._sessions[session_id] = {}
+            self._order[session_id] = deque()
+        if len(streams) >= self.max_streams_per_session:
+            self._evict(session_id, streams)
+        self._order[session_id].append(stream_id)
+        seq = self._first[stream_id] = self._floor.get(session_id, 0)
+        if self.max_events_per_stream >= 2:
+            streams[stream_id] = [(seq, None), (seq + 1, message)]
+        else:  # the bound keeps the last event alone (as the deque would)
+            streams[stream_id] = [(seq + 1, message)]
+        self._next[stream_id] = seq + 2
+        return seq
+
+    def _evict(self, session_id: str, streams: dict[str, _Events]) -> None:
+        """The session's oldest stream goes (it is at the bound and stores a new one)."""
+        oldest = self._order[session_id].popleft()
+        del streams[oldest]
+        self._first.pop(oldest, None)
+        reached = self._next.pop(oldest, 0)
+        if reached > self._floor.get(session_id, 0):
+            self._floor[session_id] = reached
 
     async def replay(self, session_id: str, last_event_id: str) -> Replay | None:
         """The stream's stored events after `last_event_id`, priming events left out."""

@@ -32,13 +32,16 @@ from urllib.parse import urlsplit
 
 import anyio
 
+from mcpframe import core
 from mcpframe._gc import freeze_startup_heap
 from mcpframe.http.admission import Admission
 from mcpframe.http.asgi import header_dict
+from mcpframe.http.headers import MCP_PROTOCOL_VERSION
 from mcpframe.http.legacy import LegacySSE
 from mcpframe.http.options import HttpOptions
-from mcpframe.http.server import _ALLOWED_PAIRS, StreamableHTTPServer, _version_refusal, announce, serve_http
+from mcpframe.http.server import _ALLOWED_PAIRS, StreamableHTTPServer, announce, serve_http
 from mcpframe.http.wire import WireAnswer
+from mcpframe.protocol import SUPPORTED_VERSIONS
 from mcpframe.session import SessionOptions
 
 from .listen_bridge import SessionBridge
@@ -96,6 +99,11 @@ class _Upstream:
         """Nothing to do: the sessions' children end with their sessions."""
 
 
+_HEADERS = core.header_dict if core.BACKEND == "native" else header_dict
+"""The request's headers as a dict: the lean server gives them as a list of (bytes, bytes) tuples, which
+the native core reads in one call (not through `asgi.header_dict`'s own, a Python call more)."""
+
+
 class ListenServer(StreamableHTTPServer):
     """The HTTP host with a bridge to a stdio child in place of each session's `ServerConnection`."""
 
@@ -130,14 +138,15 @@ class ListenServer(StreamableHTTPServer):
         running session goes to its child from here (`listen_fast`); anything else, `None` (the ASGI app)."""
         if target != self._target or self.options.auth is not None:
             return None
-        headers = header_dict(raw_headers)  # checked as the full path's `_admit` does (no `auth` here)
+        headers = _HEADERS(raw_headers)  # checked as the full path's `_admit` does (no `auth` here)
         pair = (headers.get("host"), headers.get("origin"))
         if pair not in self._allowed:  # as `StreamableHTTPServer.wire_fast` remembers allowed pairs
             if self._guard(headers) is not None:
                 return None
             if len(self._allowed) < _ALLOWED_PAIRS:
                 self._allowed.add(pair)
-        if _version_refusal(headers) is not None:
+        version = headers.get(MCP_PROTOCOL_VERSION)  # (`_version_refusal`'s check, inlined)
+        if version is not None and version not in SUPPORTED_VERSIONS:
             return None
         return self.fast.post(headers, body)
 

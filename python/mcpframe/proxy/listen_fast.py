@@ -9,9 +9,10 @@ declines (`None`) with nothing started, and the full path (`BridgePosts`) answer
 - Content-Type and Accept are right (`refusal_of`) and the body is within `max_body`;
 - `Mcp-Session-Id` names a live session whose child answered `initialize` (`SessionManager.find`, no
   shared store), its child runs and the request id is not in flight there;
-- the body is one request (the core's lazy decoder validates it as the full path's decoder does, and
-  builds no Python value for its params): not a batch, a notification, a response or `initialize`, and
-  names no progress token (`core.value_span` looks for it in the bytes);
+- the body is one request (`core.plain_call` validates it as the full path's decoder does, in one call
+  that builds no message, only the id, the method and the line for the child): not a batch, a
+  notification, a response or `initialize`, names no progress token, and has an id written as its
+  encoding writes it (no escape, not `-0`: the full path gives the client its id's own bytes back);
 - the admission bound has room without queueing, and the child's stdin takes the bytes at once
   (`Child.write_now`: no other write under way, nothing left unwritten in the pipe).
 
@@ -38,24 +39,22 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from mcpframe import core, jsonrpc, protocol
 from mcpframe._api import Id
 from mcpframe.http.asgi import Receive, Send
 from mcpframe.http.deadlines import Deadlines
-from mcpframe.http.events import store_now
+from mcpframe.http.events import MemoryEventStore, store_now
 from mcpframe.http.fast import answering, media_accepts
-from mcpframe.http.headers import MCP_SESSION_ID, Accepts
-from mcpframe.http.post import one_line
+from mcpframe.http.headers import MCP_PROTOCOL_VERSION, MCP_SESSION_ID, Accepts
 from mcpframe.http.responses import Reply, error_response
 from mcpframe.http.streams import format_event, new_stream_id
 from mcpframe.http.wire import Parked, WireAnswer
 from mcpframe.http.wire_parts import Later, Whole
+from mcpframe.protocol import LEGACY_VERSIONS
 
 from .listen_bridge import FastRoute, Route, SessionBridge, cancel_frame
-from .reader import odd_id
 
 if TYPE_CHECKING:
     from mcpframe.http.sessions import HttpSession
@@ -72,13 +71,14 @@ def _priming(event_id: str, retry_ms: int) -> bytes:
     return b"id: %s\nretry: %d\ndata: \n\n" % (event_id.encode(), retry_ms)
 
 
-_Plan = tuple[str | None, bool, bool, Callable[[str, str, bytes | None], str] | None, int | None]
-"""What the fast path decides once per session and version (`FastPosts._plan`): the version it was made
-for, whether a client that takes SSE gets it, whether its events can be stored at once (no store, or the
-memory store), the store's `store_now` (`None`: none) and the priming event's `retry` (`None`: none)."""
+_Plan = tuple[str | None, bool, float | None, "Deadlines | None", MemoryEventStore | None, int | None]
+"""What the fast path decides once per session and version (`FastPosts._plan`), for a client that takes SSE:
+the version it was made for, whether such a client gets SSE, how long its POST may wait for a whole answer
+(`None`: not taken, an SSE answer whose events could not be stored at once), the `Deadlines` of that hold,
+the memory store the events go to (`None`: none) and the priming event's `retry` (`None`: none)."""
 
 _Request = tuple[Id, str, bytes]
-"""The fast path's request (`_plain`): its id, its method and its bytes."""
+"""The fast path's request (`core.plain_call`): its id, its method and its bytes as one line."""
 
 SSE_HOLD = 0.05
 """Seconds a POST whose client prefers SSE waits for its answer before its SSE response is opened (then
@@ -101,11 +101,78 @@ class FastPosts:
         self._media_ok: dict[tuple[str | None, str | None], Accepts] = {}
 
     def post(self, headers: dict[str, str], data: bytes) -> WireAnswer | None:
-        """Write the POST's request to its child and return what finishes the answer, or `None`."""
+        """Write the POST's request to its child and return what finishes the answer, or `None`. (Two
+        functions for the whole check: each Python call costs a forwarded request as much as a check.)"""
         try:
-            return self._post(headers, data)
+            found = self._found(headers, data)
+            if found is None:
+                return None
+            session, bridge, accepts, (rid, method, line) = found
+            deadlines: Deadlines | None = None
+            sse = False
+            if accepts.sse:
+                plan = bridge.fast_plan
+                if plan is None or plan[0] != bridge.version:
+                    plan = self._plan(session, bridge)
+                _, sse, hold, deadlines, _, _ = plan
+                if hold is None:
+                    return None
+            slot = self.posts.admission.try_enter(1, ping=method == protocol.PING)
+            if slot is None:
+                return None
+            parked = _Parked(self, accepts, sse)
+            route = parked.route = FastRoute(bridge, session, rid, slot.release, finish=parked.finish)
+            bridge.pending[rid] = route  # before the write: no answer can come before its request is known
+            if not bridge.child.write_now(line):  # type: ignore[union-attr]  # (`_found`)
+                del bridge.pending[rid]
+                slot.release()
+                return None
+            # an HTTP request open: the reaper leaves the session alone (`HttpSession.touch`, whose time
+            # the answer sets: while a request is open the session is not idle)
+            session.open_requests += 1
+            self.taken += 1
+            if deadlines is not None:  # on the loop's one timer for holds of that length, not one per POST
+                parked.hold = deadlines.add(parked.expire)
+            return parked
         except Exception as exc:  # as on the full path: a bug costs this request, answered
             return self.failed(exc)
+
+    def _found(
+        self, headers: dict[str, str], data: bytes
+    ) -> tuple[HttpSession, SessionBridge, Accepts, _Request] | None:
+        """The session, its bridge, what the POST accepts and its request, when the fast path may take
+        it (its child runs, the request id is not in flight there), else `None`."""
+        posts = self.posts
+        accepts = media_accepts(headers, self._media_ok)
+        session_id = headers.get(MCP_SESSION_ID)
+        if accepts is None or len(data) > self.max_body or session_id is None or posts.sessions.shared:
+            return None
+        # as `SessionManager.find` finds it, declining where it refuses (an unknown session; a
+        # `MCP-Protocol-Version` that has none: 2026-07-28)
+        session = posts.sessions.sessions.get(session_id)
+        version = headers.get(MCP_PROTOCOL_VERSION)
+        if (
+            session is None
+            or session.closed
+            or session.owner is not None
+            or (version is not None and version not in LEGACY_VERSIONS)
+        ):
+            return None
+        bridge = session.connection  # what answered `initialize` (`session.version` is its `version`)
+        if (
+            not isinstance(bridge, SessionBridge)
+            or bridge.version is None
+            or bridge.child is None
+            or bridge.ended
+        ):
+            return None
+        # the request, its bytes as one line: what the full path would give the child unchanged (see
+        # `core.plain_call`; anything else, an odd id or a progress token to rewrite included, is the full
+        # path's)
+        request = core.plain_call(data, posts.max_frame)
+        if request is None or request[0] in bridge.pending:
+            return None
+        return session, bridge, accepts, request
 
     def failed(self, exc: Exception) -> Whole:
         """The 500 answer of a POST whose handling failed (logged)."""
@@ -114,79 +181,20 @@ class FastPosts:
         reply = error_response(500, why, code=jsonrpc.INTERNAL_ERROR)
         return reply.status, reply.header_lines(), reply.body
 
-    def _post(self, headers: dict[str, str], data: bytes) -> WireAnswer | None:
-        posts = self.posts
-        accepts = media_accepts(headers, self._media_ok)
-        if accepts is None or len(data) > self.max_body:
-            return None
-        found = self._in_session(headers, data)
-        if found is None:
-            return None
-        session, bridge, (rid, method, raw) = found
-        hold, sse = self._hold(session, bridge, accepts)
-        if hold is None:
-            return None
-        assert bridge.child is not None
-        slot = posts.admission.try_enter(1, ping=method == protocol.PING)
-        if slot is None:
-            return None
-        parked = _Parked(self, accepts, sse)
-        route = parked.route = FastRoute(bridge, session, rid, slot.release, finish=parked.finish)
-        bridge.pending[rid] = route  # before the write: no answer can come before its request is known
-        if not bridge.child.write_now(one_line(raw)):
-            del bridge.pending[rid]
-            slot.release()
-            return None
-        session.touch(+1)  # an HTTP request open: the reaper leaves the session alone
-        self.taken += 1
-        if hold != math.inf:  # on the loop's one timer for holds of that length, not a timer per POST
-            # (the session's loop, given: asking for the running one costs a `getpid` on 3.11)
-            parked.hold = Deadlines.of(hold, session.loop).add(parked.expire)
-        return parked
-
-    def _in_session(
-        self, headers: dict[str, str], data: bytes
-    ) -> tuple[HttpSession, SessionBridge, _Request] | None:
-        """The session, its bridge and the request of a POST the fast path takes, else `None`."""
-        posts = self.posts
-        if MCP_SESSION_ID not in headers or posts.sessions.shared is not None:
-            return None
-        # refused there: an unknown session, and a `MCP-Protocol-Version` that has none (2026-07-28)
-        session = posts.sessions.find(headers, None)
-        if isinstance(session, Reply):
-            return None
-        bridge = session.connection  # what answered `initialize` (`session.version` is its `version`)
-        if not isinstance(bridge, SessionBridge) or bridge.version is None:
-            return None
-        if bridge.child is None or bridge.ended:
-            return None
-        request = _plain(core.decode(data, max_frame=posts.max_frame, batches=True, lazy=True))
-        if request is None or request[0] in bridge.pending:
-            return None
-        return session, bridge, request
-
-    def _hold(
-        self, session: HttpSession, bridge: SessionBridge, accepts: Accepts
-    ) -> tuple[float | None, bool]:
-        """How long the POST may wait for a whole answer, and whether that answer is SSE; `None`: not here
-        (an SSE answer whose events could not be stored at once)."""
-        if not accepts.sse:
-            return math.inf, False
-        _, prefers, storable, _, _ = self._plan(session, bridge)
-        if prefers:
-            return (self.sse_hold if storable else None), True
-        return self.json_hold, False
-
     def _plan(self, session: HttpSession, bridge: SessionBridge) -> _Plan:
         """The session's `_Plan`, made once per negotiated version (its bridge keeps it)."""
-        plan: _Plan | None = bridge.fast_plan
-        version = bridge.version
-        if plan is None or plan[0] != version:
-            posts = self.posts
-            retry = posts.replies.priming(session)
-            store = store_now(session.store)
-            storable = store is not None or session.store is None
-            plan = bridge.fast_plan = (version, posts.prefers_sse(retry), storable, store, retry)
+        posts = self.posts
+        retry = posts.replies.priming(session)
+        store = session.store
+        memory = store if isinstance(store, MemoryEventStore) and store_now(store) is not None else None
+        prefers = posts.prefers_sse(retry)
+        hold: float | None = self.json_hold
+        if prefers:  # an SSE answer whose events cannot be stored at once is not the fast path's
+            hold = self.sse_hold if (memory is not None or store is None) else None
+        # the session's loop, given: asking for the running one costs a `getpid` on 3.11
+        deadlines = None if hold is None or hold == math.inf else Deadlines.of(hold, session.loop)
+        plan: _Plan = (bridge.version, prefers, hold, deadlines, memory, retry)
+        bridge.fast_plan = plan
         return plan
 
     def _cancel_upstream(self, route: FastRoute) -> None:
@@ -211,15 +219,32 @@ class FastPosts:
             return (200, bridge.sse_lines, b"") if accepts_sse else (202, bridge.id_line, b"")
         if not sse:
             return 200, bridge.json_lines, frame.rstrip(b"\n")
-        _, _, _, store, retry = self._plan(session, bridge)
+        plan = bridge.fast_plan
+        if plan is None:  # (made when the POST was taken, unless the session was re-planned meanwhile)
+            plan = self._plan(session, bridge)
+        store, retry = plan[4], plan[5]
         if store is None or session.closed:  # nothing to store (as `Stream.finished_body` without a
             # store; a dead child's events were dropped): no ids
             return 200, bridge.sse_lines, format_event(frame)
         # the events as `Stream.finished_body` stores and writes them: the priming event first (resuming
-        # from its id replays the answer), then the answer
+        # from its id replays the answer), then the answer (event ids `<stream>.<sequence>`: events.py)
         stream_id = new_stream_id()
-        head = b"" if retry is None else _priming(store(session.id, stream_id, None), retry)
-        return 200, bridge.sse_lines, head + format_event(frame, store(session.id, stream_id, frame))
+        data = frame.rstrip(b"\r\n")
+        if retry is None or data.find(b"\r") >= 0:  # (`format_event` splits such data over lines)
+            head = b"" if retry is None else _priming(store.store_now(session.id, stream_id, None), retry)
+            return (
+                200,
+                bridge.sse_lines,
+                head + format_event(frame, store.store_now(session.id, stream_id, frame)),
+            )
+        seq = store.store_answer_now(session.id, stream_id, frame)
+        name = stream_id.encode()
+        body = _EVENTS % (name, seq, retry, name, seq + 1, data)
+        return 200, bridge.sse_lines, body
+
+
+_EVENTS = b"id: %s.%d\nretry: %d\ndata: \n\nid: %s.%d\nevent: message\ndata: %s\n\n"
+"""A priming event and an answer's event (`_priming`, `format_event`), formatted at once."""
 
 
 class _Parked(Parked):
@@ -256,7 +281,9 @@ class _Parked(Parked):
         if hold is not None:
             hold[1] = None
             self.hold = None
-        route.session.touch(-1)
+        session = route.session  # (`HttpSession.touch(-1)`, inlined)
+        session.open_requests -= 1
+        session.last_active = session.loop.time()
         if isinstance(got, Route):
             self.deliver(self._full(got))
             return
@@ -302,30 +329,3 @@ class _Parked(Parked):
         if route.bridge.forget(route):
             self.fast._cancel_upstream(route)
         route.slot_release()
-
-
-_TOKEN = ("params", "_meta", protocol.PROGRESS_TOKEN)
-_TOKEN_KEY = protocol.PROGRESS_TOKEN.encode()
-
-
-def _plain(items: list[core.Message | core.FrameError]) -> _Request | None:
-    """The id, method and bytes of the one request of a body that holds nothing else, is not `initialize`,
-    names no progress token and has an id written as its encoding writes it (`odd_id`); else `None` (a
-    refusal included: the full path gives it). Each member is read once: every read of a core message's
-    member is a call into the extension (`raw` a new copy)."""
-    if len(items) != 1:
-        return None
-    request = items[0]
-    if isinstance(request, core.FrameError) or request.kind != "request" or request.batch is not None:
-        return None
-    rid, method = request.id, request.method
-    if rid is None or method is None or method == protocol.INITIALIZE:  # (a request has a method)
-        return None
-    raw = request.raw
-    # the key can be nowhere, not even escaped (`find`: `in` first tries the needle as an int, and the
-    # TypeError it makes and drops costs more than the search)
-    if raw.find(_TOKEN_KEY) < 0 and raw.find(b"\\") < 0 and raw.find(b"-0") < 0:
-        return rid, method, raw
-    if odd_id(request) is not None:
-        return None  # the full path gives the client its id's bytes back (the child writes its own)
-    return None if core.value_span(raw, _TOKEN) is not None else (rid, method, raw)
