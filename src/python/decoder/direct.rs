@@ -11,7 +11,7 @@ use crate::framing::{Checked, Event};
 
 use super::build::{frame_error, frames_hint, message, new_list};
 use super::build::{oversize_failure, validate_frame};
-use super::build::{Buffer, InputPlace};
+use super::build::{release_items, Buffer, InputPlace};
 use super::guard::{guarded, internal_error};
 use super::methods::Methods;
 use super::values::PyPayloads;
@@ -110,7 +110,7 @@ impl<'a, 'py, P: PyPayloads> Direct<'a, 'py, P> {
         if let Some(err) = self.payloads.take_error() {
             return Err(err);
         }
-        // read in place, then cleared (after a failed build, `settle` clears it)
+        // read in place, then released (after a failed build, `settle` clears it)
         for item in self.scratch.iter_mut() {
             self.objects.push(match item {
                 Item::Message(e) => message(
@@ -123,12 +123,24 @@ impl<'a, 'py, P: PyPayloads> Direct<'a, 'py, P> {
                 Item::Failure(f) => frame_error(self.py, offset, f, Some(frame))?,
             });
         }
-        self.scratch.clear();
+        let len = self.scratch.len();
+        // SAFETY: the vector forgets its items first (should a drop panic, the rest leak rather
+        // than being dropped twice), then each is released once.
+        unsafe {
+            self.scratch.set_len(0);
+            release_items(std::ptr::slice_from_raw_parts_mut(
+                self.scratch.as_mut_ptr(),
+                len,
+            ));
+        }
         Ok(())
     }
 
     /// After a frame: if building it failed, what it built is dropped and one internal-error
     /// `FrameError` stands for it.
+    // inlined into the loop over frames (the usual frame only tests the result), its failure kept
+    // out of line: a call for every frame was ~20 instructions a message
+    #[inline(always)]
     fn settle(
         &mut self,
         built: Result<(), String>,
@@ -136,12 +148,19 @@ impl<'a, 'py, P: PyPayloads> Direct<'a, 'py, P> {
         frame: &[u8],
         offset: u64,
     ) -> PyResult<()> {
-        if let Err(name) = built {
-            self.scratch.clear();
-            self.objects.truncate(mark);
-            let error = internal_error(self.py, frame, offset, self.batches, &name)?;
-            self.objects.push(error);
+        match built {
+            Ok(()) => Ok(()),
+            Err(name) => self.failed(&name, mark, frame, offset),
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn failed(&mut self, name: &str, mark: usize, frame: &[u8], offset: u64) -> PyResult<()> {
+        self.scratch.clear();
+        self.objects.truncate(mark);
+        let error = internal_error(self.py, frame, offset, self.batches, name)?;
+        self.objects.push(error);
         Ok(())
     }
 
