@@ -173,7 +173,7 @@ class FastPosts:
         if not accepts.sse:
             return math.inf, False
         _, prefers, storable, _, _ = self._plan(session, bridge)
-        if prefers:
+        if prefers or not accepts.json:  # one that takes SSE alone gets it in any mode
             return (self.sse_hold if storable else None), True
         return self.json_hold, False
 
