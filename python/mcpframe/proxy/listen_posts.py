@@ -354,7 +354,12 @@ class BridgePosts:
         frames = stream.response_frames()
         if session is not None:
             session.stream_ended(stream)
-        if not frames:  # cancelled, or its session ended
+        if not frames and session is not None and session.closed and route.ids:
+            # its session ended (DELETE, shutdown) before the bridge answered what it still waits for
+            bridge = session.connection
+            assert isinstance(bridge, SessionBridge)
+            frames = [bridge.failed(rid).rstrip(b"\n") for rid in route.ids]
+        if not frames:  # cancelled
             return no_answer(accepts.sse, headers)
         joined = frames[0] if len(frames) == 1 else b"[" + b",".join(frames) + b"]"
         return json_response(joined, headers)
