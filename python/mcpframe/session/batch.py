@@ -77,7 +77,7 @@ def error_answer(error: core.FrameError, *, max_frame: int | None = None) -> byt
     return core.encode_error(rid, error.code, error.message, data)
 
 
-def long_integer_data(error: core.FrameError) -> dict[str, int] | None:
+def long_integer_data(error: core.FrameError) -> dict[str, int | str] | None:
     """The ``data`` of the answer to a frame refused for an integer literal past the core's digit limit:
     where the frame starts (``offset``), as a parse error's says (the stdlib reads such a frame, so
     there is no ``at`` to add); ``None`` for any other refusal."""
