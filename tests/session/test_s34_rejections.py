@@ -10,13 +10,12 @@
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Iterator
 from typing import Any
 
 import anyio
 import pytest
 from tests.session._support import Handlers, RawPeer, raw_session
+from tests.session.test_rejection_flood import _Records, records
 from tests.streamable_http._server_support import asgi_client, initialize, session_headers
 
 from mcpframe import core, jsonrpc
@@ -28,28 +27,7 @@ pytestmark = pytest.mark.anyio
 
 LONG = "9" * (core.MAX_INT_DIGITS + 1)
 
-
-class _Records(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.messages: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.messages.append(record.getMessage())
-
-
-@pytest.fixture
-def records() -> Iterator[_Records]:
-    handler = _Records()
-    logger = logging.getLogger("mcpframe.session")
-    level = logger.level
-    logger.setLevel(logging.WARNING)
-    logger.addHandler(handler)
-    try:
-        yield handler
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
+__all__ = ["records"]  # the fixture, used by name
 
 
 @pytest.mark.parametrize("frame", [b"[]", b" [ ] "])
