@@ -95,9 +95,14 @@ class Proxy:
 
 @contextlib.asynccontextmanager
 async def in_process_proxy(
-    command: Sequence[str], *, pool_size: int = 4, http: HttpOptions | None = None
+    command: Sequence[str],
+    *,
+    pool_size: int = 4,
+    http: HttpOptions | None = None,
+    http_server: str = "mcpframe",
 ) -> AsyncIterator[Proxy]:
-    """`mcpframe proxy --listen` in front of `command`, served in this process on a random port."""
+    """`mcpframe proxy --listen` in front of `command`, served in this process on a random port (by the
+    lean server, or `http_server="uvicorn"`)."""
     options = ProxyOptions(
         listen="http://127.0.0.1:0/mcp",
         command=list(command),
@@ -116,7 +121,7 @@ async def in_process_proxy(
     async def serve() -> None:
         upstream: Any = app.server
         await serve_http(
-            upstream, port=0, options=app.options, ready=listening, app=app, http_server="mcpframe"
+            upstream, port=0, options=app.options, ready=listening, app=app, http_server=http_server
         )
 
     async with anyio.create_task_group() as tg:

@@ -20,8 +20,10 @@ import anyio
 import httpx
 import pytest
 
+from mcpframe import jsonrpc
 from mcpframe.http import fast_pending
 from mcpframe.http.fast_pending import Pending
+from mcpframe.http.responses import session_ended_text
 from mcpframe.http.server import HttpOptions, StreamableHTTPServer, serve_http
 from mcpframe.http.sessions import HttpSession
 from mcpframe.server import Context
@@ -318,8 +320,9 @@ async def test_its_session_deleted_while_suspended_ends_it_once(taken: list[str]
         async with _posting(client, url, headers, call("hold", {"text": "d"}, rid=9)) as got:
             await tools.entered.wait()
             assert (await client.delete(url, headers=headers)).status_code == 200
-        assert (got[0].status_code, got[0].content) == (200, b"")
-        assert got[0].headers["content-type"] == "text/event-stream"  # never 202 for a request
+        # no answer came, its session ended: said with an error (the answer was still awaited as JSON)
+        assert (got[0].status_code, got[0].headers["content-type"]) == (200, "application/json")
+        assert got[0].json()["error"] == {"code": jsonrpc.CONNECTION_CLOSED, "message": session_ended_text(9)}
         assert (tools.cancelled, tools.finished) == (1, 0)
         assert taken == ["_Abandoned"]
         assert app.posts.admission.running == 0

@@ -19,8 +19,10 @@ import anyio.to_thread
 import httpx
 import pytest
 
+from mcpframe import jsonrpc
 from mcpframe.http import wire as wire_module
 from mcpframe.http.deadlines import Deadlines
+from mcpframe.http.responses import session_ended_text
 from mcpframe.http.sessions import HttpSession
 from mcpframe.http.wire_parts import Parked
 from mcpframe.server import Context
@@ -186,8 +188,9 @@ async def test_a_session_deleted_while_a_call_is_suspended_ends_it_once(
         taken.clear()
         async with held_call(client, url, headers, tools, call("hold", {"text": "d"}, rid=9)) as got:
             assert (await client.delete(url, headers=headers)).status_code == 200
-        assert (got[0].status_code, got[0].content) == (200, b"")  # no answer came: the stream just ended
-        assert got[0].headers["content-type"] == "text/event-stream"  # never 202 for a request
+        # no answer came, its session ended: said with an error (the answer was still awaited as JSON)
+        assert (got[0].status_code, got[0].headers["content-type"]) == (200, "application/json")
+        assert got[0].json()["error"] == {"code": jsonrpc.CONNECTION_CLOSED, "message": session_ended_text(9)}
         assert (tools.cancelled, tools.finished) == (1, 0)
         assert taken == (["deferred"] if http_server == "mcpframe" else [])
         assert app.posts.admission.running == 0
@@ -205,8 +208,12 @@ async def test_a_stream_its_session_ends_while_walking_its_streams_answers_witho
             session = app.sessions.find(headers, None)
             assert isinstance(session, HttpSession)
             await session.close()  # its exchanges aborted, then every stream it holds ended
-        assert (got[0].status_code, got[0].content) == (200, b"")
-        assert got[0].headers["content-type"] == "text/event-stream"  # never 202 for a request
+        # no answer came, its session ended: said with an error (the answer was still awaited as JSON)
+        assert (got[0].status_code, got[0].headers["content-type"]) == (200, "application/json")
+        assert got[0].json()["error"] == {
+            "code": jsonrpc.CONNECTION_CLOSED,
+            "message": session_ended_text(14),
+        }
         tools.gate.set()
         with anyio.fail_after(10):
             await until(lambda: app.posts.admission.running == 0)

@@ -18,6 +18,8 @@ import anyio.to_thread
 import httpx
 import pytest
 
+from mcpframe import jsonrpc
+from mcpframe.http.responses import session_ended_text
 from mcpframe.session import Request
 from mcpframe.session.eager import AVAILABLE as EAGER
 
@@ -108,15 +110,16 @@ async def test_a_cancel_while_a_def_tool_runs_ends_its_post_without_an_answer(ht
 
 
 @LEAN_AND_UVICORN
-async def test_a_session_deleted_while_a_def_tool_runs_ends_its_post_without_an_answer(
+async def test_a_session_deleted_while_a_def_tool_runs_ends_its_post_with_an_error(
     http_server: str,
 ) -> None:
     tools = DefTools()
     async with serving(tools, http_server, response_mode="auto") as (url, app, client, headers):
         async with held_def_call(client, url, headers, tools, rid=9) as got:
             assert (await client.delete(url, headers=headers)).status_code == 200
-        assert (got[0].status_code, got[0].content) == (200, b"")  # no answer came: the stream just ended
-        assert got[0].headers["content-type"] == "text/event-stream"  # never 202 for a request
+        # no answer came, its session ended: said with an error (the answer was still awaited as JSON)
+        assert (got[0].status_code, got[0].headers["content-type"]) == (200, "application/json")
+        assert got[0].json()["error"] == {"code": jsonrpc.CONNECTION_CLOSED, "message": session_ended_text(9)}
         tools.release.set()
         with anyio.fail_after(10):
             await until(lambda: tools.done == 1 and app.posts.admission.running == 0)

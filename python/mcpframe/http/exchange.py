@@ -358,7 +358,9 @@ class Exchange:
         if self.closed:
             return
         self.lane.reusable = False
-        await self.lane.session.aclose()
+        # no drain: what its handlers sent may be held behind a client that reads nothing (a full SSE
+        # socket), and would hold this end, a DELETE with it, for the session's `drain_timeout`
+        await self.lane.session.aclose(drain=False)
 
     async def outgoing(self, data: bytes) -> None:
         """Frames the Session wrote: renumber its requests, note its responses, emit them all in order."""

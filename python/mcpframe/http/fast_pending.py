@@ -21,7 +21,7 @@ from .deadlines import Deadlines
 from .events import store_now
 from .exchange import Exchange, Lane
 from .headers import MCP_SESSION_ID, Accepts
-from .responses import Answer, Reply, error_response, json_response, no_answer
+from .responses import Answer, Reply, error_response, json_response, unanswered
 from .sse_wire import SseWriter, light_writer
 from .store import StoreUnavailable
 from .streams import Stream, events_now, new_stream_id
@@ -199,8 +199,8 @@ class Pending(Exchange):
             if self.writer is not None:  # SSE: the answer (or none) as its stream's only events, stored
                 _sse_end(self._posts, session, self.writer, () if frame is None else (frame,))
             elif frame is None:  # cancelled, or its session ended: no answer
-                reply = no_answer(self._accepts.sse, self._headers())
-                self.parked.deliver((reply.status, reply.header_lines(), b""))
+                reply = unanswered(session, self.request_ids, self._accepts.sse, self._headers())
+                self.parked.deliver((reply.status, reply.header_lines(), reply.body))
             else:
                 lines = STATELESS_LINES if session is None else json_lines(session)
                 self.parked.deliver((200, lines, frame))
@@ -238,7 +238,7 @@ class Pending(Exchange):
             self.parked.deliver(self._rest())  # a frame that is not a response, to a client that takes SSE
             return
         try:
-            whole = _finished_json(stream, self._session, self._headers(), self._accepts.sse)
+            whole = _finished_json(self, self._headers(), self._accepts.sse)
         except Exception as exc:  # as `answering`: a bug costs this request, answered
             logger.exception("POST %s failed", self._posts.options.path)
             reply = failed(exc)
@@ -268,14 +268,15 @@ def _sse_end(
     writer.close()
 
 
-def _finished_json(stream: Stream, session: HttpSession | None, headers: dict[str, str], sse: bool) -> Whole:
+def _finished_json(pending: Pending, headers: dict[str, str], sse: bool) -> Whole:
     """The JSON answer of a finished stream, as `PostHandler._json_ready` gives it, as the `Whole` it is
     written as. The session forgets the stream when its exchange ends (`Pending._upgrade`'s `on_close`),
     not here: this may run inside `HttpSession.close`'s walk over its streams."""
+    stream, session = pending.stream, pending._session
     frames = stream.response_frames()
-    if not frames:  # cancelled, or its session ended: no answer
-        reply = no_answer(sse, headers)
-        return reply.status, reply.header_lines(), b""
+    if not frames:  # cancelled (no answer), or its session ended
+        reply = unanswered(session, pending.request_ids, sse, headers)
+        return reply.status, reply.header_lines(), reply.body
     lines = STATELESS_LINES if session is None else json_lines(session)
     return 200, lines, frames[0] if len(frames) == 1 else b"[" + b",".join(frames) + b"]"
 

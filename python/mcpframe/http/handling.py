@@ -39,8 +39,8 @@ from .responses import (
     StreamReplies,
     error_response,
     json_response,
-    no_answer,
     too_slow,
+    unanswered,
 )
 from .sessions import HttpSession, SessionManager
 from .streams import Stream
@@ -437,7 +437,7 @@ class PostHandler:
             return None
         priming = self.replies.priming(session)
         if not self.answers_sse(accepts, session, priming):
-            reply = self._json_ready(stream, session, accepts, headers)
+            reply = self._json_ready(exchange, session, accepts, headers)
             if reply is not None:
                 return reply
         body = stream.finished_body(retry_ms=priming)
@@ -531,7 +531,7 @@ class PostHandler:
                     held[0][1] = None
                 if held[1] is not None:
                     held[1]()
-        return self._json_ready(stream, session, accepts, headers)
+        return self._json_ready(exchange, session, accepts, headers)
 
     def _watch_leaving(self, exchange: Exchange, wait: float, receive: Receive, held: list[Any]) -> None:
         """`_LEAVING_AFTER` seconds into a JSON wait: watch the client (aborting the exchange if it leaves),
@@ -542,16 +542,17 @@ class PostHandler:
 
     @staticmethod
     def _json_ready(
-        stream: Stream, session: HttpSession | None, accepts: Accepts, headers: dict[str, str]
+        exchange: Exchange, session: HttpSession | None, accepts: Accepts, headers: dict[str, str]
     ) -> Reply | None:
         """The JSON answer of a finished stream (`None`: not finished, or it must be SSE)."""
+        stream = exchange.stream
         if not stream.finished.is_set() or (stream.saw_other and accepts.sse):
             return None
         frames = stream.response_frames()
         if session is not None:
             session.stream_ended(stream)  # answered in full: nothing to resume
         if not frames:  # cancelled, or its session ended
-            return no_answer(accepts.sse, headers)
+            return unanswered(session, exchange.request_ids, accepts.sse, headers)
         joined = frames[0] if len(frames) == 1 else b"[" + b",".join(frames) + b"]"
         return json_response(joined, headers)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from mcpframe import core, jsonrpc, protocol
@@ -25,7 +25,9 @@ __all__ = [
     "error_response",
     "json_response",
     "no_answer",
+    "session_ended_text",
     "too_slow",
+    "unanswered",
 ]
 
 _JSON = "application/json"
@@ -289,3 +291,25 @@ def no_answer(sse: bool, headers: dict[str, str] | None = None) -> Reply:
     if sse:
         return Reply(200, b"", {**SSE_HEADERS, **(headers or {})})
     return Reply(202, headers=headers)
+
+
+def unanswered(
+    session: HttpSession | None, request_ids: Sequence[Any], sse: bool, headers: dict[str, str] | None = None
+) -> Reply:
+    """The reply to a POST whose requests all ended with no answer while it was awaited as JSON: when
+    their session ended (DELETE, the host's shutdown), each request gets a `-32000` error as JSON, so the
+    client can tell an ended session from a request it cancelled itself; else `no_answer`'s. (An SSE
+    response already open ends without one: the requests were cancelled, as the SDKs' hosts do on
+    DELETE.)"""
+    if session is None or not session.closed or not request_ids:
+        return no_answer(sse, headers)
+    frames = [
+        core.encode_error(rid, jsonrpc.CONNECTION_CLOSED, session_ended_text(rid)).rstrip(b"\n")
+        for rid in request_ids
+    ]
+    return json_response(frames[0] if len(frames) == 1 else b"[" + b",".join(frames) + b"]", headers)
+
+
+def session_ended_text(rid: Any) -> str:
+    """The message of the error a request gets when its session ended before it was answered."""
+    return f"the HTTP session ended before request {rid!r} was answered; initialize a new session"

@@ -56,6 +56,8 @@ logger = logging.getLogger("mcpframe.proxy")
 
 _PROGRESS = protocol.NOTIFICATIONS_PROGRESS
 _ANSWERS = frozenset(("result", "error"))
+SESSION_ENDED = "the HTTP session ended before the upstream server answered"
+"""Why a request still pending at its child gets an error when its HTTP session ended (`failed`)."""
 
 
 JSON_LINES = Reply(200, b"", None, "application/json").header_lines()
@@ -309,7 +311,7 @@ class SessionBridge:
                 why = (
                     f"the upstream server exited (status {status}) before answering"
                     if died
-                    else "the HTTP session ended before the upstream server answered"
+                    else SESSION_ENDED
                 )
                 await self._fail_pending(why)
                 await self.http.close()
@@ -336,12 +338,15 @@ class SessionBridge:
             logger.exception("answering request %r failed", rid)
         return True
 
+    def failed(self, rid: Id, why: str = SESSION_ENDED) -> bytes:
+        """The -32000 error that answers `rid` when the session or its child ended first (in the id's
+        own spelling)."""
+        text = f"{why} request {rid!r}; initialize a new session"
+        return with_raw_id(core.encode_error(rid, jsonrpc.CONNECTION_CLOSED, text), self.raw_ids.get(rid))
+
     async def _fail_pending(self, why: str) -> None:
         for rid, route in list(self.pending.items()):
-            text = f"{why} request {rid!r}; initialize a new session"
-            frame = with_raw_id(
-                core.encode_error(rid, jsonrpc.CONNECTION_CLOSED, text), self.raw_ids.get(rid)
-            )
+            frame = self.failed(rid, why)
             if isinstance(route, FastRoute):
                 route.answer(frame)
                 continue

@@ -114,7 +114,11 @@ class FastPosts:
                 plan = bridge.fast_plan
                 if plan is None or plan[0] != bridge.version:
                     plan = self._plan(session, bridge)
-                _, sse, hold, deadlines, _, _ = plan
+                _, sse, hold, deadlines, memory, _ = plan
+                if not sse and not accepts.json:  # one that takes SSE alone gets it in any mode
+                    sse = True
+                    hold = self.sse_hold if (memory is not None or session.store is None) else None
+                    deadlines = None if hold is None else Deadlines.of(hold, session.loop)
                 if hold is None:
                     return None
             slot = self.posts.admission.try_enter(1, ping=method == protocol.PING)

@@ -30,6 +30,7 @@ from mcpframe.http.headers import (
 from mcpframe.http.options import HttpOptions
 from mcpframe.http.post import Body, one_line
 from mcpframe.http.responses import (
+    SSE_HEADERS,
     Answer,
     Reply,
     StreamReplies,
@@ -39,7 +40,6 @@ from mcpframe.http.responses import (
     too_slow,
 )
 from mcpframe.http.sessions import HttpSession, SessionManager
-from mcpframe.http.streams import Stream
 
 from .listen_bridge import Route, SessionBridge, progress_tokens
 from .pool import ChildPool, PoolBusy
@@ -255,10 +255,12 @@ class BridgePosts:
         quiet that long: the response's first wait is shortened by what the POST already waited."""
         stream = route.stream
         priming = self.replies.priming(session)
-        if not (accepts.sse and (late or self.prefers_sse(priming))) or patient:
+        # a client that takes SSE and not JSON gets SSE in any mode (as `PostHandler.answers_sse`); a held
+        # initialize still waits for the child's answer, then comes whole (`_json_answer`)
+        if not (accepts.sse and (late or not accepts.json or self.prefers_sse(priming))) or patient:
             leaving = None if patient else partial(self.sessions.spawn, bridge.abandon, route)
             answered = await self._json_answer(
-                stream, session, accepts, headers, patient=patient, receive=receive, leaving=leaving
+                route, session, accepts, headers, patient=patient, receive=receive, leaving=leaving
             )
             if answered is not None:
                 return answered
@@ -301,7 +303,7 @@ class BridgePosts:
 
     async def _json_answer(
         self,
-        stream: Stream,
+        route: Route,
         session: HttpSession | None,
         accepts: Accepts,
         headers: dict[str, str],
@@ -310,6 +312,7 @@ class BridgePosts:
         receive: Receive | None = None,
         leaving: Callable[[], object] | None = None,
     ) -> Reply | None:
+        stream = route.stream
         event = stream.wake if accepts.sse else stream.finished
         if not event.is_set():
             wait = self.json_wait(accepts, patient=patient)
@@ -334,10 +337,29 @@ class BridgePosts:
                     stop()
         if not stream.finished.is_set() or (stream.saw_other and accepts.sse):
             return None
+        return self._finished(route, session, accepts, headers)
+
+    def _finished(
+        self, route: Route, session: HttpSession | None, accepts: Accepts, headers: dict[str, str]
+    ) -> Reply | None:
+        """The whole answer of a finished stream awaited as JSON (`None`: its SSE response replays it)."""
+        stream = route.stream
+        if not accepts.json:  # held for a client that takes SSE alone: the finished stream, as SSE
+            body = stream.finished_body(retry_ms=self.replies.priming(session))
+            if body is None:
+                return None  # its events need waiting to be stored: the SSE response replays them
+            if session is not None:
+                session.stream_ended(stream)
+            return Reply(200, body, {**SSE_HEADERS, **headers})
         frames = stream.response_frames()
         if session is not None:
             session.stream_ended(stream)
-        if not frames:  # cancelled, or its session ended
+        if not frames and session is not None and session.closed and route.ids:
+            # its session ended (DELETE, shutdown) before the bridge answered what it still waits for
+            bridge = session.connection
+            assert isinstance(bridge, SessionBridge)
+            frames = [bridge.failed(rid).rstrip(b"\n") for rid in route.ids]
+        if not frames:  # cancelled
             return no_answer(accepts.sse, headers)
         joined = frames[0] if len(frames) == 1 else b"[" + b",".join(frames) + b"]"
         return json_response(joined, headers)

@@ -32,6 +32,8 @@ from mcpframe.session.rejections import RejectionLog
 
 __all__ = [
     "BATCH_REFUSAL",
+    "EMPTY_BATCH",
+    "LONG_INTEGER",
     "REFUSED",
     "SEAL",
     "Batch",
@@ -39,10 +41,15 @@ __all__ = [
     "Seal",
     "Stub",
     "error_answer",
+    "long_integer_data",
     "too_large",
 ]
 
 BATCH_REFUSAL: Final = "Invalid Request: batches are not supported"
+EMPTY_BATCH: Final = "Invalid Request: empty batch"
+"""The core's refusal of ``[]``: a batch too, refused as one while batches are off (``Intake``)."""
+LONG_INTEGER: Final = f"Invalid Request: integer literal longer than {core.MAX_INT_DIGITS} digits"
+"""The core's refusal of a frame with an integer literal past its digit limit."""
 _BUSY: Final = (
     "Server busy: too many requests waiting while this session waits for the peer's answers; retry later"
 )
@@ -59,10 +66,22 @@ def error_answer(error: core.FrameError, *, max_frame: int | None = None) -> byt
     if max_frame is not None and _oversize(error):
         return _oversize_answer(error, max_frame)
     if error.code != jsonrpc.PARSE_ERROR:
-        return error.to_response()
+        data = long_integer_data(error)
+        return (
+            error.to_response()
+            if data is None
+            else core.encode_error(error.id, error.code, error.message, data)
+        )
     data = jsonrpc.parse_error_data(error.raw, error.offset)
     rid = error.id if error.id is not None else jsonrpc.recover_id(error.raw)
     return core.encode_error(rid, error.code, error.message, data)
+
+
+def long_integer_data(error: core.FrameError) -> dict[str, int | str] | None:
+    """The ``data`` of the answer to a frame refused for an integer literal past the core's digit limit:
+    where the frame starts (``offset``), as a parse error's says (the stdlib reads such a frame, so
+    there is no ``at`` to add); ``None`` for any other refusal."""
+    return {"offset": error.offset} if error.message == LONG_INTEGER else None
 
 
 def _oversize(error: core.FrameError) -> bool:
@@ -186,6 +205,15 @@ class Batches:
         self._write(core.encode_error(None, jsonrpc.INVALID_REQUEST, BATCH_REFUSAL))
         return REFUSED
 
+    def refused_empty(self, error: core.FrameError) -> bool:
+        """Whether ``error`` is the core's refusal of ``[]`` while batches are off: then it is refused
+        as any batch is (logged, one ``BATCH_REFUSAL`` answer), as a decoder without batches says."""
+        if self.enabled or error.message != EMPTY_BATCH:
+            return False
+        self._rejections.batch(error.offset, BATCH_REFUSAL)
+        self._open()
+        return True
+
     def of(self, item: Any) -> BatchOf:
         """The batch ``item`` belongs to (``None`` outside one); its first element opens it, or refuses it."""
         index = item.batch
@@ -226,6 +254,9 @@ class Batches:
             if not item.notification:
                 busy.add(error_answer(item))
         elif item.kind == "request":
+            self._rejections.refusal(
+                item.offset, f"refused request {item.method!r} (id {item.id!r}) of a batch: {_BUSY}"
+            )
             busy.expect()
             busy.answer(core.encode_error(item.id, jsonrpc.INTERNAL_ERROR, _BUSY))
         else:

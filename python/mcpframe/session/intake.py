@@ -24,8 +24,8 @@ one batch beyond the cap.
 
 Batches: every batch is decoded; what belongs to which batch, and the answer of each as one array, is the
 ``Batches`` object's (``session/batch.py``). With ``batches`` off (``Session.batches``, settable at any time;
-it is read when a batch's first element is handled) a batch is answered with one ``-32600`` error,
-``"Invalid Request: batches are not supported"``, ``id: null``.
+it is read when a batch's first element is handled) a batch, ``[]`` too, is answered with one ``-32600``
+error, ``"Invalid Request: batches are not supported"``, ``id: null``.
 
 Guard: an exception from the decoder, or while handling one item, is logged and never ends the Session.
 A chunk the decoder fails on is decoded again line by line with fresh decoders, so only the frame that
@@ -422,6 +422,8 @@ class Intake:
         if room and self._outbox.full:
             return False
         batch = self._batches.of(error)
+        if batch is None and error.code == jsonrpc.INVALID_REQUEST and self._batches.refused_empty(error):
+            return True
         if batch is not REFUSED:
             self._rejections.frame(error)
             if jsonrpc.response_shaped(error.raw):  # never answered: a response gets no response

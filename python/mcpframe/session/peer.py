@@ -328,16 +328,21 @@ class Session:
         else:
             logger.error("%s", why, exc_info=exc)
 
-    async def aclose(self) -> None:
-        """Stop now: cancel handlers, fail pending requests, close the transport. Idempotent."""
+    async def aclose(self, *, drain: bool = True) -> None:
+        """Stop now: cancel handlers, fail pending requests, close the transport. Idempotent.
+
+        What was already sent is first handed to the transport (up to ``drain_timeout`` seconds);
+        ``drain=False`` skips that wait, for an owner that knows nobody will read it (an HTTP exchange
+        aborted: its client left, or its session was deleted while a slow client held the writes)."""
         running = self._tg is not None and not self.closed
         self.closed = True
         self._intake.halt()
         self._outgoing.stop_sending()
         if running:
             assert self._tg is not None
-            with anyio.move_on_after(self._options.drain_timeout):
-                await self._flush()  # what was already sent is delivered, not dropped
+            if drain:
+                with anyio.move_on_after(self._options.drain_timeout):
+                    await self._flush()  # what was already sent is delivered, not dropped
             self._tg.cancel_scope.cancel()
         if self._done is not None:
             await self._done.wait()
