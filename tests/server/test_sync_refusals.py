@@ -21,7 +21,13 @@ REFUSALS = [
     pytest.param(
         "tools/call", {"name": "nope"}, jsonrpc.INVALID_PARAMS, "unknown tool 'nope'", id="unknown-tool"
     ),
-    pytest.param("tools/call", {"name": 3}, jsonrpc.INVALID_PARAMS, "unknown tool 3", id="name-not-a-string"),
+    pytest.param(
+        "tools/call",
+        {"name": 3},
+        jsonrpc.INVALID_PARAMS,
+        '"name" must be a string (the tool\'s name), not a number',
+        id="name-not-a-string",
+    ),
     pytest.param(
         "tools/call",
         {"name": "needs_task"},

@@ -53,7 +53,7 @@ async def test_a_name_that_is_not_a_string_gets_the_list_too() -> None:
     async with Client(server_with(1)) as client:
         with pytest.raises(JSONRPCError) as raised:
             await client.request("tools/call", {"name": 3})
-    assert raised.value.message == "Invalid params: unknown tool 3"
+    assert raised.value.message == 'Invalid params: "name" must be a string (the tool\'s name), not a number'
     assert raised.value.data == {"available": ["tool_00"], "more": 0}
 
 

@@ -57,6 +57,7 @@ from mcpframe.http.client_wire import (
     HttpResponse,
     SessionState,
     StreamState,
+    answer_missing,
     content_type,
     encode_header_value,
     mcp_name,
@@ -616,9 +617,7 @@ class StreamableHTTPTransport(BackgroundTransport):
         rid = request_id(message)
         found = await self._reader.resume(stream, rid, intercept=False)
         if found is False:
-            found = synthesized_error(
-                rid, jsonrpc.CONNECTION_CLOSED, "the server's answer did not include it"
-            )
+            found = answer_missing(rid, stream=True)
         if not isinstance(found, bool):
             await self._inbox.push([found])
 

@@ -26,6 +26,7 @@ from mcpframe.http.client_wire import (
     SSEEventTooLarge,
     SSEParser,
     StreamState,
+    answer_missing,
     content_type,
     drain,
     ndjson_frame,
@@ -142,7 +143,7 @@ class AnswerReader:
         if isinstance(found, bool):
             if found:
                 return None
-            return synthesized_error(rid, jsonrpc.CONNECTION_CLOSED, "the server's answer did not include it")
+            return answer_missing(rid, stream=kind != "application/json")
         return found
 
     async def _error_answer(self, rid: Id, resp: HttpResponse) -> MessageLike:

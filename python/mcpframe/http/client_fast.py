@@ -51,6 +51,7 @@ from mcpframe.http.client_wire import (
     SSEEventTooLarge,
     SSEParser,
     StreamState,
+    answer_missing,
     encode_header_value,
     ndjson_frame,
     synthesized_error,
@@ -454,9 +455,7 @@ class FastLane:
         self._wake.set()
 
     def _missing(self, exchange: _Exchange) -> MessageLike:
-        return synthesized_error(
-            exchange.rid, jsonrpc.CONNECTION_CLOSED, "the server's answer did not include it"
-        )
+        return answer_missing(exchange.rid, stream=False)
 
     def _finish(self, conn: _LaneConnection, exchange: _Exchange, failure: MessageLike | None) -> None:
         """`exchange` is over: `failure` (if any) is its answer; the connection kept if it ended cleanly."""

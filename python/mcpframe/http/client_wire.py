@@ -22,7 +22,7 @@ import anyio
 import anyio.abc
 import httpx
 
-from mcpframe import core, protocol
+from mcpframe import core, jsonrpc, protocol
 from mcpframe._api import MessageLike
 
 from .headers import BASE64_PREFIX, BASE64_SUFFIX, CLIENT_NAME_PARAMS, MCP_PROTOCOL_VERSION, MCP_SESSION_ID
@@ -36,6 +36,7 @@ __all__ = [
     "SSEParser",
     "SessionState",
     "StreamState",
+    "answer_missing",
     "content_type",
     "drain",
     "encode_header_value",
@@ -428,6 +429,16 @@ def synthesized_error(rid: int | str, code: int, text: str) -> MessageLike:
     item = core.decode(core.encode_error(rid, code, text))[0]
     assert not isinstance(item, core.FrameError)
     return item
+
+
+def answer_missing(rid: int | str, *, stream: bool) -> MessageLike:
+    """The -32000 for a request whose answer never came: a JSON body without it, or (`stream`) an SSE stream
+    that ended, or was cut with its server, before it and could not be resumed to it."""
+    if stream:
+        why = "the server's event stream ended and did not include the answer (closed, and not resumed to it)"
+    else:
+        why = "the server's answer did not include it"
+    return synthesized_error(rid, jsonrpc.CONNECTION_CLOSED, why)
 
 
 def refusal_reason(body: bytes) -> str:

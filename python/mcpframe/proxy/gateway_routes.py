@@ -21,6 +21,7 @@ import re
 from typing import Any, Final
 
 from mcpframe import jsonrpc
+from mcpframe.server.handlers import name_not_string
 from mcpframe.session import JSONRPCError
 
 __all__ = ["SEPARATOR", "UriRoutes", "decode_cursor", "encode_cursor", "prefixed", "split_name"]
@@ -35,7 +36,9 @@ def prefixed(server: str, name: str) -> str:
 
 def split_name(name: Any, what: str) -> tuple[str, str]:
     """`(server, name)` of a prefixed name; a clear -32602 when it has no prefix."""
-    if not isinstance(name, str) or SEPARATOR not in name:
+    if not isinstance(name, str):
+        raise JSONRPCError(jsonrpc.INVALID_PARAMS, name_not_string(what, name))
+    if SEPARATOR not in name:
         raise JSONRPCError(
             jsonrpc.INVALID_PARAMS,
             f"unknown {what} {name!r}: through this gateway {what} names are <server>{SEPARATOR}<name>",

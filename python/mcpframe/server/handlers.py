@@ -9,7 +9,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Collection
 from itertools import islice
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from mcpframe import jsonrpc, protocol
 from mcpframe._threads import call_sync
@@ -180,13 +180,33 @@ def _unknown(kind: str, name: object, known: Collection[str]) -> JSONRPCError:
     The error's `data` names what exists, for a caller with no close match to go on: `{"available": [the
     first 20 names], "more": how many others}`. In `data`, not the message: a message listing 20 names
     would bury the one-line reason, and a client shows or logs `data` as it chooses."""
-    close = None
-    if isinstance(name, str) and len(name) <= _SUGGEST_LONGEST + 1 and len(known) <= _SUGGEST_AMONG:
-        close = _closest(name, known)
-    hint = f"; did you mean {close!r}?" if close is not None else ""
-    error = invalid(f"unknown {kind} {name!r}{hint}")
+    if not isinstance(name, str):  # a misspelt or missing key, not an unknown name: say so, not `None`
+        error = invalid(name_not_string(kind, name))
+    else:
+        close = None
+        if len(name) <= _SUGGEST_LONGEST + 1 and len(known) <= _SUGGEST_AMONG:
+            close = _closest(name, known)
+        hint = f"; did you mean {close!r}?" if close is not None else ""
+        error = invalid(f"unknown {kind} {name!r}{hint}")
     error.data = {"available": list(islice(known, _LIST_FIRST)), "more": max(0, len(known) - _LIST_FIRST)}
     return error
+
+
+_JSON_KINDS: Final = {
+    bool: "a boolean",
+    int: "a number",
+    float: "a number",
+    list: "an array",
+    dict: "an object",
+}
+
+
+def name_not_string(kind: str, name: object) -> str:
+    """`missing "name" (the tool's name, a string)`: for a request whose `name` is absent, null or no string
+    (`unknown tool None` would read as a tool called None)."""
+    if name is None:
+        return f'missing "name" (the {kind}\'s name, a string)'
+    return f'"name" must be a string (the {kind}\'s name), not {_JSON_KINDS.get(type(name), "that")}'
 
 
 def _error_result(message: str) -> dict[str, Any]:
