@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -114,20 +113,28 @@ class Pending(Exchange):
         self._accepts = accepts
         self._frame: bytes | None = None  # the answer, given before any stream was made
         self._deadline: list[Any] | None = None
-        self.parked = _Abandoned(posts, self)
         # `sse`: the answer preferred as SSE, written by a light `SseWriter` (the wire server's `Streamed`
-        # answer, not `parked`): no deadline here, its own hold makes the stream when it runs out
+        # answer, not `parked`, which it then has none of): no deadline here, its own hold makes the stream
+        # when it runs out
         self.writer: SseWriter | None = None
+        deadlines: Deadlines | None = None
         if sse:
             self.writer = light_writer(posts, self, session, self._headers())
             self.writer.light = self._streamed
-        wait = math.inf if sse else posts.json_wait(accepts)
-        # one entry on the loop's shared timer (the sessions' loop, known: no lookup)
-        deadlines = None if wait == math.inf else Deadlines.of(wait, posts.sessions.loop)
+        else:
+            self.parked = _Abandoned(posts, self)
+            if accepts.sse:  # (`json_wait`: a client that takes JSON only waits as long as it takes)
+                # one entry on the loop's shared timer (the sessions' loop, known: no lookup), kept by
+                # `posts` for that loop
+                loop = posts.sessions.loop
+                known, deadlines = posts.switch_after
+                if known is not loop:
+                    deadlines = posts.switch_deadlines(loop)
         self._register(lane, [rid], batch=False)
         if session is not None:  # an open request: the idle reaper leaves its session alone until it ends
-            session.open_requests += 1  # (`touch(+1)` less the time: `_session_post` stamped it just now)
-            self.on_close.append(lambda: session.touch(-1))
+            # (`touch(+1)` less the time: `_session_post` stamped it just now); `touch(-1)` as it ends:
+            # `close`, or with a stream the `on_close` callback `_upgrade` adds
+            session.open_requests += 1
         if deadlines is not None:
             self._deadline = deadlines.add(self._expired)
 
@@ -151,6 +158,8 @@ class Pending(Exchange):
                 stream.finish()
         else:
             stream = session.new_stream()
+            # the end `close` gives an exchange with no stream (`touch(-1)`), now `Exchange.close`'s
+            self.on_close.insert(0, lambda: session.touch(-1))
             self.on_close.append(lambda: session.stream_ended(stream))
         self._stream = stream
         stream.for_client(sse=self._accepts.sse)
@@ -208,6 +217,8 @@ class Pending(Exchange):
             logger.exception("POST %s: a wake-up callback failed (its answer's)", self._posts.options.path)
             if self.writer is not None:
                 self.writer.close()  # the SSE response ends all the same (once: `close` is idempotent)
+        if session is not None:
+            session.touch(-1)  # its open request ended (first, as the `on_close` a stream has: `_upgrade`)
         for callback in self.on_close:
             callback()
 
@@ -297,7 +308,7 @@ class _Abandoned(Parked):
     __slots__ = ("_exchange", "_posts", "first_step")
 
     def __init__(self, posts: PostHandler, exchange: Exchange) -> None:
-        super().__init__()
+        self._answer = self._then = None  # (`Parked.__init__`'s, without the call: one per such POST)
         self._posts: PostHandler | None = posts
         self._exchange = exchange
         self.first_step: asyncio.Task[None] | None = None
