@@ -103,7 +103,10 @@ class Router:
         if self.exchanges.get(exchange.number) is exchange:
             del self.exchanges[exchange.number]
         self.ids.drop_connection(exchange.number)
-        self.release(exchange)
+        owners = self.owners  # (`release` of every id, inline: once per POST)
+        for key in exchange.request_ids:
+            if owners.get(key) is exchange:
+                del owners[key]
 
     def release(self, exchange: Exchange, rid: Id | None = None) -> None:
         """The client may reuse `rid` (or every id of the exchange): its answer has been sent."""
@@ -318,7 +321,10 @@ class Exchange:
         self.on_close: list[Callable[[], None]] = []  # called once, in order, when the exchange ends
         self.closed = False
         lane.exchange = self
-        self.router.add(self, request_ids)
+        router = self.router  # (`Router.add`, inline: once per POST)
+        router.exchanges[self.number] = self
+        for rid in request_ids:
+            router.owners[rid] = self
 
     @property
     def session(self) -> Session:

@@ -24,7 +24,7 @@ from .responses import Answer, Reply, error_response, json_response, no_answer
 from .sse_wire import SseWriter, light_writer
 from .store import StoreUnavailable
 from .streams import Stream, events_now, new_stream_id
-from .wire_parts import Later, Parked, Whole
+from .wire_parts import GIVEN_UP, Later, Parked, Whole
 
 if TYPE_CHECKING:
     from .handling import PostHandler
@@ -184,14 +184,19 @@ class Pending(Exchange):
 
     async def answer(self, rid: Id, frame: bytes) -> None:
         """The handler's answer: straight to the client, unless a stream was made (then `Exchange`'s)."""
-        if self._stream is not None:
+        if not self.answer_now(frame):
             await super().answer(rid, frame)
-            return
-        if self.closed:
-            return
-        self._frame = frame
-        self.close()
-        self.lane.done()
+
+    def answer_now(self, frame: bytes) -> bool:
+        """`answer` where it needs no waiting (no stream was made: `True`, given to the client unless the
+        exchange ended first), with no coroutine; `False`: not given, `answer` gives it."""
+        if self._stream is not None:
+            return False
+        if not self.closed:
+            self._frame = frame
+            self.close()
+            self.lane.done()
+        return True
 
     def close(self) -> None:
         """`Exchange.close`; with no stream, the answer (or `no_answer`'s reply) delivered first, as the
@@ -201,7 +206,9 @@ class Pending(Exchange):
             return
         if not self._release():
             return
-        self._disarm()
+        deadline = self._deadline  # (`_disarm`, inline)
+        if deadline is not None:
+            deadline[1] = None
         frame = self._frame
         session = self._session
         try:  # as a stream's wake-up: what the delivery raises must not stop the rest of the end
@@ -211,7 +218,7 @@ class Pending(Exchange):
                 reply = no_answer(self._accepts.sse, self._headers())
                 self.parked.deliver((reply.status, reply.header_lines(), b""))
             else:
-                lines = STATELESS_LINES if session is None else json_lines(session)
+                lines = STATELESS_LINES if session is None else (session.json_lines or json_lines(session))
                 self.parked.deliver((200, lines, frame))
         except Exception:
             logger.exception("POST %s: a wake-up callback failed (its answer's)", self._posts.options.path)
@@ -316,7 +323,11 @@ class _Abandoned(Parked):
         waits for the answer (`park`), at once rather than at the loop's next iteration."""
 
     def park(self, then: Callable[[Whole | Later], None]) -> None:
-        super().park(then)
+        answer = self._answer  # (`Parked.park`, inline: once per such POST)
+        if answer is None:
+            self._then = then
+        elif answer is not GIVEN_UP:
+            then(answer)
         task, self.first_step = self.first_step, None
         if task is not None:
             step_now(task.get_loop(), task)

@@ -355,23 +355,25 @@ class _Connection(asyncio.BufferedProtocol):
                     b"%s%scontent-length: %d\r\n\r\n%s" % (Clock.head(status), lines, len(payload), payload)
                 )
                 continue
-            self._plain_later(Cycle(method, target, "1.1", headers, True), body, answer)
+            cycle = Cycle(method, target, "1.1", headers, True)
+            cycle.complete = True
+            if isinstance(answer, Parked):
+                # comes later (a handler that suspended): parked now, as `_next` would park it first thing
+                # (nothing is pending), the rest of `data` read after
+                cycle.delivered = True
+                self.current = cycle
+                self._park(cycle, answer)
+            else:
+                self._queue_offered(cycle, body, answer)
             break
         if start and self.current is None and not self.pending:
             self._arm_idle()  # (`_finished`'s, for the requests answered whole here)
         return data[start:] if start else data
 
-    def _plain_later(self, cycle: Cycle, body: bytes, answer: WireAnswer | None) -> None:
-        """`_answer_plain`'s request that is not answered whole at once: parked now if its answer is
-        `Parked` (comes later: parked as `_next` would park it first thing, nothing being pending), else
-        queued as `queue_plain` queues it, with the app's answer (`_next` goes on from there once the rest
-        of the read is, as before)."""
-        cycle.complete = True
-        if isinstance(answer, Parked):
-            cycle.delivered = True
-            self.current = cycle
-            self._park(cycle, answer)
-            return
+    def _queue_offered(self, cycle: Cycle, body: bytes, answer: WireAnswer | None) -> None:
+        """`_answer_plain`'s request that is neither answered whole nor parked: queued as `queue_plain`
+        queues it, with the app's answer (`_next` goes on from there once the rest of the read is, as
+        before)."""
         if answer is None:
             if body:
                 cycle.body.append(body)

@@ -38,7 +38,8 @@ def unpark(connection: _Connection, cycle: Cycle, parked: Parked, answer: Whole 
         if not isinstance(answer, tuple):
             connection.owner._spawn(connection._run(cycle, answer))
             return
-        if connection._full() and not connection.lost:
+        writable = connection.writable  # (`_full`, inline)
+        if writable is not None and not writable.done() and not connection.lost:
             connection.owner._spawn(connection._run(cycle, _ready(answer)))
             return
         if not connection.lost:
