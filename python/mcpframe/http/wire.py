@@ -511,7 +511,7 @@ class _Connection(asyncio.BufferedProtocol):
         elif len(self.pending) <= MAX_PIPELINED:  # else a client pipelining without reading its answers
             self.transport.resume_reading()  # would have a whole read parsed per answer (unbounded)
         if not self.pending:
-            self._arm_idle()
+            self.idle_deadline = self.loop.time() + self.keepalive_timeout  # (`_arm_idle`, inline)
         elif self.transport.is_closing():
             return  # a write failed (the client left; `connection_lost` is on its way): answer no more
         elif from_loop or self.nested >= _NESTED_MAX:
