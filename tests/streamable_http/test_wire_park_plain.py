@@ -5,7 +5,6 @@ that leaves has it cancelled, and one delivered before the server parks it is wr
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import anyio
@@ -16,6 +15,7 @@ from mcpframe.http.wire import Parked
 from mcpframe.http.wire_parts import WireAnswer
 from mcpframe.http.wire_plain import PLAIN
 
+from ._wire_support import ok_bodies as _bodies
 from ._wire_support import post, wire_connection
 
 pytestmark = pytest.mark.anyio
@@ -59,17 +59,6 @@ class _App:
         if body.startswith(b"ready:"):
             parked.deliver((200, b"", body[6:]))
         return parked
-
-
-async def _bodies(reader: asyncio.StreamReader, count: int) -> list[bytes]:
-    """The bodies of the next `count` responses (each with a Content-Length)."""
-    bodies = []
-    for _ in range(count):
-        head = await reader.readuntil(b"\r\n\r\n")
-        assert head.startswith(b"HTTP/1.1 200 OK\r\n"), head
-        length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
-        bodies.append(await reader.readexactly(length))
-    return bodies
 
 
 async def _until(condition: Any) -> None:
