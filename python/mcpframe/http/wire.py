@@ -156,7 +156,7 @@ class _Connection(asyncio.BufferedProtocol):
         if self.refusal is not None:  # the parser failed already: what follows is not read (`_refuse_after`)
             return
         if self.current is None and not self.pending:
-            self._disarm_idle()
+            self.idle_deadline = None  # a request came: the keep-alive's idle timeout stops
         try:
             if self.between:
                 if self.current is None and not self.pending and self.owner.fast is not None:
@@ -647,9 +647,6 @@ class _Connection(asyncio.BufferedProtocol):
     def _arm_idle(self) -> None:
         if self.transport is not None:
             self.idle_deadline = self.loop.time() + self.keepalive_timeout
-
-    def _disarm_idle(self) -> None:
-        self.idle_deadline = None
 
 
 class WireServer:
