@@ -43,3 +43,14 @@ async def wire_connection(
 def post(body: bytes) -> bytes:
     """A POST of `body` to `/`, with its Content-Length."""
     return b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
+async def ok_bodies(reader: asyncio.StreamReader, count: int) -> list[bytes]:
+    """The bodies of the next `count` responses, each a 200 with a Content-Length."""
+    bodies = []
+    for _ in range(count):
+        head = await reader.readuntil(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200 OK\r\n"), head
+        length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+        bodies.append(await reader.readexactly(length))
+    return bodies

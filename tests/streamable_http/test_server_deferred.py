@@ -313,13 +313,13 @@ async def test_a_deferred_answer_to_a_client_reading_slowly_waits_for_room(
     """The socket's buffer filled while the answer was being made (`pause_writing`): the answer is written
     once the transport says there is room (`resume_writing`), not added to the full buffer."""
     connections: list[wire_module._Connection] = []
-    real_next = wire_module._Connection._next
+    real_park = wire_module._Connection._park
 
-    def recorded(self: wire_module._Connection) -> None:
-        connections.append(self)
-        real_next(self)
+    def recorded(self: wire_module._Connection, cycle: Any, parked: Any) -> None:
+        connections.append(self)  # (where the answer is parked: a plain read parks it without `_next`)
+        real_park(self, cycle, parked)
 
-    monkeypatch.setattr(wire_module._Connection, "_next", recorded)
+    monkeypatch.setattr(wire_module._Connection, "_park", recorded)
     tools = Tools()
     async with serving(tools, response_mode="auto") as (url, app, _client, headers):
         host, port = url.split("/")[2].split(":")

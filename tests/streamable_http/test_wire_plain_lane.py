@@ -14,6 +14,7 @@ from mcpframe.http.asgi import Receive, Send
 from mcpframe.http.wire import Parked
 from mcpframe.http.wire_parts import WireAnswer
 
+from ._wire_support import ok_bodies as _bodies
 from ._wire_support import post, request_body, wire_connection
 
 pytestmark = pytest.mark.anyio
@@ -50,17 +51,6 @@ class _App:
             self.arrived.set()
             return parked
         return None
-
-
-async def _bodies(reader: asyncio.StreamReader, count: int) -> list[bytes]:
-    """The bodies of the next `count` responses (each with a Content-Length)."""
-    bodies = []
-    for _ in range(count):
-        head = await reader.readuntil(b"\r\n\r\n")
-        assert head.startswith(b"HTTP/1.1 200 OK\r\n"), head
-        length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
-        bodies.append(await reader.readexactly(length))
-    return bodies
 
 
 async def test_pipelined_answers_keep_their_order_and_each_post_is_offered_once() -> None:

@@ -77,7 +77,9 @@ class Router:
 
     The main Session (the one that handles the client's notifications and writes to the GET stream) is
     connection `MAIN`: a request it sends gets a session-wide id like an exchange's, and the client's
-    answer comes back to it through `main` (set by the HTTP session).
+    answer comes back to it through `main` (set by the HTTP session). An exchange enters itself and its
+    ids into `exchanges` and `owners` as it starts and takes them out as it ends (`Exchange._register`,
+    `Exchange._release`: once per POST, no call here).
     """
 
     def __init__(self) -> None:
@@ -91,19 +93,6 @@ class Router:
         """A fresh lane number."""
         self._next += 1
         return self._next
-
-    def add(self, exchange: Exchange, request_ids: list[Id]) -> None:
-        """Register a starting exchange and the client request ids it answers."""
-        self.exchanges[exchange.number] = exchange
-        for rid in request_ids:
-            self.owners[rid] = exchange
-
-    def remove(self, exchange: Exchange) -> None:
-        """Forget an ended exchange and the ids it still held."""
-        if self.exchanges.get(exchange.number) is exchange:
-            del self.exchanges[exchange.number]
-        self.ids.drop_connection(exchange.number)
-        self.release(exchange)
 
     def release(self, exchange: Exchange, rid: Id | None = None) -> None:
         """The client may reuse `rid` (or every id of the exchange): its answer has been sent."""
@@ -318,7 +307,10 @@ class Exchange:
         self.on_close: list[Callable[[], None]] = []  # called once, in order, when the exchange ends
         self.closed = False
         lane.exchange = self
-        self.router.add(self, request_ids)
+        router = self.router  # it owns `request_ids` (the router's maps, written here: once per POST)
+        router.exchanges[self.number] = self
+        for rid in request_ids:
+            router.owners[rid] = self
 
     @property
     def session(self) -> Session:
@@ -332,7 +324,15 @@ class Exchange:
         self.closed = True
         if self.lane.exchange is self:
             self.lane.exchange = None
-        self.router.remove(self)
+        # the router forgets it and the ids it still held (its `release` of every id, inline: once per POST)
+        router, number = self.router, self.number
+        if router.exchanges.get(number) is self:
+            del router.exchanges[number]
+        router.ids.drop_connection(number)
+        owners = router.owners
+        for key in self.request_ids:
+            if owners.get(key) is self:
+                del owners[key]
         return True
 
     @property

@@ -177,12 +177,12 @@ def _handover(
     rid = request.id
     assert rid is not None
     answers: list[bytes] = []
-    exchange: Exchange | None = None
+    exchange: Pending | None = None
 
     async def deliver(rid: Id, frame: bytes) -> None:
         if exchange is None:
             answers.append(frame)
-        else:
+        elif not exchange.answer_now(frame):  # (no coroutine for the common case: no stream was made)
             await exchange.answer(rid, frame)
 
     waiting = start_inline(lane.session, request, deliver)
@@ -222,9 +222,9 @@ def _in_session(
     if posts.options.stateless or MCP_SESSION_ID not in headers or posts.sessions.shared is not None:
         return None
     session = posts.sessions.find(headers, None)
-    if isinstance(session, Reply) or session.version is None:
+    if isinstance(session, Reply) or (version := session.version) is None:
         return None
-    request = _one_request(data, posts.max_frame, protocol.batches_allowed(session.version), modern=False)
+    request = _one_request(data, posts.max_frame, protocol.batches_allowed(version), modern=False)
     if request is None:
         return None
     rid = request.id

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -25,7 +24,7 @@ from .responses import Answer, Reply, error_response, json_response, unanswered
 from .sse_wire import SseWriter, light_writer
 from .store import StoreUnavailable
 from .streams import Stream, events_now, new_stream_id
-from .wire_parts import Later, Parked, Whole
+from .wire_parts import GIVEN_UP, Later, Parked, Whole
 
 if TYPE_CHECKING:
     from .handling import PostHandler
@@ -114,20 +113,28 @@ class Pending(Exchange):
         self._accepts = accepts
         self._frame: bytes | None = None  # the answer, given before any stream was made
         self._deadline: list[Any] | None = None
-        self.parked = _Abandoned(posts, self)
         # `sse`: the answer preferred as SSE, written by a light `SseWriter` (the wire server's `Streamed`
-        # answer, not `parked`): no deadline here, its own hold makes the stream when it runs out
+        # answer, not `parked`, which it then has none of): no deadline here, its own hold makes the stream
+        # when it runs out
         self.writer: SseWriter | None = None
+        deadlines: Deadlines | None = None
         if sse:
             self.writer = light_writer(posts, self, session, self._headers())
             self.writer.light = self._streamed
-        wait = math.inf if sse else posts.json_wait(accepts)
-        # one entry on the loop's shared timer (the sessions' loop, known: no lookup)
-        deadlines = None if wait == math.inf else Deadlines.of(wait, posts.sessions.loop)
+        else:
+            self.parked = _Abandoned(posts, self)
+            if accepts.sse:  # (`json_wait`: a client that takes JSON only waits as long as it takes)
+                # one entry on the loop's shared timer (the sessions' loop, known: no lookup), kept by
+                # `posts` for that loop
+                loop = posts.sessions.loop
+                known, deadlines = posts.switch_after
+                if known is not loop:
+                    deadlines = posts.switch_deadlines(loop)
         self._register(lane, [rid], batch=False)
         if session is not None:  # an open request: the idle reaper leaves its session alone until it ends
-            session.open_requests += 1  # (`touch(+1)` less the time: `_session_post` stamped it just now)
-            self.on_close.append(lambda: session.touch(-1))
+            # (`touch(+1)` less the time: `_session_post` stamped it just now); `touch(-1)` as it ends:
+            # `close`, or with a stream the `on_close` callback `_upgrade` adds
+            session.open_requests += 1
         if deadlines is not None:
             self._deadline = deadlines.add(self._expired)
 
@@ -151,6 +158,8 @@ class Pending(Exchange):
                 stream.finish()
         else:
             stream = session.new_stream()
+            # the end `close` gives an exchange with no stream (`touch(-1)`), now `Exchange.close`'s
+            self.on_close.insert(0, lambda: session.touch(-1))
             self.on_close.append(lambda: session.stream_ended(stream))
         self._stream = stream
         stream.for_client(sse=self._accepts.sse)
@@ -175,14 +184,19 @@ class Pending(Exchange):
 
     async def answer(self, rid: Id, frame: bytes) -> None:
         """The handler's answer: straight to the client, unless a stream was made (then `Exchange`'s)."""
-        if self._stream is not None:
+        if not self.answer_now(frame):
             await super().answer(rid, frame)
-            return
-        if self.closed:
-            return
-        self._frame = frame
-        self.close()
-        self.lane.done()
+
+    def answer_now(self, frame: bytes) -> bool:
+        """`answer` where it needs no waiting (no stream was made: `True`, given to the client unless the
+        exchange ended first), with no coroutine; `False`: not given, `answer` gives it."""
+        if self._stream is not None:
+            return False
+        if not self.closed:
+            self._frame = frame
+            self.close()
+            self.lane.done()
+        return True
 
     def close(self) -> None:
         """`Exchange.close`; with no stream, the answer (or `no_answer`'s reply) delivered first, as the
@@ -192,7 +206,9 @@ class Pending(Exchange):
             return
         if not self._release():
             return
-        self._disarm()
+        deadline = self._deadline  # (`_disarm`, inline)
+        if deadline is not None:
+            deadline[1] = None
         frame = self._frame
         session = self._session
         try:  # as a stream's wake-up: what the delivery raises must not stop the rest of the end
@@ -202,12 +218,14 @@ class Pending(Exchange):
                 reply = unanswered(session, self.request_ids, self._accepts.sse, self._headers())
                 self.parked.deliver((reply.status, reply.header_lines(), reply.body))
             else:
-                lines = STATELESS_LINES if session is None else json_lines(session)
+                lines = STATELESS_LINES if session is None else (session.json_lines or json_lines(session))
                 self.parked.deliver((200, lines, frame))
         except Exception:
             logger.exception("POST %s: a wake-up callback failed (its answer's)", self._posts.options.path)
             if self.writer is not None:
                 self.writer.close()  # the SSE response ends all the same (once: `close` is idempotent)
+        if session is not None:
+            session.touch(-1)  # its open request ended (first, as the `on_close` a stream has: `_upgrade`)
         for callback in self.on_close:
             callback()
 
@@ -298,7 +316,7 @@ class _Abandoned(Parked):
     __slots__ = ("_exchange", "_posts", "first_step")
 
     def __init__(self, posts: PostHandler, exchange: Exchange) -> None:
-        super().__init__()
+        self._answer = self._then = None  # (`Parked.__init__`'s, without the call: one per such POST)
         self._posts: PostHandler | None = posts
         self._exchange = exchange
         self.first_step: asyncio.Task[None] | None = None
@@ -306,7 +324,11 @@ class _Abandoned(Parked):
         waits for the answer (`park`), at once rather than at the loop's next iteration."""
 
     def park(self, then: Callable[[Whole | Later], None]) -> None:
-        super().park(then)
+        answer = self._answer  # (`Parked.park`, inline: once per such POST)
+        if answer is None:
+            self._then = then
+        elif answer is not GIVEN_UP:
+            then(answer)
         task, self.first_step = self.first_step, None
         if task is not None:
             step_now(task.get_loop(), task)

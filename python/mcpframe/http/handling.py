@@ -7,6 +7,7 @@ replies. It never sees the `StreamableHTTPServer` that composes it, so it can be
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Awaitable, Callable
 from functools import partial
@@ -82,6 +83,9 @@ class PostHandler:
         self.replies = replies
         self._lane_options = options.lane_options()  # one value for every lane's Session
         self._stateless: LanePool | None = None  # the lanes of 2026-07-28 requests (no HTTP session)
+        # the loop's timeouts of `json_wait` for a client that takes SSE (`None`: no such wait), as of that
+        # loop: read once per suspended fast POST (`fast_pending.Pending`), not looked up each time
+        self.switch_after: tuple[asyncio.AbstractEventLoop | None, Deadlines | None] = (None, None)
 
     async def handle(self, request: HttpRequest, owner: str | None) -> Answer:
         """Check the headers and the body, then answer with 202, JSON or SSE."""
@@ -590,6 +594,17 @@ class PostHandler:
         if priming is ...:
             priming = self.replies.priming(session)
         return priming is not None
+
+    def switch_deadlines(self, loop: asyncio.AbstractEventLoop | None) -> Deadlines | None:
+        """`loop`'s timeouts of `json_wait` for a client that takes SSE (`None`: it never switches),
+        kept in `switch_after` (the options are frozen: the wait never changes). `loop` `None`: the
+        running one."""
+        if loop is None:
+            loop = asyncio.get_running_loop()
+        wait = self.json_wait(Accepts(json=True, sse=True))
+        found = None if wait == math.inf else Deadlines.of(wait, loop)
+        self.switch_after = (loop, found)
+        return found
 
     def json_wait(self, accepts: Accepts) -> float:
         """How long to hold a POST for a plain JSON answer before switching to SSE."""

@@ -51,6 +51,7 @@ import contextlib
 import logging
 from collections import deque
 from collections.abc import Callable, Coroutine
+from functools import partial
 from typing import Any
 from urllib.parse import unquote
 
@@ -325,7 +326,8 @@ class _Connection(asyncio.BufferedProtocol):
         `Expect`; reading runs (this is its callback), and nothing was pending before it. The first request
         that is not a POST, or that the app does not answer whole at once, is queued as `queue_plain` queues
         it, with what the app answered (`Cycle.offered`: `_next` does not ask again), and the rest of
-        `data` is left to the caller."""
+        `data` is left to the caller; a `Parked` answer (it comes later) is parked at once instead, as
+        `_next` would have parked it first thing, and the rest of `data` left to the caller all the same."""
         assert PLAIN is not None
         fast, transport = self.owner.fast, self.transport
         assert fast is not None
@@ -353,31 +355,42 @@ class _Connection(asyncio.BufferedProtocol):
                     b"%s%scontent-length: %d\r\n\r\n%s" % (Clock.head(status), lines, len(payload), payload)
                 )
                 continue
-            # queued as `queue_plain` queues it, with the app's answer (`_next` goes on from there once the
-            # rest of `data` is read, as before)
             cycle = Cycle(method, target, "1.1", headers, True)
             cycle.complete = True
-            if answer is None:
-                if body:
-                    cycle.body.append(body)
-                if method == "POST":
-                    cycle.offered = DECLINED  # not offered again
+            if isinstance(answer, Parked):
+                # comes later (a handler that suspended): parked now, as `_next` would park it first thing
+                # (nothing is pending), the rest of `data` read after
+                cycle.delivered = True
+                self.current = cycle
+                self._park(cycle, answer)
             else:
-                cycle.offered = answer
-            self.pending.append(cycle)
+                self._queue_offered(cycle, body, answer)
             break
-        if start and not self.pending:
+        if start and self.current is None and not self.pending:
             self._arm_idle()  # (`_finished`'s, for the requests answered whole here)
         return data[start:] if start else data
+
+    def _queue_offered(self, cycle: Cycle, body: bytes, answer: WireAnswer | None) -> None:
+        """`_answer_plain`'s request that is neither answered whole nor parked: queued as `queue_plain`
+        queues it, with the app's answer (`_next` goes on from there once the rest of the read is, as
+        before)."""
+        if answer is None:
+            if body:
+                cycle.body.append(body)
+            if cycle.method == "POST":
+                cycle.offered = DECLINED  # not offered again
+        else:
+            cycle.offered = answer
+        self.pending.append(cycle)
 
     def _park(self, cycle: Cycle, parked: Parked) -> None:
         self.owner.parked.add(parked)
         self.parked = parked
-        parked.park(lambda answer: self._unpark(cycle, parked, answer))
+        # what delivers the answer writes it (`_unpark`; a `partial`: no Python frame of its own)
+        parked.park(partial(self._unpark, cycle, parked))
 
-    def _unpark(self, cycle: Cycle, parked: Parked, answer: Whole | Later) -> None:
-        """A `Parked` answer came (called by whatever delivered it): `wire_answers.unpark`."""
-        wire_answers.unpark(self, cycle, parked, answer)
+    _unpark = wire_answers.unpark
+    """A `Parked` answer came (called by whatever delivered it): `wire_answers.unpark`."""
 
     def _next_if_idle(self) -> None:
         # not after a close that came meanwhile (a drain's `close_when_idle`, a 408): a request started
@@ -634,9 +647,6 @@ class _Connection(asyncio.BufferedProtocol):
     def _arm_idle(self) -> None:
         if self.transport is not None:
             self.idle_deadline = self.loop.time() + self.keepalive_timeout
-
-    def _disarm_idle(self) -> None:
-        self.idle_deadline = None
 
 
 class WireServer:

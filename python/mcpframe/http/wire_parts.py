@@ -14,8 +14,8 @@ from typing import Any, Protocol
 from .asgi import Message, Receive, Scope, Send
 
 __all__ = [
-    "DECLINED", "REASONS", "Clock", "Cycle", "Declined", "HeadTooLarge", "Later", "Parked", "StreamOut",
-    "Streamed", "Whole", "WireAnswer", "header_lines",
+    "DECLINED", "GIVEN_UP", "REASONS", "Clock", "Cycle", "Declined", "HeadTooLarge", "Later", "Parked",
+    "StreamOut", "Streamed", "Whole", "WireAnswer", "header_lines",
 ]  # fmt: skip
 
 REASONS = {status.value: status.phrase.encode() for status in HTTPStatus}
@@ -33,7 +33,8 @@ async def _never(receive: Receive, send: Send) -> None:
     """What a `Parked` holds once the server gave it up: no answer goes out after that."""
 
 
-_GIVEN_UP: Later = _never
+GIVEN_UP: Later = _never
+"""A `Parked`'s answer once the server gave it up (`Parked.give_up`): never written."""
 
 
 class Parked:
@@ -72,13 +73,13 @@ class Parked:
         answer = self._answer
         if answer is None:
             self._then = then
-        elif answer is not _GIVEN_UP:
+        elif answer is not GIVEN_UP:
             then(answer)
 
     def give_up(self) -> None:
         """The wire server's, as it closes: forget the answer's way out, then `cancel`."""
         self._then = None
-        self._answer = _GIVEN_UP
+        self._answer = GIVEN_UP
         self.cancel()
 
 
