@@ -70,6 +70,19 @@ _STR_VALUE: Final = re.compile(rb'[ \t\r\n]*("(?:[^"\\]++|\\.)*+")', re.DOTALL)
 # alone, as one refused for `NaN` does.
 _RECOVER_SCAN: Final = 1 << 16
 _CUT_MARGIN: Final = 16
+# The stdlib ends some reasons with " at" or " starting at" (its message adds the position after them);
+# the answer's `at` holds the position, so its `detail` reads without them.
+_DANGLING_AT: Final = re.compile(r"(?: starting)? at\Z")
+# A string, or a literal the stdlib reads as a float and the core refuses (`NaN`, `Infinity`, `-Infinity`).
+_NON_FINITE: Final = re.compile(rb'"(?:[^"\\]++|\\.)*+"|-?Infinity|NaN')
+
+
+class _NonFinite(ValueError):
+    """Raised from the stdlib's reader at the first ``NaN`` or ``Infinity`` literal of a refused frame."""
+
+
+def _refuse_constant(name: str) -> float:
+    raise _NonFinite(name)
 
 
 def response_shaped(raw: bytes | None) -> bool:
@@ -103,8 +116,9 @@ def parse_error_data(raw: bytes | None, offset: int) -> dict[str, int | str]:
     For frames the core rejected (a cold path; the frame is at most ``max_frame`` bytes). The core's
     ``message`` stays as it is (peers compare it); this says which line was bad when its ``id`` is null.
     Nesting past the core's limit and a lone surrogate escape (which the stdlib reads) are found by their
-    own scans; a frame refused for something else the stdlib accepts (``NaN``) or that is not kept (``raw``
-    is None) gets its offset alone.
+    own scans, a ``NaN`` or ``Infinity`` literal (which the stdlib reads) by its own scan when the stdlib
+    meets it first; a frame whose fault lies past its first 64 KiB or that is not kept (``raw`` is None)
+    gets its offset alone.
     """
     data: dict[str, int | str] = {"offset": offset}
     if raw is None:
@@ -120,18 +134,30 @@ def parse_error_data(raw: bytes | None, offset: int) -> dict[str, int | str]:
         return data
     head = raw[:_RECOVER_SCAN].decode("utf-8", "ignore")  # a character cut at the window's edge is dropped
     try:
-        json.loads(head)
+        json.loads(head, parse_constant=_refuse_constant)
     except json.JSONDecodeError as exc:  # its position counts characters: the frame's byte is wanted
         if len(raw) <= _RECOVER_SCAN or _before_the_cut(exc, len(head)):
-            data["at"], data["detail"] = len(head[: exc.pos].encode("utf-8")), exc.msg
+            data["at"] = len(head[: exc.pos].encode("utf-8"))
+            data["detail"] = _DANGLING_AT.sub("", exc.msg)
             return data
-    except (ValueError, RecursionError):
+    except (ValueError, RecursionError) as exc:  # NaN or Infinity, or a number or nesting it cannot read
+        if isinstance(exc, _NonFinite):  # read before any grammar error: the frame's own, even in a cut head
+            data.update(_non_finite(raw, exc.args[0]))
         return data
     surrogate = _lone_surrogate_at(raw)
     if surrogate is not None:
         data["at"] = surrogate
         data["detail"] = f"lone surrogate {raw[surrogate : surrogate + 6].decode('ascii')} (not a character)"
     return data
+
+
+def _non_finite(raw: bytes, literal: str) -> dict[str, int | str]:
+    """Where the first ``NaN`` or ``Infinity`` literal (``literal``, outside strings) of ``raw`` is, and
+    why it is refused; empty if the scan of the first 64 KiB does not find it."""
+    for match in _NON_FINITE.finditer(raw, 0, _RECOVER_SCAN):
+        if match[0][0] != 0x22:  # not a string
+            return {"at": match.start(), "detail": f"{literal} is not valid JSON"}
+    return {}
 
 
 def _before_the_cut(exc: json.JSONDecodeError, end: int) -> bool:

@@ -97,6 +97,7 @@ class _Error:
         self.message = "Parse error: invalid JSON"
         self.code = jsonrpc.PARSE_ERROR
         self.preview = b"oops"
+        self.id = None  # a parse error: the core read no id
 
 
 def test_one_summary_per_interval_and_full_lines_again_after_a_quiet_interval(records: _Records) -> None:

@@ -168,6 +168,11 @@ class Intake:
         """The Session runs on ``loop``: the backlog is drained from its callbacks."""
         self._loop = loop
 
+    def ignored(self, offset: int, text: str, *args: object) -> None:
+        """Something of a frame at ``offset`` that was ignored, not refused, logged with the rejections
+        (rate-limited); ``text % args`` says what."""
+        self._rejections.refusal(offset, text, *args)
+
     def halt(self) -> None:
         """The Session is closing (``aclose``): what waits in the backlog is not handled any more."""
         self._halted = True

@@ -455,6 +455,10 @@ class Session:
         if self._tg is not None:
             self._tg.cancel_scope.cancel()
 
+    def _ignored(self, offset: int, text: str, *args: object) -> None:
+        """Log something of a peer's frame that was ignored with the rejections (rate-limited)."""
+        self._intake.ignored(offset, text, *args)
+
     def _room_made(self) -> None:
         """The outbox drained below its low-water mark: what waits may go on."""
         self._intake.wake()

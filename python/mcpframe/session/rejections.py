@@ -33,10 +33,12 @@ INTERVAL: Final = 60.0
 
 
 def log_frame_error(error: Any) -> None:
-    """Log what was rejected and where (stderr by default); the peer gets only the JSON-RPC error. A line
+    """Log what was rejected and where (stderr by default), and its id when the core read one (a response
+    is never answered, so the log is all that names it); the peer gets only the JSON-RPC error. A line
     that does not even start like JSON is most often a `print()` to the stdout that carries the protocol:
     the log says so."""
     preview = error.preview
+    rid = "" if error.id is None else f", id {error.id!r}"
     hint = ""
     if error.code == jsonrpc.PARSE_ERROR and isinstance(preview, bytes) and preview.lstrip()[:1] not in b"{[":
         hint = (
@@ -44,10 +46,11 @@ def log_frame_error(error: Any) -> None:
             " log to stderr)"
         )
     logger.warning(
-        "rejected frame at stream byte %d: %s (code %d); starts with %r%s",
+        "rejected frame at stream byte %d: %s (code %d%s); starts with %r%s",
         error.offset,
         error.message,
         error.code,
+        rid,
         preview,
         hint,
     )

@@ -24,11 +24,30 @@ ProgressCallback = Callable[[float, float | None, str | None], Any]
 """``on_progress(progress, total, message)``; may return an awaitable."""
 
 
-def _progress_token(meta: dict[str, Any]) -> Id | None:
+def _progress_token(session: Session, message: MessageLike, meta: dict[str, Any]) -> Id | None:
+    """``_meta.progressToken`` when it is a string or an integer. Any other value (an array, an object, a
+    boolean, a float) is ignored, as an odd ``_meta`` is: the request runs and no progress is sent for it,
+    but the session's rejection log (rate-limited) says so; a null token is taken as none, silently."""
     token = meta.get(PROGRESS_TOKEN)
     if isinstance(token, int | str) and not isinstance(token, bool):
         return token
+    if token is not None:
+        session._ignored(
+            message.offset,
+            "ignored the progressToken of request %r (id %r): %s, not a string or an integer (no progress"
+            " is sent for it)",
+            message.method,
+            message.id,
+            _kind(token),
+        )
     return None
+
+
+def _kind(value: object) -> str:
+    """A JSON value's kind, as a message names it."""
+    if isinstance(value, bool):
+        return "a boolean"
+    return {dict: "an object", list: "an array", float: "a float"}.get(type(value), type(value).__name__)
 
 
 _SHIELD_POLL = 0.005
@@ -77,7 +96,7 @@ class Request:
             self.progress_token: Id | None = None
         else:
             self.meta = meta
-            self.progress_token = _progress_token(meta)
+            self.progress_token = _progress_token(session, message, meta)
         self._task: asyncio.Task[None] | None = None  # set by the Session right after creating it
         self._cancelled = False
         self._started = False
