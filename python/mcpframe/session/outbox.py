@@ -18,6 +18,10 @@ make us queue them without bound; a handler that had not started when the outbox
 before it runs (the Session's handlers started as tasks of their own, which answer after the reader moved
 on), so answers overshoot the mark by what the handlers already running add, not by every one admitted.
 
+``largest`` is the size of the largest frame put recently (halved after every ``_DECAY`` frames none as
+large): the Session's estimate of what one running handler will add, so it can start fewer handlers at
+once while answers are large (``SessionOptions.max_answer_bytes``, ``session/intake.py``).
+
 asyncio only (``loop.call_soon``, ``asyncio.Event``), like the rest of the Session.
 """
 
@@ -36,6 +40,7 @@ __all__ = ["HIGH_WATER", "IO_ERRORS", "Outbox"]
 logger = logging.getLogger("mcpframe.session")
 
 _EARLY_FLUSH = 128  # answers queued in one go (a dispatch, a loop iteration) that are written without waiting
+_DECAY = 256  # frames put, none as large as ``largest``, after which ``largest`` is halved
 
 IO_ERRORS = (TransportClosedError, OSError, anyio.BrokenResourceError, anyio.ClosedResourceError)
 
@@ -59,10 +64,12 @@ class Outbox:
         "_scheduled",
         "_send_nowait",
         "_sending",
+        "_since_largest",
         "_transport",
         "_wake",
         "full",
         "holding",
+        "largest",
         "queued",
     )
 
@@ -82,6 +89,8 @@ class Outbox:
         self._low = high_water // 4
         self.queued = 0  # bytes not yet taken by the transport
         self.full = False  # over the high-water mark, until queued falls to the low-water mark
+        self.largest = 0  # the largest frame put recently, in bytes (module doc)
+        self._since_largest = 0  # frames put since one as large as ``largest``
         self._frames: list[bytes] = []
         self._scheduled = False
         self.holding = False  # the owner will call flush_now() itself: put() need not schedule a flush
@@ -106,7 +115,16 @@ class Outbox:
         as nothing else will join this write: no flush is scheduled for a loop iteration later)."""
         frames = self._frames
         frames.append(frame)
-        self.queued += len(frame)
+        size = len(frame)
+        self.queued += size
+        if size >= self.largest:
+            self.largest = size
+            self._since_largest = 0
+        else:
+            self._since_largest += 1
+            if self._since_largest >= _DECAY:  # none as large for a while: the estimate comes down
+                self.largest >>= 1
+                self._since_largest = 0
         if self.queued > self._high and not self.full:
             self.full = True
             self._room.clear()
