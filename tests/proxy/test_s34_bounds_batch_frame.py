@@ -15,7 +15,7 @@ import pytest
 
 from mcpframe.proxy.forward import Forwarder, UpstreamLink
 
-from .test_forward import Client, MemoryUpstream
+from .test_forward import Client, Harness, MemoryUpstream
 from .test_forward_batches import handshake, rpc
 
 pytestmark = pytest.mark.anyio
@@ -23,18 +23,8 @@ pytestmark = pytest.mark.anyio
 _LIMIT = 4096
 
 
-class _Small:
-    def __init__(self, forwarder: Forwarder, links: list[MemoryUpstream]) -> None:
-        self.forwarder = forwarder
-        self.links = links
-
-    @property
-    def upstream(self) -> MemoryUpstream:
-        return self.links[-1]
-
-
 @pytest.fixture
-async def small() -> AsyncIterator[_Small]:
+async def small() -> AsyncIterator[Harness]:
     links: list[MemoryUpstream] = []
 
     async def connect() -> UpstreamLink:
@@ -47,13 +37,13 @@ async def small() -> AsyncIterator[_Small]:
         with anyio.fail_after(5):
             while not links:
                 await anyio.sleep(0)
-        yield _Small(forwarder, links)
+        yield Harness(forwarder, links, [])
         group.cancel_scope.cancel()
 
 
-async def test_answers_past_the_frame_limit_become_errors_and_the_array_fits(small: _Small) -> None:
+async def test_answers_past_the_frame_limit_become_errors_and_the_array_fits(small: Harness) -> None:
     a = Client(small.forwarder)
-    await handshake(small, a, "2025-03-26")  # type: ignore[arg-type]  # the same .upstream
+    await handshake(small, a, "2025-03-26")
     elements = [json.dumps(rpc(i, "echo")).encode() for i in (1, 2, 3)]
     elements.append(b'{"jsonrpc": "2.0", "id": "\\u0041", "method": "echo"}')  # an id spelled unusually
     await a.session.feed(b"[" + b",".join(elements) + b"]\n")
@@ -72,9 +62,9 @@ async def test_answers_past_the_frame_limit_become_errors_and_the_array_fits(sma
     assert a.idle()
 
 
-async def test_a_batch_within_the_limit_is_untouched(small: _Small) -> None:
+async def test_a_batch_within_the_limit_is_untouched(small: Harness) -> None:
     a = Client(small.forwarder)
-    await handshake(small, a, "2025-03-26")  # type: ignore[arg-type]
+    await handshake(small, a, "2025-03-26")
     await a.session.feed(json.dumps([rpc(1, "echo"), rpc(2, "echo")]).encode() + b"\n")
     sent = [await small.upstream.frame() for _ in range(2)]
     pad = "y" * 1000
