@@ -187,7 +187,7 @@ class Intake:
             return False
         running = len(self._running)
         limit = self._limit
-        if running < limit and running * outbox.largest < self._answer_budget:
+        if running < limit and (running * outbox.largest < self._answer_budget or outbox.forget_largest()):
             return True
         return running < 2 * limit and message.method == PING
 

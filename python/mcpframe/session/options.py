@@ -35,8 +35,8 @@ class SessionOptions:
     """Bytes of answers the transport has not taken before reading stops (resumes at a quarter of it)."""
 
     max_answer_bytes: int = 16 * 1024 * 1024
-    """Bytes of answers the running handlers may be about to add, each counted as the largest recent
-    frame: no further handler starts past it (reading stops; one always may), so a slow reader of large
+    """Bytes of answers the running handlers may be about to add, each counted as the largest frame of the
+    last 10 s: no further handler starts past it (reading stops; one always may), so a slow reader of large
     answers slows the server down instead of growing its memory by ``max_in_flight`` answers."""
 
     timeout: float | None = None
