@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import IO, Any, TextIO
 
-from .tap_record import Direction, MethodStats, Recorder
+from .tap_record import EXACT_LATENCIES, Direction, MethodStats, Recorder
 
 __all__ = ["render_table", "tap_main"]
 
@@ -94,14 +94,24 @@ def _write_rest(sink: int, chunk: bytes, written: int) -> None:
 
 
 def render_table(stats: dict[str, MethodStats]) -> str:
-    """The exit table: per method, messages seen and the p50/p99 latency of their answers (ms, within 1%)."""
+    """The exit table: per method, messages seen and the p50/p99 latency of their answers in ms, exact
+    from the recorded latencies; past ``EXACT_LATENCIES`` answers of a method, marked ``~``, read off the
+    histogram (within 1%), with a note under the table saying so."""
     rows = [("method", "count", "p50 ms", "p99 ms")]
+    estimated = False
     for method in sorted(stats):
         entry = stats[method]
-        p50, p99 = (entry.latency(fraction) for fraction in (0.50, 0.99))
-        p50_text = "-" if p50 is None else f"{p50:.3f}"
-        p99_text = "-" if p99 is None else f"{p99:.3f}"
-        rows.append((method, str(entry.count), p50_text, p99_text))
+        cells: list[str] = []
+        for fraction in (0.50, 0.99):
+            value = entry.exact(fraction)
+            if value is not None:
+                cells.append(f"{value:.3f}")
+            elif (value := entry.latency(fraction)) is not None:
+                cells.append(f"~{value:.3f}")
+                estimated = True
+            else:
+                cells.append("-")
+        rows.append((method, str(entry.count), cells[0], cells[1]))
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     lines = [
         "  ".join(
@@ -109,6 +119,8 @@ def render_table(stats: dict[str, MethodStats]) -> str:
         )
         for row in rows
     ]
+    if estimated:
+        lines.append(f"~: more than {EXACT_LATENCIES:,} answers, read off a histogram (within 1%)")
     return "\n".join(lines) + "\n"
 
 

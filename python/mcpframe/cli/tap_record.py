@@ -27,6 +27,7 @@ import math
 import queue
 import threading
 import time
+from array import array
 from dataclasses import dataclass, field
 from typing import Any, Literal, TextIO
 
@@ -53,7 +54,9 @@ MAX_METHODS = 1_000
 NAP_SECONDS = 0.005
 OTHER_METHODS = "(other methods)"
 # Latencies go into a log-scale histogram (buckets 1% wide, from 1 µs): memory stays bounded however many
-# answers pass, and a percentile read off it is within 1% of the exact one.
+# answers pass, and a percentile read off it is within 1% of the exact one. The first EXACT_LATENCIES of a
+# method are also kept as they are (8 bytes each), so the exit table gives exact percentiles until then.
+EXACT_LATENCIES = 100_000
 _GROWTH = 1.01
 _LOG_GROWTH = math.log(_GROWTH)
 
@@ -65,6 +68,8 @@ class MethodStats:
     count: int = 0
     answers: int = 0
     buckets: dict[int, int] = field(default_factory=dict)
+    kept: array[float] | None = field(default_factory=lambda: array("d"))
+    """Every latency so far, while there are at most ``EXACT_LATENCIES`` (then ``None``: the histogram)."""
 
     def add_latency(self, milliseconds: float) -> None:
         """Count one answer that took ``milliseconds``."""
@@ -72,6 +77,21 @@ class MethodStats:
         bucket = int(math.log(micros) / _LOG_GROWTH) if micros > 1.0 else 0
         self.buckets[bucket] = self.buckets.get(bucket, 0) + 1
         self.answers += 1
+        kept = self.kept
+        if kept is not None:
+            if len(kept) < EXACT_LATENCIES:
+                kept.append(milliseconds)
+            else:  # past the bound: the histogram alone, memory stays bounded
+                self.kept = None
+
+    def exact(self, fraction: float) -> float | None:
+        """The exact nearest-rank ``fraction`` percentile in milliseconds, or None (no answer yet, or more
+        than ``EXACT_LATENCIES`` of them: ``latency`` then)."""
+        kept = self.kept
+        if not kept:
+            return None
+        rank = max(1, min(len(kept), math.ceil(fraction * len(kept))))
+        return sorted(kept)[rank - 1]
 
     def latency(self, fraction: float) -> float | None:
         """The nearest-rank ``fraction`` percentile in milliseconds (the bucket's upper edge), or None."""

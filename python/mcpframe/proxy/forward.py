@@ -361,7 +361,7 @@ class Forwarder:
         if batch is None:
             return b""
         if answer is not None:
-            batch.answers.append(answer)
+            batch.add(answer)
         batch.waiting -= 1
         return batch.line()
 

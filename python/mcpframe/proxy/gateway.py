@@ -154,7 +154,9 @@ class Gateway:
     async def serve(self, transport: Transport) -> int:
         """Serve one client over `transport` until it goes away; the exit status (1: an upstream ended
         with `on_upstream_exit="exit"`)."""
-        session = Session(transport, request_handler=self._handle, notification_handler=self._notified)
+        session = Session(
+            transport, request_handler=self._handle, notification_handler=self._notified, batches=False
+        )  # batches follow protocol.batches_allowed, as on `mcpframe serve`: set at initialize
         self._session = session
         async with anyio.create_task_group() as tg:
             self._tg = tg
@@ -222,6 +224,8 @@ class Gateway:
         version = params.get("protocolVersion")
         if version not in protocol.LEGACY_VERSIONS:
             version = protocol.LATEST_LEGACY
+        if self._session is not None:
+            self._session.batches = protocol.batches_allowed(version)
         result: dict[str, Any] = {
             "protocolVersion": version,
             "capabilities": self._capabilities(),

@@ -15,12 +15,12 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from mcpframe import core, jsonrpc
-from mcpframe.session.batch import error_answer
+from mcpframe.session.batch import error_answer, too_large
 from mcpframe.transports.base import TransportClosedError
 
 from .link import Writer
 from .pump import ThreadWriter
-from .reader import decode_held, held_decoder
+from .reader import decode_held, held_decoder, with_raw_id
 
 if TYPE_CHECKING:
     from .forward import Forwarder
@@ -32,14 +32,32 @@ _FrameError = core.FrameError
 
 class Batch:
     """One batch from a client: its answers, gathered into one array line (JSON-RPC 2.0) once the last
-    request it forwarded is answered (or failed, or cancelled)."""
+    request it forwarded is answered (or failed, or cancelled).
 
-    __slots__ = ("answers", "routed", "waiting")
+    The array is one frame, and its client refuses a frame over its limit: each answer is checked as it
+    comes, and one that would take the array past `limit` bytes (the proxy's `max_frame`, which its
+    clients share by default) is replaced by a `-32603` "Batch too large" error with the request's id, so
+    the client gets every other answer and knows which requests to send again in a smaller batch. Only a
+    batch of so many requests that their errors alone pass the limit still goes over it."""
 
-    def __init__(self) -> None:
+    __slots__ = ("answers", "held", "limit", "routed", "waiting")
+
+    def __init__(self, limit: int) -> None:
         self.answers: list[bytes] = []
+        self.limit = limit
+        self.held = 1  # bytes of the array line so far, its brackets and commas counted
         self.waiting = 0  # its requests forwarded and not answered yet
         self.routed = False  # every element was routed (until then more requests may come)
+
+    def add(self, answer: bytes) -> None:
+        """Put one answer (no LF) in the array, or its "Batch too large" error if it does not fit."""
+        if self.held + len(answer) + 1 > self.limit:
+            span = core.value_span(answer, ("id",))
+            raw_id = answer[span[0] : span[1]] if span is not None else None
+            error = core.encode_error(None, jsonrpc.INTERNAL_ERROR, too_large(self.limit))
+            answer = with_raw_id(error, raw_id)[:-1]
+        self.held += len(answer) + 1
+        self.answers.append(answer)
 
     def line(self) -> bytes:
         """The array line once the batch is complete and has answers, else `b""`."""
@@ -205,11 +223,12 @@ class ClientSession:
     ) -> None:
         """Route a batch's elements: its requests upstream one by one, their answers (and the proxy's own
         errors for its bad elements) gathered into one array line for the client (`Batch`)."""
-        batch = Batch()
+        batch = Batch(self._relay.max_frame)
         errors: list[bytes] = []
         for item in items:
             self._route(item, upward, errors, batch)
-        batch.answers += (error[:-1] for error in errors)
+        for error in errors:
+            batch.add(error[:-1])
         batch.routed = True
         if line := batch.line():
             back.append(line)

@@ -1,12 +1,14 @@
 """The Session's incoming side under flow control: decoded items are handled in order, within its bounds.
 
-A Session has bounds: ``max_in_flight`` request handlers, notification jobs, and an outbox high-water mark
-(``session/outbox.py``). When the next item of a chunk finds its bound reached, it and everything decoded
-after it wait in the **backlog**, in order, and the Session stops reading (``transport.pause_reading()``
-where the transport has it; it stops calling ``receive`` in any case): the unread input stays in the pipe
-and the peer's writes block. Nothing is refused for arriving early. As handlers finish and the outbox
-drains, the backlog is handled from its head (from a ``loop.call_soon`` callback, never inside another
-handler's task), and reading resumes once it is empty. The backlog therefore holds at most one chunk.
+A Session has bounds: ``max_in_flight`` request handlers, notification jobs, an outbox high-water mark
+(``session/outbox.py``), and ``max_answer_bytes``: the running handlers times the largest recent frame
+(``Outbox.largest``), what they may be about to answer. When the next item of a chunk finds its bound
+reached, it and everything decoded after it wait in the **backlog**, in order, and the Session stops
+reading (``transport.pause_reading()`` where the transport has it; it stops calling ``receive`` in any
+case): the unread input stays in the pipe and the peer's writes block. Nothing is refused for arriving
+early. As handlers finish and the outbox drains, the backlog is handled from its head (from a
+``loop.call_soon`` callback, never inside another handler's task), and reading resumes once it is empty.
+The backlog therefore holds at most one chunk.
 
 What goes past the backlog: what the waiting requests may themselves be waiting for, or what concerns them.
 Responses to our own requests (and progress for them), or a handler waiting on the peer's answer could
@@ -76,6 +78,7 @@ class Intake:
     """
 
     __slots__ = (
+        "_answer_budget",
         "_batch_limit",
         "_batches",
         "_decoder",
@@ -122,6 +125,7 @@ class Intake:
         self._outbox = outbox  # a dispatch holds it and flushes once
         self._running = running
         self._limit = options.max_in_flight  # options are frozen: this never differs from them
+        self._answer_budget = options.max_answer_bytes
         self._max_frame = options.max_frame
         self._batch_limit = max(options.max_frame, core.DEFAULT_MAX_FRAME)  # batch.py's doc
         self._on_request = on_request
@@ -179,15 +183,20 @@ class Intake:
         self._rejections.flush()
 
     def has_room(self, message: MessageLike) -> bool:
-        """Whether a request may start now: a handler slot is free and the outbox is not over its mark.
+        """Whether a request may start now: a handler slot is free, the outbox is not over its mark, and
+        the running handlers are not already expected to answer ``max_answer_bytes`` (each as much as the
+        largest recent frame; one handler may always start, however large the answers).
 
-        ``ping`` is cheap and says the peer is alive: it gets room past the bound, up to twice it.
+        ``ping`` is cheap and says the peer is alive: it gets room past both bounds, up to twice the first.
         """
-        if self._outbox.full:
+        outbox = self._outbox
+        if outbox.full:
             return False
         running = len(self._running)
         limit = self._limit
-        return running < limit or (running < 2 * limit and message.method == PING)
+        if running < limit and (running * outbox.largest < self._answer_budget or outbox.forget_largest()):
+            return True
+        return running < 2 * limit and message.method == PING
 
     async def readable(self) -> None:
         """Wait until the Session takes input again."""

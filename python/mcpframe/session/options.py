@@ -34,6 +34,11 @@ class SessionOptions:
     outbox_high_water: int = HIGH_WATER
     """Bytes of answers the transport has not taken before reading stops (resumes at a quarter of it)."""
 
+    max_answer_bytes: int = 16 * 1024 * 1024
+    """Bytes of answers the running handlers may be about to add, each counted as the largest frame of the
+    last 10 s: no further handler starts past it (reading stops; one always may), so a slow reader of large
+    answers slows the server down instead of growing its memory by ``max_in_flight`` answers."""
+
     timeout: float | None = None
     """Seconds ``request`` waits for an answer or progress when the call gives no ``timeout``; ``None``:
     no limit. For a bare Session only: a ``Client`` passes its own ``timeout`` with every request and
@@ -48,6 +53,8 @@ class SessionOptions:
             raise ValueError(f"max_in_flight must be at least 1, got {self.max_in_flight}")
         if self.outbox_high_water < 1:
             raise ValueError(f"outbox_high_water must be at least 1 byte, got {self.outbox_high_water}")
+        if self.max_answer_bytes < 1:
+            raise ValueError(f"max_answer_bytes must be at least 1 byte, got {self.max_answer_bytes}")
         if self.drain_timeout < 0:
             raise ValueError(f"drain_timeout must not be negative, got {self.drain_timeout}")
         if self.timeout is not None and self.timeout < 0:

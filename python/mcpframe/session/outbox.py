@@ -18,6 +18,12 @@ make us queue them without bound; a handler that had not started when the outbox
 before it runs (the Session's handlers started as tasks of their own, which answer after the reader moved
 on), so answers overshoot the mark by what the handlers already running add, not by every one admitted.
 
+``largest`` is the size of the largest frame over ``large`` bytes put in the last ``FORGET_LARGEST``
+seconds (``forget_largest`` drops an older one): the Session's estimate of what one running handler will
+add, so it can start fewer handlers at once while answers are large (``SessionOptions.max_answer_bytes``,
+``session/intake.py``). A smaller frame is not noted: the Session passes ``large`` such that handlers
+answering no more could never pass the budget, so the common frame costs one comparison.
+
 asyncio only (``loop.call_soon``, ``asyncio.Event``), like the rest of the Session.
 """
 
@@ -36,6 +42,7 @@ __all__ = ["HIGH_WATER", "IO_ERRORS", "Outbox"]
 logger = logging.getLogger("mcpframe.session")
 
 _EARLY_FLUSH = 128  # answers queued in one go (a dispatch, a loop iteration) that are written without waiting
+FORGET_LARGEST = 10.0  # seconds without a frame over ``large`` after which ``largest`` may be dropped
 
 IO_ERRORS = (TransportClosedError, OSError, anyio.BrokenResourceError, anyio.ClosedResourceError)
 
@@ -50,6 +57,8 @@ class Outbox:
         "_frames",
         "_high",
         "_idle",
+        "_large",
+        "_largest_at",
         "_loop",
         "_lost",
         "_low",
@@ -63,6 +72,7 @@ class Outbox:
         "_wake",
         "full",
         "holding",
+        "largest",
         "queued",
     )
 
@@ -73,6 +83,7 @@ class Outbox:
         on_drained: Callable[[], None],
         *,
         high_water: int = HIGH_WATER,
+        large: int = 0,
     ) -> None:
         self._transport = transport
         self._send_nowait: Callable[[bytes], int] | None = getattr(transport, "send_nowait", None)
@@ -82,6 +93,9 @@ class Outbox:
         self._low = high_water // 4
         self.queued = 0  # bytes not yet taken by the transport
         self.full = False  # over the high-water mark, until queued falls to the low-water mark
+        self.largest = 0  # the largest frame over ``large`` bytes put recently (module doc)
+        self._large = large
+        self._largest_at = 0.0  # the loop's time of the last frame over ``large`` bytes
         self._frames: list[bytes] = []
         self._scheduled = False
         self.holding = False  # the owner will call flush_now() itself: put() need not schedule a flush
@@ -106,7 +120,10 @@ class Outbox:
         as nothing else will join this write: no flush is scheduled for a loop iteration later)."""
         frames = self._frames
         frames.append(frame)
-        self.queued += len(frame)
+        size = len(frame)
+        self.queued += size
+        if size > self._large:
+            self._note_large(size)
         if self.queued > self._high and not self.full:
             self.full = True
             self._room.clear()
@@ -120,6 +137,21 @@ class Outbox:
         if not self._scheduled and not self._sending and self._loop is not None:
             self._scheduled = True
             self._loop.call_soon(self._scheduled_flush)
+
+    def _note_large(self, size: int) -> None:
+        loop = self._loop
+        now = loop.time() if loop is not None else 0.0
+        if size > self.largest or now - self._largest_at > FORGET_LARGEST:
+            self.largest = size
+        self._largest_at = now
+
+    def forget_largest(self) -> bool:
+        """Drop ``largest`` if no frame over ``large`` came for ``FORGET_LARGEST`` seconds; whether it was."""
+        loop = self._loop
+        if loop is None or loop.time() - self._largest_at <= FORGET_LARGEST:
+            return False
+        self.largest = 0
+        return True
 
     def _scheduled_flush(self) -> None:
         self._scheduled = False

@@ -133,7 +133,10 @@ class Session:
             timeout=options.timeout,
         )
         high_water = options.outbox_high_water
-        self._outbox = Outbox(transport, self._connection_lost, self._room_made, high_water=high_water)
+        large = options.max_answer_bytes // options.max_in_flight  # frames no larger never pass the budget
+        self._outbox = Outbox(
+            transport, self._connection_lost, self._room_made, high_water=high_water, large=large
+        )
         self._intake = Intake(
             transport,
             self._outgoing,
