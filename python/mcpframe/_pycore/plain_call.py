@@ -7,11 +7,12 @@ from __future__ import annotations
 from mcpframe._pycore.framing import decode
 from mcpframe._pycore.message import FrameError
 from mcpframe._pycore.span import value_span
+from mcpframe.protocol import INITIALIZE, PROGRESS_TOKEN
 
 __all__ = ["plain_call"]
 
 _BOM = b"\xef\xbb\xbf"
-_TOKEN_PATH = ("params", "_meta", "progressToken")
+_TOKEN_PATH = ("params", "_meta", PROGRESS_TOKEN)
 
 
 def plain_call(body: bytes, max_frame: int, /) -> tuple[int | str, str, bytes] | None:
@@ -29,7 +30,7 @@ def plain_call(body: bytes, max_frame: int, /) -> tuple[int | str, str, bytes] |
         return None
     message = items[0]
     rid, method, raw_id = message.id, message.method, message.raw_id
-    if message.kind != "request" or message.batch is not None or method is None or method == "initialize":
+    if message.kind != "request" or message.batch is not None or method is None or method == INITIALIZE:
         return None
     if rid is None or raw_id is None or raw_id.startswith(b"-0") or b"\\" in raw_id:
         return None  # (an id written unlike its encoding)
