@@ -3,12 +3,13 @@
 //! each NDJSON file given, in ns per message. Run under `valgrind --tool=callgrind
 //! --toggle-collect='scan_lines::run'` it counts the scan alone.
 //!
-//! `--shapes` adds two synthetic corpora made here that differ only in the order of their payload
+//! `--shapes` adds synthetic corpora made here: two that differ only in the order of their payload
 //! values: every line carries the same eight values (strings short and long, integer, fraction,
 //! `true`, `null`, an array, an object), in one fixed order on every line or shuffled per line.
 //! Same bytes, same instructions (within 1 %): what separates their times is the branch
 //! predictor, on this machine's CPU. (callgrind's simulated predictor, `--branch-sim=yes`, says
-//! little about that: see benches/README.md, issue 14's sixth round.)
+//! little about that: see benches/README.md, issue 14's sixth round.) And two of one payload
+//! shape each: a long plain string, and many small values (see [`payloads`]).
 //!
 //!     cargo bench --bench scan_lines -- [--shapes] [--reps N] [FILE ...]
 
@@ -84,6 +85,50 @@ fn shapes(shuffled: bool) -> Vec<u8> {
     text
 }
 
+/// 5,000 result lines of one payload shape each: `text`, one 1,500-byte string of plain ASCII (what
+/// a string search crosses 32 bytes at a time), or not, twenty small objects of integers,
+/// literals, short strings and arrays of numbers (~1 KB of tokens, a value every few bytes).
+/// Fixed seed: the same bytes on every run. (A structural pre-pass by 64-byte blocks was slower on
+/// both, and on the corpora: benches/README.md, issue 14's tenth round.)
+fn payloads(text: bool) -> Vec<u8> {
+    let mut state: u64 = 0x2545_F491_4F6C_DD1D;
+    let mut next = |n: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % n
+    };
+    let mut out = Vec::new();
+    for id in 0..5_000 {
+        let result = if text {
+            let words = ["alpha ", "beta ", "gamma ", "delta ", "epsilon ", "zeta "];
+            let mut s = String::new();
+            while s.len() < 1_500 {
+                s.push_str(words[next(6) as usize]);
+            }
+            format!("{{\"content\":[{{\"type\":\"text\",\"text\":\"{s}\"}}]}}")
+        } else {
+            let scalars = ["true", "false", "null", "\"x\"", "\"yz\""];
+            let rows: Vec<String> = (0..20)
+                .map(|_| {
+                    let digits = next(7) as u32;
+                    let a = next(10u64.pow(digits));
+                    let b = scalars[next(5) as usize];
+                    let c: Vec<String> = (0..next(4))
+                        .map(|_| format!("0.{}", next(1_000_000)))
+                        .collect();
+                    format!("{{\"a\":{a},\"b\":{b},\"c\":[{}]}}", c.join(","))
+                })
+                .collect();
+            format!("{{\"rows\":[{}]}}", rows.join(","))
+        };
+        out.extend_from_slice(
+            format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{result}}}\n").as_bytes(),
+        );
+    }
+    out
+}
+
 fn report(name: &str, data: &[u8], reps: usize) {
     let lines: Vec<&[u8]> = data
         .split(|&b| b == b'\n')
@@ -113,6 +158,8 @@ fn main() {
     if with_shapes {
         report("shapes, fixed order", &shapes(false), reps);
         report("shapes, shuffled", &shapes(true), reps);
+        report("payloads, long text", &payloads(true), reps);
+        report("payloads, dense values", &payloads(false), reps);
     }
     for file in files {
         let data = std::fs::read(&file).unwrap_or_else(|e| panic!("{file}: {e}"));
