@@ -39,8 +39,7 @@ sys.path.insert(0, str(ROOT / "python"))
 
 from mcpframe import core  # noqa: E402
 from servers.callgrind import WARM_UP  # noqa: E402
-
-PROTOCOL = "2025-11-25"
+from stdio_one_instructions import Pipes  # noqa: E402
 
 
 @dataclass
@@ -85,39 +84,12 @@ def sample(pid: int) -> Sample:
     return out
 
 
-class Client:
-    """The child's stdin and stdout: requests written, answers read and checked, `inflight` at a time."""
-
-    def __init__(self, child: subprocess.Popen[bytes], tool: str) -> None:
-        assert child.stdin is not None
-        assert child.stdout is not None
-        self.tool = tool
-        self.write_fd = child.stdin.fileno()
-        self.read_fd = child.stdout.fileno()
-        self.rest = b""
-
-    def _line(self) -> dict[str, object]:
-        while b"\n" not in self.rest:
-            chunk = os.read(self.read_fd, 1 << 16)
-            if not chunk:
-                raise AssertionError("the child ended before answering")
-            self.rest += chunk
-        line, self.rest = self.rest.split(b"\n", 1)
-        return orjson.loads(line)  # type: ignore[no-any-return]
+class Client(Pipes):
+    """The child's pipes (`stdio_one_instructions.Pipes`), with calls kept `inflight` at a time."""
 
     def _request(self, rid: int) -> bytes:
         params = {"name": self.tool, "arguments": {"text": f"t{rid}"}}
         return orjson.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}) + b"\n"
-
-    def open(self) -> None:
-        client = {"name": "bench-def-hop", "version": "1"}
-        params = {"protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": client}
-        init = {"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": params}
-        os.write(self.write_fd, orjson.dumps(init) + b"\n")
-        answer = self._line()
-        if answer.get("id") != "init" or "result" not in answer:
-            raise AssertionError(f"initialize answered {answer!r}")
-        os.write(self.write_fd, b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
 
     def calls(self, first: int, count: int, inflight: int) -> None:
         """Calls `first` .. `first + count - 1`, `inflight` at a time; each answer checked."""
@@ -131,7 +103,7 @@ class Client:
                 nxt += 1
             if burst:
                 os.write(self.write_fd, burst)
-            answer = self._line()
+            answer = self.line()
             rid = answer.get("id")
             if rid not in pending:
                 raise AssertionError(f"unexpected answer {answer!r}")

@@ -135,11 +135,11 @@ class WorkerPool:
     ``batch`` (default: ``MCPFRAME_WORKER_BATCH`` is ``1``): the threads run under ``SCHED_BATCH`` on
     Linux: same nice value and share of the CPU, but a worker the loop wakes with a job no longer preempts
     the loop's thread, which holds the interpreter until it waits in ``select`` (the worker could only
-    wait for it). For a server answering one call at a time (a stdio child behind a proxy session) that
-    takes the hop from five or six context switches per call to three and its CPU time down by ~10 %; with
-    many calls in flight the switches halve too but the CPU time goes up by ~10 % (measured, not
-    explained), hence off by default (``benches/bench_def_hop.py``). Threads and processes a sync function
-    starts inherit the policy, as they inherit a nice value.
+    wait for it). A server answering one call at a time (a stdio child behind a proxy session) then takes
+    three context switches per call instead of five or six, and half as many with 16 calls in flight;
+    its CPU time per call moved within the shared test machine's noise either way (±20 %), hence off by
+    default (``benches/bench_def_hop.py --batch``). Threads and processes a sync function starts inherit
+    the policy, as they inherit a nice value.
     """
 
     def __init__(self, max_workers: int = 40, *, stall: float = 0.001, batch: bool | None = None) -> None:
