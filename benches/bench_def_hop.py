@@ -10,8 +10,9 @@ the proxy drives a child under one HTTP session; 16: a new request for each answ
 checked, warm-up calls (`WARM_UP`) included, before the measured ones. Per call over the measured calls:
 the child's CPU time (the sum of its threads' `/proc/PID/task/*/schedstat` run time, nanoseconds: the
 kernel's part and the worker threads included), and its threads' voluntary and involuntary context switches
-(`/proc/PID/task/*/status`), the event loop's thread (`loop`) and the others (`workers`) apart, and the
-most threads the child had at the end of a round (the loop's and the pool's).
+(`/proc/PID/task/*/status`), the event loop's thread (`loop`) and the others (`workers`) apart, its threads'
+moves between CPUs (`migr`, from `/proc/PID/task/*/sched` where the kernel has it) and the most threads
+the child had at the end of a round (the loop's and the pool's).
 
 `--baseline DIR` runs DIR's child too (`DIR/benches/bench_proxy_http.py` on `DIR/python`), interleaved
 with this tree's round by round (in turn first and last); medians of `--rounds`. `--batch`: this tree once
@@ -51,6 +52,7 @@ class Sample:
     loop_invol: int = 0
     work_vol: int = 0
     work_invol: int = 0
+    migrations: int = 0
     threads: int = 0
 
     def minus(self, other: Sample) -> Sample:
@@ -59,7 +61,15 @@ class Sample:
         return Sample(*deltas, threads=self.threads)
 
     def astuple(self) -> tuple[int, ...]:
-        return (self.cpu_ns, self.loop_vol, self.loop_invol, self.work_vol, self.work_invol, self.threads)
+        return (
+            self.cpu_ns,
+            self.loop_vol,
+            self.loop_invol,
+            self.work_vol,
+            self.work_invol,
+            self.migrations,
+            self.threads,
+        )
 
 
 def sample(pid: int) -> Sample:
@@ -71,9 +81,16 @@ def sample(pid: int) -> Sample:
             lines = (task / "status").read_text().splitlines()
         except OSError:
             continue
+        try:  # where the kernel has it (SCHED_DEBUG)
+            sched = (task / "sched").read_text().splitlines()
+        except OSError:
+            sched = []
         switches = {k: int(v) for k, _, v in (line.partition(":") for line in lines) if "ctxt_switches" in k}
         vol, invol = switches["voluntary_ctxt_switches"], switches["nonvoluntary_ctxt_switches"]
         out.cpu_ns += run_ns
+        out.migrations += sum(
+            int(line.split(":")[1]) for line in sched if line.startswith("se.nr_migrations")
+        )
         out.threads += 1
         if task.name == str(pid):
             out.loop_vol += vol
@@ -160,7 +177,7 @@ def main(argv: list[str]) -> int:
     )
     print(
         f"{'tree':<9} {'tool':<6} {'inflight':>8} {'CPU us/call':>12} {'loop vol':>9} {'loop invol':>11} "
-        f"{'work vol':>9} {'work invol':>11} {'switches':>9} {'threads':>8}"
+        f"{'work vol':>9} {'work invol':>11} {'switches':>9} {'migr':>6} {'threads':>8}"
     )
     for tool, inflight in shapes:
         for name, _, _ in trees:
@@ -170,10 +187,11 @@ def main(argv: list[str]) -> int:
                 return statistics.median(row.astuple()[pick] for row in rows) / args.calls
 
             total = statistics.median(sum(row.astuple()[1:5]) for row in rows) / args.calls
+            migrations = med(5)
             threads = max(row.threads for row in rows)
             print(
                 f"{name:<9} {tool:<6} {inflight:>8} {med(0) / 1000:>12.1f} {med(1):>9.2f} {med(2):>11.2f} "
-                f"{med(3):>9.2f} {med(4):>11.2f} {total:>9.2f} {threads:>8}"
+                f"{med(3):>9.2f} {med(4):>11.2f} {total:>9.2f} {migrations:>6.2f} {threads:>8}"
             )
     return 0
 

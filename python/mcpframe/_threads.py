@@ -137,9 +137,10 @@ class WorkerPool:
     the loop's thread, which holds the interpreter until it waits in ``select`` (the worker could only
     wait for it). A server answering one call at a time (a stdio child behind a proxy session) then takes
     three context switches per call instead of five or six, and half as many with 16 calls in flight;
-    its CPU time per call moved within the shared test machine's noise either way (±20 %), hence off by
-    default (``benches/bench_def_hop.py --batch``). Threads and processes a sync function starts inherit
-    the policy, as they inherit a nice value.
+    but fewer switches did not show as less CPU time on the shared test machine (from 0.56x to 1.6x the
+    default's in the same run, one call at a time), hence off by default (``benches/bench_def_hop.py
+    --batch``). Threads and processes a sync function starts inherit the policy, as they inherit a nice
+    value.
     """
 
     def __init__(self, max_workers: int = 40, *, stall: float = 0.001, batch: bool | None = None) -> None:
