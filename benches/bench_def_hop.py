@@ -1,7 +1,7 @@
 """The worker-thread hop of a `def` tool: a stdio server child's CPU and context switches per call.
 
     python benches/bench_def_hop.py [--calls 2000] [--rounds 3] [--inflight 1,16] [--tools echo,aecho]
-        [--baseline DIR] [--batch]
+        [--baseline DIR] [--also VAR=VALUE ...] [--pin] [--block 200]
 
 The child is `bench_proxy_http.py --serve-stdio` (mcpframe's `Server` with `echo`, a `def` tool whose call
 goes to a worker thread and back, and `aecho`, the same as `async def`, answered on the event loop). A raw
@@ -14,12 +14,16 @@ kernel's part and the worker threads included), and its threads' voluntary and i
 moves between CPUs (`migr`, from `/proc/PID/task/*/sched` where the kernel has it) and the most threads
 the child had at the end of a round (the loop's and the pool's).
 
-`--baseline DIR` runs DIR's child too (`DIR/benches/bench_proxy_http.py` on `DIR/python`), interleaved
-with this tree's round by round (in turn first and last); medians of `--rounds`. `--batch`: this tree once
-more with `MCPFRAME_WORKER_BATCH=1` (its worker threads under `SCHED_BATCH`, `mcpframe._threads`), row
-`batch`. The backend is `MCPFRAME_BACKEND`'s (the children inherit the environment). CPU time on a loaded
-box moves with the load (caches, migrations: ±20 % between two runs of the same tree at load 4-5); compare
-trees within one run, over several rounds, and count context switches, which the load moves less.
+`--baseline DIR` runs DIR's child too (`DIR/benches/bench_proxy_http.py` on `DIR/python`) beside this
+tree's: every child of a round is started and warmed up, then they take turns, `--block` calls each, so
+a change of load on the machine falls on them alike (a tree in turn first and last); medians of
+`--rounds`. `--also VAR=VALUE`: this tree once more with that variable in its environment (a row of
+its own; repeatable). `--pin`: this process on CPU 0 and every child (all
+its threads) on CPU 1: where the client and the child's threads land moves a child's CPU per call by
+up to 2x from run to run (an unpinned A/A run of one tree against a copy read 75.1 against 35.7 µs
+per call); pinned, the trees agree within a few percent (79.0 / 79.4 µs one at a time, 17.3 / 17.2
+with 16 in flight). The backend is `MCPFRAME_BACKEND`'s (the children inherit the environment).
+Compare trees within one run, and count context switches, which the load moves less.
 """
 
 from __future__ import annotations
@@ -59,6 +63,16 @@ class Sample:
         """The counts from `other` to this one (the thread count is this one's)."""
         deltas = [a - b for a, b in zip(self.astuple()[:-1], other.astuple()[:-1], strict=True)]
         return Sample(*deltas, threads=self.threads)
+
+    def add(self, other: Sample) -> None:
+        """Add `other`'s counts to these (the thread count becomes `other`'s)."""
+        self.cpu_ns += other.cpu_ns
+        self.loop_vol += other.loop_vol
+        self.loop_invol += other.loop_invol
+        self.work_vol += other.work_vol
+        self.work_invol += other.work_invol
+        self.migrations += other.migrations
+        self.threads = other.threads
 
     def astuple(self) -> tuple[int, ...]:
         return (
@@ -129,55 +143,87 @@ class Client(Pipes):
                 raise AssertionError(f"{self.tool}(t{rid}) answered {answer!r}")
 
 
-def measure(tree: Path, extra: dict[str, str], tool: str, inflight: int, calls: int) -> Sample:
-    """A fresh child of `tree` (`extra` added to its environment): opened, warmed up, then `calls` calls
-    measured (see the module doc)."""
-    cmd = [sys.executable, str(tree / "benches" / "bench_proxy_http.py"), "--serve-stdio"]
+def _child(tree: Path, extra: dict[str, str], cpu: int | None) -> subprocess.Popen[bytes]:
+    pin = [] if cpu is None else ["taskset", "-c", str(cpu)]
+    cmd = [*pin, sys.executable, str(tree / "benches" / "bench_proxy_http.py"), "--serve-stdio"]
     env = {**os.environ, "PYTHONPATH": str(tree / "python"), "PYTHONHASHSEED": "0", **extra}
-    child = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+    return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+
+
+def measure(
+    trees: list[tuple[str, Path, dict[str, str]]],
+    *,
+    tool: str,
+    inflight: int,
+    calls: int,
+    block: int,
+    cpu: int | None = None,
+) -> dict[str, Sample]:
+    """A fresh child of each tree (`extra` added to its environment), all opened and warmed up, then
+    `calls` calls each measured in blocks of `block`, the children taking turns block by block (so a
+    change of load touches them alike): each child's counters summed over its own blocks."""
+    children = [_child(tree, extra, cpu) for _, tree, extra in trees]
     try:
-        client = Client(child, tool)
-        client.open()
-        client.calls(0, WARM_UP, inflight)
-        before = sample(child.pid)
-        client.calls(WARM_UP, calls, inflight)
-        return sample(child.pid).minus(before)
+        clients = [Client(child, tool) for child in children]
+        for client in clients:
+            client.open()
+            client.calls(0, WARM_UP, inflight)
+        sums = [Sample() for _ in clients]
+        for first in range(WARM_UP, WARM_UP + calls, block):
+            count = min(block, WARM_UP + calls - first)
+            for child, client, total in zip(children, clients, sums, strict=True):
+                before = sample(child.pid)
+                client.calls(first, count, inflight)
+                total.add(sample(child.pid).minus(before))
+        return {name: total for (name, _, _), total in zip(trees, sums, strict=True)}
     finally:
-        assert child.stdin is not None
-        child.stdin.close()  # a stdio server's cue to exit
-        child.wait(timeout=60)
+        for child in children:
+            assert child.stdin is not None
+            child.stdin.close()  # a stdio server's cue to exit
+        for child in children:
+            child.wait(timeout=60)
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--block", type=int, default=200, help="calls per turn of each child")
+    parser.add_argument("--pin", action="store_true", help="this client on CPU 0, every child on CPU 1")
     parser.add_argument("--inflight", default="1,16", help="comma-separated calls kept in flight")
     parser.add_argument("--tools", default="echo,aecho", help="echo (def), aecho (async def)")
     parser.add_argument("--baseline", help="another checkout (its python/ and benches/), run side by side")
-    parser.add_argument("--batch", action="store_true", help="this tree with MCPFRAME_WORKER_BATCH=1 too")
+    parser.add_argument("--also", action="append", default=[], help="VAR=VALUE: this tree with it too")
     args = parser.parse_args(argv)
-    off = {"MCPFRAME_WORKER_BATCH": "0"}
-    trees = [("this", ROOT, off)]
-    if args.batch:
-        trees.append(("batch", ROOT, {"MCPFRAME_WORKER_BATCH": "1"}))
+    trees: list[tuple[str, Path, dict[str, str]]] = [("this", ROOT, {})]
+    for assignment in args.also:
+        var, _, value = assignment.partition("=")
+        trees.append((assignment, ROOT, {var: value}))
     if args.baseline:
-        trees.append(("baseline", Path(args.baseline).resolve(), off))
+        trees.append(("baseline", Path(args.baseline).resolve(), {}))
+    width = max(9, *(len(name) + 1 for name, _, _ in trees))
     shapes = [(tool, int(n)) for tool in args.tools.split(",") for n in args.inflight.split(",")]
     results: dict[tuple[str, str, int], list[Sample]] = {}
+    cpu = None
+    if args.pin:
+        os.sched_setaffinity(0, {0})
+        cpu = 1
     for round_no in range(args.rounds):
         for tool, inflight in shapes:
-            for name, tree, extra in trees if round_no % 2 == 0 else trees[::-1]:  # no tree always first
-                sampled = measure(tree, extra, tool, inflight, args.calls)
+            order = trees if round_no % 2 == 0 else trees[::-1]  # no tree always first
+            for name, sampled in measure(
+                order, tool=tool, inflight=inflight, calls=args.calls, block=args.block, cpu=cpu
+            ).items():
                 results.setdefault((name, tool, inflight), []).append(sampled)
     load = os.getloadavg()
     print(
         f"def hop: stdio child, backend {core.BACKEND}, {args.calls} calls after {WARM_UP} warm-up, "
-        f"medians of {args.rounds} interleaved rounds, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
+        f"blocks of {args.block} in turn, medians of {args.rounds} rounds, "
+        f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
     )
     print(
-        f"{'tree':<9} {'tool':<6} {'inflight':>8} {'CPU us/call':>12} {'loop vol':>9} {'loop invol':>11} "
-        f"{'work vol':>9} {'work invol':>11} {'switches':>9} {'migr':>6} {'threads':>8}"
+        f"{'tree':<{width}} {'tool':<6} {'inflight':>8} {'CPU us/call':>12} {'loop vol':>9} "
+        f"{'loop invol':>11} {'work vol':>9} {'work invol':>11} {'switches':>9} {'migr':>6} {'threads':>8}"
     )
     for tool, inflight in shapes:
         for name, _, _ in trees:
@@ -190,8 +236,9 @@ def main(argv: list[str]) -> int:
             migrations = med(5)
             threads = max(row.threads for row in rows)
             print(
-                f"{name:<9} {tool:<6} {inflight:>8} {med(0) / 1000:>12.1f} {med(1):>9.2f} {med(2):>11.2f} "
-                f"{med(3):>9.2f} {med(4):>11.2f} {total:>9.2f} {migrations:>6.2f} {threads:>8}"
+                f"{name:<{width}} {tool:<6} {inflight:>8} {med(0) / 1000:>12.1f} {med(1):>9.2f} "
+                f"{med(2):>11.2f} {med(3):>9.2f} {med(4):>11.2f} {total:>9.2f} {migrations:>6.2f} "
+                f"{threads:>8}"
             )
     return 0
 

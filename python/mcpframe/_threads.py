@@ -14,19 +14,14 @@ settles every result that arrived and resumes each waiting task directly (not a 
 woken by a bell of its own (``mcpframe._inbox``).
 Jobs go to as few awake workers as keep them moving (one, for short functions), with more woken in place of
 workers that block: see ``WorkerPool``.
-
-``MCPFRAME_WORKER_BATCH=1`` (or ``WorkerPool(batch=True)``) runs the pool's threads under Linux's
-``SCHED_BATCH`` policy: see ``WorkerPool``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import contextvars
 import functools
-import os
 import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -42,36 +37,13 @@ from mcpframe._unstable.anyio_tasks import THREAD_TOKEN
 from mcpframe._unstable.anyio_tasks import TOKEN_HOLDER as _TOKEN_HOLDER
 from mcpframe._unstable.asyncio_tasks import running_loop as _running_loop
 
-__all__ = [
-    "BATCH_VAR",
-    "POOLED",
-    "WorkerPool",
-    "batch_enabled",
-    "call_sync",
-    "default_pool",
-    "run_sync",
-    "threaded",
-]
+__all__ = ["POOLED", "WorkerPool", "call_sync", "default_pool", "run_sync", "threaded"]
 
 POOLED = THREAD_TOKEN
 """Whether calls on asyncio go to this pool's threads. Those threads carry anyio's event-loop token (so
 ``anyio.from_thread`` works in them) only through a private anyio name (``mcpframe._unstable.anyio_tasks``);
 without it, every call takes ``anyio.to_thread.run_sync`` instead, as off asyncio."""
 _NO_KWARGS: dict[str, Any] = {}
-BATCH_VAR = "MCPFRAME_WORKER_BATCH"
-_ON = frozenset({"1", "true", "yes", "on"})
-
-
-def batch_enabled() -> bool:
-    """Whether new pools put their threads under ``SCHED_BATCH``: ``MCPFRAME_WORKER_BATCH`` is ``1``
-    (or ``true``, ``yes``, ``on``; any case)."""
-    return os.environ.get(BATCH_VAR, "").strip().lower() in _ON
-
-
-def _to_batch() -> None:
-    """Put the calling thread under ``SCHED_BATCH`` where the OS has it and allows it (else leave it be)."""
-    with contextlib.suppress(AttributeError, OSError):  # not Linux, or a sandbox that refuses it
-        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
 
 
 def _run(call: _Waiter) -> bool:
@@ -97,19 +69,17 @@ def _run(call: _Waiter) -> bool:
 
 class _Worker:
     """One pool thread: the job it is handed while idle (it sleeps on ``wake`` meanwhile), and what the
-    stall watch knows of it: jobs taken so far, that count at the watch's last look, that count when it
-    last started a function (``began``: less than ``runs`` while its current job waits for the interpreter
-    or a CPU, not started yet), and whether a worker has already been woken in its place during its
-    current job."""
+    stall watch knows of it: jobs taken so far, that count at the watch's last look, and whether a worker
+    has already been woken in its place during its current job."""
 
-    __slots__ = ("began", "idle", "job", "runs", "seen", "spared", "wake")
+    __slots__ = ("idle", "job", "runs", "seen", "spared", "wake")
 
     def __init__(self) -> None:
         self.job: _Waiter | None = None
         self.wake = threading.Lock()
         self.wake.acquire()  # held until a job is handed over: the worker sleeps acquiring it
         self.idle = False
-        self.runs = self.seen = self.began = 0
+        self.runs = self.seen = 0
         self.spared = False
 
 
@@ -122,35 +92,22 @@ class WorkerPool:
     in the queue, and the awake workers take it before they go idle.
 
     A function that blocks (I/O, a sleep, a lock) must not hold the queue up. While jobs wait, the loop
-    that queued them looks every ``stall`` seconds: a worker still on the job it had at the previous look,
-    and running it, is taken to be blocked (one that has not started it yet waits for the interpreter or a
-    CPU, as another worker would), and one more worker is woken (or started) in its place, once per job;
-    when no awake worker has moved on at all, as many more are woken as are awake (so blocking calls reach
+    that queued them looks every ``stall`` seconds: a worker still on the job it had at the previous look
+    is taken to be blocked, and one more worker is woken (or started) in its place, once per job; when no
+    awake worker has moved on at all, as many more are woken as are awake (so blocking calls reach
     ``max_workers`` in a few looks). A blocked worker costs the jobs queued behind it a few milliseconds.
 
     A worker settles (goes idle, or takes its next job) before it tells the caller's loop of a result: a
     caller that waits for each answer always finds the same worker idle, and the worker never competes
     for the interpreter with the loop it has just woken.
-
-    ``batch`` (default: ``MCPFRAME_WORKER_BATCH`` is ``1``): the threads run under ``SCHED_BATCH`` on
-    Linux: same nice value and share of the CPU, but a worker the loop wakes with a job no longer preempts
-    the loop's thread, which holds the interpreter until it waits in ``select`` (the worker could only
-    wait for it). A server answering one call at a time (a stdio child behind a proxy session) then takes
-    three context switches per call instead of five or six, and half as many with 16 calls in flight;
-    but fewer switches did not show as less CPU time on the shared test machine (from 0.56x to 1.6x the
-    default's in the same run, one call at a time), hence off by default (``benches/bench_def_hop.py
-    --batch``). Threads and processes a sync function starts inherit the policy, as they inherit a nice
-    value.
     """
 
-    def __init__(self, max_workers: int = 40, *, stall: float = 0.001, batch: bool | None = None) -> None:
+    def __init__(self, max_workers: int = 40, *, stall: float = 0.001) -> None:
         if max_workers < 1:
             raise ValueError(f"max_workers must be at least 1, not {max_workers}")
         self.max_workers = max_workers
         self.stall = stall
         """Seconds between two looks at the workers while jobs wait (see the class doc)."""
-        self.batch = batch_enabled() if batch is None else batch
-        """Whether the threads run under ``SCHED_BATCH`` (see the class doc); read when each starts."""
         self._lock = threading.Lock()
         self._queue: collections.deque[_Waiter] = collections.deque()  # jobs no worker has taken yet
         self._workers: list[_Worker] = []
@@ -164,12 +121,9 @@ class WorkerPool:
         return len(self._workers)
 
     def _worker(self, me: _Worker) -> None:
-        if self.batch:
-            _to_batch()
         job, me.job = me.job, None  # handed as for a woken worker: the thread's own args keep nothing alive
         assert job is not None
         while True:
-            me.began = me.runs  # holding the interpreter, about to run the job: see `_blocked`
             ran = _run(job)
             with self._lock:
                 if self._queue:
@@ -224,19 +178,17 @@ class WorkerPool:
 
     def _blocked(self) -> int:
         """How many more workers the queue needs now (see the class doc); call with the lock held."""
-        stuck = moved = waiting = 0
+        stuck = moved = 0
         for worker in self._workers:
             if worker.idle:
                 continue
             if worker.runs != worker.seen:
                 moved += 1
                 worker.seen = worker.runs
-            elif worker.began != worker.runs:  # its job not started: it waits for the interpreter (held
-                waiting += 1  # by the loop's thread, say) or a CPU, which a worker woken for it would too
             elif not worker.spared:
                 stuck += 1
                 worker.spared = True
-        if moved or waiting:
+        if moved:
             return stuck
         for worker in self._workers:
             worker.spared = True  # every awake one is blocked: double them
