@@ -38,7 +38,7 @@ from servers.callgrind import WARM_UP, counted_total  # noqa: E402
 PROTOCOL = "2025-11-25"
 
 
-class _Pipes:
+class Pipes:
     """The child's stdin and stdout, one request at a time (each answer read whole and checked)."""
 
     def __init__(self, child: subprocess.Popen[bytes], tool: str) -> None:
@@ -49,21 +49,25 @@ class _Pipes:
         self.read_fd = child.stdout.fileno()
         self.rest = b""
 
-    def ask(self, message: dict[str, object]) -> dict[str, object] | None:
-        """Write `message`; its answer when it has an id (the next line the child writes)."""
-        os.write(self.write_fd, orjson.dumps(message) + b"\n")
-        if "id" not in message:
-            return None
+    def line(self) -> dict[str, object]:
+        """The next line the child writes, decoded."""
         while b"\n" not in self.rest:
             chunk = os.read(self.read_fd, 1 << 16)
             if not chunk:
                 raise AssertionError("the child ended before answering")
             self.rest += chunk
         line, self.rest = self.rest.split(b"\n", 1)
-        answer = orjson.loads(line)
+        return orjson.loads(line)  # type: ignore[no-any-return]
+
+    def ask(self, message: dict[str, object]) -> dict[str, object] | None:
+        """Write `message`; its answer when it has an id (the next line the child writes)."""
+        os.write(self.write_fd, orjson.dumps(message) + b"\n")
+        if "id" not in message:
+            return None
+        answer = self.line()
         if answer.get("id") != message["id"] or "result" not in answer:
             raise AssertionError(f"{message!r} answered {answer!r}")
-        return answer  # type: ignore[no-any-return]
+        return answer
 
     def call(self, rid: int) -> None:
         params = {"name": self.tool, "arguments": {"text": f"t{rid}"}}
@@ -107,7 +111,7 @@ def _run(wrapper: list[str], tree: Path, calls: int, tool: str, *, counted: bool
     env = {**os.environ, "PYTHONPATH": str(tree / "python"), "PYTHONHASHSEED": "0"}
     child = subprocess.Popen([*wrapper, *child_cmd], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
     try:
-        pipes = _Pipes(child, tool)
+        pipes = Pipes(child, tool)
         pipes.open()
         for rid in range(WARM_UP):
             pipes.call(rid)

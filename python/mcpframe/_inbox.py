@@ -163,11 +163,16 @@ class Inbox:
             self._ring, self._clear = self._bell.ring, self._bell.clear
 
     def put(self, call: Waiter) -> None:
-        with self._lock:
+        lock = self._lock
+        lock.acquire()  # not `with`: no bound __enter__/__exit__ made per call (a worker thread's, where
+        # no KeyboardInterrupt comes between the acquire and the `try`)
+        try:
             self._items.append(call)
             if self._waking:
                 return
             self._waking = True
+        finally:
+            lock.release()
         self._ring()  # the loop's bell: one wake-up for the batch
 
     def _drain(self) -> None:

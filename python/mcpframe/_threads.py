@@ -46,16 +46,16 @@ without it, every call takes ``anyio.to_thread.run_sync`` instead, as off asynci
 _NO_KWARGS: dict[str, Any] = {}
 
 
-def _run(call: _Waiter) -> bool:
+def _run(call: _Waiter, tokens: dict[str, object]) -> bool:
     """Run a call's function here (a worker thread) and keep its outcome on the call; ``False`` (run
     nothing) for a call cancelled while it waited in the queue, so a cancelled request's function never
     starts (reading the future's state from this thread is one attribute read under the GIL). The thread
-    carries the call's anyio token meanwhile (``TOKEN_HOLDER``: ``set_thread_token`` and
-    ``clear_thread_token`` without a call each)."""
+    carries the call's anyio token meanwhile: ``tokens`` is this thread's own attribute dict of anyio's
+    thread-local (``TOKEN_HOLDER.__dict__``), written as a dict: what ``set_thread_token`` and
+    ``clear_thread_token`` do, without the thread-local's own lookup of that dict each time."""
     if call.cancelled():
         return False
-    holder = _TOKEN_HOLDER
-    holder.current_token = call._inbox.token
+    tokens["current_token"] = call._inbox.token
     try:
         call._value = call._context.run(call._fn, *call._args, **call._kwargs)
         call._error = None
@@ -63,7 +63,7 @@ def _run(call: _Waiter) -> bool:
         call._value = None
         call._error = exc
     finally:
-        del holder.current_token
+        del tokens["current_token"]
     return True
 
 
@@ -123,9 +123,13 @@ class WorkerPool:
     def _worker(self, me: _Worker) -> None:
         job, me.job = me.job, None  # handed as for a woken worker: the thread's own args keep nothing alive
         assert job is not None
+        tokens: dict[str, object] = _TOKEN_HOLDER.__dict__ if _TOKEN_HOLDER is not None else {}
+        lock = self._lock
         while True:
-            ran = _run(job)
-            with self._lock:
+            ran = _run(job, tokens)
+            lock.acquire()  # not `with`: no bound __enter__/__exit__ made per job (on a worker thread,
+            # where no KeyboardInterrupt can come between the acquire and the `try`)
+            try:
                 if self._queue:
                     following: _Waiter | None = self._queue.popleft()
                     me.runs += 1
@@ -135,6 +139,8 @@ class WorkerPool:
                     me.idle = True
                     self._awake -= 1
                     self._idle.append(me)
+            finally:
+                lock.release()
             if ran:  # a skipped (cancelled) call has nobody to wake
                 job._inbox.put(job)  # settled first: see the class doc
             if following is None:
