@@ -23,7 +23,7 @@ from .headers import MCP_SESSION_ID, Accepts
 from .responses import Answer, Reply, error_response, json_response, unanswered
 from .sse_wire import SseWriter, light_writer
 from .store import StoreUnavailable
-from .streams import Stream, events_now, new_stream_id
+from .streams import Stream, answer_events, events_now, format_event, new_stream_id
 from .wire_parts import GIVEN_UP, Later, Parked, Whole
 
 if TYPE_CHECKING:
@@ -213,7 +213,7 @@ class Pending(Exchange):
         session = self._session
         try:  # as a stream's wake-up: what the delivery raises must not stop the rest of the end
             if self.writer is not None:  # SSE: the answer (or none) as its stream's only events, stored
-                _sse_end(self._posts, session, self.writer, () if frame is None else (frame,))
+                _sse_end(self._posts, session, self.writer, frame)
             elif frame is None:  # cancelled, or its session ended: no answer
                 reply = unanswered(session, self.request_ids, self._accepts.sse, self._headers())
                 self.parked.deliver((reply.status, reply.header_lines(), reply.body))
@@ -271,16 +271,18 @@ class Pending(Exchange):
         self.parked.deliver(self._rest())
 
 
-def _sse_end(
-    posts: PostHandler, session: HttpSession | None, writer: SseWriter, frames: tuple[bytes, ...]
-) -> None:
-    """End a light SSE answer with `frames` as its only events, as its stream would have written them (the
-    priming event if the session primes, then each frame, stored first when resumable) on a stream that
-    exists only in the event store: nothing is left to resume it but a replay (`Last-Event-ID`). One write
-    with the head and the end when its head is still held."""
-    store = None if session is None else store_now(session.store)
-    session_id = None if session is None else session.id
-    _, body = events_now(store, session_id, new_stream_id(), frames, posts.replies.priming(session))
+def _sse_end(posts: PostHandler, session: HttpSession | None, writer: SseWriter, frame: bytes | None) -> None:
+    """End a light SSE answer with `frame` as its only event (`None`: none), as its stream would have
+    written it (the priming event if the session primes, then the frame, stored first when resumable: one
+    store call, `answer_events`) on a stream that exists only in the event store: nothing is left to resume
+    it but a replay (`Last-Event-ID`). One write with the head and the end when its head is still held."""
+    if session is None:
+        body = b"" if frame is None else format_event(frame)
+    elif frame is not None:
+        body = answer_events(session.store, session.id, frame, posts.replies.priming(session))
+    else:
+        store = store_now(session.store)
+        _, body = events_now(store, session.id, new_stream_id(), (), posts.replies.priming(session))
     if body:
         writer.put(body, last=True)
     writer.close()
