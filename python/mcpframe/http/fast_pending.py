@@ -214,12 +214,8 @@ class Pending(Exchange):
         try:  # as a stream's wake-up: what the delivery raises must not stop the rest of the end
             if self.writer is not None:  # SSE: the answer (or none) as its stream's only events, stored
                 _sse_end(self._posts, session, self.writer, frame)
-            elif frame is None:  # cancelled, or its session ended: no answer
-                reply = unanswered(session, self.request_ids, self._accepts.sse, self._headers())
-                self.parked.deliver((reply.status, reply.header_lines(), reply.body))
             else:
-                lines = STATELESS_LINES if session is None else (session.json_lines or json_lines(session))
-                self.parked.deliver((200, lines, frame))
+                self._json_end(frame, session)
         except Exception:
             logger.exception("POST %s: a wake-up callback failed (its answer's)", self._posts.options.path)
             if self.writer is not None:
@@ -228,6 +224,21 @@ class Pending(Exchange):
             session.touch(-1)  # its open request ended (first, as the `on_close` a stream has: `_upgrade`)
         for callback in self.on_close:
             callback()
+
+    def _json_end(self, frame: bytes | None, session: HttpSession | None) -> None:
+        """`close`'s JSON answer, with no stream: `frame` (`None`: cancelled, or its session ended: no
+        answer) given to the wire server. Then its `cancel` has nothing left to abort (`abort` is a no-op
+        once closed), so the parked answer lets go of this exchange: both are freed by their reference
+        counts as it ends, not left as a cycle for the cyclic collector (the SSE writer does the same)."""
+        parked = self.parked
+        if frame is None:
+            reply = unanswered(session, self.request_ids, self._accepts.sse, self._headers())
+            whole = reply.status, reply.header_lines(), reply.body
+        else:
+            lines = STATELESS_LINES if session is None else (session.json_lines or json_lines(session))
+            whole = 200, lines, frame
+        parked._exchange = None
+        parked.deliver(whole)
 
     def _disarm(self) -> None:
         deadline = self._deadline
@@ -320,7 +331,7 @@ class _Abandoned(Parked):
     def __init__(self, posts: PostHandler, exchange: Exchange) -> None:
         self._answer = self._then = None  # (`Parked.__init__`'s, without the call: one per such POST)
         self._posts: PostHandler | None = posts
-        self._exchange = exchange
+        self._exchange: Exchange | None = exchange  # `None` once answered (`Pending.close`)
         self.first_step: asyncio.Task[None] | None = None
         """The handler's task, not run yet (`fast._handover`): its first step runs once the wire server
         waits for the answer (`park`), at once rather than at the loop's next iteration."""
@@ -337,8 +348,9 @@ class _Abandoned(Parked):
 
     def cancel(self) -> None:
         posts, self._posts = self._posts, None
-        if posts is not None:
-            posts.sessions.spawn(self._exchange.abort)
+        exchange = self._exchange
+        if posts is not None and exchange is not None:
+            posts.sessions.spawn(exchange.abort)
 
     def give_up(self) -> None:
         self._posts = None
