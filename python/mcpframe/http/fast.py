@@ -42,7 +42,7 @@ from .post import Body
 from .responses import Answer, Reply
 from .sessions import naming
 from .sse_wire import sse_lines
-from .streams import events_now, new_stream_id
+from .streams import answer_events
 from .wire_parts import Parked, Streamed, Whole, WireAnswer
 
 if TYPE_CHECKING:
@@ -209,10 +209,10 @@ def _sse_whole(posts: PostHandler, session: HttpSession | None, frame: bytes) ->
     """The SSE answer of a request answered in its first step, as `PostHandler.answered` gives it (the
     priming event if the session primes, then the answer, both stored when resumable), on a stream that
     exists only in the event store: nothing is left to resume it but a replay (`Last-Event-ID`)."""
-    store = None if session is None else store_now(session.store)
-    session_id = None if session is None else session.id
-    _, body = events_now(store, session_id, new_stream_id(), (frame,), posts.replies.priming(session))
-    return 200, sse_lines(session_id), body
+    if session is None:
+        return 200, sse_lines(None), answer_events(None, None, frame, None)
+    body = answer_events(session.store, session.id, frame, posts.replies.priming(session))
+    return 200, sse_lines(session.id), body
 
 
 def _in_session(

@@ -23,7 +23,7 @@ from .headers import MCP_SESSION_ID, Accepts
 from .responses import Answer, Reply, error_response, json_response, unanswered
 from .sse_wire import SseWriter, light_writer
 from .store import StoreUnavailable
-from .streams import Stream, events_now, new_stream_id
+from .streams import Stream, answer_events, events_now, format_event, new_stream_id
 from .wire_parts import GIVEN_UP, Later, Parked, Whole
 
 if TYPE_CHECKING:
@@ -213,13 +213,9 @@ class Pending(Exchange):
         session = self._session
         try:  # as a stream's wake-up: what the delivery raises must not stop the rest of the end
             if self.writer is not None:  # SSE: the answer (or none) as its stream's only events, stored
-                _sse_end(self._posts, session, self.writer, () if frame is None else (frame,))
-            elif frame is None:  # cancelled, or its session ended: no answer
-                reply = unanswered(session, self.request_ids, self._accepts.sse, self._headers())
-                self.parked.deliver((reply.status, reply.header_lines(), reply.body))
+                _sse_end(self._posts, session, self.writer, frame)
             else:
-                lines = STATELESS_LINES if session is None else (session.json_lines or json_lines(session))
-                self.parked.deliver((200, lines, frame))
+                self._json_end(frame, session)
         except Exception:
             logger.exception("POST %s: a wake-up callback failed (its answer's)", self._posts.options.path)
             if self.writer is not None:
@@ -228,6 +224,21 @@ class Pending(Exchange):
             session.touch(-1)  # its open request ended (first, as the `on_close` a stream has: `_upgrade`)
         for callback in self.on_close:
             callback()
+
+    def _json_end(self, frame: bytes | None, session: HttpSession | None) -> None:
+        """`close`'s JSON answer, with no stream: `frame` (`None`: cancelled, or its session ended: no
+        answer) given to the wire server. Then its `cancel` has nothing left to abort (`abort` is a no-op
+        once closed), so the parked answer lets go of this exchange: both are freed by their reference
+        counts as it ends, not left as a cycle for the cyclic collector (the SSE writer does the same)."""
+        parked = self.parked
+        if frame is None:
+            reply = unanswered(session, self.request_ids, self._accepts.sse, self._headers())
+            whole = reply.status, reply.header_lines(), reply.body
+        else:
+            lines = STATELESS_LINES if session is None else (session.json_lines or json_lines(session))
+            whole = 200, lines, frame
+        parked._exchange = None
+        parked.deliver(whole)
 
     def _disarm(self) -> None:
         deadline = self._deadline
@@ -271,16 +282,18 @@ class Pending(Exchange):
         self.parked.deliver(self._rest())
 
 
-def _sse_end(
-    posts: PostHandler, session: HttpSession | None, writer: SseWriter, frames: tuple[bytes, ...]
-) -> None:
-    """End a light SSE answer with `frames` as its only events, as its stream would have written them (the
-    priming event if the session primes, then each frame, stored first when resumable) on a stream that
-    exists only in the event store: nothing is left to resume it but a replay (`Last-Event-ID`). One write
-    with the head and the end when its head is still held."""
-    store = None if session is None else store_now(session.store)
-    session_id = None if session is None else session.id
-    _, body = events_now(store, session_id, new_stream_id(), frames, posts.replies.priming(session))
+def _sse_end(posts: PostHandler, session: HttpSession | None, writer: SseWriter, frame: bytes | None) -> None:
+    """End a light SSE answer with `frame` as its only event (`None`: none), as its stream would have
+    written it (the priming event if the session primes, then the frame, stored first when resumable: one
+    store call, `answer_events`) on a stream that exists only in the event store: nothing is left to resume
+    it but a replay (`Last-Event-ID`). One write with the head and the end when its head is still held."""
+    if session is None:
+        body = b"" if frame is None else format_event(frame)
+    elif frame is not None:
+        body = answer_events(session.store, session.id, frame, posts.replies.priming(session))
+    else:
+        store = store_now(session.store)
+        _, body = events_now(store, session.id, new_stream_id(), (), posts.replies.priming(session))
     if body:
         writer.put(body, last=True)
     writer.close()
@@ -318,7 +331,7 @@ class _Abandoned(Parked):
     def __init__(self, posts: PostHandler, exchange: Exchange) -> None:
         self._answer = self._then = None  # (`Parked.__init__`'s, without the call: one per such POST)
         self._posts: PostHandler | None = posts
-        self._exchange = exchange
+        self._exchange: Exchange | None = exchange  # `None` once answered (`Pending.close`)
         self.first_step: asyncio.Task[None] | None = None
         """The handler's task, not run yet (`fast._handover`): its first step runs once the wire server
         waits for the answer (`park`), at once rather than at the loop's next iteration."""
@@ -335,8 +348,9 @@ class _Abandoned(Parked):
 
     def cancel(self) -> None:
         posts, self._posts = self._posts, None
-        if posts is not None:
-            posts.sessions.spawn(self._exchange.abort)
+        exchange = self._exchange
+        if posts is not None and exchange is not None:
+            posts.sessions.spawn(exchange.abort)
 
     def give_up(self) -> None:
         self._posts = None

@@ -171,7 +171,12 @@ class SseWriter(DirectPipe, Streamed):
         if out is not None:
             out.end(b"".join(self._pending))
         self._pending.clear()
-        self._on_end()
+        # what refers back to its exchange goes (its `light`, and the `on_end` closure that holds this
+        # writer): the exchange and this writer are then freed by their reference counts as the answer
+        # ends, not left as a cycle of ~18 objects per SSE answer for the cyclic collector (measured ~11k
+        # instructions per `def` call over SSE)
+        on_end, self._on_end, self.light = self._on_end, _ended, None
+        on_end()
 
     def attached(self, stream: Stream, first: bytes) -> None:
         """A light writer's stream, made now and this writer attached to it (`Stream.attach_now`), `first`
@@ -249,6 +254,10 @@ class SseWriter(DirectPipe, Streamed):
         if self._out.room() is None:  # a client that takes nothing now gets no comments piling up
             self._out.write(KEEPALIVE)
         self._arm()
+
+
+def _ended() -> None:
+    """A closed writer's `on_end` (the one it was given ran once)."""
 
 
 def light_writer(

@@ -14,11 +14,19 @@ import os
 import secrets
 from collections.abc import Callable, Iterable
 
-from .events import EventStore, store_now
+from .events import EventStore, MemoryEventStore, store_now
 from .pipe import SSE_HIGH_WATER, MeteredPipe, Pipe
 from .store import StoreUnavailable
 
-__all__ = ["KEEPALIVE", "DirectPipe", "Stream", "events_now", "format_event", "new_stream_id"]
+__all__ = [
+    "KEEPALIVE",
+    "DirectPipe",
+    "Stream",
+    "answer_events",
+    "events_now",
+    "format_event",
+    "new_stream_id",
+]
 
 KEEPALIVE = b": keepalive\n\n"
 
@@ -91,6 +99,28 @@ def events_now(
     for frame in frames:
         chunks.append(format_event(frame, store(session_id, stream_id, frame)))
     return priming_id, b"".join(chunks)
+
+
+_ANSWER_EVENTS = b"id: %s.%d\nretry: %d\ndata: \n\nid: %s.%d\nevent: message\ndata: %s\n\n"
+"""A priming event and an answer's event (`_priming`, `format_event`), formatted at once."""
+
+
+def answer_events(
+    store: EventStore | None, session_id: str | None, frame: bytes, retry_ms: int | None
+) -> bytes:
+    """The whole body of a new stream whose one event is a request's answer `frame`: `events_now`'s for
+    `(frame,)`, with the memory store's two events stored in one call (`store_answer_now`) and formatted
+    at once when the stream is primed and `frame` is one line (the common case: ~6k instructions less per
+    SSE answer than a `store_now` and a `format_event` per event). A subclass of the memory store keeps
+    its own `store_now` (`events_now`)."""
+    if retry_ms is not None and session_id is not None and type(store) is MemoryEventStore:
+        data = frame.rstrip(b"\r\n")
+        if data.find(b"\n") < 0 and data.find(b"\r") < 0:  # (else `format_event` splits it over lines)
+            stream_id = new_stream_id()
+            seq = store.store_answer_now(session_id, stream_id, frame)
+            name = stream_id.encode()
+            return _ANSWER_EVENTS % (name, seq, retry_ms, name, seq + 1, data)
+    return events_now(store_now(store), session_id, new_stream_id(), (frame,), retry_ms)[1]
 
 
 class DirectPipe(Pipe):

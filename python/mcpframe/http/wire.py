@@ -326,8 +326,9 @@ class _Connection(asyncio.BufferedProtocol):
         `Expect`; reading runs (this is its callback), and nothing was pending before it. The first request
         that is not a POST, or that the app does not answer whole at once, is queued as `queue_plain` queues
         it, with what the app answered (`Cycle.offered`: `_next` does not ask again), and the rest of
-        `data` is left to the caller; a `Parked` answer (it comes later) is parked at once instead, as
-        `_next` would have parked it first thing, and the rest of `data` left to the caller all the same."""
+        `data` is left to the caller; a `Parked` answer (it comes later) is parked at once instead, and a
+        `Streamed` one opened, as `_next` would have done first thing, and the rest of `data` left to the
+        caller all the same."""
         assert PLAIN is not None
         fast, transport = self.owner.fast, self.transport
         assert fast is not None
@@ -363,6 +364,10 @@ class _Connection(asyncio.BufferedProtocol):
                 cycle.delivered = True
                 self.current = cycle
                 self._park(cycle, answer)
+            elif isinstance(answer, Streamed):  # an SSE answer the app writes: opened now, likewise
+                cycle.delivered = True
+                self.current = cycle
+                wire_answers.stream(self, cycle, answer)
             else:
                 self._queue_offered(cycle, body, answer)
             break
