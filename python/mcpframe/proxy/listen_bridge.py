@@ -28,6 +28,7 @@ import anyio
 
 from mcpframe import core, jsonrpc, protocol
 from mcpframe._api import Id, MessageLike
+from mcpframe.http.post import one_line
 from mcpframe.http.responses import SSE_HEADERS, Reply
 
 from .reader import odd_id, with_raw_id
@@ -243,6 +244,18 @@ class SessionBridge:
                 del self.pending[rid]
                 if self.raw_ids:
                     self.raw_ids.pop(rid, None)
+
+    async def send(self, route: Route, requests: list[MessageLike]) -> bool:
+        """The POST's requests (registered with `add`) to the child, as they came; `False` when it is gone."""
+        return await self.write(b"".join(one_line(r.raw) for r in requests))
+
+    def outgoing(self, others: list[MessageLike]) -> bytes:
+        """The client's notifications and responses as the child gets them: as they came (a cancel also
+        stops its POST's wait for the request)."""
+        for message in others:
+            if message.method == protocol.NOTIFICATIONS_CANCELLED:
+                self.client_cancelled(message)
+        return b"".join(one_line(m.raw) for m in others)
 
     async def write(self, data: bytes) -> bool:
         """Frames to the child; `False` when it is gone (the session is ending)."""
