@@ -40,6 +40,21 @@ async def test_three_sessions_share_one_child_initialized_once_with_their_own_id
             assert answer["result"] == {"params": {"who": [n, rid]}, "initializations": 1}
         assert len(pids) == 1
         assert proxy.app.pool.spawned == 1
+        assert proxy.app.fast.taken == 12  # every call by the fast lane (plain calls of JSON-only clients)
+
+
+async def test_a_log_line_during_a_fast_call_moves_it_to_the_full_path_with_its_answer() -> None:
+    async with shared_proxy(PEER) as proxy, httpx.AsyncClient(timeout=20) as http:
+        a, b = [(await initialize(http, proxy.url))[0] for _ in range(2)]
+        log = ["notifications/message", {"level": "info", "data": "for a"}]
+        with anyio.fail_after(20):
+            await call(http, proxy.url, b, rpc(1, "echo"))
+            messages = await sse_post(http, proxy.url, a, rpc(1, "notify", {"notifications": [log]}))
+        assert proxy.app.fast.taken == 2
+        assert messages == [
+            {"jsonrpc": "2.0", "method": "notifications/message", "params": log[1]},
+            {"jsonrpc": "2.0", "id": 1, "result": {}},
+        ]
 
 
 async def test_each_session_gets_its_own_version_within_the_childs() -> None:

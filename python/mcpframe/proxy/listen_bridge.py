@@ -188,6 +188,17 @@ class FastRoute:
 class SessionBridge:
     """The `ServerConnection` stand-in of one proxied HTTP session (see the module's docstring)."""
 
+    spliced = False
+    """Whether its requests reach the child with ids of the child's (`SharedBridge`), not their own."""
+
+    def send_now(self, rid: Id, method: str, line: bytes) -> bool:  # pragma: no cover - a spliced one's
+        """The fast path's write of a spliced bridge (`SharedBridge.send_now`)."""
+        raise NotImplementedError
+
+    def unmap(self, rid: Id) -> Id | None:  # pragma: no cover - a spliced one's
+        """The child's id of request `rid`, forgotten (`SharedBridge.unmap`)."""
+        raise NotImplementedError
+
     def __init__(self, *, max_frame: int) -> None:
         self.max_frame = max_frame
         self.http: HttpSession | None = None

@@ -42,7 +42,7 @@ import anyio
 
 from mcpframe import __version__, core, jsonrpc, protocol
 
-from .listen_bridge import Route, cancel_frame, emit_bounded
+from .listen_bridge import FastRoute, Route, cancel_frame, emit_bounded
 from .listen_shared_session import HANDSHAKE_ID, SharedBridge
 from .unreadable import answer_id, dropped_answer
 
@@ -57,6 +57,7 @@ __all__ = ["HANDSHAKE_TIMEOUT", "SharedStartError", "SharedUpstream"]
 logger = logging.getLogger("mcpframe.proxy")
 
 _PROGRESS = protocol.NOTIFICATIONS_PROGRESS
+_ANSWERS = frozenset(("result", "error"))
 _PARAMS_TOKEN = ("params", protocol.PROGRESS_TOKEN)
 _LIST_CHANGED = frozenset(
     (
@@ -104,6 +105,7 @@ class SharedUpstream:
         self._own = itertools.count(1)  # ids of the proxy's own requests (strings: never the IdMap's)
         self._starting = anyio.Lock()
         self._answered: anyio.Event | None = None
+        self._found: dict[int, tuple[int, Id]] = {}  # answers `_take` left to `_route`: their owners
         self._handshake: Any = None
 
     # ---------------------------------------------------------------- sessions
@@ -173,6 +175,7 @@ class SharedUpstream:
             raise SharedStartError(f"the upstream server could not start ({exc})") from None
         self.child, self.result, self._handshake = child, None, None
         answered = self._answered = anyio.Event()
+        child.output.take = self._take  # the fast path's answers are placed where the pipe read lands
         self.spawn(self._read, child)
         init = {
             "protocolVersion": protocol.LATEST_LEGACY,
@@ -238,16 +241,45 @@ class SharedUpstream:
         why = f"the upstream server exited (status {status}) before answering"
         self.tokens.clear()
         self.asked.clear()
+        self._found.clear()
         for bridge in list(self.sessions.values()):
             self.ids.drop_connection(bridge.conn)
             await bridge.fail_pending(why)
 
+    def _take(self, item: MessageLike | core.FrameError) -> bool:
+        """An answer to a request of the fast path goes to its POST at once (`ChildOutput.take`, as
+        `SessionBridge._take`), its id the client's again; anything else is left to `_route`, in order (an
+        answer with the session and id it was found for: `_found`)."""
+        if isinstance(item, core.FrameError) or item.kind not in _ANSWERS:
+            return False
+        uid = item.id  # read once: each read of a core message's member is a call into the extension
+        if type(uid) is not int:
+            return False
+        found = self.ids.discard(uid)
+        if found is None:
+            return True  # an answer to a request given up (cancelled, its session ended): dropped
+        bridge = self.sessions.get(found[0])
+        rid = found[1]
+        route = bridge.pending.get(rid) if bridge is not None else None
+        if type(route) is not FastRoute:
+            self._found[uid] = found
+            return False
+        del bridge.pending[rid]  # type: ignore[union-attr]  # found: `route` is a `FastRoute`
+        if route.done:
+            return True
+        route.done = True
+        try:
+            route.finish(item.with_id(rid))
+        except Exception:  # a bug costs this POST, never the child's pipe read (`ChildOutput`)
+            logger.exception("answering request %r failed", rid)
+        return True
+
     async def _route(self, item: MessageLike) -> None:
         kind = item.kind
-        if kind in {"result", "error"}:
+        if kind in _ANSWERS:
             rid = item.id
             if type(rid) is int:
-                found = self.ids.discard(rid)
+                found = self._found.pop(rid, None) or self.ids.discard(rid)
                 bridge = self.sessions.get(found[0]) if found is not None else None
                 if bridge is not None:
                     await bridge.answered(item, found[1])  # type: ignore[index]  # found: not None

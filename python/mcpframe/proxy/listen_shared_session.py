@@ -15,7 +15,16 @@ import anyio
 from mcpframe import core, jsonrpc, protocol
 from mcpframe.http.post import one_line
 
-from .listen_bridge import SESSION_ENDED, Route, SessionBridge, cancel_frame, emit_bounded
+from .listen_bridge import (
+    JSON_LINES,
+    SESSION_ENDED,
+    SSE_LINES,
+    FastRoute,
+    Route,
+    SessionBridge,
+    cancel_frame,
+    emit_bounded,
+)
 from .reader import odd_id, splice, with_raw_id
 
 if TYPE_CHECKING:
@@ -25,6 +34,7 @@ if TYPE_CHECKING:
     from mcpframe.session import Session
 
     from .listen_shared import SharedUpstream
+    from .pool import Child
 
 __all__ = ["HANDSHAKE_ID", "SharedBridge"]
 
@@ -40,16 +50,44 @@ _ALREADY = "Invalid Request: this session is initialized already"
 class SharedBridge(SessionBridge):
     """The `SessionBridge` of one session over the shared child (see the module doc)."""
 
+    spliced = True
+
     def __init__(self, upstream: SharedUpstream, *, max_frame: int) -> None:
         super().__init__(max_frame=max_frame)
         self.upstream = upstream
         self.conn = 0  # its connection number in `upstream.ids` (set by `join`)
+
+    @property  # read-only here: the shared child of the moment
+    def child(self) -> Child | None:
+        """The shared child, once it answered the proxy's `initialize` (what the fast path writes to)."""
+        upstream = self.upstream
+        return upstream.child if upstream.result is not None else None
+
+    @child.setter
+    def child(self, value: Child | None) -> None:
+        """Ignored (`SessionBridge.__init__` sets it): the child is `upstream`'s."""
 
     def join(self, http: HttpSession) -> None:
         """Bind the bridge to its HTTP session (right after the session was created) and the shared child."""
         self.http = http
         self.conn = self.upstream.join(self)
         self.id_line = b"mcp-session-id: %s\r\n" % http.id.encode()
+        self.json_lines, self.sse_lines = JSON_LINES + self.id_line, SSE_LINES + self.id_line
+
+    def send_now(self, rid: Id, method: str, line: bytes) -> bool:
+        """The fast path's request `rid` (`line`: plain, as `core.plain_call` gives it) written to the shared
+        child at once with an id of its own there; `False` (nothing written, nothing kept) when it cannot,
+        or when the request is one the full path answers here (`_local`: a subscription)."""
+        upstream = self.upstream
+        child = upstream.child
+        if child is None or method in _SUBSCRIPTIONS:
+            return False
+        uid = upstream.ids.outbound(self.conn, rid)
+        if not child.write_now(core.splice_id(line, uid)):
+            upstream.ids.discard(uid)
+            return False
+        upstream.active(self)
+        return True
 
     def initialize_answer(self, message: MessageLike) -> bytes:
         """The answer to the session's `initialize`, from the child's (see `listen_shared` on the version)."""
@@ -74,7 +112,8 @@ class SharedBridge(SessionBridge):
         """The session's newest POST still waiting for an answer."""
         for route in reversed(self.pending.values()):
             if not route.closed:
-                return route  # type: ignore[return-value]  # no `FastRoute` here
+                # a fast request now needs a stream: the full path takes it over from here
+                return route.upgrade() if isinstance(route, FastRoute) else route
         return None
 
     # ---------------------------------------------------------------- client -> child
@@ -157,9 +196,9 @@ class SharedBridge(SessionBridge):
         if not isinstance(rid, int | str) or isinstance(rid, bool):
             return None
         self.client_cancelled(message)
-        return self._unmap(rid)
+        return self.unmap(rid)
 
-    def _unmap(self, rid: Id) -> int | None:
+    def unmap(self, rid: Id) -> int | None:
         """Forget the child's id of request `rid` (its answer will be dropped): that id."""
         ids = self.upstream.ids
         uid = ids.upstream(self.conn, rid)
@@ -183,7 +222,7 @@ class SharedBridge(SessionBridge):
             return
         ids = [rid for rid in route.ids if self.pending.get(rid) is route]
         route.close()
-        frames = [cancel_frame(uid, "the HTTP client disconnected") for uid in map(self._unmap, ids) if uid]
+        frames = [cancel_frame(uid, "the HTTP client disconnected") for uid in map(self.unmap, ids) if uid]
         if frames:
             await self.upstream.write(b"".join(frames))
 
@@ -191,21 +230,19 @@ class SharedBridge(SessionBridge):
 
     async def answered(self, item: MessageLike, rid: Id) -> None:
         """The child's answer to the session's request `rid` (by the child's id, found in `ids`)."""
-        route = self.pending.pop(rid, None)
-        if not isinstance(route, Route):  # (never a `FastRoute`: the fast path takes no shared session)
-            return
-        raw_id = self.raw_ids.pop(rid, None) if self.raw_ids else None
-        frame = item.with_id(rid) if raw_id is None else with_raw_id(item.raw, raw_id)
-        await emit_bounded(route.stream, frame, response=True)
-        route.answered(rid)
+        await self.answer_with(rid, item.with_id(rid))  # (in the id's own spelling: `answer_with`)
 
     async def answer_with(self, rid: Id, frame: bytes) -> None:
         """Answer the session's request `rid` with `frame` (made here), in the id's own spelling."""
         route = self.pending.pop(rid, None)
-        if not isinstance(route, Route):  # (never a `FastRoute`: the fast path takes no shared session)
+        if route is None:
             return
         raw_id = self.raw_ids.pop(rid, None) if self.raw_ids else None
-        await emit_bounded(route.stream, with_raw_id(frame, raw_id), response=True)
+        frame = with_raw_id(frame, raw_id)
+        if isinstance(route, FastRoute):  # the POST waits for these bytes alone (`listen_fast`)
+            route.answer(frame)
+            return
+        await emit_bounded(route.stream, frame, response=True)
         route.answered(rid)
 
     def failed(self, rid: Id, why: str = SESSION_ENDED) -> bytes:
