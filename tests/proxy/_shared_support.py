@@ -9,49 +9,14 @@ from typing import Any
 
 import anyio
 import httpx
-from tests.proxy._listen_support import BOTH, JSON_ONLY, Proxy, child_env
-
-from mcpframe.http.options import HttpOptions
-from mcpframe.http.server import serve_http
-from mcpframe.proxy import ProxyOptions
-from mcpframe.proxy.listen import ListenServer, http_options_for
+from tests.proxy._listen_support import BOTH, JSON_ONLY, in_process_proxy, rpc
 
 OnMessage = Callable[[dict[str, Any]], Awaitable[None]]
 
 
-@contextlib.asynccontextmanager
-async def shared_proxy(
-    command: Sequence[str], *, on_upstream_exit: Any = "restart", http_server: str = "mcpframe"
-) -> AsyncIterator[Proxy]:
+def shared_proxy(command: Sequence[str], *, on_upstream_exit: Any = "restart") -> Any:
     """`mcpframe proxy --listen --multiplex shared` in front of `command`, in this process."""
-    options = ProxyOptions(
-        listen="http://127.0.0.1:0/mcp",
-        command=list(command),
-        env=child_env(),
-        multiplex="shared",
-        on_upstream_exit=on_upstream_exit,
-        http=HttpOptions(),
-    )
-    app = ListenServer(options, http_options_for(options))
-    ready = anyio.Event()
-    found: list[str] = []
-
-    def listening(url: str) -> None:
-        found.append(url)
-        ready.set()
-
-    async def serve() -> None:
-        upstream: Any = app.server
-        await serve_http(
-            upstream, port=0, options=app.options, ready=listening, app=app, http_server=http_server
-        )
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(serve)
-        with anyio.fail_after(10):
-            await ready.wait()
-        yield Proxy(found[0], app)
-        tg.cancel_scope.cancel()
+    return in_process_proxy(command, multiplex="shared", on_upstream_exit=on_upstream_exit)
 
 
 async def initialize(
@@ -131,3 +96,25 @@ async def until(condition: Callable[[], bool]) -> None:
     """Wait (a loop turn at a time, bounded by the test's `fail_after`) until `condition()` holds."""
     while not condition():
         await anyio.sleep(0.005)
+
+
+@contextlib.asynccontextmanager
+async def slow_in_flight(
+    http: httpx.AsyncClient, proxy: Any, headers: dict[str, str], rid: int, *, sse: bool = True
+) -> AsyncIterator[tuple[int, list[Any]]]:
+    """A `slow` call (never answered by the peer) of the session of `headers` in flight: the id the child
+    got for it, and the list its POST's answer lands in once it ends (as SSE messages, or JSON)."""
+    answered: list[Any] = []
+    shared = proxy.app.shared
+    before = len(shared.ids)
+
+    async def slow() -> None:
+        post = sse_post if sse else call
+        answered.append(await post(http, proxy.url, headers, rpc(rid, "slow")))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(slow)
+        await until(lambda: len(shared.ids) > before)
+        conn = next(c for c, b in shared.sessions.items() if b.http.id == headers["mcp-session-id"])
+        uid = next(u for u, r in shared.ids.pending(conn) if r == rid)
+        yield uid, answered

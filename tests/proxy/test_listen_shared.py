@@ -12,8 +12,16 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from tests.proxy._listen_support import rpc
-from tests.proxy._shared_support import call, get_stream, initialize, shared_proxy, sse_post, until
+from tests.proxy._listen_support import JSON_ONLY, rpc
+from tests.proxy._shared_support import (
+    call,
+    get_stream,
+    initialize,
+    shared_proxy,
+    slow_in_flight,
+    sse_post,
+    until,
+)
 from tests.proxy.conftest import PEER
 
 pytestmark = pytest.mark.anyio
@@ -97,17 +105,12 @@ async def test_a_cancel_reaches_the_child_with_its_id_there() -> None:
     async with shared_proxy(PEER) as proxy, httpx.AsyncClient(timeout=20) as http:
         a, b = [(await initialize(http, proxy.url))[0] for _ in range(2)]
         with anyio.fail_after(20):
-            async with get_stream(http, proxy.url, b) as b_events, anyio.create_task_group() as tg:
-                answered: list[Any] = []
-
-                async def slow() -> None:
-                    answered.append(await sse_post(http, proxy.url, a, rpc(7, "slow")))
-
-                tg.start_soon(slow)
-                await until(lambda: len(proxy.app.shared.ids) == 1)  # type: ignore[union-attr]
-                uid = proxy.app.shared.ids.pending(a_conn(proxy))[0][0]  # type: ignore[union-attr]
+            async with (
+                get_stream(http, proxy.url, b) as b_events,
+                slow_in_flight(http, proxy, a, 7) as (uid, answered),
+            ):
                 cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}}
-                response = await http.post(proxy.url, json=cancel, headers={**_json(), **a})
+                response = await http.post(proxy.url, json=cancel, headers={**JSON_ONLY, **a})
                 assert response.status_code == 202
                 # nothing waits now: the peer's report of the cancel goes to every session's GET stream
                 report = await b_events.receive()
@@ -128,7 +131,7 @@ async def test_a_request_of_the_child_goes_to_the_session_whose_call_asked_it() 
         async def reply(message: dict[str, Any]) -> None:
             if message.get("method") == "roots/list":
                 answer = {"jsonrpc": "2.0", "id": message["id"], "result": {"roots": [{"uri": "file:///b"}]}}
-                response = await http.post(proxy.url, json=answer, headers={**_json(), **b})
+                response = await http.post(proxy.url, json=answer, headers={**JSON_ONLY, **b})
                 assert response.status_code == 202
 
         with anyio.fail_after(20):
@@ -187,27 +190,13 @@ async def test_a_deleted_session_has_its_calls_cancelled_at_the_child() -> None:
     async with shared_proxy(PEER) as proxy, httpx.AsyncClient(timeout=20) as http:
         a, b = [(await initialize(http, proxy.url))[0] for _ in range(2)]
         with anyio.fail_after(20):
-            async with get_stream(http, proxy.url, b) as b_events, anyio.create_task_group() as tg:
-                answered: list[Any] = []
-
-                async def slow() -> None:
-                    answered.append(await call(http, proxy.url, a, rpc(2, "slow")))
-
-                tg.start_soon(slow)
-                await until(lambda: len(proxy.app.shared.ids) == 1)  # type: ignore[union-attr]
-                uid = proxy.app.shared.ids.pending(a_conn(proxy))[0][0]  # type: ignore[union-attr]
+            async with (
+                get_stream(http, proxy.url, b) as b_events,
+                slow_in_flight(http, proxy, a, 2, sse=False) as (uid, answered),
+            ):
                 assert (await http.delete(proxy.url, headers=a)).status_code == 200
                 report = await b_events.receive()
             after = await call(http, proxy.url, b, rpc(3, "echo"))
         assert report["params"] == {"requestId": uid, "known": True}
         assert answered[0]["error"]["code"] == -32000
         assert after["result"]["initializations"] == 1  # the child lives on for the other sessions
-
-
-def a_conn(proxy: Any) -> int:
-    """The connection number of the first session (the one the tests call `a`)."""
-    return min(proxy.app.shared.sessions)
-
-
-def _json() -> dict[str, str]:
-    return {"accept": "application/json", "content-type": "application/json"}

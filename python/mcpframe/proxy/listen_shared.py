@@ -118,10 +118,9 @@ class SharedUpstream:
 
     def active(self, bridge: SharedBridge) -> None:
         """`bridge` sent a request: it is the most recently active session."""
-        conn = bridge.conn
-        if next(reversed(self.sessions)) != conn:
-            del self.sessions[conn]
-            self.sessions[conn] = bridge
+        conn, sessions = bridge.conn, self.sessions
+        if conn in sessions and next(reversed(sessions)) != conn:  # (not once it left: it is ending)
+            sessions[conn] = sessions.pop(conn)
 
     async def leave(self, bridge: SharedBridge, reason: str) -> None:
         """A session ended: its requests in flight are cancelled at the child, the child's requests to it
@@ -205,11 +204,7 @@ class SharedUpstream:
         child = self.child
         if child is None or child.returncode is not None:
             return False
-        try:
-            await child.write(data)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-            return False
-        return True
+        return await child.send(data)
 
     async def _read(self, child: Child) -> None:
         """Route the child's frames until it ends; then fail what it still owed every session."""
@@ -265,11 +260,8 @@ class SharedUpstream:
             self._found[uid] = found
             return False
         del bridge.pending[rid]  # type: ignore[union-attr]  # found: `route` is a `FastRoute`
-        if route.done:
-            return True
-        route.done = True
         try:
-            route.finish(item.with_id(rid))
+            route.answer_now(item.with_id(rid))
         except Exception:  # a bug costs this POST, never the child's pipe read (`ChildOutput`)
             logger.exception("answering request %r failed", rid)
         return True
