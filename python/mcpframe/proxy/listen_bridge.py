@@ -273,7 +273,11 @@ class SessionBridge:
         child = self.child
         if child is None or self.ended:
             return False
-        return await child.send(data)
+        try:
+            await child.write(data)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            return False
+        return True
 
     def client_cancelled(self, message: MessageLike) -> None:
         """The client cancelled a request: its POST stops waiting for it (the caller forwards the cancel)."""
