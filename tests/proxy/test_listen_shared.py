@@ -200,3 +200,26 @@ async def test_a_deleted_session_has_its_calls_cancelled_at_the_child() -> None:
         assert report["params"] == {"requestId": uid, "known": True}
         assert answered[0]["error"]["code"] == -32000
         assert after["result"]["initializations"] == 1  # the child lives on for the other sessions
+
+
+async def test_an_unsubscribe_reaches_the_child_only_when_the_last_subscriber_leaves() -> None:
+    async with shared_proxy(PEER) as proxy, httpx.AsyncClient(timeout=20) as http:
+        a, b = [(await initialize(http, proxy.url))[0] for _ in range(2)]
+        subscribe = {"uri": "mem://x"}
+        with anyio.fail_after(20):
+            for headers in (a, b):
+                await call(http, proxy.url, headers, rpc(1, "resources/subscribe", subscribe))
+            kept = await call(http, proxy.url, a, rpc(2, "resources/unsubscribe", subscribe))
+            still = [bridge.http.id for bridge in proxy.app.shared.subscribers["mem://x"]]  # type: ignore[union-attr]
+            again = await call(http, proxy.url, a, rpc(3, "initialize", {"protocolVersion": "2025-11-25"}))
+            async with get_stream(http, proxy.url, b) as b_events:
+                update = [["notifications/resources/updated", subscribe]]
+                await call(http, proxy.url, a, rpc(4, "notify", {"notifications": update}))
+                got = await b_events.receive()
+            last = await call(http, proxy.url, b, rpc(5, "resources/unsubscribe", subscribe))
+        assert kept == {"jsonrpc": "2.0", "id": 2, "result": {}}
+        assert still == [b["mcp-session-id"]]  # the child keeps the subscription: b still has it
+        assert again["error"]["code"] == -32600
+        assert got["params"] == subscribe
+        assert proxy.app.shared.subscribers == {}  # type: ignore[union-attr]
+        assert last == {"jsonrpc": "2.0", "id": 5, "result": {}}  # the peer's own answer
