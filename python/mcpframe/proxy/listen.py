@@ -120,7 +120,7 @@ class ListenServer(StreamableHTTPServer):
         # body limit (`max_body`, 4 MiB) bounds what a client may POST, not the answers it gets.
         max_frame = (http.session_options or SessionOptions()).max_frame
         self.exit_status: int | None = None  # the shared child's, when it ended the proxy (`on_exit`)
-        self.stopped = anyio.Event()
+        self.on_stop: Callable[[], object] = lambda: None  # ends `serve_listen` (set there)
         self.shared: SharedUpstream | None = None
         connect: Callable[[], SessionBridge] = lambda: SessionBridge(max_frame=max_frame)  # noqa: E731
         if options.multiplex == "shared":
@@ -170,7 +170,7 @@ class ListenServer(StreamableHTTPServer):
     def _stop(self, status: int | None) -> None:
         """The shared child ended under `--on-upstream-exit exit`: the proxy ends with its status."""
         self.exit_status = status
-        self.stopped.set()
+        self.on_stop()
 
     async def __aexit__(self, *exc_info: Any) -> bool | None:
         try:
@@ -210,13 +210,8 @@ async def serve_listen(
     address = listen_address(options.listen)
     http = http_options_for(options)
     app = ListenServer(options, http)
-
-    async def stop_when_asked() -> None:
-        await app.stopped.wait()
-        tg.cancel_scope.cancel()
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(stop_when_asked)
+    with anyio.CancelScope() as scope:  # (not a task group: a bind error stays an `OSError` for the CLI)
+        app.on_stop = scope.cancel
         await serve_http(
             app.server,
             host=address.host,
@@ -226,7 +221,6 @@ async def serve_listen(
             http_server=http_server,
             app=app,
         )
-        tg.cancel_scope.cancel()
     return app.exit_status
 
 
