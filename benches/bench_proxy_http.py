@@ -6,8 +6,9 @@ Two tools, `add(a, b)` and `echo(text)`, served by mcpframe's `Server` (this fil
 - `direct http`: `mcpframe serve --http` of the same server (the floor of the HTTP rows); `lean`: with
   `--http-server mcpframe` (its own HTTP/1.1 server, `http/wire.py`) instead of uvicorn;
 - `listen`: `mcpframe proxy --listen http://127.0.0.1:0/mcp --http-server uvicorn -- python this-file
-  --serve-stdio` (a child per session; `modern`: 2026-07-28 requests over the shared child); `lean` as above
-  (`--listen`'s default, with its fast path);
+  --serve-stdio` (a child per session; `shared`: `--multiplex shared`, every session over one child, as
+  mcp-proxy does; `modern`: 2026-07-28 requests over the shared child); `lean` as above (`--listen`'s
+  default, with its fast path);
 - `direct stdio`: the server on stdio, 5,000 calls pipelined by a raw client (the floor of the remote rows);
 - `remote`: `mcpframe proxy URL` in front of `direct http lean` (one upstream for every remote row), driven
   on its stdin/stdout the same way; `remote full`: the same without its fast lane
@@ -75,6 +76,7 @@ HTTP_ROWS = (
     "direct http lean",
     "listen",
     "listen lean",
+    "listen shared lean",
     "listen modern",
     "listen modern lean",
 )
@@ -163,7 +165,8 @@ def _listen(name: str = "listen") -> list[str]:
         assert BASELINE is not None
         child = [PY, str(BASELINE / "benches" / Path(__file__).name), "--serve-stdio"]
         return [PY, "-m", "mcpframe", "proxy", "--listen", url, *_lean("listen lean"), "--", *child]
-    return [PY, "-m", "mcpframe", "proxy", "--listen", url, *_lean(name), "--", *STDIO_SERVER]
+    shared = ["--multiplex", "shared"] if " shared" in name else []
+    return [PY, "-m", "mcpframe", "proxy", "--listen", url, *_lean(name), *shared, "--", *STDIO_SERVER]
 
 
 def _baseline_env() -> dict[str, str]:

@@ -1,8 +1,8 @@
 """Proxy instructions per forwarded `tools/call` of `mcpframe proxy --listen`: callgrind on the proxy process.
 
     python benches/listen_instructions.py [--http-server mcpframe|uvicorn] [--accept both|json]
-        [--response-mode resumable|auto|sse] [--tool echo|aecho] [--calls 1000] [--pythonpath DIR]
-        [--keep PREFIX]
+        [--response-mode resumable|auto|sse] [--tool echo|aecho] [--multiplex session|shared]
+        [--calls 1000] [--pythonpath DIR] [--keep PREFIX]
 
 Starts `mcpframe proxy --listen` in front of `bench_proxy_http.py --serve-stdio` (calling its `echo` tool,
 a `def`, or with `--tool aecho` the same as `async def`: the proxy forwards both alike) under
@@ -13,7 +13,8 @@ instructions divided by `--calls`: its user-space work per forwarded call (the k
 counted), steady on a noisy machine where CPU time is not. `--accept json`: the client takes JSON only
 (else JSON and SSE: SSE answers in the default `resumable` mode; with `--response-mode auto`, JSON answers
 within `stream_after`). `--pythonpath` runs another checkout's
-`python/` (with its native extension) for a before/after. Needs Debian's `valgrind`.
+`python/` (with its native extension) for a before/after. `--multiplex shared`: the session goes over the
+proxy's shared child (`mcpframe proxy --listen --multiplex shared`), ids spliced. Needs Debian's `valgrind`.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ def _command(args: argparse.Namespace, out: str) -> list[str]:
     child = [sys.executable, str(ROOT / "benches" / "bench_proxy_http.py"), "--serve-stdio"]
     proxy = [sys.executable, "-m", "mcpframe", "proxy", "--listen", "http://127.0.0.1:0/mcp"]
     mode = ["--response-mode", args.response_mode]
-    return [*valgrind, *proxy, "--http-server", args.http_server, *mode, "--", *child]
+    shared = ["--multiplex", "shared"] if args.multiplex == "shared" else []
+    return [*valgrind, *proxy, "--http-server", args.http_server, *mode, *shared, "--", *child]
 
 
 async def _calls(port: int, pid: int, args: argparse.Namespace) -> None:
@@ -62,12 +64,14 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--accept", choices=("both", "json"), default="both")
     parser.add_argument("--response-mode", choices=("resumable", "auto", "sse"), default="resumable")
     parser.add_argument("--tool", choices=("echo", "aecho"), default="echo", help="the child's tool called")
+    parser.add_argument("--multiplex", choices=("session", "shared"), default="session")
     parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--pythonpath", help="another checkout's python/ folder (before/after)")
     parser.add_argument("--keep", help="keep callgrind's output files as KEEP.<name> (callgrind_annotate)")
     args = parser.parse_args(argv)
     per_call = instructions(args)
     what = f"listen {args.http_server} accept {args.accept} {args.response_mode} tool {args.tool}"
+    what += " shared" if args.multiplex == "shared" else ""
     print(f"{what}: {per_call:,.0f} instructions per call")
     return 0
 

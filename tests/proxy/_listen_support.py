@@ -100,15 +100,17 @@ async def in_process_proxy(
     pool_size: int = 4,
     http: HttpOptions | None = None,
     http_server: str = "mcpframe",
+    **more: Any,
 ) -> AsyncIterator[Proxy]:
     """`mcpframe proxy --listen` in front of `command`, served in this process on a random port (by the
-    lean server, or `http_server="uvicorn"`)."""
+    lean server, or `http_server="uvicorn"`); `more`: other `ProxyOptions` (`multiplex="shared"`)."""
     options = ProxyOptions(
         listen="http://127.0.0.1:0/mcp",
         command=list(command),
         env=child_env(),
         pool_size=pool_size,
         http=http or HttpOptions(),
+        **more,
     )
     app = ListenServer(options, http_options_for(options))
     ready = anyio.Event()

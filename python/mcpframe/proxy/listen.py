@@ -13,7 +13,8 @@ The proxy is the HTTP host of `mcpframe.http` with its sessions' connections rep
 Streamable HTTP, `listen_legacy` for `/sse`). Everything in front of the bridge is the host's own: Host and
 Origin allow-lists, bearer tokens, the body limit, the admission bound, `Mcp-Session-Id`s and their reaper,
 GET streams, resumable SSE streams, DELETE. Each session gets a child of its own from a bounded pool
-(`pool.py`); 2026-07-28 requests, which have no session, share one child (`listen_stateless`).
+(`pool.py`), or with `--multiplex shared` all of them one (`listen_shared`); 2026-07-28 requests, which have
+no session, share one child (`listen_stateless`).
 
 There is no shared session store (`--store`, `HttpOptions(store=...)`): it lets any instance serve any
 session by rebuilding it from the store, and a proxy's session is a child process only the instance that
@@ -48,6 +49,8 @@ from .listen_bridge import SessionBridge
 from .listen_fast import FastPosts
 from .listen_legacy import LegacyBridge
 from .listen_posts import BridgePosts
+from .listen_shared import SharedUpstream
+from .listen_shared_session import SharedBridge
 from .listen_stateless import StatelessBridge
 from .options import ProxyOptions
 from .pool import ChildPool
@@ -116,8 +119,21 @@ class ListenServer(StreamableHTTPServer):
         # The child's frames are bounded by the frame limit (64 MiB by default), as on the stdio proxy: the
         # body limit (`max_body`, 4 MiB) bounds what a client may POST, not the answers it gets.
         max_frame = (http.session_options or SessionOptions()).max_frame
-        upstream = _Upstream(lambda: SessionBridge(max_frame=max_frame))
-        super().__init__(upstream, http)  # type: ignore[arg-type]  # the host uses only what _Upstream has
+        self.exit_status: int | None = None  # the shared child's, when it ended the proxy (`on_exit`)
+        self.on_stop: Callable[[], object] = lambda: None  # ends `serve_listen` (set there)
+        self.shared: SharedUpstream | None = None
+        connect: Callable[[], SessionBridge] = lambda: SessionBridge(max_frame=max_frame)  # noqa: E731
+        if options.multiplex == "shared":
+            connect = lambda: SharedBridge(self.shared, max_frame=max_frame)  # type: ignore[arg-type]  # noqa: E731
+        super().__init__(_Upstream(connect), http)  # type: ignore[arg-type]  # only what _Upstream has
+        if options.multiplex == "shared":
+            self.shared = SharedUpstream(
+                self.pool,
+                max_frame=max_frame,
+                spawn=self.sessions.spawn,
+                on_exit=options.on_upstream_exit,
+                stop=self._stop,
+            )
         self.stateless = StatelessBridge(self.pool, max_frame=max_frame, spawn=self.sessions.spawn)
         self.posts = BridgePosts(  # type: ignore[assignment]  # the same `handle(request, owner)`
             http,
@@ -126,6 +142,7 @@ class ListenServer(StreamableHTTPServer):
             replies=self.replies,
             pool=self.pool,
             stateless=self.stateless,
+            shared=self.shared,
         )
         self.fast = FastPosts(self.posts)  # type: ignore[arg-type]  # a BridgePosts (set just above)
         if http.legacy_sse:
@@ -150,12 +167,19 @@ class ListenServer(StreamableHTTPServer):
             return None
         return self.fast.post(headers, body)
 
+    def _stop(self, status: int | None) -> None:
+        """The shared child ended under `--on-upstream-exit exit`: the proxy ends with its status."""
+        self.exit_status = status
+        self.on_stop()
+
     async def __aexit__(self, *exc_info: Any) -> bool | None:
         try:
             return await super().__aexit__(*exc_info)
         finally:
             with anyio.CancelScope(shield=True):
                 await self.stateless.aclose()
+                if self.shared is not None:
+                    await self.shared.aclose()
 
 
 def http_options_for(options: ProxyOptions) -> HttpOptions:
@@ -172,9 +196,10 @@ async def serve_listen(
     *,
     ready: Callable[[str], Any] | None = None,
     http_server: Any = None,
-) -> None:
+) -> int | None:
     """Serve `options.command` to HTTP clients at `options.listen` until cancelled; `ready(url)` once
-    listening (the URL has the bound port when `:0` was asked).
+    listening (the URL has the bound port when `:0` was asked). Returns the shared child's exit status when
+    it ended the proxy (`--multiplex shared --on-upstream-exit exit`), else `None`.
 
     `http_server`: mcpframe's lean HTTP/1.1 server by default (its fast path, `listen_fast`, forwards the
     common POST without the ASGI layers), unless `"uvicorn"` is asked here or in `MCPFRAME_HTTP_SERVER`
@@ -185,15 +210,18 @@ async def serve_listen(
     address = listen_address(options.listen)
     http = http_options_for(options)
     app = ListenServer(options, http)
-    await serve_http(
-        app.server,
-        host=address.host,
-        port=address.port,
-        options=http,
-        ready=ready,
-        http_server=http_server,
-        app=app,
-    )
+    with anyio.CancelScope() as scope:  # (not a task group: a bind error stays an `OSError` for the CLI)
+        app.on_stop = scope.cancel
+        await serve_http(
+            app.server,
+            host=address.host,
+            port=address.port,
+            options=http,
+            ready=ready,
+            http_server=http_server,
+            app=app,
+        )
+    return app.exit_status
 
 
 def run_listen(options: ProxyOptions) -> int:
@@ -220,5 +248,10 @@ def run_listen(options: ProxyOptions) -> int:
         legacy = options.http is None or getattr(options.http, "legacy_sse", True)
         announce(url, legacy_sse=legacy, program="mcpframe proxy")
 
-    anyio.run(lambda: run_stoppable(lambda: serve_listen(options, ready=ready)))
-    return 0
+    status: list[int | None] = []
+
+    async def main() -> None:
+        status.append(await serve_listen(options, ready=ready))
+
+    anyio.run(lambda: run_stoppable(main))
+    return (status[0] or 0) if status else 0

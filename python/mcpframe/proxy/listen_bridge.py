@@ -28,6 +28,7 @@ import anyio
 
 from mcpframe import core, jsonrpc, protocol
 from mcpframe._api import Id, MessageLike
+from mcpframe.http.post import one_line
 from mcpframe.http.responses import SSE_HEADERS, Reply
 
 from .reader import odd_id, with_raw_id
@@ -187,6 +188,17 @@ class FastRoute:
 class SessionBridge:
     """The `ServerConnection` stand-in of one proxied HTTP session (see the module's docstring)."""
 
+    spliced = False
+    """Whether its requests reach the child with ids of the child's (`SharedBridge`), not their own."""
+
+    def send_now(self, rid: Id, method: str, line: bytes) -> bool:  # pragma: no cover - a spliced one's
+        """The fast path's write of a spliced bridge (`SharedBridge.send_now`)."""
+        raise NotImplementedError
+
+    def unmap(self, rid: Id) -> Id | None:  # pragma: no cover - a spliced one's
+        """The child's id of request `rid`, forgotten (`SharedBridge.unmap`)."""
+        raise NotImplementedError
+
     def __init__(self, *, max_frame: int) -> None:
         self.max_frame = max_frame
         self.http: HttpSession | None = None
@@ -243,6 +255,18 @@ class SessionBridge:
                 del self.pending[rid]
                 if self.raw_ids:
                     self.raw_ids.pop(rid, None)
+
+    async def send(self, route: Route, requests: list[MessageLike]) -> bool:
+        """The POST's requests (registered with `add`) to the child, as they came; `False` when it is gone."""
+        return await self.write(b"".join(one_line(r.raw) for r in requests))
+
+    def outgoing(self, others: list[MessageLike]) -> bytes:
+        """The client's notifications and responses as the child gets them: as they came (a cancel also
+        stops its POST's wait for the request)."""
+        for message in others:
+            if message.method == protocol.NOTIFICATIONS_CANCELLED:
+                self.client_cancelled(message)
+        return b"".join(one_line(m.raw) for m in others)
 
     async def write(self, data: bytes) -> bool:
         """Frames to the child; `False` when it is gone (the session is ending)."""

@@ -127,7 +127,10 @@ class FastPosts:
             parked = _Parked(self, accepts, sse)
             route = parked.route = FastRoute(bridge, session, rid, slot.release, finish=parked.finish)
             bridge.pending[rid] = route  # before the write: no answer can come before its request is known
-            if not bridge.child.write_now(line):  # type: ignore[union-attr]  # (`_found`)
+            # a session over the shared child (`--multiplex shared`) gives it an id of its own there
+            child = bridge.child  # (`_found`: it runs)
+            written = bridge.send_now(rid, method, line) if bridge.spliced else child.write_now(line)  # type: ignore[union-attr]
+            if not written:
                 del bridge.pending[rid]
                 slot.release()
                 return None
@@ -206,7 +209,10 @@ class FastPosts:
         the full path): at once when its stdin is free, else behind the writes under way."""
         bridge = route.bridge
         child = bridge.child
-        frame = cancel_frame(route.rid, "the HTTP request was cancelled")
+        rid = bridge.unmap(route.rid) if bridge.spliced else route.rid  # the child's id of it
+        if rid is None:
+            return
+        frame = cancel_frame(rid, "the HTTP request was cancelled")
         if child is None or bridge.ended or child.write_now(frame):
             return
         try:

@@ -28,7 +28,7 @@ from mcpframe.http.headers import (
     is_json_content,
 )
 from mcpframe.http.options import HttpOptions
-from mcpframe.http.post import Body, one_line
+from mcpframe.http.post import Body
 from mcpframe.http.responses import (
     SSE_HEADERS,
     Answer,
@@ -42,6 +42,8 @@ from mcpframe.http.responses import (
 from mcpframe.http.sessions import HttpSession, SessionManager
 
 from .listen_bridge import Route, SessionBridge, progress_tokens
+from .listen_shared import SharedStartError, SharedUpstream
+from .listen_shared_session import SharedBridge
 from .pool import ChildPool, PoolBusy
 
 if TYPE_CHECKING:
@@ -66,6 +68,7 @@ class BridgePosts:
         replies: StreamReplies,
         pool: ChildPool,
         stateless: StatelessBridge | None,
+        shared: SharedUpstream | None = None,
     ) -> None:
         self.options = options
         self.sessions = sessions
@@ -73,6 +76,7 @@ class BridgePosts:
         self.replies = replies
         self.pool = pool
         self.stateless = stateless
+        self.shared = shared  # `--multiplex shared`: every session over this child (`listen_shared`)
         self.max_frame = options.lane_options().max_frame
 
     async def handle(self, request: HttpRequest, owner: str | None) -> Answer:
@@ -157,6 +161,8 @@ class BridgePosts:
             return error_response(400, "Bad Request: the Mcp-Session-Id header is required")
         if self.sessions.full():
             return error_response(503, "Service Unavailable: too many sessions")
+        if self.shared is not None:
+            return await self._initialize_shared(request, body, accepts, owner)
         try:
             child = await self.pool.spawn()
         except PoolBusy as exc:
@@ -173,6 +179,32 @@ class BridgePosts:
             await self.sessions.end(session)  # initialize failed (answered with an error): no session
             response.headers.pop(MCP_SESSION_ID.lower(), None)
         return response
+
+    async def _initialize_shared(
+        self, request: HttpRequest, body: Body, accepts: Accepts, owner: str | None
+    ) -> Answer:
+        """A new session over the shared child (`--multiplex shared`): its `initialize` answered here, from
+        the child's (`listen_shared`)."""
+        assert self.shared is not None
+        message = body.requests[0]
+        try:
+            await self.shared.ready()
+        except PoolBusy as exc:
+            return error_response(503, f"Service Unavailable: {exc}", headers={"Retry-After": "1"})
+        except SharedStartError as exc:
+            return error_response(502, f"Bad Gateway: {exc}", code=jsonrpc.INTERNAL_ERROR, rid=message.id)
+        session = self.sessions.create(owner)
+        bridge = session.connection
+        assert isinstance(bridge, SharedBridge)
+        bridge.join(session)
+        stream = session.new_stream()
+        assert message.id is not None
+        route = Route(stream, [message.id], [])
+        route.on_close.append(lambda: session.stream_ended(stream))
+        await stream.emit(bridge.initialize_answer(message), response=True)
+        route.answered(message.id)
+        headers = {MCP_SESSION_ID: session.id}
+        return await self.answer(route, session, accepts, headers, bridge, patient=True)
 
     async def _in_session(
         self, request: HttpRequest, body: Body, accepts: Accepts, session: HttpSession
@@ -204,7 +236,7 @@ class BridgePosts:
         bridge.add(route, body.requests)
         for frame in body.error_frames():  # the invalid parts of a batch are answered at once
             await stream.emit(frame, response=True)
-        if not await bridge.write(b"".join(one_line(r.raw) for r in body.requests)):
+        if not await bridge.send(route, body.requests):
             route.close()
             return _ended()
         # An initialize is answered as JSON however long a starting child takes, unless the child sends
@@ -218,11 +250,8 @@ class BridgePosts:
     @staticmethod
     async def _pass_others(bridge: SessionBridge, body: Body) -> Reply | None:
         """Write the body's notifications and responses to the child; the reply when nothing more is to do."""
-        others = [one_line(m.raw) for m in body.others]
-        for message in body.others:
-            if message.method == protocol.NOTIFICATIONS_CANCELLED:
-                bridge.client_cancelled(message)
-        if others and not await bridge.write(b"".join(others)):
+        others = bridge.outgoing(body.others)
+        if others and not await bridge.write(others):
             return _ended()
         if body.requests:
             return None

@@ -54,6 +54,14 @@ class Child:
         written before them; `False` (nothing written, also once closed): use `write` instead
         (`ChildInput.write_now`)."""
 
+    async def send(self, data: bytes) -> bool:
+        """`write`, with `False` in place of the errors of a child that is gone (or closed)."""
+        try:
+            await self.write(data)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            return False
+        return True
+
     @property
     def pid(self) -> int:
         """The child's process id."""
