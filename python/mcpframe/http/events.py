@@ -75,7 +75,8 @@ class MemoryEventStore:
     its sequence at the highest any evicted stream reached (one int per session), so a live stream that
     writes again after its eviction carries on past every id it issued, and a `Last-Event-ID` from before
     the eviction cannot resume (`None`, as for an unknown id) instead of silently skipping the events the
-    eviction dropped."""
+    eviction dropped. Likewise a stream longer than `max_events_per_stream` cannot be resumed from an id whose
+    next events fell off its deque."""
 
     def __init__(self, *, max_events_per_stream: int = 1024, max_streams_per_session: int = 256) -> None:
         if max_events_per_stream < 1 or max_streams_per_session < 1:
@@ -148,6 +149,8 @@ class MemoryEventStore:
         events = self._sessions.get(session_id, {}).get(stream_id)
         if events is None or not self._first[stream_id] <= seq < self._next[stream_id]:
             return None  # unknown, or issued before the stream's eviction: the events between are gone
+        if events[0][0] > seq + 1:
+            return None  # the events right after the id fell off the bound: a replay would skip them
         after = [
             (f"{stream_id}{_SEPARATOR}{n}", message)
             for n, message in events
