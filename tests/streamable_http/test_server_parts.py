@@ -34,11 +34,11 @@ async def test_memory_event_store_replays_per_stream_and_session() -> None:
     assert await store.replay("s2", first) is None  # another session cannot resume it
     assert await store.replay("s1", "A.99") is None
     assert await store.replay("s1", "garbage") is None
-    for n in range(5):
-        await store.store("s1", "A", str(n).encode())
-    bounded = await store.replay("s1", prime)
+    later = [await store.store("s1", "A", str(n).encode()) for n in range(5)]
+    assert await store.replay("s1", prime) is None  # what followed it fell off the bound: no silent gap
+    bounded = await store.replay("s1", later[1])  # the next event after it is the oldest kept
     assert bounded is not None
-    assert len(bounded.events) == 3
+    assert [m for _, m in bounded.events] == [b"2", b"3", b"4"]
     await store.forget("s1")
     assert await store.replay("s1", first) is None
     assert len(store) == 0

@@ -75,13 +75,29 @@ class MemoryEventStore:
     its sequence at the highest any evicted stream reached (one int per session), so a live stream that
     writes again after its eviction carries on past every id it issued, and a `Last-Event-ID` from before
     the eviction cannot resume (`None`, as for an unknown id) instead of silently skipping the events the
-    eviction dropped."""
+    eviction dropped. Likewise a stream longer than `max_events_per_stream` cannot be resumed from an id whose
+    next events fell off its deque.
 
-    def __init__(self, *, max_events_per_stream: int = 1024, max_streams_per_session: int = 256) -> None:
-        if max_events_per_stream < 1 or max_streams_per_session < 1:
-            raise ValueError("max_events_per_stream and max_streams_per_session must be at least 1")
+    A session's stored messages also stay under `max_bytes_per_session` (16 MiB): past it, its other streams
+    go, oldest first, then the oldest events of the stream being written (its newest event always stays).
+    Counts alone let a session that streams big notifications keep 1,024 of them per stream, for each of its
+    256 latest streams (100 KB logs: ~100 MB kept per call)."""
+
+    def __init__(
+        self,
+        *,
+        max_events_per_stream: int = 1024,
+        max_streams_per_session: int = 256,
+        max_bytes_per_session: int = 16 << 20,
+    ) -> None:
+        if max_events_per_stream < 1 or max_streams_per_session < 1 or max_bytes_per_session < 1:
+            raise ValueError(
+                "max_events_per_stream, max_streams_per_session and max_bytes_per_session must be at least 1"
+            )
         self.max_events_per_stream = max_events_per_stream
         self.max_streams_per_session = max_streams_per_session
+        self.max_bytes_per_session = max_bytes_per_session
+        self._bytes: dict[str, int] = {}  # per session, the size of its stored messages
         self._sessions: dict[str, dict[str, _Events]] = {}
         self._order: dict[str, deque[str]] = {}  # per session, its streams' ids, oldest first
         self._next: dict[str, int] = {}  # per stream, its next sequence
@@ -107,7 +123,13 @@ class MemoryEventStore:
             self._first[stream_id] = self._next[stream_id] = self._floor.get(session_id, 0)
         seq = self._next[stream_id]
         self._next[stream_id] = seq + 1
+        size = 0 if message is None else len(message)
+        if len(events) == self.max_events_per_stream and isinstance(events, deque):
+            size -= _size(events[0])  # the append below drops it
         events.append((seq, message))
+        total = self._bytes[session_id] = self._bytes.get(session_id, 0) + size
+        if total > self.max_bytes_per_session:
+            self._shed(session_id, streams, stream_id)
         return f"{stream_id}{_SEPARATOR}{seq}"
 
     def store_answer_now(self, session_id: str, stream_id: str, message: bytes) -> int:
@@ -128,12 +150,37 @@ class MemoryEventStore:
         else:  # the bound keeps the last event alone (as the deque would)
             streams[stream_id] = [(seq + 1, message)]
         self._next[stream_id] = seq + 2
+        total = self._bytes[session_id] = self._bytes.get(session_id, 0) + len(message)
+        if total > self.max_bytes_per_session:
+            self._shed(session_id, streams, stream_id)
         return seq
 
     def _evict(self, session_id: str, streams: dict[str, _Events]) -> None:
         """The session's oldest stream goes (it is at the bound and stores a new one)."""
-        oldest = self._order[session_id].popleft()
-        del streams[oldest]
+        self._drop(session_id, streams, self._order[session_id].popleft())
+
+    def _shed(self, session_id: str, streams: dict[str, _Events], current: str) -> None:
+        """The session is past `max_bytes_per_session`: its other streams go, oldest first, then the oldest
+        events of `current` (the stream just written), all but its newest if need be."""
+        order = self._order[session_id]
+        for stream_id in [s for s in order if s != current]:
+            if self._bytes[session_id] <= self.max_bytes_per_session:
+                return
+            order.remove(stream_id)
+            self._drop(session_id, streams, stream_id)
+        events = streams[current]
+        if not isinstance(events, deque):  # an answer stored whole: it stays whole
+            return
+        while self._bytes[session_id] > self.max_bytes_per_session and len(events) > 1:
+            self._bytes[session_id] -= _size(events.popleft())
+
+    def _drop(self, session_id: str, streams: dict[str, _Events], oldest: str) -> None:
+        """Forget one stream of the session (already out of its order), its bytes and its sequence."""
+        size = 0
+        for _, message in streams.pop(oldest):  # a plain loop (no generator): once per evicted stream
+            if message is not None:
+                size += len(message)
+        self._bytes[session_id] -= size
         self._first.pop(oldest, None)
         reached = self._next.pop(oldest, 0)
         if reached > self._floor.get(session_id, 0):
@@ -148,6 +195,8 @@ class MemoryEventStore:
         events = self._sessions.get(session_id, {}).get(stream_id)
         if events is None or not self._first[stream_id] <= seq < self._next[stream_id]:
             return None  # unknown, or issued before the stream's eviction: the events between are gone
+        if events[0][0] > seq + 1:
+            return None  # the events right after the id fell off the bound: a replay would skip them
         after = [
             (f"{stream_id}{_SEPARATOR}{n}", message)
             for n, message in events
@@ -159,6 +208,7 @@ class MemoryEventStore:
         """Drop the session's streams."""
         self._order.pop(session_id, None)
         self._floor.pop(session_id, None)
+        self._bytes.pop(session_id, None)
         for stream_id in self._sessions.pop(session_id, {}):
             self._next.pop(stream_id, None)
             self._first.pop(stream_id, None)
@@ -166,3 +216,9 @@ class MemoryEventStore:
     def __len__(self) -> int:
         """How many sessions have stored events (for tests and metrics)."""
         return len(self._sessions)
+
+
+def _size(event: tuple[int, bytes | None]) -> int:
+    """The bytes a stored event's message holds (none for a priming event)."""
+    message = event[1]
+    return 0 if message is None else len(message)

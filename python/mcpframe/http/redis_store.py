@@ -255,6 +255,8 @@ class RedisStore(RedisLiveness):
         entries, newest = await self._call("XRANGE", pipe.execute())
         if not newest or seq > _seq(newest[0][0]):
             return None
+        if entries and _seq(entries[0][0]) > seq + 1:
+            return None  # MAXLEN trimmed the events right after the id: a replay would skip them
         events = [(f"{stream_id}.{_seq(eid)}", f[b"m"]) for eid, f in entries if f.get(b"m")]
         return Replay(stream_id, events)
 

@@ -38,6 +38,7 @@ from mcpframe.protocol import SUPPORTED_VERSIONS, at_least
 from mcpframe.server.lifecycle import Stop, current_stop, shutdown_grace, stopping_under
 from mcpframe.server.tasks_store import MemoryTaskStore
 
+from .accept_log import quiet_accept_failures
 from .admission import Admission
 from .asgi import HttpRequest, Receive, Scope, Send, header_dict
 from .events import split_event_id
@@ -433,6 +434,7 @@ async def serve_http(
         http_server = "mcpframe" if os.environ.get("MCPFRAME_HTTP_SERVER") == "mcpframe" else "uvicorn"
     opts = options or HttpOptions()
     http = app if app is not None else StreamableHTTPServer(server, opts)
+    quiet_accept_failures()  # out of descriptors: one log record a minute, not thousands a second
     family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
     # proto must be IPPROTO_TCP: asyncio sets TCP_NODELAY only on such sockets, and without it every answer
     # written in two parts waits for the peer's delayed ACK (~40 ms per request on a kept-alive connection)
