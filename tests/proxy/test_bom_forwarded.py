@@ -1,0 +1,28 @@
+"""`mcpframe proxy -- command` drops a UTF-8 byte order mark right before any line, as a stdio server does
+(tests/session/test_bom_lines.py), and forwards the message without it: the child (tests/proxy/peer.py,
+plain `json.loads`, which refuses a BOM) answers it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from tests.proxy.conftest import RawClient
+
+pytestmark = pytest.mark.anyio
+
+BOM = b"\xef\xbb\xbf"
+
+
+@pytest.mark.parametrize("pump", ["thread", "loop"])
+async def test_a_bom_before_a_later_line_is_not_forwarded(pump: str) -> None:
+    client = await RawClient.start("--pump", pump)
+    try:
+        await client.handshake()
+        echo = {"jsonrpc": "2.0", "id": 7, "method": "echo", "params": {"x": 1}}
+        await client.send(BOM + json.dumps(echo).encode() + b"\n")
+        answer = await client.recv()
+        assert answer["id"] == 7
+        assert answer["result"]["params"] == {"x": 1}
+    finally:
+        assert await client.aclose() == 0
