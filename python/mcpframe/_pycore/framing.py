@@ -35,7 +35,7 @@ def without_bom(raw: bytes, offset: int, kept_at: int) -> tuple[bytes, int]:
     """A frame of at most ``max_frame`` bytes and its offset, a leading BOM dropped (at the start of any
     frame, as at the stream's: RFC 8259 lets a parser ignore one; it still counts in the frame's size),
     but for the frame at ``kept_at``: the first after a stream-start BOM (one BOM per frame)."""
-    if raw[:1] == b"\xef" and raw.startswith(_BOM) and offset != kept_at:
+    if raw.startswith(_BOM) and offset != kept_at:
         return raw[len(_BOM) :], offset + len(_BOM)
     return raw, offset
 
@@ -213,7 +213,7 @@ class Decoder:
             if len(raw) > max_frame:
                 out.append(_oversize(max_frame, offset, raw))
                 continue
-            if raw[:1] == b"\xef":
+            if raw and raw[0] == 0xEF:
                 raw, offset = without_bom(raw, offset, self._bom_end)
             if raw.strip(_BLANK):
                 decode_frame(raw, offset, batches, lazy, out)
@@ -225,7 +225,8 @@ class Decoder:
         if len(raw) > self._max_frame:
             out.append(_oversize(self._max_frame, offset, raw))
             return
-        raw, offset = without_bom(raw, offset, self._bom_end)
+        if raw and raw[0] == 0xEF:  # (tested here first: no call per frame)
+            raw, offset = without_bom(raw, offset, self._bom_end)
         if raw.strip(_BLANK):
             decode_frame(raw, offset, self._batches, self._lazy, out)
 

@@ -53,7 +53,8 @@ class _Framer(Decoder):
         if len(raw) > self._max_frame:
             self.relay._held.append(_oversize(self._max_frame, offset, raw))
             return
-        raw, offset = without_bom(raw, offset, self._bom_end)
+        if raw and raw[0] == 0xEF:  # (tested here first: no call per frame)
+            raw, offset = without_bom(raw, offset, self._bom_end)
         if raw.strip(_BLANK):
             self.relay._step(raw)
 
