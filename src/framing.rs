@@ -1,8 +1,9 @@
 //! Incremental NDJSON framing: splits a byte stream, fed in chunks of any size, into frames.
 //!
 //! A frame ends at LF; a CR right before the LF belongs to the terminator. A UTF-8 BOM at stream
-//! offset 0 is dropped (offsets still count it). Frames made only of spaces, tabs and CRs are
-//! skipped. A frame longer than `max_frame` bytes is reported once, as soon as it is known to be
+//! offset 0 is dropped, and so is one at the start of any other frame (RFC 8259 lets a parser ignore
+//! a BOM): one BOM per frame, offsets still count it, and a frame's own BOM counts in its size (the
+//! stream's does not). Frames made only of spaces, tabs and CRs (after such a BOM) are skipped. A frame longer than `max_frame` bytes is reported once, as soon as it is known to be
 //! too long, and its remaining bytes are dropped as they arrive, so the framer never holds more than
 //! `max_frame + 1` bytes of it. Every result is independent of how the stream was chunked, and the
 //! work is linear in the bytes fed: complete frames inside a chunk are handed out as borrowed
@@ -12,7 +13,7 @@ use memchr::memchr;
 
 use crate::{depth, pages};
 
-/// The UTF-8 byte order mark, dropped at stream offset 0.
+/// The UTF-8 byte order mark, dropped at stream offset 0 and at the start of every frame.
 pub const BOM: &[u8; 3] = b"\xEF\xBB\xBF";
 
 /// Length of the preview of an oversize (or invalid) frame.
@@ -233,14 +234,10 @@ impl Framer {
             self.pending.pop();
         }
         let (frame, checked) = self.take_pending();
-        if frame.len() > self.max_frame || is_blank(&frame) {
+        if frame.len() > self.max_frame {
             self.emit(&frame, self.frame_start, &mut sink);
         } else {
-            sink(Event::Assembled {
-                offset: self.frame_start,
-                bytes: frame,
-                checked,
-            });
+            self.assembled(frame, checked, &mut sink);
         }
         Ok(())
     }
@@ -290,11 +287,7 @@ impl Framer {
             self.pending.truncate(len);
             if !is_blank(&self.pending) {
                 let (bytes, checked) = self.take_pending();
-                sink(Event::Assembled {
-                    offset: self.frame_start,
-                    bytes,
-                    checked,
-                });
+                self.assembled(bytes, checked, sink);
             }
         }
         self.clear_pending();
@@ -399,12 +392,37 @@ impl Framer {
                 offset,
                 preview: &frame[..n],
             });
-        } else if !is_blank(frame) {
-            sink(Event::Frame {
+        } else {
+            let (bytes, offset) = match frame.strip_prefix(&BOM[..]) {
+                Some(rest) if self.drops_bom(offset) => (rest, offset + BOM.len() as u64),
+                _ => (frame, offset),
+            };
+            if !is_blank(bytes) {
+                sink(Event::Frame { offset, bytes });
+            }
+        }
+    }
+
+    /// Hand out the assembled current frame (at most `max_frame` bytes), its BOM dropped, unless blank.
+    fn assembled<F: FnMut(Event<'_>)>(&self, mut bytes: Vec<u8>, checked: Checked, sink: &mut F) {
+        let mut offset = self.frame_start;
+        if bytes.starts_with(&BOM[..]) && self.drops_bom(offset) {
+            bytes.drain(..BOM.len()); // rare: a peer that writes a BOM before each line
+            offset += BOM.len() as u64;
+        }
+        if !is_blank(&bytes) {
+            sink(Event::Assembled {
                 offset,
-                bytes: frame,
+                bytes,
+                checked,
             });
         }
+    }
+
+    /// Whether the frame starting at `offset` drops a leading BOM: every frame but the first after a
+    /// stream-start BOM, dropped already (one BOM per frame).
+    fn drops_bom(&self, offset: u64) -> bool {
+        self.bom_matched < BOM.len() || offset != BOM.len() as u64
     }
 }
 

@@ -35,7 +35,7 @@ const TOKEN: &[u8] = b"\"progressToken\"";
 /// A frame handed back for a decision.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Held {
-    /// A complete frame, terminator excluded (a stream-start BOM removed).
+    /// A complete frame, terminator excluded (its leading BOM removed: framing).
     Frame(Vec<u8>),
     /// A frame over the size limit, whose bytes were never all held.
     Oversize {

@@ -73,6 +73,10 @@ _CUT_MARGIN: Final = 16
 # The stdlib ends some reasons with " at" or " starting at" (its message adds the position after them);
 # the answer's `at` holds the position, so its `detail` reads without them.
 _DANGLING_AT: Final = re.compile(r"(?: starting)? at\Z")
+_BOM: Final = b"\xef\xbb\xbf"
+_BOM_MISPLACED: Final = "a UTF-8 byte order mark (EF BB BF) is allowed only right before a message, not in it"
+"""The ``detail`` of a -32700 for a byte order mark anywhere but at the start of a frame or body (one there
+is dropped; a second one, or one after a space or inside a batch, is refused), not the stdlib's words."""
 # A string, or a literal the stdlib reads as a float and the core refuses (`NaN`, `Infinity`, `-Infinity`).
 _NON_FINITE: Final = re.compile(rb'"(?:[^"\\]++|\\.)*+"|-?Infinity|NaN')
 
@@ -137,8 +141,9 @@ def parse_error_data(raw: bytes | None, offset: int) -> dict[str, int | str]:
         json.loads(head, parse_constant=_refuse_constant)
     except json.JSONDecodeError as exc:  # its position counts characters: the frame's byte is wanted
         if len(raw) <= _RECOVER_SCAN or _before_the_cut(exc, len(head)):
-            data["at"] = len(head[: exc.pos].encode("utf-8"))
-            data["detail"] = _DANGLING_AT.sub("", exc.msg)
+            at = len(head[: exc.pos].encode("utf-8"))
+            data["at"] = at
+            data["detail"] = _BOM_MISPLACED if raw[at : at + 3] == _BOM else _DANGLING_AT.sub("", exc.msg)
             return data
     except (ValueError, RecursionError) as exc:  # NaN or Infinity, or a number or nesting it cannot read
         if isinstance(exc, _NonFinite):  # read before any grammar error: the frame's own, even in a cut head

@@ -49,10 +49,48 @@ fn close_delivers_unterminated_frame_as_if_terminated() {
 }
 
 #[test]
-fn bom_dropped_only_at_start() {
+fn bom_dropped_at_the_start_of_the_stream_and_of_every_frame() {
     assert_eq!(
         run(100, &[b"\xEF\xBB\xBF{}\n\xEF\xBB\xBF{}\n"]),
-        vec![f(3, b"{}"), f(6, b"\xEF\xBB\xBF{}")]
+        vec![f(3, b"{}"), f(9, b"{}")]
+    );
+    // assembled from pieces, cut inside the BOM; a second BOM is content; a BOM and blanks are blank
+    assert_eq!(
+        run(
+            100,
+            &[
+                b"{}\n\xEF",
+                b"\xBB\xBF{",
+                b"}\n\xEF\xBB\xBF\xEF\xBB\xBF1\n\xEF\xBB\xBF \r\n2"
+            ]
+        ),
+        vec![
+            f(0, b"{}"),
+            f(6, b"{}"),
+            f(12, b"\xEF\xBB\xBF1"),
+            f(23, b"2")
+        ]
+    );
+    // counted in the frame's size: the same result however the stream is cut
+    let line = b"\xEF\xBB\xBF12345\n";
+    assert_eq!(
+        run(5, &[b"{}\n", line]),
+        run(5, &[b"{}\n", &line[..4], &line[4..]])
+    );
+    assert_eq!(run(8, &[b"{}\n", line]), vec![f(0, b"{}"), f(6, b"12345")]);
+    assert_eq!(
+        run(8, &[b"{}\n", &line[..2], &line[2..]]),
+        vec![f(0, b"{}"), f(6, b"12345")]
+    );
+    assert_eq!(run(100, &[b"1\n\xEF\xBB\xBF"]), vec![f(0, b"1")]);
+    // one BOM per frame: the stream's is the first frame's
+    assert_eq!(
+        run(100, &[b"\xEF\xBB\xBF\xEF\xBB\xBF1\n"]),
+        vec![f(3, b"\xEF\xBB\xBF1")]
+    );
+    assert_eq!(
+        run(100, &[b"\xEF\xBB", b"\xBF\xEF", b"\xBB\xBF1\n"]),
+        vec![f(3, b"\xEF\xBB\xBF1")]
     );
     assert_eq!(
         run(100, &[b"\xEF", b"\xBB", b"\xBF", b"1\n"]),

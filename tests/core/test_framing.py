@@ -61,13 +61,18 @@ FRAMING = [
     pytest.param(BOM, [], id="bom-only"),
     pytest.param(BOM + b"  \r\n", [], id="bom-then-whitespace"),
     pytest.param(BOM + BOM + A + b"\n", [err(INVALID_JSON, 3, (BOM + A)[:64])], id="second-bom-is-content"),
+    pytest.param(A + b"\n" + BOM + A + b"\n", [msg(A, 0), msg(A, 34)], id="bom-before-a-later-frame-dropped"),
     pytest.param(
-        A + b"\n" + BOM + A + b"\n",
-        [msg(A, 0), err(INVALID_JSON, 31, (BOM + A)[:64])],
-        id="bom-in-later-frame",
+        A + b"\n" + BOM + BOM + A + b"\n",
+        [msg(A, 0), err(INVALID_JSON, 34, (BOM + A)[:64])],
+        id="second-bom-before-a-later-frame-is-content",
     ),
+    pytest.param(A + b"\n" + BOM + b" \r\n", [msg(A, 0)], id="bom-then-whitespace-later"),
     pytest.param(A + BOM + b"\n", [err(INVALID_JSON, 0, A + BOM)], id="bom-at-frame-end"),
-    pytest.param(b"\n" + BOM + A + b"\n", [err(INVALID_JSON, 1, (BOM + A)[:64])], id="bom-after-first-byte"),
+    pytest.param(b"\n" + BOM + A + b"\n", [msg(A, 4)], id="bom-after-a-blank-line-dropped"),
+    pytest.param(
+        b" " + BOM + A + b"\n", [err(INVALID_JSON, 0, (b" " + BOM + A)[:64])], id="bom-after-a-space"
+    ),
     pytest.param(A, [msg(A, 0)], id="unterminated-final-frame"),
     pytest.param(A + b"\n" + B, [msg(A, 0), msg(B, 31)], id="unterminated-after-frame"),
     pytest.param(BOM + A, [msg(A, 3)], id="unterminated-after-bom"),

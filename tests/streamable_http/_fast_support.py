@@ -1,5 +1,6 @@
 """What the lean server's fast path (`http/fast.py`'s `fast_post`) made of each POST, for the tests that
-check which POSTs it took: each test file sorts the results its own way (`kind`)."""
+check which POSTs it took: each test file sorts the results its own way (`kind`), or takes their type
+names (`taken`)."""
 
 from __future__ import annotations
 
@@ -26,3 +27,10 @@ def record_fast_posts(monkeypatch: pytest.MonkeyPatch, kind: Callable[[Any], T])
 
     monkeypatch.setattr(fast_module, "fast_post", recorded)
     return seen
+
+
+@pytest.fixture
+def taken(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The type name of each fast-path result (`_Abandoned`: the parked JSON answer of a `Pending`
+    exchange; `NoneType`: declined)."""
+    return record_fast_posts(monkeypatch, lambda got: type(got).__name__)

@@ -1,5 +1,6 @@
 """For the tests of handlers that suspend, served live on 127.0.0.1 (test_server_deferred*, test_sse_wire*):
-tools that wait on gates the test opens (`GatedTools`), the server with a session open on it (`serving`),
+tools that wait on gates the test opens (`GatedTools`, `LateLogTools`), the server with a session open on it
+(`serving`, `session_of`),
 what the lean server ran in tasks (`wire_tasks`), the raw POSTs of a streamed request and the bytes
 it brings (`post_streamed`, `read_raw`), and a raw client with a small receive window that has the server's
 SSE writer wait for room (`SlowClient`, `flooding`)."""
@@ -19,7 +20,8 @@ import pytest
 from mcpframe.http import sse_wire
 from mcpframe.http import wire as wire_module
 from mcpframe.http.server import HttpOptions, StreamableHTTPServer
-from mcpframe.server import Server
+from mcpframe.http.sessions import HttpSession
+from mcpframe.server import Context, Server
 
 from ._server_support import call, open_session, raw_post, served
 
@@ -54,6 +56,23 @@ class GatedTools:
             return text
 
 
+class LateLogTools(GatedTools):
+    """`GatedTools` plus `late_log`: suspends until `gate` opens, then logs, then answers (so its answer
+    cannot go out before a stream is made for the log)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        tools = self
+
+        @self.server.tool
+        async def late_log(ctx: Context) -> str:
+            """Suspends, then logs, then answers."""
+            tools.entered.set()
+            await tools.gate.wait()
+            await ctx.info("late")
+            return "logged"
+
+
 @contextlib.asynccontextmanager
 async def live_app(
     tools: GatedTools, *, http_server: str = "mcpframe", grace: float | None = None, **options: Any
@@ -77,6 +96,13 @@ async def serving(
         httpx.AsyncClient(timeout=10) as client,
     ):
         yield url, app, client, await open_session(client, url)
+
+
+def session_of(app: StreamableHTTPServer, headers: dict[str, str]) -> HttpSession:
+    """The session `headers` (a request's, as `serving` yields them) belong to on `app`."""
+    session = app.sessions.find(headers, None)
+    assert isinstance(session, HttpSession)
+    return session
 
 
 async def until(condition: Callable[[], bool]) -> None:

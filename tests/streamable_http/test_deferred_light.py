@@ -24,13 +24,15 @@ from mcpframe import jsonrpc
 from mcpframe.http import fast_pending
 from mcpframe.http.fast_pending import Pending
 from mcpframe.http.responses import session_ended_text
-from mcpframe.http.server import HttpOptions, StreamableHTTPServer, serve_http
+from mcpframe.http.server import HttpOptions, serve_http
 from mcpframe.http.sessions import HttpSession
 from mcpframe.server import Context
 
-from ._fast_support import record_fast_posts
-from ._live_support import GatedTools, live_app, post_streamed, serving, until
+from ._fast_support import taken
+from ._live_support import LateLogTools, live_app, post_streamed, serving, session_of, until
 from ._server_support import JSON_AND_SSE, MODERN, call, messages, modern_meta, open_session, raw_post
+
+__all__ = ["taken"]  # the fixture, used by name
 
 pytestmark = pytest.mark.anyio
 
@@ -38,20 +40,8 @@ LONG = 60.0
 """`stream_after` of the tests whose answer must stay JSON: far past any wait of theirs."""
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
-def taken(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The type of each fast-path answer (`_Abandoned`: the parked JSON answer of a `Pending` exchange)."""
-    return record_fast_posts(monkeypatch, lambda got: type(got).__name__)
-
-
-class Tools(GatedTools):
-    """`GatedTools` plus `other` (suspends on a gate of its own), `late_log` (suspends, then logs) and
-    `log_first` (logs, then suspends)."""
+class Tools(LateLogTools):
+    """`LateLogTools` plus `other` (suspends on a gate of its own) and `log_first` (logs, then suspends)."""
 
     def __init__(self) -> None:
         super().__init__("deferred-light")
@@ -67,14 +57,6 @@ class Tools(GatedTools):
             return text
 
         @self.server.tool
-        async def late_log(ctx: Context) -> str:
-            """Suspends, then logs, then answers."""
-            tools.entered.set()
-            await tools.gate.wait()
-            await ctx.info("late")
-            return "logged"
-
-        @self.server.tool
         async def log_first(text: str, ctx: Context) -> str:
             """Logs, then suspends until the test opens `gate`."""
             await ctx.info("first")
@@ -85,12 +67,6 @@ class Tools(GatedTools):
                 tools.cancelled += 1
                 raise
             return text
-
-
-def _session(app: StreamableHTTPServer, headers: dict[str, str]) -> HttpSession:
-    session = app.sessions.find(headers, None)
-    assert isinstance(session, HttpSession)
-    return session
 
 
 def _idle_lanes(session: HttpSession) -> list[Any]:
@@ -117,7 +93,7 @@ async def _posting(
 async def test_an_answer_after_suspending_goes_to_its_post_with_no_stream(taken: list[str]) -> None:
     tools = Tools()
     async with serving(tools, response_mode="auto", stream_after=LONG) as (url, app, client, headers):
-        session = _session(app, headers)
+        session = session_of(app, headers)
         taken.clear()
         async with _posting(client, url, headers, call("hold", {"text": "h"}, rid=3)) as got:
             await tools.entered.wait()
@@ -173,7 +149,7 @@ async def _out_of_order(
 async def test_two_posts_on_one_session_answered_out_of_order_each_get_their_own(taken: list[str]) -> None:
     tools = Tools()
     async with serving(tools, response_mode="auto", stream_after=LONG) as (url, app, client, headers):
-        session = _session(app, headers)
+        session = session_of(app, headers)
         await _out_of_order(tools, client, url, headers, 30)  # two lanes in the pool for the next two
         taken.clear()
         first, second = await _out_of_order(tools, client, url, headers, 40)
@@ -198,7 +174,7 @@ async def test_two_posts_on_one_session_answered_out_of_order_each_get_their_own
 async def test_a_log_after_suspending_makes_the_stream_and_switches_to_sse(taken: list[str]) -> None:
     tools = Tools()
     async with serving(tools, response_mode="auto", stream_after=LONG) as (url, app, client, headers):
-        session = _session(app, headers)
+        session = session_of(app, headers)
         taken.clear()
         async with _posting(client, url, headers, call("late_log", rid=5)) as got:
             await tools.entered.wait()
@@ -219,7 +195,7 @@ async def test_a_log_to_a_client_that_takes_only_json_is_dropped_and_the_answer_
 ) -> None:
     tools = Tools()
     async with serving(tools, response_mode="auto", stream_after=LONG) as (url, app, client, session_headers):
-        session = _session(app, session_headers)
+        session = session_of(app, session_headers)
         headers = {**session_headers, "accept": "application/json"}
         taken.clear()
         async with _posting(client, url, headers, call("late_log", rid=6)) as got:
@@ -244,7 +220,7 @@ async def test_its_session_ending_while_its_stream_is_walked_answers_once_withou
     dict walked (the exchange's own end forgets the stream)."""
     tools = Tools()
     async with serving(tools, response_mode="auto", stream_after=LONG) as (url, app, client, session_headers):
-        session = _session(app, session_headers)
+        session = session_of(app, session_headers)
         headers = {**session_headers, "accept": "application/json"}
         taken.clear()
         async with _posting(client, url, headers, call("log_first", {"text": "w"}, rid=14)) as got:
@@ -265,7 +241,7 @@ async def test_a_cancel_from_the_client_cancels_the_handler_once_and_ends_its_po
 ) -> None:
     tools = Tools()
     async with serving(tools, response_mode="auto", stream_after=LONG) as (url, app, client, headers):
-        session = _session(app, headers)
+        session = session_of(app, headers)
         taken.clear()
         async with _posting(client, url, headers, call("hold", {"text": "c"}, rid=8)) as got:
             await tools.entered.wait()
@@ -291,7 +267,7 @@ async def test_a_cancel_from_the_client_cancels_the_handler_once_and_ends_its_po
 async def test_a_client_that_leaves_while_suspended_cancels_the_handler_once(taken: list[str]) -> None:
     tools = Tools()
     async with serving(tools, response_mode="auto", stream_after=LONG) as (url, app, client, headers):
-        session = _session(app, headers)
+        session = session_of(app, headers)
         host, port = url.split("/")[2].split(":")
         taken.clear()
         with anyio.fail_after(10):
@@ -333,7 +309,7 @@ async def test_no_answer_within_stream_after_switches_to_sse(taken: list[str]) -
     answer it first), and the answer switches to SSE, the rest of it on the stream made then."""
     tools = Tools()
     async with serving(tools, response_mode="auto", stream_after=0) as (url, app, client, headers):
-        session = _session(app, headers)
+        session = session_of(app, headers)
         taken.clear()
         with anyio.fail_after(10):
             response = await post_streamed(client, url, headers, call("hold", {"text": "s"}, rid=13))
@@ -438,7 +414,7 @@ async def test_a_failure_while_making_its_pending_leaves_nothing_taken(
     left owned, the admission given back, and the next POST on the session answered."""
     tools = Tools()
     async with serving(tools, response_mode="auto", stream_after=LONG) as (url, app, client, headers):
-        session = _session(app, headers)
+        session = session_of(app, headers)
 
         def broken(*args: object) -> object:
             raise RuntimeError("timer broken")

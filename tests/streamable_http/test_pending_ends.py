@@ -12,41 +12,16 @@ import anyio
 import pytest
 
 from mcpframe.http.deadlines import Deadlines
-from mcpframe.http.sessions import HttpSession
-from mcpframe.server import Context
 
-from ._fast_support import record_fast_posts
-from ._live_support import GatedTools, serving, until
+from ._fast_support import taken
+from ._live_support import LateLogTools, serving, session_of, until
 from ._server_support import call
+
+__all__ = ["taken"]  # the fixture, used by name
 
 pytestmark = pytest.mark.anyio
 
 LONG = 60.0  # `stream_after`: far past any wait here, so every answer stays JSON unless a stream is needed
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
-def taken(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    return record_fast_posts(monkeypatch, lambda got: type(got).__name__)
-
-
-class Tools(GatedTools):
-    """`GatedTools` plus `late_log`: suspends, logs, then answers (its exchange needs a stream)."""
-
-    def __init__(self) -> None:
-        super().__init__("pending-ends")
-        tools = self
-
-        @self.server.tool
-        async def late_log(ctx: Context) -> str:
-            tools.entered.set()
-            await tools.gate.wait()
-            await ctx.info("late")
-            return "logged"
 
 
 def _waiting(wait: float) -> list[Any]:
@@ -56,13 +31,12 @@ def _waiting(wait: float) -> list[Any]:
 
 
 @pytest.mark.parametrize("accept", ["application/json, text/event-stream", "application/json"])
-async def test_the_switch_deadline_is_armed_for_a_client_that_takes_sse_only(
+async def test_the_switch_deadline_is_armed_only_for_a_client_that_accepts_sse(
     accept: str, taken: list[str]
 ) -> None:
-    tools = Tools()
+    tools = LateLogTools("pending-ends")
     async with serving(tools, response_mode="auto", stream_after=LONG) as (url, app, client, headers):
-        session = app.sessions.find(headers, None)
-        assert isinstance(session, HttpSession)
+        session = session_of(app, headers)
         taken.clear()
         with anyio.fail_after(10):
             body = call("hold", {"text": "x"}, rid=7)
@@ -87,10 +61,9 @@ async def test_the_switch_deadline_is_armed_for_a_client_that_takes_sse_only(
 
 
 async def test_an_exchange_that_made_a_stream_counts_its_request_down_once(taken: list[str]) -> None:
-    tools = Tools()
+    tools = LateLogTools("pending-ends")
     async with serving(tools, response_mode="auto", stream_after=LONG) as (url, app, client, headers):
-        session = app.sessions.find(headers, None)
-        assert isinstance(session, HttpSession)
+        session = session_of(app, headers)
         taken.clear()
         with anyio.fail_after(10):
             asked = asyncio.ensure_future(client.post(url, json=call("late_log", rid=8), headers=headers))

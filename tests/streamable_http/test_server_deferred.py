@@ -25,10 +25,9 @@ from mcpframe.http.deadlines import Deadlines
 from mcpframe.http.responses import session_ended_text
 from mcpframe.http.sessions import HttpSession
 from mcpframe.http.wire_parts import Parked
-from mcpframe.server import Context
 
 from ._fast_support import record_fast_posts
-from ._live_support import GatedTools, post_streamed, read_raw, serving, until, wire_tasks
+from ._live_support import LateLogTools, post_streamed, read_raw, serving, until, wire_tasks
 from ._server_support import call, messages, raw_post
 
 __all__ = ["wire_tasks"]  # the fixture, used by name
@@ -44,8 +43,8 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-class Tools(GatedTools):
-    """`GatedTools` with a `def` tool that waits on a thread's gate and one that logs after suspending."""
+class Tools(LateLogTools):
+    """`LateLogTools` with a `def` tool that waits on a thread's gate."""
 
     def __init__(self) -> None:
         super().__init__("deferred")
@@ -57,14 +56,6 @@ class Tools(GatedTools):
             """A `def` tool that waits for the test (on its worker thread)."""
             tools.thread_gate.wait(10)
             return text
-
-        @self.server.tool
-        async def late_log(ctx: Context) -> str:
-            """Suspends, then logs, then answers."""
-            tools.entered.set()
-            await tools.gate.wait()
-            await ctx.info("late")
-            return "logged"
 
 
 def _waiting_deadlines() -> list[Any]:

@@ -31,6 +31,15 @@ def _oversize(max_frame: int, offset: int, head: bytes) -> FrameError:
     return FrameError(INVALID_REQUEST, message, offset=offset, preview=preview)
 
 
+def without_bom(raw: bytes, offset: int, kept_at: int) -> tuple[bytes, int]:
+    """A frame of at most ``max_frame`` bytes and its offset, a leading BOM dropped (at the start of any
+    frame, as at the stream's: RFC 8259 lets a parser ignore one; it still counts in the frame's size),
+    but for the frame at ``kept_at``: the first after a stream-start BOM (one BOM per frame)."""
+    if raw.startswith(_BOM) and offset != kept_at:
+        return raw[len(_BOM) :], offset + len(_BOM)
+    return raw, offset
+
+
 def _as_bytes(data: object) -> bytes:
     if type(data) is bytes:
         return data
@@ -54,6 +63,7 @@ class Decoder:
 
     __slots__ = (
         "_batches",
+        "_bom_end",
         "_bom_head",
         "_closed",
         "_discarding",
@@ -73,6 +83,7 @@ class Decoder:
         self._batches = batches
         self._offset = 0  # stream bytes received so far
         self._bom_head: bytes | None = b""  # stream start while it may still be a BOM; None once decided
+        self._bom_end = -1  # 3 once a stream-start BOM was dropped: the first frame keeps a second one
         self._pending: list[bytes] = []  # chunks of the incomplete frame
         self._pending_len = 0
         self._frame_start = 0  # stream offset of the incomplete frame
@@ -149,6 +160,7 @@ class Decoder:
             return b"", 0
         self._bom_head = None
         if head.startswith(_BOM):
+            self._bom_end = len(_BOM)
             return head[len(_BOM) :], len(_BOM)
         return head, 0
 
@@ -200,7 +212,10 @@ class Decoder:
                 raw = raw[:-1]
             if len(raw) > max_frame:
                 out.append(_oversize(max_frame, offset, raw))
-            elif raw.strip(_BLANK):
+                continue
+            if raw and raw[0] == 0xEF:
+                raw, offset = without_bom(raw, offset, self._bom_end)
+            if raw.strip(_BLANK):
                 decode_frame(raw, offset, batches, lazy, out)
         return pos
 
@@ -209,7 +224,10 @@ class Decoder:
             raw = raw[:-1]
         if len(raw) > self._max_frame:
             out.append(_oversize(self._max_frame, offset, raw))
-        elif raw.strip(_BLANK):
+            return
+        if raw and raw[0] == 0xEF:  # (tested here first: no call per frame)
+            raw, offset = without_bom(raw, offset, self._bom_end)
+        if raw.strip(_BLANK):
             decode_frame(raw, offset, self._batches, self._lazy, out)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from mcpframe._pycore.correlation import IdMap, _conn
 from mcpframe._pycore.envelope import decode_frame
-from mcpframe._pycore.framing import _BLANK, DEFAULT_MAX_FRAME, Decoder, _oversize
+from mcpframe._pycore.framing import _BLANK, DEFAULT_MAX_FRAME, Decoder, _oversize, without_bom
 from mcpframe._pycore.message import FrameError, Message
 from mcpframe.errors import DecoderClosedError, DuplicateIdError, PendingLimitError
 from mcpframe.protocol import (
@@ -52,7 +52,10 @@ class _Framer(Decoder):
             raw = raw[:-1]
         if len(raw) > self._max_frame:
             self.relay._held.append(_oversize(self._max_frame, offset, raw))
-        elif raw.strip(_BLANK):
+            return
+        if raw and raw[0] == 0xEF:  # (tested here first: no call per frame)
+            raw, offset = without_bom(raw, offset, self._bom_end)
+        if raw.strip(_BLANK):
             self.relay._step(raw)
 
 

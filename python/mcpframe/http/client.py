@@ -40,7 +40,7 @@ to `receive`); the wire helpers (SSE parsing, header values) are in `client_wire
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Final, Literal, Protocol
 
@@ -301,6 +301,49 @@ class StreamableHTTPTransport(BackgroundTransport):
                 await self._cancel(item, tg)
             else:
                 await self._post_other(item)
+
+    @property
+    def batches(self) -> bool:
+        """Whether a JSON-RPC batch may be posted whole (`send_batch`): the session is running and it
+        negotiated 2025-03-26, the one revision with batches (`protocol.batches_allowed`)."""
+        return (
+            self.session_ready
+            and self._state.opening is None
+            and protocol.batches_allowed(self._state.protocol_version)
+        )
+
+    async def send_batch(self, data: bytes, ids: Sequence[Id]) -> None:
+        """Post `data`, one JSON-RPC batch (a JSON array) whose requests are `ids` (not empty), as one body
+        in the session, from a task as a request is (`batches` must hold). Its answers go to `receive` one
+        NDJSON line each, as any other; a request of `ids` the server's answer lacks (an error status, a
+        dropped connection, a stream cut short: a batch is neither resumed nor sent again) gets an error
+        answer. A cancel of one of its requests is posted at once (the server may not have it yet)."""
+        tg = self._tg
+        if self._closed or tg is None:
+            raise TransportClosedError("the HTTP transport is closed")
+        tg.start_soon(self._post_batch, data, set(ids))
+
+    async def _post_batch(self, data: bytes, owed: set[Id]) -> None:
+        headers = self._state.headers()
+        headers["accept"] = _ACCEPT
+        headers["content-type"] = "application/json"
+        why: str | None = None  # the HTTP failure, if any
+        try:
+            async with self._post(data, headers) as resp:
+                await self._reader.batch(resp, owed)
+        except Undeliverable:
+            return
+        except httpx.HTTPError as exc:
+            why = f"HTTP request failed: {exc!r}"
+        if owed:
+            await self._inbox.push(
+                [
+                    answer_missing(rid, stream=False)
+                    if why is None
+                    else synthesized_error(rid, jsonrpc.CONNECTION_CLOSED, why)
+                    for rid in owed
+                ]
+            )
 
     async def _handshake(self, message: MessageLike) -> None:
         """Hold `message` while an `initialize` sent before waits for its answer (see the module doc:

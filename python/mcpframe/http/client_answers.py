@@ -146,6 +146,26 @@ class AnswerReader:
             return answer_missing(rid, stream=kind != "application/json")
         return found
 
+    async def batch(self, resp: HttpResponse, owed: set[Id]) -> None:
+        """Read the answer to a POSTed JSON-RPC batch whose requests are `owed` (not empty): a JSON array
+        or an SSE stream, everything in it forwarded, the id of each answer taken out of `owed` (what is
+        left was not answered). An error status answers every request of `owed` as `answer` would one."""
+        if resp.status_code >= 400:
+            error = (await self._error_answer(next(iter(owed)), resp)).error or {}
+            code, text = error.get("code", jsonrpc.INTERNAL_ERROR), error.get("message", "")
+            await self._inbox.push([synthesized_error(rid, code, text) for rid in owed])
+            owed.clear()
+            return
+        kind = content_type(resp)
+        if kind == "text/event-stream":
+            await self._read_sse(resp, StreamState(), None, False, owed)
+            return
+        body = await read_limited(resp, self._options.max_message) if kind == "application/json" else None
+        if body is None:
+            await resp.aclose()
+        else:
+            await self._deliver(core.decode(body, lazy=True), None, False, owed)
+
     async def _error_answer(self, rid: Id, resp: HttpResponse) -> MessageLike:
         body = b""
         async for chunk in resp.aiter_bytes():
@@ -170,11 +190,19 @@ class AnswerReader:
     # ------------------------------------------------------------------ delivery
 
     async def _deliver(
-        self, items: Iterable[MessageLike | core.FrameError], rid: Id | None, intercept: bool
+        self,
+        items: Iterable[MessageLike | core.FrameError],
+        rid: Id | None,
+        intercept: bool,
+        owed: set[Id] | None = None,
     ) -> MessageLike | bool:
-        """Forward messages; report whether the response to `rid` was among them (or return it: intercept)."""
+        """Forward messages; report whether the response to `rid` was among them (or return it: intercept).
+        With `owed` (a batch's requests), the ids answered are taken out of it: `True` once it is empty."""
         found, forward = self.sort(items, rid, intercept)
         await self._inbox.push(forward)
+        if owed is not None:
+            owed.difference_update([item.id for item in forward if item.kind in ("result", "error")])
+            return not owed
         return found
 
     def sort(
@@ -207,9 +235,15 @@ class AnswerReader:
     # ------------------------------------------------------------------ SSE streams
 
     async def _read_sse(
-        self, resp: HttpResponse, stream: StreamState, rid: Id | None, intercept: bool
+        self,
+        resp: HttpResponse,
+        stream: StreamState,
+        rid: Id | None,
+        intercept: bool,
+        owed: set[Id] | None = None,
     ) -> MessageLike | bool:
-        """Forward the events of one SSE response until it ends or carries the answer to `rid`."""
+        """Forward the events of one SSE response until it ends or carries the answer to `rid` (or, with
+        `owed`, to every request of a batch: `_deliver`)."""
         parser = SSEParser(self._options.max_message)
         parser.last_event_id = stream.last_event_id
         chunks = resp.aiter_bytes()
@@ -222,7 +256,7 @@ class AnswerReader:
                 for event in events:
                     if event.event != "message" or not event.data:
                         continue  # a priming event (an id and an empty `data:`) carries no message
-                    found = await self._deliver(core.decode(event.data, lazy=True), rid, intercept)
+                    found = await self._deliver(core.decode(event.data, lazy=True), rid, intercept, owed)
                     if found is not False:
                         await _drain_unless_finished(resp, chunks)
                         return found

@@ -14,7 +14,7 @@ The probe is tried once: a second refusal is the server's answer. `kind` says wh
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from typing import Final, Literal
 
@@ -114,6 +114,15 @@ class AutoTransport(BackgroundTransport):
         if self.legacy is None:
             await self.streamable.handshake_answered()
         await (self.legacy or self.streamable).send(data)
+
+    @property
+    def batches(self) -> bool:
+        """`StreamableHTTPTransport.batches` (never on the legacy transport: 2024-11-05 has no batches)."""
+        return self.legacy is None and self.streamable.batches
+
+    async def send_batch(self, data: bytes, ids: Sequence[Id]) -> None:
+        """`StreamableHTTPTransport.send_batch` (only while `batches` holds)."""
+        await self.streamable.send_batch(data, ids)
 
     def held_cancel(self, rid: Id) -> anyio.Event | None:
         """`StreamableHTTPTransport.held_cancel` (the legacy transport holds no cancel back)."""

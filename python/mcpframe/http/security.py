@@ -18,6 +18,7 @@ from typing import Any
 __all__ = [
     "LOOPBACK_HOSTS",
     "AccessToken",
+    "AllowedPairs",
     "BearerAuth",
     "HostGuard",
     "ListeningBearerAuth",
@@ -98,6 +99,32 @@ class HostGuard:
 def _check(guard: HostGuard, host: str | None, origin: str | None) -> tuple[int, str] | None:
     """`HostGuard.check`, remembered: clients send the same Host and Origin with every request."""
     return guard._check(host, origin)
+
+
+Pair = tuple[str | None, str | None]
+"""A request's (Host, Origin) header values, `None` where the header is absent."""
+
+
+class AllowedPairs(set[Pair]):
+    """The (Host, Origin) pairs `guard` allowed, for the lean server's hot path (`wire_fast`): the caller
+    looks its pair up itself (`pair in allowed`, a set lookup with no Python call) and asks `admit` only on
+    a miss. At most `bound` pairs are remembered, so a client naming ever new hosts cannot grow it: past
+    that, each new pair is checked every time (`HostGuard.check`, itself cached)."""
+
+    __slots__ = ("bound", "guard")
+
+    def __init__(self, guard: HostGuard, bound: int = 256) -> None:
+        super().__init__()
+        self.guard = guard
+        self.bound = bound
+
+    def admit(self, pair: Pair) -> bool:
+        """Whether `guard` allows `pair`; an allowed pair is remembered while there is room."""
+        if self.guard.check(*pair) is not None:
+            return False
+        if len(self) < self.bound:
+            self.add(pair)
+        return True
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

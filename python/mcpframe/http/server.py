@@ -49,7 +49,7 @@ from .legacy import MESSAGES_PATH, SSE_PATH, LegacySSE, LegacyStream
 from .options import HttpOptions
 from .pipe import Pipe
 from .responses import SSE_HEADERS, Answer, Reply, StreamReplies, error_response
-from .security import AccessToken, HostGuard
+from .security import AccessToken, AllowedPairs, HostGuard
 from .sessions import HttpSession, SessionManager
 from .store import SharedStore, StoreUnavailable, open_store
 from .store_sessions import SharedSessions
@@ -108,7 +108,7 @@ class StreamableHTTPServer:
         # the 2024-11-05 HTTP+SSE transport on /sse and /messages/ (its sessions run inside their GETs)
         self.legacy = LegacySSE(server.connection, opts, self.sessions.shared) if opts.legacy_sse else None
         self._target = opts.path.encode("latin-1")  # what `wire_fast` takes (no query, no percent-escape)
-        self._allowed: set[tuple[str | None, str | None]] = set()  # (Host, Origin) pairs `_guard` allowed
+        self._allowed = AllowedPairs(self.guard)  # the (Host, Origin) pairs `wire_fast` let through
         self._tg: anyio.abc.TaskGroup | None = None
         self._server_lifespan: AbstractAsyncContextManager[Any] | None = None
 
@@ -142,11 +142,8 @@ class StreamableHTTPServer:
             return None
         headers = header_dict(raw_headers)  # checked as `_admit` does (no `auth` here)
         pair = (headers.get("host"), headers.get("origin"))
-        if pair not in self._allowed:  # `HostGuard.check` is cached too, but keyed by the guard's hash
-            if self._guard(headers) is not None:
-                return None
-            if len(self._allowed) < _ALLOWED_PAIRS:
-                self._allowed.add(pair)
+        if pair not in self._allowed and not self._allowed.admit(pair):  # (a hit costs no Python call)
+            return None
         if _version_refusal(headers) is not None:
             return None
         return wire_answer(self.posts, headers, body)
@@ -384,9 +381,6 @@ class StreamableHTTPServer:
         else:
             await self.sessions.end(found)
         return Reply(200)
-
-
-_ALLOWED_PAIRS = 256  # (Host, Origin) pairs remembered by `wire_fast`; more are checked every time
 
 
 def _version_refusal(headers: dict[str, str]) -> Reply | None:

@@ -40,7 +40,7 @@ from mcpframe.http.asgi import header_dict
 from mcpframe.http.headers import MCP_PROTOCOL_VERSION
 from mcpframe.http.legacy import LegacySSE
 from mcpframe.http.options import HttpOptions
-from mcpframe.http.server import _ALLOWED_PAIRS, StreamableHTTPServer, announce, serve_http
+from mcpframe.http.server import StreamableHTTPServer, announce, serve_http
 from mcpframe.http.wire import WireAnswer
 from mcpframe.protocol import SUPPORTED_VERSIONS
 from mcpframe.session import SessionOptions
@@ -157,11 +157,8 @@ class ListenServer(StreamableHTTPServer):
             return None
         headers = _HEADERS(raw_headers)  # checked as the full path's `_admit` does (no `auth` here)
         pair = (headers.get("host"), headers.get("origin"))
-        if pair not in self._allowed:  # as `StreamableHTTPServer.wire_fast` remembers allowed pairs
-            if self._guard(headers) is not None:
-                return None
-            if len(self._allowed) < _ALLOWED_PAIRS:
-                self._allowed.add(pair)
+        if pair not in self._allowed and not self._allowed.admit(pair):  # as `StreamableHTTPServer.wire_fast`
+            return None
         version = headers.get(MCP_PROTOCOL_VERSION)  # (`_version_refusal`'s check, inlined)
         if version is not None and version not in SUPPORTED_VERSIONS:
             return None

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Reader", "decode_held", "held_decoder", "odd_id", "splice", "splice_two", "with_raw_id"]
 
+_BOM = b"\xef\xbb\xbf"
 _NOTHING: list[core.Message | core.FrameError] = []  # no held frames (read only, never appended to)
 
 
@@ -31,10 +32,13 @@ def decode_held(
     """The messages of a relay's held frames, in order (an oversize frame is the relay's `FrameError`)."""
     items: list[core.Message | core.FrameError] = []
     for frame in held:
-        if isinstance(frame, bytes):
-            items += decoder.feed(frame + b"\r\n")  # CRLF: a frame's own last CR stays content
-        else:
+        if not isinstance(frame, bytes):
             items.append(frame)
+        elif frame[:3] != _BOM:
+            items += decoder.feed(frame + b"\r\n")  # CRLF: a frame's own last CR stays content
+        else:  # a second BOM (the relay dropped the frame's own one): content, as a session reads it
+            body = _BOM + frame  # `decode` drops the first BOM only
+            items += core.decode(body, max_frame=decoder.max_frame, lazy=True, batches=decoder.batches)
     return items
 
 

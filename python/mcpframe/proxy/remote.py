@@ -25,6 +25,9 @@ bounded: once `max_backlog` requests (default `max_in_flight`) wait, stdin is no
 so at most `max_backlog` requests plus those of one read (a chunk of stdin) are held. A client that queues
 more requests than both bounds ahead of its answers still waits for the tools' own timeouts.
 
+Batches: a JSON-RPC batch from the client is posted as one (`BatchTransport.send_batch`) where the session
+negotiated 2025-03-26, else element by element; either way the client gets one array (`remote_batch`).
+
 The handshake: a client may write `notifications/initialized` and its first calls without waiting for the
 answer to its `initialize`, but the server gives the session (`Mcp-Session-Id`) with that answer and
 refuses with 400 what comes without it. So everything read after a handshake-era `initialize` is held, in
@@ -56,7 +59,7 @@ import os
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import suppress
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 import anyio
 import anyio.abc
@@ -67,7 +70,8 @@ from mcpframe.session.batch import error_answer
 from mcpframe.transports.base import TransportClosedError
 
 from .options import ProxyOptions
-from .remote_queue import Backlog, Handshake, InFlight, opens_session
+from .remote_batch import BatchAnswers
+from .remote_queue import Backlog, Cancelled, Handshake, InFlight, opens_session
 
 __all__ = ["ByteTransport", "Lane", "fast_lane", "proxy_remote", "run_remote"]
 
@@ -97,58 +101,14 @@ class ByteTransport(Protocol):
     async def send(self, data: bytes) -> None: ...
 
 
-class _Cancelled:
-    """The requests the client cancelled while in flight: an answer to one of them that still comes from
-    the transport is not written (the fast lane drops its own: `Lane.withdraw`). Bounded: past `limit` ids
-    the oldest is forgotten. (The transport reads a request's answer until it has posted its cancel, which
-    it holds back while the request is being written; the request keeps its place in `InFlight` until
-    then, so answers can come for at most `max_in_flight` cancelled ids at once, and `limit` is at least
-    that. Past `limit`, the answer to the oldest would reach the client, which ignores an answer to a
-    request it cancelled.)"""
+class BatchTransport(ByteTransport, Protocol):
+    """A server side that can post a JSON-RPC batch whole (`StreamableHTTPTransport.send_batch`), while
+    `batches` holds (the session negotiated 2025-03-26)."""
 
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.ids: dict[Any, None] = {}  # in the order cancelled
+    @property
+    def batches(self) -> bool: ...
 
-    def add(self, rid: Any) -> None:
-        self.ids[rid] = None
-        if len(self.ids) > self.limit:
-            del self.ids[next(iter(self.ids))]
-
-    def drop(self, data: bytes) -> tuple[bytes, list[Any]]:
-        """`data` (NDJSON frames from the server) without the answers to cancelled requests (each such id
-        is then forgotten), and the ids the other answers are for (they count answered once written)."""
-        found = False
-        answered: list[Any] = []
-        for item in _frames(data):
-            if not isinstance(item, core.FrameError) and item.kind in ("result", "error"):
-                if item.id in self.ids:
-                    found = True
-                else:
-                    answered.append(item.id)
-        if not found:
-            return data, answered
-        kept: list[bytes] = []
-        for line in data.splitlines(keepends=True):
-            rid = _answered_id(line)
-            if rid is not None and rid in self.ids:
-                del self.ids[rid]
-                continue
-            kept.append(line)
-        return b"".join(kept), answered
-
-
-def _frames(data: bytes) -> Sequence[MessageLike | core.FrameError]:
-    return core.Decoder(lazy=True).feed(data if data.endswith(b"\n") else data + b"\n")
-
-
-def _answered_id(line: bytes) -> Any:
-    """The id of the answer that NDJSON `line` is (`None`: something else)."""
-    items = _frames(line) if line.strip() else ()
-    item = items[0] if len(items) == 1 else None
-    if item is None or isinstance(item, core.FrameError) or item.kind not in ("result", "error"):
-        return None
-    return item.id
+    async def send_batch(self, data: bytes, ids: Sequence[Any]) -> None: ...
 
 
 class Lane(Protocol):
@@ -167,10 +127,15 @@ class Lane(Protocol):
     ) -> None: ...
 
 
+_ALONE: Final = frozenset({protocol.INITIALIZE, protocol.NOTIFICATIONS_CANCELLED})
+"""Methods that keep a batch from being posted whole: each needs the proxy's own bookkeeping."""
+
+
 class _Reader:
     """The client's side: what it writes, posted frame by frame as it came (the lane's requests by the
-    lane); malformed frames answered here. A request past the in-flight bound waits in `backlog`; in the
-    handshake era what follows an `initialize` waits in `handshake` for its answer (module doc)."""
+    lane; a batch whole where the session allows it: `_batch`); malformed frames answered here. A request
+    past the in-flight bound waits in `backlog`; in the handshake era what follows an `initialize` waits in
+    `handshake` for its answer (module doc)."""
 
     def __init__(
         self,
@@ -180,11 +145,14 @@ class _Reader:
         lane: Lane | None,
         backlog: Backlog,
         *,
-        cancelled: _Cancelled,
+        cancelled: Cancelled,
+        answers: BatchAnswers,
         tg: anyio.abc.TaskGroup,
         max_held: int,
     ) -> None:
         self.client = client
+        self.answers = answers
+        self.whole: BatchTransport | None = server if hasattr(server, "send_batch") else None  # type: ignore[assignment]
         self.in_flight = in_flight
         self.lane = lane
         self.backlog = backlog
@@ -206,15 +174,74 @@ class _Reader:
             if not chunk:
                 return
             async with self._turn:
-                for item in decoder.feed(chunk):
-                    if isinstance(item, core.FrameError):
-                        if not item.notification:  # answered as a stdio server would; never sent on broken
-                            await self.client.send(error_answer(item, max_frame=decoder.max_frame))
-                    elif handshake.engaged:
-                        handshake.hold(item)
-                    else:
-                        await self._dispatch(item)
+                await self._take(decoder.feed(chunk), decoder.max_frame)
                 await self.out.flush()
+                await self.answers.flush()  # a batch a cancel completed
+
+    async def _take(self, items: Sequence[MessageLike | core.FrameError], max_frame: int) -> None:
+        """What one read of stdin completed, in order; a batch's elements (all in `items`: a batch is one
+        line) go together (`_batch`)."""
+        batch: list[MessageLike | core.FrameError] = []
+        for item in items:
+            if item.batch is not None:
+                if item.batch == 0 and batch:  # the next batch begins
+                    await self._batch(batch, max_frame)
+                    batch = []
+                batch.append(item)
+                continue
+            if batch:
+                await self._batch(batch, max_frame)
+                batch = []
+            if isinstance(item, core.FrameError):
+                if not item.notification:  # answered as a stdio server would; never sent on broken
+                    await self.client.send(error_answer(item, max_frame=max_frame))
+            elif self.handshake.engaged:
+                self.handshake.hold(item)
+            else:
+                await self._dispatch(item)
+        if batch:
+            await self._batch(batch, max_frame)
+
+    async def _batch(self, elements: list[MessageLike | core.FrameError], max_frame: int) -> None:
+        """One batch of the client's, its elements in order: answered with one array (`BatchAnswers`), the
+        invalid elements' errors in it; posted whole where the session allows batches (2025-03-26) and
+        nothing holds its requests back (`_whole`), else element by element, each as if it came alone."""
+        messages = [item for item in elements if not isinstance(item, core.FrameError)]
+        requests = [message.id for message in messages if message.kind == "request"]
+        errors = [
+            error_answer(item, max_frame=max_frame)
+            for item in elements
+            if isinstance(item, core.FrameError) and not item.notification
+        ]
+        self.answers.open(requests, errors)
+        if self.whole is not None and self._whole(messages, len(requests)):
+            for message in messages:
+                self.in_flight.note(message)
+            await self.out.flush()  # what came before it goes first
+            await self.whole.send_batch(
+                b"[" + b",".join(message.raw for message in messages) + b"]", requests
+            )
+        else:
+            for message in messages:
+                if self.handshake.engaged:
+                    self.handshake.hold(message)
+                else:
+                    await self._dispatch(message)
+        await self.answers.flush()
+
+    def _whole(self, messages: list[MessageLike], requests: int) -> bool:
+        """Whether a batch of `messages` (`requests` of them requests) is posted whole: the remote session
+        takes batches, nothing before it waits, its requests fit in flight, and none needs the proxy's own
+        bookkeeping (an `initialize`, a cancel)."""
+        return (
+            requests > 0
+            and self.whole is not None
+            and self.whole.batches
+            and not self.handshake.engaged
+            and self.backlog.clear
+            and len(self.in_flight.ids) + requests <= self.in_flight.limit
+            and not any(message.method in _ALONE for message in messages)
+        )
 
     async def _replay(self) -> None:
         """The held frames, dispatched in order once the `initialize` they wait for was answered."""
@@ -244,7 +271,14 @@ class _Reader:
                 await out.flush()  # what came before it goes first
                 await lane.post(item)
                 return
-        elif not _passes(item, in_flight=in_flight, backlog=backlog, cancelled=self.cancelled, lane=lane):
+        elif not _passes(
+            item,
+            in_flight=in_flight,
+            backlog=backlog,
+            cancelled=self.cancelled,
+            lane=lane,
+            answers=self.answers,
+        ):
             return
         out.add(item.raw + b"\n", _settles(item, self.cancelled))
         if self.handshake.waiting:
@@ -252,15 +286,23 @@ class _Reader:
 
 
 def _passes(
-    message: MessageLike, *, in_flight: InFlight, backlog: Backlog, cancelled: _Cancelled, lane: Lane | None
+    message: MessageLike,
+    *,
+    in_flight: InFlight,
+    backlog: Backlog,
+    cancelled: Cancelled,
+    lane: Lane | None,
+    answers: BatchAnswers,
 ) -> bool:
     """A notification or response from the client, noted; whether it goes on to the server (not a cancel
-    of a request still in the backlog: neither goes)."""
+    of a request still in the backlog: neither goes). A cancelled request's batch does not wait for it."""
     if message.method == protocol.NOTIFICATIONS_CANCELLED:
         rid = _cancelled_id(message)
         if backlog.cancel(rid):
+            answers.withdraw(rid)
             return False
         if rid in in_flight.ids:  # no answer to it is written from now on
+            answers.withdraw(rid)
             cancelled.add(rid)
             in_flight.withdraw(rid)
             if lane is not None:
@@ -268,7 +310,7 @@ def _passes(
     return True
 
 
-def _settles(message: MessageLike, cancelled: _Cancelled) -> int | str | None:
+def _settles(message: MessageLike, cancelled: Cancelled) -> int | str | None:
     """The request a cancel on its way names, if it was in flight (`_passes` noted it), else `None`."""
     if message.method != protocol.NOTIFICATIONS_CANCELLED:
         return None
@@ -329,24 +371,25 @@ class _Outgoing:
 
 async def _server_to_client(
     server: ByteTransport,
-    client: ByteTransport,
     in_flight: InFlight,
-    cancelled: _Cancelled,
+    cancelled: Cancelled,
     handshake: Handshake,
+    answers: BatchAnswers,
 ) -> None:
     """What the server sends, to the client as it came; answers free their place in flight once written
-    (never before: the end of input waits for that, so an answer read is never cut off by the exit), and
+    (never before: the end of input waits for that, so an answer read is never cut off by the exit; one to
+    a batch's request once its array is complete or held for it with a request still in flight), and
     those to cancelled requests are not written."""
     while True:
         data = await server.receive()
         if not data:
             return
         if not in_flight.ids and not cancelled.ids:
-            await client.send(data)
+            await answers.send(data)  # the client's
             continue
         data, answered = cancelled.drop(data)
         if data:
-            await client.send(data)
+            await answers.write(data)
         for rid in answered:
             in_flight.done(rid)
             handshake.answered(rid)
@@ -368,7 +411,7 @@ async def proxy_remote(
     read, as many frames at most are held for an `initialize`'s answer (module doc). `lane`: the requests
     it accepts are posted there and their answers written by it (`fast_lane`)."""
     in_flight = InFlight(max_in_flight)
-    cancelled = _Cancelled(max(CANCELLED_KEPT, max_in_flight))
+    cancelled = Cancelled(max(CANCELLED_KEPT, max_in_flight))
     limit = max_in_flight if max_backlog is None else max_backlog
 
     async def post(message: MessageLike) -> None:  # a request that waited in the backlog
@@ -378,16 +421,27 @@ async def proxy_remote(
             await server.send(message.raw + b"\n")
 
     backlog = Backlog(in_flight, limit, post)
+    answers = BatchAnswers(client.send)
     remote_ended = False
     async with anyio.create_task_group() as tg:
-        reader = _Reader(client, server, in_flight, lane, backlog, cancelled=cancelled, tg=tg, max_held=limit)
+        reader = _Reader(
+            client,
+            server,
+            in_flight,
+            lane,
+            backlog,
+            cancelled=cancelled,
+            answers=answers,
+            tg=tg,
+            max_held=limit,
+        )
         tg.start_soon(backlog.run)
         if lane is not None:
-            tg.start_soon(lane.run, client.send, in_flight.done)
+            tg.start_soon(lane.run, answers.write, in_flight.done)
 
         async def from_server() -> None:
             nonlocal remote_ended
-            await _server_to_client(server, client, in_flight, cancelled, reader.handshake)
+            await _server_to_client(server, in_flight, cancelled, reader.handshake, answers)
             remote_ended = True
             tg.cancel_scope.cancel()  # the remote side ended: nothing more can be answered
 
@@ -411,17 +465,20 @@ async def proxy_remote(
         why = "mcpframe proxy: the connection to the remote server ended before the answer"
     else:
         why = f"mcpframe proxy: no answer from the remote server within {drain_timeout:g} s after stdin ended"
-    await _fail(client, owed, why, drain_timeout)
+    await _fail(answers.write, owed, why, drain_timeout)
 
 
-async def _fail(client: ByteTransport, owed: Sequence[Any], why: str, timeout: float) -> None:
-    """Answer each request in `owed` with a `-32000` error saying `why` (bounded: the client may not read)."""
+async def _fail(
+    write: Callable[[bytes], Awaitable[None]], owed: Sequence[Any], why: str, timeout: float
+) -> None:
+    """Answer each request in `owed` with a `-32000` error saying `why` (bounded: the client may not read);
+    `write`: `BatchAnswers.write` (an answer owed to a batch's request completes its array)."""
     if not owed:
         return
     logger.warning("%s: %d request(s) answered with an error", why, len(owed))
     data = b"".join(core.encode_error(rid, jsonrpc.CONNECTION_CLOSED, why) for rid in owed)
     with anyio.move_on_after(timeout), suppress(TransportClosedError, OSError):
-        await client.send(data)
+        await write(data)
 
 
 def remote_transport(url: str, headers: Mapping[str, str]) -> Any:

@@ -1,6 +1,7 @@
 """What the remote proxy (`proxy/remote.py`) holds back of the client's frames, and what it counts in flight.
 
-`InFlight`: the client's requests posted and not answered yet (bounded). `Backlog`: the requests read
+`InFlight`: the client's requests posted and not answered yet (bounded); `Cancelled`: those the client
+cancelled while in flight, whose answers are not written. `Backlog`: the requests read
 while that bound is reached, posted in order as room comes. `Handshake`: in the handshake era, everything
 the client writes after its `initialize` until that request's answer is on stdout: the server gives the
 session (`Mcp-Session-Id`) with that answer and refuses with HTTP 400 whatever comes without it (a client
@@ -17,10 +18,12 @@ from typing import Any
 
 import anyio
 
-from mcpframe import protocol
+from mcpframe import core, protocol
 from mcpframe._api import MessageLike
 
-__all__ = ["Backlog", "Handshake", "InFlight"]
+from .remote_batch import answered_id, frames
+
+__all__ = ["Backlog", "Cancelled", "Handshake", "InFlight"]
 
 
 class InFlight:
@@ -67,6 +70,47 @@ class InFlight:
         while len(self.ids) >= self.limit:
             self._room = anyio.Event()
             await self._room.wait()
+
+
+class Cancelled:
+    """The requests the client cancelled while in flight: an answer to one of them that still comes from
+    the transport is not written (the fast lane drops its own: `Lane.withdraw`). Bounded: past `limit` ids
+    the oldest is forgotten. (The transport reads a request's answer until it has posted its cancel, which
+    it holds back while the request is being written; the request keeps its place in `InFlight` until
+    then, so answers can come for at most `max_in_flight` cancelled ids at once, and `limit` is at least
+    that. Past `limit`, the answer to the oldest would reach the client, which ignores an answer to a
+    request it cancelled.)"""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.ids: dict[Any, None] = {}  # in the order cancelled
+
+    def add(self, rid: Any) -> None:
+        self.ids[rid] = None
+        if len(self.ids) > self.limit:
+            del self.ids[next(iter(self.ids))]
+
+    def drop(self, data: bytes) -> tuple[bytes, list[Any]]:
+        """`data` (NDJSON frames from the server) without the answers to cancelled requests (each such id
+        is then forgotten), and the ids the other answers are for (they count answered once written)."""
+        found = False
+        answered: list[Any] = []
+        for item in frames(data):
+            if not isinstance(item, core.FrameError) and item.kind in ("result", "error"):
+                if item.id in self.ids:
+                    found = True
+                else:
+                    answered.append(item.id)
+        if not found:
+            return data, answered
+        kept: list[bytes] = []
+        for line in data.splitlines(keepends=True):
+            rid = answered_id(line)
+            if rid is not None and rid in self.ids:
+                del self.ids[rid]
+                continue
+            kept.append(line)
+        return b"".join(kept), answered
 
 
 class Backlog:

@@ -15,12 +15,12 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from mcpframe import core, jsonrpc
-from mcpframe.session.batch import error_answer, too_large
+from mcpframe.session.batch import error_answer, too_large_answer
 from mcpframe.transports.base import TransportClosedError
 
 from .link import Writer
 from .pump import ThreadWriter
-from .reader import decode_held, held_decoder, with_raw_id
+from .reader import decode_held, held_decoder
 
 if TYPE_CHECKING:
     from .forward import Forwarder
@@ -52,10 +52,7 @@ class Batch:
     def add(self, answer: bytes) -> None:
         """Put one answer (no LF) in the array, or its "Batch too large" error if it does not fit."""
         if self.held + len(answer) + 1 > self.limit:
-            span = core.value_span(answer, ("id",))
-            raw_id = answer[span[0] : span[1]] if span is not None else None
-            error = core.encode_error(None, jsonrpc.INTERNAL_ERROR, too_large(self.limit))
-            answer = with_raw_id(error, raw_id)[:-1]
+            answer = too_large_answer(answer, self.limit)[:-1]
         self.held += len(answer) + 1
         self.answers.append(answer)
 

@@ -11,7 +11,9 @@ whose answer is far longer than itself (a tool returning megabytes): once the an
 limit (the Session's ``max_frame``, at least ``core.DEFAULT_MAX_FRAME``: an HTTP lane's ``max_frame`` is the
 request body's limit, which is not meant for answers), its elements not yet started are answered ``-32603``
 "Batch too large: ..." (``too_large``) instead of run, so memory stays bounded (by that limit plus the
-answers of the handlers already running).
+answers of the handlers already running). An answer of a handler already running that would still take the
+array past the limit is replaced by that error with its id (``too_large_answer``, as the stdio proxy's
+``Batch`` does), so the array stays a frame its peer takes.
 
 Besides it, one batch may be answered at once as *busy* (``Batches.answer_busy``): one that starts while
 the Session's backlog is at its cap and reading goes on for the peer's answers. Its requests get ``-32603
@@ -43,6 +45,7 @@ __all__ = [
     "error_answer",
     "long_integer_data",
     "too_large",
+    "too_large_answer",
 ]
 
 BATCH_REFUSAL: Final = "Invalid Request: batches are not supported"
@@ -105,21 +108,41 @@ def too_large(limit: int) -> str:
     return f"Batch too large: its answers exceed {limit} bytes; send this request in a smaller batch"
 
 
+def too_large_answer(answer: bytes, limit: int) -> bytes:
+    """The ``-32603`` "Batch too large" error (``too_large(limit)``, LF-terminated) standing for response
+    frame ``answer`` in a batch's array it would take past ``limit`` bytes: the same id, its bytes exactly
+    as written (``null`` when none can be read)."""
+    error = core.encode_error(None, jsonrpc.INTERNAL_ERROR, too_large(limit))
+    frame = answer.rstrip(b"\n")
+    span = core.value_span(frame, ("id",))
+    if span is None:
+        return error
+    null = core.value_span(error[:-1], ("id",))
+    assert null is not None  # encode_error writes an id
+    return error[: null[0]] + frame[span[0] : span[1]] + error[null[1] :]
+
+
 class Batch:
     """Collects the response frames of one incoming batch and writes them once all are in.
 
     ``held`` counts their bytes: the answer is one frame, kept whole until its last element is answered,
-    so the Session stops running a batch's elements once it passes the frame limit (``Intake``)."""
+    so the Session stops running a batch's elements once it passes the frame limit (``Intake``), and an
+    answer that would take it past ``limit`` anyway (its handler was running) is replaced by its
+    ``too_large_answer`` (``None``: no limit)."""
 
-    __slots__ = ("_frames", "_sealed", "_waiting", "_write", "held", "overflowed")
+    __slots__ = ("_frames", "_sealed", "_waiting", "_write", "held", "limit", "overflowed", "replaced")
 
-    def __init__(self, write: Callable[[bytes], None]) -> None:
+    def __init__(self, write: Callable[[bytes], None], limit: int | None = None) -> None:
         self._write = write
+        self.limit = limit
         self._frames: list[bytes] = []
         self._waiting = 0
         self._sealed = False
         self.held = 0
         self.overflowed = False
+        self.replaced = (
+            False  # an answer was replaced: the array is full, its elements not started are not run
+        )
 
     def expect(self) -> None:
         """A request of the batch is being handled; its answer (or ``skip``) will follow."""
@@ -134,6 +157,9 @@ class Batch:
         """The answer to an expected request; ``None`` when it gets none (cancelled)."""
         self._waiting -= 1
         if frame is not None:
+            if self.limit is not None and self.held + 1 + len(frame.rstrip(b"\n")) > self.limit:
+                frame = too_large_answer(frame, self.limit)
+                self.replaced = True
             self._frames.append(frame)
             self.held += len(frame)
         self._maybe_flush()
@@ -188,12 +214,18 @@ BatchOf = Batch | Literal[_Refused.REFUSED] | None
 class Batches:
     """The batch state of one Session's input (module doc). ``enabled`` is read at each batch's start."""
 
-    __slots__ = ("_busy", "_current", "_rejections", "_write", "enabled")
+    __slots__ = ("_busy", "_current", "_limit", "_rejections", "_write", "enabled")
 
     def __init__(
-        self, write: Callable[[bytes], None], *, enabled: bool, rejections: RejectionLog | None = None
+        self,
+        write: Callable[[bytes], None],
+        *,
+        enabled: bool,
+        rejections: RejectionLog | None = None,
+        limit: int | None = None,
     ) -> None:
         self._write = write
+        self._limit = limit  # of each batch's array (``Batch``)
         self._rejections = rejections or RejectionLog()  # its warnings, rate-limited
         self.enabled = enabled
         self._current: BatchOf = None  # the batch being handled
@@ -201,7 +233,7 @@ class Batches:
 
     def _open(self) -> Batch | Literal[_Refused.REFUSED]:
         if self.enabled:
-            return Batch(self._write)
+            return Batch(self._write, self._limit)
         self._write(core.encode_error(None, jsonrpc.INVALID_REQUEST, BATCH_REFUSAL))
         return REFUSED
 

@@ -136,7 +136,7 @@ class Intake:
         self._on_idle = on_idle
         self._decoder = core.Decoder(max_frame=options.max_frame)
         self._rejections = RejectionLog()  # rate-limited warnings (session/rejections.py)
-        self._batches = Batches(write, enabled=batches, rejections=self._rejections)
+        self._batches = Batches(write, enabled=batches, rejections=self._rejections, limit=self._batch_limit)
         self.backlog: deque[Any] = deque()
         """Decoded items waiting for room, in order (read only outside: the Session checks it per answer)."""
         self._pause: Callable[[], None] | None = getattr(transport, "pause_reading", None)
@@ -419,7 +419,7 @@ class Intake:
         if room and not self.has_room(request):
             return False
         batch = self._batches.of(request)
-        if batch is None or (batch is not REFUSED and batch.held <= self._batch_limit):
+        if batch is None or (batch is not REFUSED and batch.held <= self._batch_limit and not batch.replaced):
             self._on_request(request, batch)
         elif batch is not REFUSED:  # its answer already passed the frame limit: not run (batch.py's doc)
             message = too_large(self._batch_limit)
