@@ -96,7 +96,8 @@ class Request:
             self.progress_token: Id | None = None
         else:
             self.meta = meta
-            self.progress_token = _progress_token(session, message, meta)
+            # most `_meta` carry no token (every 2026-07-28 request has a `_meta`): no call for those
+            self.progress_token = _progress_token(session, message, meta) if PROGRESS_TOKEN in meta else None
         self._task: asyncio.Task[None] | None = None  # set by the Session right after creating it
         self._cancelled = False
         self._started = False
