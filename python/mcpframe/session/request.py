@@ -84,10 +84,11 @@ class Request:
         self.session = session
         self.message = message
         rid = message.id
+        method = message.method  # each read once: the message's fields are properties
         assert rid is not None
-        assert message.method is not None
+        assert method is not None
         self.id: Id = rid
-        self.method: str = message.method
+        self.method: str = method
         self.params: Any = message.params
         params = self.params
         meta = params.get("_meta") if isinstance(params, dict) else None
