@@ -269,9 +269,12 @@ class ServerConnection:
         elif not isinstance(params, dict):
             raise invalid("params must be an object")
         meta = request.meta
-        version = modern_version(meta) if meta else None
-        if version is not None:
-            return self._modern(request, version, params)
+        if meta:  # `modern_version`'s test, inlined: every 2026-07-28 request passes here
+            version = meta.get(protocol.PROTOCOL_VERSION_KEY)
+            if version is not None:
+                if version not in protocol.MODERN_VERSIONS:
+                    modern_version(meta)  # refused: -32022 with the supported versions
+                return self._modern(request, version, params)
         method = request.method
         if self.version is None or method in _UNVERSIONED:
             return _ready(self._unversioned(method, params))
@@ -355,26 +358,36 @@ class ServerConnection:
         """A 2026-07-28 request's answer, stamped (`_finish`). One coroutine from the dispatch to the method
         handler's: a `def` tool's call suspends and resumes through each frame between."""
         method = request.method
-        if method == protocol.SERVER_DISCOVER:
-            return self._finish(method, self._discover())
-        if method == protocol.SUBSCRIPTIONS_LISTEN:
-            return self._finish(method, await self._listen(request, params))
-        if method in _LEGACY_ONLY:
-            raise _method_not_found(method, f" (not part of {protocol.V2026_07_28})")
+        target = _ROUND_TRIP.get(method)
+        if target is None:  # neither discover, listen nor a legacy-only method is a round-trip one
+            if method == protocol.SERVER_DISCOVER:
+                return self._finish(method, self._discover())
+            if method == protocol.SUBSCRIPTIONS_LISTEN:
+                return self._finish(method, await self._listen(request, params))
+            if method in _LEGACY_ONLY:
+                raise _method_not_found(method, f" (not part of {protocol.V2026_07_28})")
         handler = self._handler(method)
         meta = request.meta
         capabilities = meta.get(protocol.CLIENT_CAPABILITIES_KEY)
-        level = LOG_LEVELS.get(str(meta.get(protocol.LOG_LEVEL_KEY)))
-        call = CallInfo(version, True, capabilities if isinstance(capabilities, dict) else {}, level)
-        target = _ROUND_TRIP.get(method)
+        level = meta.get(protocol.LOG_LEVEL_KEY)
+        call = CallInfo(
+            version,
+            True,
+            capabilities if isinstance(capabilities, dict) else {},
+            None if level is None else LOG_LEVELS.get(str(level)),
+        )
         if target is None or handler is not HANDLERS.get(method):
             return self._finish(method, await handler(self, request, call, params))
         # A handler that may need client input: it asks for it with an `input_required` result.
-        self._gather(request, call, params, str(params.get(target)))
+        named = params.get(target)
+        if type(named) is not str:
+            named = str(named)
+        if "requestState" in params or "inputResponses" in params:  # an earlier round's answers
+            self._gather(request, call, params, named)
         try:
             return self._finish(method, await handler(self, request, call, params))
         except InputRequired as need:
-            sealed = self.server.request_state.seal(method, str(params.get(target)), call.responses)
+            sealed = self.server.request_state.seal(method, named, call.responses)
             asked = {"resultType": "input_required", "inputRequests": need.requests, "requestState": sealed}
             return self._finish(method, asked)
 
@@ -395,8 +408,12 @@ class ServerConnection:
             result.setdefault("ttlMs", self.server.cache_ttl_ms)
             result.setdefault("cacheScope", self.server.cache_scope)
         meta = result.get("_meta")
-        stamp = {protocol.SERVER_INFO_KEY: self.server.info}
-        result["_meta"] = {**meta, **stamp} if isinstance(meta, dict) else stamp
+        info = self.server.info
+        result["_meta"] = (
+            {protocol.SERVER_INFO_KEY: info}
+            if meta is None or not isinstance(meta, dict)
+            else {**meta, protocol.SERVER_INFO_KEY: info}
+        )
         return result
 
     def _discover(self) -> dict[str, Any]:

@@ -25,12 +25,15 @@ from mcpframe.session.request import IN_SCOPE, Request
 if TYPE_CHECKING:
     from mcpframe.session.peer import Session
 
-__all__ = ["answer_inline", "start_inline"]
+__all__ = ["Deliver", "answer_inline", "start_inline"]
+
+Deliver = Callable[[Id, bytes], Awaitable[None] | None]
+"""``deliver(id, frame)``: takes a request's answer frame. It may return an awaitable (awaited before the
+answer counts as delivered) or ``None`` when it took the frame at once: a plain function that hands the
+frame over in the common case makes no coroutine per answer, returning one only when it must wait."""
 
 
-def start_inline(
-    session: Session, message: MessageLike, deliver: Callable[[Id, bytes], Awaitable[None]]
-) -> asyncio.Task[None] | None:
+def start_inline(session: Session, message: MessageLike, deliver: Deliver) -> asyncio.Task[None] | None:
     """Start answering ``message`` as ``answer_inline`` would, the way ``session`` starts its handlers
     (eagerly where it can: most handlers have answered when this returns), then ``deliver(id, frame)``.
 
@@ -46,9 +49,7 @@ def start_inline(
     return session._start(request, answering)
 
 
-async def answer_inline(
-    session: Session, message: MessageLike, deliver: Callable[[Id, bytes], Awaitable[None]]
-) -> None:
+async def answer_inline(session: Session, message: MessageLike, deliver: Deliver) -> None:
     """Run ``session``'s request handler for ``message`` in this task, then ``deliver(id, frame)`` its
     answer frame (no newline).
 
@@ -63,7 +64,7 @@ async def answer_inline(
 
 
 def _begin(
-    session: Session, message: MessageLike, deliver: Callable[[Id, bytes], Awaitable[None]]
+    session: Session, message: MessageLike, deliver: Deliver
 ) -> tuple[Request | None, Coroutine[Any, Any, None]]:
     """``message``'s ``Request``, registered among ``session``'s incoming ones, and the coroutine that
     answers it; or ``None`` and the one that delivers the error frame answering it instead (its id in
@@ -82,13 +83,13 @@ def _begin(
     return request, _answer(session, request, deliver)
 
 
-async def _refuse(rid: Id, frame: bytes, deliver: Callable[[Id, bytes], Awaitable[None]]) -> None:
-    await deliver(rid, frame.rstrip(b"\n"))
+async def _refuse(rid: Id, frame: bytes, deliver: Deliver) -> None:
+    waiting = deliver(rid, frame.rstrip(b"\n"))
+    if waiting is not None:
+        await waiting
 
 
-async def _answer(
-    session: Session, request: Request, deliver: Callable[[Id, bytes], Awaitable[None]]
-) -> None:
+async def _answer(session: Session, request: Request, deliver: Deliver) -> None:
     """Run the handler for the registered ``request`` (not if it was cancelled before), then deliver."""
     rid = request.id
     incoming = session._incoming
@@ -116,4 +117,6 @@ async def _answer(
         return
     if session._outbox.busy:  # what the handler sent (queued, or being written) goes first
         await session._flush()
-    await deliver(rid, frame.rstrip(b"\n"))
+    waiting = deliver(rid, frame.rstrip(b"\n"))
+    if waiting is not None:
+        await waiting

@@ -84,10 +84,11 @@ class Request:
         self.session = session
         self.message = message
         rid = message.id
+        method = message.method  # each read once: the message's fields are properties
         assert rid is not None
-        assert message.method is not None
+        assert method is not None
         self.id: Id = rid
-        self.method: str = message.method
+        self.method: str = method
         self.params: Any = message.params
         params = self.params
         meta = params.get("_meta") if isinstance(params, dict) else None
@@ -96,7 +97,8 @@ class Request:
             self.progress_token: Id | None = None
         else:
             self.meta = meta
-            self.progress_token = _progress_token(session, message, meta)
+            # most `_meta` carry no token (every 2026-07-28 request has a `_meta`): no call for those
+            self.progress_token = _progress_token(session, message, meta) if PROGRESS_TOKEN in meta else None
         self._task: asyncio.Task[None] | None = None  # set by the Session right after creating it
         self._cancelled = False
         self._started = False
