@@ -26,6 +26,11 @@ idle, shutdown) has its requests still in flight cancelled at the child. What th
   every session's GET stream. `logging/setLevel` is forwarded as it came: the child has one level, so the last
   session to set it sets it for every session.
 
+The reader never waits for one session: what it routes there is queued (`SharedBridge.deliver`) and the
+session's own task writes it out as fast as its client reads; a session with more than `max_unread` bytes
+queued is cut (its requests cancelled at the child, each answered with -32000, the session ended), so a
+client that stops reading neither stalls the others nor grows the proxy without bound.
+
 A child that dies fails every session's pending requests with a -32000 error naming its exit status; the
 sessions live on, and the next request starts a child again (its handshake done again, the subscriptions
 the sessions hold renewed), or, with `--on-upstream-exit exit`, the proxy ends with the child's status.
@@ -42,8 +47,9 @@ import anyio
 
 from mcpframe import __version__, core, jsonrpc, protocol
 
-from .listen_bridge import FastRoute, Route, cancel_frame, emit_bounded
+from .listen_bridge import FastRoute, Route, cancel_frame
 from .listen_shared_session import HANDSHAKE_ID, SharedBridge
+from .listen_stateless import MAX_UNREAD
 from .unreadable import answer_id, dropped_answer
 
 if TYPE_CHECKING:
@@ -98,7 +104,10 @@ class SharedUpstream:
         self.version: str | None = None  # what the child negotiated
         self.ids = core.IdMap()
         self.sessions: dict[int, SharedBridge] = {}  # by connection number, the most recently active last
-        self.tokens: dict[int, tuple[Route, bytes]] = {}  # upstream token -> the POST, the client's token
+        # upstream token -> the POST, the client's token, its session
+        self.tokens: dict[int, tuple[Route, bytes, SharedBridge]] = {}
+        self.max_unread = MAX_UNREAD  # bytes queued for one session past which it is cut (`deliver`)
+        self.cut_sessions = 0  # sessions cut for reading too slowly
         self.asked: dict[Id, SharedBridge] = {}  # the child's request id -> the session asked
         self.subscribers: dict[str, set[SharedBridge]] = {}  # resource URI -> the sessions subscribed
         self._conns = itertools.count(1)
@@ -298,7 +307,7 @@ class SharedUpstream:
             return
         self.asked[rid] = bridge
         stream = route.stream if route is not None else bridge.get_stream()
-        await emit_bounded(stream, item.raw, response=False)
+        bridge.deliver(stream, item.raw, response=False)
 
     async def _notify(self, item: MessageLike) -> None:
         method = item.method
@@ -310,9 +319,7 @@ class SharedUpstream:
                 span = core.value_span(item.raw, _PARAMS_TOKEN)
                 assert span is not None  # the token was read from there
                 raw = item.raw
-                await emit_bounded(
-                    found[0].stream, raw[: span[0]] + found[1] + raw[span[1] :], response=False
-                )
+                found[2].deliver(found[0].stream, raw[: span[0]] + found[1] + raw[span[1] :], response=False)
             return
         if method in _LIST_CHANGED:
             await self._everyone(item.raw)
@@ -321,24 +328,24 @@ class SharedUpstream:
             params = item.params
             uri = params.get("uri") if isinstance(params, dict) else None
             for bridge in list(self.subscribers.get(uri, ())) if isinstance(uri, str) else ():
-                await emit_bounded(bridge.get_stream(), item.raw, response=False)
+                bridge.deliver(bridge.get_stream(), item.raw, response=False)
             return
         if method == protocol.NOTIFICATIONS_CANCELLED:  # the child gave up a request it asked a session
             params = item.params
             rid = params.get("requestId") if isinstance(params, dict) else None
             asked = self.asked.pop(rid, None) if isinstance(rid, int | str) else None
             if asked is not None:
-                await emit_bounded(asked.get_stream(), item.raw, response=False)
+                asked.deliver(asked.get_stream(), item.raw, response=False)
             return
-        route, _ = self._newest()
-        if route is not None:
-            await emit_bounded(route.stream, item.raw, response=False)
+        route, newest = self._newest()
+        if route is not None and newest is not None:
+            newest.deliver(route.stream, item.raw, response=False)
         else:
             await self._everyone(item.raw)
 
     async def _everyone(self, raw: bytes) -> None:
         for bridge in list(self.sessions.values()):
-            await emit_bounded(bridge.get_stream(), raw, response=False)
+            bridge.deliver(bridge.get_stream(), raw, response=False)
 
     def _newest(self) -> tuple[Route | None, SharedBridge | None]:
         """The newest POST still waiting (of the most recently active session that has one), and its
