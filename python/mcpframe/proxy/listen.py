@@ -134,6 +134,7 @@ class ListenServer(StreamableHTTPServer):
                 spawn=self.sessions.spawn,
                 on_exit=options.on_upstream_exit,
                 stop=self._stop,
+                idle_timeout=options.idle_timeout,
             )
         self.stateless = StatelessBridge(self.pool, max_frame=max_frame, spawn=self.sessions.spawn)
         self.posts = BridgePosts(  # type: ignore[assignment]  # the same `handle(request, owner)`

@@ -34,12 +34,15 @@ client that stops reading neither stalls the others nor grows the proxy without 
 A child that dies fails every session's pending requests with a -32000 error naming its exit status; the
 sessions live on, and the next request starts a child again (its handshake done again, the subscriptions
 the sessions hold renewed), or, with `--on-upstream-exit exit`, the proxy ends with the child's status.
+With no session open for `idle_timeout` seconds (`--idle-timeout`), the child is ended (`reap_idle`); the
+next session's `initialize` starts one again.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -93,12 +96,17 @@ class SharedUpstream:
         spawn: Callable[..., Any],
         on_exit: OnUpstreamExit = "restart",
         stop: Callable[[int | None], None] | None = None,
+        idle_timeout: float | None = None,
     ) -> None:
         self.pool = pool
         self.max_frame = max_frame
         self.spawn = spawn  # runs the child's reader in the host's task group
         self.on_exit = on_exit
         self.stop = stop  # ends the proxy (`on_exit == "exit"`), given the child's status
+        self.idle_timeout = idle_timeout  # seconds with no session before the child is ended (`reap_idle`)
+        self.clock: Callable[[], float] = time.monotonic
+        self.idle_since: float | None = None  # when the last session left (`None`: one is open)
+        self.reaped = 0  # children ended for being idle (what tests and benchmarks read)
         self.child: Child | None = None
         self.result: dict[str, Any] | None = None  # the child's initialize result
         self.version: str | None = None  # what the child negotiated
@@ -123,6 +131,7 @@ class SharedUpstream:
         """A new session: its connection number."""
         conn = next(self._conns)
         self.sessions[conn] = bridge
+        self.idle_since = None
         return conn
 
     def active(self, bridge: SharedBridge) -> None:
@@ -144,6 +153,29 @@ class SharedUpstream:
                 frames.append(self.own_request(protocol.RESOURCES_UNSUBSCRIBE, {"uri": uri}))
         if frames:
             await self.write(b"".join(frames))
+        if not self.sessions and self.idle_timeout is not None:
+            self.idle_since = self.clock()
+            self.spawn(self._reap_later, self.idle_timeout)
+
+    async def _reap_later(self, delay: float) -> None:
+        await anyio.sleep(delay)
+        await self.reap_idle()
+
+    async def reap_idle(self) -> bool:
+        """End the child when no session has been open for `idle_timeout` seconds (by `clock`): with no
+        session, no call is in flight either. The next `initialize` starts a child again (its handshake
+        redone); ending it so is not the child dying (`--on-upstream-exit exit` does not apply). Whether
+        it was ended."""
+        child, since, timeout = self.child, self.idle_since, self.idle_timeout
+        if child is None or self.result is None or self.sessions or since is None or timeout is None:
+            return False  # none running, one starting, or a session open
+        if self.clock() - since < timeout:
+            return False
+        self.child = self.result = None  # before the close: its reader's end is no death (`_read`)
+        self.reaped += 1
+        logger.debug("ending the shared upstream server: no session for %s s", timeout)
+        await child.close()
+        return True
 
     def subscribed(self, bridge: SharedBridge, uri: str) -> None:
         self.subscribers.setdefault(uri, set()).add(bridge)
