@@ -22,9 +22,11 @@ idle, shutdown) has its requests still in flight cancelled at the child. What th
 - `notifications/resources/updated` only to the sessions that subscribed to its URI (`resources/subscribe`
   is forwarded; an `unsubscribe` reaches the child only when no other session still subscribes, else it is
   answered here);
-- anything else (`notifications/message` among them) goes to the newest waiting request's POST, else to
-  every session's GET stream. `logging/setLevel` is forwarded as it came: the child has one level, so the last
-  session to set it sets it for every session.
+- `notifications/message` (a log line) goes to the newest waiting request's POST (the request it most
+  likely belongs to) and to the GET stream of every other session of the same principal (the child's log is
+  the server's, and its level is one for all: `logging/setLevel` is forwarded as it came, so the last session
+  to set it sets it for every session); with no request waiting, to every session's GET stream;
+- anything else goes to the newest waiting request's POST, else to every session's GET stream.
 
 The reader never waits for one session: what it routes there is queued (`SharedBridge.deliver`) and the
 session's own task writes it out as fast as its client reads; a session with more than `max_unread` bytes
@@ -66,6 +68,7 @@ __all__ = ["HANDSHAKE_TIMEOUT", "SharedStartError", "SharedUpstream"]
 logger = logging.getLogger("mcpframe.proxy")
 
 _PROGRESS = protocol.NOTIFICATIONS_PROGRESS
+_LOG = protocol.NOTIFICATIONS_MESSAGE
 _ANSWERS = frozenset(("result", "error"))
 _PARAMS_TOKEN = ("params", protocol.PROGRESS_TOKEN)
 _LIST_CHANGED = frozenset(
@@ -369,11 +372,21 @@ class SharedUpstream:
             if asked is not None:
                 asked.deliver(asked.get_stream(), item.raw, response=False)
             return
+        await self._to_newest(item.raw, log=method == _LOG)
+
+    async def _to_newest(self, raw: bytes, *, log: bool) -> None:
+        """A notification to the newest POST still waiting (else every session's GET stream); a log line
+        also to every other session of that POST's principal (the child's log is the server's)."""
         route, newest = self._newest()
-        if route is not None and newest is not None:
-            newest.deliver(route.stream, item.raw, response=False)
-        else:
-            await self._everyone(item.raw)
+        if route is None or newest is None:
+            await self._everyone(raw)
+            return
+        newest.deliver(route.stream, raw, response=False)
+        if log:
+            owner = newest.http.owner if newest.http is not None else None
+            for bridge in list(self.sessions.values()):
+                if bridge is not newest and bridge.http is not None and bridge.http.owner == owner:
+                    bridge.deliver(bridge.get_stream(), raw, response=False)
 
     async def _everyone(self, raw: bytes) -> None:
         for bridge in list(self.sessions.values()):
