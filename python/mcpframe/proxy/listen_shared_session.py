@@ -251,6 +251,12 @@ class SharedBridge(SessionBridge):
         if isinstance(route, FastRoute):  # the POST waits for these bytes alone (`listen_fast`)
             route.answer(frame)
             return
+        if not self.outbox and self.cut is None:
+            # nothing of the session's waits to go first: out now, never waiting for the client (an answer
+            # is bounded by the requests admitted), without `_drain`'s hop
+            await route.stream.emit(frame, response=True, wait=False)
+            route.answered(rid)
+            return
         self.deliver(route.stream, frame, response=True, route=route, rid=rid)
 
     def deliver(
