@@ -47,6 +47,9 @@ _REQUEST_ID = ("params", "requestId")
 _SUBSCRIPTIONS = frozenset((protocol.RESOURCES_SUBSCRIBE, protocol.RESOURCES_UNSUBSCRIBE))
 _ALREADY = "Invalid Request: this session is initialized already"
 _CUT_REASON = "the HTTP client read too slowly"
+_ENTRY = 128
+"""Bytes a queued frame costs beyond its own (its place in the queue, its bytes object's header): counted in
+`SharedBridge.unread`, so a flood of tiny frames meets the bound as a flood of big ones does."""
 
 
 class SharedBridge(SessionBridge):
@@ -61,7 +64,7 @@ class SharedBridge(SessionBridge):
         # what the shared child's reader routed to this session, not yet on its streams (`deliver`): the
         # stream, the frame, whether it is an answer, and for an answer its POST and request id
         self.outbox: deque[tuple[Stream, bytes, bool, Route | None, Id | None]] = deque()
-        self.unread = 0  # bytes in `outbox`
+        self.unread = 0  # bytes in `outbox`, each frame counted `_ENTRY` bytes more
         self.peak_unread = 0  # the most `unread` ever was (what tests check)
         self.cut: str | None = None  # why the session was cut for reading too slowly (`None`: it was not)
         self._more: anyio.Event | None = None  # set when `outbox` gets a frame while `_drain` waits
@@ -278,7 +281,7 @@ class SharedBridge(SessionBridge):
             self._cut_off()
             return
         self.outbox.append((stream, frame, response, route, rid))
-        self.unread += len(frame)
+        self.unread += len(frame) + _ENTRY
         self.peak_unread = max(self.peak_unread, self.unread)
         if self._more is not None:
             self._more.set()
@@ -295,7 +298,7 @@ class SharedBridge(SessionBridge):
             stream, frame, response, route, rid = outbox.popleft()
             await emit_bounded(stream, frame, response=response)
             if self.cut is None:
-                self.unread -= len(frame)
+                self.unread -= len(frame) + _ENTRY
             if route is not None:
                 route.answered(rid)  # type: ignore[arg-type]  # an answer's: not None
 
