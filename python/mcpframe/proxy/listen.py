@@ -119,10 +119,11 @@ class ListenServer(StreamableHTTPServer):
         # The child's frames are bounded by the frame limit (64 MiB by default), as on the stdio proxy: the
         # body limit (`max_body`, 4 MiB) bounds what a client may POST, not the answers it gets.
         max_frame = (http.session_options or SessionOptions()).max_frame
-        self.exit_status: int | None = None  # the shared child's, when it ended the proxy (`on_exit`)
+        self.exit_status: int | None = None  # the child's that ended the proxy (`on_exit`)
         self.on_stop: Callable[[], object] = lambda: None  # ends `serve_listen` (set there)
         self.shared: SharedUpstream | None = None
-        connect: Callable[[], SessionBridge] = lambda: SessionBridge(max_frame=max_frame)  # noqa: E731
+        on_died = self._stop if options.on_upstream_exit == "exit" else None  # a session's child's end
+        connect: Callable[[], SessionBridge] = lambda: SessionBridge(max_frame=max_frame, on_died=on_died)  # noqa: E731
         if options.multiplex == "shared":
             connect = lambda: SharedBridge(self.shared, max_frame=max_frame)  # type: ignore[arg-type]  # noqa: E731
         super().__init__(_Upstream(connect), http)  # type: ignore[arg-type]  # only what _Upstream has
@@ -133,6 +134,7 @@ class ListenServer(StreamableHTTPServer):
                 spawn=self.sessions.spawn,
                 on_exit=options.on_upstream_exit,
                 stop=self._stop,
+                idle_timeout=options.idle_timeout,
             )
         self.stateless = StatelessBridge(self.pool, max_frame=max_frame, spawn=self.sessions.spawn)
         self.posts = BridgePosts(  # type: ignore[assignment]  # the same `handle(request, owner)`
@@ -165,7 +167,8 @@ class ListenServer(StreamableHTTPServer):
         return self.fast.post(headers, body)
 
     def _stop(self, status: int | None) -> None:
-        """The shared child ended under `--on-upstream-exit exit`: the proxy ends with its status."""
+        """A child ended by itself under `--on-upstream-exit exit` (the shared child, or a session's):
+        the proxy ends with its status."""
         self.exit_status = status
         self.on_stop()
 
@@ -195,8 +198,8 @@ async def serve_listen(
     http_server: Any = None,
 ) -> int | None:
     """Serve `options.command` to HTTP clients at `options.listen` until cancelled; `ready(url)` once
-    listening (the URL has the bound port when `:0` was asked). Returns the shared child's exit status when
-    it ended the proxy (`--multiplex shared --on-upstream-exit exit`), else `None`.
+    listening (the URL has the bound port when `:0` was asked). Returns the exit status of the child that
+    ended the proxy (`--on-upstream-exit exit`: the shared child, or a session's), else `None`.
 
     `http_server`: mcpframe's lean HTTP/1.1 server by default (its fast path, `listen_fast`, forwards the
     common POST without the ASGI layers), unless `"uvicorn"` is asked here or in `MCPFRAME_HTTP_SERVER`

@@ -199,8 +199,11 @@ class SessionBridge:
         """The child's id of request `rid`, forgotten (`SharedBridge.unmap`)."""
         raise NotImplementedError
 
-    def __init__(self, *, max_frame: int) -> None:
+    def __init__(self, *, max_frame: int, on_died: Callable[[int | None], object] | None = None) -> None:
         self.max_frame = max_frame
+        # called with the child's status when it ended by itself (not with the session): the proxy ends
+        # (`--on-upstream-exit exit`); `None`: the session ends, the next `initialize` starts a child
+        self.on_died = on_died
         self.http: HttpSession | None = None
         self.child: Child | None = None
         self.version: str | None = None  # what the child's initialize answer negotiated
@@ -320,6 +323,7 @@ class SessionBridge:
             tg.cancel_scope.cancel()
 
         status: int | None = None
+        died = False
         child.output.take = self._take  # the fast path's answers are placed where the pipe read lands
         try:
             async with anyio.create_task_group() as tg:
@@ -340,6 +344,8 @@ class SessionBridge:
                 await self._fail_pending(why)
                 await self.http.close()
         logger.debug("session %s: upstream child ended (status %s)", self.http.id, status)
+        if died and self.on_died is not None:
+            self.on_died(status)
 
     def _take(self, item: MessageLike | core.FrameError) -> bool:
         """An answer to a request of the fast path goes to its POST at once (`ChildOutput.take`); anything

@@ -22,19 +22,29 @@ idle, shutdown) has its requests still in flight cancelled at the child. What th
 - `notifications/resources/updated` only to the sessions that subscribed to its URI (`resources/subscribe`
   is forwarded; an `unsubscribe` reaches the child only when no other session still subscribes, else it is
   answered here);
-- anything else (`notifications/message` among them) goes to the newest waiting request's POST, else to
-  every session's GET stream. `logging/setLevel` is forwarded as it came: the child has one level, so the last
-  session to set it sets it for every session.
+- `notifications/message` (a log line) goes to the newest waiting request's POST (the request it most
+  likely belongs to) and to the GET stream of every other session of the same principal (the child's log is
+  the server's, and its level is one for all: `logging/setLevel` is forwarded as it came, so the last session
+  to set it sets it for every session); with no request waiting, to every session's GET stream;
+- anything else goes to the newest waiting request's POST, else to every session's GET stream.
+
+The reader never waits for one session: what it routes there is queued (`SharedBridge.deliver`) and the
+session's own task writes it out as fast as its client reads; a session with more than `max_unread` bytes
+queued is cut (its requests cancelled at the child, each answered with -32000, the session ended), so a
+client that stops reading neither stalls the others nor grows the proxy without bound.
 
 A child that dies fails every session's pending requests with a -32000 error naming its exit status; the
 sessions live on, and the next request starts a child again (its handshake done again, the subscriptions
 the sessions hold renewed), or, with `--on-upstream-exit exit`, the proxy ends with the child's status.
+With no session open for `idle_timeout` seconds (`--idle-timeout`), the child is ended (`reap_idle`); the
+next session's `initialize` starts one again.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -42,8 +52,9 @@ import anyio
 
 from mcpframe import __version__, core, jsonrpc, protocol
 
-from .listen_bridge import FastRoute, Route, cancel_frame, emit_bounded
+from .listen_bridge import FastRoute, Route, cancel_frame
 from .listen_shared_session import HANDSHAKE_ID, SharedBridge
+from .listen_stateless import MAX_UNREAD
 from .unreadable import answer_id, dropped_answer
 
 if TYPE_CHECKING:
@@ -57,6 +68,7 @@ __all__ = ["HANDSHAKE_TIMEOUT", "SharedStartError", "SharedUpstream"]
 logger = logging.getLogger("mcpframe.proxy")
 
 _PROGRESS = protocol.NOTIFICATIONS_PROGRESS
+_LOG = protocol.NOTIFICATIONS_MESSAGE
 _ANSWERS = frozenset(("result", "error"))
 _PARAMS_TOKEN = ("params", protocol.PROGRESS_TOKEN)
 _LIST_CHANGED = frozenset(
@@ -87,18 +99,26 @@ class SharedUpstream:
         spawn: Callable[..., Any],
         on_exit: OnUpstreamExit = "restart",
         stop: Callable[[int | None], None] | None = None,
+        idle_timeout: float | None = None,
     ) -> None:
         self.pool = pool
         self.max_frame = max_frame
         self.spawn = spawn  # runs the child's reader in the host's task group
         self.on_exit = on_exit
         self.stop = stop  # ends the proxy (`on_exit == "exit"`), given the child's status
+        self.idle_timeout = idle_timeout  # seconds with no session before the child is ended (`reap_idle`)
+        self.clock: Callable[[], float] = time.monotonic
+        self.idle_since: float | None = None  # when the last session left (`None`: one is open)
+        self.reaped = 0  # children ended for being idle (what tests and benchmarks read)
         self.child: Child | None = None
         self.result: dict[str, Any] | None = None  # the child's initialize result
         self.version: str | None = None  # what the child negotiated
         self.ids = core.IdMap()
         self.sessions: dict[int, SharedBridge] = {}  # by connection number, the most recently active last
-        self.tokens: dict[int, tuple[Route, bytes]] = {}  # upstream token -> the POST, the client's token
+        # upstream token -> the POST, the client's token, its session
+        self.tokens: dict[int, tuple[Route, bytes, SharedBridge]] = {}
+        self.max_unread = MAX_UNREAD  # bytes queued for one session past which it is cut (`deliver`)
+        self.cut_sessions = 0  # sessions cut for reading too slowly
         self.asked: dict[Id, SharedBridge] = {}  # the child's request id -> the session asked
         self.subscribers: dict[str, set[SharedBridge]] = {}  # resource URI -> the sessions subscribed
         self._conns = itertools.count(1)
@@ -114,6 +134,7 @@ class SharedUpstream:
         """A new session: its connection number."""
         conn = next(self._conns)
         self.sessions[conn] = bridge
+        self.idle_since = None
         return conn
 
     def active(self, bridge: SharedBridge) -> None:
@@ -135,6 +156,29 @@ class SharedUpstream:
                 frames.append(self.own_request(protocol.RESOURCES_UNSUBSCRIBE, {"uri": uri}))
         if frames:
             await self.write(b"".join(frames))
+        if not self.sessions and self.idle_timeout is not None:
+            self.idle_since = self.clock()
+            self.spawn(self._reap_later, self.idle_timeout)
+
+    async def _reap_later(self, delay: float) -> None:
+        await anyio.sleep(delay)
+        await self.reap_idle()
+
+    async def reap_idle(self) -> bool:
+        """End the child when no session has been open for `idle_timeout` seconds (by `clock`): with no
+        session, no call is in flight either. The next `initialize` starts a child again (its handshake
+        redone); ending it so is not the child dying (`--on-upstream-exit exit` does not apply). Whether
+        it was ended."""
+        child, since, timeout = self.child, self.idle_since, self.idle_timeout
+        if child is None or self.result is None or self.sessions or since is None or timeout is None:
+            return False  # none running, one starting, or a session open
+        if self.clock() - since < timeout:
+            return False
+        self.child = self.result = None  # before the close: its reader's end is no death (`_read`)
+        self.reaped += 1
+        logger.debug("ending the shared upstream server: no session for %s s", timeout)
+        await child.close()
+        return True
 
     def subscribed(self, bridge: SharedBridge, uri: str) -> None:
         self.subscribers.setdefault(uri, set()).add(bridge)
@@ -298,7 +342,7 @@ class SharedUpstream:
             return
         self.asked[rid] = bridge
         stream = route.stream if route is not None else bridge.get_stream()
-        await emit_bounded(stream, item.raw, response=False)
+        bridge.deliver(stream, item.raw, response=False)
 
     async def _notify(self, item: MessageLike) -> None:
         method = item.method
@@ -310,9 +354,7 @@ class SharedUpstream:
                 span = core.value_span(item.raw, _PARAMS_TOKEN)
                 assert span is not None  # the token was read from there
                 raw = item.raw
-                await emit_bounded(
-                    found[0].stream, raw[: span[0]] + found[1] + raw[span[1] :], response=False
-                )
+                found[2].deliver(found[0].stream, raw[: span[0]] + found[1] + raw[span[1] :], response=False)
             return
         if method in _LIST_CHANGED:
             await self._everyone(item.raw)
@@ -321,24 +363,34 @@ class SharedUpstream:
             params = item.params
             uri = params.get("uri") if isinstance(params, dict) else None
             for bridge in list(self.subscribers.get(uri, ())) if isinstance(uri, str) else ():
-                await emit_bounded(bridge.get_stream(), item.raw, response=False)
+                bridge.deliver(bridge.get_stream(), item.raw, response=False)
             return
         if method == protocol.NOTIFICATIONS_CANCELLED:  # the child gave up a request it asked a session
             params = item.params
             rid = params.get("requestId") if isinstance(params, dict) else None
             asked = self.asked.pop(rid, None) if isinstance(rid, int | str) else None
             if asked is not None:
-                await emit_bounded(asked.get_stream(), item.raw, response=False)
+                asked.deliver(asked.get_stream(), item.raw, response=False)
             return
-        route, _ = self._newest()
-        if route is not None:
-            await emit_bounded(route.stream, item.raw, response=False)
-        else:
-            await self._everyone(item.raw)
+        await self._to_newest(item.raw, log=method == _LOG)
+
+    async def _to_newest(self, raw: bytes, *, log: bool) -> None:
+        """A notification to the newest POST still waiting (else every session's GET stream); a log line
+        also to every other session of that POST's principal (the child's log is the server's)."""
+        route, newest = self._newest()
+        if route is None or newest is None:
+            await self._everyone(raw)
+            return
+        newest.deliver(route.stream, raw, response=False)
+        if log:
+            owner = newest.http.owner if newest.http is not None else None
+            for bridge in list(self.sessions.values()):
+                if bridge is not newest and bridge.http is not None and bridge.http.owner == owner:
+                    bridge.deliver(bridge.get_stream(), raw, response=False)
 
     async def _everyone(self, raw: bytes) -> None:
         for bridge in list(self.sessions.values()):
-            await emit_bounded(bridge.get_stream(), raw, response=False)
+            bridge.deliver(bridge.get_stream(), raw, response=False)
 
     def _newest(self) -> tuple[Route | None, SharedBridge | None]:
         """The newest POST still waiting (of the most recently active session that has one), and its

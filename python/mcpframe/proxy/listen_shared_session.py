@@ -8,6 +8,7 @@ and the child's frames are routed to the session by `SharedUpstream` (see `liste
 
 from __future__ import annotations
 
+from collections import deque
 from typing import TYPE_CHECKING
 
 import anyio
@@ -45,6 +46,10 @@ so never one of the ids the sessions' requests get there (`core.IdMap`'s are num
 _REQUEST_ID = ("params", "requestId")
 _SUBSCRIPTIONS = frozenset((protocol.RESOURCES_SUBSCRIBE, protocol.RESOURCES_UNSUBSCRIBE))
 _ALREADY = "Invalid Request: this session is initialized already"
+_CUT_REASON = "the HTTP client read too slowly"
+_ENTRY = 128
+"""Bytes a queued frame costs beyond its own (its place in the queue, its bytes object's header): counted in
+`SharedBridge.unread`, so a flood of tiny frames meets the bound as a flood of big ones does."""
 
 
 class SharedBridge(SessionBridge):
@@ -56,6 +61,13 @@ class SharedBridge(SessionBridge):
         super().__init__(max_frame=max_frame)
         self.upstream = upstream
         self.conn = 0  # its connection number in `upstream.ids` (set by `join`)
+        # what the shared child's reader routed to this session, not yet on its streams (`deliver`): the
+        # stream, the frame, whether it is an answer, and for an answer its POST and request id
+        self.outbox: deque[tuple[Stream, bytes, bool, Route | None, Id | None]] = deque()
+        self.unread = 0  # bytes in `outbox`, each frame counted `_ENTRY` bytes more
+        self.peak_unread = 0  # the most `unread` ever was (what tests check)
+        self.cut: str | None = None  # why the session was cut for reading too slowly (`None`: it was not)
+        self._more: anyio.Event | None = None  # set when `outbox` gets a frame while `_drain` waits
 
     @property  # read-only here: the shared child of the moment
     def child(self) -> Child | None:
@@ -140,7 +152,7 @@ class SharedBridge(SessionBridge):
                 await self.answer_with(rid, core.encode_error(rid, jsonrpc.INVALID_REQUEST, str(exc)))
                 continue
             if token is not None:
-                upstream.tokens[uid] = (route, token)
+                upstream.tokens[uid] = (route, token, self)
                 route.on_close.append(lambda uid=uid: upstream.tokens.pop(uid, None))  # type: ignore[misc]
             lines.append(one_line(frame))
         return not lines or await self.write(b"".join(lines))
@@ -242,8 +254,84 @@ class SharedBridge(SessionBridge):
         if isinstance(route, FastRoute):  # the POST waits for these bytes alone (`listen_fast`)
             route.answer(frame)
             return
-        await emit_bounded(route.stream, frame, response=True)
-        route.answered(rid)
+        if not self.outbox and self.cut is None:
+            # nothing of the session's waits to go first: out now, never waiting for the client (an answer
+            # is bounded by the requests admitted), without `_drain`'s hop
+            await route.stream.emit(frame, response=True, wait=False)
+            route.answered(rid)
+            return
+        self.deliver(route.stream, frame, response=True, route=route, rid=rid)
+
+    def deliver(
+        self,
+        stream: Stream,
+        frame: bytes,
+        *,
+        response: bool,
+        route: Route | None = None,
+        rid: Id | None = None,
+    ) -> None:
+        """Queue `frame` for `stream` (one of this session's; `route` and `rid`: the answer to that request,
+        the POST ends once it is out), never waiting: the shared child's reader serves every session. The
+        session's own task (`_drain`) writes the queue out as fast as its client reads; a session with more
+        than `upstream.max_unread` bytes already queued is cut (`_cut_off`) instead of queueing more."""
+        if self.cut is not None or self.ended:
+            return
+        if self.unread > self.upstream.max_unread:
+            self._cut_off()
+            return
+        self.outbox.append((stream, frame, response, route, rid))
+        self.unread += len(frame) + _ENTRY
+        self.peak_unread = max(self.peak_unread, self.unread)
+        if self._more is not None:
+            self._more.set()
+
+    async def _drain(self) -> None:
+        """Write the session's queue to its streams, in order, each as fast as its client takes it (for the
+        session's life)."""
+        outbox = self.outbox
+        while True:
+            while not outbox:
+                more = self._more = anyio.Event()
+                await more.wait()
+                self._more = None
+            stream, frame, response, route, rid = outbox.popleft()
+            await emit_bounded(stream, frame, response=response)
+            if self.cut is None:
+                self.unread -= len(frame) + _ENTRY
+            if route is not None:
+                route.answered(rid)  # type: ignore[arg-type]  # an answer's: not None
+
+    def _cut_off(self) -> None:
+        """The session's client reads too slowly for what the child sends it: drop what it has not read, and
+        end the session (its requests cancelled at the child, each answered with a -32000 error)."""
+        upstream = self.upstream
+        self.cut = f"the proxy ended the session: its client read too slowly ({self.unread} bytes unread)"
+        self.outbox.clear()
+        self.unread = 0
+        upstream.cut_sessions += 1
+        for route in self.pending.values():
+            if isinstance(route, Route):
+                route.stream.drop_unsent()
+        upstream.spawn(self._end_cut)
+
+    async def _end_cut(self) -> None:
+        upstream = self.upstream
+        frames = [cancel_frame(uid, _CUT_REASON) for uid in upstream.ids.drop_connection(self.conn)]
+        if frames:
+            await upstream.write(b"".join(frames))
+        why = f"{self.cut}, before answering"
+        for rid, route in list(self.pending.items()):
+            frame = self.failed(rid, why)
+            if isinstance(route, FastRoute):
+                route.answer(frame)
+                continue
+            await route.stream.emit(frame, response=True, wait=False)
+            route.answered(rid)
+        self.pending.clear()
+        self.raw_ids.clear()
+        if self.http is not None:
+            await self.http.close()  # its GET stream ends, the host forgets it: the client's next POST, 404
 
     def failed(self, rid: Id, why: str = SESSION_ENDED) -> bytes:
         """The -32000 error for `rid` once the child died (the session lives on) or the session ended."""
@@ -251,14 +339,25 @@ class SharedBridge(SessionBridge):
         return with_raw_id(core.encode_error(rid, jsonrpc.CONNECTION_CLOSED, text), self.raw_ids.get(rid))
 
     async def fail_pending(self, why: str) -> None:
-        """Every request still waiting gets the -32000 error naming `why`."""
-        await self._fail_pending(why)
+        """Every request still waiting gets the -32000 error naming `why` (queued: never waiting for its
+        client, as `deliver`)."""
+        for rid, route in list(self.pending.items()):
+            frame = self.failed(rid, why)
+            if isinstance(route, FastRoute):
+                route.answer(frame)
+            else:
+                self.deliver(route.stream, frame, response=True, route=route, rid=rid)
+        self.pending.clear()
+        self.raw_ids.clear()
 
     async def run(self, main: Session) -> None:
         """The session's life: until the host closes it; then its requests are given up at the child."""
         assert self.http is not None
         try:
-            await main.run()  # ends when the host closes the session (DELETE, idle, shutdown)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._drain)
+                await main.run()  # ends when the host closes the session (DELETE, idle, shutdown)
+                tg.cancel_scope.cancel()
         finally:
             self.ended = True
             with anyio.CancelScope(shield=True):
