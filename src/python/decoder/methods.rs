@@ -1,6 +1,8 @@
 //! The process's small cache of method-name strings: streams use a handful of methods over and
 //! over, so the messages share one `str` per method instead of building (or hashing) a new one.
 //! A message looks its name up only when `method` is first read (see `message::Record::method`).
+// free-threaded builds keep no table (see `shared`): the table's code is unused there
+#![cfg_attr(Py_GIL_DISABLED, allow(dead_code))]
 
 use pyo3::prelude::*;
 use pyo3::types::PyString;
