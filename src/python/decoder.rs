@@ -33,7 +33,6 @@ pub(crate) use values::big_int;
 
 use build::{frame_error, new_list, to_python, Buffer, Collector};
 use direct::Direct;
-use methods::Methods;
 use values::{Keys, PyPayloads, PyValues};
 
 /// A lazy decoder frames and validates more bytes than this with the GIL released.
@@ -109,13 +108,12 @@ impl Drop for GcPause {
 fn run_direct<'py, P: PyPayloads>(
     py: Python<'py>,
     run: &Run<'_>,
-    methods: &mut Methods,
     payloads: P,
     drive: impl FnOnce(&mut dyn FnMut(Event<'_>)),
 ) -> PyResult<Bound<'py, PyList>> {
     let _pause = GcPause::new(py);
     let options = (run.batches, run.lazy, run.max_frame);
-    let mut sink = Direct::new(py, (run.input, run.chunk), options, methods, payloads);
+    let mut sink = Direct::new(py, (run.input, run.chunk), options, payloads);
     drive(&mut |e| sink.event(e));
     Ok(sink.finish()?.0)
 }
@@ -126,7 +124,7 @@ fn run_frames<'py>(
     py: Python<'py>,
     heavy: bool,
     run: &Run<'_>,
-    (methods, keys): (&mut Methods, &mut Keys),
+    keys: &mut Keys,
     drive: impl Send + FnOnce(&mut dyn FnMut(Event<'_>)),
 ) -> PyResult<Bound<'py, PyList>> {
     if heavy {
@@ -137,12 +135,12 @@ fn run_frames<'py>(
             sink.finish().0
         });
         let _pause = GcPause::new(py);
-        return to_python(py, collected, run.input, (run.batches, run.lazy), methods);
+        return to_python(py, collected, run.input, (run.batches, run.lazy));
     }
     if run.lazy {
-        run_direct(py, run, methods, Skip::default(), drive)
+        run_direct(py, run, Skip::default(), drive)
     } else {
-        run_direct(py, run, methods, PyValues::new(py, keys), drive)
+        run_direct(py, run, PyValues::new(py, keys), drive)
     }
 }
 
@@ -211,7 +209,6 @@ struct Decoder {
     framer: Framer,
     lazy: bool,
     batches: bool,
-    methods: Methods,
     keys: Keys,
 }
 
@@ -234,7 +231,6 @@ impl Decoder {
             framer,
             lazy,
             batches,
-            methods: Methods::default(),
             keys: Keys::default(),
         })
     }
@@ -271,7 +267,7 @@ impl Decoder {
             max_frame: framer.max_frame(),
         };
         // the decoder was checked open above
-        let caches = (&mut self.methods, &mut self.keys);
+        let caches = &mut self.keys;
         run_frames(py, heavy, &run, caches, |sink| {
             let _ = framer.feed(chunk, sink);
         })
@@ -292,7 +288,7 @@ impl Decoder {
             lazy: self.lazy,
             max_frame: framer.max_frame(),
         };
-        let caches = (&mut self.methods, &mut self.keys);
+        let caches = &mut self.keys;
         let heavy = self.lazy && held > DETACH_AT;
         run_frames(py, heavy, &run, caches, |sink| {
             let _ = framer.close(sink);
@@ -391,7 +387,7 @@ fn decode<'py>(
         lazy,
         max_frame,
     };
-    let caches = (&mut Methods::default(), &mut Keys::default());
+    let caches = &mut Keys::default();
     run_frames(py, heavy, &run, caches, |sink| {
         drive_body(body, max_frame, sink)
     })

@@ -24,9 +24,13 @@ from ._support import canon, feed_all
 
 INTERNAL = "Internal error: decoding the frame failed ({})"
 
-# the frames' ids and methods are new objects on every call (beyond CPython's small ints and one-letter
-# strings): a lazy frame builds little else, and its `Message` may be a reused one (the freelist)
-A = b'{"jsonrpc":"2.0","id":1001,"method":"ab","params":{"x":[1,2,"s"],"y":{"z":-12345678901234567890123}}}'
+# a lazy frame builds little while decoding (its `Message` may be a reused one, the freelist; ids and
+# plain method names are made on first access): A's method is written with an escape, so that its str
+# is made while decoding and a lazy decoder has an allocation to fail in a frame
+A = (
+    b'{"jsonrpc":"2.0","id":1001,"method":"a\\u0062",'
+    b'"params":{"x":[1,2,"s"],"y":{"z":-12345678901234567890123}}}'
+)
 B = b'{"jsonrpc":"2.0","id":"beta","result":{"content":[{"type":"text","text":"\\u00e9t\\u00e9"}]}}'
 C = b'{"jsonrpc":"2.0","method":"gamma","params":[3.5,null,true]}'
 DEEP_REQUEST = b'{"jsonrpc":"2.0","id":7,"method":"deep","params":' + b"[" * 100 + b"]" * 100 + b"}"

@@ -4,6 +4,7 @@
 //! chunk, in a small arena. The messages then share those buffers, so `raw` and the `raw_*`
 //! members are cut out only on access.
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use pyo3::exceptions::PyMemoryError;
@@ -19,7 +20,6 @@ use crate::framing::{Checked, Event};
 use super::frame_error::FrameError;
 use super::guard::{guarded, internal_error};
 use super::message::{new_message, parse_json, IdSource, Record, ValueCell};
-use super::methods::Methods;
 use super::strings::{bytes_or_err, str_or_err};
 use super::values::big_int;
 
@@ -291,7 +291,6 @@ pub(crate) fn to_python<'py>(
     collected: Collected,
     input: &Buffer,
     (batches, lazy): (bool, bool),
-    methods: &mut Methods,
 ) -> PyResult<Bound<'py, PyList>> {
     let assembled: Vec<Buffer> = collected
         .assembled
@@ -326,7 +325,7 @@ pub(crate) fn to_python<'py>(
                     Item::Message(e) => {
                         let frame_bytes = bytes.unwrap_or_default();
                         let place = (buf, frame_bytes, base, frame.offset);
-                        message(py, place, e, lazy, methods)?
+                        message(py, place, e, lazy)?
                     }
                     Item::Failure(f) => frame_error(py, frame.offset, f, bytes)?,
                 });
@@ -466,12 +465,24 @@ pub(crate) fn new_list<'py>(
     }
 }
 
-/// The text of a method or id string of a validated frame.
-fn frame_text<'a>(frame: &'a [u8], text: &'a Text) -> &'a str {
-    // SAFETY: messages only come from frames that passed the UTF-8 check (step 1), and a string
-    // token's content starts and ends next to an ASCII quote, so it is valid UTF-8 by itself;
-    // an owned text is a `str` already.
-    unsafe { std::str::from_utf8_unchecked(text.as_bytes(frame)) }
+/// The method name's span in the frame, and the cell its string is kept in: set now only for a
+/// name with escapes (its decoded text is at hand now, not in the frame's bytes). The usual name
+/// is looked up in the shared table when `method` is first read: a message forwarded or dropped
+/// unread never pays for it (the look-up was ~70 instructions a message).
+fn method_source(
+    py: Python<'_>,
+    method: &Option<Text>,
+) -> PyResult<(Option<Range<usize>>, ValueCell)> {
+    let cell = ValueCell::new();
+    let span = match method {
+        None => None,
+        Some(Text::Span(span)) => Some(span.clone()),
+        Some(Text::Owned(s)) => {
+            let _ = cell.set(str_or_err(py, s)?.into_any().unbind());
+            None
+        }
+    };
+    Ok((span, cell))
 }
 
 /// Where the message's id object will come from, and the cell it is kept in: set now only for a
@@ -509,14 +520,9 @@ pub(crate) fn message<'py>(
     (buf, frame, base, offset): (&Buffer, &[u8], usize, u64),
     e: &mut Envelope<Py<PyAny>>,
     lazy: bool,
-    methods: &mut Methods,
 ) -> PyResult<Bound<'py, PyAny>> {
     let (id_source, id) = id_source(py, &e.id);
-    let method = e
-        .method
-        .as_ref()
-        .map(|t| methods.get(py, frame_text(frame, t)))
-        .transpose()?;
+    let (raw_method, method) = method_source(py, &e.method)?;
     let request = matches!(e.kind, Kind::Request | Kind::Notification);
     let payload = if request {
         e.raw_params.clone()
@@ -539,6 +545,7 @@ pub(crate) fn message<'py>(
         id_source,
         id,
         method,
+        raw_method,
         buf: buf.clone_ref(py),
         base,
         raw: e.raw.clone(),

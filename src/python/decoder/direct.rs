@@ -13,7 +13,6 @@ use super::build::{frame_error, frames_hint, message, new_list};
 use super::build::{oversize_failure, validate_frame};
 use super::build::{release_items, Buffer, InputPlace};
 use super::guard::{guarded, internal_error};
-use super::methods::Methods;
 use super::values::PyPayloads;
 
 /// The framer's sink when the GIL is held: builds `Message`/`FrameError` objects frame by frame,
@@ -25,7 +24,6 @@ pub(crate) struct Direct<'a, 'py, P: PyPayloads> {
     max_frame: usize,
     input: &'a Buffer,
     place: InputPlace<'a>,
-    methods: &'a mut Methods,
     payloads: P,
     scratch: Vec<Item<Py<PyAny>>>,
     objects: Vec<Bound<'py, PyAny>>,
@@ -38,7 +36,6 @@ impl<'a, 'py, P: PyPayloads> Direct<'a, 'py, P> {
         py: Python<'py>,
         (input, chunk): (&'a Buffer, &'a [u8]),
         (batches, lazy, max_frame): (bool, bool, usize),
-        methods: &'a mut Methods,
         payloads: P,
     ) -> Self {
         Self {
@@ -48,7 +45,6 @@ impl<'a, 'py, P: PyPayloads> Direct<'a, 'py, P> {
             max_frame,
             input,
             place: InputPlace::new(chunk),
-            methods,
             payloads,
             scratch: Vec::with_capacity(4),
             // room for frames of 32 bytes on average: a pointer each, so over-sizing costs little
@@ -113,13 +109,7 @@ impl<'a, 'py, P: PyPayloads> Direct<'a, 'py, P> {
         // read in place, then released (after a failed build, `settle` clears it)
         for item in self.scratch.iter_mut() {
             self.objects.push(match item {
-                Item::Message(e) => message(
-                    self.py,
-                    (buf, frame, base, offset),
-                    e,
-                    self.lazy,
-                    self.methods,
-                )?,
+                Item::Message(e) => message(self.py, (buf, frame, base, offset), e, self.lazy)?,
                 Item::Failure(f) => frame_error(self.py, offset, f, Some(frame))?,
             });
         }

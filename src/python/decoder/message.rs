@@ -21,6 +21,7 @@ use crate::splice;
 use super::build::Buffer;
 use super::encode_id;
 use super::message_type;
+use super::methods;
 use super::values;
 
 pub(crate) use message_type::register;
@@ -66,7 +67,10 @@ pub(crate) struct Record {
     pub(crate) id_source: IdSource,
     /// The id object, built on first access (or while decoding, for [`IdSource::Built`]).
     pub(crate) id: ValueCell,
-    pub(crate) method: Option<Py<PyString>>,
+    /// The method name, looked up on first access (or while decoding, for a name with escapes).
+    pub(crate) method: ValueCell,
+    /// The method name's content (between its quotes) in the frame, when it has no escapes.
+    pub(crate) raw_method: Option<Range<usize>>,
     pub(crate) buf: Buffer,
     /// Where the frame starts in `buf`: the spans below are relative to the frame (shifted only
     /// when a member is read, not for every message made).
@@ -120,7 +124,7 @@ impl Record {
         if let Some(o) = ptr::read(addr_of!((*record).id)).into_inner() {
             o.drop_ref(py);
         }
-        if let Some(o) = ptr::read(addr_of!((*record).method)) {
+        if let Some(o) = ptr::read(addr_of!((*record).method)).into_inner() {
             o.drop_ref(py);
         }
         if let Some(o) = ptr::read(addr_of!((*record).value)).into_inner() {
@@ -231,7 +235,21 @@ impl Record {
     }
 
     pub(crate) fn method(&self, py: Python<'_>) -> Member {
-        Ok(optional(py, self.method.as_ref().map(|m| m.as_any())))
+        if let Some(v) = self.method.get() {
+            return Ok(v.clone_ref(py));
+        }
+        let Some(span) = &self.raw_method else {
+            return Ok(py.None());
+        };
+        // SAFETY: as for a string id: the frame passed the UTF-8 check and the span is a string
+        // token's content, next to ASCII quotes (the buffer is immutable).
+        let text = unsafe { std::str::from_utf8_unchecked(&self.frame(py)[span.clone()]) };
+        let built = methods::shared(py, text)?.into_any();
+        // as for `id`: should another call have stored it meanwhile, the first object stays
+        if let Err(again) = self.method.set(built) {
+            again.drop_ref(py);
+        }
+        Ok(optional(py, self.method.get()))
     }
 
     pub(crate) fn params(&self, py: Python<'_>) -> PyResult<(Py<PyAny>, bool)> {
@@ -306,10 +324,7 @@ impl Record {
     /// `Message(kind='request', id=1, method='tools/call')`.
     pub(crate) fn repr(&self, py: Python<'_>) -> Member {
         let id = self.id(py)?.into_bound(py).repr()?;
-        let method = match &self.method {
-            Some(m) => m.bind(py).repr()?.to_string(),
-            None => "None".to_owned(),
-        };
+        let method = self.method(py)?.into_bound(py).repr()?;
         let text = format!(
             "Message(kind='{}', id={id}, method={method})",
             self.kind.as_str()

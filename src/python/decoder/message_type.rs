@@ -157,8 +157,13 @@ unsafe extern "C" fn dealloc(object: *mut ffi::PyObject) {
     // the record was written when the object was made. After it is read out, the memory is
     // either kept for reuse (untracked, its type reference given back) or freed.
     let tp = ffi::Py_TYPE(object);
-    ffi::PyObject_GC_UnTrack(object.cast());
     let record = addr_of_mut!((*object.cast::<MessageObject>()).record);
+    // a message is tracked only once it holds a payload value (`new_object`, `get_payload`; a
+    // fresh allocation is untracked before its record is written): one without (most lazy
+    // messages) skips the call
+    if (*record).holds_value() {
+        ffi::PyObject_GC_UnTrack(object.cast());
+    }
     Record::release_in_place(record, Python::assume_attached());
     if !spare::keep(object) {
         if let Some(free) = (*tp).tp_free {

@@ -1,5 +1,8 @@
-//! A decoder's small cache of method-name strings: a stream uses a handful of methods over and
-//! over, so each message shares one `str` per method instead of building (or hashing) a new one.
+//! The process's small cache of method-name strings: streams use a handful of methods over and
+//! over, so the messages share one `str` per method instead of building (or hashing) a new one.
+//! A message looks its name up only when `method` is first read (see `message::Record::method`).
+// free-threaded builds keep no table (see `shared`): the table's code is unused there
+#![cfg_attr(Py_GIL_DISABLED, allow(dead_code))]
 
 use pyo3::prelude::*;
 use pyo3::types::PyString;
@@ -18,8 +21,7 @@ struct Entry {
 /// Method names seen so far, with their Python strings, in a table indexed by a cheap hash of the
 /// name; a name is looked for in its slot and the next one (two ways), so two methods that share
 /// a slot both stay. A stream with more methods than fit builds the rest each time.
-#[derive(Default)]
-pub(crate) struct Methods {
+struct Methods {
     /// Allocated on first use.
     slots: Vec<Option<Entry>>,
 }
@@ -71,7 +73,7 @@ impl Methods {
     /// `MemoryError` of building it). The usual case, the name in its home slot, is inlined into
     /// the message builder; the second way, the table's first use and a miss are out of line.
     #[inline(always)]
-    pub(crate) fn get(&mut self, py: Python<'_>, name: &str) -> PyResult<Py<PyString>> {
+    fn get(&mut self, py: Python<'_>, name: &str) -> PyResult<Py<PyString>> {
         let bytes = name.as_bytes();
         let home = slot(bytes);
         if let Some(Some(entry)) = self.slots.get(home) {
@@ -110,4 +112,26 @@ impl Methods {
         }
         Ok(string)
     }
+}
+
+/// The shared string for the method name `name` (or the `MemoryError` of building it).
+#[cfg(not(Py_GIL_DISABLED))]
+pub(crate) fn shared(py: Python<'_>, name: &str) -> PyResult<Py<PyString>> {
+    use std::cell::UnsafeCell;
+
+    struct Table(UnsafeCell<Methods>);
+    // SAFETY: the table is only used below, with the GIL held (this is compiled only for GIL
+    // builds), so by one thread at a time.
+    unsafe impl Sync for Table {}
+    static TABLE: Table = Table(UnsafeCell::new(Methods { slots: Vec::new() }));
+
+    // SAFETY: the GIL is held (`py`), and the look-up runs no Python code while it uses the table
+    // (making a `str` calls no finalizer and starts no collection), so it is never re-entered.
+    unsafe { (*TABLE.0.get()).get(py, name) }
+}
+
+/// Free-threaded builds share no table between threads: each message builds its own string.
+#[cfg(Py_GIL_DISABLED)]
+pub(crate) fn shared(py: Python<'_>, name: &str) -> PyResult<Py<PyString>> {
+    Ok(str_or_err(py, name)?.unbind())
 }

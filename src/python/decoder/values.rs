@@ -358,11 +358,64 @@ impl Payloads for PyValues<'_, '_> {
     }
 }
 
-/// Build the value of one JSON text already validated by the envelope scan (a lazy payload, or
-/// one validated without the GIL), with a small key cache of its own.
+/// Build the value of one JSON text already validated by the envelope scan (a lazy payload, an
+/// error's value, or one validated without the GIL), with the key cache that such values share.
 pub(crate) fn parse<'py>(py: Python<'py>, json: &[u8]) -> PyResult<Bound<'py, PyAny>> {
-    let mut keys = Keys::with_slots(32);
-    let mut values = PyValues::new(py, &mut keys);
+    let mut keys = shared_keys::take();
+    let built = parse_with(py, json, &mut keys);
+    shared_keys::put(keys);
+    built
+}
+
+/// Slots of the key cache of [`parse`]: a message's payload has a few keys, but a stream's
+/// payloads share most of theirs.
+const PARSE_KEY_SLOTS: usize = 64;
+
+/// The key cache of values built one message at a time (lazy payloads on access, errors): one
+/// per process on GIL builds, so that each value no longer makes (zeroes) and drops a table of
+/// its own and a recurring key is one shared `str` (an error's value cost ~1,000 instructions,
+/// most of them that table and its new keys).
+#[cfg(not(Py_GIL_DISABLED))]
+mod shared_keys {
+    use std::cell::Cell;
+
+    use super::{Keys, PARSE_KEY_SLOTS};
+
+    struct Slot(Cell<Option<Keys>>);
+    // SAFETY: used only by `take` and `put`, with the GIL held (compiled only for GIL builds).
+    unsafe impl Sync for Slot {}
+    static SLOT: Slot = Slot(Cell::new(None));
+
+    /// The shared cache, or a new one while it is out: building a value may run Python code (a
+    /// collection, a finalizer) that builds another, which then gets a cache of its own.
+    pub(super) fn take() -> Keys {
+        SLOT.0
+            .take()
+            .unwrap_or_else(|| Keys::with_slots(PARSE_KEY_SLOTS))
+    }
+
+    /// Give the cache back (the last one given back is kept).
+    pub(super) fn put(keys: Keys) {
+        // dropping the one it replaces (only after a nested build) releases its strings: the
+        // GIL is held
+        drop(SLOT.0.replace(Some(keys)));
+    }
+}
+
+/// Free-threaded builds share no cache between threads: each value has its own.
+#[cfg(Py_GIL_DISABLED)]
+mod shared_keys {
+    use super::{Keys, PARSE_KEY_SLOTS};
+
+    pub(super) fn take() -> Keys {
+        Keys::with_slots(PARSE_KEY_SLOTS)
+    }
+
+    pub(super) fn put(_keys: Keys) {}
+}
+
+fn parse_with<'py>(py: Python<'py>, json: &[u8], keys: &mut Keys) -> PyResult<Bound<'py, PyAny>> {
+    let mut values = PyValues::new(py, keys);
     // a payload of a frame within the depth limit (the frame's object is a level of its own)
     match values.value(json, ws(json, 0), MAX_DEPTH) {
         Ok((v, end)) if ws(json, end) == json.len() => Ok(v),
