@@ -30,6 +30,7 @@ __all__ = [
     "decode_header_value",
     "is_json_content",
     "mirror_mismatch",
+    "repeated_header",
 ]
 
 MCP_SESSION_ID: Final = "mcp-session-id"
@@ -144,4 +145,32 @@ def mirror_mismatch(headers: dict[str, str], method: str, params: Any) -> str | 
         value = params.get(key)
         if value is not None and decode_header_value(headers.get(MCP_NAME)) != value:
             return f"Mcp-Name header does not match the request's {key!r} parameter"
+    return None
+
+
+_SINGLE: Final = {
+    b"host": "Host",
+    b"origin": "Origin",
+    b"content-length": "Content-Length",
+    b"mcp-session-id": "Mcp-Session-Id",
+    b"mcp-protocol-version": "MCP-Protocol-Version",
+    b"last-event-id": "Last-Event-ID",
+}
+"""Headers a request may carry once: with two, one check could read one value and the handler the other
+(a second `Host` gets 400, RFC 9112 §3.2; two differing `Content-Length`s too, §6.3)."""
+
+
+def repeated_header(raw: Any) -> str | None:
+    """The name of a header of `_SINGLE` that `raw` (ASGI's `(name, value)` pairs, lower-case names) repeats,
+    or `None`; a `Content-Length` repeated with the same value is not (RFC 9112 §6.3 allows it). Callers ask
+    only when the headers' dict is shorter than `raw` (some name came twice), so the common request pays a
+    `len` compare."""
+    seen: dict[bytes, bytes] = {}
+    for name, value in raw:
+        if name not in _SINGLE:
+            continue
+        if name not in seen:
+            seen[name] = value
+        elif name != b"content-length" or seen[name] != value:
+            return _SINGLE[name]
     return None

@@ -44,7 +44,14 @@ from .asgi import HttpRequest, Receive, Scope, Send, header_dict
 from .events import split_event_id
 from .fast import answering, wire_answer
 from .handling import PostHandler
-from .headers import FIRST_STATELESS, LAST_EVENT_ID, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, Accepts
+from .headers import (
+    FIRST_STATELESS,
+    LAST_EVENT_ID,
+    MCP_PROTOCOL_VERSION,
+    MCP_SESSION_ID,
+    Accepts,
+    repeated_header,
+)
 from .legacy import MESSAGES_PATH, SSE_PATH, LegacySSE, LegacyStream
 from .options import HttpOptions
 from .pipe import Pipe
@@ -141,6 +148,8 @@ class StreamableHTTPServer:
         if target != self._target or self.options.auth is not None or not isinstance(self.posts, PostHandler):
             return None
         headers = header_dict(raw_headers)  # checked as `_admit` does (no `auth` here)
+        if len(headers) != len(raw_headers) and repeated_header(raw_headers) is not None:
+            return None  # a name came twice: `_admit` refuses it if it must come once
         pair = (headers.get("host"), headers.get("origin"))
         if pair not in self._allowed and not self._allowed.admit(pair):  # (a hit costs no Python call)
             return None
@@ -267,8 +276,11 @@ class StreamableHTTPServer:
         return await self.legacy.post(request, owner)
 
     async def _admit(self, request: HttpRequest) -> str | Reply | None:
-        """Host/Origin, bearer token and protocol version header: the owner of the request's sessions (the
-        token's subject, `None` without `auth`), or the reply refusing it."""
+        """Headers that must come once, Host/Origin, bearer token and protocol version header: the owner of
+        the request's sessions (the token's subject, `None` without `auth`), or the reply refusing it."""
+        raw = request.scope["headers"]
+        if len(request.headers) != len(raw) and (name := repeated_header(raw)) is not None:
+            return error_response(400, f"Bad Request: repeated {name} header")
         guarded = self._guard(request.headers)
         if guarded is not None:
             return guarded

@@ -37,7 +37,7 @@ from mcpframe import core
 from mcpframe._gc import freeze_startup_heap
 from mcpframe.http.admission import Admission
 from mcpframe.http.asgi import header_dict
-from mcpframe.http.headers import MCP_PROTOCOL_VERSION
+from mcpframe.http.headers import MCP_PROTOCOL_VERSION, repeated_header
 from mcpframe.http.legacy import LegacySSE
 from mcpframe.http.options import HttpOptions
 from mcpframe.http.server import StreamableHTTPServer, announce, serve_http
@@ -158,6 +158,8 @@ class ListenServer(StreamableHTTPServer):
         if target != self._target or self.options.auth is not None:
             return None
         headers = _HEADERS(raw_headers)  # checked as the full path's `_admit` does (no `auth` here)
+        if len(headers) != len(raw_headers) and repeated_header(raw_headers) is not None:
+            return None  # (`_admit` refuses it)
         pair = (headers.get("host"), headers.get("origin"))
         if pair not in self._allowed and not self._allowed.admit(pair):  # as `StreamableHTTPServer.wire_fast`
             return None
