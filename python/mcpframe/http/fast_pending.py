@@ -117,9 +117,13 @@ class Pending(Exchange):
         # answer, not `parked`, which it then has none of): no deadline here, its own hold makes the stream
         # when it runs out
         self.writer: SseWriter | None = None
+        # the session's priming `retry` (`ReplyOptions.priming`), asked once per SSE answer: its writer,
+        # its end (`_sse_end`) and its stream, if one is made, all prime with it
+        self._retry: int | None = None
         deadlines: Deadlines | None = None
         if sse:
-            self.writer = light_writer(posts, self, session, self._headers())
+            self._retry = retry = posts.replies.priming(session)
+            self.writer = light_writer(posts, self, session, retry)
             self.writer.light = self._streamed
         else:
             self.parked = _Abandoned(posts, self)
@@ -167,7 +171,7 @@ class Pending(Exchange):
         if writer is None:
             stream.on_wake = self._woken
         elif not self.closed:  # (closed: the writer ended with it)
-            first = stream.attach_now(writer, retry_ms=self._posts.replies.priming(session))
+            first = stream.attach_now(writer, retry_ms=self._retry)
             if first is None:  # not met on the fast path (its store answers at once): nobody would end it
                 logger.error(
                     "POST %s: an SSE answer's stream could not be attached", self._posts.options.path
@@ -213,7 +217,7 @@ class Pending(Exchange):
         session = self._session
         try:  # as a stream's wake-up: what the delivery raises must not stop the rest of the end
             if self.writer is not None:  # SSE: the answer (or none) as its stream's only events, stored
-                _sse_end(self._posts, session, self.writer, frame)
+                _sse_end(session, self.writer, frame, self._retry)
             else:
                 self._json_end(frame, session)
         except Exception:
@@ -282,18 +286,19 @@ class Pending(Exchange):
         self.parked.deliver(self._rest())
 
 
-def _sse_end(posts: PostHandler, session: HttpSession | None, writer: SseWriter, frame: bytes | None) -> None:
+def _sse_end(session: HttpSession | None, writer: SseWriter, frame: bytes | None, retry: int | None) -> None:
     """End a light SSE answer with `frame` as its only event (`None`: none), as its stream would have
-    written it (the priming event if the session primes, then the frame, stored first when resumable: one
-    store call, `answer_events`) on a stream that exists only in the event store: nothing is left to resume
-    it but a replay (`Last-Event-ID`). One write with the head and the end when its head is still held."""
+    written it (the priming event if the session primes, `retry`, then the frame, stored first when
+    resumable: one store call, `answer_events`) on a stream that exists only in the event store: nothing is
+    left to resume it but a replay (`Last-Event-ID`). One write with the head and the end when its head is
+    still held."""
     if session is None:
         body = b"" if frame is None else format_event(frame)
     elif frame is not None:
-        body = answer_events(session.store, session.id, frame, posts.replies.priming(session))
+        body = answer_events(session.store, session.id, frame, retry)
     else:
         store = store_now(session.store)
-        _, body = events_now(store, session.id, new_stream_id(), (), posts.replies.priming(session))
+        _, body = events_now(store, session.id, new_stream_id(), (), retry)
     if body:
         writer.put(body, last=True)
     writer.close()

@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -93,7 +94,10 @@ class SseWriter(DirectPipe, Streamed):
         close_idle: float | None,
         on_end: Callable[[], Any],
     ) -> None:
-        super().__init__()
+        # `ChunkReader.__init__`, inline (one per SSE answer): nothing reads from this pipe
+        self._items: deque[bytes] = deque()
+        self._waiter = None
+        self.closed = False
         self.stream = stream
         self.close_idle = close_idle
         self._lines = lines
@@ -166,7 +170,10 @@ class SseWriter(DirectPipe, Streamed):
         if self.closed:
             return
         self.closed = True
-        self._disarm()
+        entry = self._entry  # (`_disarm`, inline: once per SSE answer)
+        if entry is not None:
+            entry[1] = None
+            self._entry = None
         out, self._out = self._out, None
         if out is not None:
             out.end(b"".join(self._pending))
@@ -261,7 +268,7 @@ def _ended() -> None:
 
 
 def light_writer(
-    posts: PostHandler, exchange: Exchange, session: HttpSession | None, headers: dict[str, str]
+    posts: PostHandler, exchange: Exchange, session: HttpSession | None, priming: int | None
 ) -> SseWriter:
     """The SSE answer `PostHandler.respond` gives a started exchange that prefers SSE and has no stream yet
     (`fast_pending.Pending`): an `SseWriter` with no stream, which the exchange gives its answer alone
@@ -270,8 +277,8 @@ def light_writer(
     may run inside `HttpSession.close`'s walk over its streams), and a client that leaves an answer nobody
     can resume has the exchange aborted: nobody can ever receive it. (This may run where no task runs: the
     connection's `connection_lost`, e.g. as the server stops: `spawn` is safe there.) Its session counts
-    the exchange as an open request while it runs (`fast._handover`), which covers the response."""
-    priming = posts.replies.priming(session)
+    the exchange as an open request while it runs (`fast._handover`), which covers the response.
+    `priming`: the session's `posts.replies.priming(session)`, asked once by the caller."""
     close_idle = posts.options.close_idle_streams if priming is not None else None
     resumable = session is not None and session.store is not None  # (its stream's `resumable`)
     spawn = posts.sessions.spawn
@@ -284,7 +291,7 @@ def light_writer(
         elif not stream.resumable and not stream.finished.is_set():
             spawn(exchange.abort)
 
-    lines = sse_lines(headers.get(MCP_SESSION_ID))
+    lines = sse_lines(None if session is None else session.id)
     writer = SseWriter(None, lines, keepalive=posts.replies.keepalive, close_idle=close_idle, on_end=ended)
     return writer
 
