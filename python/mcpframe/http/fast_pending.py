@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from types import EllipsisType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from mcpframe import jsonrpc
@@ -104,6 +105,7 @@ class Pending(Exchange):
         accepts: Accepts,
         *,
         sse: bool = False,
+        retry: int | EllipsisType | None = ...,
     ) -> None:
         # what can fail comes before `_register`: a failure here leaves nothing registered (the lane not
         # taken, no id owned), and the deadline is armed last, once the exchange is whole
@@ -122,7 +124,9 @@ class Pending(Exchange):
         self._retry: int | None = None
         deadlines: Deadlines | None = None
         if sse:
-            self._retry = retry = posts.replies.priming(session)
+            if retry is ...:  # (else the caller asked already: `fast._session_post`)
+                retry = posts.replies.priming(session)
+            self._retry = retry
             self.writer = light_writer(posts, self, session, retry)
             self.writer.light = self._streamed
         else:
