@@ -34,7 +34,7 @@ from mcpframe import core, protocol
 from mcpframe._api import Id, MessageLike
 from mcpframe.session.inline import start_inline
 
-from .events import store_now
+from .events import MemoryEventStore, store_now
 from .exchange import Exchange, Lane
 from .fast_pending import STATELESS_LINES, Pending, answering, failed, json_lines, later
 from .handling import PostHandler, refusal_of
@@ -134,7 +134,8 @@ def _session_post(
     resumable = accepts.sse and posts.options.response_mode == "resumable"
     retry = posts.replies.priming(session) if resumable else ...
     sse = posts.answers_sse(accepts, session, retry)
-    if not sse or session.store is None or store_now(session.store) is not None:
+    store = session.store  # (`type(...) is MemoryEventStore`: `store_now`'s answer for the default store)
+    if not sse or store is None or type(store) is MemoryEventStore or store_now(store) is not None:
         try:
             return _handover(
                 posts, lane, session, request, ends=(slot.release,), accepts=accepts, sse=sse, retry=retry

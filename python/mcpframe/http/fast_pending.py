@@ -303,9 +303,7 @@ def _sse_end(session: HttpSession | None, writer: SseWriter, frame: bytes | None
     else:
         store = store_now(session.store)
         _, body = events_now(store, session.id, new_stream_id(), (), retry)
-    if body:
-        writer.put(body, last=True)
-    writer.close()
+    writer.close(body)  # (`put(body, last=True)` and `close()` in one)
 
 
 def _finished_json(pending: Pending, headers: dict[str, str], sse: bool) -> Whole:
