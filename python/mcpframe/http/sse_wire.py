@@ -89,7 +89,6 @@ class SseWriter(DirectPipe, Streamed):
         self,
         stream: Stream | None,
         lines: bytes,
-        *,
         keepalive: float,
         close_idle: float | None,
         on_end: Callable[[], Any],
@@ -301,7 +300,8 @@ def light_writer(
             spawn(exchange.abort)
 
     lines = sse_lines(None if session is None else session.id)
-    writer = SseWriter(None, lines, keepalive=posts.replies.keepalive, close_idle=close_idle, on_end=ended)
+    # (positional: a class called with keywords builds a dict for them, once per SSE answer)
+    writer = SseWriter(None, lines, posts.replies.keepalive, close_idle, ended)
     return writer
 
 
