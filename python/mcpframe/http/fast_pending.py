@@ -127,7 +127,7 @@ class Pending(Exchange):
             if retry is ...:  # (else the caller asked already: `fast._session_post`)
                 retry = posts.replies.priming(session)
             self._retry = retry
-            self.writer = light_writer(posts, self, session, retry)
+            self.writer = light_writer(posts, session, retry, self._light_ended)
             self.writer.light = self._streamed
         else:
             self.parked = _Abandoned(posts, self)
@@ -184,6 +184,18 @@ class Pending(Exchange):
             else:
                 writer.attached(stream, first)
         return stream
+
+    def _light_ended(self) -> None:
+        """The light writer's end (`sse_wire.light_writer`): a client that left an answer nobody can resume
+        (no stream and no store, or a stream not resumable and not finished) has the exchange aborted."""
+        writer = self.writer
+        stream = None if writer is None else writer.stream
+        if stream is None:
+            session = self._session
+            if (session is None or session.store is None) and not self.closed:
+                self._posts.sessions.spawn(self.abort)
+        elif not stream.resumable and not stream.finished.is_set():
+            self._posts.sessions.spawn(self.abort)
 
     def _streamed(self) -> None:
         """The light writer's hold ran out: its stream from now on (`_upgrade`)."""

@@ -46,7 +46,6 @@ from .streams import KEEPALIVE, DirectPipe, Stream
 from .wire_parts import Streamed, StreamOut
 
 if TYPE_CHECKING:
-    from .exchange import Exchange
     from .handling import PostHandler
     from .sessions import HttpSession
 
@@ -276,33 +275,22 @@ def _ended() -> None:
 
 
 def light_writer(
-    posts: PostHandler, exchange: Exchange, session: HttpSession | None, priming: int | None
+    posts: PostHandler, session: HttpSession | None, priming: int | None, on_end: Callable[[], Any]
 ) -> SseWriter:
     """The SSE answer `PostHandler.respond` gives a started exchange that prefers SSE and has no stream yet
     (`fast_pending.Pending`): an `SseWriter` with no stream, which the exchange gives its answer alone
-    (`put`, `close`), or attaches to its stream once it makes one (`attached`). Its end is as `respond`'s
-    and `StreamReplies.reply`'s, but the session forgets the stream when its exchange ends (not here: this
-    may run inside `HttpSession.close`'s walk over its streams), and a client that leaves an answer nobody
-    can resume has the exchange aborted: nobody can ever receive it. (This may run where no task runs: the
-    connection's `connection_lost`, e.g. as the server stops: `spawn` is safe there.) Its session counts
-    the exchange as an open request while it runs (`fast._handover`), which covers the response.
-    `priming`: the session's `posts.replies.priming(session)`, asked once by the caller."""
+    (`put`, `close`), or attaches to its stream once it makes one (`attached`). Its end (`on_end`, the
+    exchange's `Pending._light_ended`, a bound method: no closure and cells made and freed per answer) is
+    as `respond`'s and `StreamReplies.reply`'s, but the session forgets the stream when its exchange ends
+    (not there: it may run inside `HttpSession.close`'s walk over its streams), and a client that leaves an
+    answer nobody can resume has the exchange aborted: nobody can ever receive it. (It may run where no
+    task runs: the connection's `connection_lost`, e.g. as the server stops: `spawn` is safe there.) Its
+    session counts the exchange as an open request while it runs (`fast._handover`), which covers the
+    response. `priming`: the session's `posts.replies.priming(session)`, asked once by the caller."""
     close_idle = posts.options.close_idle_streams if priming is not None else None
-    resumable = session is not None and session.store is not None  # (its stream's `resumable`)
-    spawn = posts.sessions.spawn
-
-    def ended() -> None:
-        stream = writer.stream
-        if stream is None:
-            if not resumable and not exchange.closed:
-                spawn(exchange.abort)
-        elif not stream.resumable and not stream.finished.is_set():
-            spawn(exchange.abort)
-
     lines = sse_lines(None if session is None else session.id)
     # (positional: a class called with keywords builds a dict for them, once per SSE answer)
-    writer = SseWriter(None, lines, posts.replies.keepalive, close_idle, ended)
-    return writer
+    return SseWriter(None, lines, posts.replies.keepalive, close_idle, on_end)
 
 
 def sse_lines(session_id: str | None) -> bytes:
