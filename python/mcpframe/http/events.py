@@ -140,11 +140,24 @@ class MemoryEventStore:
         streams = self._sessions.get(session_id)
         if streams is None:
             streams = self._sessions[session_id] = {}
-            self._order[session_id] = deque()
-        if len(streams) >= self.max_streams_per_session:
-            self._evict(session_id, streams)
-        self._order[session_id].append(stream_id)
-        seq = self._first[stream_id] = self._floor.get(session_id, 0)
+            order = self._order[session_id] = deque()
+        else:
+            order = self._order[session_id]
+        floor = self._floor.get(session_id, 0)
+        if len(streams) >= self.max_streams_per_session:  # `_evict` and `_drop`, inline: at the bound a
+            # session evicts a stream for every new one (each SSE answer), ~3k instructions in calls
+            oldest = order.popleft()
+            size = 0
+            for _, stored in streams.pop(oldest):
+                if stored is not None:
+                    size += len(stored)
+            self._bytes[session_id] -= size
+            self._first.pop(oldest, None)
+            reached = self._next.pop(oldest, 0)
+            if reached > floor:
+                floor = self._floor[session_id] = reached
+        order.append(stream_id)
+        seq = self._first[stream_id] = floor
         if self.max_events_per_stream >= 2:
             streams[stream_id] = [(seq, None), (seq + 1, message)]
         else:  # the bound keeps the last event alone (as the deque would)

@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from types import EllipsisType
 from typing import TYPE_CHECKING
 
 from mcpframe import core, protocol
 from mcpframe._api import Id, MessageLike
 from mcpframe.session.inline import start_inline
 
-from .events import store_now
+from .events import MemoryEventStore, store_now
 from .exchange import Exchange, Lane
 from .fast_pending import STATELESS_LINES, Pending, answering, failed, json_lines, later
 from .handling import PostHandler, refusal_of
@@ -129,10 +130,16 @@ def _session_post(
         return None
     session.touch()
     assert request.id is not None
-    sse = posts.answers_sse(accepts, session)
-    if not sse or session.store is None or store_now(session.store) is not None:
+    # the priming `retry`, asked once: what decides SSE in the resumable mode, and what its answer primes with
+    resumable = accepts.sse and posts.options.response_mode == "resumable"
+    retry = posts.replies.priming(session) if resumable else ...
+    sse = posts.answers_sse(accepts, session, retry)
+    store = session.store  # (`type(...) is MemoryEventStore`: `store_now`'s answer for the default store)
+    if not sse or store is None or type(store) is MemoryEventStore or store_now(store) is not None:
         try:
-            return _handover(posts, lane, session, request, ends=(slot.release,), accepts=accepts, sse=sse)
+            return _handover(
+                posts, lane, session, request, ends=(slot.release,), accepts=accepts, sse=sse, retry=retry
+            )
         except BaseException:  # (`_stateless_start` alike) its room back: `release` is idempotent
             slot.release()
             raise
@@ -153,6 +160,7 @@ def _handover(
     ends: tuple[Callable[[], None], ...],
     accepts: Accepts,
     sse: bool = False,
+    retry: int | EllipsisType | None = ...,
 ) -> FastAnswer:
     """A JSON answer with no `Exchange` or `Stream` when the handler answers in its first step (`sse`: the
     SSE answer, when the session's event store, if any, stores at once: `_sse_whole`).
@@ -173,6 +181,7 @@ def _handover(
     `SseWriter.opened`), in this loop iteration rather than the next. (A closure
     rather than an object: this runs once per request, and an object measured ~2k instructions more per
     call.)
+    `retry`: the session's `posts.replies.priming(session)` when the caller asked for it (else `...`).
     """
     rid = request.id
     assert rid is not None
@@ -191,12 +200,12 @@ def _handover(
             end()
         lane.done()
         if sse:
-            return _sse_whole(posts, session, answers[0])
+            return _sse_whole(posts, session, answers[0], retry)
         return 200, STATELESS_LINES if session is None else json_lines(session), answers[0]
     # a `Pending` answer, its stream made only if something else comes: JSON (`parked`), or with `sse` its
     # light `SseWriter` (the answer alone written with the head and the end, the stream made only if
     # something else must go out first, or when the head's hold runs out)
-    pending = exchange = Pending(posts, lane, session, rid, accepts, sse=sse)
+    pending = exchange = Pending(posts, lane, session, rid, accepts, sse=sse, retry=retry)
     pending.on_close += ends
     if pending.writer is not None:
         pending.writer.first_step = waiting
@@ -205,13 +214,17 @@ def _handover(
     return pending.parked
 
 
-def _sse_whole(posts: PostHandler, session: HttpSession | None, frame: bytes) -> Whole:
+def _sse_whole(
+    posts: PostHandler, session: HttpSession | None, frame: bytes, retry: int | EllipsisType | None = ...
+) -> Whole:
     """The SSE answer of a request answered in its first step, as `PostHandler.answered` gives it (the
     priming event if the session primes, then the answer, both stored when resumable), on a stream that
     exists only in the event store: nothing is left to resume it but a replay (`Last-Event-ID`)."""
     if session is None:
         return 200, sse_lines(None), answer_events(None, None, frame, None)
-    body = answer_events(session.store, session.id, frame, posts.replies.priming(session))
+    if retry is ...:
+        retry = posts.replies.priming(session)
+    body = answer_events(session.store, session.id, frame, retry)
     return 200, sse_lines(session.id), body
 
 

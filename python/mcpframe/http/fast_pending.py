@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from types import EllipsisType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from mcpframe import jsonrpc
@@ -104,6 +105,7 @@ class Pending(Exchange):
         accepts: Accepts,
         *,
         sse: bool = False,
+        retry: int | EllipsisType | None = ...,
     ) -> None:
         # what can fail comes before `_register`: a failure here leaves nothing registered (the lane not
         # taken, no id owned), and the deadline is armed last, once the exchange is whole
@@ -117,9 +119,15 @@ class Pending(Exchange):
         # answer, not `parked`, which it then has none of): no deadline here, its own hold makes the stream
         # when it runs out
         self.writer: SseWriter | None = None
+        # the session's priming `retry` (`ReplyOptions.priming`), asked once per SSE answer: its writer,
+        # its end (`_sse_end`) and its stream, if one is made, all prime with it
+        self._retry: int | None = None
         deadlines: Deadlines | None = None
         if sse:
-            self.writer = light_writer(posts, self, session, self._headers())
+            if retry is ...:  # (else the caller asked already: `fast._session_post`)
+                retry = posts.replies.priming(session)
+            self._retry = retry
+            self.writer = light_writer(posts, session, retry, self._light_ended)
             self.writer.light = self._streamed
         else:
             self.parked = _Abandoned(posts, self)
@@ -167,7 +175,7 @@ class Pending(Exchange):
         if writer is None:
             stream.on_wake = self._woken
         elif not self.closed:  # (closed: the writer ended with it)
-            first = stream.attach_now(writer, retry_ms=self._posts.replies.priming(session))
+            first = stream.attach_now(writer, retry_ms=self._retry)
             if first is None:  # not met on the fast path (its store answers at once): nobody would end it
                 logger.error(
                     "POST %s: an SSE answer's stream could not be attached", self._posts.options.path
@@ -176,6 +184,18 @@ class Pending(Exchange):
             else:
                 writer.attached(stream, first)
         return stream
+
+    def _light_ended(self) -> None:
+        """The light writer's end (`sse_wire.light_writer`): a client that left an answer nobody can resume
+        (no stream and no store, or a stream not resumable and not finished) has the exchange aborted."""
+        writer = self.writer
+        stream = None if writer is None else writer.stream
+        if stream is None:
+            session = self._session
+            if (session is None or session.store is None) and not self.closed:
+                self._posts.sessions.spawn(self.abort)
+        elif not stream.resumable and not stream.finished.is_set():
+            self._posts.sessions.spawn(self.abort)
 
     def _streamed(self) -> None:
         """The light writer's hold ran out: its stream from now on (`_upgrade`)."""
@@ -213,7 +233,7 @@ class Pending(Exchange):
         session = self._session
         try:  # as a stream's wake-up: what the delivery raises must not stop the rest of the end
             if self.writer is not None:  # SSE: the answer (or none) as its stream's only events, stored
-                _sse_end(self._posts, session, self.writer, frame)
+                _sse_end(session, self.writer, frame, self._retry)
             else:
                 self._json_end(frame, session)
         except Exception:
@@ -282,21 +302,20 @@ class Pending(Exchange):
         self.parked.deliver(self._rest())
 
 
-def _sse_end(posts: PostHandler, session: HttpSession | None, writer: SseWriter, frame: bytes | None) -> None:
+def _sse_end(session: HttpSession | None, writer: SseWriter, frame: bytes | None, retry: int | None) -> None:
     """End a light SSE answer with `frame` as its only event (`None`: none), as its stream would have
-    written it (the priming event if the session primes, then the frame, stored first when resumable: one
-    store call, `answer_events`) on a stream that exists only in the event store: nothing is left to resume
-    it but a replay (`Last-Event-ID`). One write with the head and the end when its head is still held."""
+    written it (the priming event if the session primes, `retry`, then the frame, stored first when
+    resumable: one store call, `answer_events`) on a stream that exists only in the event store: nothing is
+    left to resume it but a replay (`Last-Event-ID`). One write with the head and the end when its head is
+    still held."""
     if session is None:
         body = b"" if frame is None else format_event(frame)
     elif frame is not None:
-        body = answer_events(session.store, session.id, frame, posts.replies.priming(session))
+        body = answer_events(session.store, session.id, frame, retry)
     else:
         store = store_now(session.store)
-        _, body = events_now(store, session.id, new_stream_id(), (), posts.replies.priming(session))
-    if body:
-        writer.put(body, last=True)
-    writer.close()
+        _, body = events_now(store, session.id, new_stream_id(), (), retry)
+    writer.close(body)  # (`put(body, last=True)` and `close()` in one)
 
 
 def _finished_json(pending: Pending, headers: dict[str, str], sse: bool) -> Whole:

@@ -214,9 +214,11 @@ class StreamReplies:
         Decided from the negotiated version, not the per-request header: a 2025-11-25 client that sends an
         older header still understands priming events.
         """
-        if session is None or session.store is None or session.version is None:
+        if session is None or session.store is None:
             return None
-        return self.retry_ms if session.version >= protocol.V2025_11_25 else None  # it added `retry`
+        version = session.version  # (a property: read once, asked for on every SSE answer)
+        # (2025-11-25 added `retry`)
+        return None if version is None or version < protocol.V2025_11_25 else self.retry_ms
 
     def reply(
         self,

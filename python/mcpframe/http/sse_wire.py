@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -45,7 +46,6 @@ from .streams import KEEPALIVE, DirectPipe, Stream
 from .wire_parts import Streamed, StreamOut
 
 if TYPE_CHECKING:
-    from .exchange import Exchange
     from .handling import PostHandler
     from .sessions import HttpSession
 
@@ -88,12 +88,14 @@ class SseWriter(DirectPipe, Streamed):
         self,
         stream: Stream | None,
         lines: bytes,
-        *,
         keepalive: float,
         close_idle: float | None,
         on_end: Callable[[], Any],
     ) -> None:
-        super().__init__()
+        # `ChunkReader.__init__`, inline (one per SSE answer): nothing reads from this pipe
+        self._items: deque[bytes] = deque()
+        self._waiter = None
+        self.closed = False
         self.stream = stream
         self.close_idle = close_idle
         self._lines = lines
@@ -126,11 +128,15 @@ class SseWriter(DirectPipe, Streamed):
             # before anything put since `attach_now` (none today: no loop turn runs between the two, but
             # the priming event must come first however this is called)
             self._pending.insert(0, self.first)
-        # the head waits for the first event or the end, `_hold` seconds at most
-        self._entry = Deadlines.of(self._hold).add(self._held)
+        # the head waits for the first event or the end, `_hold` seconds at most (on the task's loop when
+        # there is one: `Deadlines.of` asks for the running loop otherwise, on 3.11 a `getpid` system call)
         task, self.first_step = self.first_step, None
-        if task is not None:
-            step_now(task.get_loop(), task)
+        if task is None:
+            self._entry = Deadlines.of(self._hold).add(self._held)
+            return
+        loop = task.get_loop()
+        self._entry = Deadlines.of(self._hold, loop).add(self._held)
+        step_now(loop, task)
 
     def lost(self) -> None:
         self._out = None  # nothing more is written
@@ -162,15 +168,23 @@ class SseWriter(DirectPipe, Streamed):
         well)."""
         return len(pending) > (1 if self._opened or not self.first else 2)
 
-    def close(self) -> None:
+    def close(self, last: bytes = b"") -> None:
+        """The stream's end (`Pipe.close`); `last`: its last event, as `put(last, last=True)` then `close()`
+        would write it, in one call (a light writer's answer: `fast_pending._sse_end`)."""
         if self.closed:
             return
+        if last:
+            self._pending.append(last)
         self.closed = True
-        self._disarm()
+        entry = self._entry  # (`_disarm`, inline: once per SSE answer)
+        if entry is not None:
+            entry[1] = None
+            self._entry = None
         out, self._out = self._out, None
+        pending = self._pending
         if out is not None:
-            out.end(b"".join(self._pending))
-        self._pending.clear()
+            out.end(pending[0] if len(pending) == 1 else b"".join(pending))
+        pending.clear()
         # what refers back to its exchange goes (its `light`, and the `on_end` closure that holds this
         # writer): the exchange and this writer are then freed by their reference counts as the answer
         # ends, not left as a cycle of ~18 objects per SSE answer for the cyclic collector (measured ~11k
@@ -261,32 +275,22 @@ def _ended() -> None:
 
 
 def light_writer(
-    posts: PostHandler, exchange: Exchange, session: HttpSession | None, headers: dict[str, str]
+    posts: PostHandler, session: HttpSession | None, priming: int | None, on_end: Callable[[], Any]
 ) -> SseWriter:
     """The SSE answer `PostHandler.respond` gives a started exchange that prefers SSE and has no stream yet
     (`fast_pending.Pending`): an `SseWriter` with no stream, which the exchange gives its answer alone
-    (`put`, `close`), or attaches to its stream once it makes one (`attached`). Its end is as `respond`'s
-    and `StreamReplies.reply`'s, but the session forgets the stream when its exchange ends (not here: this
-    may run inside `HttpSession.close`'s walk over its streams), and a client that leaves an answer nobody
-    can resume has the exchange aborted: nobody can ever receive it. (This may run where no task runs: the
-    connection's `connection_lost`, e.g. as the server stops: `spawn` is safe there.) Its session counts
-    the exchange as an open request while it runs (`fast._handover`), which covers the response."""
-    priming = posts.replies.priming(session)
+    (`put`, `close`), or attaches to its stream once it makes one (`attached`). Its end (`on_end`, the
+    exchange's `Pending._light_ended`, a bound method: no closure and cells made and freed per answer) is
+    as `respond`'s and `StreamReplies.reply`'s, but the session forgets the stream when its exchange ends
+    (not there: it may run inside `HttpSession.close`'s walk over its streams), and a client that leaves an
+    answer nobody can resume has the exchange aborted: nobody can ever receive it. (It may run where no
+    task runs: the connection's `connection_lost`, e.g. as the server stops: `spawn` is safe there.) Its
+    session counts the exchange as an open request while it runs (`fast._handover`), which covers the
+    response. `priming`: the session's `posts.replies.priming(session)`, asked once by the caller."""
     close_idle = posts.options.close_idle_streams if priming is not None else None
-    resumable = session is not None and session.store is not None  # (its stream's `resumable`)
-    spawn = posts.sessions.spawn
-
-    def ended() -> None:
-        stream = writer.stream
-        if stream is None:
-            if not resumable and not exchange.closed:
-                spawn(exchange.abort)
-        elif not stream.resumable and not stream.finished.is_set():
-            spawn(exchange.abort)
-
-    lines = sse_lines(headers.get(MCP_SESSION_ID))
-    writer = SseWriter(None, lines, keepalive=posts.replies.keepalive, close_idle=close_idle, on_end=ended)
-    return writer
+    lines = sse_lines(None if session is None else session.id)
+    # (positional: a class called with keywords builds a dict for them, once per SSE answer)
+    return SseWriter(None, lines, posts.replies.keepalive, close_idle, on_end)
 
 
 def sse_lines(session_id: str | None) -> bytes:

@@ -111,8 +111,11 @@ class Out:
         cycle.on_lost = None
         if connection.lost or connection.transport is None:
             return
-        chunk = b"%x\r\n%s\r\n" % (len(last), last) if last else b""
-        connection.transport.write(b"%s%s0\r\n\r\n" % (self._head(), chunk))
+        head = b"" if self._streamed is None else self._head()
+        if last:
+            connection.transport.write(b"%s%x\r\n%s\r\n0\r\n\r\n" % (head, len(last), last))
+        else:
+            connection.transport.write(b"%s0\r\n\r\n" % head)
         # a pipelined request is started from the loop, not inside the app's code that ended this one
         connection._finished(cycle, from_loop=True)
 
