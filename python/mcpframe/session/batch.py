@@ -86,8 +86,12 @@ def invalid_request_data(error: core.FrameError) -> dict[str, int | str] | None:
     not a string, both a result and an error, an integer literal past the core's digit limit, ...): where
     the frame starts in its stream (``offset``; in a batch, where its element starts), as a parse error's
     says (the stdlib reads such a frame, so there is no ``at`` to add); ``None`` for any other refusal.
-    The offset is the core's own (``FrameError.offset``, the same on both backends), read only here."""
-    return {"offset": error.offset} if error.code == jsonrpc.INVALID_REQUEST else None
+    The offset is the core's own (``FrameError.offset``, the same on both backends), read only here. A
+    batch refused whole (``BATCH_REFUSAL``) says nothing more, as a session's own refusal of a batch,
+    which meets only its elements, does not."""
+    if error.code != jsonrpc.INVALID_REQUEST or error.message == BATCH_REFUSAL:
+        return None
+    return {"offset": error.offset}
 
 
 def _oversize(error: core.FrameError) -> bool:
