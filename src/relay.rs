@@ -36,7 +36,13 @@ const TOKEN: &[u8] = b"\"progressToken\"";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Held {
     /// A complete frame, terminator excluded (its leading BOM removed: framing).
-    Frame(Vec<u8>),
+    Frame {
+        /// Stream offset of its first byte (past a dropped BOM), as a decoder reports it: the
+        /// proxy's answer to a bad held frame says where it is.
+        offset: u64,
+        /// Its bytes.
+        bytes: Vec<u8>,
+    },
     /// A frame over the size limit, whose bytes were never all held.
     Oversize {
         /// Stream offset of its first byte.
@@ -115,9 +121,9 @@ impl Upward {
 /// One framer event of either direction: while nothing is held, `relay` may take the frame (true);
 /// else the frame is held whole, as is everything after it in the chunk (stream order).
 fn hold_or(event: Event<'_>, held: &mut Vec<Held>, relay: impl FnOnce(&[u8]) -> bool) {
-    let frame: &[u8] = match &event {
-        Event::Frame { bytes, .. } => bytes,
-        Event::Assembled { bytes, .. } => bytes,
+    let (frame, offset): (&[u8], u64) = match &event {
+        Event::Frame { bytes, offset } => (bytes, *offset),
+        Event::Assembled { bytes, offset, .. } => (bytes, *offset),
         Event::Oversize { offset, preview } => {
             held.push(Held::Oversize {
                 offset: *offset,
@@ -129,10 +135,13 @@ fn hold_or(event: Event<'_>, held: &mut Vec<Held>, relay: impl FnOnce(&[u8]) -> 
     if held.is_empty() && relay(frame) {
         return;
     }
-    held.push(Held::Frame(match event {
-        Event::Assembled { bytes, .. } => bytes,
-        _ => frame.to_vec(),
-    }));
+    held.push(Held::Frame {
+        offset,
+        bytes: match event {
+            Event::Assembled { bytes, .. } => bytes,
+            _ => frame.to_vec(),
+        },
+    });
 }
 
 /// Relay one frame into `out` if it is a plain request or notification (true), else leave
@@ -332,6 +341,13 @@ mod tests {
         (out, held, map)
     }
 
+    fn frame_at(offset: u64, bytes: &[u8]) -> Held {
+        Held::Frame {
+            offset,
+            bytes: bytes.to_vec(),
+        }
+    }
+
     #[test]
     fn plain_requests_and_notifications_are_relayed() {
         let (out, held, map) = run(&[
@@ -356,9 +372,17 @@ mod tests {
         ]);
         assert_eq!(out, b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\"}\n");
         assert_eq!(held.len(), 4);
-        assert!(matches!(&held[1], Held::Frame(f) if f.ends_with(b"\"id\":3,\"method\":\"x\"}")));
+        assert!(
+            matches!(&held[1], Held::Frame { offset: 115, bytes } if bytes.ends_with(b"\"id\":3,\"method\":\"x\"}"))
+        );
         assert!(matches!(&held[2], Held::Oversize { offset: 153, .. }));
-        assert_eq!(held[3], Held::Frame(b"[]".to_vec()));
+        assert_eq!(
+            held[3],
+            Held::Frame {
+                offset: 224,
+                bytes: b"[]".to_vec()
+            }
+        );
         assert_eq!(map.len(), 1);
     }
 
@@ -374,12 +398,15 @@ mod tests {
         ] {
             let (out, held, _) = run(&[frame]);
             assert!(out.is_empty(), "{}", String::from_utf8_lossy(frame));
-            assert_eq!(held, vec![Held::Frame(frame.to_vec())]);
+            assert_eq!(held, vec![frame_at(0, frame)]);
         }
         let twice = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\"}\n";
         let (out, held, _) = run(&[twice, twice]);
         assert_eq!(out, twice);
-        assert_eq!(held, vec![Held::Frame(twice[..twice.len() - 1].to_vec())]);
+        assert_eq!(
+            held,
+            vec![frame_at(twice.len() as u64, &twice[..twice.len() - 1])]
+        );
     }
 
     #[test]
@@ -391,7 +418,7 @@ mod tests {
         ] {
             let (out, held, map) = run(&[frame]);
             assert!(out.is_empty(), "{}", String::from_utf8_lossy(frame));
-            assert_eq!(held, vec![Held::Frame(frame.to_vec())]);
+            assert_eq!(held, vec![frame_at(0, frame)]);
             assert!(map.is_empty());
         }
         assert!(canonical_id(b"-1"));

@@ -155,25 +155,26 @@ class Relay:
     def requests(self) -> int: ...
     @property
     def closed(self) -> bool: ...
-    def feed(self, chunk: _Buffer, /) -> tuple[bytes, list[bytes | FrameError]]:
+    def feed(self, chunk: _Buffer, /) -> tuple[bytes, list[tuple[int, bytes] | FrameError]]:
         """Relay what ``chunk`` completes: ``(relayed bytes, held frames)``."""
-    def close(self) -> tuple[bytes, list[bytes | FrameError]]:
+    def close(self) -> tuple[bytes, list[tuple[int, bytes] | FrameError]]:
         """End the stream: an unterminated last frame is relayed or held as if terminated."""
 
 @final
 class AnswerRelay:
     """The upstream's bytes towards the client sessions: answers to requests mapped in ``idmap`` (and
     not held by ``IdMap.hold``) get their client's id back, grouped per connection; from the first
-    other frame on, the chunk's frames are held (raw ``bytes``, or an oversize ``FrameError``)."""
+    other frame on, the chunk's frames are held (``(stream offset, raw bytes)``, or an oversize
+    ``FrameError``)."""
 
     def __new__(cls, idmap: IdMap, *, max_frame: int = 67108864) -> Self: ...
     @property
     def max_frame(self) -> int: ...
     @property
     def closed(self) -> bool: ...
-    def feed(self, chunk: _Buffer, /) -> tuple[list[tuple[int, bytes]], list[bytes | FrameError]]:
+    def feed(self, chunk: _Buffer, /) -> tuple[list[tuple[int, bytes]], list[tuple[int, bytes] | FrameError]]:
         """Relay what ``chunk`` completes: ``([(conn, relayed bytes), ...], held frames)``."""
-    def close(self) -> tuple[list[tuple[int, bytes]], list[bytes | FrameError]]:
+    def close(self) -> tuple[list[tuple[int, bytes]], list[tuple[int, bytes] | FrameError]]:
         """End the stream: an unterminated last frame is relayed or held as if terminated."""
 
 def decode(

@@ -100,7 +100,7 @@ fn max_frame_arg(value: &Bound<'_, PyAny>) -> PyResult<usize> {
     }
 }
 
-/// The held frames as Python objects: `bytes`, or the contract's oversize `FrameError`.
+/// The held frames as Python objects: `(offset, bytes)`, or the contract's oversize `FrameError`.
 fn held_list<'py>(
     py: Python<'py>,
     max_frame: usize,
@@ -109,7 +109,7 @@ fn held_list<'py>(
     let items = PyList::empty(py);
     for item in held {
         match item {
-            Held::Frame(frame) => items.append(PyBytes::new(py, &frame))?,
+            Held::Frame { offset, bytes } => items.append((offset, PyBytes::new(py, &bytes)))?,
             Held::Oversize { offset, preview } => {
                 let message =
                     format!("Invalid Request: frame exceeds the maximum size of {max_frame} bytes");

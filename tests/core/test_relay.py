@@ -63,15 +63,17 @@ def test_what_needs_a_decision_is_held_with_all_after_it(backend: ModuleType, fr
     relay = backend.Relay(ids, 1)
     out, held = relay.feed(_req(1) + b"\n" + frame + b"\n" + _req(2) + b"\n")
     assert out == _req(1) + b"\n"
-    assert held == [frame, _req(2)]
+    start = len(_req(1)) + 1
+    assert held == [(start, frame), (start + len(frame) + 1, _req(2))]
     assert len(ids) == 1
 
 
 def test_duplicates_and_the_limit_are_held(backend: ModuleType) -> None:
     ids = backend.IdMap(max_pending=2)
     relay = backend.Relay(ids, 1)
-    assert relay.feed(_req(1) + b"\n" + _req(1) + b"\n") == (_req(1) + b"\n", [_req(1)])
-    assert relay.feed(_req(2) + b"\n" + _req(3) + b"\n") == (_req(2) + b"\n", [_req(3)])
+    n = len(_req(1)) + 1
+    assert relay.feed(_req(1) + b"\n" + _req(1) + b"\n") == (_req(1) + b"\n", [(n, _req(1))])
+    assert relay.feed(_req(2) + b"\n" + _req(3) + b"\n") == (_req(2) + b"\n", [(3 * n, _req(3))])
     assert relay.requests == 2
 
 
@@ -84,7 +86,7 @@ def test_oversize_and_a_stream_start_bom(backend: ModuleType) -> None:
     assert isinstance(error, backend.FrameError)
     assert (error.code, error.offset, error.preview) == (-32600, 3 + size + 1, b"x" * 64)
     assert error.message == f"Invalid Request: frame exceeds the maximum size of {size} bytes"
-    assert note == _note("n", "{}")
+    assert note == (3 + size + 1 + 99 + 1, _note("n", "{}"))
 
 
 @pytest.mark.parametrize(
@@ -136,7 +138,7 @@ _frames = st.one_of(
 
 
 def _normal(item: Any) -> object:
-    if isinstance(item, bytes):
+    if isinstance(item, tuple):
         return item
     return (item.code, item.message, item.offset, item.preview, item.raw)
 
@@ -212,7 +214,8 @@ def test_answers_go_back_per_session_with_their_ids(backend: ModuleType) -> None
         ),
     ]
     assert held == []
-    assert relay.close() == ([], [_answer(followed)])  # held: the proxy follows it
+    start = len(_answer(b)) + len(_answer(a)) + len(error) + 4
+    assert relay.close() == ([], [(start, _answer(followed))])  # held: the proxy follows it
     assert ids.pending(1) == []
     assert ids.pending(2) == [(followed, 8)]
 
@@ -235,7 +238,7 @@ def test_other_upstream_frames_are_held(backend: ModuleType, frame: bytes) -> No
     ids.outbound(1, "b")
     relay = backend.AnswerRelay(ids)
     out, held = relay.feed(frame + b"\n" + _answer(2) + b"\n")
-    assert (out, held) == ([], [frame, _answer(2)])
+    assert (out, held) == ([], [(0, frame), (len(frame) + 1, _answer(2))])
     assert len(ids) == 2  # nothing was taken from the map
 
 

@@ -72,4 +72,7 @@ async def test_other_invalid_requests_are_answered_as_before() -> None:
     frame = b'{"jsonrpc":"1.0","id":5,"method":"echo"}\n'
     error = core.decode(frame)[0]
     seen = await _answers(frame)
-    assert [item.raw + b"\n" for item in seen] == [error.to_response()]
+    data = {"offset": error.offset}  # where the frame starts, as a parse error's answer says
+    assert [item.raw + b"\n" for item in seen] == [
+        core.encode_error(error.id, error.code, error.message, data)
+    ]

@@ -40,7 +40,7 @@ async def test_a_body_that_is_not_utf8_gets_the_byte() -> None:
         assert error["data"] == {"offset": 0, "at": 9, "detail": "invalid UTF-8: invalid start byte"}
 
 
-async def test_an_invalid_request_body_has_no_data() -> None:
+async def test_an_invalid_request_body_says_it_starts_at_0() -> None:
     async with asgi_client() as (client, _):
         headers = session_headers(await initialize(client))
         response = await client.post("/mcp", content=b'{"id": 3, "method": "ping"}', headers=headers)
@@ -48,5 +48,9 @@ async def test_an_invalid_request_body_has_no_data() -> None:
         assert response.json() == {
             "jsonrpc": "2.0",
             "id": 3,
-            "error": {"code": jsonrpc.INVALID_REQUEST, "message": 'Invalid Request: missing "jsonrpc"'},
+            "error": {
+                "code": jsonrpc.INVALID_REQUEST,
+                "message": 'Invalid Request: missing "jsonrpc"',
+                "data": {"offset": 0},
+            },
         }

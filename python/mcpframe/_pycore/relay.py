@@ -4,7 +4,7 @@ The reference of the native relay (``src/relay.rs``): the framing is the ``Decod
 reuses it and only replaces what happens to each complete frame); each frame is validated as the
 decoder would, and a plain request gets its upstream id from the shared ``IdMap`` spliced in
 (``Message.with_id``), a plain notification goes as it is. From the first frame that needs the proxy's
-decision on, every frame of the chunk is held: handed back whole, in order.
+decision on, every frame of the chunk is held: handed back whole, in order, with its stream offset.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ _WATCHED_REQUESTS = frozenset({INITIALIZE, RESOURCES_SUBSCRIBE, RESOURCES_UNSUBS
 _WATCHED_NOTIFICATIONS = frozenset({NOTIFICATIONS_CANCELLED, NOTIFICATIONS_INITIALIZED})
 _TOKEN = b'"progressToken"'
 
-Held = bytes | FrameError
+Held = tuple[int, bytes] | FrameError
+"""A held frame: ``(stream offset of its first byte, its bytes)``; or the oversize report."""
 
 
 class _Framer(Decoder):
@@ -56,7 +57,7 @@ class _Framer(Decoder):
         if raw and raw[0] == 0xEF:  # (tested here first: no call per frame)
             raw, offset = without_bom(raw, offset, self._bom_end)
         if raw.strip(_BLANK):
-            self.relay._step(raw)
+            self.relay._step(raw, offset)
 
 
 class Relay:
@@ -116,13 +117,13 @@ class Relay:
         self._out, self._held = [], []
         return out, held
 
-    def _step(self, raw: bytes) -> None:
+    def _step(self, raw: bytes, offset: int) -> None:
         if not self._held:
             frame = self._relay(raw)
             if frame is not None:
                 self._out.append(frame)
                 return
-        self._held.append(raw)
+        self._held.append((offset, raw))
 
     def _relay(self, raw: bytes) -> bytes | None:
         """The frame to send upstream (LF included), or None: it needs a decision."""
@@ -201,10 +202,10 @@ class AnswerRelay:
         self._out, self._held = {}, []
         return out, held
 
-    def _step(self, raw: bytes) -> None:
+    def _step(self, raw: bytes, offset: int) -> None:
         if not self._held and self._answer(raw):
             return
-        self._held.append(raw)
+        self._held.append((offset, raw))
 
     def _answer(self, raw: bytes) -> bool:
         items: list[Message | FrameError] = []

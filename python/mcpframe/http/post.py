@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from mcpframe import core, jsonrpc, protocol
 from mcpframe._api import MessageLike
-from mcpframe.session.batch import error_answer, long_integer_data
+from mcpframe.session.batch import error_answer, invalid_request_data
 
 from .responses import Reply, error_response
 
@@ -63,7 +63,7 @@ class Body:
         if self.batch or not isinstance(error, core.FrameError):
             return None
         rid = None if error.notification else error.id
-        data = long_integer_data(error)
+        data = invalid_request_data(error)
         if error.code == jsonrpc.PARSE_ERROR:
             data = jsonrpc.parse_error_data(error.raw, error.offset)
             rid = jsonrpc.recover_id(error.raw)  # a request's id, when the broken body still shows it

@@ -11,7 +11,16 @@ from mcpframe import core
 if TYPE_CHECKING:
     from mcpframe._api import MessageLike
 
-__all__ = ["Reader", "decode_held", "held_decoder", "odd_id", "splice", "splice_two", "with_raw_id"]
+__all__ = [
+    "Reader",
+    "at_offset",
+    "decode_held",
+    "held_decoder",
+    "odd_id",
+    "splice",
+    "splice_two",
+    "with_raw_id",
+]
 
 _BOM = b"\xef\xbb\xbf"
 _NOTHING: list[core.Message | core.FrameError] = []  # no held frames (read only, never appended to)
@@ -27,19 +36,42 @@ def held_decoder(max_frame: int, *, batches: bool = True) -> core.Decoder:
 
 
 def decode_held(
-    decoder: core.Decoder, held: list[bytes | core.FrameError]
+    decoder: core.Decoder, held: list[tuple[int, bytes] | core.FrameError]
 ) -> list[core.Message | core.FrameError]:
-    """The messages of a relay's held frames, in order (an oversize frame is the relay's `FrameError`)."""
+    """The messages of a relay's held frames, in order (an oversize frame is the relay's `FrameError`). A
+    refused frame's `FrameError` gets the frame's offset in the relay's stream (`at_offset`): the held
+    decoder's own stream is the held frames alone, each with a CRLF."""
     items: list[core.Message | core.FrameError] = []
     for frame in held:
-        if not isinstance(frame, bytes):
+        if not isinstance(frame, tuple):
             items.append(frame)
-        elif frame[:3] != _BOM:
-            items += decoder.feed(frame + b"\r\n")  # CRLF: a frame's own last CR stays content
+            continue
+        offset, raw = frame
+        if raw[:3] != _BOM:
+            start = decoder.offset
+            got = decoder.feed(raw + b"\r\n")  # CRLF: a frame's own last CR stays content
         else:  # a second BOM (the relay dropped the frame's own one): content, as a session reads it
-            body = _BOM + frame  # `decode` drops the first BOM only
-            items += core.decode(body, max_frame=decoder.max_frame, lazy=True, batches=decoder.batches)
+            start = len(_BOM)  # `decode` drops the first BOM only, and counts it
+            got = core.decode(_BOM + raw, max_frame=decoder.max_frame, lazy=True, batches=decoder.batches)
+        for item in got:
+            items.append(at_offset(item, offset - start) if type(item) is core.FrameError else item)
     return items
+
+
+def at_offset(error: core.FrameError, shift: int) -> core.FrameError:
+    """`error` moved by `shift` bytes (a cold path: refused frames only); its other fields kept."""
+    if not shift:
+        return error
+    return core.FrameError(
+        error.code,
+        error.message,
+        id=error.id,
+        offset=error.offset + shift,
+        preview=error.preview,
+        batch=error.batch,
+        notification=error.notification,
+        raw=error.raw,
+    )
 
 
 class Reader:
@@ -62,7 +94,7 @@ class Reader:
         relayed, held = self.relay.close()
         return relayed, self.decode(held)
 
-    def decode(self, held: list[bytes | core.FrameError]) -> list[core.Message | core.FrameError]:
+    def decode(self, held: list[tuple[int, bytes] | core.FrameError]) -> list[core.Message | core.FrameError]:
         """The messages of the relay's held frames, in order."""
         return decode_held(self._decoder, held) if held else _NOTHING
 

@@ -137,12 +137,12 @@ class ClientSession:
                 pass  # it died: `serve` fails the pending requests
         return None
 
-    async def _dispatch_async(self, relayed: bytes, held: list[bytes | core.FrameError]) -> None:
+    async def _dispatch_async(self, relayed: bytes, held: list[tuple[int, bytes] | core.FrameError]) -> None:
         if (rest := self._dispatch(relayed, held, self._forwarder.writer())) is not None:
             await rest
 
     def _dispatch(
-        self, relayed: bytes, held: list[bytes | core.FrameError], up: Writer | None
+        self, relayed: bytes, held: list[tuple[int, bytes] | core.FrameError], up: Writer | None
     ) -> Awaitable[None] | None:
         """Route what the relay held (and what it relayed before): the proxy's own answers back to the
         client, the rest upstream (started first if none runs); what is left to await, if anything."""
@@ -186,7 +186,7 @@ class ClientSession:
             if upward:
                 await self._forwarder.to_upstream(self, upward)
 
-    def _sort(self, relayed: bytes, held: list[bytes | core.FrameError]) -> tuple[bytes, bytes]:
+    def _sort(self, relayed: bytes, held: list[tuple[int, bytes] | core.FrameError]) -> tuple[bytes, bytes]:
         """The frames for the upstream (the relayed ones first) and the proxy's own answers to this
         client, each joined."""
         self._note_requests()

@@ -43,7 +43,7 @@ __all__ = [
     "Seal",
     "Stub",
     "error_answer",
-    "long_integer_data",
+    "invalid_request_data",
     "too_large",
     "too_large_answer",
 ]
@@ -60,7 +60,8 @@ _BUSY: Final = (
 
 def error_answer(error: core.FrameError, *, max_frame: int | None = None) -> bytes:
     """The response line to a rejected frame: a parse error's says where (``jsonrpc.parse_error_data``),
-    since the peer cannot tell which of its lines was bad otherwise, and carries the request's id when it
+    since the peer cannot tell which of its lines was bad otherwise, an invalid request's where its frame
+    starts (``invalid_request_data``), and a parse error's carries the request's id when it
     can be read from the broken frame (``jsonrpc.recover_id``), so the request waiting for it ends now. A
     frame over the size limit's says where it starts and the limit, with the id its first bytes show.
 
@@ -69,7 +70,7 @@ def error_answer(error: core.FrameError, *, max_frame: int | None = None) -> byt
     if max_frame is not None and _oversize(error):
         return _oversize_answer(error, max_frame)
     if error.code != jsonrpc.PARSE_ERROR:
-        data = long_integer_data(error)
+        data = invalid_request_data(error)
         return (
             error.to_response()
             if data is None
@@ -80,11 +81,17 @@ def error_answer(error: core.FrameError, *, max_frame: int | None = None) -> byt
     return core.encode_error(rid, error.code, error.message, data)
 
 
-def long_integer_data(error: core.FrameError) -> dict[str, int | str] | None:
-    """The ``data`` of the answer to a frame refused for an integer literal past the core's digit limit:
-    where the frame starts (``offset``), as a parse error's says (the stdlib reads such a frame, so
-    there is no ``at`` to add); ``None`` for any other refusal."""
-    return {"offset": error.offset} if error.message == LONG_INTEGER else None
+def invalid_request_data(error: core.FrameError) -> dict[str, int | str] | None:
+    """The ``data`` of the answer to a frame refused as an invalid request (a float id, a method that is
+    not a string, both a result and an error, an integer literal past the core's digit limit, ...): where
+    the frame starts in its stream (``offset``; in a batch, where its element starts), as a parse error's
+    says (the stdlib reads such a frame, so there is no ``at`` to add); ``None`` for any other refusal.
+    The offset is the core's own (``FrameError.offset``, the same on both backends), read only here. A
+    batch refused whole (``BATCH_REFUSAL``) says nothing more, as a session's own refusal of a batch,
+    which meets only its elements, does not."""
+    if error.code != jsonrpc.INVALID_REQUEST or error.message == BATCH_REFUSAL:
+        return None
+    return {"offset": error.offset}
 
 
 def _oversize(error: core.FrameError) -> bool:
