@@ -7,17 +7,8 @@ import json
 from typing import Any
 
 import anyio
+from tests.server._children import INITIALIZE as INIT
 
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
 PING = {"jsonrpc": "2.0", "id": "p", "method": "ping"}
 MEDIA = [("content-type", "application/json"), ("accept", "application/json, text/event-stream")]
 
