@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+from mcpframe.http import wire as wire_module
 from mcpframe.http.wire import WireServer
 
 
@@ -54,3 +55,17 @@ async def ok_bodies(reader: asyncio.StreamReader, count: int) -> list[bytes]:
         length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
         bodies.append(await reader.readexactly(length))
     return bodies
+
+
+def count_nexts(monkeypatch: Any) -> list[int]:
+    """Counts each run of `_Connection._next` (a request taken from the connection's queue): the list gets the
+    queue's length at each run."""
+    calls: list[int] = []
+    real = wire_module._Connection._next
+
+    def counted(self: wire_module._Connection) -> None:
+        calls.append(len(self.pending))
+        real(self)
+
+    monkeypatch.setattr(wire_module._Connection, "_next", counted)
+    return calls

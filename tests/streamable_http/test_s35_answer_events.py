@@ -17,13 +17,12 @@ import anyio
 import pytest
 
 from mcpframe.http import streams
-from mcpframe.http import wire as wire_module
 from mcpframe.http.events import MemoryEventStore
 from mcpframe.http.streams import answer_events, events_now
 from mcpframe.http.wire_parts import Streamed, StreamOut, WireAnswer
 from mcpframe.http.wire_plain import PLAIN
 
-from ._wire_support import ok_bodies, post, wire_connection
+from ._wire_support import count_nexts, ok_bodies, post, wire_connection
 
 pytestmark = pytest.mark.anyio
 
@@ -174,15 +173,7 @@ async def _chunked_body(reader: asyncio.StreamReader) -> bytes:
 @pytest.fixture
 def nexts(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """How many times `_Connection._next` ran (a request taken from the queue)."""
-    calls: list[int] = []
-    real = wire_module._Connection._next
-
-    def counted(self: wire_module._Connection) -> None:
-        calls.append(len(self.pending))
-        real(self)
-
-    monkeypatch.setattr(wire_module._Connection, "_next", counted)
-    return calls
+    return count_nexts(monkeypatch)
 
 
 async def test_a_streamed_answer_is_opened_from_the_read_and_what_follows_waits(nexts: list[int]) -> None:

@@ -10,13 +10,12 @@ from typing import Any
 import anyio
 import pytest
 
-from mcpframe.http import wire as wire_module
 from mcpframe.http.wire import Parked
 from mcpframe.http.wire_parts import WireAnswer
 from mcpframe.http.wire_plain import PLAIN
 
+from ._wire_support import count_nexts, post, wire_connection
 from ._wire_support import ok_bodies as _bodies
-from ._wire_support import post, wire_connection
 
 pytestmark = pytest.mark.anyio
 
@@ -69,15 +68,7 @@ async def _until(condition: Any) -> None:
 @pytest.fixture
 def nexts(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """How many times `_Connection._next` ran (a request taken from the queue)."""
-    calls: list[int] = []
-    real = wire_module._Connection._next
-
-    def counted(self: wire_module._Connection) -> None:
-        calls.append(len(self.pending))
-        real(self)
-
-    monkeypatch.setattr(wire_module._Connection, "_next", counted)
-    return calls
+    return count_nexts(monkeypatch)
 
 
 async def test_a_parked_answer_is_parked_from_the_read_and_the_idle_timer_waits(nexts: list[int]) -> None:
