@@ -275,10 +275,11 @@ class SharedBridge(SessionBridge):
         the POST ends once it is out), never waiting: the shared child's reader serves every session. The
         session's own task (`_drain`) writes the queue out as fast as its client reads; a session with more
         than `upstream.max_unread` bytes already queued is cut (`_cut_off`) instead of queueing more."""
-        if self.cut is not None or self.ended:
-            return
-        if self.unread > self.upstream.max_unread:
+        if self.cut is None and not self.ended and self.unread > self.upstream.max_unread:
             self._cut_off()
+        if self.cut is not None or self.ended:
+            if route is not None:  # dropped: its POST ends all the same (its admission slot freed)
+                route.answered(rid)  # type: ignore[arg-type]  # an answer's: not None
             return
         self.outbox.append((stream, frame, response, route, rid))
         self.unread += len(frame) + _ENTRY
@@ -296,19 +297,28 @@ class SharedBridge(SessionBridge):
                 await more.wait()
                 self._more = None
             stream, frame, response, route, rid = outbox.popleft()
-            await emit_bounded(stream, frame, response=response)
+            try:
+                await emit_bounded(stream, frame, response=response)
+            finally:  # written, or given up (the session ended): its POST ends either way
+                if route is not None:
+                    route.answered(rid)  # type: ignore[arg-type]  # an answer's: not None
             if self.cut is None:
                 self.unread -= len(frame) + _ENTRY
+
+    def _drop_queued(self) -> None:
+        """Forget what the session has not read yet; each queued answer's POST ends (its slot freed)."""
+        for _stream, _frame, _response, route, rid in self.outbox:
             if route is not None:
                 route.answered(rid)  # type: ignore[arg-type]  # an answer's: not None
+        self.outbox.clear()
+        self.unread = 0
 
     def _cut_off(self) -> None:
         """The session's client reads too slowly for what the child sends it: drop what it has not read, and
         end the session (its requests cancelled at the child, each answered with a -32000 error)."""
         upstream = self.upstream
         self.cut = f"the proxy ended the session: its client read too slowly ({self.unread} bytes unread)"
-        self.outbox.clear()
-        self.unread = 0
+        self._drop_queued()
         upstream.cut_sessions += 1
         for route in self.pending.values():
             if isinstance(route, Route):
@@ -360,6 +370,7 @@ class SharedBridge(SessionBridge):
                 tg.cancel_scope.cancel()
         finally:
             self.ended = True
+            self._drop_queued()
             with anyio.CancelScope(shield=True):
                 await self.upstream.leave(self, "the HTTP session ended")
                 await self._fail_pending(SESSION_ENDED)

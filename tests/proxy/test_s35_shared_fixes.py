@@ -1,0 +1,125 @@
+"""Fixes to `--multiplex shared` found in review (session 35): every POST of a session ends, even when its
+answer is dropped (its admission slot is freed); a client answers only the child's requests put to its own
+session; an error on the way to the child leaves no id mapped; one idle timer at a time.
+
+The bridge is driven here directly over a stand-in of `SharedUpstream` (what it asks of it alone), so each
+test states the exact step that must end a POST."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+
+from mcpframe.proxy.listen_bridge import Route
+from mcpframe.proxy.listen_shared_session import SharedBridge
+
+pytestmark = pytest.mark.anyio
+
+
+class _Stream:
+    """A POST's stream: records what is written and whether it ended."""
+
+    def __init__(self, *, stuck: bool = False) -> None:
+        self.sent: list[bytes] = []
+        self.finished = False
+        self.stuck = stuck  # its client never reads: `emit` waits forever
+
+    async def emit(self, frame: bytes, *, response: bool = False, wait: bool = True) -> None:
+        if self.stuck:
+            await anyio.sleep_forever()
+        self.sent.append(frame)
+
+    def finish(self) -> None:
+        self.finished = True
+
+    def drop_unsent(self) -> None:
+        pass
+
+
+class _Upstream:
+    """What `SharedBridge` asks of `SharedUpstream` in these tests."""
+
+    def __init__(self, max_unread: int = 1 << 20) -> None:
+        self.max_unread = max_unread
+        self.cut_sessions = 0
+        self.spawned: list[Any] = []
+        self.result = None
+        self.child = None
+
+    def spawn(self, func: Any, *args: Any) -> None:
+        self.spawned.append(func)
+
+
+def _route(stream: _Stream, rid: int, released: list[int]) -> Route:
+    route = Route(stream, [rid], [])  # type: ignore[arg-type]  # the stand-in stream
+    route.on_close.append(lambda: released.append(rid))  # what `BridgePosts` hangs the slot's release on
+    return route
+
+
+def _bridge(upstream: _Upstream) -> SharedBridge:
+    return SharedBridge(upstream, max_frame=1 << 20)  # type: ignore[arg-type]  # the stand-in upstream
+
+
+async def test_answers_queued_when_the_session_is_cut_end_their_posts() -> None:
+    bridge = _bridge(_Upstream())
+    released: list[int] = []
+    stream = _Stream()
+    routes = {rid: _route(stream, rid, released) for rid in (1, 2, 3)}
+    bridge.pending.update(routes)
+    bridge.deliver(stream, b"note", response=False)  # something queued first: the answers queue behind it
+    await bridge.answer_with(1, b'{"jsonrpc":"2.0","id":1,"result":{}}')
+    await bridge.answer_with(2, b'{"jsonrpc":"2.0","id":2,"result":{}}')
+    assert released == []  # queued, not written yet
+    bridge._cut_off()
+    assert sorted(released) == [1, 2]  # both dropped answers ended their POSTs
+    assert routes[1].closed
+    assert routes[2].closed
+    assert not routes[3].closed  # still in `pending`: `_end_cut` answers it with an error
+
+
+async def test_an_answer_delivered_to_a_cut_or_ended_session_ends_its_post() -> None:
+    for how in ("cut", "ended"):
+        bridge = _bridge(_Upstream())
+        released: list[int] = []
+        stream = _Stream()
+        route = _route(stream, 7, released)
+        if how == "cut":
+            bridge.cut = "cut"
+        else:
+            bridge.ended = True
+        bridge.deliver(stream, b"answer", response=True, route=route, rid=7)
+        assert released == [7], how
+        assert not bridge.outbox
+
+
+async def test_an_answer_that_overflows_the_bound_ends_its_post() -> None:
+    upstream = _Upstream(max_unread=0)
+    bridge = _bridge(upstream)
+    released: list[int] = []
+    stream = _Stream()
+    bridge.deliver(stream, b"note", response=False)  # now over the bound of 0 bytes
+    route = _route(stream, 4, released)
+    bridge.deliver(stream, b"answer", response=True, route=route, rid=4)
+    assert upstream.cut_sessions == 1
+    assert released == [4]
+
+
+async def test_answers_queued_or_being_written_when_the_session_ends_end_their_posts() -> None:
+    bridge = _bridge(_Upstream())
+    released: list[int] = []
+    stuck = _Stream(stuck=True)
+    first, second = _route(stuck, 1, released), _route(stuck, 2, released)
+    bridge.deliver(stuck, b"a1", response=True, route=first, rid=1)
+    bridge.deliver(stuck, b"a2", response=True, route=second, rid=2)
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(bridge._drain)
+            while len(bridge.outbox) == 2:  # `_drain` takes the first and waits on its client
+                await anyio.lowlevel.checkpoint()
+            tg.cancel_scope.cancel()  # what `run` does once the host closed the session
+    assert released == [1]  # the one being written
+    bridge.ended = True
+    bridge._drop_queued()  # what `run`'s `finally` does next
+    assert sorted(released) == [1, 2]
