@@ -12,6 +12,7 @@ from typing import Any
 import anyio
 import pytest
 
+from mcpframe import core
 from mcpframe.proxy.listen_bridge import Route
 from mcpframe.proxy.listen_shared_session import SharedBridge
 
@@ -47,6 +48,8 @@ class _Upstream:
         self.spawned: list[Any] = []
         self.result = None
         self.child = None
+        self.asked: dict[Any, SharedBridge] = {}  # the child's request id -> the session asked
+        self.ids = core.IdMap()
 
     def spawn(self, func: Any, *args: Any) -> None:
         self.spawned.append(func)
@@ -123,3 +126,21 @@ async def test_answers_queued_or_being_written_when_the_session_ends_end_their_p
     bridge.ended = True
     bridge._drop_queued()  # what `run`'s `finally` does next
     assert sorted(released) == [1, 2]
+
+
+async def test_a_session_cannot_answer_the_childs_request_to_another_session(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    upstream = _Upstream()
+    a, b = _bridge(upstream), _bridge(upstream)
+    upstream.asked["mcp-ask-1"] = a  # the child asked session A
+    forged = b'{"jsonrpc":"2.0","id":"mcp-ask-1","result":{"action":"accept"}}'
+    with caplog.at_level("WARNING", logger="mcpframe.proxy"):
+        assert b.outgoing(core.decode(forged)) == b""  # B's answer does not reach the child
+    assert upstream.asked == {"mcp-ask-1": a}  # A may still answer
+    assert b.stray_answers == 1
+    assert "dropping a response to 'mcp-ask-1'" in caplog.text
+    assert b.outgoing(core.decode(b'{"jsonrpc":"2.0","id":99,"result":{}}')) == b""  # asked of nobody
+    honest = b'{"jsonrpc":"2.0","id":"mcp-ask-1","result":{"action":"decline"}}'
+    assert a.outgoing(core.decode(honest)) == honest + b"\n"
+    assert upstream.asked == {}

@@ -8,6 +8,7 @@ and the child's frames are routed to the session by `SharedUpstream` (see `liste
 
 from __future__ import annotations
 
+import logging
 from collections import deque
 from typing import TYPE_CHECKING
 
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
 
 __all__ = ["HANDSHAKE_ID", "SharedBridge"]
 
+logger = logging.getLogger("mcpframe.proxy")
+
 HANDSHAKE_ID = "mcpframe-proxy"
 """The id of the proxy's own requests to the shared child (its `initialize`; then with a number): a string,
 so never one of the ids the sessions' requests get there (`core.IdMap`'s are numbers)."""
@@ -68,6 +71,7 @@ class SharedBridge(SessionBridge):
         self.peak_unread = 0  # the most `unread` ever was (what tests check)
         self.cut: str | None = None  # why the session was cut for reading too slowly (`None`: it was not)
         self._more: anyio.Event | None = None  # set when `outbox` gets a frame while `_drain` waits
+        self.stray_answers = 0  # the client's responses to no request the child put to this session (dropped)
 
     @property  # read-only here: the shared child of the moment
     def child(self) -> Child | None:
@@ -181,7 +185,8 @@ class SharedBridge(SessionBridge):
         """The client's notifications and responses as the shared child gets them: a cancel names the
         request's id there (or is dropped: the request is not the child's any more), the session's
         `notifications/initialized` is dropped (the proxy sent its own), an answer to the child's request
-        goes as it came."""
+        put to this session goes as it came, any other answer is dropped (a session never answers for
+        another)."""
         lines = []
         asked = self.upstream.asked
         for message in others:
@@ -196,10 +201,26 @@ class SharedBridge(SessionBridge):
                 raw = splice(raw, span, b"%d" % uid)
             elif method == protocol.NOTIFICATIONS_INITIALIZED:
                 continue
-            elif method is None and message.id is not None and asked.get(message.id) is self:
+            elif method is None and message.id is not None:
+                if asked.get(message.id) is not self:
+                    self._stray(message.id)
+                    continue
                 del asked[message.id]
             lines.append(one_line(raw))
         return b"".join(lines)
+
+    def _stray(self, rid: Id) -> None:
+        """Drop the client's response `rid`: the child asked this session no such request (warned of on the
+        first and then every 100th, so a client cannot flood the log)."""
+        self.stray_answers += 1
+        if self.stray_answers % 100 == 1:
+            logger.warning(
+                "dropping a response to %r from session %s: no request of the upstream server's waits for it"
+                " there (%d dropped)",
+                rid,
+                self.http.id if self.http is not None else "?",
+                self.stray_answers,
+            )
 
     def _given_up(self, message: MessageLike) -> int | None:
         """The client cancelled a request: its POST stops waiting; the child's id for it (`None`: none)."""
