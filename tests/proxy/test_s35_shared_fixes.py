@@ -7,6 +7,7 @@ test states the exact step that must end a POST."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import anyio
@@ -42,14 +43,28 @@ class _Stream:
 class _Upstream:
     """What `SharedBridge` asks of `SharedUpstream` in these tests."""
 
-    def __init__(self, max_unread: int = 1 << 20) -> None:
+    def __init__(self, max_unread: int = 1 << 20, max_pending: int = 65536) -> None:
         self.max_unread = max_unread
         self.cut_sessions = 0
         self.spawned: list[Any] = []
         self.result = None
         self.child = None
         self.asked: dict[Any, SharedBridge] = {}  # the child's request id -> the session asked
-        self.ids = core.IdMap()
+        self.ids = core.IdMap(max_pending=max_pending)
+        self.tokens: dict[int, Any] = {}
+        self.written: list[bytes] = []
+        self.writable = True
+
+    def active(self, bridge: SharedBridge) -> None:
+        pass
+
+    async def ready(self) -> None:
+        pass
+
+    async def write(self, data: bytes) -> bool:
+        if self.writable:
+            self.written.append(data)
+        return self.writable
 
     def spawn(self, func: Any, *args: Any) -> None:
         self.spawned.append(func)
@@ -144,3 +159,44 @@ async def test_a_session_cannot_answer_the_childs_request_to_another_session(
     honest = b'{"jsonrpc":"2.0","id":"mcp-ask-1","result":{"action":"decline"}}'
     assert a.outgoing(core.decode(honest)) == honest + b"\n"
     assert upstream.asked == {}
+
+
+def _requests(*rids: int) -> list[Any]:
+    meta = b',"params":{"_meta":{"progressToken":"t%d"}}'
+    return [
+        core.decode(b'{"jsonrpc":"2.0","id":%d,"method":"tools/call"%s}' % (r, meta % r))[0] for r in rids
+    ]
+
+
+async def test_requests_refused_by_the_id_map_are_answered_with_an_error() -> None:
+    upstream = _Upstream(max_pending=2)
+    bridge = _bridge(upstream)
+    released: list[int] = []
+    stream = _Stream()
+    upstream.ids.outbound(bridge.conn, 5)  # request 5 of this session is in flight already
+    requests = _requests(5, 6, 7)
+    route = Route(stream, [5, 6, 7], [])  # type: ignore[arg-type]
+    route.on_close.append(lambda: released.append(0))
+    bridge.add(route, requests)
+    assert await bridge.send(route, requests)
+    errors = {json.loads(frame)["id"]: json.loads(frame)["error"] for frame in stream.sent}
+    assert errors[5]["code"] == -32600  # a duplicate id
+    assert "already in flight" in errors[5]["message"]
+    assert errors[7]["code"] == -32603  # over the map's limit of 2
+    assert 6 not in errors  # 6 went to the child
+    assert len(upstream.written) == 1
+    assert upstream.ids.upstream(bridge.conn, 6) is not None
+    assert route.ids == {6}  # the POST waits for 6 alone
+    assert released == []
+
+
+async def test_a_failed_write_leaves_no_id_nor_token_mapped() -> None:
+    upstream = _Upstream()
+    upstream.writable = False  # the child cannot be written to (it cannot start)
+    bridge = _bridge(upstream)
+    requests = _requests(1, 2)
+    route = Route(_Stream(), [1, 2], [])  # type: ignore[arg-type]
+    bridge.add(route, requests)
+    assert not await bridge.send(route, requests)
+    assert len(upstream.ids) == 0
+    assert upstream.tokens == {}

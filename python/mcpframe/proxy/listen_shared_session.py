@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from mcpframe import core, jsonrpc, protocol
+from mcpframe.errors import DuplicateIdError, PendingLimitError
 from mcpframe.http.post import one_line
 
 from .listen_bridge import (
@@ -98,7 +99,10 @@ class SharedBridge(SessionBridge):
         child = upstream.child
         if child is None or method in _SUBSCRIPTIONS:
             return False
-        uid = upstream.ids.outbound(self.conn, rid)
+        try:
+            uid = upstream.ids.outbound(self.conn, rid)
+        except (DuplicateIdError, PendingLimitError):
+            return False  # the full path answers it with the error (`send`)
         if not child.write_now(core.splice_id(line, uid)):
             upstream.ids.discard(uid)
             return False
@@ -135,12 +139,14 @@ class SharedBridge(SessionBridge):
     # ---------------------------------------------------------------- client -> child
 
     async def send(self, route: Route, requests: list[MessageLike]) -> bool:
-        """The POST's requests to the shared child, each with an id (and progress token) of its own there."""
+        """The POST's requests to the shared child, each with an id (and progress token) of its own there;
+        `False` when they could not be written (then none of them stays mapped)."""
         from .listen_stateless import _for_child  # noqa: PLC0415 - its splice, shared (no cycle at import)
 
         upstream = self.upstream
         upstream.active(self)
         lines: list[bytes] = []
+        uids: list[int] = []  # the child's ids given in this call: forgotten again if nothing is written
         for message in requests:
             rid = message.id
             assert rid is not None
@@ -148,7 +154,14 @@ class SharedBridge(SessionBridge):
             if local is not None:
                 await self.answer_with(rid, local)
                 continue
-            uid = upstream.ids.outbound(self.conn, rid)
+            try:
+                uid = upstream.ids.outbound(self.conn, rid)
+            except (DuplicateIdError, PendingLimitError) as exc:  # already in flight; too many in flight
+                code = (
+                    jsonrpc.INVALID_REQUEST if isinstance(exc, DuplicateIdError) else jsonrpc.INTERNAL_ERROR
+                )
+                await self.answer_with(rid, core.encode_error(rid, code, str(exc)))
+                continue
             try:
                 frame, token = _for_child(message, uid)
             except ValueError as exc:
@@ -158,8 +171,14 @@ class SharedBridge(SessionBridge):
             if token is not None:
                 upstream.tokens[uid] = (route, token, self)
                 route.on_close.append(lambda uid=uid: upstream.tokens.pop(uid, None))  # type: ignore[misc]
+            uids.append(uid)
             lines.append(one_line(frame))
-        return not lines or await self.write(b"".join(lines))
+        if not lines or await self.write(b"".join(lines)):
+            return True
+        for uid in uids:
+            upstream.ids.discard(uid)
+            upstream.tokens.pop(uid, None)
+        return False
 
     def _local(self, message: MessageLike) -> bytes | None:
         """The answer given here to a request the child must not get (`None`: it goes to the child)."""
