@@ -15,6 +15,7 @@ import pytest
 
 from mcpframe import core
 from mcpframe.proxy.listen_bridge import Route
+from mcpframe.proxy.listen_shared import SharedUpstream
 from mcpframe.proxy.listen_shared_session import SharedBridge
 
 pytestmark = pytest.mark.anyio
@@ -200,3 +201,31 @@ async def test_a_failed_write_leaves_no_id_nor_token_mapped() -> None:
     assert not await bridge.send(route, requests)
     assert len(upstream.ids) == 0
     assert upstream.tokens == {}
+
+
+class _Session:
+    """What `SharedUpstream.join`/`leave` ask of a session."""
+
+    conn = 0
+
+
+async def test_sessions_coming_and_going_keep_one_idle_timer() -> None:
+    spawned: list[Any] = []
+    upstream = SharedUpstream(None, max_frame=1 << 20, spawn=spawned.append, idle_timeout=60)  # type: ignore[arg-type]
+    now = [1000.0]
+    upstream.clock = lambda: now[0]
+    for _ in range(5):  # the last session leaves five times within the timeout
+        session = _Session()
+        session.conn = upstream.join(session)  # type: ignore[arg-type]
+        await upstream.leave(session, "gone")  # type: ignore[arg-type]
+        now[0] += 1
+    assert upstream.idle_timers == 1
+    assert len(spawned) == 1
+    assert upstream.idle_since == 1004.0  # the timer waits from the last leave
+    now[0] = 1064.0  # the timer's time is up: it reaps (nothing runs here) and ends
+    await spawned[0]()
+    assert upstream.reaped == 0  # no child was running
+    session = _Session()
+    session.conn = upstream.join(session)  # type: ignore[arg-type]
+    await upstream.leave(session, "gone")  # type: ignore[arg-type]
+    assert upstream.idle_timers == 2  # the ended timer is replaced by a new one

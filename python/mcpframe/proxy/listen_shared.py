@@ -110,6 +110,8 @@ class SharedUpstream:
         self.clock: Callable[[], float] = time.monotonic
         self.idle_since: float | None = None  # when the last session left (`None`: one is open)
         self.reaped = 0  # children ended for being idle (what tests and benchmarks read)
+        self.idle_timers = 0  # `_reap_later` tasks started (one at a time runs: what tests read)
+        self._timing = False  # a `_reap_later` task is running
         self.child: Child | None = None
         self.result: dict[str, Any] | None = None  # the child's initialize result
         self.version: str | None = None  # what the child negotiated
@@ -158,11 +160,26 @@ class SharedUpstream:
             await self.write(b"".join(frames))
         if not self.sessions and self.idle_timeout is not None:
             self.idle_since = self.clock()
-            self.spawn(self._reap_later, self.idle_timeout)
+            if not self._timing:  # the running timer sees the new `idle_since` when it wakes
+                self._timing = True
+                self.idle_timers += 1
+                self.spawn(self._reap_later)
 
-    async def _reap_later(self, delay: float) -> None:
-        await anyio.sleep(delay)
-        await self.reap_idle()
+    async def _reap_later(self) -> None:
+        """The one idle timer: sleeps until `idle_timeout` after the last session left (again, for the time
+        left, when sessions came and went meanwhile), then reaps; ends early once a session is open."""
+        try:
+            while (since := self.idle_since) is not None and not self.sessions:
+                timeout = self.idle_timeout
+                if timeout is None:
+                    return
+                left = since + timeout - self.clock()
+                if left <= 0:
+                    await self.reap_idle()
+                    return
+                await anyio.sleep(left)
+        finally:
+            self._timing = False
 
     async def reap_idle(self) -> bool:
         """End the child when no session has been open for `idle_timeout` seconds (by `clock`): with no
