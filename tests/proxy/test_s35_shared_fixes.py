@@ -16,7 +16,7 @@ import pytest
 from mcpframe import core
 from mcpframe.proxy.listen_bridge import Route
 from mcpframe.proxy.listen_shared import SharedUpstream
-from mcpframe.proxy.listen_shared_session import SharedBridge
+from mcpframe.proxy.listen_shared_session import HANDSHAKE_ID, SharedBridge
 
 pytestmark = pytest.mark.anyio
 
@@ -229,3 +229,112 @@ async def test_sessions_coming_and_going_keep_one_idle_timer() -> None:
     session.conn = upstream.join(session)  # type: ignore[arg-type]
     await upstream.leave(session, "gone")  # type: ignore[arg-type]
     assert upstream.idle_timers == 2  # the ended timer is replaced by a new one
+
+
+class _Child:
+    """A shared child in this process: it answers the proxy's `initialize` when `answers`; its output ends
+    when `eof` is called (its reader drains until then, even once it has a status)."""
+
+    def __init__(self, *, answers: bool = True) -> None:
+        self.answers = answers
+        self.returncode: int | None = None
+        self.output = type("Output", (), {"take": None})()
+        self._send, self._receive = anyio.create_memory_object_stream[bytes](16)
+
+    async def write(self, data: bytes) -> None:
+        if self.answers and b'"initialize"' in data:
+            result = (
+                b'{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"c","version":"1"}}'
+            )
+            await self._send.send(
+                b'{"jsonrpc":"2.0","id":"%s","result":%s}' % (HANDSHAKE_ID.encode(), result)
+            )
+
+    async def send(self, data: bytes) -> bool:
+        return True
+
+    def eof(self) -> None:
+        self._send.close()
+
+    async def frames(self, *, max_frame: int) -> Any:
+        async for line in self._receive:
+            yield core.decode(line)[0]
+
+    async def close(self) -> int:
+        if self.returncode is None:
+            self.returncode = 0
+        self.eof()
+        return self.returncode
+
+
+class _Pool:
+    def __init__(self, *children: _Child) -> None:
+        self.children = list(children)
+        self.spawned = 0
+
+    async def spawn(self) -> _Child:
+        self.spawned += 1
+        return self.children.pop(0)
+
+
+class _Owed:
+    """A session of the shared child: what `_died` asks of it."""
+
+    def __init__(self) -> None:
+        self.conn = 0
+        self.failed: list[str] = []
+
+    async def fail_pending(self, why: str) -> None:
+        self.failed.append(why)
+
+
+async def test_a_new_child_starts_only_once_the_dead_ones_reader_failed_its_requests() -> None:
+    first, second = _Child(), _Child()
+    pool = _Pool(first, second)
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            upstream = SharedUpstream(pool, max_frame=1 << 20, spawn=tg.start_soon)  # type: ignore[arg-type]
+            assert await upstream.ready() is first
+            owed = _Owed()
+            owed.conn = upstream.join(owed)  # type: ignore[arg-type]
+            first.returncode = 1  # it died; its reader has not read to the end of its output yet
+            started = anyio.Event()
+
+            async def start_again() -> None:
+                assert await upstream.ready() is second
+                started.set()
+
+            tg.start_soon(start_again)
+            await anyio.wait_all_tasks_blocked()
+            assert pool.spawned == 1  # no new child while the old reader still reads
+            first.eof()
+            await started.wait()
+            assert pool.spawned == 2
+            assert len(owed.failed) == 1  # the old reader failed the session's requests (`_died`)
+            assert "exited (status 1)" in owed.failed[0]
+            assert upstream.child is second
+            assert upstream.result is not None
+            await second.close()
+            tg.cancel_scope.cancel()
+
+
+async def test_a_start_cancelled_during_the_handshake_leaves_no_child() -> None:
+    silent, answering = _Child(answers=False), _Child()
+    pool = _Pool(silent, answering)
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            upstream = SharedUpstream(pool, max_frame=1 << 20, spawn=tg.start_soon)  # type: ignore[arg-type]
+            with anyio.CancelScope() as scope:
+                tg.start_soon(lambda: _cancel_when_blocked(scope))
+                await upstream.ready()
+            assert scope.cancelled_caught
+            assert upstream.child is None  # not handed out with no handshake done
+            assert silent.returncode is not None  # closed
+            assert await upstream.ready() is answering
+            await answering.close()
+            tg.cancel_scope.cancel()
+
+
+async def _cancel_when_blocked(scope: anyio.CancelScope) -> None:
+    await anyio.wait_all_tasks_blocked()
+    scope.cancel()

@@ -126,7 +126,8 @@ class SharedUpstream:
         self._conns = itertools.count(1)
         self._own = itertools.count(1)  # ids of the proxy's own requests (strings: never the IdMap's)
         self._starting = anyio.Lock()
-        self._answered: anyio.Event | None = None
+        self._answered: anyio.Event | None = None  # the child being started answered (or its reader ended)
+        self._reading: anyio.Event | None = None  # set when the reader of the latest child started has ended
         self._found: dict[int, tuple[int, Id]] = {}  # answers `_take` left to `_route`: their owners
         self._handshake: Any = None
 
@@ -224,9 +225,16 @@ class SharedUpstream:
             return child
         async with self._starting:
             child = self.child
-            if child is None or child.returncode is not None:
-                child = await self._start()
-            return child
+            if child is not None and child.returncode is None and self.result is not None:
+                return child  # started while this waited for the lock
+            if child is not None and child.returncode is None:
+                await child.close()  # one whose handshake never ended (not running)
+            reading = self._reading
+            if reading is not None:
+                # the old child's reader fails what it owed (`_died`) before a new child is started
+                with anyio.move_on_after(HANDSHAKE_TIMEOUT):
+                    await reading.wait()
+            return await self._start()
 
     async def _start(self) -> Child:
         try:
@@ -234,9 +242,20 @@ class SharedUpstream:
         except OSError as exc:
             raise SharedStartError(f"the upstream server could not start ({exc})") from None
         self.child, self.result, self._handshake = child, None, None
+        try:
+            return await self._handshake_with(child)
+        except BaseException:  # refused, or cancelled: no half-started child is left as the shared one
+            with anyio.CancelScope(shield=True):
+                await child.close()
+            if self.child is child:
+                self.child = self.result = None
+            raise
+
+    async def _handshake_with(self, child: Child) -> Child:
         answered = self._answered = anyio.Event()
+        reading = self._reading = anyio.Event()
         child.output.take = self._take  # the fast path's answers are placed where the pipe read lands
-        self.spawn(self._read, child)
+        self.spawn(self._read, child, answered, reading)
         init = {
             "protocolVersion": protocol.LATEST_LEGACY,
             "capabilities": _CAPABILITIES,
@@ -267,8 +286,15 @@ class SharedUpstream:
             return False
         return await child.send(data)
 
-    async def _read(self, child: Child) -> None:
-        """Route the child's frames until it ends; then fail what it still owed every session."""
+    async def _read(self, child: Child, answered: anyio.Event, reading: anyio.Event) -> None:
+        """Route the child's frames until it ends; then fail what it still owed every session (`answered`:
+        the child's handshake event, set so that a start waiting for it stops; `reading`: set at the end)."""
+        try:
+            await self._read_frames(child, answered)
+        finally:
+            reading.set()
+
+    async def _read_frames(self, child: Child, answered: anyio.Event) -> None:
         status: int | None = None
         served = False  # the child answered the handshake (a child that never did ends nothing)
         try:
@@ -283,8 +309,7 @@ class SharedUpstream:
         finally:
             with anyio.CancelScope(shield=True):
                 status = await child.close()
-                if self._answered is not None:
-                    self._answered.set()
+                answered.set()
                 served = self.child is child and self.result is not None
                 if self.child is child:
                     await self._died(status)
