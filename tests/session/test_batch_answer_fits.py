@@ -54,18 +54,18 @@ async def test_answers_of_running_handlers_that_overflow_the_array_are_replaced(
 
 
 def test_the_replacement_keeps_the_id_as_written() -> None:
-    answer = b'{"jsonrpc":"2.0","id":"a\\u0062","result":"long"}\n'
+    answer = b'{"jsonrpc":"2.0","id":"a\\u0062","result":"' + b"long" * 250 + b'"}\n'
     error = too_large_answer(answer, 10)
     assert error.endswith(b"\n")
     assert b'"id":"a\\u0062"' in error
     written: list[bytes] = []
-    batch = Batch(written.append, limit=len(answer) + 1)
+    limit = len(answer) + len(too_large_answer(answer, 1000)) + 1  # `[` answer `,` its error `]`
+    batch = Batch(written.append, limit=limit)
     batch.expect()
     batch.expect()
-    batch.answer(answer)  # fits: the array is `[` answer `]`
+    batch.answer(answer)  # fits, with room kept for the other's error
     batch.answer(answer)  # would not
     batch.seal()
     [line] = written
-    assert (
-        line == b"[" + answer.rstrip(b"\n") + b"," + too_large_answer(answer, len(answer) + 1)[:-1] + b"]\n"
-    )
+    assert line == b"[" + answer.rstrip(b"\n") + b"," + too_large_answer(answer, limit)[:-1] + b"]\n"
+    assert len(line) - 1 == limit

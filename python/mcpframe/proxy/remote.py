@@ -70,7 +70,7 @@ from mcpframe.session.batch import error_answer
 from mcpframe.transports.base import TransportClosedError
 
 from .options import ProxyOptions
-from .remote_batch import BatchAnswers
+from .remote_batch import BatchAnswers, duplicate_id_answer
 from .remote_queue import Backlog, Cancelled, Handshake, InFlight, opens_session
 
 __all__ = ["ByteTransport", "Lane", "fast_lane", "proxy_remote", "run_remote"]
@@ -206,13 +206,13 @@ class _Reader:
         """One batch of the client's, its elements in order: answered with one array (`BatchAnswers`), the
         invalid elements' errors in it; posted whole where the session allows batches (2025-03-26) and
         nothing holds its requests back (`_whole`), else element by element, each as if it came alone."""
-        messages = [item for item in elements if not isinstance(item, core.FrameError)]
-        requests = [message.id for message in messages if message.kind == "request"]
         errors = [
             error_answer(item, max_frame=max_frame)
             for item in elements
             if isinstance(item, core.FrameError) and not item.notification
         ]
+        messages = self._unique([item for item in elements if not isinstance(item, core.FrameError)], errors)
+        requests = [message.id for message in messages if message.kind == "request"]
         self.answers.open(requests, errors)
         if self.whole is not None and self._whole(messages, len(requests)):
             for message in messages:
@@ -228,6 +228,25 @@ class _Reader:
                 else:
                     await self._dispatch(message)
         await self.answers.flush()
+
+    def _unique(self, messages: list[MessageLike], errors: list[bytes]) -> list[MessageLike]:
+        """`messages` but the requests whose id is already in use (repeated in the batch, or held by a
+        request in flight or another batch's): JSON-RPC ids are unique among a client's open requests, so
+        such a request is not forwarded; it is answered in the batch's array with a `-32600` error
+        (appended to `errors`), the stdio proxy's answer to a duplicate id."""
+        taken = self.in_flight.ids
+        held = self.answers.of
+        seen: set[Any] = set()
+        kept: list[MessageLike] = []
+        for message in messages:
+            if message.kind == "request":
+                rid = message.id
+                if rid in seen or rid in taken or rid in held:
+                    errors.append(duplicate_id_answer(rid))
+                    continue
+                seen.add(rid)
+            kept.append(message)
+        return kept
 
     def _whole(self, messages: list[MessageLike], requests: int) -> bool:
         """Whether a batch of `messages` (`requests` of them requests) is posted whole: the remote session

@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
-from mcpframe import core
+from mcpframe import core, jsonrpc
 from mcpframe._api import MessageLike
 from mcpframe.session.batch import Batch
 
-__all__ = ["BatchAnswers", "answered_id", "frames"]
+__all__ = ["BatchAnswers", "answered_id", "duplicate_id_answer", "frames"]
 
 
 def frames(data: bytes) -> Sequence[MessageLike | core.FrameError]:
@@ -35,6 +35,12 @@ def answered_id(line: bytes) -> Any:
     return item.id
 
 
+def duplicate_id_answer(rid: Any) -> bytes:
+    """The `-32600` error answer to a batch's request whose id `rid` is already in use (not forwarded: two
+    answers to one id could not both be told apart); the stdio proxy's text for a duplicate id."""
+    return core.encode_error(rid, jsonrpc.INVALID_REQUEST, f"Invalid Request: id {rid!r} is already in use")
+
+
 class BatchAnswers:
     """The client's batches waiting for answers, by request id; `write` is how anything reaches the client."""
 
@@ -45,7 +51,8 @@ class BatchAnswers:
 
     def open(self, ids: Iterable[Any], errors: Iterable[bytes]) -> None:
         """A batch read: the ids of its requests (their answers awaited) and the error answers to its
-        invalid elements. Without requests, its array (errors only) is ready at once (`flush`)."""
+        invalid elements. Without requests, its array (errors only) is ready at once (`flush`). The `ids`
+        are unique and none is awaited already (the caller answers a duplicate with `duplicate_id_answer`)."""
         batch = Batch(self._ready.append)
         for frame in errors:
             batch.add(frame)

@@ -132,12 +132,29 @@ def too_large_answer(answer: bytes, limit: int) -> bytes:
 class Batch:
     """Collects the response frames of one incoming batch and writes them once all are in.
 
-    ``held`` counts their bytes: the answer is one frame, kept whole until its last element is answered,
-    so the Session stops running a batch's elements once it passes the frame limit (``Intake``), and an
-    answer that would take it past ``limit`` anyway (its handler was running) is replaced by its
-    ``too_large_answer`` (``None``: no limit)."""
+    ``held`` counts their bytes (each with its LF: the array is ``held + 1`` bytes, its LF left out): the
+    answer is one frame, kept whole until its last element is answered, so the Session stops running a
+    batch's elements once it passes the frame limit (``Intake``), and an answer that would take it past
+    ``limit`` anyway (its handler was running) is replaced by its ``too_large_answer`` (``None``: no
+    limit).
 
-    __slots__ = ("_frames", "_sealed", "_waiting", "_write", "held", "limit", "overflowed", "replaced")
+    What is guaranteed: an answer is kept whole only if the array, with it and with the
+    ``too_large_answer`` of every request still awaited (``expect(rid)`` says its id), stays within
+    ``limit`` bytes. So the array passes ``limit`` only when the frames already held plus the
+    ``too_large_answer`` of the requests awaited do not fit by themselves (a request is always answered),
+    or through frames ``add`` appends, which are not checked."""
+
+    __slots__ = (
+        "_frames",
+        "_reserved",
+        "_sealed",
+        "_waiting",
+        "_write",
+        "held",
+        "limit",
+        "overflowed",
+        "replaced",
+    )
 
     def __init__(self, write: Callable[[bytes], None], limit: int | None = None) -> None:
         self._write = write
@@ -145,15 +162,19 @@ class Batch:
         self._frames: list[bytes] = []
         self._waiting = 0
         self._sealed = False
+        self._reserved = 0  # the bytes of the ``too_large_answer`` of every request awaited (``expect``)
         self.held = 0
         self.overflowed = False
         self.replaced = (
             False  # an answer was replaced: the array is full, its elements not started are not run
         )
 
-    def expect(self) -> None:
-        """A request of the batch is being handled; its answer (or ``skip``) will follow."""
+    def expect(self, rid: Any = None) -> None:
+        """A request of the batch is being handled; its answer (or ``None``) will follow. ``rid``: its id,
+        whose ``too_large_answer`` the answers that come first leave room for (with a limit)."""
         self._waiting += 1
+        if self.limit is not None:
+            self._reserved += len(core.encode_error(rid, jsonrpc.INTERNAL_ERROR, too_large(self.limit)))
 
     def add(self, frame: bytes) -> None:
         """An answer that was not announced by ``expect`` (e.g. for an invalid element)."""
@@ -163,10 +184,22 @@ class Batch:
     def answer(self, frame: bytes | None) -> None:
         """The answer to an expected request; ``None`` when it gets none (cancelled)."""
         self._waiting -= 1
+        if self.limit is not None:
+            message = too_large(self.limit)
+            replacement = (
+                too_large_answer(frame, self.limit)
+                if frame is not None
+                else core.encode_error(None, jsonrpc.INTERNAL_ERROR, message)  # no longer than its own
+            )
+            # its room is no longer kept (none once nothing else is awaited)
+            self._reserved = max(0, self._reserved - len(replacement)) if self._waiting else 0
+            if frame is not None:
+                whole = frame if frame.endswith(b"\n") else frame + b"\n"
+                if self.held + len(whole) + self._reserved + 1 > self.limit:
+                    whole = replacement
+                    self.replaced = True
+                frame = whole
         if frame is not None:
-            if self.limit is not None and self.held + 1 + len(frame.rstrip(b"\n")) > self.limit:
-                frame = too_large_answer(frame, self.limit)
-                self.replaced = True
             self._frames.append(frame)
             self.held += len(frame)
         self._maybe_flush()

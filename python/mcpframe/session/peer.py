@@ -527,7 +527,7 @@ class Session:
             return None
         incoming[rid] = request
         if batch is not None:
-            batch.expect()
+            batch.expect(rid)
         return self._start(request, self._handle(request))
 
     def _start(self, request: Request | None, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None] | None:
