@@ -10,6 +10,7 @@ from typing import Any
 
 from mcpframe.http import wire as wire_module
 from mcpframe.http.wire import WireServer
+from mcpframe.http.wire_parts import WireAnswer
 
 
 async def request_body(receive: Any) -> bytes:
@@ -69,3 +70,29 @@ def count_nexts(monkeypatch: Any) -> list[int]:
 
     monkeypatch.setattr(wire_module._Connection, "_next", counted)
     return calls
+
+
+async def until(condition: Any) -> None:
+    """Yields to the loop until `condition()` holds (the test's `fail_after` bounds the wait)."""
+    while not condition():
+        await asyncio.sleep(0)
+
+
+class FastApp:
+    """An app whose every request takes the lean server's fast path: `whole:X` is answered `X` at once, any
+    other body by `later(body)` (an answer the test ends)."""
+
+    def __init__(self) -> None:
+        self.offered: list[bytes] = []
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        raise AssertionError("every request here is the fast path's")
+
+    def wire_fast(self, target: bytes, headers: list[tuple[bytes, bytes]], body: bytes) -> WireAnswer | None:
+        self.offered.append(body)
+        if body.startswith(b"whole:"):
+            return 200, b"content-type: text/plain\r\n", body[6:]
+        return self.later(body)
+
+    def later(self, body: bytes) -> WireAnswer:
+        raise NotImplementedError

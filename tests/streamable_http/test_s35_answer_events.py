@@ -11,7 +11,6 @@ the read keeps the order of what was pipelined behind it, as one queued through 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import anyio
 import pytest
@@ -22,7 +21,7 @@ from mcpframe.http.streams import answer_events, events_now
 from mcpframe.http.wire_parts import Streamed, StreamOut, WireAnswer
 from mcpframe.http.wire_plain import PLAIN
 
-from ._wire_support import count_nexts, ok_bodies, post, wire_connection
+from ._wire_support import FastApp, count_nexts, ok_bodies, post, until, wire_connection
 
 pytestmark = pytest.mark.anyio
 
@@ -132,28 +131,17 @@ class _Written(Streamed):
         self.losses += 1
 
 
-class _App:
+class _App(FastApp):
     """`stream:X` is answered by a `_Written` the test ends with `X`; `whole:X` with `X` at once."""
 
     def __init__(self) -> None:
-        self.offered: list[bytes] = []
+        super().__init__()
         self.written: list[_Written] = []
 
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        raise AssertionError("every request here is the fast path's")
-
-    def wire_fast(self, target: bytes, headers: list[tuple[bytes, bytes]], body: bytes) -> WireAnswer | None:
-        self.offered.append(body)
-        if body.startswith(b"whole:"):
-            return 200, b"content-type: text/plain\r\n", body[6:]
+    def later(self, body: bytes) -> WireAnswer:
         written = _Written()
         self.written.append(written)
         return written
-
-
-async def _until(condition: Any) -> None:
-    while not condition():
-        await anyio.sleep(0)
 
 
 async def _chunked_body(reader: asyncio.StreamReader) -> bytes:
@@ -181,7 +169,7 @@ async def test_a_streamed_answer_is_opened_from_the_read_and_what_follows_waits(
     with anyio.fail_after(10):
         async with wire_connection(app) as (wire, reader, writer):
             writer.write(post(b"stream:a") + post(b"whole:b") + post(b"stream:c"))
-            await _until(lambda: bool(app.written) and app.written[0].out is not None)
+            await until(lambda: bool(app.written) and app.written[0].out is not None)
             (connection,) = wire.connections
             assert connection.current is not None
             assert connection.idle_deadline is None  # being answered: no keep-alive timeout
@@ -194,14 +182,14 @@ async def test_a_streamed_answer_is_opened_from_the_read_and_what_follows_waits(
             assert first is not None
             first.write(b"a1")
             first.end(b"a2")
-            await _until(lambda: len(app.written) == 2 and app.written[1].out is not None)
+            await until(lambda: len(app.written) == 2 and app.written[1].out is not None)
             last = app.written[1].out
             assert last is not None
             last.end(b"c")
             assert await _chunked_body(reader) == b"a1a2"
             assert await ok_bodies(reader, 1) == [b"b"]
             assert await _chunked_body(reader) == b"c"
-            await _until(lambda: connection.current is None)
+            await until(lambda: connection.current is None)
             assert connection.idle_deadline is not None  # idle again: the keep-alive's timer runs
     assert app.offered == [b"stream:a", b"whole:b", b"stream:c"]
     assert [w.losses for w in app.written] == [0, 0]
@@ -212,8 +200,8 @@ async def test_a_client_that_leaves_a_streamed_answer_from_the_read_has_it_lost(
     with anyio.fail_after(10):
         async with wire_connection(app) as (wire, _, writer):
             writer.write(post(b"stream:a"))
-            await _until(lambda: bool(app.written) and app.written[0].out is not None)
+            await until(lambda: bool(app.written) and app.written[0].out is not None)
             writer.close()
-            await _until(lambda: app.written[0].losses == 1)
-            await _until(lambda: not wire.connections)
+            await until(lambda: app.written[0].losses == 1)
+            await until(lambda: not wire.connections)
     assert app.written[0].losses == 1

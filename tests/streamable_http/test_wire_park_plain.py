@@ -5,8 +5,6 @@ that leaves has it cancelled, and one delivered before the server parks it is wr
 
 from __future__ import annotations
 
-from typing import Any
-
 import anyio
 import pytest
 
@@ -14,7 +12,7 @@ from mcpframe.http.wire import Parked
 from mcpframe.http.wire_parts import WireAnswer
 from mcpframe.http.wire_plain import PLAIN
 
-from ._wire_support import count_nexts, post, wire_connection
+from ._wire_support import FastApp, count_nexts, post, until, wire_connection
 from ._wire_support import ok_bodies as _bodies
 
 pytestmark = pytest.mark.anyio
@@ -38,31 +36,20 @@ class _Held(Parked):
         self.cancels += 1
 
 
-class _App:
+class _App(FastApp):
     """`whole:X` is answered `X` at once, `park:X` parked (the test delivers), `ready:X` parked with `X`
     delivered before the server gets it."""
 
     def __init__(self) -> None:
-        self.offered: list[bytes] = []
+        super().__init__()
         self.parked: list[_Held] = []
 
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        raise AssertionError("every request here is the fast path's")
-
-    def wire_fast(self, target: bytes, headers: list[tuple[bytes, bytes]], body: bytes) -> WireAnswer | None:
-        self.offered.append(body)
-        if body.startswith(b"whole:"):
-            return 200, b"content-type: text/plain\r\n", body[6:]
+    def later(self, body: bytes) -> WireAnswer:
         parked = _Held()
         self.parked.append(parked)
         if body.startswith(b"ready:"):
             parked.deliver((200, b"", body[6:]))
         return parked
-
-
-async def _until(condition: Any) -> None:
-    while not condition():
-        await anyio.sleep(0)
 
 
 @pytest.fixture
@@ -76,7 +63,7 @@ async def test_a_parked_answer_is_parked_from_the_read_and_the_idle_timer_waits(
     with anyio.fail_after(10):
         async with wire_connection(app) as (wire, reader, writer):
             writer.write(post(b"park:a"))
-            await _until(lambda: bool(app.parked))
+            await until(lambda: bool(app.parked))
             (connection,) = wire.connections
             assert connection.current is not None
             assert connection.parked is app.parked[0]
@@ -98,12 +85,12 @@ async def test_what_is_pipelined_behind_a_parked_answer_waits_for_it() -> None:
     with anyio.fail_after(10):
         async with wire_connection(app) as (_, reader, writer):
             writer.write(post(b"park:a") + post(b"whole:b") + post(b"park:c") + post(b"whole:d"))
-            await _until(lambda: bool(app.parked))
+            await until(lambda: bool(app.parked))
             for _ in range(5):
                 await anyio.sleep(0)
             assert app.offered == [b"park:a"]  # the rest waits for `a`'s answer
             app.parked[0].deliver((200, b"", b"a"))
-            await _until(lambda: len(app.parked) == 2)
+            await until(lambda: len(app.parked) == 2)
             app.parked[1].deliver((200, b"", b"c"))
             assert await _bodies(reader, 4) == [b"a", b"b", b"c", b"d"]
     assert app.offered == [b"park:a", b"whole:b", b"park:c", b"whole:d"]
@@ -118,7 +105,7 @@ async def test_an_answer_delivered_before_it_is_parked_is_written_at_once() -> N
             writer.write(post(b"ready:c"))
             assert await _bodies(reader, 1) == [b"c"]
             (connection,) = wire.connections
-            await _until(lambda: connection.current is None)
+            await until(lambda: connection.current is None)
             assert connection.idle_deadline is not None
             assert not wire.parked  # nothing left parked
     assert app.offered == [b"ready:a", b"whole:b", b"ready:c"]
@@ -129,9 +116,9 @@ async def test_a_client_that_leaves_has_its_parked_answer_cancelled_once() -> No
     with anyio.fail_after(10):
         async with wire_connection(app) as (wire, _, writer):
             writer.write(post(b"park:a"))
-            await _until(lambda: bool(app.parked))
+            await until(lambda: bool(app.parked))
             writer.close()
-            await _until(lambda: not wire.connections)
+            await until(lambda: not wire.connections)
             assert app.parked[0].cancels == 1
             assert not wire.parked
             app.parked[0].deliver((200, b"", b"late"))  # nobody to write it to: dropped
